@@ -1,0 +1,226 @@
+package record
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// AppendJSON appends r as one JSON object (no newline) in the records.jsonl schema.
+// Hand-written rather than reflective: it runs once per request on the hot path of
+// large runs, and it must print times as exact decimal seconds with µs precision.
+func AppendJSON(b []byte, r *Record) []byte {
+	b = append(b, `{"level":`...)
+	b = strconv.AppendInt(b, int64(r.Level), 10)
+	b = append(b, `,"index":`...)
+	b = strconv.AppendInt(b, int64(r.Index), 10)
+	b = append(b, `,"warmup":`...)
+	b = strconv.AppendBool(b, r.Warmup)
+	b = append(b, `,"scheduled_s":`...)
+	b = appendSeconds(b, r.Scheduled)
+	b = append(b, `,"sent_s":`...)
+	b = appendSeconds(b, r.Sent)
+	b = append(b, `,"first_token_s":`...)
+	if t, ok := r.FirstToken(); ok {
+		b = appendSeconds(b, t)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"last_token_s":`...)
+	if t, ok := r.LastToken(); ok {
+		b = appendSeconds(b, t)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"done_s":`...)
+	b = appendSeconds(b, r.Done)
+	b = append(b, `,"response_id":`...)
+	b = appendString(b, r.ResponseID)
+	b = append(b, `,"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(r.InputTokens), 10)
+	if r.ServerPromptTokens > 0 {
+		b = append(b, `,"server_prompt_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.ServerPromptTokens), 10)
+	}
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(r.OutputTokens), 10)
+	b = append(b, `,"output_tokens_source":`...)
+	b = appendString(b, r.OutputTokensSource)
+	b = append(b, `,"events":[`...)
+	r.Events.Each(func(i int, t time.Duration, n int) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = appendSeconds(b, t)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, ']')
+	})
+	b = append(b, `],"error":`...)
+	if r.Error == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"kind":`...)
+		b = appendString(b, r.Error.Kind)
+		if r.Error.Status != 0 {
+			b = append(b, `,"status":`...)
+			b = strconv.AppendInt(b, int64(r.Error.Status), 10)
+		}
+		if r.Error.Message != "" {
+			b = append(b, `,"message":`...)
+			b = appendString(b, r.Error.Message)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// appendSeconds writes d as decimal seconds with exactly six fractional digits.
+func appendSeconds(b []byte, d time.Duration) []byte {
+	us := int64(d / time.Microsecond)
+	if us < 0 {
+		b = append(b, '-')
+		us = -us
+	}
+	b = strconv.AppendInt(b, us/1e6, 10)
+	b = append(b, '.')
+	frac := us % 1e6
+	for div := int64(1e5); div > 0; div /= 10 {
+		b = append(b, byte('0'+frac/div%10))
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // cannot fail for a string
+	return append(b, q...)
+}
+
+// parseSeconds reads a JSON number of seconds back to an exact µs duration.
+func parseSeconds(n json.Number) (time.Duration, error) {
+	s := string(n)
+	neg := false
+	if len(s) > 0 && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	intPart, frac, _ := bytes.Cut([]byte(s), []byte("."))
+	if bytes.ContainsAny(frac, "eE") || bytes.ContainsAny(intPart, "eE") {
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(f * 1e6 * float64(time.Microsecond)).Round(time.Microsecond), nil
+	}
+	sec, err := strconv.ParseInt(string(intPart), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad seconds %q", n)
+	}
+	var us int64
+	for i := 0; i < 6; i++ {
+		us *= 10
+		if i < len(frac) {
+			c := frac[i]
+			if c < '0' || c > '9' {
+				return 0, fmt.Errorf("bad seconds %q", n)
+			}
+			us += int64(c - '0')
+		}
+	}
+	d := time.Duration(sec*1e6+us) * time.Microsecond
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+type jsonRecord struct {
+	Level              *int             `json:"level"`
+	Index              int              `json:"index"`
+	Warmup             bool             `json:"warmup"`
+	Scheduled          json.Number      `json:"scheduled_s"`
+	Sent               json.Number      `json:"sent_s"`
+	FirstToken         *json.Number     `json:"first_token_s"`
+	LastToken          *json.Number     `json:"last_token_s"`
+	Done               json.Number      `json:"done_s"`
+	ResponseID         string           `json:"response_id"`
+	InputTokens        int              `json:"input_tokens"`
+	ServerPromptTokens int              `json:"server_prompt_tokens"`
+	OutputTokens       int              `json:"output_tokens"`
+	OutputTokensSource string           `json:"output_tokens_source"`
+	Events             [][2]json.Number `json:"events"`
+	Error              *Error           `json:"error"`
+}
+
+// UnmarshalJSON decodes one records.jsonl line.
+func (r *Record) UnmarshalJSON(data []byte) error {
+	var j jsonRecord
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&j); err != nil {
+		return err
+	}
+	if j.Level == nil {
+		return errors.New(`missing "level"`)
+	}
+	var err error
+	*r = Record{
+		Level: *j.Level, Index: j.Index, Warmup: j.Warmup, ResponseID: j.ResponseID,
+		InputTokens: j.InputTokens, ServerPromptTokens: j.ServerPromptTokens,
+		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource, Error: j.Error,
+	}
+	for _, f := range []struct {
+		dst  *time.Duration
+		src  json.Number
+		name string
+	}{{&r.Scheduled, j.Scheduled, "scheduled_s"}, {&r.Sent, j.Sent, "sent_s"}, {&r.Done, j.Done, "done_s"}} {
+		if *f.dst, err = parseSeconds(f.src); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	if len(j.Events) > 0 {
+		r.Events.Base = r.Sent
+	}
+	for i, ev := range j.Events {
+		t, err := parseSeconds(ev[0])
+		if err != nil {
+			return fmt.Errorf("events[%d]: %w", i, err)
+		}
+		n, err := strconv.Atoi(string(ev[1]))
+		if err != nil || n < 1 {
+			return fmt.Errorf("events[%d]: token count %q is not a positive integer", i, ev[1])
+		}
+		r.Events.Append(t, n)
+	}
+	return nil
+}
+
+// MarshalJSON encodes r in the records.jsonl schema.
+func (r Record) MarshalJSON() ([]byte, error) { return AppendJSON(nil, &r), nil }
+
+// ReadAll decodes a records.jsonl stream. Errors name the line; a truncated last line
+// (a killed writer) is reported with its line number, and the records before it are returned.
+func ReadAll(rd io.Reader) ([]Record, error) {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
+	var out []Record
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var r Record
+		if err := r.UnmarshalJSON(b); err != nil {
+			return out, fmt.Errorf("line %d: %w", line, err)
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}

@@ -1,0 +1,77 @@
+// Package record holds the raw per-request record: the one flat fact from which every
+// figure is recomputed (DESIGN.md §7.1). Times are offsets from the run's start, taken as
+// t.Sub(runStart) on Go's monotonic clock, never via wall-clock round trips.
+package record
+
+import (
+	"time"
+)
+
+// Error kinds: short, stable strings that appear in records and summaries.
+const (
+	KindConnect        = "connect"
+	KindHTTPStatus     = "http_status"
+	KindStreamError    = "stream_error"
+	KindMalformedEvent = "malformed_event"
+	KindDisconnect     = "disconnect"
+	KindIncomplete     = "incomplete"
+	KindTimeout        = "timeout"
+	KindIdleTimeout    = "idle_timeout"
+	KindEmpty          = "empty_output"
+	KindCanceled       = "canceled"
+)
+
+// Output token count sources (DESIGN.md §1).
+const (
+	SourceUsage     = "usage"
+	SourceTokenizer = "tokenizer"
+	SourceEvents    = "events"
+)
+
+// Error describes why a request failed. Status is the HTTP status when there was one.
+type Error struct {
+	Kind    string `json:"kind"`
+	Status  int    `json:"status,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Record is one request's outcome. A zero Sent with Error set means it was never sent.
+// FirstToken and LastToken are derived from Events, so they cannot disagree with them.
+type Record struct {
+	Level  int  // index of the load level in the run
+	Index  int  // request index within the level (warm-up requests included)
+	Warmup bool // sent but excluded from metrics (warm-up or cool-down)
+
+	Scheduled time.Duration // when the plan wanted it sent
+	Sent      time.Duration // just before the request was written
+	Done      time.Duration // stream closed or request failed
+
+	ResponseID         string
+	InputTokens        int // tokens the client intended to send
+	ServerPromptTokens int // usage.prompt_tokens when the server reported it; 0 otherwise
+	OutputTokens       int // N, from OutputTokensSource
+	OutputTokensSource string
+
+	Events Events
+	Error  *Error
+}
+
+// OK reports whether the request succeeded.
+func (r *Record) OK() bool { return r.Error == nil }
+
+// FirstToken is the arrival of the first token-carrying event; ok is false when there was none.
+func (r *Record) FirstToken() (t time.Duration, ok bool) {
+	if r.Events.Len() == 0 {
+		return 0, false
+	}
+	return r.Events.Time(0), true
+}
+
+// LastToken is the arrival of the last token-carrying event.
+func (r *Record) LastToken() (t time.Duration, ok bool) {
+	n := r.Events.Len()
+	if n == 0 {
+		return 0, false
+	}
+	return r.Events.Time(n - 1), true
+}

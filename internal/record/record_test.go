@@ -1,0 +1,100 @@
+package record
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func sample() Record {
+	r := Record{Level: 1, Index: 7, Scheduled: 1500 * time.Microsecond, Sent: 2 * time.Millisecond,
+		Done: 90 * time.Millisecond, ResponseID: "chatcmpl-\"x\"", InputTokens: 512, ServerPromptTokens: 520,
+		OutputTokens: 4, OutputTokensSource: SourceUsage}
+	r.Events.Base = r.Sent
+	r.Events.Append(62*time.Millisecond+3*time.Microsecond, 1)
+	r.Events.Append(77*time.Millisecond, 2)
+	r.Events.Append(89*time.Millisecond, 1)
+	return r
+}
+
+func TestEventsCompact(t *testing.T) {
+	r := sample()
+	if r.Events.Len() != 3 || r.Events.Tokens() != 4 {
+		t.Fatalf("len %d tokens %d", r.Events.Len(), r.Events.Tokens())
+	}
+	if ft, _ := r.FirstToken(); ft != 62003*time.Microsecond {
+		t.Errorf("first token %v", ft)
+	}
+	if lt, _ := r.LastToken(); lt != 89*time.Millisecond {
+		t.Errorf("last token %v", lt)
+	}
+	var ns []int
+	r.Events.Each(func(i int, _ time.Duration, n int) { ns = append(ns, n) })
+	if !reflect.DeepEqual(ns, []int{1, 2, 1}) {
+		t.Errorf("counts %v", ns)
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	r := sample()
+	failed := Record{Level: 0, Index: 1, Scheduled: time.Second, Sent: time.Second, Done: time.Second + time.Microsecond,
+		Error: &Error{Kind: KindHTTPStatus, Status: 500, Message: `{"error":"boom"}`}}
+	var buf bytes.Buffer
+	for _, x := range []Record{r, failed} {
+		buf.Write(AppendJSON(nil, &x))
+		buf.WriteByte('\n')
+	}
+	got, err := ReadAll(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got[0], r) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got[0], r)
+	}
+	if !reflect.DeepEqual(got[1], failed) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got[1], failed)
+	}
+	want := `{"level":1,"index":7,"warmup":false,"scheduled_s":0.001500,"sent_s":0.002000,"first_token_s":0.062003,"last_token_s":0.089000,"done_s":0.090000,"response_id":"chatcmpl-\"x\"","input_tokens":512,"server_prompt_tokens":520,"output_tokens":4,"output_tokens_source":"usage","events":[[0.062003,1],[0.077000,2],[0.089000,1]],"error":null}`
+	if s := string(AppendJSON(nil, &r)); s != want {
+		t.Errorf("json:\n got %s\nwant %s", s, want)
+	}
+}
+
+func TestReadAllNamesBadLine(t *testing.T) {
+	r := sample()
+	in := string(AppendJSON(nil, &r)) + "\n" + `{"level":0,"sent_s":"x"` + "\n"
+	got, err := ReadAll(bytes.NewBufferString(in))
+	if err == nil || len(got) != 1 {
+		t.Fatalf("got %d records, err %v", len(got), err)
+	}
+	if want := "line 2"; !bytes.Contains([]byte(err.Error()), []byte(want)) {
+		t.Errorf("error %q does not name %q", err, want)
+	}
+}
+
+func TestWriter(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "records.jsonl")
+	w, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sample()
+	for i := 0; i < 3; i++ {
+		r.Index = i
+		if err := w.Write(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(p)
+	defer f.Close()
+	got, err := ReadAll(f)
+	if err != nil || len(got) != 3 || got[2].Index != 2 {
+		t.Fatalf("got %d records, err %v", len(got), err)
+	}
+}
