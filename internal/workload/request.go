@@ -1,0 +1,39 @@
+// Package workload builds the requests a benchmark sends: prompts with exact token counts,
+// length distributions, datasets and traces.
+package workload
+
+import "time"
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is one request as it will be sent.
+type Request struct {
+	// Prompt is the text for the completions API, and the single user message for the chat
+	// API when Messages is nil. Empty in lengths-only mode (the virtual-clock simulator).
+	Prompt   string
+	Messages []Message
+	// InputTokens is the prompt's exact length under the run's tokenizer.
+	InputTokens int
+	// PrefixTokens of the prompt are shared with other requests of the same PrefixGroup
+	// (prefix-cache studies); 0 when there is no shared prefix.
+	PrefixTokens int
+	PrefixGroup  int
+	// OutputTokens is sent as max_tokens (with ignore_eos, the exact output length).
+	OutputTokens int
+	// Arrival is the request's offset from the level start in a replayed trace.
+	Arrival    time.Duration
+	HasArrival bool
+}
+
+// Source yields the requests of a run. Request is a pure function of the source's config,
+// its seed, the level and the index, so a run is reproducible and shards can take slices.
+type Source interface {
+	Request(level, i int) Request
+	// Len is the number of distinct requests of a finite dataset (a trace replays exactly
+	// these), or 0 for a synthetic source that can produce any number.
+	Len() int
+}
