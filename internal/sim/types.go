@@ -1,0 +1,38 @@
+// Package sim is the simulated inference server: a continuous-batching engine driven by a
+// cost model, on a wall clock (serve, the in-process default target) or a virtual clock
+// (simulate).
+package sim
+
+import "time"
+
+// SeqRequest is one generation request as the engine sees it.
+type SeqRequest struct {
+	ID           string
+	PromptTokens int
+	// PrefixHashes are hashes of the prompt's full KV blocks, for prefix caching; may be nil.
+	PrefixHashes []uint64
+	MaxTokens    int
+	// IgnoreEOS makes the sequence run to MaxTokens; otherwise it stops at a seeded
+	// random length within it.
+	IgnoreEOS bool
+}
+
+// Step reports the tokens one engine step emitted for one sequence.
+type Step struct {
+	At           time.Time // wall-clock instant the step finished (monotonic reading included)
+	Tokens       int       // tokens emitted for this sequence by this step (usually 1)
+	Done         bool
+	FinishReason string // "length" or "stop" when Done
+}
+
+// EngineStats is a snapshot of the engine for /metrics.
+type EngineStats struct {
+	Running          int
+	Waiting          int
+	KVUsage          float64 // fraction of KV blocks in use, 0..1
+	Preemptions      uint64
+	PromptTokens     uint64 // prompt tokens processed (prefill work done)
+	GenerationTokens uint64
+	PrefixHits       uint64 // prompt tokens served from the prefix cache
+	PrefixQueries    uint64 // prompt tokens looked up in the prefix cache
+}
