@@ -1,0 +1,173 @@
+package tokenizer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Server tokenizes on the target server: vLLM's and llama.cpp's POST /tokenize and
+// /detokenize. It is exact for whatever model the server runs, at the cost of one HTTP
+// round trip per call.
+type Server struct {
+	BaseURL string
+	// Model is sent as "model" (vLLM needs it when it serves several models); may be empty.
+	Model   string
+	Client  *http.Client
+	Timeout time.Duration // per call; 0 means 30 s
+
+	mu  sync.Mutex
+	err error
+}
+
+// NewServer returns a tokenizer that calls baseURL's /tokenize and /detokenize. A nil
+// httpClient means http.DefaultClient.
+func NewServer(baseURL string, httpClient *http.Client) Tokenizer {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	return &Server{BaseURL: strings.TrimRight(baseURL, "/"), Client: httpClient}
+}
+
+func (s *Server) Name() string { return "server" }
+
+// Encode returns nil when the server fails; Err reports why. Use Tokenize for the error.
+func (s *Server) Encode(text string) []int {
+	ids, err := s.Tokenize(context.Background(), text)
+	if err != nil {
+		s.setErr(err)
+		return nil
+	}
+	return ids
+}
+
+// Decode returns "" when the server fails; Err reports why.
+func (s *Server) Decode(ids []int) string {
+	text, err := s.Detokenize(context.Background(), ids)
+	if err != nil {
+		s.setErr(err)
+		return ""
+	}
+	return text
+}
+
+// Err returns the first error an Encode or Decode call met, or nil.
+func (s *Server) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *Server) setErr(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+}
+
+// Tokenize encodes text without adding special tokens (BOS), like the other tokenizers.
+// The request carries both servers' field names: vLLM reads prompt/add_special_tokens,
+// llama.cpp content/add_special.
+func (s *Server) Tokenize(ctx context.Context, text string) ([]int, error) {
+	req := map[string]any{"prompt": text, "content": text, "add_special_tokens": false, "add_special": false}
+	if s.Model != "" {
+		req["model"] = s.Model
+	}
+	var resp struct {
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if err := s.post(ctx, "/tokenize", req, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Tokens == nil {
+		return nil, errors.New("tokenizer server: /tokenize response has no \"tokens\"")
+	}
+	ids := make([]int, len(resp.Tokens))
+	for i, raw := range resp.Tokens {
+		// llama.cpp with_pieces returns {"id": n, "piece": ...}; plain ids otherwise.
+		if err := json.Unmarshal(raw, &ids[i]); err != nil {
+			var withPiece struct {
+				ID *int `json:"id"`
+			}
+			if json.Unmarshal(raw, &withPiece) != nil || withPiece.ID == nil {
+				return nil, fmt.Errorf("tokenizer server: /tokenize token %d is %s, not an id", i, raw)
+			}
+			ids[i] = *withPiece.ID
+		}
+	}
+	return ids, nil
+}
+
+// Detokenize decodes ids; vLLM answers "prompt", llama.cpp "content".
+func (s *Server) Detokenize(ctx context.Context, ids []int) (string, error) {
+	if ids == nil {
+		ids = []int{}
+	}
+	req := map[string]any{"tokens": ids}
+	if s.Model != "" {
+		req["model"] = s.Model
+	}
+	var resp struct {
+		Prompt  *string `json:"prompt"`
+		Content *string `json:"content"`
+	}
+	if err := s.post(ctx, "/detokenize", req, &resp); err != nil {
+		return "", err
+	}
+	switch {
+	case resp.Prompt != nil:
+		return *resp.Prompt, nil
+	case resp.Content != nil:
+		return *resp.Content, nil
+	}
+	return "", errors.New("tokenizer server: /detokenize response has neither \"prompt\" nor \"content\"")
+}
+
+func (s *Server) post(ctx context.Context, path string, body, out any) error {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.BaseURL+path, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("tokenizer server: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("tokenizer server: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("tokenizer server: %s: %w", path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("tokenizer server: %s: HTTP %d: %s", path, resp.StatusCode, bytes.TrimSpace(truncate(data, 300)))
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("tokenizer server: %s: bad JSON: %w", path, err)
+	}
+	return nil
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
