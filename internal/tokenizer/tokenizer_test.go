@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 const qwenFixture = "testdata/qwen3/tokenizer.json.gz"
@@ -264,5 +267,28 @@ func BenchmarkEncode(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkTiktokenGoPatho is the baseline the merge loop replaces: tiktoken-go's own
+// quadratic byte-pair merge on the 20k-character words (o200k_base).
+func BenchmarkTiktokenGoPatho(b *testing.B) {
+	patho := filepath.Join(sharedDir, "reference", "patho.json")
+	if _, err := os.Stat(patho); err != nil {
+		b.Skip("shared data absent")
+	}
+	words := readJSON[[]string](b, patho)
+	tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
+	enc, err := tiktoken.GetEncoding("o200k_base")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, w := range words {
+		b.Run("patho"+string(rune('0'+i)), func(b *testing.B) {
+			b.SetBytes(int64(len(w)))
+			for b.Loop() {
+				enc.EncodeOrdinary(w)
+			}
+		})
 	}
 }
