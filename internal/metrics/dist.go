@@ -1,0 +1,295 @@
+package metrics
+
+import (
+	"math"
+	"math/bits"
+	"sort"
+)
+
+// Dist is an exact distribution of durations kept as counts per distinct value.
+//
+// Why not []float64: a million-request run with ~128 tokens each yields ~128M ITL samples
+// (1 GiB as float64). Event times are integer microseconds, so every sample is an exact
+// rational number of microseconds (a gap g, or g/n for a gap carrying n tokens, or
+// (last-first)/(N-1) for TPOT). Equal samples collapse into one (value, count) pair, so memory
+// grows with the number of distinct values, not with the number of samples, and the order
+// statistics — hence the interpolated percentiles and their confidence intervals — are exactly
+// those a full sort would give.
+type Dist struct {
+	ints map[int64]uint64 // integer microseconds -> count (the common case)
+	rats map[ratio]uint64 // reduced non-integer ratios of microseconds -> count
+	n    uint64
+
+	sorted []distinct // built lazily; nil when dirty
+	cum    []uint64   // cum[i] = samples with value <= sorted[i]
+}
+
+// ratio is num/den microseconds, den >= 1, reduced to lowest terms.
+type ratio struct{ num, den int64 }
+
+type distinct struct {
+	v ratio
+	c uint64
+}
+
+// NewDist returns an empty distribution.
+func NewDist() *Dist { return &Dist{} }
+
+// AddMicros adds one sample of us microseconds.
+func (d *Dist) AddMicros(us int64) {
+	if d.ints == nil {
+		d.ints = make(map[int64]uint64)
+	}
+	d.ints[us]++
+	d.n++
+	d.sorted = nil
+}
+
+// AddRatio adds count samples of num/den microseconds (den >= 1).
+func (d *Dist) AddRatio(num, den int64, count uint64) {
+	if count == 0 {
+		return
+	}
+	if den <= 0 {
+		panic("metrics: AddRatio with den <= 0")
+	}
+	if num%den == 0 {
+		if d.ints == nil {
+			d.ints = make(map[int64]uint64)
+		}
+		d.ints[num/den] += count
+	} else {
+		g := gcd(abs64(num), den)
+		if d.rats == nil {
+			d.rats = make(map[ratio]uint64)
+		}
+		d.rats[ratio{num / g, den / g}] += count
+	}
+	d.n += count
+	d.sorted = nil
+}
+
+// Merge adds every sample of o to d.
+func (d *Dist) Merge(o *Dist) {
+	if o == nil {
+		return
+	}
+	for v, c := range o.ints {
+		d.AddRatio(v, 1, c)
+	}
+	for v, c := range o.rats {
+		d.AddRatio(v.num, v.den, c)
+	}
+}
+
+// Count is the number of samples.
+func (d *Dist) Count() uint64 {
+	if d == nil {
+		return 0
+	}
+	return d.n
+}
+
+// Distinct is the number of distinct values held (the memory the distribution takes).
+func (d *Dist) Distinct() int {
+	if d == nil {
+		return 0
+	}
+	return len(d.ints) + len(d.rats)
+}
+
+func (d *Dist) build() {
+	if d.sorted != nil || d.n == 0 {
+		return
+	}
+	s := make([]distinct, 0, len(d.ints)+len(d.rats))
+	for v, c := range d.ints {
+		s = append(s, distinct{ratio{v, 1}, c})
+	}
+	for v, c := range d.rats {
+		s = append(s, distinct{v, c})
+	}
+	sort.Slice(s, func(i, j int) bool { return less(s[i].v, s[j].v) })
+	cum := make([]uint64, len(s))
+	var acc uint64
+	for i := range s {
+		acc += s[i].c
+		cum[i] = acc
+	}
+	d.sorted, d.cum = s, cum
+}
+
+// at returns the k-th order statistic (0-based) in milliseconds.
+func (d *Dist) at(k uint64) float64 {
+	i := sort.Search(len(d.cum), func(i int) bool { return d.cum[i] > k })
+	return d.sorted[i].v.ms()
+}
+
+// Percentile returns the p-th percentile (0 <= p <= 100) in milliseconds by linear
+// interpolation between the order statistics at ranks floor(h) and ceil(h), h = (n-1)p/100:
+// numpy's default ("linear", Hyndman & Fan type 7), so figures compare with vLLM's.
+// ok is false for an empty distribution.
+func (d *Dist) Percentile(p float64) (v float64, ok bool) {
+	if d.Count() == 0 {
+		return 0, false
+	}
+	d.build()
+	q := math.Min(math.Max(p/100, 0), 1)
+	h := q * float64(d.n-1)
+	lo := math.Floor(h)
+	t := h - lo
+	a := d.at(uint64(lo))
+	if t == 0 {
+		return a, true
+	}
+	b := d.at(uint64(lo) + 1)
+	return lerp(a, b, t), true
+}
+
+// lerp mirrors numpy's _lerp, which evaluates from the nearer end so results match numpy
+// to the last bit.
+func lerp(a, b, t float64) float64 {
+	diff := b - a
+	if t >= 0.5 {
+		return b - diff*(1-t)
+	}
+	return a + diff*t
+}
+
+// Min and Max in milliseconds (0 when empty).
+func (d *Dist) Min() float64 {
+	if d.Count() == 0 {
+		return 0
+	}
+	d.build()
+	return d.sorted[0].v.ms()
+}
+
+func (d *Dist) Max() float64 {
+	if d.Count() == 0 {
+		return 0
+	}
+	d.build()
+	return d.sorted[len(d.sorted)-1].v.ms()
+}
+
+// MeanStd returns the mean and the population standard deviation (ddof = 0, like numpy's
+// np.std that vLLM reports) in milliseconds, computed in two passes over the distinct values
+// with compensated sums.
+func (d *Dist) MeanStd() (mean, std float64) {
+	if d.Count() == 0 {
+		return 0, 0
+	}
+	d.build()
+	var s kahan
+	for _, e := range d.sorted {
+		s.add(e.v.ms() * float64(e.c))
+	}
+	mean = s.sum() / float64(d.n)
+	var v kahan
+	for _, e := range d.sorted {
+		dv := e.v.ms() - mean
+		v.add(dv * dv * float64(e.c))
+	}
+	return mean, math.Sqrt(v.sum() / float64(d.n))
+}
+
+// Each calls f for every distinct value (ms) in ascending order with its count: enough to
+// draw an exact CDF without materialising the samples.
+func (d *Dist) Each(f func(ms float64, count uint64)) {
+	if d.Count() == 0 {
+		return
+	}
+	d.build()
+	for _, e := range d.sorted {
+		f(e.v.ms(), e.c)
+	}
+}
+
+// Values returns every sample in ascending order (ms). Only for small distributions.
+func (d *Dist) Values() []float64 {
+	out := make([]float64, 0, d.Count())
+	d.Each(func(ms float64, c uint64) {
+		for range c {
+			out = append(out, ms)
+		}
+	})
+	return out
+}
+
+// ms converts exactly-held microseconds to milliseconds with a single rounding.
+func (r ratio) ms() float64 { return float64(r.num) / (float64(r.den) * 1000) }
+
+// less compares a.num/a.den < b.num/b.den exactly with 128-bit products.
+func less(a, b ratio) bool {
+	if a.den == b.den {
+		return a.num < b.num
+	}
+	return cmpMul(a.num, b.den, b.num, a.den) < 0
+}
+
+// cmpMul compares x*y with u*v (y, v > 0) without overflow.
+func cmpMul(x, y, u, v int64) int {
+	sx, su := x < 0, u < 0
+	if sx != su {
+		if sx {
+			return -1
+		}
+		return 1
+	}
+	hi1, lo1 := bits.Mul64(uint64(abs64(x)), uint64(y))
+	hi2, lo2 := bits.Mul64(uint64(abs64(u)), uint64(v))
+	c := 0
+	switch {
+	case hi1 != hi2:
+		c = cmpU(hi1, hi2)
+	default:
+		c = cmpU(lo1, lo2)
+	}
+	if sx { // both negative: larger magnitude is smaller
+		c = -c
+	}
+	return c
+}
+
+func cmpU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	if a == 0 {
+		return 1
+	}
+	return a
+}
+
+// kahan is Neumaier's compensated summation.
+type kahan struct{ s, c float64 }
+
+func (k *kahan) add(x float64) {
+	t := k.s + x
+	if math.Abs(k.s) >= math.Abs(x) {
+		k.c += (k.s - t) + x
+	} else {
+		k.c += (x - t) + k.s
+	}
+	k.s = t
+}
+
+func (k *kahan) sum() float64 { return k.s + k.c }

@@ -1,0 +1,219 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SLOKind says what an SLO term constrains.
+type SLOKind int
+
+const (
+	// SLOBound is a per-request bound (ttft<=500ms): it defines which requests are good.
+	SLOBound SLOKind = iota + 1
+	// SLOPercentile is a level verdict on a percentile (ttft:p99<=500ms) or mean (ttft:mean<=…).
+	SLOPercentile
+	// SLOGoodput is a level verdict on the fraction of good requests (goodput>=0.95).
+	SLOGoodput
+)
+
+// SLO is one parsed term of --slo.
+type SLO struct {
+	Kind   SLOKind
+	Metric string        // bound/percentile: ttft, tpot, itl, e2el (percentile terms: any metric name)
+	P      float64       // SLOPercentile: the percentile, 0..100; NaN for the mean
+	Limit  time.Duration // SLOBound, SLOPercentile: the inclusive upper bound
+	Min    float64       // SLOGoodput: the inclusive lower bound on the good fraction
+	text   string
+}
+
+// String is the term as written, normalised (e.g. "ttft:p99<=500ms").
+func (s SLO) String() string {
+	if s.text != "" {
+		return s.text
+	}
+	switch s.Kind {
+	case SLOBound:
+		return s.Metric + "<=" + s.Limit.String()
+	case SLOPercentile:
+		if math.IsNaN(s.P) {
+			return s.Metric + ":mean<=" + s.Limit.String()
+		}
+		return s.Metric + ":" + Key(s.P) + "<=" + s.Limit.String()
+	case SLOGoodput:
+		return "goodput>=" + strconv.FormatFloat(s.Min, 'f', -1, 64)
+	}
+	return "?"
+}
+
+// Verdict reports whether a level meets its percentile and goodput SLOs.
+type Verdict struct {
+	Pass  bool        `json:"pass"`
+	Terms []TermCheck `json:"terms"`
+}
+
+// TermCheck is one verdict term: its measured value (ms, or a fraction for goodput; null when
+// there was nothing to measure) and whether it passed.
+type TermCheck struct {
+	Term  string   `json:"term"`
+	Value *float64 `json:"value"`
+	Pass  bool     `json:"pass"`
+}
+
+// boundMetrics may carry a per-request bound; their per-request meaning is in Aggregate.
+var boundMetrics = []string{"ttft", "tpot", "itl", "e2el"}
+
+// ParseSLOs parses a comma list of terms:
+//
+//	ttft<=500ms, tpot<=50ms, itl<=100ms, e2el<=10s  per-request bounds (define goodput)
+//	ttft:p99<=500ms, tpot:p50<=30ms, e2el:mean<=5s  level verdicts on a percentile or the mean
+//	goodput>=0.95                                   level verdict on the fraction of good requests
+//
+// Durations use Go syntax with a unit (500ms, 1.5s, 800us). Every bad term is reported.
+func ParseSLOs(s string) ([]SLO, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	var out []SLO
+	var errs []error
+	for _, term := range strings.Split(s, ",") {
+		slo, err := parseTerm(strings.TrimSpace(term))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, slo)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+func parseTerm(term string) (SLO, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("slo term %q: %s", term, fmt.Sprintf(format, a...))
+	}
+	if term == "" {
+		return SLO{}, bad("empty term (stray comma?)")
+	}
+	if lhs, rhs, ok := strings.Cut(term, ">="); ok {
+		if strings.TrimSpace(lhs) != "goodput" {
+			return SLO{}, bad("only goodput takes >= (a minimum fraction of good requests); latencies take <=")
+		}
+		rhs = strings.TrimSpace(rhs)
+		f, err := strconv.ParseFloat(rhs, 64)
+		if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+			return SLO{}, bad("goodput needs a fraction between 0 and 1, e.g. goodput>=0.95")
+		}
+		return SLO{Kind: SLOGoodput, Min: f, text: "goodput>=" + rhs}, nil
+	}
+	lhs, rhs, ok := strings.Cut(term, "<=")
+	if !ok {
+		return SLO{}, bad("expected METRIC<=DURATION, METRIC:pNN<=DURATION or goodput>=FRACTION")
+	}
+	lhs, rhs = strings.TrimSpace(lhs), strings.TrimSpace(rhs)
+	d, err := time.ParseDuration(rhs)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(rhs, 64); nerr == nil {
+			return SLO{}, bad("duration %q has no unit (write e.g. %sms)", rhs, rhs)
+		}
+		return SLO{}, bad("bad duration %q (write e.g. 500ms or 1.5s)", rhs)
+	}
+	if d <= 0 {
+		return SLO{}, bad("the bound must be positive")
+	}
+	metric, stat, isVerdict := strings.Cut(lhs, ":")
+	metric = strings.TrimSuffix(strings.TrimSpace(metric), "_ms")
+	if !isVerdict {
+		if !contains(boundMetrics, metric) {
+			if metric == "goodput" {
+				return SLO{}, bad("goodput takes >= and a fraction, e.g. goodput>=0.95")
+			}
+			return SLO{}, bad("unknown per-request metric %q (want one of %s)", metric, strings.Join(boundMetrics, ", "))
+		}
+		return SLO{Kind: SLOBound, Metric: metric, Limit: d, text: metric + "<=" + rhs}, nil
+	}
+	if !contains(MetricNames, metric) {
+		return SLO{}, bad("unknown metric %q (want one of %s)", metric, strings.Join(MetricNames, ", "))
+	}
+	stat = strings.TrimSpace(stat)
+	p := math.NaN()
+	switch {
+	case stat == "mean":
+	case stat == "median":
+		p = 50
+	case strings.HasPrefix(stat, "p") || strings.HasPrefix(stat, "P"):
+		v, err := strconv.ParseFloat(stat[1:], 64)
+		if err != nil || math.IsNaN(v) || v < 0 || v > 100 {
+			return SLO{}, bad("bad percentile %q (write p50, p99 or p99.9)", stat)
+		}
+		p = v
+	default:
+		return SLO{}, bad("bad statistic %q (want pNN, median or mean)", stat)
+	}
+	return SLO{Kind: SLOPercentile, Metric: metric, P: p, Limit: d, text: metric + ":" + stat + "<=" + rhs}, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// HasVerdict reports whether any term judges a whole level (percentile or goodput terms).
+// Per-request bounds alone define goodput but give no verdict.
+func HasVerdict(slos []SLO) bool {
+	for _, s := range slos {
+		if s.Kind != SLOBound {
+			return true
+		}
+	}
+	return false
+}
+
+// evaluate judges a level on its verdict terms; nil when there are none.
+func evaluate(slos []SLO, dists map[string]*Dist, goodFraction *float64) *Verdict {
+	if !HasVerdict(slos) {
+		return nil
+	}
+	v := &Verdict{Pass: true}
+	for _, s := range slos {
+		var val *float64
+		pass := false
+		switch s.Kind {
+		case SLOBound:
+			continue
+		case SLOGoodput:
+			if goodFraction != nil {
+				val = ptr(*goodFraction)
+				pass = *goodFraction >= s.Min
+			}
+		case SLOPercentile:
+			d := dists[s.Metric]
+			if d.Count() > 0 {
+				var x float64
+				if math.IsNaN(s.P) {
+					x, _ = d.MeanStd()
+				} else {
+					x, _ = d.Percentile(s.P)
+				}
+				val = ptr(x)
+				pass = x <= float64(s.Limit)/float64(time.Millisecond)
+			}
+		}
+		v.Terms = append(v.Terms, TermCheck{Term: s.String(), Value: val, Pass: pass})
+		v.Pass = v.Pass && pass
+	}
+	return v
+}
+
+func ptr[T any](v T) *T { return &v }
