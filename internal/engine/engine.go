@@ -1,0 +1,220 @@
+// Package engine runs one load level in real time against a Target: a closed loop of
+// Concurrency workers, or an open loop that dispatches requests at absolute due times from
+// a seeded plan. It sets each record's Level, Index, Scheduled, Warmup and InputTokens; the
+// Target fills in the rest.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// Target sends requests.
+type Target interface {
+	// Do sends one request and fills rec: Sent, Done, Events, ResponseID, OutputTokens,
+	// OutputTokensSource, ServerPromptTokens, Error. start is the run's t = 0. Do must return
+	// soon after ctx is cancelled, recording the request as failed (kind canceled) with the
+	// timings it has.
+	Do(ctx context.Context, start time.Time, req workload.Request, rec *record.Record)
+}
+
+// Run runs one level in real time; the level starts when Run is called. start is the run's
+// t = 0, the origin of every record time. sink is called once per finished request, from
+// any goroutine, so it must be safe for concurrent use; nil discards records.
+//
+// When the level stops sending (Requests sent, or Duration elapsed), Run waits for the
+// requests in flight to finish rather than cancelling them: cutting them off would turn
+// them into failures, or drop the slowest ones and flatter the figures. Their length is
+// bounded by the Target's own timeouts and by ctx.
+//
+// When ctx is cancelled Run stops sending at once; the requests in flight see their ctx
+// cancelled and are still reported to sink, and Run returns EndInterrupted. The error is
+// non-nil only when the level could not be run at all (an invalid level or missing parts).
+func Run(ctx context.Context, start time.Time, lvl Level, src workload.Source, t Target, sink func(*record.Record)) (EndReason, error) {
+	if err := lvl.Validate(); err != nil {
+		return "", fmt.Errorf("level %d: %w", lvl.Index, err)
+	}
+	if src == nil || t == nil {
+		return "", errors.New("engine.Run: nil workload source or target")
+	}
+	if sink == nil {
+		sink = func(*record.Record) {}
+	}
+	r := &runner{start: start, lvl: lvl, src: src, target: t, sink: sink, levelStart: time.Now()}
+	var reason EndReason
+	if lvl.Closed() {
+		reason = r.closed(ctx)
+	} else {
+		reason = r.open(ctx)
+	}
+	r.wg.Wait()
+	if ctx.Err() != nil {
+		return EndInterrupted, nil
+	}
+	return reason, nil
+}
+
+type runner struct {
+	start, levelStart time.Time
+	lvl               Level
+	src               workload.Source
+	target            Target
+	sink              func(*record.Record)
+	wg                sync.WaitGroup // requests in flight (and closed-loop workers)
+}
+
+// newRecord is a record with the engine's fields set; scheduled is the instant it was due.
+func (r *runner) newRecord(i int, warm bool, scheduled time.Time, req *workload.Request) *record.Record {
+	return &record.Record{
+		Level:       r.lvl.Index,
+		Index:       i,
+		Warmup:      warm,
+		Scheduled:   record.Since(r.start, scheduled),
+		InputTokens: req.InputTokens,
+	}
+}
+
+// send sends one request; it returns the instant the target finished, which is when a
+// slot frees. report hands the record on; they are apart so a slot frees before the sink
+// (which may write to disk) runs.
+func (r *runner) send(ctx context.Context, rec *record.Record, req workload.Request) time.Time {
+	if p := r.lvl.Progress; p != nil {
+		p.sent.Add(1)
+	}
+	if ctx.Err() != nil {
+		// Dispatched but interrupted before the target saw it: still reported, never sent.
+		rec.Error = &record.Error{Kind: record.KindCanceled, Message: "interrupted before it was sent"}
+		rec.Done = record.Since(r.start, time.Now())
+	} else {
+		r.target.Do(ctx, r.start, req, rec)
+	}
+	return time.Now()
+}
+
+func (r *runner) report(rec *record.Record) {
+	r.sink(rec)
+	if p := r.lvl.Progress; p != nil {
+		p.done.Add(1)
+	}
+}
+
+// closed runs ShardConcurrency workers; each sends its next request when its last ends.
+func (r *runner) closed(ctx context.Context) EndReason {
+	cl := NewClosedLoop(r.lvl)
+	var mu sync.Mutex // guards cl: workers claim indices in turn
+	for range r.lvl.ShardConcurrency() {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			freed := r.levelStart
+			for ctx.Err() == nil {
+				mu.Lock()
+				i, warm, ok := cl.Next(freed.Sub(r.levelStart))
+				mu.Unlock()
+				if !ok {
+					return
+				}
+				req := r.src.Request(r.lvl.Index, i)
+				// Scheduled is when the slot freed: the time taken to build the request and
+				// report the last one shows up as schedule lag, as it should.
+				rec := r.newRecord(i, warm, freed, &req)
+				freed = r.send(ctx, rec, req)
+				r.report(rec)
+			}
+		}()
+	}
+	r.wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return cl.Reason()
+}
+
+// lookahead is how many planned requests are built ahead of their due times, so a slow
+// Source (prompt synthesis) does not make the dispatcher late.
+const lookahead = 256
+
+// open dispatches each request at its absolute due time, one goroutine per request, so a
+// slow request never delays the next dispatch.
+func (r *runner) open(ctx context.Context) EndReason {
+	plan := NewOpenLoop(r.lvl, r.src)
+	pctx, stopPlan := context.WithCancel(ctx)
+	defer stopPlan()
+	items := make(chan Planned, lookahead)
+	go func() {
+		defer close(items)
+		for {
+			p, ok := plan.Next()
+			if !ok {
+				return
+			}
+			select {
+			case items <- p:
+			case <-pctx.Done():
+				return
+			}
+		}
+	}()
+	var sem chan struct{}
+	if n := r.lvl.ShardMaxConcurrency(); n > 0 {
+		sem = make(chan struct{}, n)
+	}
+	var levelEnd <-chan time.Time // when a slot wait must give up
+	if r.lvl.Duration > 0 {
+		end := time.NewTimer(time.Until(r.levelStart.Add(r.lvl.Duration)))
+		defer end.Stop()
+		levelEnd = end.C
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	drain := func() {
+		stopPlan()
+		for range items { // let the producer exit
+		}
+	}
+	for p := range items {
+		due := r.levelStart.Add(p.Due)
+		if wait := time.Until(due); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				drain()
+				return EndInterrupted
+			}
+		}
+		if ctx.Err() != nil {
+			drain()
+			return EndInterrupted
+		}
+		if sem != nil {
+			// No free slot: wait for one. The wait is part of this request's schedule lag
+			// (Scheduled stays the due time), and later requests queue behind it in order.
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				drain()
+				return EndInterrupted
+			case <-levelEnd:
+				drain()
+				return EndDuration
+			}
+		}
+		rec := r.newRecord(p.Index, p.Warmup, due, &p.Request)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.send(ctx, rec, p.Request)
+			if sem != nil {
+				<-sem
+			}
+			r.report(rec)
+		}()
+	}
+	return plan.Reason() // items is closed: the producer is done with plan
+}

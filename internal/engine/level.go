@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/schedule"
+)
+
+// Level is one load level of a run.
+//
+// Length: a level sends until Requests measured requests have been sent, or until Duration
+// has elapsed since the level's start, whichever comes first (at least one must be set);
+// then it waits for the requests in flight to finish.
+//
+// Exclusion from metrics (record.Warmup = true): the first Warmup requests (by index), every
+// request scheduled within the first WarmupTime of the level, and, in a Duration-bounded
+// level, every request scheduled within its last Cooldown. WarmupTime and Cooldown lie
+// inside Duration: --duration 60s --warmup 10s --cooldown 5s sends for 60 s and measures the
+// requests scheduled in [10 s, 55 s). Excluded requests do not count towards Requests.
+// "Scheduled" is the due time in an open loop (so the split is deterministic and identical
+// on every shard and in the simulator) and the moment the slot freed in a closed loop.
+type Level struct {
+	Index          int
+	Concurrency    int              // closed loop when > 0
+	Rate           float64          // open loop when > 0, requests/s
+	Arrival        schedule.Arrival // open loop only
+	MaxConcurrency int              // open-loop in-flight cap (0 = none)
+	Requests       int              // measured requests (0 = until Duration)
+	Duration       time.Duration    // level length, warm-up and cool-down included (0 = until Requests)
+	Warmup         int              // requests before the measured ones, excluded from metrics
+	WarmupTime     time.Duration    // requests scheduled this early in the level are excluded
+	Cooldown       time.Duration    // requests scheduled this late in a Duration level are excluded
+	Seed           int64            // seeds the arrival plan
+
+	// Shard I of Shards (0 or 1 = unsharded) runs a disjoint, deterministic slice of the
+	// level so that the union of all shards is the unsharded level: in an open loop, the
+	// requests i with i % Shards == Shard of the full plan, at the full plan's due times (so
+	// the rate divides among shards); in a closed loop, the workers w % Shards == Shard of
+	// Concurrency, sending the indices i % Shards == Shard. MaxConcurrency divides likewise.
+	Shard, Shards int
+
+	// Progress, when set, is updated live as requests are sent and finish.
+	Progress *Progress `json:"-"`
+}
+
+// Closed reports whether the level is a closed loop.
+func (l Level) Closed() bool { return l.Concurrency > 0 }
+
+// sharded returns the shard and shard count, with 1 meaning unsharded.
+func (l Level) sharded() (shard, n int) {
+	if l.Shards <= 1 {
+		return 0, 1
+	}
+	return l.Shard, l.Shards
+}
+
+// shareOf is how many of 0..n-1 fall to this shard (w % Shards == Shard).
+func (l Level) shareOf(n int) int {
+	s, k := l.sharded()
+	if n <= s {
+		return 0
+	}
+	return (n-s-1)/k + 1
+}
+
+// ShardConcurrency is the number of closed-loop workers this shard runs.
+func (l Level) ShardConcurrency() int { return l.shareOf(l.Concurrency) }
+
+// ShardMaxConcurrency is this shard's open-loop in-flight cap (0 = none).
+func (l Level) ShardMaxConcurrency() int { return l.shareOf(l.MaxConcurrency) }
+
+// ShardRequests is the number of measured requests this shard sends when the level is
+// bounded by Requests (its indices in the unsharded level's measured range).
+func (l Level) ShardRequests() int {
+	if l.Requests == 0 {
+		return 0
+	}
+	return l.shareOf(l.Warmup+l.Requests) - l.shareOf(l.Warmup)
+}
+
+// Total is the number of requests this shard will send, or 0 when that is not known in
+// advance (a Duration level, or one with WarmupTime). For a progress bar.
+func (l Level) Total() int {
+	if l.Requests == 0 || l.Duration > 0 || l.WarmupTime > 0 {
+		return 0
+	}
+	return l.shareOf(l.Warmup + l.Requests)
+}
+
+// Validate reports every problem with the level at once.
+func (l Level) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if l.Index < 0 {
+		add("level index %d is negative", l.Index)
+	}
+	switch {
+	case l.Concurrency < 0:
+		add("concurrency %d is negative", l.Concurrency)
+	case l.Rate < 0 || math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0):
+		add("rate %g is not a positive finite number of requests/s", l.Rate)
+	case l.Concurrency > 0 && l.Rate > 0:
+		add("both concurrency %d and rate %g given: a level is a closed loop (concurrency) or an open loop (rate), not both", l.Concurrency, l.Rate)
+	case l.Concurrency == 0 && l.Rate == 0:
+		add("neither concurrency nor rate given: a level needs one")
+	}
+	if l.Rate > 0 {
+		if err := l.Arrival.Validate(); err != nil {
+			add("arrival: %w", err)
+		}
+	}
+	if l.MaxConcurrency < 0 {
+		add("max concurrency %d is negative", l.MaxConcurrency)
+	} else if l.MaxConcurrency > 0 && l.Concurrency > 0 {
+		add("max concurrency applies to an open loop (rate); a closed loop is capped by its concurrency")
+	}
+	if l.Requests < 0 {
+		add("requests %d is negative", l.Requests)
+	}
+	if l.Duration < 0 {
+		add("duration %s is negative", l.Duration)
+	}
+	if l.Requests == 0 && l.Duration == 0 {
+		add("neither requests nor duration given: a level ends after one of them")
+	}
+	if l.Warmup < 0 {
+		add("warm-up %d requests is negative", l.Warmup)
+	}
+	if l.WarmupTime < 0 {
+		add("warm-up time %s is negative", l.WarmupTime)
+	}
+	if l.Cooldown < 0 {
+		add("cool-down %s is negative", l.Cooldown)
+	}
+	if l.Cooldown > 0 && l.Duration == 0 {
+		add("cool-down %s needs a duration (it excludes the end of a timed level)", l.Cooldown)
+	}
+	if l.Duration > 0 && l.WarmupTime >= 0 && l.Cooldown >= 0 && l.WarmupTime+l.Cooldown >= l.Duration {
+		if l.WarmupTime > 0 || l.Cooldown > 0 {
+			add("warm-up %s plus cool-down %s leave nothing of duration %s to measure", l.WarmupTime, l.Cooldown, l.Duration)
+		}
+	}
+	switch {
+	case l.Shards < 0:
+		add("shard count %d is negative", l.Shards)
+	case l.Shards <= 1 && l.Shard != 0:
+		add("shard %d given without a shard count above 1", l.Shard)
+	case l.Shards > 1:
+		if l.Shard < 0 || l.Shard >= l.Shards {
+			add("shard %d is outside 0..%d", l.Shard, l.Shards-1)
+		}
+		if l.Concurrency > 0 && l.Concurrency < l.Shards {
+			add("concurrency %d cannot be split among %d shards (each needs at least one worker)", l.Concurrency, l.Shards)
+		}
+		if l.MaxConcurrency > 0 && l.MaxConcurrency < l.Shards {
+			add("max concurrency %d cannot be split among %d shards (each needs at least one slot)", l.MaxConcurrency, l.Shards)
+		}
+		if l.Concurrency > 0 && l.Requests > 0 && l.Requests < l.Shards {
+			add("requests %d cannot be split among %d shards (each needs at least one)", l.Requests, l.Shards)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Progress counts a level's requests while it runs; safe to read from any goroutine.
+type Progress struct {
+	sent, done atomic.Int64
+}
+
+// Sent is the number of requests handed to the target so far.
+func (p *Progress) Sent() int { return int(p.sent.Load()) }
+
+// Done is the number of requests finished (reported to the sink) so far.
+func (p *Progress) Done() int { return int(p.done.Load()) }
+
+// InFlight is Sent minus Done.
+func (p *Progress) InFlight() int { return p.Sent() - p.Done() }
