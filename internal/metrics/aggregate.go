@@ -162,6 +162,7 @@ func Aggregate(recs []record.Record, cfg Config) Level {
 		intendedSum, serverSum int64
 		buckets                []int64 // output tokens per 1 s after the window start; filled in a second pass
 	)
+	starts, ends = make([]int64, 0, len(recs)), make([]int64, 0, len(recs))
 	for i := range recs {
 		r := &recs[i]
 		if r.Warmup || !sent(r) {

@@ -1,0 +1,289 @@
+package metrics
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+)
+
+const ms = time.Millisecond
+
+type ev struct {
+	at time.Duration
+	n  int
+}
+
+func rec(sched, sent, done time.Duration, n int, evs ...ev) record.Record {
+	r := record.Record{Scheduled: sched, Sent: sent, Done: done, OutputTokens: n, InputTokens: 100, OutputTokensSource: record.SourceUsage}
+	r.Events.Base = sent
+	for _, e := range evs {
+		r.Events.Append(e.at, e.n)
+	}
+	return r
+}
+
+func near(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
+
+// handCase: every figure below is worked out by hand in the comments.
+func handCase() []record.Record {
+	// r1: sent 10, tokens at 60 (1), 80 (2), 90 (1), N=4. TTFT 50, E2EL 80, TPOT 30/3 = 10,
+	//     ITL: the 20 ms gap carries 2 tokens -> 10, 10; then 10 -> ITL [10 10 10]; chunk gaps [20 10].
+	r1 := rec(0, 10*ms, 95*ms, 4, ev{60 * ms, 1}, ev{80 * ms, 2}, ev{90 * ms, 1})
+	// r2: a one-token output: TTFT = E2EL = 30, no TPOT, no ITL. Input 50.
+	r2 := rec(20*ms, 20*ms, 52*ms, 1, ev{50 * ms, 1})
+	r2.InputTokens = 50
+	// r3: failed mid-stream: counted, excluded from latency, but in the window.
+	r3 := rec(30*ms, 30*ms, 75*ms, 0, ev{70 * ms, 1})
+	r3.Error = &record.Error{Kind: record.KindDisconnect}
+	// r4: warm-up: excluded from everything, even though it spans the longest time.
+	r4 := rec(0, 0, 200*ms, 3, ev{100 * ms, 3})
+	r4.Warmup = true
+	// r5: canceled at the end of the run: counted apart, in the window.
+	r5 := rec(40*ms, 40*ms, 120*ms, 0, ev{100 * ms, 1})
+	r5.Error = &record.Error{Kind: record.KindCanceled}
+	// r6: never sent (connect refused before Sent was set): a failure outside the window.
+	r6 := record.Record{Scheduled: 45 * ms, Error: &record.Error{Kind: record.KindConnect}}
+	return []record.Record{r1, r2, r3, r4, r5, r6}
+}
+
+func TestAggregateHandComputed(t *testing.T) {
+	slos, err := ParseSLOs("ttft<=40ms, ttft:p50<=40ms, tpot:p99<=10ms, itl:p75<=10ms, goodput>=0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := Aggregate(handCase(), Config{SLOs: slos})
+	if lv.Completed != 2 || lv.Failed != 2 || lv.Canceled != 1 {
+		t.Errorf("completed/failed/canceled = %d/%d/%d, want 2/2/1", lv.Completed, lv.Failed, lv.Canceled)
+	}
+	if lv.Errors["disconnect"] != 1 || lv.Errors["connect"] != 1 || len(lv.Errors) != 2 {
+		t.Errorf("errors %v", lv.Errors)
+	}
+	// Window: first sent 10 ms (r1) to last done 120 ms (r5) = 0.110 s.
+	near(t, "duration", lv.DurationS, 0.110)
+	near(t, "request throughput", lv.RequestThroughput, 2/0.110)
+	near(t, "output throughput", lv.OutputThroughput, 5/0.110)
+	near(t, "total token throughput", lv.TotalTokenThroughput, 155/0.110)
+	if lv.TotalInputTokens != 150 || lv.TotalOutputTokens != 5 {
+		t.Errorf("tokens in/out %d/%d", lv.TotalInputTokens, lv.TotalOutputTokens)
+	}
+	// In flight [10,95) [20,52) [30,75) [40,120): all four at 40 ms; busy 85+32+45+80 = 242.
+	if lv.PeakConcurrency != 4 {
+		t.Errorf("peak concurrency %d", lv.PeakConcurrency)
+	}
+	near(t, "mean concurrency", lv.MeanConcurrency, 242.0/110)
+	// Little's law: 2/0.11 req/s x mean E2EL (80+30)/2 ms.
+	near(t, "little", lv.LittlesLawConcurrency, 2/0.110*0.055)
+	// Completed requests' tokens all fall in the first 1 s bucket: 4 + 1.
+	near(t, "peak output throughput", lv.PeakOutputThroughput, 5)
+
+	m := lv.Metrics
+	check := func(name string, s Stats, count int, mean, mn, mx, p50 float64) {
+		t.Helper()
+		if s.Count != count {
+			t.Errorf("%s count %d, want %d", name, s.Count, count)
+			return
+		}
+		near(t, name+" mean", s.Mean, mean)
+		near(t, name+" min", s.Min, mn)
+		near(t, name+" max", s.Max, mx)
+		p, _ := s.Get(50)
+		near(t, name+" p50", p.Value, p50)
+	}
+	check("ttft", m.TTFT, 2, 40, 30, 50, 40)
+	check("e2el", m.E2EL, 2, 55, 30, 80, 55)
+	check("tpot", m.TPOT, 1, 10, 10, 10, 10)
+	check("itl", m.ITL, 3, 10, 10, 10, 10)
+	check("chunk_gap", m.ChunkGap, 2, 15, 10, 20, 15)
+	check("schedule_lag", m.ScheduleLag, 2, 5, 0, 10, 5)
+	check("ttft_from_schedule", m.TTFTFromSchedule, 2, 45, 30, 60, 45)
+	check("e2el_from_schedule", m.E2ELFromSchedule, 2, 60, 30, 90, 60)
+	p90, _ := m.TTFT.Get(90)
+	near(t, "ttft p90", p90.Value, 48) // 30 + 0.9 x 20
+	near(t, "ttft std", m.TTFT.Std, 10)
+
+	// Goodput: ttft<=40ms keeps r2 only; the failed r3 and connect failure are judged, never good.
+	if lv.GoodRequests == nil || *lv.GoodRequests != 1 {
+		t.Fatalf("good requests %v", lv.GoodRequests)
+	}
+	near(t, "goodput", *lv.Goodput, 1/0.110)
+	near(t, "goodput tokens", *lv.GoodputTokenThroughput, 1/0.110)
+	near(t, "good fraction", *lv.GoodFraction, 1.0/4)
+
+	if lv.SLO == nil {
+		t.Fatal("no verdict")
+	}
+	wantTerms := []struct {
+		term  string
+		value float64
+		pass  bool
+	}{{"ttft:p50<=40ms", 40, true}, {"tpot:p99<=10ms", 10, true}, {"itl:p75<=10ms", 10, true}, {"goodput>=0.5", 0.25, false}}
+	if len(lv.SLO.Terms) != len(wantTerms) || lv.SLO.Pass {
+		t.Fatalf("verdict %+v", lv.SLO)
+	}
+	for i, w := range wantTerms {
+		g := lv.SLO.Terms[i]
+		if g.Term != w.term || g.Value == nil || math.Abs(*g.Value-w.value) > 1e-9 || g.Pass != w.pass {
+			t.Errorf("term %d = {%s %v %v}, want %+v", i, g.Term, g.Value, g.Pass, w)
+		}
+	}
+}
+
+func TestGoodputBounds(t *testing.T) {
+	recs := handCase()
+	for _, c := range []struct {
+		slo  string
+		good int
+	}{
+		{"tpot<=9ms", 1},    // r1's TPOT is 10; r2 has none (one token) and passes
+		{"tpot<=10ms", 2},   // bounds are inclusive
+		{"itl<=9ms", 1},     // r1's largest ITL sample is 10 (20 ms over 2 tokens)
+		{"itl<=10ms", 2},    // a 20 ms chunk of 2 tokens is within 10 ms per token
+		{"e2el<=30ms", 1},   // r2 only
+		{"ttft<=1s", 2},     // every completed request; the failures never
+		{"ttft:p99<=1s", 2}, // verdict terms alone: every completed request is good
+	} {
+		slos, err := ParseSLOs(c.slo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lv := Aggregate(recs, Config{SLOs: slos})
+		if *lv.GoodRequests != c.good {
+			t.Errorf("%s: good %d, want %d", c.slo, *lv.GoodRequests, c.good)
+		}
+	}
+	if lv := Aggregate(recs, Config{}); lv.Goodput != nil || lv.SLO != nil {
+		t.Errorf("no SLOs: goodput %v verdict %v, want nil", lv.Goodput, lv.SLO)
+	}
+}
+
+func TestAggregateBucketsAndConcurrency(t *testing.T) {
+	s := time.Second
+	// One request from 0.5 s: buckets are 1 s from the window start (0.5 s):
+	// [0.5,1.5): 3+1+1+2 = 7 tokens; [1.5,2.5): 1; [2.5,3.5): 1.
+	a := rec(0, s/2, 3*s, 9, ev{600 * ms, 3}, ev{1200 * ms, 1}, ev{1400 * ms, 1}, ev{1490 * ms, 2}, ev{1600 * ms, 1}, ev{2700 * ms, 1})
+	// Back-to-back closed-loop requests [0.5,3) then [3,4): never two at once.
+	b := rec(3*s, 3*s, 4*s, 1, ev{3500 * ms, 1})
+	// Overlaps b only.
+	c := rec(3*s, 3500*ms, 3900*ms, 1, ev{3800 * ms, 1})
+	lv := Aggregate([]record.Record{a, b, c}, Config{})
+	near(t, "peak output throughput", lv.PeakOutputThroughput, 7)
+	if lv.PeakConcurrency != 2 {
+		t.Errorf("peak concurrency %d, want 2", lv.PeakConcurrency)
+	}
+	near(t, "duration", lv.DurationS, 3.5)
+	near(t, "mean concurrency", lv.MeanConcurrency, (2.5+1+0.4)/3.5)
+	// ITL of a: gaps 600 (1 tok), 200 (1), 90 (2 tok -> 45, 45), 110 (1), 1100 (1).
+	near(t, "itl max", lv.Metrics.ITL.Max, 1100)
+	if lv.Metrics.ITL.Count != 6 || lv.Metrics.ChunkGap.Count != 5 {
+		t.Errorf("itl count %d chunk gaps %d", lv.Metrics.ITL.Count, lv.Metrics.ChunkGap.Count)
+	}
+	near(t, "itl mean", lv.Metrics.ITL.Mean, (2700.0-600)/6) // ITL samples sum to last - first
+	near(t, "tpot", lv.Metrics.TPOT.Max, (2700.0-600)/8)     // N = 9 from usage
+	if lv.Metrics.TPOT.Count != 1 {
+		t.Errorf("tpot count %d (b and c have one token)", lv.Metrics.TPOT.Count)
+	}
+}
+
+func TestPromptTokenMismatch(t *testing.T) {
+	a := rec(0, 0, 10*ms, 1, ev{5 * ms, 1})
+	a.ServerPromptTokens = 104
+	b := rec(0, 0, 10*ms, 1, ev{5 * ms, 1})
+	b.InputTokens = 200
+	b.ServerPromptTokens = 210
+	c := rec(0, 0, 10*ms, 1, ev{5 * ms, 1}) // no server figure: not in the comparison
+	c.InputTokens = 999
+	lv := Aggregate([]record.Record{a, b, c}, Config{})
+	if p := lv.PromptTokens; p == nil || p.Requests != 2 || p.IntendedMean != 150 || p.ServerMean != 157 {
+		t.Errorf("prompt tokens %+v", lv.PromptTokens)
+	}
+	if lv := Aggregate([]record.Record{c}, Config{}); lv.PromptTokens != nil {
+		t.Errorf("no server usage: %+v", lv.PromptTokens)
+	}
+}
+
+func TestAggregateEmptyAndAllFailed(t *testing.T) {
+	lv := Aggregate(nil, Config{})
+	if lv.DurationS != 0 || lv.RequestThroughput != 0 || lv.Metrics.TTFT.Count != 0 {
+		t.Errorf("empty: %+v", lv)
+	}
+	f := rec(0, 0, 10*ms, 0)
+	f.Error = &record.Error{Kind: record.KindHTTPStatus, Status: 503}
+	slos, _ := ParseSLOs("ttft:p50<=1s")
+	lv = Aggregate([]record.Record{f, f}, Config{SLOs: slos})
+	if lv.Failed != 2 || lv.Errors["http_status"] != 2 || lv.SLO == nil || lv.SLO.Pass || lv.SLO.Terms[0].Value != nil {
+		t.Errorf("all failed: %+v verdict %+v", lv, lv.SLO)
+	}
+	if math.IsNaN(lv.RequestThroughput) || math.IsInf(lv.OutputThroughput, 0) {
+		t.Errorf("throughput not finite")
+	}
+}
+
+func TestParseSLOs(t *testing.T) {
+	slos, err := ParseSLOs(" ttft<=500ms, tpot<=50ms,itl<=1.5s,e2el<=10s, ttft:p99<=500ms,tpot:p50<=30ms, e2el:mean<=2s, itl:median<=20ms, goodput>=0.95 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slos) != 9 {
+		t.Fatalf("%d terms", len(slos))
+	}
+	if s := slos[4]; s.Kind != SLOPercentile || s.Metric != "ttft" || s.P != 99 || s.Limit != 500*ms {
+		t.Errorf("ttft:p99: %+v", s)
+	}
+	if s := slos[6]; !math.IsNaN(s.P) || s.Limit != 2*time.Second {
+		t.Errorf("mean: %+v", s)
+	}
+	if s := slos[7]; s.P != 50 {
+		t.Errorf("median: %+v", s)
+	}
+	if s := slos[8]; s.Kind != SLOGoodput || s.Min != 0.95 || s.String() != "goodput>=0.95" {
+		t.Errorf("goodput: %+v", s)
+	}
+	if s := slos[2]; s.Kind != SLOBound || s.Metric != "itl" || s.Limit != 1500*ms || s.String() != "itl<=1.5s" {
+		t.Errorf("itl bound: %+v %s", s, s)
+	}
+	if !HasVerdict(slos) || HasVerdict(slos[:4]) {
+		t.Error("HasVerdict")
+	}
+	if s, err := ParseSLOs(""); s != nil || err != nil {
+		t.Errorf("empty: %v %v", s, err)
+	}
+
+	_, err = ParseSLOs("ttft<=500,foo<=1s,tpot:p101<=1s,goodput>=1.5,ttft>=1s,,e2el:p99<=soon,itl<=-1ms,ttft:avg<=1s")
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`"ttft<=500": duration "500" has no unit`,
+		`"foo<=1s": unknown per-request metric "foo"`,
+		`"tpot:p101<=1s": bad percentile`,
+		`"goodput>=1.5": goodput needs a fraction`,
+		`"ttft>=1s": only goodput takes >=`,
+		`"": empty term`,
+		`"e2el:p99<=soon": bad duration`,
+		`"itl<=-1ms": the bound must be positive`,
+		`"ttft:avg<=1s": bad statistic`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	err := Config{Percentiles: []float64{50, 101, 50, math.NaN()}}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "101") || !strings.Contains(err.Error(), "twice") || !strings.Contains(err.Error(), "NaN") {
+		t.Errorf("validate: %v", err)
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Error(err)
+	}
+}
