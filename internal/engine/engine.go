@@ -46,7 +46,7 @@ func Run(ctx context.Context, start time.Time, lvl Level, src workload.Source, t
 	if sink == nil {
 		sink = func(*record.Record) {}
 	}
-	r := &runner{start: start, lvl: lvl, src: src, target: t, sink: sink, levelStart: time.Now()}
+	r := &runner{start: start, lvl: lvl, src: src, target: t, sink: sink}
 	var reason EndReason
 	if lvl.Closed() {
 		reason = r.closed(ctx)
@@ -107,6 +107,7 @@ func (r *runner) report(rec *record.Record) {
 // closed runs ShardConcurrency workers; each sends its next request when its last ends.
 func (r *runner) closed(ctx context.Context) EndReason {
 	cl := NewClosedLoop(r.lvl)
+	r.levelStart = time.Now()
 	var mu sync.Mutex // guards cl: workers claim indices in turn
 	for range r.lvl.ShardConcurrency() {
 		r.wg.Add(1)
@@ -146,6 +147,12 @@ func (r *runner) open(ctx context.Context) EndReason {
 	pctx, stopPlan := context.WithCancel(ctx)
 	defer stopPlan()
 	items := make(chan Planned, lookahead)
+	// The first request is built before the level's clock starts, so the cost of setting
+	// up the plan and source is not counted as the first request's lag.
+	if p, ok := plan.Next(); ok {
+		items <- p
+	}
+	r.levelStart = time.Now()
 	go func() {
 		defer close(items)
 		for {

@@ -426,3 +426,56 @@ func TestProgressLive(t *testing.T) {
 		t.Errorf("Total %d", got)
 	}
 }
+
+// slowSource takes build to make each request, as prompt synthesis can.
+type slowSource struct {
+	fakeSource
+	build time.Duration
+}
+
+func (s slowSource) Request(level, i int) workload.Request {
+	time.Sleep(s.build)
+	return s.fakeSource.Request(level, i)
+}
+
+func TestScheduleLagFromBuildingRequests(t *testing.T) {
+	src := slowSource{build: ms(5)}
+	// Closed loop: building the next request happens after the slot frees, so it is lag.
+	recs, _, _ := run(t, Level{Concurrency: 2, Requests: 6}, src, &fakeTarget{took: fixed(ms(100))})
+	for _, r := range recs {
+		if lag := r.Sent - r.Scheduled; lag != ms(5) {
+			t.Errorf("closed loop request %d: lag %v, want the 5ms build time", r.Index, lag)
+		}
+	}
+	// Open loop: requests are built ahead of their due times, so there is no lag; the
+	// level's clock starts once the first request is ready (5 ms after Run was called).
+	recs, _, _ = run(t, Level{Rate: 50, Arrival: schedule.Arrival{Kind: schedule.Constant}, Requests: 6}, src, &fakeTarget{took: fixed(ms(100))})
+	for i, r := range recs {
+		if r.Scheduled != ms(5+20*float64(i)) || r.Sent != r.Scheduled {
+			t.Errorf("open loop request %d: scheduled %v sent %v", i, r.Scheduled, r.Sent)
+		}
+	}
+}
+
+func TestTimesAreFromTheRunStart(t *testing.T) {
+	// A later level of a ladder: the run started 10 s before this level.
+	for _, lvl := range []Level{{Concurrency: 1, Requests: 2}, {Rate: 10, Arrival: schedule.Arrival{Kind: schedule.Constant}, Requests: 2}} {
+		var c collector
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now().Add(-10 * time.Second)
+			if _, err := Run(t.Context(), start, lvl, fakeSource{}, &fakeTarget{took: fixed(ms(150))}, c.sink); err != nil {
+				t.Fatal(err)
+			}
+		})
+		recs := c.sorted()
+		want := []time.Duration{10 * time.Second, 10*time.Second + ms(150)}
+		if lvl.Rate > 0 {
+			want[1] = 10*time.Second + ms(100)
+		}
+		for i, r := range recs {
+			if r.Scheduled != want[i] || r.Sent != want[i] {
+				t.Errorf("%+v request %d: scheduled %v sent %v, want %v", lvl, i, r.Scheduled, r.Sent, want[i])
+			}
+		}
+	}
+}

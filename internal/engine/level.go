@@ -139,10 +139,8 @@ func (l Level) Validate() error {
 	if l.Cooldown > 0 && l.Duration == 0 {
 		add("cool-down %s needs a duration (it excludes the end of a timed level)", l.Cooldown)
 	}
-	if l.Duration > 0 && l.WarmupTime >= 0 && l.Cooldown >= 0 && l.WarmupTime+l.Cooldown >= l.Duration {
-		if l.WarmupTime > 0 || l.Cooldown > 0 {
-			add("warm-up %s plus cool-down %s leave nothing of duration %s to measure", l.WarmupTime, l.Cooldown, l.Duration)
-		}
+	if l.Duration > 0 && (l.WarmupTime > 0 || l.Cooldown > 0) && max(l.WarmupTime, 0)+max(l.Cooldown, 0) >= l.Duration {
+		add("warm-up %s plus cool-down %s leave nothing of duration %s to measure", l.WarmupTime, l.Cooldown, l.Duration)
 	}
 	switch {
 	case l.Shards < 0:

@@ -69,8 +69,9 @@ type OpenLoop struct {
 	lvl      Level
 	src      workload.Source
 	plan     *schedule.Plan
-	trace    bool // due times come from the requests (a replayed trace)
-	i        int  // next index of the unsharded level
+	trace    bool              // due times come from the requests (a replayed trace)
+	first    *workload.Request // request 0, built to probe for a trace; used once
+	i        int               // next index of the unsharded level
 	ph       phases
 	shard, n int
 }
@@ -79,7 +80,8 @@ type OpenLoop struct {
 func NewOpenLoop(lvl Level, src workload.Source) *OpenLoop {
 	o := &OpenLoop{lvl: lvl, src: src, ph: phases{lvl: lvl, quota: lvl.Requests}}
 	o.shard, o.n = lvl.sharded()
-	o.trace = src.Request(lvl.Index, 0).HasArrival
+	first := src.Request(lvl.Index, 0)
+	o.trace, o.first = first.HasArrival, &first
 	if !o.trace {
 		o.plan = schedule.NewPlan(lvl.Arrival, lvl.Rate, lvl.Seed)
 	}
@@ -99,7 +101,7 @@ func (o *OpenLoop) Next() (p Planned, ok bool) {
 			if o.ph.reason != "" {
 				return Planned{}, false
 			}
-			req = o.src.Request(o.lvl.Index, i)
+			req = o.request(i)
 			due = req.Arrival
 		} else {
 			due = o.plan.Next()
@@ -113,10 +115,19 @@ func (o *OpenLoop) Next() (p Planned, ok bool) {
 			continue
 		}
 		if !o.trace {
-			req = o.src.Request(o.lvl.Index, i)
+			req = o.request(i)
 		}
 		return Planned{Index: i, Due: due, Warmup: warm, Request: req}, true
 	}
+}
+
+func (o *OpenLoop) request(i int) workload.Request {
+	if i == 0 && o.first != nil {
+		r := *o.first
+		o.first = nil
+		return r
+	}
+	return o.src.Request(o.lvl.Index, i)
 }
 
 // Reason is why the plan stopped; empty while it has more to send.
