@@ -77,6 +77,9 @@ func run(args []string, stdout io.Writer) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp makes it 0600
+		return err
+	}
 	if err := os.Rename(tmp.Name(), *out); err != nil {
 		return err
 	}

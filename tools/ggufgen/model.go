@@ -133,6 +133,7 @@ func Build(c Config, v *Vocab) ([]KV, []Tensor) {
 
 	kvs := []KV{
 		{"general.architecture", "llama"},
+		{"general.type", "model"},
 		{"general.name", "llmbench-tiny"},
 		{"general.file_type", fileType},
 		{"llama.context_length", uint32(c.Context)},
