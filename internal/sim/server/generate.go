@@ -1,0 +1,455 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// request is one generation request in flight.
+type request struct {
+	*genRequest
+	id       string
+	n        uint64
+	base     uint64 // first word of the generated text
+	received time.Time
+	created  int64
+	fault    FaultKind
+	faultAt  int // token events written before a mid-stream fault strikes
+
+	written  int // completion tokens written
+	finish   string
+	canceled bool // the client went away
+	struck   bool // the fault was injected
+	truth    *truthRecord
+}
+
+func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	received := time.Now()
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	g, aerr := decodeRequest(body, chat, s.lim)
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	n := s.seq.Add(1)
+	rq := &request{genRequest: g, n: n, received: received, created: received.Unix(),
+		base: splitmix64(uint64(s.opts.Seed) ^ n ^ 0x5bd1e995)}
+	rq.fault, rq.faultAt = s.opts.Faults.choose(s.opts.Seed, n, g.maxTokens)
+
+	switch rq.fault {
+	case FaultHTTP500:
+		s.faults[FaultHTTP500].Add(1)
+		writeAPIError(w, newAPIError(http.StatusInternalServerError, "server_error", "", "injected_fault",
+			"injected fault: internal server error"))
+		return
+	case FaultHTTP429:
+		s.faults[FaultHTTP429].Add(1)
+		secs := int64((s.opts.Faults.RetryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		writeAPIError(w, newAPIError(http.StatusTooManyRequests, "rate_limit_error", "", "rate_limit_exceeded",
+			"injected fault: rate limit reached; retry after %d s", secs))
+		return
+	}
+
+	rq.id = s.newID(chat, n)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	seq := sim.SeqRequest{ID: rq.id, PromptTokens: g.promptTokens, MaxTokens: g.maxTokens, IgnoreEOS: g.ignoreEOS}
+	if s.opts.BlockSize > 0 {
+		seq.PrefixHashes = prefixHashes(g.promptParts, s.opts.BlockSize, g.promptTokens/s.opts.BlockSize)
+	}
+	steps, err := s.g.Submit(ctx, seq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the client is gone; nobody to answer
+		}
+		writeAPIError(w, badRequest("", "the engine refused the request: %v", err))
+		return
+	}
+	if s.truth != nil {
+		rq.truth = &truthRecord{received: received, events: make([]int64, 0, min(g.maxTokens, 4096)),
+			tokens: make([]int32, 0, min(g.maxTokens, 4096))}
+		// Deferred so a disconnect fault (a panic that aborts the connection) is recorded too.
+		defer s.writeTruth(rq)
+	}
+	if g.stream {
+		s.stream(ctx, w, rq, steps)
+	} else {
+		s.complete(ctx, w, rq, steps)
+	}
+}
+
+func (s *Server) writeTruth(rq *request) {
+	fault := FaultNone
+	if rq.struck {
+		fault = rq.fault
+	}
+	line := rq.truth.appendLine(make([]byte, 0, 160+len(rq.truth.events)*19), rq.id, rq.stream,
+		rq.promptTokens, rq.written, rq.finish, fault, rq.canceled)
+	s.truth.write(line)
+}
+
+// chunkHead is `{"id":"…","object":"…","created":…,"model":"…","choices":[`, shared by
+// every chunk of a response.
+func (s *Server) chunkHead(rq *request, object string) []byte {
+	b := make([]byte, 0, 96+len(rq.id)+len(s.modelJSON))
+	b = append(b, `{"id":"`...)
+	b = append(b, rq.id...)
+	b = append(b, `","object":"`...)
+	b = append(b, object...)
+	b = append(b, `","created":`...)
+	b = strconv.AppendInt(b, rq.created, 10)
+	b = append(b, `,"model":`...)
+	b = append(b, s.modelJSON...)
+	b = append(b, `,"choices":[`...)
+	return b
+}
+
+func appendUsage(b []byte, prompt, completion int) []byte {
+	b = append(b, `,"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(prompt), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(completion), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(prompt+completion), 10)
+	return append(b, '}')
+}
+
+// streamWriter builds SSE events by hand into one reused buffer: no encoding/json per chunk.
+type streamWriter struct {
+	rq   *request
+	head []byte
+	buf  []byte
+}
+
+func (sw *streamWriter) begin() { sw.buf = sw.buf[:0] }
+
+func (sw *streamWriter) open() {
+	sw.buf = append(sw.buf, "data: "...)
+	sw.buf = append(sw.buf, sw.head...)
+}
+
+func (sw *streamWriter) close(completion int) {
+	if sw.rq.continuousUsage {
+		sw.buf = appendUsage(sw.buf, sw.rq.promptTokens, completion)
+	}
+	sw.buf = append(sw.buf, "}\n\n"...)
+}
+
+func (sw *streamWriter) role() {
+	sw.open()
+	sw.buf = append(sw.buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
+	sw.close(0)
+}
+
+func (sw *streamWriter) tokens(from, n int) {
+	sw.open()
+	if sw.rq.chat {
+		sw.buf = append(sw.buf, `{"index":0,"delta":{"content":"`...)
+		sw.buf = appendWords(sw.buf, sw.rq.base, from, n)
+		sw.buf = append(sw.buf, `"},"logprobs":null,"finish_reason":null}]`...)
+	} else {
+		sw.buf = append(sw.buf, `{"index":0,"text":"`...)
+		sw.buf = appendWords(sw.buf, sw.rq.base, from, n)
+		sw.buf = append(sw.buf, `","logprobs":null,"finish_reason":null}]`...)
+	}
+	sw.close(from + n)
+}
+
+// finish appends the finish_reason chunk, the usage chunk when asked for, and [DONE].
+func (sw *streamWriter) finish(reason string, completion int) {
+	sw.open()
+	if sw.rq.chat {
+		sw.buf = append(sw.buf, `{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
+	} else {
+		sw.buf = append(sw.buf, `{"index":0,"text":"","logprobs":null,"finish_reason":"`...)
+	}
+	sw.buf = append(sw.buf, reason...)
+	sw.buf = append(sw.buf, `"}]`...)
+	sw.close(completion)
+	if sw.rq.includeUsage {
+		sw.open()
+		sw.buf = append(sw.buf, ']')
+		sw.buf = appendUsage(sw.buf, sw.rq.promptTokens, completion)
+		sw.buf = append(sw.buf, "}\n\n"...)
+	}
+	sw.buf = append(sw.buf, "data: [DONE]\n\n"...)
+}
+
+func (sw *streamWriter) errorEvent(e *apiError) {
+	sw.buf = append(sw.buf, "data: "...)
+	sw.buf = append(sw.buf, e.body()...)
+	sw.buf = append(sw.buf, "\n\ndata: [DONE]\n\n"...)
+}
+
+// malformed is a data line cut off in the middle of a JSON object.
+func (sw *streamWriter) malformed() {
+	sw.open()
+	sw.buf = append(sw.buf, `{"index":0,"delta":{"cont`...)
+	sw.buf = append(sw.buf, "\n\n"...)
+}
+
+// stream serves an SSE response: one Write and one Flush per engine step (a backlog of
+// steps, when the client reads slower than the engine emits, is coalesced into one event
+// carrying several tokens, as vLLM does), timestamps each token event for the ground truth
+// right after its flush, and injects the request's mid-stream fault.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rq *request, steps <-chan sim.Step) {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	object := "text_completion"
+	if rq.chat {
+		object = "chat.completion.chunk"
+	}
+	sw := &streamWriter{rq: rq, head: s.chunkHead(rq, object), buf: make([]byte, 0, 1024)}
+	if rq.chat {
+		sw.role()
+	}
+	if !s.send(w, rc, sw.buf) {
+		rq.canceled = true
+		return
+	}
+
+	var (
+		events  int
+		pending int // tokens received but not yet written
+		done    bool
+		stall   *time.Timer
+		stallC  <-chan time.Time
+		lastAt  time.Time
+	)
+	mid := rq.fault >= FaultDisconnect
+	for {
+		select {
+		case st, ok := <-steps:
+			if !ok {
+				steps = nil
+				if !done {
+					s.aborted(ctx, w, rc, sw, rq)
+					return
+				}
+				continue
+			}
+			pending += st.Tokens
+			if st.Done {
+				done, rq.finish = true, st.FinishReason
+			}
+			// Coalesce steps already queued behind this one: the client is behind.
+			for !done && len(steps) > 0 {
+				st = <-steps
+				pending += st.Tokens
+				if st.Done {
+					done, rq.finish = true, st.FinishReason
+				}
+			}
+		case <-stallC:
+			stallC = nil
+		case <-ctx.Done():
+			rq.canceled = true
+			return
+		}
+		if stallC != nil {
+			continue // stalled: keep draining the engine, send nothing
+		}
+		if mid && !rq.struck && (events >= rq.faultAt || done) {
+			rq.struck = true
+			s.faults[rq.fault].Add(1)
+			switch rq.fault {
+			case FaultDisconnect:
+				// Abort the connection with nothing more sent: the client sees a
+				// truncated stream (HTTP/1) or a reset stream (HTTP/2).
+				panic(http.ErrAbortHandler)
+			case FaultStall:
+				stall = time.NewTimer(s.opts.Faults.StallFor)
+				defer stall.Stop()
+				stallC = stall.C
+				continue
+			case FaultMalformed:
+				sw.begin()
+				sw.malformed()
+				if !s.send(w, rc, sw.buf) {
+					rq.canceled = true
+					return
+				}
+			case FaultErrorEvent:
+				sw.begin()
+				sw.errorEvent(newAPIError(http.StatusInternalServerError, "server_error", "", "injected_fault",
+					"injected fault: the engine failed mid-stream"))
+				s.send(w, rc, sw.buf)
+				return
+			}
+		}
+		if pending == 0 && !done {
+			continue
+		}
+		sw.begin()
+		if pending > 0 {
+			sw.tokens(rq.written, pending)
+		}
+		if done {
+			sw.finish(rq.finish, rq.written+pending)
+		}
+		if !s.send(w, rc, sw.buf) {
+			rq.canceled = true
+			return
+		}
+		if pending > 0 {
+			now := time.Now()
+			if rq.truth != nil {
+				rq.truth.add(now, pending)
+			}
+			s.observeEvent(rq, events, pending, now, lastAt)
+			lastAt = now
+			events++
+			rq.written += pending
+			pending = 0
+		}
+		if done {
+			s.observeDone(rq, lastAt)
+			return
+		}
+	}
+}
+
+// send writes one buffer and flushes it to the wire; false when the client is gone.
+func (s *Server) send(w http.ResponseWriter, rc *http.ResponseController, b []byte) bool {
+	if _, err := w.Write(b); err != nil {
+		return false
+	}
+	return rc.Flush() == nil
+}
+
+// aborted handles a sequence the generator ended without a Done step: the client's
+// cancellation, or an engine failure reported to the client as an error event.
+func (s *Server) aborted(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, sw *streamWriter, rq *request) {
+	if ctx.Err() != nil {
+		rq.canceled = true
+		return
+	}
+	sw.begin()
+	sw.errorEvent(newAPIError(http.StatusInternalServerError, "server_error", "", "generation_aborted",
+		"the engine ended the sequence after %d tokens without finishing it", rq.written))
+	s.send(w, rc, sw.buf)
+}
+
+func (s *Server) observeEvent(rq *request, events, n int, now, last time.Time) {
+	if events == 0 {
+		s.metrics.ttft.Observe(now.Sub(rq.received).Seconds())
+		return
+	}
+	// Per-token ITL: an event carrying n tokens after gap g counts n gaps of g/n.
+	gap := now.Sub(last).Seconds() / float64(n)
+	for range n {
+		s.metrics.itl.Observe(gap)
+	}
+}
+
+func (s *Server) observeDone(rq *request, last time.Time) {
+	if last.IsZero() {
+		last = time.Now()
+	}
+	s.metrics.e2e.Observe(last.Sub(rq.received).Seconds())
+	s.metrics.success.WithLabelValues(rq.finish).Inc()
+}
+
+// complete serves a non-streaming response once the sequence is done. Its one "event" for
+// the ground truth is the body's write. Faults apply at completion: disconnect sends
+// nothing, stall delays the body, malformed sends a truncated body, error_event a 200 whose
+// body is an error object.
+func (s *Server) complete(ctx context.Context, w http.ResponseWriter, rq *request, steps <-chan sim.Step) {
+	total := 0
+	for done := false; !done; {
+		select {
+		case st, ok := <-steps:
+			if !ok {
+				if ctx.Err() != nil {
+					rq.canceled = true
+					return
+				}
+				writeAPIError(w, newAPIError(http.StatusInternalServerError, "server_error", "", "generation_aborted",
+					"the engine ended the sequence after %d tokens without finishing it", total))
+				return
+			}
+			total += st.Tokens
+			if st.Done {
+				done, rq.finish = true, st.FinishReason
+			}
+		case <-ctx.Done():
+			rq.canceled = true
+			return
+		}
+	}
+	object := "text_completion"
+	if rq.chat {
+		object = "chat.completion"
+	}
+	if rq.fault >= FaultDisconnect {
+		rq.struck = true
+		s.faults[rq.fault].Add(1)
+		switch rq.fault {
+		case FaultDisconnect:
+			panic(http.ErrAbortHandler)
+		case FaultStall:
+			t := time.NewTimer(s.opts.Faults.StallFor)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				rq.canceled = true
+				return
+			}
+		case FaultMalformed:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(s.chunkHead(rq, object)) // an object cut off mid-way
+			return
+		case FaultErrorEvent:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(newAPIError(http.StatusInternalServerError, "server_error", "", "injected_fault",
+				"injected fault: the engine failed").body())
+			return
+		}
+	}
+	b := s.chunkHead(rq, object)
+	b = append(make([]byte, 0, len(b)+200+total*8), b...)
+	if rq.chat {
+		b = append(b, `{"index":0,"message":{"role":"assistant","content":"`...)
+		b = appendWords(b, rq.base, 0, total)
+		b = append(b, `"},"logprobs":null,"finish_reason":"`...)
+	} else {
+		b = append(b, `{"index":0,"text":"`...)
+		b = appendWords(b, rq.base, 0, total)
+		b = append(b, `","logprobs":null,"finish_reason":"`...)
+	}
+	b = append(b, rq.finish...)
+	b = append(b, `"}]`...)
+	b = appendUsage(b, rq.promptTokens, total)
+	b = append(b, "}"...)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	if _, err := w.Write(b); err != nil {
+		rq.canceled = true
+		return
+	}
+	_ = http.NewResponseController(w).Flush()
+	now := time.Now()
+	rq.written = total
+	if rq.truth != nil && total > 0 {
+		rq.truth.add(now, total)
+	}
+	if total > 0 {
+		s.metrics.ttft.Observe(now.Sub(rq.received).Seconds())
+	}
+	s.observeDone(rq, now)
+}
