@@ -62,7 +62,50 @@ func AppendJSON(b []byte, r *Record) []byte {
 		b = strconv.AppendInt(b, int64(n), 10)
 		b = append(b, ']')
 	})
-	b = append(b, `],"error":`...)
+	b = append(b, ']')
+	if r.FirstContent != 0 {
+		b = append(b, `,"first_content_s":`...)
+		b = appendSeconds(b, r.FirstContent)
+	}
+	if st := r.Server; st != nil {
+		b = append(b, `,"server":{`...)
+		n := 0
+		field := func(key string) {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
+			b = append(b, '"')
+			b = append(b, key...)
+			b = append(b, `":`...)
+		}
+		if st.PromptTokens != 0 {
+			field("prompt_tokens")
+			b = strconv.AppendInt(b, int64(st.PromptTokens), 10)
+		}
+		if st.Prefill != 0 {
+			field("prefill_s")
+			b = appendSeconds(b, st.Prefill)
+		}
+		if st.OutputTokens != 0 {
+			field("output_tokens")
+			b = strconv.AppendInt(b, int64(st.OutputTokens), 10)
+		}
+		if st.Decode != 0 {
+			field("decode_s")
+			b = appendSeconds(b, st.Decode)
+		}
+		if st.Queue != 0 {
+			field("queue_s")
+			b = appendSeconds(b, st.Queue)
+		}
+		if st.Total != 0 {
+			field("total_s")
+			b = appendSeconds(b, st.Total)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"error":`...)
 	if r.Error == nil {
 		b = append(b, "null"...)
 	} else {
@@ -154,7 +197,18 @@ type jsonRecord struct {
 	OutputTokens       int              `json:"output_tokens"`
 	OutputTokensSource string           `json:"output_tokens_source"`
 	Events             [][2]json.Number `json:"events"`
+	FirstContent       *json.Number     `json:"first_content_s"`
+	Server             *jsonServer      `json:"server"`
 	Error              *Error           `json:"error"`
+}
+
+type jsonServer struct {
+	PromptTokens int          `json:"prompt_tokens"`
+	Prefill      *json.Number `json:"prefill_s"`
+	OutputTokens int          `json:"output_tokens"`
+	Decode       *json.Number `json:"decode_s"`
+	Queue        *json.Number `json:"queue_s"`
+	Total        *json.Number `json:"total_s"`
 }
 
 // UnmarshalJSON decodes one records.jsonl line.
@@ -185,6 +239,27 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	}
 	if len(j.Events) > 0 {
 		r.Events.Base = r.Sent
+	}
+	if j.FirstContent != nil {
+		if r.FirstContent, err = parseSeconds(*j.FirstContent); err != nil {
+			return fmt.Errorf("first_content_s: %w", err)
+		}
+	}
+	if js := j.Server; js != nil {
+		st := &ServerTimings{PromptTokens: js.PromptTokens, OutputTokens: js.OutputTokens}
+		for _, f := range []struct {
+			dst  *time.Duration
+			src  *json.Number
+			name string
+		}{{&st.Prefill, js.Prefill, "prefill_s"}, {&st.Decode, js.Decode, "decode_s"}, {&st.Queue, js.Queue, "queue_s"}, {&st.Total, js.Total, "total_s"}} {
+			if f.src == nil {
+				continue
+			}
+			if *f.dst, err = parseSeconds(*f.src); err != nil {
+				return fmt.Errorf("server.%s: %w", f.name, err)
+			}
+		}
+		r.Server = st
 	}
 	for i, ev := range j.Events {
 		t, err := parseSeconds(ev[0])

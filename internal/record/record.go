@@ -54,6 +54,24 @@ type Record struct {
 
 	Events Events
 	Error  *Error
+
+	// FirstContent is the arrival of the first event with answer text when an earlier
+	// event carried only reasoning (reasoning models); 0 when it is the first token.
+	FirstContent time.Duration
+	// Server holds the server's own timings for the request; nil when it reported none.
+	Server *ServerTimings
+}
+
+// ServerTimings are a server's own figures for one request (llama.cpp "timings", Ollama
+// eval_count/eval_duration, TGI details), set beside the client's to show how much of
+// TTFT and TPOT is network and client. Zero fields were not reported.
+type ServerTimings struct {
+	PromptTokens int           // prompt tokens the server evaluated (after any prefix cache)
+	Prefill      time.Duration // prompt evaluation time
+	OutputTokens int           // generated tokens the server timed
+	Decode       time.Duration // generation time of those tokens
+	Queue        time.Duration // time queued before prefill
+	Total        time.Duration // the server's whole handling time
 }
 
 // OK reports whether the request succeeded.

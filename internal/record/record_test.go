@@ -63,6 +63,25 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 }
 
+func TestJSONRoundTripServerTimings(t *testing.T) {
+	r := sample()
+	r.FirstContent = 77 * time.Millisecond
+	r.Server = &ServerTimings{PromptTokens: 510, Prefill: 41250 * time.Microsecond, OutputTokens: 4,
+		Decode: 26 * time.Millisecond, Total: 70 * time.Millisecond}
+	line := AppendJSON(nil, &r)
+	want := `"first_content_s":0.077000,"server":{"prompt_tokens":510,"prefill_s":0.041250,"output_tokens":4,"decode_s":0.026000,"total_s":0.070000},"error":null}`
+	if !bytes.HasSuffix(line, []byte(want)) {
+		t.Errorf("json:\n got %s\nwant suffix %s", line, want)
+	}
+	var got Record
+	if err := got.UnmarshalJSON(line); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, r) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, r)
+	}
+}
+
 func TestReadAllNamesBadLine(t *testing.T) {
 	r := sample()
 	in := string(AppendJSON(nil, &r)) + "\n" + `{"level":0,"sent_s":"x"` + "\n"

@@ -1,0 +1,308 @@
+package client
+
+import (
+	"bytes"
+	"errors"
+)
+
+// chunkInfo is what one stream event (an SSE event or an NDJSON line) says, in the few
+// fields the measurement needs. Decoders fill it; the stream loop acts on it.
+type chunkInfo struct {
+	id         []byte // the response id (escaped form), when the chunk carries one
+	tokens     bool   // carries generated text: content, reasoning, refusal or tool-call text
+	content    bool   // carries answer text (anything but reasoning)
+	finish     bool   // a finish/stop reason was given
+	done       bool   // the API's end-of-stream marker ([DONE], message_stop, "done": true)
+	hasUsage   bool   // a usage object with a non-zero completion count
+	completion int    // cumulative generated tokens per the server
+	prompt     int    // prompt tokens per the server
+	streamErr  bool   // an error event
+	errMsg     []byte // its message (decoded)
+	timings    serverTimings
+}
+
+// serverTimings are the server's own figures for the request, when it reports them.
+type serverTimings struct {
+	set         bool
+	promptN     int     // prompt tokens actually evaluated (after cache)
+	promptMS    float64 // prefill time
+	predictedN  int     // generated tokens
+	predictedMS float64 // decode time
+	queueMS     float64 // time queued before prefill (TGI)
+	totalMS     float64 // the server's end-to-end time
+}
+
+// decoder holds the per-stream decoding state; one per request, reused through a pool.
+type decoder struct {
+	s    jscan
+	keep bool   // keep the generated text (a tokenizer will count it)
+	text []byte // generated text so far, when keep
+	ci   chunkInfo
+}
+
+func (d *decoder) begin() {
+	d.ci = chunkInfo{}
+}
+
+// addText notes generated text in escaped form.
+func (d *decoder) addText(raw []byte, content bool) {
+	if len(raw) == 0 {
+		return
+	}
+	d.ci.tokens = true
+	if content {
+		d.ci.content = true
+	}
+	if d.keep {
+		d.text = appendUnescaped(d.text, raw)
+	}
+}
+
+// addCount handles a completion count: 0 is ignored because Ollama's completions
+// endpoint streams zeros on every chunk before the real usage (take the last non-zero).
+func (d *decoder) addCount(completion, prompt int) {
+	if completion > 0 {
+		d.ci.hasUsage = true
+		d.ci.completion = completion
+	}
+	if prompt > 0 {
+		d.ci.prompt = prompt
+	}
+}
+
+// errorValue reads an error member: an object with "message", a string, or anything else
+// (kept raw).
+func (d *decoder) errorValue() {
+	s := &d.s
+	d.ci.streamErr = true
+	switch s.peek() {
+	case '{':
+		start := s.i
+		s.obj()
+		first := true
+		var msg []byte
+		for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
+			if string(k) == "message" && s.peek() == '"' {
+				msg, _ = s.str()
+				continue
+			}
+			s.skip()
+		}
+		if msg != nil {
+			d.ci.errMsg = appendUnescaped(d.ci.errMsg[:0], msg)
+		} else if s.err == nil {
+			d.ci.errMsg = append(d.ci.errMsg[:0], s.b[start:s.i]...)
+		}
+	case '"':
+		raw, _ := s.str()
+		d.ci.errMsg = appendUnescaped(d.ci.errMsg[:0], raw)
+	default:
+		d.ci.errMsg = append(d.ci.errMsg[:0], s.rawValue()...)
+	}
+}
+
+var errNotObject = errors.New("event data is not a JSON object")
+
+// decodeOpenAI decodes one chunk of /v1/chat/completions or /v1/completions.
+func (d *decoder) decodeOpenAI(data, event []byte) error {
+	d.begin()
+	if isDoneMarker(data) {
+		d.ci.done = true
+		return nil
+	}
+	s := &d.s
+	s.reset(data)
+	if !s.obj() {
+		if s.err != nil {
+			return s.err
+		}
+		return errNotObject
+	}
+	first := true
+	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
+		switch string(k) {
+		case "id":
+			d.ci.id, _ = s.optStr()
+		case "choices":
+			d.openAIChoices()
+		case "usage":
+			d.openAIUsage()
+		case "error":
+			if !s.null() {
+				d.errorValue()
+			}
+		case "timings":
+			d.llamaTimings()
+		default:
+			s.skip()
+		}
+	}
+	if !s.end() {
+		return s.err
+	}
+	// openai-python treats "event: error" as an error whatever the data says.
+	if string(event) == "error" && !d.ci.streamErr {
+		d.ci.streamErr = true
+		d.ci.errMsg = append(d.ci.errMsg[:0], data...)
+	}
+	return nil
+}
+
+func isDoneMarker(data []byte) bool {
+	return bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]"))
+}
+
+func (d *decoder) openAIUsage() {
+	s := &d.s
+	if !s.obj() {
+		return
+	}
+	first := true
+	completion, prompt := 0, 0
+	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
+		switch string(k) {
+		case "completion_tokens":
+			completion = s.int()
+		case "prompt_tokens":
+			prompt = s.int()
+		default:
+			s.skip()
+		}
+	}
+	d.addCount(completion, prompt)
+}
+
+func (d *decoder) openAIChoices() {
+	s := &d.s
+	if !s.arr() {
+		return
+	}
+	first := true
+	for s.elem(&first) {
+		if !s.obj() {
+			continue
+		}
+		f := true
+		for k, ok := s.member(&f); ok; k, ok = s.member(&f) {
+			switch string(k) {
+			case "delta":
+				d.openAIDelta()
+			case "text":
+				raw, _ := s.optStr()
+				d.addText(raw, true)
+			case "finish_reason":
+				if raw, _ := s.optStr(); len(raw) > 0 {
+					d.ci.finish = true
+				}
+			default:
+				s.skip()
+			}
+		}
+	}
+}
+
+func (d *decoder) openAIDelta() {
+	s := &d.s
+	if !s.obj() {
+		return
+	}
+	first := true
+	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
+		switch string(k) {
+		case "content", "refusal":
+			// A string, or (some servers) an array of content parts with "text".
+			if s.peek() == '[' {
+				d.contentParts()
+				continue
+			}
+			raw, _ := s.optStr()
+			d.addText(raw, true)
+		case "reasoning_content", "reasoning":
+			raw, _ := s.optStr()
+			d.addText(raw, false)
+		case "tool_calls":
+			d.toolCalls()
+		default:
+			s.skip()
+		}
+	}
+}
+
+func (d *decoder) contentParts() {
+	s := &d.s
+	s.arr()
+	first := true
+	for s.elem(&first) {
+		if !s.obj() {
+			continue
+		}
+		f := true
+		for k, ok := s.member(&f); ok; k, ok = s.member(&f) {
+			if string(k) == "text" {
+				raw, _ := s.optStr()
+				d.addText(raw, true)
+				continue
+			}
+			s.skip()
+		}
+	}
+}
+
+// toolCalls counts the model-generated parts of tool-call deltas: function names and
+// argument text.
+func (d *decoder) toolCalls() {
+	s := &d.s
+	if !s.arr() {
+		return
+	}
+	first := true
+	for s.elem(&first) {
+		if !s.obj() {
+			continue
+		}
+		f := true
+		for k, ok := s.member(&f); ok; k, ok = s.member(&f) {
+			if string(k) != "function" || !s.obj() {
+				if string(k) != "function" {
+					s.skip()
+				}
+				continue
+			}
+			ff := true
+			for k2, ok2 := s.member(&ff); ok2; k2, ok2 = s.member(&ff) {
+				switch string(k2) {
+				case "name", "arguments":
+					raw, _ := s.optStr()
+					d.addText(raw, true)
+				default:
+					s.skip()
+				}
+			}
+		}
+	}
+}
+
+// llamaTimings reads llama.cpp's "timings" object.
+func (d *decoder) llamaTimings() {
+	s := &d.s
+	if !s.obj() {
+		return
+	}
+	t := &d.ci.timings
+	t.set = true
+	first := true
+	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
+		switch string(k) {
+		case "prompt_n":
+			t.promptN = s.int()
+		case "prompt_ms":
+			t.promptMS = s.float()
+		case "predicted_n":
+			t.predictedN = s.int()
+		case "predicted_ms":
+			t.predictedMS = s.float()
+		default:
+			s.skip()
+		}
+	}
+}

@@ -1,0 +1,394 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/tokenizer"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+var (
+	errTimeout     = errors.New("request timeout")
+	errIdleTimeout = errors.New("stream idle timeout")
+	errDrain       = errors.New("drain timeout")
+)
+
+// drainTimeout bounds the wait for the end of a body after the stream's end marker:
+// reading to EOF keeps the connection alive for the next request.
+const drainTimeout = time.Second
+
+// tokEvent is one token-carrying event, kept until the stream ends because its token
+// count may depend on what comes later (usage, tokenizer).
+type tokEvent struct {
+	at      time.Duration // offset from the run start
+	cum     int32         // the chunk's cumulative completion_tokens, 0 when absent
+	textEnd int32         // end of its text in decoder.text (when the text is kept)
+}
+
+// streamState is the per-request working memory, pooled so that steady-state requests
+// allocate almost nothing.
+type streamState struct {
+	sse    sseReader
+	lines  lineReader
+	dec    decoder
+	events []tokEvent
+
+	// What the stream said.
+	sawDone, sawFinish bool
+	usageN, promptN    int
+	timings            serverTimings
+	firstContent       time.Duration
+	hasContent         bool
+}
+
+var statePool = sync.Pool{New: func() any { return new(streamState) }}
+
+func (st *streamState) reset() {
+	st.events = st.events[:0]
+	st.sawDone, st.sawFinish = false, false
+	st.usageN, st.promptN = 0, 0
+	st.timings = serverTimings{}
+	st.firstContent, st.hasContent = 0, false
+	st.dec.text = st.dec.text[:0]
+	if cap(st.dec.text) > 1<<20 {
+		st.dec.text = nil
+	}
+	if cap(st.events) > 1<<16 {
+		st.events = nil
+	}
+}
+
+// idleWatch fails a stream that receives no bytes for d, without touching a timer per
+// event: reads only store their time, and the timer, when it fires, re-arms itself for
+// the remaining time or cancels the request. One per request (a late fire must never
+// reach a later request), guarded by mu except for the hot last-read stamp.
+type idleWatch struct {
+	d      time.Duration
+	base   time.Time
+	last   atomic.Int64 // ns since base of the latest read
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+}
+
+func startIdleWatch(d time.Duration, base time.Time, cancel context.CancelCauseFunc) *idleWatch {
+	w := &idleWatch{d: d, base: base, cancel: cancel}
+	w.last.Store(int64(time.Since(base)))
+	w.mu.Lock()
+	w.timer = time.AfterFunc(d, w.fire)
+	w.mu.Unlock()
+	return w
+}
+
+func (w *idleWatch) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	quiet := time.Since(w.base) - time.Duration(w.last.Load())
+	if quiet >= w.d {
+		w.cancel(errIdleTimeout)
+		return
+	}
+	w.timer.Reset(w.d - quiet)
+}
+
+func (w *idleWatch) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.timer.Stop()
+	w.mu.Unlock()
+}
+
+// Do sends one request and fills rec: Sent, Done, Events, ResponseID, OutputTokens,
+// OutputTokensSource, ServerPromptTokens and, when it failed, Error. A failed request
+// keeps the timings it got. start is the run's t = 0.
+func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, rec *record.Record) {
+	if rec.InputTokens == 0 {
+		rec.InputTokens = req.InputTokens
+	}
+	body, err := c.body.build(req)
+	if err != nil {
+		now := record.Since(start, time.Now())
+		rec.Sent, rec.Done = now, now
+		rec.Error = &record.Error{Kind: record.KindConnect, Message: c.message("building the request body: " + err.Error())}
+		return
+	}
+
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if c.cfg.Timeout > 0 {
+		var cancelT context.CancelFunc
+		rctx, cancelT = context.WithTimeoutCause(rctx, c.cfg.Timeout, errTimeout)
+		defer cancelT()
+	}
+
+	// Sent is when the connection is in hand, just before the request is written; the
+	// wait for a connection (a dial, or a full pool) is schedule lag, not latency.
+	var gotConn atomic.Int64 // ns since start + 1; 0 = no connection yet
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		gotConn.CompareAndSwap(0, int64(time.Since(start))+1)
+	}}
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		now := record.Since(start, time.Now())
+		rec.Sent, rec.Done = now, now
+		rec.Error = &record.Error{Kind: record.KindConnect, Message: c.message(err.Error())}
+		return
+	}
+	hreq.Header = c.header.Clone()
+
+	t0 := time.Now()
+	resp, err := c.http.Do(hreq)
+	rec.Sent = record.Since(start, t0)
+	if g := gotConn.Load(); g > 0 {
+		rec.Sent = time.Duration(g - 1).Truncate(time.Microsecond)
+	}
+	rec.Events.Base = rec.Sent
+	if err != nil {
+		rec.Done = record.Since(start, time.Now())
+		kind := record.KindConnect
+		if gotConn.Load() > 0 {
+			kind = record.KindDisconnect // connected, then lost before a response
+		}
+		rec.Error = c.failure(ctx, rctx, kind, unwrapURLError(err))
+		return
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode/100 != 2 {
+		msg, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		rec.Done = record.Since(start, time.Now())
+		m := string(bytes.TrimSpace(msg))
+		if m == "" && rerr != nil {
+			m = rerr.Error()
+		}
+		if m == "" {
+			m = http.StatusText(resp.StatusCode)
+		}
+		rec.Error = &record.Error{Kind: record.KindHTTPStatus, Status: resp.StatusCode, Message: c.message(m)}
+		return
+	}
+
+	st := statePool.Get().(*streamState)
+	st.reset()
+	defer statePool.Put(st)
+	var idle *idleWatch
+	if c.cfg.IdleTimeout > 0 {
+		idle = startIdleWatch(c.cfg.IdleTimeout, c.base, cancel)
+		defer idle.stop()
+	}
+	c.readStream(ctx, rctx, cancel, start, resp.Body, idle, st, rec)
+	finish(st, c.tok, rec)
+}
+
+// failure classifies an error that ended a request. The run's own cancellation wins over
+// everything, then our timeouts; otherwise the caller's kind stands.
+func (c *Client) failure(parent, rctx context.Context, kind string, err error) *record.Error {
+	cause := context.Cause(rctx)
+	switch {
+	case parent.Err() != nil:
+		return &record.Error{Kind: record.KindCanceled, Message: c.message("canceled: " + context.Cause(parent).Error())}
+	case errors.Is(cause, errTimeout):
+		return &record.Error{Kind: record.KindTimeout, Message: fmt.Sprintf("no complete response within %v", c.cfg.Timeout)}
+	case errors.Is(cause, errIdleTimeout):
+		return &record.Error{Kind: record.KindIdleTimeout, Message: fmt.Sprintf("no bytes for %v; connection closed", c.cfg.IdleTimeout)}
+	}
+	return &record.Error{Kind: kind, Message: c.message(err.Error())}
+}
+
+// readStream reads events until the stream's end, an error event, or a failure, noting
+// every token-carrying event with the time its bytes were read.
+func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelCauseFunc, start time.Time,
+	body io.Reader, idle *idleWatch, st *streamState, rec *record.Record) {
+	d := &st.dec
+	d.keep = c.tok != nil
+	var sr *sseReader
+	var lr *lineReader
+	if c.spec.ndjson {
+		lr = &st.lines
+		lr.reset(body, time.Now)
+		lr.idle = idle
+		sr = &lr.sseReader
+	} else {
+		sr = &st.sse
+		sr.reset(body, time.Now)
+		sr.idle = idle
+	}
+	for {
+		var data, event []byte
+		var t time.Time
+		var err error
+		if lr != nil {
+			data, t, err = lr.Next()
+		} else {
+			data, event, t, err = sr.Next()
+		}
+		if err != nil {
+			if err == io.EOF {
+				rec.Done = record.Since(start, t)
+				if !st.sawDone && !st.sawFinish {
+					rec.Error = &record.Error{Kind: record.KindIncomplete,
+						Message: "stream ended without an end marker or a finish reason"}
+				}
+				return
+			}
+			rec.Done = record.Since(start, time.Now())
+			rec.Error = c.failure(parent, rctx, record.KindDisconnect, err)
+			return
+		}
+		if derr := c.spec.decode(d, data, event); derr != nil {
+			rec.Done = record.Since(start, t)
+			if sr.cut {
+				// A line cut by the end of the body is a truncated stream, not a server
+				// that sends garbage.
+				rec.Error = &record.Error{Kind: record.KindIncomplete, Message: "stream ended in the middle of an event"}
+				return
+			}
+			rec.Error = &record.Error{Kind: record.KindMalformedEvent,
+				Message: c.message(fmt.Sprintf("%v in event %q", derr, excerpt(data)))}
+			return
+		}
+		ci := &d.ci
+		if ci.id != nil && rec.ResponseID == "" {
+			rec.ResponseID = string(appendUnescaped(nil, ci.id))
+		}
+		if ci.prompt > 0 {
+			st.promptN = ci.prompt
+		}
+		if ci.hasUsage {
+			st.usageN = ci.completion
+		}
+		if ci.timings.set {
+			st.timings = ci.timings
+		}
+		if ci.tokens {
+			off := record.Since(start, t)
+			ev := tokEvent{at: off, textEnd: int32(len(d.text))}
+			if ci.hasUsage {
+				ev.cum = int32(ci.completion)
+			}
+			st.events = append(st.events, ev)
+			if ci.content && !st.hasContent {
+				st.hasContent, st.firstContent = true, off
+			}
+		}
+		if ci.streamErr {
+			rec.Done = record.Since(start, t)
+			msg := string(ci.errMsg)
+			if msg == "" {
+				msg = "error event without a message"
+			}
+			rec.Error = &record.Error{Kind: record.KindStreamError, Message: c.message(msg)}
+			return
+		}
+		if ci.finish {
+			st.sawFinish = true
+		}
+		if ci.done {
+			st.sawDone = true
+			rec.Done = record.Since(start, t)
+			drain(sr, cancel)
+			return
+		}
+	}
+}
+
+// drain reads the rest of the body (normally just the chunked-encoding terminator) so
+// the connection can be reused, giving up after drainTimeout or 64 KiB.
+func drain(sr *sseReader, cancel context.CancelCauseFunc) {
+	if sr.err != nil {
+		return
+	}
+	t := time.AfterFunc(drainTimeout, func() { cancel(errDrain) })
+	defer t.Stop()
+	for n := 0; sr.err == nil && n < 16; n++ {
+		sr.pos, sr.end = 0, 0
+		sr.fill()
+	}
+}
+
+// excerpt bounds the event text quoted in an error message.
+func excerpt(b []byte) string {
+	const max = 200
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}
+
+// finish turns the stream's events into the record's token events and output count
+// (DESIGN.md §1): N from usage, else the tokenizer, else the number of events; n_k from
+// the server's per-chunk cumulative usage, else the tokenizer's count of the delta, else 1.
+func finish(st *streamState, tok tokenizer.Tokenizer, rec *record.Record) {
+	evs := st.events
+	if st.promptN > 0 {
+		rec.ServerPromptTokens = st.promptN
+	}
+	text := st.dec.text
+	switch {
+	case st.usageN > 0:
+		rec.OutputTokens, rec.OutputTokensSource = st.usageN, record.SourceUsage
+	case tok != nil && len(text) > 0:
+		rec.OutputTokens, rec.OutputTokensSource = len(tok.Encode(string(text))), record.SourceTokenizer
+	default:
+		rec.OutputTokens, rec.OutputTokensSource = len(evs), record.SourceEvents
+	}
+
+	continuous := len(evs) > 0
+	for _, e := range evs {
+		if e.cum <= 0 {
+			continuous = false
+			break
+		}
+	}
+	// When the server's own total equals the number of events, each event was one token
+	// by the server's count; a client-side tokenizer (maybe not the model's) can only
+	// make that worse.
+	oneEach := rec.OutputTokensSource == record.SourceUsage && rec.OutputTokens == len(evs)
+	prevCum, prevEnd := int32(0), int32(0)
+	for _, e := range evs {
+		n := 1
+		switch {
+		case continuous:
+			n = int(e.cum - prevCum)
+			prevCum = e.cum
+		case oneEach:
+		case tok != nil && len(text) > 0:
+			n = len(tok.Encode(string(text[prevEnd:e.textEnd])))
+		}
+		prevEnd = e.textEnd
+		rec.Events.Append(e.at, max(n, 1))
+	}
+	if st.hasContent && len(evs) > 0 && st.firstContent != evs[0].at {
+		rec.FirstContent = st.firstContent
+	}
+	if t := st.timings; t.set {
+		rec.Server = &record.ServerTimings{PromptTokens: t.promptN, Prefill: msDuration(t.promptMS),
+			OutputTokens: t.predictedN, Decode: msDuration(t.predictedMS), Queue: msDuration(t.queueMS),
+			Total: msDuration(t.totalMS)}
+	}
+	if rec.Error == nil && len(evs) == 0 {
+		rec.Error = &record.Error{Kind: record.KindEmpty, Message: "the stream carried no generated tokens"}
+	}
+}
+
+func msDuration(ms float64) time.Duration {
+	if ms <= 0 || ms != ms || ms > 1e12 {
+		return 0
+	}
+	return time.Duration(ms * float64(time.Millisecond)).Round(time.Microsecond)
+}
