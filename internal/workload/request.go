@@ -22,6 +22,11 @@ type Request struct {
 	// (prefix-cache studies); 0 when there is no shared prefix.
 	PrefixTokens int
 	PrefixGroup  int
+	// PrefixHashes identify the prompt's leading blocks of BlockTokens tokens in a trace
+	// that records them (mooncake hash_ids): equal hashes mean equal prefixes up to and
+	// including that block. A simulator keys its prefix cache on them; nil otherwise.
+	PrefixHashes []uint64
+	BlockTokens  int
 	// OutputTokens is sent as max_tokens (with ignore_eos, the exact output length).
 	OutputTokens int
 	// Arrival is the request's offset from the level start in a replayed trace.

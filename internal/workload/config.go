@@ -1,0 +1,140 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config describes the requests of a run.
+type Config struct {
+	// Dataset is "random" (the default), "jsonl:PATH", "sharegpt:PATH", "mooncake:PATH" or
+	// "azure:PATH".
+	Dataset string
+	// InputTokens is the prompt length of synthetic prompts (random). Datasets bring their
+	// own prompts, and traces their own lengths.
+	InputTokens Dist
+	// OutputTokens is the output length (max_tokens). Datasets that carry output lengths
+	// (sharegpt replies, jsonl output_tokens, traces) use theirs; this fills rows without.
+	OutputTokens Dist
+	// PrefixTokens > 0 starts every synthetic prompt with one of PrefixGroups shared
+	// prefixes of exactly that many tokens (prefix-cache studies). Prompts are then at
+	// least PrefixTokens+1 tokens long, so each still has its own part.
+	PrefixTokens, PrefixGroups int
+	Seed                       int64
+	// LengthsOnly skips prompt text (the virtual-clock simulator needs only lengths).
+	LengthsOnly bool
+	// TraceSpeed divides a trace's arrival offsets: 2 replays twice as fast. 0 means 1.
+	TraceSpeed float64
+	// BlockTokens is the token count of one mooncake hash_id block; 0 means 512, the
+	// block size of the published Mooncake traces.
+	BlockTokens int
+	// Turns > 1 makes multi-turn conversations: request i is turn i%Turns of
+	// conversation i/Turns and carries the earlier turns as history. ThinkTime is the
+	// user's pause between a reply and the next turn.
+	Turns     int
+	ThinkTime time.Duration
+}
+
+// Dataset kinds.
+const (
+	DatasetRandom   = "random"
+	DatasetJSONL    = "jsonl"
+	DatasetShareGPT = "sharegpt"
+	DatasetMooncake = "mooncake"
+	DatasetAzure    = "azure"
+)
+
+// datasetKind splits "kind:PATH".
+func (c Config) datasetKind() (kind, path string) {
+	if c.Dataset == "" || c.Dataset == DatasetRandom {
+		return DatasetRandom, ""
+	}
+	kind, path, _ = strings.Cut(c.Dataset, ":")
+	return kind, path
+}
+
+func (c Config) synthetic() bool {
+	k, _ := c.datasetKind()
+	return k == DatasetRandom || k == DatasetAzure || k == DatasetMooncake
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	kind, path := c.datasetKind()
+	switch kind {
+	case DatasetRandom:
+		if c.InputTokens.IsZero() {
+			add("input tokens: required for the random dataset")
+		} else if err := c.InputTokens.Validate(); err != nil {
+			add("input tokens: %v", err)
+		}
+	case DatasetJSONL, DatasetShareGPT, DatasetMooncake, DatasetAzure:
+		if path == "" {
+			add("dataset %q: missing path (%s:PATH)", c.Dataset, kind)
+		} else if _, err := os.Stat(path); err != nil {
+			add("dataset %q: %v", c.Dataset, err)
+		}
+	default:
+		add("dataset %q: unknown kind %q (want random, jsonl:PATH, sharegpt:PATH, mooncake:PATH or azure:PATH)", c.Dataset, kind)
+	}
+	if kind == DatasetRandom && c.OutputTokens.IsZero() {
+		add("output tokens: required for the random dataset")
+	} else if !c.OutputTokens.IsZero() {
+		if err := c.OutputTokens.Validate(); err != nil {
+			add("output tokens: %v", err)
+		}
+	}
+	if c.PrefixTokens < 0 {
+		add("prefix tokens: %d is negative", c.PrefixTokens)
+	}
+	if c.PrefixGroups < 0 {
+		add("prefix groups: %d is negative", c.PrefixGroups)
+	}
+	if c.PrefixTokens > 0 {
+		if kind != DatasetRandom && kind != DatasetAzure {
+			add("prefix tokens: shared prefixes apply to synthetic prompts (random, azure), not to %s", kind)
+		}
+		if kind == DatasetRandom && !c.InputTokens.IsZero() && c.InputTokens.Kind != "normal" && c.InputTokens.Min() <= c.PrefixTokens {
+			add("prefix tokens: %d leaves no room in prompts of %s tokens (each prompt needs at least one token of its own)", c.PrefixTokens, c.InputTokens)
+		}
+	} else if c.PrefixGroups > 1 {
+		add("prefix groups: %d groups need --prefix-tokens > 0", c.PrefixGroups)
+	}
+	if c.TraceSpeed < 0 || c.TraceSpeed != c.TraceSpeed {
+		add("trace speed: %v must be > 0", c.TraceSpeed)
+	}
+	if c.BlockTokens < 0 {
+		add("block tokens: %d is negative", c.BlockTokens)
+	}
+	if c.Turns < 0 {
+		add("turns: %d is negative", c.Turns)
+	}
+	if c.ThinkTime < 0 {
+		add("think time: %v is negative", c.ThinkTime)
+	}
+	if c.Turns > 1 && kind != DatasetRandom {
+		add("turns: multi-turn conversations are synthesised for the random dataset only, not %s", kind)
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) traceSpeed() float64 {
+	if c.TraceSpeed <= 0 {
+		return 1
+	}
+	return c.TraceSpeed
+}
+
+func (c Config) blockTokens() int {
+	if c.BlockTokens <= 0 {
+		return 512
+	}
+	return c.BlockTokens
+}
+
+func (c Config) prefixGroups() int { return max(1, c.PrefixGroups) }

@@ -1,0 +1,402 @@
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxLine bounds one JSONL line (a long-context prompt can be megabytes).
+const maxLine = 256 << 20
+
+// forLines calls f with each non-blank line and its 1-based number.
+func forLines(path string, f func(line []byte, n int) error) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("workload: %w", err)
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if err := f(line, n); err != nil {
+			return fmt.Errorf("workload: %s:%d: %w", path, n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("workload: %s:%d: %w", path, n+1, err)
+	}
+	return nil
+}
+
+// strictUnmarshal decodes one JSON value and rejects trailing data.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+// jsonlRow is a line of a jsonl dataset, as WriteJSONL writes it.
+type jsonlRow struct {
+	Prompt       *string   `json:"prompt"`
+	Messages     []Message `json:"messages"`
+	InputTokens  *int      `json:"input_tokens"`
+	OutputTokens *int      `json:"output_tokens"`
+	ArrivalS     *float64  `json:"arrival_s"`
+}
+
+func loadJSONL(path string) ([]row, error) {
+	var rows []row
+	err := forLines(path, func(line []byte, n int) error {
+		var jr jsonlRow
+		if err := strictUnmarshal(line, &jr); err != nil {
+			return fmt.Errorf("not a JSON object: %w", err)
+		}
+		rw := row{line: n}
+		switch {
+		case jr.Prompt != nil && jr.Messages != nil:
+			return errors.New(`both "prompt" and "messages"; give one`)
+		case jr.Prompt != nil:
+			if *jr.Prompt == "" {
+				return errors.New(`empty "prompt"`)
+			}
+			rw.prompt = *jr.Prompt
+		case len(jr.Messages) > 0:
+			var texts []string
+			for i, m := range jr.Messages {
+				if m.Role == "" {
+					return fmt.Errorf("messages[%d] has no role", i)
+				}
+				texts = append(texts, m.Content)
+			}
+			rw.messages = jr.Messages
+			// The completions API gets the contents; the input count is theirs (the
+			// chat template's tokens are the server's, reported as prompt_tokens).
+			rw.prompt = strings.Join(texts, "\n")
+		default:
+			return errors.New(`no "prompt" or "messages"`)
+		}
+		if jr.OutputTokens != nil {
+			if *jr.OutputTokens < 1 {
+				return fmt.Errorf("output_tokens %d must be >= 1", *jr.OutputTokens)
+			}
+			rw.output = *jr.OutputTokens
+		}
+		if jr.InputTokens != nil {
+			if *jr.InputTokens < 1 {
+				return fmt.Errorf("input_tokens %d must be >= 1", *jr.InputTokens)
+			}
+			rw.input = *jr.InputTokens
+		}
+		if jr.ArrivalS != nil {
+			a := *jr.ArrivalS
+			if a < 0 || math.IsNaN(a) || math.IsInf(a, 0) {
+				return fmt.Errorf("arrival_s %v must be a finite offset >= 0", a)
+			}
+			rw.arrival, rw.hasArrival = time.Duration(math.Round(a*1e9)), true
+		}
+		rows = append(rows, rw)
+		return nil
+	})
+	sortArrivals(rows)
+	return rows, err
+}
+
+// sortArrivals orders trace rows by arrival (stable, so equal times keep file order).
+func sortArrivals(rows []row) {
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].arrival < rows[j].arrival })
+}
+
+// ShareGPT entries: {"id": ..., "conversations": [{"from": "human", "value": ...}, ...]}.
+type shareGPTEntry struct {
+	Conversations []struct {
+		From  string `json:"from"`
+		Value string `json:"value"`
+	} `json:"conversations"`
+}
+
+func isHuman(from string) bool { return from == "human" || from == "user" }
+
+// loadShareGPT reads a ShareGPT JSON array (or JSONL of the same entries). The prompt is
+// the first human turn; the reply that follows it gives the output length. Entries with
+// no human turn, an empty one, or no reply are skipped and counted by reason.
+func loadShareGPT(path string) ([]row, map[string]int, error) {
+	skipped := map[string]int{}
+	var rows []row
+	add := func(e shareGPTEntry, line int) {
+		h := -1
+		for i, c := range e.Conversations {
+			if isHuman(c.From) {
+				h = i
+				break
+			}
+		}
+		switch {
+		case len(e.Conversations) == 0:
+			skipped["no_conversation"]++
+		case h < 0:
+			skipped["no_human_turn"]++
+		case strings.TrimSpace(e.Conversations[h].Value) == "":
+			skipped["empty_prompt"]++
+		case h+1 >= len(e.Conversations) || isHuman(e.Conversations[h+1].From):
+			skipped["no_reply"]++
+		case strings.TrimSpace(e.Conversations[h+1].Value) == "":
+			skipped["empty_reply"]++
+		default:
+			rows = append(rows, row{line: line, prompt: e.Conversations[h].Value, reply: e.Conversations[h+1].Value})
+		}
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("workload: %w", err)
+	}
+	defer fh.Close()
+	br := bufio.NewReaderSize(fh, 1<<20)
+	first, err := firstNonSpace(br)
+	if err != nil {
+		return nil, nil, fmt.Errorf("workload: %s: %w", path, err)
+	}
+	if first != '[' {
+		err := forLines(path, func(line []byte, n int) error {
+			var e shareGPTEntry
+			if err := strictUnmarshal(line, &e); err != nil {
+				return fmt.Errorf("not a ShareGPT entry: %w", err)
+			}
+			add(e, n)
+			return nil
+		})
+		return rows, skipped, err
+	}
+	dec := json.NewDecoder(br)
+	entries := 0
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, fmt.Errorf("workload: %s: %w", path, err)
+	}
+	for dec.More() {
+		off := dec.InputOffset()
+		var e shareGPTEntry
+		if err := dec.Decode(&e); err != nil {
+			return nil, nil, fmt.Errorf("workload: %s:%d: not a ShareGPT entry: %w", path, lineAt(path, off), err)
+		}
+		entries++
+		add(e, entries)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, fmt.Errorf("workload: %s:%d: %w", path, lineAt(path, dec.InputOffset()), err)
+	}
+	return rows, skipped, nil
+}
+
+func firstNonSpace(br *bufio.Reader) (byte, error) {
+	for i := 1; ; i++ {
+		b, err := br.Peek(i)
+		if err != nil {
+			if err == io.EOF {
+				return 0, errors.New("empty file")
+			}
+			return 0, err
+		}
+		if c := b[i-1]; c != ' ' && c != '\n' && c != '\r' && c != '\t' && c != 0xEF && c != 0xBB && c != 0xBF {
+			return c, nil
+		}
+	}
+}
+
+// lineAt returns the 1-based line of the first non-space byte at or after offset off
+// (a JSON decoder's offset points at the separator before a value). It reads the file
+// again, so it is only used to report an error.
+func lineAt(path string, off int64) int {
+	fh, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer fh.Close()
+	br := bufio.NewReaderSize(fh, 1<<20)
+	line := 1
+	for pos := int64(0); ; pos++ {
+		c, err := br.ReadByte()
+		if err != nil {
+			return line
+		}
+		if pos >= off && strings.IndexByte(", \t\r\n", c) < 0 {
+			return line
+		}
+		if c == '\n' {
+			line++
+		}
+	}
+}
+
+// mooncakeRow is a line of a Mooncake trace.
+type mooncakeRow struct {
+	Timestamp    *float64 `json:"timestamp"` // ms
+	InputLength  *int     `json:"input_length"`
+	OutputLength *int     `json:"output_length"`
+	HashIDs      []int64  `json:"hash_ids"`
+}
+
+func loadMooncake(path string, speed float64) ([]row, error) {
+	var rows []row
+	var t0 float64
+	err := forLines(path, func(line []byte, n int) error {
+		var m mooncakeRow
+		if err := strictUnmarshal(line, &m); err != nil {
+			return fmt.Errorf("not a Mooncake trace row: %w", err)
+		}
+		var missing []string
+		if m.Timestamp == nil {
+			missing = append(missing, "timestamp")
+		}
+		if m.InputLength == nil {
+			missing = append(missing, "input_length")
+		}
+		if m.OutputLength == nil {
+			missing = append(missing, "output_length")
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("missing %s", strings.Join(missing, ", "))
+		}
+		if *m.Timestamp < 0 || math.IsNaN(*m.Timestamp) || math.IsInf(*m.Timestamp, 0) {
+			return fmt.Errorf("timestamp %v must be a finite number of ms >= 0", *m.Timestamp)
+		}
+		if *m.InputLength < 0 || *m.OutputLength < 0 {
+			return fmt.Errorf("negative length (input %d, output %d)", *m.InputLength, *m.OutputLength)
+		}
+		if len(rows) == 0 || *m.Timestamp < t0 {
+			t0 = *m.Timestamp
+		}
+		rw := row{line: n, input: *m.InputLength, output: *m.OutputLength, hashIDs: m.HashIDs, hasArrival: true,
+			arrival: time.Duration(*m.Timestamp * float64(time.Millisecond))}
+		rw.clampLengths()
+		rows = append(rows, rw)
+		return nil
+	})
+	rebase(rows, time.Duration(t0*float64(time.Millisecond)), speed)
+	return rows, err
+}
+
+// clampLengths raises 0 lengths to 1 (a request needs a prompt and max_tokens >= 1),
+// marking the row so the change is counted.
+func (rw *row) clampLengths() {
+	if rw.input < 1 || rw.output < 1 {
+		rw.input, rw.output, rw.clamped = max(1, rw.input), max(1, rw.output), true
+	}
+}
+
+// rebase makes arrivals offsets from the earliest one, divided by speed, then sorts.
+func rebase(rows []row, t0 time.Duration, speed float64) {
+	for i := range rows {
+		rows[i].arrival = time.Duration(float64(rows[i].arrival-t0) / speed)
+	}
+	sortArrivals(rows)
+}
+
+// azureTimeLayouts are the TIMESTAMP forms of the Azure LLM inference traces
+// ("2023-11-16 18:15:46.6805900").
+var azureTimeLayouts = []string{"2006-01-02 15:04:05.999999999", time.RFC3339Nano, "2006-01-02T15:04:05.999999999"}
+
+func parseAzureTime(s string) (time.Duration, error) {
+	for _, l := range azureTimeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return time.Duration(t.UnixNano()), nil
+		}
+	}
+	if v, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		return time.Duration(v * float64(time.Second)), nil // seconds
+	}
+	return 0, fmt.Errorf("TIMESTAMP %q is neither a date-time (2006-01-02 15:04:05.9999999) nor seconds", s)
+}
+
+// loadAzure reads an Azure LLM inference trace: CSV with TIMESTAMP, ContextTokens and
+// GeneratedTokens columns (found by header name, in any order).
+func loadAzure(path string, speed float64) ([]row, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	defer fh.Close()
+	cr := csv.NewReader(bufio.NewReaderSize(fh, 1<<20))
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("workload: %s:1: reading the header: %w", path, err)
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		col[strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))] = i
+	}
+	want := []string{"timestamp", "contexttokens", "generatedtokens"}
+	idx := make([]int, len(want))
+	var missing []string
+	for i, w := range want {
+		c, ok := col[w]
+		if !ok {
+			missing = append(missing, w)
+		}
+		idx[i] = c
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("workload: %s:1: header %q lacks %s (want TIMESTAMP,ContextTokens,GeneratedTokens)", path, strings.Join(header, ","), strings.Join(missing, ", "))
+	}
+	var rows []row
+	var t0 time.Duration
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				line = pe.Line
+			}
+			return nil, fmt.Errorf("workload: %s:%d: %w", path, line, err)
+		}
+		field := func(i int) string {
+			if idx[i] < len(rec) {
+				return strings.TrimSpace(rec[idx[i]])
+			}
+			return ""
+		}
+		ts, err := parseAzureTime(field(0))
+		if err != nil {
+			return nil, fmt.Errorf("workload: %s:%d: %w", path, line, err)
+		}
+		in, errIn := strconv.Atoi(field(1))
+		out, errOut := strconv.Atoi(field(2))
+		if errIn != nil || errOut != nil || in < 0 || out < 0 {
+			return nil, fmt.Errorf("workload: %s:%d: ContextTokens %q and GeneratedTokens %q must be whole numbers >= 0", path, line, field(1), field(2))
+		}
+		if len(rows) == 0 || ts < t0 {
+			t0 = ts
+		}
+		rw := row{line: line, input: in, output: out, arrival: ts, hasArrival: true}
+		rw.clampLengths()
+		rows = append(rows, rw)
+	}
+	rebase(rows, t0, speed)
+	return rows, nil
+}

@@ -1,0 +1,279 @@
+package workload
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/tokenizer"
+)
+
+// Info describes a loaded workload, for summaries and the dataset command.
+type Info struct {
+	Dataset string
+	// Rows is the number of usable rows of a finite dataset (0 for random).
+	Rows int
+	// Skipped counts rows left out, by reason (e.g. "no_reply" for a ShareGPT
+	// conversation whose first human turn has no answer). Nothing is dropped uncounted.
+	Skipped map[string]int
+	// Clamped counts trace rows whose 0 input or output length was raised to 1.
+	Clamped int
+	// Trace is true when requests carry arrival times; Span is the trace's length after
+	// TraceSpeed, and Period the offset added each time the trace is replayed again.
+	Trace        bool
+	Span, Period time.Duration
+}
+
+// Describe returns the Info of a source made by New (zero Info for other sources).
+func Describe(s Source) Info {
+	if d, ok := s.(interface{ Info() Info }); ok {
+		return d.Info()
+	}
+	return Info{}
+}
+
+// New builds the source cfg describes. tok measures prompts; it may be nil in lengths-only
+// mode, where o200k_base counts the tokens of datasets that bring text.
+func New(cfg Config, tok tokenizer.Tokenizer) (Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	kind, path := cfg.datasetKind()
+	needTok := !cfg.LengthsOnly || kind == DatasetJSONL || kind == DatasetShareGPT
+	if tok == nil && needTok {
+		if !cfg.LengthsOnly {
+			return nil, fmt.Errorf("workload: dataset %s needs a tokenizer", kind)
+		}
+		var err error
+		if tok, err = tokenizer.Load("o200k_base"); err != nil {
+			return nil, err
+		}
+	}
+	s := &source{cfg: cfg, kind: kind, tok: tok, info: Info{Dataset: kind}}
+	if !cfg.LengthsOnly && cfg.synthetic() {
+		syn, err := newSynth(tok)
+		if err != nil {
+			return nil, err
+		}
+		s.syn = syn
+	}
+	var err error
+	switch kind {
+	case DatasetJSONL:
+		s.rows, err = loadJSONL(path)
+	case DatasetShareGPT:
+		s.rows, s.info.Skipped, err = loadShareGPT(path)
+	case DatasetMooncake:
+		s.rows, err = loadMooncake(path, cfg.traceSpeed())
+	case DatasetAzure:
+		s.rows, err = loadAzure(path, cfg.traceSpeed())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if kind != DatasetRandom {
+		if len(s.rows) == 0 {
+			return nil, fmt.Errorf("workload: %s has no usable rows (skipped: %v)", path, s.info.Skipped)
+		}
+		s.lazy = make([]lazyCounts, len(s.rows))
+		s.info.Rows = len(s.rows)
+		s.trace = s.rows[0].hasArrival
+		for i := range s.rows {
+			if s.rows[i].hasArrival != s.trace {
+				return nil, fmt.Errorf("workload: %s:%d: arrival offset on some rows but not others", path, s.rows[i].line)
+			}
+			if s.rows[i].clamped {
+				s.info.Clamped++
+			}
+		}
+		if s.trace {
+			n := len(s.rows)
+			span := s.rows[n-1].arrival - s.rows[0].arrival
+			s.period = span + span/time.Duration(max(1, n-1))
+			if s.period <= 0 {
+				s.period = time.Duration(float64(time.Second) / cfg.traceSpeed())
+			}
+			s.info.Trace, s.info.Span, s.info.Period = true, span, s.period
+		}
+	}
+	return s, nil
+}
+
+type source struct {
+	cfg  Config
+	kind string
+	tok  tokenizer.Tokenizer
+	syn  *synth // nil in lengths-only mode and for datasets with their own text
+	info Info
+
+	rows   []row
+	lazy   []lazyCounts
+	trace  bool
+	period time.Duration
+
+	prefixes prefixCache
+}
+
+// row is one dataset entry.
+type row struct {
+	line       int // 1-based line (or ShareGPT entry) in the file, for messages
+	prompt     string
+	messages   []Message
+	reply      string // ShareGPT: the answer, whose token count is the output length
+	input      int    // traces: prompt length; jsonl: input_tokens when given
+	output     int    // 0: none given
+	arrival    time.Duration
+	hasArrival bool
+	hashIDs    []int64
+	clamped    bool
+}
+
+// lazyCounts caches a row's token counts, computed on first use (a large ShareGPT file is
+// mostly never sampled, so it is not tokenized up front).
+type lazyCounts struct {
+	once    sync.Once
+	in, out int
+}
+
+func (s *source) Info() Info { return s.info }
+
+// Len is the number of rows of a finite dataset, 0 for random.
+func (s *source) Len() int { return len(s.rows) }
+
+// Request builds request i of a level. Datasets are shuffled per (seed, level, pass) and
+// cycled; traces replay in order, each pass shifted by Info.Period.
+func (s *source) Request(level, i int) Request {
+	if s.kind == DatasetRandom {
+		return s.random(level, i)
+	}
+	n := len(s.rows)
+	pass, k := i/n, i%n
+	idx := k
+	if !s.trace {
+		idx = permute(k, n, streamKey(s.cfg.Seed, purposeOrder, int64(level)<<32^int64(pass)))
+	}
+	rw := &s.rows[idx]
+	r := newRand(s.cfg.Seed, purposeLength, int64(level), int64(i))
+	var req Request
+	if s.trace {
+		req.HasArrival = true
+		req.Arrival = rw.arrival + time.Duration(pass)*s.period
+	}
+	switch s.kind {
+	case DatasetJSONL, DatasetShareGPT:
+		lc := &s.lazy[idx]
+		lc.once.Do(func() { lc.in, lc.out = s.countRow(rw) })
+		req.InputTokens, req.OutputTokens = lc.in, lc.out
+		if req.OutputTokens == 0 {
+			req.OutputTokens = s.cfg.OutputTokens.Sample(r)
+		}
+		if !s.cfg.LengthsOnly {
+			req.Prompt, req.Messages = rw.prompt, rw.messages
+		}
+	case DatasetMooncake:
+		req.InputTokens, req.OutputTokens = rw.input, rw.output
+		req.PrefixHashes = hashBlocks(rw.hashIDs)
+		req.BlockTokens = s.cfg.blockTokens()
+		if s.syn != nil {
+			req.Prompt, req.InputTokens = s.mooncakePrompt(level, i, rw)
+		}
+	case DatasetAzure:
+		req.InputTokens, req.OutputTokens = rw.input, rw.output
+		s.fillSynthetic(&req, level, i)
+	}
+	return req
+}
+
+func (s *source) countRow(rw *row) (in, out int) {
+	in = rw.input
+	if !s.cfg.LengthsOnly || in == 0 {
+		in = len(s.tok.Encode(rw.prompt))
+	}
+	out = rw.output
+	if rw.reply != "" {
+		out = max(1, len(s.tok.Encode(rw.reply)))
+	}
+	return in, out
+}
+
+func (s *source) random(level, i int) Request {
+	r := newRand(s.cfg.Seed, purposeLength, int64(level), int64(i))
+	req := Request{InputTokens: s.cfg.InputTokens.Sample(r), OutputTokens: s.cfg.OutputTokens.Sample(r)}
+	s.fillSynthetic(&req, level, i)
+	return req
+}
+
+// fillSynthetic applies the shared prefix and writes the prompt of req.InputTokens tokens.
+func (s *source) fillSynthetic(req *Request, level, i int) {
+	p := s.cfg.PrefixTokens
+	if p > 0 {
+		req.InputTokens = max(req.InputTokens, p+1)
+		req.PrefixTokens, req.PrefixGroup = p, i%s.cfg.prefixGroups()
+	}
+	if s.syn == nil {
+		return
+	}
+	r := newRand(s.cfg.Seed, purposePrompt, int64(level), int64(i))
+	var b strings.Builder
+	b.Grow(req.InputTokens * 7)
+	if p > 0 {
+		b.WriteString(s.prefix(req.PrefixGroup))
+	}
+	s.syn.write(&b, req.InputTokens-p, identity(s.cfg.Seed, level, i), true, r, nil)
+	req.Prompt, req.InputTokens = s.syn.exact(b.String(), req.InputTokens, r)
+}
+
+// prefix returns shared prefix g: exactly PrefixTokens tokens, the same for every level.
+func (s *source) prefix(g int) string {
+	return s.prefixes.get(g, func() string {
+		r := newRand(s.cfg.Seed, purposePrefix, int64(g), 0)
+		var b strings.Builder
+		// Identities of a pseudo-level -1 keep prefixes distinct from each other and from
+		// the requests' own parts.
+		s.syn.write(&b, s.cfg.PrefixTokens, identity(s.cfg.Seed, -1, g), true, r, nil)
+		text, _ := s.syn.exact(b.String(), s.cfg.PrefixTokens, r)
+		return text
+	})
+}
+
+// mooncakePrompt concatenates one block of text per hash id (equal ids give identical
+// blocks, so prompts share exactly the prefixes the trace says they share), cuts the last
+// block at the input length, and fills any tokens beyond the blocks with unique text.
+func (s *source) mooncakePrompt(level, i int, rw *row) (string, int) {
+	bt := s.cfg.blockTokens()
+	var b strings.Builder
+	left := rw.input
+	for _, h := range rw.hashIDs {
+		if left == 0 {
+			break
+		}
+		var cuts []int
+		var blk strings.Builder
+		s.syn.write(&blk, bt, 0, false, newRand(s.cfg.Seed, purposeBlock, h, 0), &cuts)
+		take := min(left, bt)
+		b.WriteString(blk.String()[:cuts[take-1]])
+		left -= take
+	}
+	r := newRand(s.cfg.Seed, purposeFill, int64(level), int64(i))
+	if left > 0 {
+		s.syn.write(&b, left, identity(s.cfg.Seed, level, i), true, r, nil)
+	}
+	return s.syn.exact(b.String(), rw.input, r)
+}
+
+// hashBlocks turns trace hash ids into the block hashes a simulator keys its prefix cache
+// on: a block's hash covers its whole prefix, as in vLLM, so equal hashes mean equal
+// prefixes.
+func hashBlocks(ids []int64) []uint64 {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]uint64, len(ids))
+	var h uint64 = 0x6a09e667f3bcc908
+	for i, id := range ids {
+		h = mix64(h ^ uint64(id)*0x9e3779b97f4a7c15)
+		out[i] = h
+	}
+	return out
+}

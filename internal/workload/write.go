@@ -1,0 +1,51 @@
+package workload
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+)
+
+// jsonlOut is one line of `llmbench dataset` output; loadJSONL reads it back.
+type jsonlOut struct {
+	Prompt       *string   `json:"prompt,omitempty"`
+	Messages     []Message `json:"messages,omitempty"`
+	InputTokens  int       `json:"input_tokens"`
+	OutputTokens int       `json:"output_tokens"`
+	ArrivalS     *float64  `json:"arrival_s,omitempty"`
+	PrefixTokens int       `json:"prefix_tokens,omitempty"`
+	PrefixGroup  *int      `json:"prefix_group,omitempty"`
+}
+
+// WriteJSONL writes requests as they would be sent, one JSON object per line: "prompt" (or
+// "messages"), "input_tokens", "output_tokens", "arrival_s" for traces (seconds from the
+// level start) and the shared prefix when there is one. `--dataset jsonl:FILE` reads the
+// file back into the same requests.
+func WriteJSONL(w io.Writer, reqs ...Request) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, r := range reqs {
+		o := jsonlOut{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}
+		switch {
+		case r.Messages != nil:
+			o.Messages = r.Messages
+		case r.Prompt != "":
+			p := r.Prompt
+			o.Prompt = &p
+		default:
+			return errors.New("workload: request has no prompt (lengths-only sources cannot be written as a dataset)")
+		}
+		if r.HasArrival {
+			a := r.Arrival.Seconds()
+			o.ArrivalS = &a
+		}
+		if r.PrefixTokens > 0 {
+			g := r.PrefixGroup
+			o.PrefixTokens, o.PrefixGroup = r.PrefixTokens, &g
+		}
+		if err := enc.Encode(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
