@@ -1,0 +1,616 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+)
+
+// The core is the engine without a clock: a discrete-event scheduler that both the
+// wall-clock Engine and the virtual-clock Simulate drive. It is not safe for concurrent
+// use. Times are offsets on the driver's timeline.
+//
+// Per step it does O(running) work with no allocation: it walks the running sequences
+// once to schedule them and once to emit their tokens.
+
+type seqState uint8
+
+const (
+	stWaiting    seqState = iota // queued for admission (colocated) or decode (disaggregated)
+	stPrefillQ                   // disaggregated: queued for a prefill worker
+	stPrefilling                 // disaggregated: in the prefill pool
+	stRunning                    // in the decode batch (colocated: possibly mid-prefill)
+	stFinished
+	stAborted
+)
+
+// seq is one sequence's state in the engine.
+type seq struct {
+	no          uint64 // submission number: tie-breaker and RNG stream
+	prompt      int
+	hashes      []uint64
+	target      int // tokens it will generate
+	reason      string
+	generated   int
+	kvTokens    int // tokens whose KV is cached
+	prefillLeft int // tokens to compute before its next token; 0 while decoding
+	private     int // KV blocks it holds alone
+	nref        int // leading prefix blocks it holds as shared cache entries
+	noReg       bool
+	resumed     bool // preempted at least once: goes to the front of the decode queue
+	stepTokens  int  // tokens scheduled for it in the step in flight
+	state       seqState
+	prefillEnd  time.Duration // disaggregated: when its prefill finishes
+
+	// Driver data.
+	ch           chan Step
+	pending      int // wall clock: tokens not yet delivered (slow consumer)
+	stop         func() bool
+	rec          *record.Record
+	lprev, lnext *seq // virtual clock: the in-flight list
+}
+
+// cacheEntry is a prefix-cache block: held by refs sequences, or on the LRU list when 0.
+type cacheEntry struct {
+	hash       uint64
+	refs       int
+	prev, next *cacheEntry
+}
+
+type core struct {
+	cost   CostModel
+	cfg    EngineConfig
+	disagg bool
+	bs     int
+	seed   uint64
+
+	totalBlocks, freeBlocks int // freeBlocks includes cached blocks nobody holds
+
+	cache            map[uint64]*cacheEntry // nil without prefix caching
+	lruHead, lruTail *cacheEntry
+	lruLen           int
+
+	waiting  deque // colocated: admission queue; disaggregated: decode admission queue
+	prefillQ deque // disaggregated: waiting for a prefill worker
+	pool     prefillHeap
+	running  []*seq
+
+	busy    bool
+	stepEnd time.Duration
+	nsub    uint64
+	nLive   int // sequences submitted and not yet finished or aborted
+
+	stats EngineStats
+
+	// emit reports n tokens of s at t; done is its last.
+	emit func(s *seq, t time.Duration, n int, done bool)
+}
+
+func newCore(p Profile, emit func(*seq, time.Duration, int, bool)) (*core, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	cost, err := p.NewCostModel()
+	if err != nil {
+		return nil, err
+	}
+	kv, err := p.KVCacheTokens()
+	if err != nil {
+		return nil, err
+	}
+	c := &core{
+		cost: cost, cfg: p.Engine, disagg: p.Engine.Prefill == PrefillDisaggregated,
+		bs: p.Engine.BlockSize, seed: uint64(p.Seed), emit: emit,
+	}
+	c.totalBlocks = kv / c.bs
+	c.freeBlocks = c.totalBlocks
+	if p.Engine.PrefixCaching {
+		c.cache = map[uint64]*cacheEntry{}
+	}
+	return c, nil
+}
+
+// splitmix64 is a tiny, well-mixed hash: per-sequence random lengths without a shared
+// RNG whose state would depend on call order elsewhere.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// newSeq checks r and returns its sequence; the n-th submission's random length depends
+// only on the seed and n, so a run is reproducible.
+func (c *core) newSeq(r *SeqRequest) (*seq, error) {
+	if r.PromptTokens < 1 {
+		return nil, fmt.Errorf("prompt of %d tokens: need at least 1", r.PromptTokens)
+	}
+	if r.MaxTokens < 1 {
+		return nil, fmt.Errorf("max_tokens %d: need at least 1", r.MaxTokens)
+	}
+	if need := c.blocksFor(r.PromptTokens + r.MaxTokens); need > c.totalBlocks {
+		return nil, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the KV cache of %d tokens", r.PromptTokens, r.MaxTokens, c.totalBlocks*c.bs)
+	}
+	c.nsub++
+	s := &seq{no: c.nsub, prompt: r.PromptTokens, target: r.MaxTokens, reason: "length"}
+	if c.cache != nil {
+		s.hashes = r.PrefixHashes
+	}
+	if !r.IgnoreEOS {
+		s.target = 1 + int(splitmix64(c.seed^splitmix64(c.nsub))%uint64(r.MaxTokens))
+		if s.target < r.MaxTokens {
+			s.reason = "stop"
+		}
+	}
+	return s, nil
+}
+
+func (c *core) blocksFor(tokens int) int { return (tokens + c.bs - 1) / c.bs }
+
+// submit queues s at t. It does not start a step: the driver calls kick once everything
+// due at t has been processed, so requests arriving together join the same step.
+func (c *core) submit(s *seq, t time.Duration) {
+	c.nLive++
+	s.prefillLeft = s.prompt
+	if c.disagg {
+		s.state = stPrefillQ
+		c.prefillQ.pushBack(s)
+		c.startPrefills(t)
+		return
+	}
+	s.state = stWaiting
+	c.waiting.pushBack(s)
+}
+
+// next is the time of the next event: the end of the step in flight or of a prefill.
+func (c *core) next() (time.Duration, bool) {
+	t, ok := c.stepEnd, c.busy
+	if len(c.pool) > 0 && (!ok || c.pool[0].prefillEnd < t) {
+		t, ok = c.pool[0].prefillEnd, true
+	}
+	return t, ok
+}
+
+// process handles the events due at t (the value next returned).
+func (c *core) process(t time.Duration) {
+	if c.busy && c.stepEnd <= t {
+		c.finishStep(c.stepEnd)
+	}
+	for len(c.pool) > 0 && c.pool[0].prefillEnd <= t {
+		s := c.pool.pop()
+		if s.state == stAborted {
+			continue
+		}
+		c.finishPrefill(s, s.prefillEnd)
+	}
+	if c.disagg {
+		c.startPrefills(t)
+	}
+}
+
+// idle reports whether nothing is in flight or queued.
+func (c *core) idle() bool { return c.nLive == 0 }
+
+// startPrefills hands queued sequences to free prefill workers (disaggregated).
+func (c *core) startPrefills(t time.Duration) {
+	for c.prefillQ.len() > 0 && (c.cfg.PrefillWorkers == 0 || len(c.pool) < c.cfg.PrefillWorkers) {
+		s := c.prefillQ.popFront()
+		if s.state == stAborted {
+			continue
+		}
+		s.state = stPrefilling
+		s.prefillEnd = t + c.cost.Prefill(s.prefillLeft)
+		c.pool.push(s)
+	}
+}
+
+// finishPrefill: the prefill pool produced s's next token; its KV moves to the decode
+// engine's admission queue.
+func (c *core) finishPrefill(s *seq, t time.Duration) {
+	c.stats.PromptTokens += uint64(s.prefillLeft)
+	s.kvTokens = s.prefillLeft
+	s.prefillLeft = 0
+	s.generated++
+	c.stats.GenerationTokens++
+	if s.generated >= s.target {
+		c.finish(s)
+		c.emit(s, t, 1, true)
+		return
+	}
+	c.emit(s, t, 1, false)
+	s.state = stWaiting
+	if s.resumed {
+		c.waiting.pushFront(s)
+	} else {
+		c.waiting.pushBack(s)
+	}
+}
+
+// kick starts a step at t if the engine is free and has work.
+func (c *core) kick(t time.Duration) {
+	if c.busy {
+		return
+	}
+	w := c.schedule()
+	if w.DecodeSeqs == 0 && w.PrefillTokens == 0 {
+		return
+	}
+	c.busy = true
+	c.stepEnd = t + c.cost.Step(w)
+	if c.disagg {
+		c.startPrefills(t) // preempted sequences went back to the prefill queue
+	}
+}
+
+// schedule picks the next step's work, vLLM-style: running sequences first, oldest first,
+// each taking one decode token or its next prefill chunk; a sequence that needs a KV block
+// when none is free preempts the newest running one. Then, if nothing was preempted,
+// waiting sequences are admitted in FIFO order while the sequence limit, the token budget
+// and the free blocks allow; admission never skips the head of the queue.
+func (c *core) schedule() StepWork {
+	var w StepWork
+	budget := c.cfg.MaxBatchedTokens
+	preempted := false
+	for i := 0; i < len(c.running) && budget > 0; i++ {
+		s := c.running[i]
+		n := 1
+		if s.prefillLeft > 0 {
+			n = min(s.prefillLeft, budget)
+		}
+		need := c.blocksFor(s.kvTokens+n) - s.private - s.nref
+		for need > c.freeBlocks && s.state == stRunning {
+			c.preempt(c.running[len(c.running)-1])
+			preempted = true
+		}
+		if s.state != stRunning {
+			break // s was the newest: nothing after it is left
+		}
+		c.allocate(s, need)
+		c.account(&w, s, n)
+		budget -= n
+	}
+	if preempted {
+		return w
+	}
+	for budget > 0 && len(c.running) < c.cfg.MaxNumSeqs && c.waiting.len() > 0 {
+		s := c.waiting.front()
+		if s.state == stAborted {
+			c.waiting.popFront()
+			continue
+		}
+		hits, revive := 0, 0
+		if s.kvTokens == 0 && len(s.hashes) > 0 {
+			hits, revive = c.lookup(s)
+		}
+		n := 1
+		if s.prefillLeft > 0 {
+			n = min(s.prefillLeft-hits*c.bs, budget)
+		}
+		need := c.blocksFor(s.kvTokens+hits*c.bs+n) - hits
+		if need+revive > c.freeBlocks {
+			break
+		}
+		c.waiting.popFront()
+		if s.kvTokens == 0 && len(s.hashes) > 0 {
+			c.stats.PrefixQueries += uint64(s.prompt)
+			c.stats.PrefixHits += uint64(hits * c.bs)
+			c.takeRefs(s, hits)
+			s.kvTokens = hits * c.bs
+			s.prefillLeft -= hits * c.bs
+		}
+		c.allocate(s, need)
+		s.state = stRunning
+		c.running = append(c.running, s)
+		c.account(&w, s, n)
+		budget -= n
+	}
+	return w
+}
+
+// account adds s's n scheduled tokens to the step's work.
+func (c *core) account(w *StepWork, s *seq, n int) {
+	s.stepTokens = n
+	if s.prefillLeft > 0 {
+		w.PrefillSeqs++
+		w.PrefillTokens += n
+		w.PrefillAttn += float64(n) * (float64(s.kvTokens) + float64(n)/2)
+		w.PrefillContext += int64(s.kvTokens)
+		return
+	}
+	w.DecodeSeqs++
+	w.DecodeContext += int64(s.kvTokens + 1)
+}
+
+// finishStep emits the step's tokens at t and retires finished sequences.
+func (c *core) finishStep(t time.Duration) {
+	c.busy = false
+	kept := c.running[:0]
+	for _, s := range c.running {
+		n := s.stepTokens
+		s.stepTokens = 0
+		if n == 0 {
+			kept = append(kept, s)
+			continue
+		}
+		s.kvTokens += n
+		if s.prefillLeft > 0 {
+			s.prefillLeft -= n
+			c.stats.PromptTokens += uint64(n)
+			if c.cache != nil {
+				c.register(s)
+			}
+			if s.prefillLeft > 0 {
+				kept = append(kept, s)
+				continue // mid-prefill: no token yet
+			}
+		}
+		s.generated++
+		c.stats.GenerationTokens++
+		if s.generated >= s.target {
+			c.finish(s)
+			c.emit(s, t, 1, true)
+			continue
+		}
+		c.emit(s, t, 1, false)
+		kept = append(kept, s)
+	}
+	clear(c.running[len(kept):])
+	c.running = kept
+}
+
+// finish releases a finished sequence.
+func (c *core) finish(s *seq) {
+	c.release(s)
+	s.state = stFinished
+	c.nLive--
+}
+
+// preempt evicts the newest running sequence s (recompute): its KV is freed and it
+// requeues at the front, to prefill its prompt and the tokens generated so far again.
+func (c *core) preempt(s *seq) {
+	c.running = c.running[:len(c.running)-1]
+	c.release(s)
+	s.kvTokens = 0
+	s.prefillLeft = s.prompt + s.generated
+	s.stepTokens = 0
+	s.resumed = true
+	c.stats.Preemptions++
+	if c.disagg {
+		s.state = stPrefillQ
+		c.prefillQ.pushFront(s)
+		return
+	}
+	s.state = stWaiting
+	c.waiting.pushFront(s)
+}
+
+// abort drops s wherever it is and frees its KV blocks.
+func (c *core) abort(s *seq) {
+	switch s.state {
+	case stFinished, stAborted:
+		return
+	case stRunning:
+		for i, r := range c.running {
+			if r == s {
+				copy(c.running[i:], c.running[i+1:])
+				c.running[len(c.running)-1] = nil
+				c.running = c.running[:len(c.running)-1]
+				break
+			}
+		}
+		c.release(s)
+	}
+	// Queued or prefilling sequences hold no decode KV; the queues skip aborted entries.
+	s.state = stAborted
+	c.nLive--
+}
+
+func (c *core) allocate(s *seq, blocks int) {
+	if blocks <= 0 {
+		return
+	}
+	c.freeBlocks -= blocks
+	s.private += blocks
+	// Free blocks that are really cached prefixes nobody holds are evicted, oldest first,
+	// only when the never-cached free blocks run out.
+	for c.lruLen > c.freeBlocks {
+		e := c.lruHead
+		c.lruRemove(e)
+		delete(c.cache, e.hash)
+	}
+}
+
+// release returns s's blocks: private ones to the free pool, shared ones to their cache
+// entries (which stay cached, evictable, when nobody holds them).
+func (c *core) release(s *seq) {
+	c.freeBlocks += s.private
+	s.private = 0
+	for i := 0; i < s.nref; i++ {
+		e := c.cache[s.hashes[i]]
+		e.refs--
+		if e.refs == 0 {
+			c.lruPush(e)
+			c.freeBlocks++
+		}
+	}
+	s.nref = 0
+	s.noReg = false
+}
+
+// lookup counts s's leading prompt blocks found in the cache (always leaving at least one
+// prompt token to compute, which produces the first token) and how many of those are
+// unheld cached blocks that taking them would remove from the free pool.
+func (c *core) lookup(s *seq) (hits, revive int) {
+	max := min(len(s.hashes), (s.prompt-1)/c.bs)
+	for hits < max {
+		e, ok := c.cache[s.hashes[hits]]
+		if !ok {
+			break
+		}
+		if e.refs == 0 {
+			revive++
+		}
+		hits++
+	}
+	return hits, revive
+}
+
+func (c *core) takeRefs(s *seq, hits int) {
+	for i := 0; i < hits; i++ {
+		e := c.cache[s.hashes[i]]
+		if e.refs == 0 {
+			c.lruRemove(e)
+			c.freeBlocks--
+		}
+		e.refs++
+	}
+	s.nref = hits
+}
+
+// register turns s's newly computed full prompt blocks into shared cache entries.
+func (c *core) register(s *seq) {
+	full := min(s.kvTokens/c.bs, len(s.hashes))
+	for !s.noReg && s.nref < full {
+		h := s.hashes[s.nref]
+		if _, ok := c.cache[h]; ok {
+			s.noReg = true // computed twice concurrently; keep ours private
+			break
+		}
+		c.cache[h] = &cacheEntry{hash: h, refs: 1}
+		s.private--
+		s.nref++
+	}
+}
+
+func (c *core) lruPush(e *cacheEntry) {
+	e.prev, e.next = c.lruTail, nil
+	if c.lruTail != nil {
+		c.lruTail.next = e
+	} else {
+		c.lruHead = e
+	}
+	c.lruTail = e
+	c.lruLen++
+}
+
+func (c *core) lruRemove(e *cacheEntry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		c.lruHead = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		c.lruTail = e.prev
+	}
+	e.prev, e.next = nil, nil
+	c.lruLen--
+}
+
+// snapshot is the engine's state for /metrics.
+func (c *core) snapshot() EngineStats {
+	st := c.stats
+	st.Running = len(c.running)
+	if c.disagg {
+		st.Running += len(c.pool)
+	}
+	st.Waiting = c.nLive - st.Running
+	if c.totalBlocks > 0 {
+		st.KVUsage = float64(c.totalBlocks-c.freeBlocks) / float64(c.totalBlocks)
+	}
+	return st
+}
+
+// deque is a ring buffer of sequences: FIFO with requeueing at the front.
+type deque struct {
+	buf        []*seq
+	head, size int
+}
+
+func (d *deque) len() int { return d.size }
+
+func (d *deque) grow() {
+	n := max(16, 2*len(d.buf))
+	b := make([]*seq, n)
+	for i := 0; i < d.size; i++ {
+		b[i] = d.buf[(d.head+i)%len(d.buf)]
+	}
+	d.buf, d.head = b, 0
+}
+
+func (d *deque) pushBack(s *seq) {
+	if d.size == len(d.buf) {
+		d.grow()
+	}
+	d.buf[(d.head+d.size)%len(d.buf)] = s
+	d.size++
+}
+
+func (d *deque) pushFront(s *seq) {
+	if d.size == len(d.buf) {
+		d.grow()
+	}
+	d.head = (d.head - 1 + len(d.buf)) % len(d.buf)
+	d.buf[d.head] = s
+	d.size++
+}
+
+func (d *deque) front() *seq { return d.buf[d.head] }
+
+func (d *deque) popFront() *seq {
+	s := d.buf[d.head]
+	d.buf[d.head] = nil
+	d.head = (d.head + 1) % len(d.buf)
+	d.size--
+	return s
+}
+
+// prefillHeap orders the prefill pool by end time, then submission.
+type prefillHeap []*seq
+
+func (h prefillHeap) less(i, j int) bool {
+	if h[i].prefillEnd != h[j].prefillEnd {
+		return h[i].prefillEnd < h[j].prefillEnd
+	}
+	return h[i].no < h[j].no
+}
+
+func (h *prefillHeap) push(s *seq) {
+	*h = append(*h, s)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *prefillHeap) pop() *seq {
+	a := *h
+	s := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a[n] = nil
+	a = a[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && a.less(l, m) {
+			m = l
+		}
+		if r < n && a.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return s
+}

@@ -1,0 +1,288 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// StepWork is what one engine step computes: one token for each decoding sequence, plus
+// prefill chunks. The engine fills it in O(running) per step; cost models read it in O(1).
+type StepWork struct {
+	DecodeSeqs    int   // sequences decoding one token
+	DecodeContext int64 // sum over decoding sequences of the tokens each attends to
+	PrefillSeqs   int   // sequences with a prefill chunk in this step
+	PrefillTokens int   // new prompt tokens computed in this step
+	// PrefillAttn is the sum over chunks of n × (p + n/2): query-key pairs of a causal chunk
+	// of n tokens after p cached ones.
+	PrefillAttn float64
+	// PrefillContext is the sum over chunks of p, the cached tokens each chunk attends to.
+	PrefillContext int64
+}
+
+// CostModel turns a step's work into its duration.
+type CostModel interface {
+	// Step is the duration of one engine step; zero for an empty step.
+	Step(w StepWork) time.Duration
+	// Prefill is the duration of one sequence's whole prefill of n tokens run alone (the
+	// disaggregated prefill pool).
+	Prefill(n int) time.Duration
+}
+
+func ms(v float64) time.Duration { return time.Duration(math.Round(v * float64(time.Millisecond))) }
+
+// Linear is the textbook model: prefill costs a fixed time per token; a decode step costs
+// DecodeStepMs, growing by DecodeGrowth per extra running sequence.
+type Linear struct {
+	PrefillMsPerToken float64
+	DecodeStepMs      float64
+	DecodeGrowth      float64
+}
+
+// Step implements CostModel.
+func (l Linear) Step(w StepWork) time.Duration {
+	t := l.PrefillMsPerToken * float64(w.PrefillTokens)
+	if w.DecodeSeqs > 0 {
+		t += l.DecodeStepMs * (1 + l.DecodeGrowth*float64(w.DecodeSeqs-1))
+	}
+	return ms(t)
+}
+
+// Prefill implements CostModel.
+func (l Linear) Prefill(n int) time.Duration { return ms(l.PrefillMsPerToken * float64(n)) }
+
+// Roofline efficiency factors, calibrated once against ../shared/calibration/
+// h200-llama-3.1-8b.json (docs/simulator.md shows the derivation) and used unchanged for
+// every model and GPU, so predictions carry to shapes nobody measured.
+const (
+	// ComputeEfficiency is the fraction of the datasheet tensor FLOP/s that matmuls and
+	// attention reach.
+	ComputeEfficiency = 0.63
+	// BandwidthEfficiency is the fraction of the datasheet memory bandwidth that weight and
+	// KV-cache reads reach.
+	BandwidthEfficiency = 0.80
+	// StepOverhead is the fixed cost of a step: kernel launches, norms, sampling, scheduling.
+	StepOverhead = 1800 * time.Microsecond
+	// AttnUnitsPerSM is how many (sequence, KV head) pairs per SM attention needs to reach
+	// full bandwidth: one sequence's attention over a long context is latency-bound.
+	AttnUnitsPerSM = 0.75
+)
+
+// Roofline derives step times from a model shape and a GPU: the linear layers take the
+// longer of their FLOPs over effective compute and their weights over effective bandwidth;
+// attention likewise with its FLOPs and the KV cache it reads; the two run one after the
+// other, plus a fixed per-step overhead.
+type Roofline struct {
+	Model ModelShape
+	GPU   GPU
+
+	flops      float64 // effective FLOP/s
+	bw         float64 // effective bytes/s
+	mm         float64 // matmul params
+	weightRead float64 // bytes of weights read per step
+	attnFlops  float64 // FLOPs per query-key pair across layers (QK^T and AV)
+	kvBytes    float64 // per cached token
+	units      float64 // (sequence, KV head) pairs that saturate bandwidth; 0 = no limit
+}
+
+// NewRoofline builds the roofline model of m on g.
+func NewRoofline(m ModelShape, g GPU) *Roofline {
+	r := &Roofline{Model: m, GPU: g}
+	r.flops = g.TFLOPS * 1e12 * ComputeEfficiency
+	r.bw = g.BandwidthGBps * 1e9 * BandwidthEfficiency
+	r.mm = float64(m.MatmulParams())
+	r.weightRead = r.mm * m.bytesPerParam()
+	r.attnFlops = 4 * float64(m.Layers*m.Heads*m.HeadDim)
+	r.kvBytes = m.KVBytesPerToken()
+	r.units = float64(g.SMs) * AttnUnitsPerSM
+	return r
+}
+
+// Step implements CostModel.
+func (r *Roofline) Step(w StepWork) time.Duration {
+	tokens := float64(w.DecodeSeqs + w.PrefillTokens)
+	if tokens == 0 {
+		return 0
+	}
+	linear := math.Max(2*r.mm*tokens/r.flops, r.weightRead/r.bw)
+	pairs := float64(w.DecodeContext) + w.PrefillAttn
+	kv := float64(w.DecodeContext+w.PrefillContext+int64(w.PrefillTokens)) * r.kvBytes
+	bw := r.bw
+	if r.units > 0 {
+		if par := float64(w.DecodeSeqs+w.PrefillSeqs) * float64(r.Model.KVHeads) / r.units; par < 1 {
+			bw *= par
+		}
+	}
+	attn := math.Max(r.attnFlops*pairs/r.flops, kv/bw)
+	return StepOverhead + time.Duration(math.Round((linear+attn)*1e9))
+}
+
+// Prefill implements CostModel.
+func (r *Roofline) Prefill(n int) time.Duration {
+	return r.Step(StepWork{PrefillSeqs: 1, PrefillTokens: n, PrefillAttn: float64(n) * float64(n) / 2})
+}
+
+// StepTable is measured step times in the calibration file's shape.
+type StepTable struct {
+	Prefill *curve // ms by prompt tokens (batch 1)
+	// Decode rows by context: ms by batch.
+	ctxs []float64
+	rows []*curve
+}
+
+// curve is a piecewise-linear function through measured points: clamped below the first
+// point (fixed overheads dominate there) and extrapolated along the last segment above.
+type curve struct{ x, y []float64 }
+
+func (c *curve) at(x float64) float64 {
+	n := len(c.x)
+	if n == 1 || x <= c.x[0] {
+		return c.y[0]
+	}
+	i := sort.SearchFloat64s(c.x, x)
+	if i >= n {
+		i = n - 1
+	}
+	x0, x1, y0, y1 := c.x[i-1], c.x[i], c.y[i-1], c.y[i]
+	return y0 + (y1-y0)*(x-x0)/(x1-x0)
+}
+
+func newCurve(pts map[float64]float64) *curve {
+	c := &curve{}
+	for x := range pts {
+		c.x = append(c.x, x)
+	}
+	sort.Float64s(c.x)
+	for _, x := range c.x {
+		c.y = append(c.y, pts[x])
+	}
+	return c
+}
+
+// LoadStepTable reads a calibration-shaped JSON file: "prefill_ms" keyed by prompt tokens
+// and "decode_step_ms" keyed by "BATCHxCONTEXT", values in milliseconds.
+func LoadStepTable(path string) (*StepTable, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t, err := ParseStepTable(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// ParseStepTable parses the calibration file format; see LoadStepTable.
+func ParseStepTable(b []byte) (*StepTable, error) {
+	var raw struct {
+		Prefill map[string]float64 `json:"prefill_ms"`
+		Decode  map[string]float64 `json:"decode_step_ms"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	var errs []error
+	if len(raw.Prefill) == 0 {
+		errs = append(errs, errors.New(`"prefill_ms" is missing or empty`))
+	}
+	if len(raw.Decode) == 0 {
+		errs = append(errs, errors.New(`"decode_step_ms" is missing or empty`))
+	}
+	pre := map[float64]float64{}
+	for k, v := range raw.Prefill {
+		n, err := strconv.Atoi(k)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf(`prefill_ms: key %q is not a positive token count`, k))
+			continue
+		}
+		if !(v > 0) {
+			errs = append(errs, fmt.Errorf("prefill_ms[%s]: %g is not a positive time", k, v))
+		}
+		pre[float64(n)] = v
+	}
+	byCtx := map[float64]map[float64]float64{}
+	for k, v := range raw.Decode {
+		bs, cs, ok := strings.Cut(k, "x")
+		b, err1 := strconv.Atoi(bs)
+		c, err2 := strconv.Atoi(cs)
+		if !ok || err1 != nil || err2 != nil || b <= 0 || c <= 0 {
+			errs = append(errs, fmt.Errorf(`decode_step_ms: key %q is not BATCHxCONTEXT`, k))
+			continue
+		}
+		if !(v > 0) {
+			errs = append(errs, fmt.Errorf("decode_step_ms[%s]: %g is not a positive time", k, v))
+		}
+		if byCtx[float64(c)] == nil {
+			byCtx[float64(c)] = map[float64]float64{}
+		}
+		byCtx[float64(c)][float64(b)] = v
+	}
+	if len(errs) > 0 {
+		sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+		return nil, errors.Join(errs...)
+	}
+	t := &StepTable{Prefill: newCurve(pre)}
+	for c := range byCtx {
+		t.ctxs = append(t.ctxs, c)
+	}
+	sort.Float64s(t.ctxs)
+	for _, c := range t.ctxs {
+		t.rows = append(t.rows, newCurve(byCtx[c]))
+	}
+	return t, nil
+}
+
+// DecodeMs interpolates a decode step of batch sequences at mean context ctx: linearly in
+// batch within each measured context, then linearly in context between the two nearest
+// (extrapolated along the last pair beyond the measured contexts, never below the nearest).
+func (t *StepTable) DecodeMs(batch, ctx float64) float64 {
+	n := len(t.ctxs)
+	if n == 1 {
+		return t.rows[0].at(batch)
+	}
+	i := sort.SearchFloat64s(t.ctxs, ctx)
+	switch {
+	case i == 0:
+		return t.rows[0].at(batch)
+	case i >= n:
+		i = n - 1
+	}
+	c0, c1 := t.ctxs[i-1], t.ctxs[i]
+	y0, y1 := t.rows[i-1].at(batch), t.rows[i].at(batch)
+	y := y0 + (y1-y0)*(ctx-c0)/(c1-c0)
+	if ctx > c1 && y < y1 {
+		y = y1
+	}
+	return y
+}
+
+// Table interpolates measured step times. A mixed step costs its decode part plus its
+// prefill part (each measured alone), which overstates it by about one step overhead.
+type Table struct{ T *StepTable }
+
+// Step implements CostModel.
+func (t Table) Step(w StepWork) time.Duration {
+	var v float64
+	if w.DecodeSeqs > 0 {
+		v += t.T.DecodeMs(float64(w.DecodeSeqs), float64(w.DecodeContext)/float64(w.DecodeSeqs))
+	}
+	if w.PrefillTokens > 0 {
+		v += t.T.Prefill.at(float64(w.PrefillTokens))
+	}
+	return ms(v)
+}
+
+// Prefill implements CostModel.
+func (t Table) Prefill(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return ms(t.T.Prefill.at(float64(n)))
+}
