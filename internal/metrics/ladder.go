@@ -54,7 +54,7 @@ func SLOLimit(levels []Level, loads []Load) *Pick {
 	if best < 0 {
 		return nil
 	}
-	return pick(best, loads[best], fmt.Sprintf("highest load whose SLO verdict passes (%s)", loads[best]))
+	return pick(best, loads[best], "highest load whose SLO verdict passes")
 }
 
 // AnyPassed reports whether SLO verdicts were given (judged) and whether any level passed:

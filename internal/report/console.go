@@ -1,0 +1,304 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+)
+
+// ConsoleOptions tune the console summary.
+type ConsoleOptions struct {
+	// Percentiles printed in each latency section besides the mean and median; nil: 90 and
+	// 99 when computed (vLLM's lines), falling back to every computed percentile.
+	Percentiles []float64
+	// Verbose adds the chunk-gap and from-schedule sections.
+	Verbose bool
+}
+
+// Console writes the summary the way vLLM's benchmark prints it, one block per level, then —
+// for more than one level — a ladder table marking the sweet spot and the SLO limit.
+func Console(w io.Writer, s *Summary, opts ConsoleOptions) error {
+	bw := bufio.NewWriter(w)
+	for i := range s.Levels {
+		if i > 0 {
+			bw.WriteString("\n")
+		}
+		consoleLevel(bw, s, i, opts)
+	}
+	if len(s.Levels) > 1 {
+		bw.WriteString("\n")
+		consoleLadder(bw, s)
+	}
+	return bw.Flush()
+}
+
+const consoleWidth = 50
+
+// consoleRule centres title in a rule of c, like Python's '{:c^50}'.format(title) (the
+// extra character of odd padding goes right).
+func consoleRule(title string, c byte) string {
+	pad := consoleWidth - len(title)
+	if pad < 0 {
+		return title
+	}
+	l := pad / 2
+	return strings.Repeat(string(c), l) + title + strings.Repeat(string(c), pad-l)
+}
+
+type consoleBlock struct {
+	w    *bufio.Writer
+	note bool // a low-sample flag was printed
+}
+
+// line prints vLLM's "{:<40} {:<10}" row, trailing blanks trimmed.
+func (b *consoleBlock) line(label, value string, extra ...string) {
+	s := fmt.Sprintf("%-40s %-10s", label, value)
+	if len(extra) > 0 && extra[0] != "" {
+		s += " " + extra[0]
+	}
+	b.w.WriteString(strings.TrimRight(s, " ") + "\n")
+}
+
+func consoleFloat(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
+	l := &s.Levels[i]
+	b := &consoleBlock{w: w}
+	w.WriteString(consoleRule(" Serving Benchmark Result ", '=') + "\n")
+	name := l.Name
+	if name == "" {
+		name = l.Load().String()
+	}
+	if l.Partial {
+		name += " (partial: the run ended during this level)"
+	}
+	b.line("Level:", name)
+	if l.Concurrency > 0 {
+		b.line("Maximum request concurrency:", strconv.Itoa(l.Concurrency))
+	}
+	if l.Rate > 0 {
+		b.line("Request rate configured (RPS):", consoleFloat(l.Rate))
+	}
+	b.line("Successful requests:", strconv.Itoa(l.Completed))
+	if l.Failed > 0 {
+		total := l.Completed + l.Failed
+		b.line("Failed requests:", strconv.Itoa(l.Failed),
+			fmt.Sprintf("<-- FAILURES: %.1f%% of requests", 100*float64(l.Failed)/float64(total)))
+		kinds := make([]string, 0, len(l.Errors))
+		for k := range l.Errors {
+			kinds = append(kinds, k)
+		}
+		slices.Sort(kinds)
+		for _, k := range kinds {
+			b.line("  "+k+":", strconv.Itoa(l.Errors[k]))
+		}
+	} else {
+		b.line("Failed requests:", "0")
+	}
+	if l.Canceled > 0 {
+		b.line("Canceled requests (run ended):", strconv.Itoa(l.Canceled))
+	}
+	b.line("Benchmark duration (s):", consoleFloat(l.DurationS))
+	b.line("Total input tokens:", strconv.Itoa(l.TotalInputTokens))
+	b.line("Total generated tokens:", strconv.Itoa(l.TotalOutputTokens))
+	if p := l.PromptTokens; p != nil && math.Abs(p.ServerMean-p.IntendedMean) > 0.5 {
+		b.line("Mean input tokens (client/server):", fmt.Sprintf("%.1f / %.1f", p.IntendedMean, p.ServerMean),
+			"<-- the server counts prompts differently")
+	}
+	b.line("Request throughput (req/s):", consoleFloat(l.RequestThroughput))
+	if l.Goodput != nil {
+		b.line("Request goodput (req/s):", consoleFloat(*l.Goodput))
+	}
+	b.line("Output token throughput (tok/s):", consoleFloat(l.OutputThroughput))
+	b.line("Peak output token throughput (tok/s):", consoleFloat(l.PeakOutputThroughput))
+	b.line("Peak concurrent requests:", strconv.Itoa(l.PeakConcurrency))
+	b.line("Mean concurrent requests:", consoleFloat(l.MeanConcurrency))
+	b.line("Total Token throughput (tok/s):", consoleFloat(l.TotalTokenThroughput))
+	if l.GoodputTokenThroughput != nil {
+		b.line("Goodput token throughput (tok/s):", consoleFloat(*l.GoodputTokenThroughput))
+	}
+	if l.GoodFraction != nil {
+		b.line("Good requests (met every SLO):", fmt.Sprintf("%d (%.1f%%)", *l.GoodRequests, 100**l.GoodFraction))
+	}
+
+	sections := []struct{ key, title, short string }{
+		{"ttft", "Time to First Token", "TTFT"},
+		{"tpot", "Time per Output Token (excl. 1st token)", "TPOT"},
+		{"itl", "Inter-token Latency", "ITL"},
+		{"e2el", "End-to-end Latency", "E2EL"},
+		{"schedule_lag", "Schedule Lag", "lag"},
+	}
+	if opts.Verbose {
+		sections = append(sections,
+			struct{ key, title, short string }{"chunk_gap", "Chunk Gap (raw inter-event)", "chunk gap"},
+			struct{ key, title, short string }{"ttft_from_schedule", "TTFT from Schedule", "TTFT sched"},
+			struct{ key, title, short string }{"e2el_from_schedule", "E2EL from Schedule", "E2EL sched"})
+	}
+	for _, sec := range sections {
+		st, _ := l.Metrics.Get(sec.key)
+		w.WriteString(consoleRule(sec.title, '-') + "\n")
+		if st.Count == 0 {
+			b.line(fmt.Sprintf("Mean %s (ms):", sec.short), "n/a", "(no samples)")
+			continue
+		}
+		b.line(fmt.Sprintf("Mean %s (ms):", sec.short), consoleFloat(st.Mean))
+		if p, ok := st.Get(50); ok {
+			b.pct(fmt.Sprintf("Median %s (ms):", sec.short), p, st.Count)
+		}
+		for _, q := range consolePercentiles(st, opts) {
+			p, _ := st.Get(q)
+			b.pct(fmt.Sprintf("P%s %s (ms):", strconv.FormatFloat(q, 'f', -1, 64), sec.short), p, st.Count)
+		}
+	}
+	if l.SLO != nil {
+		w.WriteString(consoleRule("SLO Verdict", '-') + "\n")
+		b.line("Verdict:", passFail(l.SLO.Pass))
+		for _, t := range l.SLO.Terms {
+			v := "n/a"
+			if t.Value != nil {
+				v = consoleFloat(*t.Value)
+			}
+			b.line("  "+t.Term, v, passFail(t.Pass))
+		}
+	}
+	w.WriteString(strings.Repeat("=", consoleWidth) + "\n")
+	if b.note {
+		w.WriteString("(low n) too few samples to bound this percentile's 95% confidence interval;\n" +
+			"        treat it as indicative (P99 needs >= 368 samples, P90 >= 36).\n")
+	}
+}
+
+func (b *consoleBlock) pct(label string, p metrics.Percentile, n int) {
+	flag := ""
+	if !p.Reliable() {
+		flag = fmt.Sprintf("(low n: %d samples)", n)
+		b.note = true
+	}
+	b.line(label, consoleFloat(p.Value), flag)
+}
+
+// consolePercentiles picks the percentile lines after the median.
+func consolePercentiles(st *metrics.Stats, opts ConsoleOptions) []float64 {
+	want := opts.Percentiles
+	if want == nil {
+		for _, q := range []float64{90, 99} {
+			if _, ok := st.Get(q); ok {
+				want = append(want, q)
+			}
+		}
+		if want == nil {
+			for _, p := range st.Percentiles {
+				want = append(want, p.P)
+			}
+		}
+	}
+	var out []float64
+	for _, q := range want {
+		if _, ok := st.Get(q); ok && q != 50 {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "FAIL"
+}
+
+// consoleLadder prints one row per level and marks the sweet spot and the SLO limit.
+func consoleLadder(w *bufio.Writer, s *Summary) {
+	t := table.NewWriter()
+	t.SetStyle(table.StyleDefault)
+	t.Style().Format.Header = text.FormatDefault
+	t.SetTitle("Ladder (latencies in ms)")
+	t.AppendHeader(table.Row{"#", "load", "req/s", "out tok/s", "TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99",
+		"ITL P99", "E2EL P50", "E2EL P99", "failed", "goodput", "verdict", ""})
+	low := false
+	cell := func(st metrics.Stats, p float64) string {
+		pc, ok := st.Get(p)
+		if !ok || st.Count == 0 {
+			return "-"
+		}
+		v := strconv.FormatFloat(pc.Value, 'f', 1, 64)
+		if !pc.Reliable() {
+			v += "~"
+			low = true
+		}
+		return v
+	}
+	for i, l := range s.Levels {
+		load := ""
+		switch {
+		case l.Concurrency > 0:
+			load = "c=" + strconv.Itoa(l.Concurrency)
+		case l.Rate > 0:
+			load = strconv.FormatFloat(l.Rate, 'f', -1, 64) + " req/s"
+		default:
+			load = l.Name
+		}
+		if l.Partial {
+			load += " (partial)"
+		}
+		good, verdict := "-", "-"
+		if l.GoodFraction != nil {
+			good = fmt.Sprintf("%.1f%%", 100**l.GoodFraction)
+		}
+		if l.SLO != nil {
+			verdict = passFail(l.SLO.Pass)
+		}
+		var marks []string
+		if s.SweetSpot != nil && s.SweetSpot.Index == i {
+			marks = append(marks, "<- sweet spot")
+		}
+		if s.SLOLimit != nil && s.SLOLimit.Index == i {
+			marks = append(marks, "<- SLO limit")
+		}
+		m := &l.Metrics
+		t.AppendRow(table.Row{i, load, strconv.FormatFloat(l.RequestThroughput, 'f', 2, 64), strconv.FormatFloat(l.OutputThroughput, 'f', 1, 64),
+			cell(m.TTFT, 50), cell(m.TTFT, 99), cell(m.TPOT, 50), cell(m.TPOT, 99), cell(m.ITL, 99), cell(m.E2EL, 50), cell(m.E2EL, 99),
+			l.Failed, good, verdict, strings.Join(marks, " ")})
+	}
+	cfg := []table.ColumnConfig{}
+	for c := 3; c <= 13; c++ {
+		cfg = append(cfg, table.ColumnConfig{Number: c, Align: text.AlignRight, AlignHeader: text.AlignRight})
+	}
+	t.SetColumnConfigs(cfg)
+	t.SuppressTrailingSpaces()
+	w.WriteString(t.Render() + "\n")
+	if low {
+		w.WriteString("~ too few samples to bound this percentile's 95% confidence interval (indicative only)\n")
+	}
+	pickLine := func(label string, p *metrics.Pick, none string) {
+		if p == nil {
+			w.WriteString(label + none + "\n")
+			return
+		}
+		w.WriteString(fmt.Sprintf("%s%s (level %d): %s\n", label, s.Levels[p.Index].Load(), p.Index, p.Reason))
+	}
+	passed, judged := s.SLOPassed()
+	noSpot := "none (no knee in output throughput across the levels)"
+	if judged && !passed {
+		noSpot = "none: no level meets the SLOs"
+	}
+	pickLine("Sweet spot: ", s.SweetSpot, noSpot)
+	if judged {
+		pickLine("SLO limit:  ", s.SLOLimit, "none: no level meets the SLOs")
+	}
+}

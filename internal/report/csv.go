@@ -1,0 +1,115 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+)
+
+// csvMetrics are the latency metrics summary.csv carries (mean and every percentile each).
+var csvMetrics = []string{"ttft", "tpot", "itl", "e2el", "schedule_lag"}
+
+// WriteCSV writes summary.csv: one row per level with the headline figures. Columns for
+// percentiles follow the summary's percentile list; empty cells mean "not measured".
+func WriteCSV(w io.Writer, s *Summary) error {
+	ps := s.Percentiles
+	if len(ps) == 0 {
+		ps = metrics.DefaultPercentiles
+	}
+	head := []string{"index", "name", "concurrency", "rate", "partial", "completed", "failed", "canceled",
+		"duration_s", "request_throughput", "output_throughput", "total_token_throughput", "peak_output_throughput",
+		"goodput", "goodput_token_throughput", "good_fraction", "total_input_tokens", "total_output_tokens",
+		"peak_concurrency", "mean_concurrency"}
+	for _, m := range csvMetrics {
+		head = append(head, m+"_mean_ms")
+		for _, p := range ps {
+			head = append(head, m+"_"+metrics.Key(p)+"_ms")
+		}
+	}
+	head = append(head, "slo_pass", "errors", "sweet_spot", "slo_limit")
+	cw := csv.NewWriter(w)
+	if err := cw.Write(head); err != nil {
+		return err
+	}
+	for i, l := range s.Levels {
+		row := []string{strconv.Itoa(i), l.Name, csvInt(l.Concurrency), csvFloat(l.Rate), strconv.FormatBool(l.Partial),
+			strconv.Itoa(l.Completed), strconv.Itoa(l.Failed), strconv.Itoa(l.Canceled),
+			csvNum(l.DurationS), csvNum(l.RequestThroughput), csvNum(l.OutputThroughput), csvNum(l.TotalTokenThroughput), csvNum(l.PeakOutputThroughput),
+			csvNumPtr(l.Goodput), csvNumPtr(l.GoodputTokenThroughput), csvNumPtr(l.GoodFraction),
+			strconv.Itoa(l.TotalInputTokens), strconv.Itoa(l.TotalOutputTokens),
+			strconv.Itoa(l.PeakConcurrency), csvNum(l.MeanConcurrency)}
+		for _, name := range csvMetrics {
+			st, _ := l.Metrics.Get(name)
+			row = append(row, csvNumOK(st.Mean, st.Count > 0))
+			for _, p := range ps {
+				pc, ok := st.Get(p)
+				row = append(row, csvNumOK(pc.Value, ok && st.Count > 0))
+			}
+		}
+		verdict := ""
+		if l.SLO != nil {
+			verdict = strconv.FormatBool(l.SLO.Pass)
+		}
+		row = append(row, verdict, csvErrors(l.Errors),
+			strconv.FormatBool(s.SweetSpot != nil && s.SweetSpot.Index == i),
+			strconv.FormatBool(s.SLOLimit != nil && s.SLOLimit.Index == i))
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("summary.csv: %w", err)
+	}
+	return nil
+}
+
+// errorsCell is "kind=count;kind=count" in kind order.
+func csvErrors(m map[string]int) string {
+	kinds := make([]string, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = k + "=" + strconv.Itoa(m[k])
+	}
+	return strings.Join(parts, ";")
+}
+
+func csvNum(v float64) string { return csvNumOK(v, true) }
+
+func csvNumOK(v float64, ok bool) string {
+	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+func csvNumPtr(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return csvNum(*v)
+}
+
+func csvInt(v int) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.Itoa(v)
+}
+
+func csvFloat(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return csvNum(v)
+}

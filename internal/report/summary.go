@@ -1,0 +1,161 @@
+// Package report writes a run's results: summary.json, summary.csv and the console summary
+// (vLLM's layout per level, a ladder table across levels). Every writer takes a Summary, which
+// the CLI builds from metrics.Aggregate of each level's records.
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+)
+
+// SchemaV1 identifies summary.json's layout; readers refuse other major versions.
+const SchemaV1 = "llmbench/summary/v1"
+
+// Summary is summary.json: the run described (config, version, seed, start, end reason) and
+// its per-level figures. docs/metrics.md documents every field.
+type Summary struct {
+	Schema       string    `json:"schema"`
+	Version      string    `json:"llmbench_version"`
+	StartedAt    time.Time `json:"started_at"`     // wall clock at t = 0, UTC
+	RunStartUnix float64   `json:"run_start_unix"` // the same instant as float Unix seconds
+	Seed         int64     `json:"seed"`
+	EndReason    string    `json:"end_reason"` // e.g. "completed", "interrupted", "duration"
+	Target       Target    `json:"target"`
+	// Workload and Load are the run's configuration as the CLI describes it (structs or maps
+	// that marshal to JSON objects); read back they are map[string]any.
+	Workload    any       `json:"workload"`
+	Load        any       `json:"load"`
+	Percentiles []float64 `json:"percentiles"`
+	SLO         string    `json:"slo,omitempty"` // the --slo terms as given
+
+	Levels    []Level       `json:"levels"`
+	SweetSpot *metrics.Pick `json:"sweet_spot"`
+	SLOLimit  *metrics.Pick `json:"slo_limit"`
+}
+
+// Target is what was benchmarked. It never holds an API key, and NewTarget strips
+// credentials from the URL.
+type Target struct {
+	URL   string `json:"url"`
+	API   string `json:"api"`
+	Model string `json:"model"`
+}
+
+// NewTarget describes the target with any user:password removed from the URL and the values
+// of query parameters that look like secrets (key, token, secret, signature) redacted.
+func NewTarget(rawURL, api, model string) Target {
+	return Target{URL: RedactURL(rawURL), API: api, Model: model}
+}
+
+// RedactURL removes credentials from a URL for reports and logs.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			lk := strings.ToLower(k)
+			for _, s := range []string{"key", "token", "secret", "sig", "password", "auth"} {
+				if strings.Contains(lk, s) {
+					q.Set(k, "REDACTED")
+				}
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// Level is one entry of levels: the load description plus metrics.Level's figures, inline.
+type Level struct {
+	Name        string  `json:"name"`
+	Concurrency int     `json:"concurrency,omitempty"` // closed loop
+	Rate        float64 `json:"rate,omitempty"`        // open loop, req/s
+	Partial     bool    `json:"partial"`               // the run ended before the level did
+	metrics.Level
+}
+
+// Load is the level's offered load.
+func (l Level) Load() metrics.Load { return metrics.Load{Concurrency: l.Concurrency, Rate: l.Rate} }
+
+// Judge fills Schema (when empty), SweetSpot and SLOLimit from the levels. Partial levels
+// (cut short by the end of the run) are left out of both picks, since their figures do not
+// describe a steady state; indexes still refer to Levels.
+func (s *Summary) Judge() {
+	if s.Schema == "" {
+		s.Schema = SchemaV1
+	}
+	var lv []metrics.Level
+	var loads []metrics.Load
+	var idx []int
+	for i, l := range s.Levels {
+		if l.Partial {
+			continue
+		}
+		lv = append(lv, l.Level)
+		loads = append(loads, l.Load())
+		idx = append(idx, i)
+	}
+	remap := func(p *metrics.Pick) *metrics.Pick {
+		if p != nil {
+			p.Index = idx[p.Index]
+		}
+		return p
+	}
+	s.SLOLimit = remap(metrics.SLOLimit(lv, loads))
+	s.SweetSpot = remap(metrics.SweetSpot(lv, loads))
+}
+
+// SLOPassed reports whether SLO verdicts were given (judged) and whether any level met them;
+// judged && !passed is the CLI's exit code 3.
+func (s *Summary) SLOPassed() (passed, judged bool) {
+	lv := make([]metrics.Level, len(s.Levels))
+	for i := range s.Levels {
+		lv[i] = s.Levels[i].Level
+	}
+	return metrics.AnyPassed(lv)
+}
+
+// WriteJSON writes s as indented JSON with a final newline.
+func WriteJSON(w io.Writer, s *Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return fmt.Errorf("summary.json: %w", err)
+	}
+	return nil
+}
+
+// ReadJSON reads a summary.json, refusing other schemas.
+func ReadJSON(r io.Reader) (*Summary, error) {
+	var s Summary
+	if err := json.NewDecoder(r).Decode(&s); err != nil {
+		return nil, fmt.Errorf("summary.json: %w", err)
+	}
+	if s.Schema != SchemaV1 {
+		if strings.HasPrefix(s.Schema, "llmbench/summary/") {
+			return nil, fmt.Errorf("summary.json: schema %q is not supported by this llmbench (it reads %s)", s.Schema, SchemaV1)
+		}
+		return nil, errors.New("summary.json: not an llmbench summary (schema " + fmt.Sprintf("%q", s.Schema) + ")")
+	}
+	return &s, nil
+}
+
+// Save writes summary.json and summary.csv into dir, each atomically.
+func Save(dir string, s *Summary) error {
+	return errors.Join(
+		WriteFileAtomic(dir+"/summary.json", func(w io.Writer) error { return WriteJSON(w, s) }),
+		WriteFileAtomic(dir+"/summary.csv", func(w io.Writer) error { return WriteCSV(w, s) }),
+	)
+}

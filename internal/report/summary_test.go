@@ -1,0 +1,223 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/record"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
+	}
+}
+
+// levelRecords simulates n measured requests of a closed-loop level at concurrency c: TTFT 40+8c ms (+ i%7 ms),
+// 20 output tokens 10+0.4c ms apart with every 5th event a 2-token chunk, so throughput
+// bends as c grows. Every failEvery-th request fails with HTTP 503 (0: none).
+func levelRecords(level, c, n, failEvery int) []record.Record {
+	ms := time.Millisecond
+	slot := make([]time.Duration, c)
+	var out []record.Record
+	for i := range n + c { // the first c requests are warm-up
+		s := i % c
+		r := record.Record{Level: level, Index: i, Warmup: i < c, Scheduled: slot[s], Sent: slot[s] + time.Duration(i%3)*100*time.Microsecond,
+			InputTokens: 256, ServerPromptTokens: 260, OutputTokens: 20, OutputTokensSource: record.SourceUsage}
+		r.Events.Base = r.Sent
+		if failEvery > 0 && i%failEvery == failEvery-1 {
+			r.Error = &record.Error{Kind: record.KindHTTPStatus, Status: 503, Message: "overloaded"}
+			r.OutputTokens, r.ServerPromptTokens = 0, 0
+			r.Done = r.Sent + 5*ms
+		} else {
+			t := r.Sent + time.Duration(40+8*c+i%7)*ms
+			gap := time.Duration(10_000+400*c) * time.Microsecond
+			for k := 0; k < 20; {
+				nt := 1
+				if k%5 == 4 && k+2 <= 20 {
+					nt = 2
+				}
+				if k > 0 {
+					t += gap * time.Duration(nt) // a 2-token chunk arrives after two steps
+				}
+				r.Events.Append(t, nt)
+				k += nt
+			}
+			r.Done = t + ms
+		}
+		slot[s] = r.Done
+		out = append(out, r)
+	}
+	return out
+}
+
+func ladderSummary(t *testing.T, sloSpec string, concs []int) *Summary {
+	t.Helper()
+	slos, err := metrics.ParseSLOs(sloSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := metrics.Config{Percentiles: []float64{50, 90, 99}, SLOs: slos}
+	s := &Summary{
+		Version:      "v0.0.0-test",
+		StartedAt:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		RunStartUnix: 1767323045,
+		Seed:         42,
+		EndReason:    "completed",
+		Target:       NewTarget("http://user:pw@127.0.0.1:8000?api_key=sk-123", "openai-chat", "test-model"),
+		Workload:     map[string]any{"input_tokens": "256", "output_tokens": "20", "dataset": "random"},
+		Load:         map[string]any{"concurrency": concs, "requests": 60, "warmup": "1 per slot"},
+		Percentiles:  cfg.Percentiles,
+		SLO:          sloSpec,
+	}
+	for i, c := range concs {
+		fail := 0
+		if c == 64 {
+			fail = 10
+		}
+		lv := metrics.Aggregate(levelRecords(i, c, max(60, 4*c), fail), cfg)
+		s.Levels = append(s.Levels, Level{Name: "c=" + strconv.Itoa(c), Concurrency: c, Level: lv})
+	}
+	s.Judge()
+	return s
+}
+
+func TestLadderGolden(t *testing.T) {
+	s := ladderSummary(t, "ttft<=300ms,tpot:p99<=20ms,goodput>=0.9", []int{1, 4, 16, 64})
+	if s.SLOLimit == nil || s.SLOLimit.Concurrency != 16 {
+		t.Errorf("slo limit %+v, want concurrency 16", s.SLOLimit)
+	}
+	if s.SweetSpot == nil || s.SweetSpot.Concurrency != 16 {
+		t.Errorf("sweet spot %+v, want concurrency 16", s.SweetSpot)
+	}
+	if passed, judged := s.SLOPassed(); !passed || !judged {
+		t.Errorf("SLOPassed = %v, %v", passed, judged)
+	}
+	var con, js, cs bytes.Buffer
+	if err := Console(&con, s, ConsoleOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCSV(&cs, s); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "ladder_console.golden", con.Bytes())
+	golden(t, "ladder_summary.golden.json", js.Bytes())
+	golden(t, "ladder_summary.golden.csv", cs.Bytes())
+	for _, want := range []string{
+		"============ Serving Benchmark Result ============",
+		"---------------Time to First Token----------------",
+		"-----Time per Output Token (excl. 1st token)------",
+		"Failed requests:                         26         <-- FAILURES: 10.2% of requests",
+		"  http_status:                           26",
+		"<- sweet spot <- SLO limit",
+	} {
+		if !strings.Contains(con.String(), want) {
+			t.Errorf("console lacks %q", want)
+		}
+	}
+	if strings.Contains(js.String(), "sk-123") || strings.Contains(js.String(), "pw@") {
+		t.Error("summary.json leaks a credential from the target URL")
+	}
+}
+
+func TestSingleLevelConsoleGolden(t *testing.T) {
+	s := ladderSummary(t, "", []int{4})
+	var con bytes.Buffer
+	if err := Console(&con, s, ConsoleOptions{Verbose: true, Percentiles: []float64{90, 99}}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "single_console.golden", con.Bytes())
+	if strings.Contains(con.String(), "Ladder") || strings.Contains(con.String(), "goodput") {
+		t.Error("single level without SLOs: no ladder table, no goodput")
+	}
+	if !strings.Contains(con.String(), "(low n: 60 samples)") {
+		t.Error("P99 of 60 TTFT samples is not flagged")
+	}
+	if s.SweetSpot != nil || s.SLOLimit != nil {
+		t.Errorf("one level: picks %+v %+v", s.SweetSpot, s.SLOLimit)
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	s := ladderSummary(t, "ttft<=300ms,tpot:p99<=20ms", []int{1, 4, 16})
+	var a bytes.Buffer
+	if err := WriteJSON(&a, s); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(bytes.NewReader(a.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, back); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("round trip changed summary.json:\n%s\n---\n%s", a.String(), b.String())
+	}
+	if back.Levels[1].Metrics.TTFT.Count != s.Levels[1].Metrics.TTFT.Count || back.Levels[2].SLO == nil {
+		t.Error("levels lost in the round trip")
+	}
+	for _, c := range []struct{ in, err string }{
+		{`{"schema":"llmbench/summary/v2"}`, `schema "llmbench/summary/v2" is not supported`},
+		{`{"schema":"other"}`, "not an llmbench summary"},
+		{`{`, "unexpected EOF"},
+	} {
+		if _, err := ReadJSON(strings.NewReader(c.in)); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("ReadJSON(%s) = %v, want %q", c.in, err, c.err)
+		}
+	}
+}
+
+func TestJudgeSkipsPartialLevels(t *testing.T) {
+	s := ladderSummary(t, "tpot:p99<=100ms", []int{1, 4, 16, 64})
+	if s.SLOLimit == nil || s.SLOLimit.Index != 3 {
+		t.Fatalf("limit %+v, want the top level", s.SLOLimit)
+	}
+	s.Levels[3].Partial = true
+	s.Judge()
+	if s.SLOLimit == nil || s.SLOLimit.Index != 2 || s.SLOLimit.Concurrency != 16 {
+		t.Errorf("limit %+v, want level 2 once level 3 is partial", s.SLOLimit)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8000":                       "http://127.0.0.1:8000",
+		"https://u:p@api.example.com/v1":              "https://api.example.com/v1",
+		"https://x.example.com/v1?api-key=abc&mode=1": "https://x.example.com/v1?api-key=REDACTED&mode=1",
+		"https://x.example.com/?sig=abc":              "https://x.example.com/?sig=REDACTED",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
