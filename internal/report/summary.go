@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -155,7 +156,7 @@ func ReadJSON(r io.Reader) (*Summary, error) {
 // Save writes summary.json and summary.csv into dir, each atomically.
 func Save(dir string, s *Summary) error {
 	return errors.Join(
-		WriteFileAtomic(dir+"/summary.json", func(w io.Writer) error { return WriteJSON(w, s) }),
-		WriteFileAtomic(dir+"/summary.csv", func(w io.Writer) error { return WriteCSV(w, s) }),
+		WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return WriteJSON(w, s) }),
+		WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return WriteCSV(w, s) }),
 	)
 }
