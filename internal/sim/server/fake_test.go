@@ -31,6 +31,7 @@ type fakeGen struct {
 	mu       sync.Mutex
 	got      []sim.SeqRequest
 	canceled atomic.Int64 // sequences whose ctx ended before they finished
+	running  sync.WaitGroup
 }
 
 func (f *fakeGen) Submit(ctx context.Context, r sim.SeqRequest) (<-chan sim.Step, error) {
@@ -46,7 +47,9 @@ func (f *fakeGen) Submit(ctx context.Context, r sim.SeqRequest) (<-chan sim.Step
 	}
 	per := max(f.perStep, 1)
 	ch := make(chan sim.Step)
+	f.running.Add(1)
 	go func() {
+		defer f.running.Done()
 		defer close(ch)
 		steps := 0
 		for emitted := 0; emitted < target; steps++ {

@@ -316,6 +316,7 @@ func TestClientCancelStopsGeneration(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	g.running.Wait()
 	if g.canceled.Load() != 1 {
 		t.Fatalf("generator saw %d cancellations, want 1", g.canceled.Load())
 	}
