@@ -76,9 +76,9 @@ func TestWordsAreSingleTokensHF(t *testing.T) {
 func TestEstimateTokensAgainstCl100k(t *testing.T) {
 	e := encoding(t, "cl100k_base")
 	texts := map[string]string{
-		"prose": `It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light, it was the season of Darkness, it was the spring of hope, it was the winter of despair, we had everything before us, we had nothing before us, we were all going direct to Heaven, we were all going direct the other way.`,
+		"prose":     `It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light, it was the season of Darkness, it was the spring of hope, it was the winter of despair, we had everything before us, we had nothing before us, we were all going direct to Heaven, we were all going direct the other way.`,
 		"technical": `Continuous batching schedules every running sequence's decode step together with admitted prefill work under a per-step token budget; when the KV cache runs out of free blocks, the newest sequence is preempted and recomputed later. In 2024, vLLM 0.6.0 reported 2.7x higher throughput.`,
-		"chat": "Hello! Could you summarise the following text in three bullet points?\n\nThe meeting is at 10:30 on Monday (room 4B).",
+		"chat":      "Hello! Could you summarise the following text in three bullet points?\n\nThe meeting is at 10:30 on Monday (room 4B).",
 	}
 	for name, s := range texts {
 		want := len(e.EncodeOrdinary(s))
