@@ -66,12 +66,12 @@ const (
 	ComputeEfficiency = 0.63
 	// BandwidthEfficiency is the fraction of the datasheet memory bandwidth that weight and
 	// KV-cache reads reach.
-	BandwidthEfficiency = 0.80
+	BandwidthEfficiency = 0.78
 	// StepOverhead is the fixed cost of a step: kernel launches, norms, sampling, scheduling.
-	StepOverhead = 1800 * time.Microsecond
+	StepOverhead = 1600 * time.Microsecond
 	// AttnUnitsPerSM is how many (sequence, KV head) pairs per SM attention needs to reach
 	// full bandwidth: one sequence's attention over a long context is latency-bound.
-	AttnUnitsPerSM = 0.75
+	AttnUnitsPerSM = 0.5
 )
 
 // Roofline derives step times from a model shape and a GPU: the linear layers take the
