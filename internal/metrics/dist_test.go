@@ -154,7 +154,7 @@ func TestCIBoundedness(t *testing.T) {
 		p      float64
 		hiOpen bool
 		loOpen bool
-	}{{367, 99, true, false}, {368, 99, false, false}, {5, 50, true, true}, {6, 50, false, false}, {35, 90, true, false}, {36, 90, false, false}} {
+	}{{367, 99, true, false}, {368, 99, false, false}, {5, 50, true, true}, {6, 50, false, false}, {35, 90, true, false}, {36, 90, false, false}, {71, 95, true, false}, {72, 95, false, false}, {3687, 99.9, true, false}, {3688, 99.9, false, false}} {
 		d := NewDist()
 		for i := range c.n {
 			d.AddMicros(i)
