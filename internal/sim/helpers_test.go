@@ -23,7 +23,7 @@ func (fixedSource) Len() int { return 0 }
 type funcSource func(i int) workload.Request
 
 func (f funcSource) Request(level, i int) workload.Request { return f(i) }
-func (funcSource) Len() int                                 { return 0 }
+func (funcSource) Len() int                                { return 0 }
 
 func mustProfile(t testing.TB, name string) Profile {
 	t.Helper()

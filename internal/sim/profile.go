@@ -134,35 +134,46 @@ func ParseProfile(b []byte, dir string) (Profile, error) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return Profile{}, err
 	}
-	d := &yamlDecoder{}
+	d := &yamlDecoder{bad: map[string]bool{}}
 	if len(doc.Content) > 0 {
 		d.profile(doc.Content[0], &p)
 	}
-	if len(d.errs) > 0 {
-		return Profile{}, errors.Join(d.errs...)
-	}
-	if p.Cost.Kind == CostTable && p.Cost.File != "" {
+	errs := d.errs
+	if p.Cost.Kind == CostTable && p.Cost.File != "" && !d.bad["cost.file"] {
 		path := p.Cost.File
 		if !filepath.IsAbs(path) && dir != "" {
 			path = filepath.Join(dir, path)
 		}
 		t, err := LoadStepTable(path)
 		if err != nil {
-			return Profile{}, fmt.Errorf("cost.file: %w", err)
+			errs = append(errs, fmt.Errorf("cost.file: %w", err))
+			d.bad["cost.file"] = true
 		}
 		p.table = t
 	}
-	if err := p.Validate(); err != nil {
-		return Profile{}, err
+	// Report the settings' problems too, except for keys whose value could not be read
+	// (their defaults would only add noise).
+	for _, err := range p.validate() {
+		key, _, _ := strings.Cut(err.Error(), ":")
+		if !d.bad[key] && !d.bad[strings.Split(key, ".")[0]] {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return Profile{}, errors.Join(errs...)
 	}
 	return p, nil
 }
 
 // yamlDecoder walks the YAML tree by hand: model and gpu are a preset name or a mapping,
 // and every unknown key or bad value is collected rather than stopping at the first.
-type yamlDecoder struct{ errs []error }
+type yamlDecoder struct {
+	errs []error
+	bad  map[string]bool // keys with an error
+}
 
 func (d *yamlDecoder) errorf(n *yaml.Node, key, format string, a ...any) {
+	d.bad[key] = true
 	d.errs = append(d.errs, fmt.Errorf("line %d: %s: %s", n.Line, key, fmt.Sprintf(format, a...)))
 }
 
@@ -340,7 +351,9 @@ func (d *yamlDecoder) gpu(key string, v *yaml.Node, g *GPU) {
 }
 
 // Validate reports every problem with the profile at once, each naming its YAML key.
-func (p Profile) Validate() error {
+func (p Profile) Validate() error { return errors.Join(p.validate()...) }
+
+func (p Profile) validate() []error {
 	var errs []error
 	add := func(key, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, a...)))
@@ -409,7 +422,7 @@ func (p Profile) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // KVCacheTokens is the KV-cache capacity in tokens (a whole number of blocks): the

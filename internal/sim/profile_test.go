@@ -1,0 +1,149 @@
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBuiltinProfiles(t *testing.T) {
+	for _, name := range append(BuiltinProfiles(), "") {
+		p, err := LoadProfile(name)
+		if err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		if err := p.Validate(); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	tb := mustProfile(t, "textbook")
+	if tb.Cost != (CostConfig{Kind: CostLinear, PrefillMsPerToken: 0.02, DecodeStepMs: 8, DecodeGrowth: 0.12}) || tb.Engine.Prefill != PrefillDisaggregated {
+		t.Errorf("textbook = %+v", tb)
+	}
+	if tb.ModelName() != "textbook" {
+		t.Errorf("textbook serves %q", tb.ModelName())
+	}
+	def := mustProfile(t, "")
+	if def.Name != DefaultProfile || def.Cost.Kind != CostRoofline || def.ModelName() != "llama-3.1-8b" {
+		t.Errorf("default = %+v", def)
+	}
+	// H200: 0.9 × 141 GB minus 16.06 GB of weights, over 128 KiB per token.
+	kv, _ := def.KVCacheTokens()
+	if kv < 840000 || kv > 850000 || kv%16 != 0 {
+		t.Errorf("h200 llama-3.1-8b KV capacity %d tokens", kv)
+	}
+	if _, err := LoadProfile("no-such-profile"); err == nil || !strings.Contains(err.Error(), "textbook") {
+		t.Errorf("unknown profile: %v", err)
+	}
+}
+
+func writeProfile(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestParseProfileFull(t *testing.T) {
+	dir := t.TempDir()
+	cal, _ := os.ReadFile("testdata/h200-llama-3.1-8b.json")
+	os.WriteFile(filepath.Join(dir, "steps.json"), cal, 0o644)
+	path := filepath.Join(dir, "p.yaml")
+	os.WriteFile(path, []byte(`
+model:
+  name: tiny
+  layers: 4
+  hidden: 512
+  heads: 8
+  kv_heads: 2
+  intermediate: 1024
+  vocab: 1000
+gpu:
+  tflops: 100
+  bandwidth_gbps: 1000
+  memory_gb: 8
+cost:
+  kind: table
+  file: steps.json
+engine:
+  prefill: colocated
+  max_num_seqs: 8
+  max_batched_tokens: 512
+  block_size: 32
+  kv_cache_tokens: 1000
+  prefix_caching: true
+seed: 42
+`), 0o644)
+	p, err := LoadProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Model.HeadDim != 64 || p.Model.Name != "tiny" || p.GPU.Name != "custom" || p.Seed != 42 {
+		t.Errorf("parsed %+v", p)
+	}
+	if kv, _ := p.KVCacheTokens(); kv != 992 {
+		t.Errorf("kv_cache_tokens 1000 with block 32 = %d tokens, want 992 (whole blocks)", kv)
+	}
+	if e := p.Engine; e.MaxNumSeqs != 8 || e.MaxBatchedTokens != 512 || e.BlockSize != 32 || !e.PrefixCaching {
+		t.Errorf("engine %+v", e)
+	}
+	if _, err := p.NewCostModel(); err != nil {
+		t.Error(err)
+	}
+	// Preset names, and a minimal file taking every default.
+	p, err = ParseProfile([]byte("model: qwen2.5-7b\ngpu: h100\n"), "")
+	if err != nil || p.Model.Name != "qwen2.5-7b" || p.GPU.Name != "h100" || p.Cost.Kind != CostRoofline {
+		t.Errorf("presets: %+v, %v", p, err)
+	}
+}
+
+func TestParseProfileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string // every one must appear in the single error
+	}{
+		{"unknown keys everywhere", `
+modle: x
+cost: {kind: linear, decode_step_ms: 8, speed: 3}
+engine: {max_seqs: 4}
+gpu: {tflops: 1, bandwidth_gbps: 1, memory_gb: 80, fast: true}
+`, []string{"line 2: modle: unknown key", "cost.speed: unknown key", "engine.max_seqs: unknown key", "gpu.fast: unknown key"}},
+		{"bad values", `
+cost: {kind: linear, decode_step_ms: fast, prefill_ms_per_token: -1}
+engine: {max_num_seqs: 2.5, prefix_caching: maybe, block_size: 0}
+seed: one
+`, []string{"cost.decode_step_ms: want a number", "engine.max_num_seqs: want an integer", "engine.prefix_caching: want true or false", "seed: want an integer"}},
+		{"invalid settings", `
+cost: {kind: linear, decode_step_ms: 0, prefill_ms_per_token: -1, decode_growth: -0.5}
+engine: {prefill: split, max_num_seqs: 0, block_size: 0, max_batched_tokens: -1, gpu_memory_utilization: 1.5}
+`, []string{"cost.decode_step_ms: must be positive", "cost.prefill_ms_per_token", "cost.decode_growth", "engine.prefill: \"split\"", "engine.max_num_seqs", "engine.block_size", "engine.max_batched_tokens", "engine.gpu_memory_utilization"}},
+		{"unknown presets and kinds", "model: llama-9000\ngpu: tpu\ncost: {kind: magic}\n",
+			[]string{"model: unknown model preset \"llama-9000\"", "gpu: unknown GPU preset \"tpu\"", "cost.kind: \"magic\""}},
+		{"keys of another kind", "cost: {kind: roofline, decode_step_ms: 8, file: x.json}\n",
+			[]string{"cost.decode_step_ms: applies to kind linear only", "cost.file: applies to kind table only"}},
+		{"table without file", "cost: {kind: table}\n", []string{"cost.file: kind table needs a file"}},
+		{"missing table file", "cost: {kind: table, file: nope.json}\n", []string{"cost.file:", "nope.json"}},
+		{"weights do not fit", "model: llama-3.1-70b\ngpu: h100\n", []string{"engine.kv_cache_tokens", "leave no room"}},
+		{"bad custom shape", "model: {layers: 0, hidden: 4096, heads: 32, kv_heads: 5, head_dim: 128, intermediate: 1, vocab: 1}\n",
+			[]string{"model.layers: must be a positive integer", "model.kv_heads: 5 does not divide heads 32"}},
+		{"wrong node kinds", "engine: [1, 2]\ncost: fast\n", []string{"engine: want a mapping", "cost: want a mapping"}},
+		{"settings for the other placement", "engine: {prefill: colocated, prefill_workers: 2}\n", []string{"engine.prefill_workers: applies to prefill: disaggregated only"}},
+		{"prefix caching when disaggregated", "engine: {prefill: disaggregated, prefix_caching: true}\n", []string{"engine.prefix_caching"}},
+		{"not YAML", "model: [\n", []string{"yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadProfile(writeProfile(t, tc.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
