@@ -16,6 +16,9 @@ import (
 // grows with the number of distinct values, not with the number of samples, and the order
 // statistics — hence the interpolated percentiles and their confidence intervals — are exactly
 // those a full sort would give.
+//
+// A Dist is not safe for concurrent use while samples are added; once frozen (any read does it,
+// and Aggregate returns its Dists frozen) concurrent reads are safe.
 type Dist struct {
 	// While samples are added: small non-negative integers (the bulk of ITL and chunk gaps)
 	// are counted in dense[us], other integers in ints, non-integers in rats. Map inserts
