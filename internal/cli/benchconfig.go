@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// benchConfig is a validated run or simulate configuration.
+type benchConfig struct {
+	live bool
+
+	// Target.
+	url, api, model, apiKey string
+	headers                 http.Header
+	extraBody               map[string]any
+	ignoreEOS               bool
+	timeout, idleTimeout    time.Duration
+	caCert                  string
+	insecure, http2         bool
+	simProfile              string
+	inProcess               bool // run without --url: the simulator in-process
+	sloSpec                 string
+
+	// Load: the ladder, in order. A search adds levels as it probes.
+	levels        []engine.Level
+	base          engine.Level // the flags' load settings, for levels a search adds
+	requests      int          // --requests (0: a default per level)
+	search        string       // "", "concurrency" or "rate"
+	searchMax     float64
+	startAt       time.Time
+	shard, shards int
+
+	workload     workload.Config
+	tokenizer    string
+	metrics      metrics.Config
+	outputDir    string
+	noProgress   bool
+	resultFormat string
+	seed         int64
+}
+
+// resolve validates every flag and reports all problems at once.
+func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
+	c := &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
+		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
+		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
+		http2: f.http2, sloSpec: f.slo}
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	if live {
+		if f.url != "" {
+			add(parseTarget(f.url))
+			c.url = strings.TrimRight(f.url, "/")
+		}
+		if !slices.Contains(client.APIs(), f.api) {
+			add(fmt.Errorf("--api: %q is not one of %s", f.api, strings.Join(client.APIs(), ", ")))
+		}
+		var err error
+		c.apiKey, err = f.resolveAPIKey()
+		add(err)
+		c.headers, err = parseHeaders(f.headers)
+		add(err)
+		c.extraBody, err = parseExtraBody(f.extraBody)
+		add(err)
+		if f.timeout <= 0 {
+			add(errors.New("--timeout must be positive"))
+		}
+		if f.idleTimeout <= 0 {
+			add(errors.New("--idle-timeout must be positive"))
+		}
+	}
+
+	concurrency, err := parseList("concurrency", f.concurrency, true)
+	add(err)
+	rates, err := parseList("rate", f.rate, false)
+	add(err)
+	arrival, err := schedule.ParseArrival(f.arrival)
+	add(err)
+	warmN, warmD, err := parseWarmup(f.warmup)
+	add(err)
+	c.shard, c.shards, err = parseShard(f.shard)
+	add(err)
+	if f.startAt != "" {
+		t, err := time.Parse(time.RFC3339, f.startAt)
+		if err != nil {
+			add(fmt.Errorf("--start-at: %q is not an RFC 3339 time like 2026-01-02T15:04:05Z", f.startAt))
+		}
+		c.startAt = t
+	}
+	if len(concurrency) > 0 && len(rates) > 0 {
+		add(errors.New("--concurrency and --rate: give one (closed or open loop), not both"))
+	}
+	if f.maxConcurrency < 0 {
+		add(errors.New("--max-concurrency must not be negative"))
+	}
+	if f.maxConcurrency > 0 && len(concurrency) > 0 {
+		add(errors.New("--max-concurrency applies to --rate (open loop); with --concurrency the level is already capped"))
+	}
+	if f.requests < 0 {
+		add(errors.New("--requests must not be negative"))
+	}
+	if f.duration < 0 {
+		add(errors.New("--duration must not be negative"))
+	}
+	if f.requests > 0 && f.duration > 0 {
+		add(errors.New("--requests and --duration: give one, not both"))
+	}
+	if f.cooldown < 0 {
+		add(errors.New("--cooldown must not be negative"))
+	}
+	if f.cooldown > 0 && f.duration == 0 {
+		add(errors.New("--cooldown needs --duration (it excludes the end of a timed level)"))
+	}
+	if f.duration > 0 && warmD+f.cooldown >= f.duration {
+		add(fmt.Errorf("--warmup %s plus --cooldown %s leave nothing of --duration %s to measure", warmD, f.cooldown, f.duration))
+	}
+	switch f.search {
+	case "":
+	case "concurrency", "rate":
+		c.search = f.search
+		if len(concurrency)+len(rates) > 0 {
+			add(errors.New("--search finds the load itself: drop --concurrency/--rate"))
+		}
+	default:
+		add(fmt.Errorf("--search: %q is not concurrency or rate", f.search))
+	}
+	if f.searchMax < 0 {
+		add(errors.New("--search-max must not be negative"))
+	}
+	c.searchMax = f.searchMax
+	if c.searchMax == 0 {
+		c.searchMax = map[string]float64{"concurrency": 1024, "rate": 1000}[c.search]
+	}
+
+	pcts, err := parseList("percentiles", f.percentiles, false)
+	add(err)
+	for _, p := range pcts {
+		if p >= 100 {
+			add(fmt.Errorf("--percentiles: %v must be below 100", p))
+		}
+	}
+	slos, err := metrics.ParseSLOs(f.slo)
+	if err != nil {
+		add(fmt.Errorf("--slo: %w", err))
+	}
+	c.metrics = metrics.Config{Percentiles: pcts, SLOs: slos}
+	if c.search != "" && !metrics.HasVerdict(slos) {
+		add(errors.New("--search needs percentile SLOs to decide on, e.g. --slo tpot:p99<=50ms"))
+	}
+
+	in, err := workload.ParseDist(f.inputTokens)
+	if err != nil {
+		add(fmt.Errorf("--input-tokens: %w", err))
+	}
+	out, err := workload.ParseDist(f.outputTokens)
+	if err != nil {
+		add(fmt.Errorf("--output-tokens: %w", err))
+	}
+	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
+		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
+		TraceSpeed: f.traceSpeed, LengthsOnly: !live}
+	if err == nil {
+		add(c.workload.Validate())
+	}
+
+	switch f.resultFormat {
+	case "", "vllm":
+		c.resultFormat = f.resultFormat
+	default:
+		add(fmt.Errorf("--result-format: %q is not vllm", f.resultFormat))
+	}
+
+	c.outputDir = f.outputDir
+	if c.outputDir == "" {
+		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
+	}
+
+	if len(concurrency) == 0 && len(rates) == 0 && c.search == "" {
+		concurrency = []float64{1, 4, 16, 64}
+	}
+	base := engine.Level{Arrival: arrival, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
+		Warmup: warmN, WarmupTime: warmD, Cooldown: f.cooldown, Shard: c.shard, Shards: c.shards}
+	c.base, c.requests = base, f.requests
+	for _, n := range concurrency {
+		l := base
+		l.Concurrency = int(n)
+		c.levels = append(c.levels, l)
+	}
+	for _, r := range rates {
+		l := base
+		l.Rate = r
+		c.levels = append(c.levels, l)
+	}
+	for i := range c.levels {
+		c.levels[i] = c.finishLevel(c.levels[i], i, f.requests)
+		if len(errs) == 0 {
+			add(c.levels[i].Validate())
+		}
+	}
+	if len(errs) > 0 {
+		return nil, usageError(errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// finishLevel numbers a level, seeds it and gives it a default length.
+func (c *benchConfig) finishLevel(l engine.Level, index, requests int) engine.Level {
+	l.Index = index
+	l.Seed = c.seed + int64(index)*7919 // distinct arrivals per level, still fixed by --seed
+	if l.Duration == 0 {
+		l.Requests = requests
+		if l.Requests == 0 {
+			l.Requests = defaultRequests(l)
+		}
+	}
+	return l
+}
+
+// defaultRequests keeps a default level short but big enough for stable medians.
+func defaultRequests(l engine.Level) int {
+	if l.Concurrency > 0 {
+		return max(10, 4*l.Concurrency)
+	}
+	return max(10, int(math.Ceil(l.Rate*10)))
+}
+
+// loadName describes a level's load for the console and summary.
+func loadName(l engine.Level) string {
+	if l.Concurrency > 0 {
+		return "concurrency " + strconv.Itoa(l.Concurrency)
+	}
+	return "rate " + strconv.FormatFloat(l.Rate, 'g', -1, 64) + "/s"
+}

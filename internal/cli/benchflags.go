@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/internal/client"
+)
+
+// benchFlags are the flags shared by run and simulate, as typed by the user.
+type benchFlags struct {
+	// Target (run only).
+	url, api, model, apiKey, apiKeyFile string
+	headers                             []string
+	extraBody                           string
+	ignoreEOS                           bool
+	timeout, idleTimeout                time.Duration
+	caCert                              string
+	insecure, http2                     bool
+	sim                                 string
+
+	// Load.
+	concurrency, rate, arrival string
+	maxConcurrency             int
+	requests                   int
+	duration                   time.Duration
+	warmup                     string
+	cooldown                   time.Duration
+	search                     string
+	searchMax                  float64
+	shard                      string
+	startAt                    string
+
+	// Workload.
+	inputTokens, outputTokens  string
+	tokenizer, dataset         string
+	prefixTokens, prefixGroups int
+	traceSpeed                 float64
+	seed                       int64
+
+	// Metrics and outputs.
+	percentiles, slo string
+	outputDir        string
+	noProgress       bool
+	resultFormat     string
+}
+
+func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
+	if live {
+		fs.StringVar(&f.url, "url", "", "base URL of the server, e.g. http://127.0.0.1:8000 (default: the built-in simulator, in-process)")
+		fs.StringVar(&f.api, "api", "openai-chat", "API: "+strings.Join(client.APIs(), ", "))
+		fs.StringVar(&f.model, "model", "", "model name (default: the first id from /v1/models)")
+		fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
+		fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
+		fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
+		fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
+		fs.BoolVar(&f.ignoreEOS, "ignore-eos", true, "send ignore_eos so outputs have exactly --output-tokens (turn off for hosted APIs that reject it)")
+		fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "per-request time limit (whole request)")
+		fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "fail a request when its stream sends no bytes for this long")
+		fs.StringVar(&f.caCert, "ca-cert", "", "PEM file with an extra CA certificate for https targets")
+		fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification (recorded in the summary)")
+		fs.BoolVar(&f.http2, "http2", false, "allow HTTP/2 (h2 over TLS, h2c over plain HTTP); default HTTP/1.1, one connection per stream")
+	}
+	fs.StringVar(&f.sim, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file (used when there is no --url)")
+
+	fs.StringVar(&f.concurrency, "concurrency", "", "closed loop: concurrent requests, or a ladder `N,N,...` (default 1,4,16,64 when neither this nor --rate is given)")
+	fs.StringVar(&f.rate, "rate", "", "open loop: requests per second, or a ladder `R,R,...`")
+	fs.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: poisson, gamma:B (burstiness B; < 1 is burstier), constant")
+	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: cap on in-flight requests (waiting for a slot counts as schedule lag)")
+	fs.IntVar(&f.requests, "requests", 0, "measured requests per level (default: max(10, 4 x concurrency) or 10 s of arrivals)")
+	fs.DurationVar(&f.duration, "duration", 0, "measured time per level (instead of --requests)")
+	fs.StringVar(&f.warmup, "warmup", "0", "per level: N requests, or a duration like 10s, sent before measuring and excluded")
+	fs.DurationVar(&f.cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded")
+	fs.StringVar(&f.search, "search", "", "find the largest load meeting the percentile SLOs: concurrency or rate")
+	fs.Float64Var(&f.searchMax, "search-max", 0, "upper bound for --search (default 1024 concurrency or 1000 req/s)")
+	fs.StringVar(&f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)")
+	fs.StringVar(&f.startAt, "start-at", "", "start at this RFC 3339 instant (to start shards together)")
+
+	f.bindWorkload(fs)
+
+	fs.StringVar(&f.percentiles, "percentiles", "50,90,95,99,99.9", "percentiles to report")
+	fs.StringVar(&f.slo, "slo", "", "SLOs: per-request ttft<=500ms,tpot<=50ms (goodput) and level verdicts ttft:p99<=1s,goodput>=0.95")
+	fs.StringVar(&f.outputDir, "output-dir", "", "results folder (default llmbench-results/<UTC timestamp>)")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
+	fs.StringVar(&f.resultFormat, "result-format", "", "also write vllm.json with vLLM's result keys: vllm")
+}
+
+// bindWorkload binds the flags that shape the requests (shared with dataset).
+func (f *benchFlags) bindWorkload(fs *pflag.FlagSet) {
+	fs.StringVar(&f.inputTokens, "input-tokens", "512", "prompt length in tokens: N, uniform:A:B or normal:MEAN:STD")
+	fs.StringVar(&f.outputTokens, "output-tokens", "128", "output length in tokens (max_tokens): N, uniform:A:B or normal:MEAN:STD")
+	fs.StringVar(&f.tokenizer, "tokenizer", "o200k_base", "tokenizer for exact prompt lengths: o200k_base, cl100k_base, a tokenizer.json path, or server")
+	fs.StringVar(&f.dataset, "dataset", "random", "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH")
+	fs.IntVar(&f.prefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens")
+	fs.IntVar(&f.prefixGroups, "prefix-groups", 1, "number of distinct shared prefixes")
+	fs.Float64Var(&f.traceSpeed, "trace-speed", 1, "replay traces this many times faster")
+	fs.Int64Var(&f.seed, "seed", 1, "seed for prompts, lengths, arrivals and the simulator")
+}
+
+// parseList parses a comma list of positive numbers.
+func parseList(name, s string, integer bool) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		v, err := strconv.ParseFloat(part, 64)
+		switch {
+		case err != nil || math.IsNaN(v) || math.IsInf(v, 0):
+			return nil, fmt.Errorf("--%s: %q is not a number", name, part)
+		case v <= 0:
+			return nil, fmt.Errorf("--%s: %q must be positive", name, part)
+		case integer && v != math.Trunc(v):
+			return nil, fmt.Errorf("--%s: %q must be a whole number", name, part)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseWarmup reads --warmup as a request count or a duration.
+func parseWarmup(s string) (n int, d time.Duration, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, 0, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return 0, 0, fmt.Errorf("--warmup: %d must not be negative", n)
+		}
+		return n, 0, nil
+	}
+	d, err = time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, 0, fmt.Errorf("--warmup: %q is neither a request count nor a duration like 10s", s)
+	}
+	return 0, d, nil
+}
+
+// parseShard reads I/N.
+func parseShard(s string) (i, n int, err error) {
+	if s == "" {
+		return 0, 1, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("--shard: %q must be I/N with 0 <= I < N", s)
+	}
+	return i, n, nil
+}
+
+// parseHeaders reads repeated K:V flags.
+func parseHeaders(hs []string) (http.Header, error) {
+	out := http.Header{}
+	var errs []error
+	for _, h := range hs {
+		k, v, ok := strings.Cut(h, ":")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n") {
+			errs = append(errs, fmt.Errorf("--header: %q must be Name: value", redactHeaderArg(h)))
+			continue
+		}
+		out.Add(k, strings.TrimSpace(v))
+	}
+	return out, errors.Join(errs...)
+}
+
+// redactHeaderArg keeps a malformed header argument's shape without echoing a secret.
+func redactHeaderArg(h string) string {
+	if len(h) > 12 {
+		return h[:6] + "…"
+	}
+	return h
+}
+
+// parseExtraBody reads --extra-body as a JSON object.
+func parseExtraBody(s string) (map[string]any, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil || m == nil {
+		return nil, fmt.Errorf("--extra-body: not a JSON object: %s", s)
+	}
+	return m, nil
+}
+
+// parseTarget checks --url.
+func parseTarget(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--url: %q must be an http:// or https:// base URL such as http://127.0.0.1:8000", s)
+	}
+	return nil
+}
+
+// apiKey returns the key from --api-key, --api-key-file or $OPENAI_API_KEY, in that order.
+func (f *benchFlags) resolveAPIKey() (string, error) {
+	if f.apiKey != "" && f.apiKeyFile != "" {
+		return "", errors.New("--api-key and --api-key-file: give one, not both")
+	}
+	if f.apiKeyFile != "" {
+		b, err := os.ReadFile(f.apiKeyFile)
+		if err != nil {
+			return "", fmt.Errorf("--api-key-file: %w", err)
+		}
+		k := strings.TrimSpace(string(b))
+		if k == "" {
+			return "", fmt.Errorf("--api-key-file: %s is empty", f.apiKeyFile)
+		}
+		return k, nil
+	}
+	if f.apiKey != "" {
+		return f.apiKey, nil
+	}
+	return os.Getenv("OPENAI_API_KEY"), nil
+}

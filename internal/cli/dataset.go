@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+func newDatasetCmd(stdio Stdio) *cobra.Command {
+	var (
+		f        benchFlags
+		output   string
+		requests int
+	)
+	cmd := &cobra.Command{
+		Use:   "dataset",
+		Short: "Write a workload's requests, exactly as they would be sent, to a JSONL file",
+		Long: `dataset builds the requests of a workload (prompts, exact input and output token counts,
+and arrival offsets for traces) and writes them as JSONL, so a workload can be inspected,
+shared, and fed back with --dataset jsonl:FILE.`,
+		Example: `  llmbench dataset --input-tokens uniform:128:1024 --output-tokens 256 --requests 100 --output prompts.jsonl
+  llmbench dataset --dataset sharegpt:ShareGPT_V3.json --tokenizer ./tokenizer.json --requests 500 --output sharegpt.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var errs []error
+			if output == "" {
+				errs = append(errs, errors.New("--output FILE.jsonl is required"))
+			}
+			in, err := workload.ParseDist(f.inputTokens)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--input-tokens: %w", err))
+			}
+			out, err := workload.ParseDist(f.outputTokens)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--output-tokens: %w", err))
+			}
+			wc := workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
+				PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed, TraceSpeed: f.traceSpeed}
+			if len(errs) == 0 {
+				if err := wc.Validate(); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			tok, err := loadTokenizer(f.tokenizer, f.url)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--tokenizer: %w", err))
+			}
+			if len(errs) > 0 {
+				return usageError(errors.Join(errs...))
+			}
+			src, err := workload.New(wc, tok)
+			if err != nil {
+				return usageError(err)
+			}
+			n := requests
+			if n == 0 {
+				n = src.Len()
+			}
+			if n == 0 {
+				n = 100
+			}
+			err = report.WriteFileAtomic(output, func(w io.Writer) error {
+				bw := bufio.NewWriter(w)
+				for i := 0; i < n; i++ {
+					if err := cmd.Context().Err(); err != nil {
+						return err
+					}
+					if err := workload.WriteJSONL(bw, src.Request(0, i)); err != nil {
+						return err
+					}
+				}
+				return bw.Flush()
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Err, "wrote %d requests to %s\n", n, output)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	f.bindWorkload(fl)
+	fl.StringVar(&f.url, "url", "", "server for --tokenizer server")
+	fl.IntVar(&requests, "requests", 0, "requests to write (default: every row of a dataset, or 100)")
+	fl.StringVar(&output, "output", "", "output JSONL file")
+	return cmd
+}

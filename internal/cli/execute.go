@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+)
+
+// levelRunner runs one level and calls sink for every finished request. run drives the
+// engine in real time; simulate drives the simulator on a virtual clock.
+type levelRunner func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (endReason string, err error)
+
+// execute runs cfg's levels (or its search), streams records to records.jsonl, prints each
+// level as it ends, and writes the summary files. Whatever happens, what was measured is kept.
+func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time, runLevel levelRunner) error {
+	if err := os.MkdirAll(cfg.outputDir, 0o755); err != nil {
+		return fmt.Errorf("--output-dir: %w", err)
+	}
+	w, err := record.Create(filepath.Join(cfg.outputDir, "records.jsonl"))
+	if err != nil {
+		return fmt.Errorf("--output-dir: %w", err)
+	}
+	sum := newSummary(cfg, start)
+	r := &levelLoop{ctx: ctx, stdio: stdio, cfg: cfg, w: w, runLevel: runLevel, sum: sum}
+	var runErr error
+	if cfg.search != "" {
+		runErr = r.search()
+	} else {
+		for _, lvl := range cfg.levels {
+			if ctx.Err() != nil {
+				break
+			}
+			if _, runErr = r.run(lvl); runErr != nil {
+				break
+			}
+		}
+	}
+	if err := w.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("records.jsonl: %w", err)
+	}
+	sum.EndReason = "completed"
+	switch {
+	case ctx.Err() != nil:
+		sum.EndReason = "interrupted"
+	case runErr != nil:
+		sum.EndReason = "error: " + runErr.Error()
+	}
+	sum.Judge()
+	if err := writeResults(cfg, sum); err != nil {
+		return err
+	}
+	if len(sum.Levels) > 1 {
+		fmt.Fprintln(stdio.Out)
+		report.Console(stdio.Out, &report.Summary{}, report.ConsoleOptions{}) // LADDER
+	}
+	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
+	return exitStatus(ctx, sum, runErr)
+}
+
+// exitStatus maps the run's outcome to an exit code.
+func exitStatus(ctx context.Context, sum *report.Summary, runErr error) error {
+	if ctx.Err() != nil {
+		return withCode(ExitInterrupted, nil)
+	}
+	if runErr != nil {
+		return withCode(ExitFailure, runErr)
+	}
+	completed := 0
+	for _, l := range sum.Levels {
+		completed += l.Completed
+	}
+	if completed == 0 && len(sum.Levels) > 0 {
+		return withCode(ExitFailure, errors.New("no request succeeded: see the errors above and records.jsonl"))
+	}
+	if passed, judged := sum.SLOPassed(); judged && !passed {
+		return withCode(ExitSLOFailed, errors.New("no level met the SLOs"))
+	}
+	return nil
+}
+
+// writeResults writes summary.json, summary.csv and report.html atomically.
+func writeResults(cfg *benchConfig, sum *report.Summary) error {
+	dir := cfg.outputDir
+	var errs []error
+	errs = append(errs,
+		report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return report.WriteJSON(w, sum) }),
+		report.WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return report.WriteCSV(w, sum) }),
+	)
+	if cfg.resultFormat == "vllm" {
+		errs = append(errs, report.WriteFileAtomic(filepath.Join(dir, "vllm.json"), func(w io.Writer) error { return report.WriteVLLM(w, sum) }))
+	}
+	return errors.Join(errs...)
+}
+
+// levelLoop runs levels one after another into one summary.
+type levelLoop struct {
+	ctx      context.Context
+	stdio    Stdio
+	cfg      *benchConfig
+	w        *record.Writer
+	runLevel levelRunner
+	sum      *report.Summary
+}
+
+// run runs one level, aggregates it, prints it and appends it to the summary.
+func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
+	lvl.Index = len(r.sum.Levels)
+	var (
+		mu   sync.Mutex
+		recs []record.Record
+	)
+	bar := newProgress(r.stdio.Err, loadName(lvl), lvl.Requests+lvl.Warmup, lvl.Duration, r.cfg.noProgress)
+	var writeErr error
+	sink := func(rec *record.Record) {
+		if err := r.w.Write(rec); err != nil {
+			mu.Lock()
+			writeErr = err
+			mu.Unlock()
+		}
+		mu.Lock()
+		recs = append(recs, *rec)
+		mu.Unlock()
+		bar.add()
+	}
+	reason, err := r.runLevel(r.ctx, lvl, sink)
+	bar.finish()
+	mu.Lock()
+	defer mu.Unlock()
+	if err == nil && writeErr != nil {
+		err = fmt.Errorf("records.jsonl: %w", writeErr)
+	}
+	l := newLevel(lvl, metrics.Aggregate(recs, r.cfg.metrics))
+	l.Partial = reason == string(engine.EndInterrupted)
+	r.sum.Levels = append(r.sum.Levels, l)
+	report.Console(r.stdio.Out, &report.Summary{Levels: []report.Level{l}, Percentiles: r.sum.Percentiles}, report.ConsoleOptions{})
+	return &r.sum.Levels[len(r.sum.Levels)-1], err
+}
+
+// search finds the largest load whose percentile SLOs pass: grow geometrically until a
+// verdict fails, then bisect to the nearest integer concurrency or within 5% rate. Every
+// probe is kept as a level of the run.
+func (r *levelLoop) search() error {
+	probe := func(load float64) (bool, error) {
+		lvl := r.cfg.base
+		if r.cfg.search == "concurrency" {
+			lvl.Concurrency, lvl.Rate = int(load), 0
+		} else {
+			lvl.Rate, lvl.Concurrency = load, 0
+		}
+		lvl = r.cfg.finishLevel(lvl, len(r.sum.Levels), r.cfg.requests)
+		l, err := r.run(lvl)
+		if err != nil {
+			return false, err
+		}
+		return l.SLO != nil && l.SLO.Pass, nil
+	}
+	lo, hi := 0.0, 0.0 // largest passing and smallest failing load seen
+	load := 1.0
+	for {
+		if r.ctx.Err() != nil {
+			return nil
+		}
+		load = math.Min(load, r.cfg.searchMax)
+		ok, err := probe(load)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			hi = load
+			break
+		}
+		lo = load
+		if load >= r.cfg.searchMax {
+			return nil // the bound passes: the answer is at least --search-max
+		}
+		load *= 2
+	}
+	for r.ctx.Err() == nil {
+		var mid float64
+		if r.cfg.search == "concurrency" {
+			if hi-lo <= 1 {
+				return nil
+			}
+			mid = math.Floor((lo + hi) / 2)
+		} else {
+			if lo > 0 && hi <= lo*1.05 {
+				return nil
+			}
+			if lo == 0 && hi <= 0.01 {
+				return nil
+			}
+			mid = (lo + hi) / 2
+		}
+		ok, err := probe(mid)
+		if err != nil {
+			return err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return nil
+}

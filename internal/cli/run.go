@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/sim/server"
+	"github.com/llmbench/llmbench/internal/tokenizer"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+func newRunCmd(stdio Stdio) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Benchmark a server (or, with no --url, the built-in simulator)",
+		Long: `run sends a controlled load of streaming requests and measures TTFT, TPOT, ITL, E2EL,
+throughput and goodput per load level. Each value of --concurrency or --rate is a level; the
+levels run in turn. Results go to --output-dir: records.jsonl (one raw record per request),
+summary.json, summary.csv and report.html.`,
+		Example: `  llmbench run
+  llmbench run --url http://127.0.0.1:8000 --concurrency 1,4,16,64 --requests 200
+  llmbench run --url http://127.0.0.1:8000 --rate 2,4,8 --arrival gamma:0.5 --duration 60s --slo ttft:p99<=1s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.resolve(true, time.Now())
+			if err != nil {
+				return err
+			}
+			return runLive(cmd.Context(), stdio, cfg)
+		},
+	}
+	f.bind(cmd.Flags(), true)
+	return cmd
+}
+
+// runLive benchmarks cfg.url, or an in-process simulator when there is none.
+func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
+	if cfg.url == "" {
+		url, stop, err := startInProcessSim(ctx, cfg.simProfile, cfg.seed)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cfg.url, cfg.inProcess = url, true
+		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (profile %s) at %s\n", cfg.simProfile, url)
+	}
+	if cfg.insecure {
+		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
+	}
+
+	tok, err := loadTokenizer(cfg.tokenizer, cfg.url)
+	if err != nil {
+		return usageError(fmt.Errorf("--tokenizer: %w", err))
+	}
+	maxConns := 0
+	for _, l := range cfg.levels {
+		maxConns = max(maxConns, l.Concurrency, l.MaxConcurrency)
+	}
+	ccfg := client.Config{
+		BaseURL: cfg.url, API: cfg.api, Model: cfg.model, APIKey: cfg.apiKey, Headers: cfg.headers,
+		ExtraBody: cfg.extraBody, IgnoreEOS: cfg.ignoreEOS, Timeout: cfg.timeout,
+		IdleTimeout: cfg.idleTimeout, MaxConns: maxConns, Tokenizer: tok,
+		CACert: cfg.caCert, Insecure: cfg.insecure, HTTP2: cfg.http2,
+	}
+	cl, err := client.New(ccfg)
+	if err != nil {
+		return usageError(err)
+	}
+	if cfg.model == "" {
+		models, err := cl.ListModels(ctx)
+		if err != nil {
+			return withCode(ExitFailure, fmt.Errorf("no --model given, and the server's model list did not answer: %w", err))
+		}
+		if len(models) == 0 {
+			return withCode(ExitFailure, errors.New("no --model given, and the server lists no model"))
+		}
+		cl.Close()
+		cfg.model, ccfg.Model = models[0], models[0]
+		if cl, err = client.New(ccfg); err != nil {
+			return usageError(err)
+		}
+	}
+	defer cl.Close()
+	src, err := workload.New(cfg.workload, tok)
+	if err != nil {
+		return usageError(err)
+	}
+	start, err := waitForStart(ctx, cfg.startAt)
+	if err != nil {
+		return err
+	}
+	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (string, error) {
+		reason, err := engine.Run(ctx, start, lvl, src, cl, sink)
+		return string(reason), err
+	}
+	return execute(ctx, stdio, cfg, start, runLevel)
+}
+
+// waitForStart returns the run's t = 0: now, or --start-at (so shards on several machines
+// start together).
+func waitForStart(ctx context.Context, at time.Time) (time.Time, error) {
+	if at.IsZero() {
+		return time.Now(), nil
+	}
+	wait := time.Until(at)
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return time.Time{}, withCode(ExitInterrupted, errors.New("interrupted before --start-at"))
+		case <-t.C:
+		}
+	}
+	return time.Now(), nil
+}
+
+// loadTokenizer loads --tokenizer; "server" asks the target.
+func loadTokenizer(spec, url string) (tokenizer.Tokenizer, error) {
+	if spec == "server" {
+		return tokenizer.NewServer(url, http.DefaultClient), nil
+	}
+	return tokenizer.Load(spec)
+}
+
+// startInProcessSim serves the simulator on a loopback port until stop is called.
+func startInProcessSim(ctx context.Context, profile string, seed int64) (url string, stop func(), err error) {
+	p, err := sim.LoadProfile(profile)
+	if err != nil {
+		return "", nil, usageError(fmt.Errorf("--sim: %w", err))
+	}
+	p.Seed = seed
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	eng := sim.NewEngine(p)
+	go eng.Start(ctx)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		return "", nil, err
+	}
+	h, err := server.New(eng, server.Options{ModelName: p.ModelName(), Seed: seed})
+	if err != nil {
+		cancel()
+		ln.Close()
+		return "", nil, err
+	}
+	srv := server.HTTPServer("", h)
+	go srv.Serve(ln)
+	stop = func() {
+		sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
+		defer c()
+		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			srv.Close()
+		}
+		cancel()
+	}
+	return "http://" + ln.Addr().String(), stop, nil
+}

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/sim/server"
+)
+
+func newServeCmd(stdio Stdio) *cobra.Command {
+	var (
+		listen, profile, truth, faults, apiKey, apiKeyFile, modelName string
+		seed                                                          int64
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the simulated inference engine over an OpenAI-compatible HTTP API",
+		Long: `serve runs the simulated continuous-batching engine behind /v1/chat/completions,
+/v1/completions, /v1/models, /health and /metrics (vLLM's metric names). --truth writes
+the instant of every token event it sent, the ground truth for 'llmbench fidelity'.`,
+		Example: `  llmbench serve --listen 127.0.0.1:8000 --sim textbook
+  llmbench serve --listen 127.0.0.1:0 --truth truth.jsonl --faults http500=0.01,stall=0.01:5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var errs []error
+			p, err := sim.LoadProfile(profile)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--sim: %w", err))
+			}
+			fs, err := server.ParseFaults(faults)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--faults: %w", err))
+			}
+			key := apiKey
+			if apiKeyFile != "" {
+				b, err := os.ReadFile(apiKeyFile)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("--api-key-file: %w", err))
+				}
+				key = strings.TrimSpace(string(b))
+			}
+			if len(errs) > 0 {
+				return usageError(errors.Join(errs...))
+			}
+			p.Seed = seed
+			opts := server.Options{ModelName: p.ModelName(), Faults: fs, APIKey: key, Seed: seed}
+			if modelName != "" {
+				opts.ModelName = modelName
+			}
+			return serve(cmd.Context(), stdio, listen, p, truth, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&listen, "listen", "127.0.0.1:8000", "address to listen on (port 0 picks a free one)")
+	fl.StringVar(&profile, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file")
+	fl.StringVar(&truth, "truth", "", "write one JSON line per finished request with the instant of each token event sent")
+	fl.StringVar(&faults, "faults", "", "inject faults: http500=P,http429=P,disconnect=P,stall=P:D,malformed=P,error_event=P")
+	fl.StringVar(&apiKey, "api-key", "", "require Authorization: Bearer KEY")
+	fl.StringVar(&apiKeyFile, "api-key-file", "", "read the required API key from this file")
+	fl.StringVar(&modelName, "model-name", "", "model id to serve (default: the profile's model)")
+	fl.Int64Var(&seed, "seed", 1, "seed for the engine and fault injection")
+	return cmd
+}
+
+func serve(ctx context.Context, stdio Stdio, listen string, p sim.Profile, truthPath string, opts server.Options) error {
+	if truthPath != "" {
+		f, err := os.Create(truthPath)
+		if err != nil {
+			return fmt.Errorf("--truth: %w", err)
+		}
+		defer f.Close()
+		opts.Truth = f
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	eng := sim.NewEngine(p)
+	go eng.Start(ectx)
+	h, err := server.New(eng, opts)
+	if err != nil {
+		return usageError(err)
+	}
+	srv := server.HTTPServer("", h)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(stdio.Out, "listening on http://%s\n", ln.Addr())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+	defer c()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		srv.Close()
+	}
+	return h.Close()
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+func newSimulateCmd(stdio Stdio) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Predict a deployment offline: the simulator and the load on a virtual clock",
+		Long: `simulate takes the same load, workload and output flags as run, but runs the simulated
+inference engine and the load generator on a virtual clock with no HTTP: a whole ladder of
+thousands of requests in seconds. It writes the same records, summary and report as run.`,
+		Example: `  llmbench simulate --sim textbook --concurrency 1,4,16,64 --input-tokens 512 --output-tokens 100
+  llmbench simulate --sim profile.yaml --rate 1,2,4,8 --requests 2000 --slo tpot:p99<=50ms`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.resolve(false, time.Now())
+			if err != nil {
+				return err
+			}
+			return runSimulate(cmd.Context(), stdio, cfg)
+		},
+	}
+	f.bind(cmd.Flags(), false)
+	return cmd
+}
+
+func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
+	p, err := sim.LoadProfile(cfg.simProfile)
+	if err != nil {
+		return usageError(fmt.Errorf("--sim: %w", err))
+	}
+	p.Seed = cfg.seed
+	src, err := workload.New(cfg.workload, nil)
+	if err != nil {
+		return usageError(err)
+	}
+	cfg.model = p.ModelName()
+	fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
+	var clock time.Duration // the run's virtual timeline: levels follow one another
+	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (string, error) {
+		end, err := sim.Simulate(ctx, p, lvl, clock, src, sink)
+		clock = end
+		if err != nil {
+			return string(engine.EndInterrupted), err
+		}
+		if lvl.Duration > 0 {
+			return string(engine.EndDuration), nil
+		}
+		return string(engine.EndRequests), nil
+	}
+	return execute(ctx, stdio, cfg, time.Now(), runLevel)
+}
