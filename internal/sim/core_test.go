@@ -1,0 +1,297 @@
+package sim
+
+import (
+	"testing"
+	"time"
+)
+
+// arrival is a test request submitted at a virtual time.
+type arrival struct {
+	at  time.Duration
+	req SeqRequest
+}
+
+// tokenLog is what a test driver saw of one sequence.
+type tokenLog struct {
+	times  []time.Duration
+	tokens int
+	done   bool
+	s      *seq
+}
+
+// drive runs the core over arrivals on a virtual clock, checking the KV invariants at
+// every event, and returns each request's tokens in arrival order.
+func drive(t *testing.T, p Profile, arrivals []arrival) ([]*tokenLog, *core) {
+	t.Helper()
+	logs := make([]*tokenLog, len(arrivals))
+	bySeq := map[*seq]*tokenLog{}
+	c, err := newCore(p, func(s *seq, at time.Duration, n int, done bool) {
+		l := bySeq[s]
+		if l.done {
+			t.Fatalf("tokens after done")
+		}
+		l.times = append(l.times, at)
+		l.tokens += n
+		l.done = done
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	for steps := 0; ; steps++ {
+		if steps > 10_000_000 {
+			t.Fatal("runaway simulation")
+		}
+		tc, okc := c.next()
+		if !okc && next == len(arrivals) {
+			break
+		}
+		now := tc
+		if next < len(arrivals) && (!okc || arrivals[next].at <= tc) {
+			now = arrivals[next].at
+		}
+		if okc && tc == now {
+			c.process(now)
+		}
+		for next < len(arrivals) && arrivals[next].at == now {
+			r := arrivals[next].req
+			s, err := c.newSeq(&r)
+			if err != nil {
+				t.Fatalf("request %d: %v", next, err)
+			}
+			logs[next] = &tokenLog{s: s}
+			bySeq[s] = logs[next]
+			c.submit(s, now)
+			next++
+		}
+		c.kick(now)
+		checkKV(t, c)
+	}
+	if c.nLive != 0 {
+		t.Fatalf("%d sequences never finished", c.nLive)
+	}
+	return logs, c
+}
+
+// checkKV asserts that block accounting is consistent and within capacity.
+func checkKV(t *testing.T, c *core) {
+	t.Helper()
+	if c.freeBlocks < 0 || c.freeBlocks > c.totalBlocks {
+		t.Fatalf("free blocks %d outside 0..%d", c.freeBlocks, c.totalBlocks)
+	}
+	held := 0
+	for _, s := range c.running {
+		held += s.private
+		if s.private+s.nref < c.blocksFor(s.kvTokens) {
+			t.Fatalf("sequence holds %d blocks for %d cached tokens", s.private+s.nref, s.kvTokens)
+		}
+	}
+	for _, e := range c.cache {
+		if e.refs > 0 {
+			held++
+		}
+	}
+	if held != c.totalBlocks-c.freeBlocks {
+		t.Fatalf("sequences hold %d blocks, accounting says %d", held, c.totalBlocks-c.freeBlocks)
+	}
+	if c.lruLen > c.freeBlocks {
+		t.Fatalf("%d evictable cached blocks but only %d free", c.lruLen, c.freeBlocks)
+	}
+}
+
+func smallProfile(t *testing.T, prefill string, kvTokens int) Profile {
+	p := mustProfile(t, "textbook")
+	p.Engine.Prefill = prefill
+	p.Engine.KVCacheTokens = kvTokens
+	p.Engine.MaxBatchedTokens = 512
+	p.Engine.MaxNumSeqs = 16
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestKVPressure overloads a small KV cache: usage never exceeds capacity, sequences are
+// preempted and recomputed, and every ignore_eos request still gets exactly max_tokens.
+func TestKVPressure(t *testing.T) {
+	for _, prefill := range []string{PrefillColocated, PrefillDisaggregated} {
+		t.Run(prefill, func(t *testing.T) {
+			p := smallProfile(t, prefill, 2048)
+			var arr []arrival
+			for i := range 60 {
+				arr = append(arr, arrival{at: time.Duration(i%7) * time.Millisecond,
+					req: SeqRequest{PromptTokens: 100 + 37*(i%11), MaxTokens: 50 + 29*(i%13), IgnoreEOS: true}})
+			}
+			logs, c := drive(t, p, arr)
+			for i, l := range logs {
+				if l.tokens != arr[i].req.MaxTokens || !l.done {
+					t.Errorf("request %d: %d tokens (done %v), want exactly %d", i, l.tokens, l.done, arr[i].req.MaxTokens)
+				}
+			}
+			if c.stats.Preemptions == 0 {
+				t.Error("no preemptions under KV pressure")
+			}
+			if c.freeBlocks != c.totalBlocks {
+				t.Errorf("%d of %d blocks free at the end", c.freeBlocks, c.totalBlocks)
+			}
+			t.Logf("%d preemptions", c.stats.Preemptions)
+		})
+	}
+}
+
+// TestFIFOAdmission: with room for two sequences at a time, requests start in
+// submission order whatever their lengths.
+func TestFIFOAdmission(t *testing.T) {
+	p := smallProfile(t, PrefillColocated, 100000)
+	p.Engine.MaxNumSeqs = 2
+	var arr []arrival
+	for i := range 10 {
+		arr = append(arr, arrival{req: SeqRequest{PromptTokens: 500 - 40*i, MaxTokens: 5 + 3*(i%4), IgnoreEOS: true}})
+	}
+	logs, _ := drive(t, p, arr)
+	for i := 1; i < len(logs); i++ {
+		if logs[i].times[0] < logs[i-1].times[0] {
+			t.Errorf("request %d's first token (%v) came before request %d's (%v)", i, logs[i].times[0], i-1, logs[i-1].times[0])
+		}
+	}
+}
+
+// TestPreemptNewestRequeuesFront: when a running sequence needs a block and none is free,
+// the newest running sequence is preempted and put at the head of the waiting queue.
+func TestPreemptNewestRequeuesFront(t *testing.T) {
+	p := smallProfile(t, PrefillColocated, 64) // 4 blocks of 16
+	c, err := newCore(p, func(*seq, time.Duration, int, bool) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func() *seq {
+		s, err := c.newSeq(&SeqRequest{PromptTokens: 16, MaxTokens: 16, IgnoreEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.submit(s, 0)
+		return s
+	}
+	a, b, later := mk(), mk(), mk()
+	// Two prefills of one block each, then decodes: a and b soon need a second block each,
+	// and the third sequence, admitted too, holds the rest.
+	for c.stats.Preemptions == 0 {
+		tc, ok := c.next()
+		if !ok {
+			c.kick(0)
+			continue
+		}
+		c.process(tc)
+		c.kick(tc)
+		checkKV(t, c)
+	}
+	if later.state != stWaiting || c.waiting.front() != later {
+		t.Fatalf("preempted: a %v b %v later %v; waiting head is the newest? %v", a.state, b.state, later.state, c.waiting.len() > 0 && c.waiting.front() == later)
+	}
+	if later.kvTokens != 0 || later.prefillLeft != later.prompt+later.generated {
+		t.Errorf("preempted sequence keeps %d cached tokens, will prefill %d (want 0 and %d)", later.kvTokens, later.prefillLeft, later.prompt+later.generated)
+	}
+	if a.state != stRunning || b.state != stRunning {
+		t.Errorf("older sequences not running: %v %v", a.state, b.state)
+	}
+}
+
+// TestRandomLengthsSeeded: without ignore_eos a sequence stops at a seeded random length
+// within max_tokens ("stop"), the same for the same seed.
+func TestRandomLengthsSeeded(t *testing.T) {
+	lengths := func(seed int64) []int {
+		p := smallProfile(t, PrefillColocated, 100000)
+		p.Seed = seed
+		var arr []arrival
+		for range 50 {
+			arr = append(arr, arrival{req: SeqRequest{PromptTokens: 10, MaxTokens: 40}})
+		}
+		logs, _ := drive(t, p, arr)
+		var out []int
+		for _, l := range logs {
+			out = append(out, l.tokens)
+		}
+		return out
+	}
+	a, b, c := lengths(1), lengths(1), lengths(2)
+	same, differ, short := true, false, 0
+	for i := range a {
+		if a[i] < 1 || a[i] > 40 {
+			t.Fatalf("length %d outside 1..40", a[i])
+		}
+		same = same && a[i] == b[i]
+		differ = differ || a[i] != c[i]
+		if a[i] < 40 {
+			short++
+		}
+	}
+	if !same || !differ || short < 40 {
+		t.Errorf("seeded lengths: same seed equal %v, other seed differs %v, %d of 50 stopped early", same, differ, short)
+	}
+}
+
+// TestDisaggregatedDecodeNeverWaits: a long prompt arriving mid-decode stalls the running
+// sequence's next token when prefill is colocated, and not at all when disaggregated.
+func TestDisaggregatedDecodeNeverWaits(t *testing.T) {
+	gap := func(prefill string) time.Duration {
+		p := smallProfile(t, prefill, 100000)
+		p.Engine.MaxBatchedTokens = 8192
+		arr := []arrival{
+			{at: 0, req: SeqRequest{PromptTokens: 10, MaxTokens: 60, IgnoreEOS: true}},
+			{at: 100 * time.Millisecond, req: SeqRequest{PromptTokens: 4000, MaxTokens: 2, IgnoreEOS: true}},
+		}
+		logs, _ := drive(t, p, arr)
+		var worst time.Duration
+		ts := logs[0].times
+		for i := 1; i < len(ts); i++ {
+			worst = max(worst, ts[i]-ts[i-1])
+		}
+		return worst
+	}
+	colo, dis := gap(PrefillColocated), gap(PrefillDisaggregated)
+	// Colocated: the 4000-token prefill (80 ms) shares a step with the decode.
+	if colo < 80*time.Millisecond {
+		t.Errorf("colocated: largest inter-token gap %v, want the 80 ms prefill in it", colo)
+	}
+	if dis > 8960*time.Microsecond {
+		t.Errorf("disaggregated: largest inter-token gap %v, want at most one two-sequence decode step", dis)
+	}
+}
+
+// TestPrefixCaching: requests sharing a prompt prefix skip its prefill once it is cached.
+func TestPrefixCaching(t *testing.T) {
+	p := smallProfile(t, PrefillColocated, 100000)
+	p.Engine.PrefixCaching = true
+	hashes := prefixHashes(7, 30) // 480 tokens of shared prefix
+	var arr []arrival
+	for i := range 5 {
+		arr = append(arr, arrival{at: time.Duration(i) * time.Second, req: SeqRequest{PromptTokens: 500, MaxTokens: 3, IgnoreEOS: true, PrefixHashes: hashes}})
+	}
+	logs, c := drive(t, p, arr)
+	ttft := func(i int) time.Duration { return logs[i].times[0] - arr[i].at }
+	if ttft(0) != 10*time.Millisecond {
+		t.Errorf("first request TTFT %v, want 500 × 0.02 ms", ttft(0))
+	}
+	for i := 1; i < 5; i++ {
+		if ttft(i) != 400*time.Microsecond { // 20 uncached tokens
+			t.Errorf("request %d TTFT %v, want 0.4 ms (prefix cached)", i, ttft(i))
+		}
+	}
+	if c.stats.PrefixHits != 4*480 || c.stats.PrefixQueries != 5*500 {
+		t.Errorf("prefix hits %d of %d queried tokens", c.stats.PrefixHits, c.stats.PrefixQueries)
+	}
+	// Cached blocks nobody holds still count as free, and are evicted when needed.
+	if c.freeBlocks != c.totalBlocks || c.lruLen != 30 {
+		t.Errorf("free %d of %d, %d evictable cached", c.freeBlocks, c.totalBlocks, c.lruLen)
+	}
+}
+
+func TestSubmitRejects(t *testing.T) {
+	p := smallProfile(t, PrefillColocated, 1024)
+	c, _ := newCore(p, nil)
+	for _, r := range []SeqRequest{{PromptTokens: 0, MaxTokens: 5}, {PromptTokens: 5, MaxTokens: 0}, {PromptTokens: 1000, MaxTokens: 100}} {
+		if _, err := c.newSeq(&r); err == nil {
+			t.Errorf("%+v accepted", r)
+		}
+	}
+}
