@@ -104,6 +104,7 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 		newServeCmd(stdio),
 		newTokenizeCmd(stdio),
 		newDatasetCmd(stdio),
+		newReportCmd(stdio),
 	)
 	return root
 }

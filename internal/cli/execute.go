@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -57,7 +58,7 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 		sum.EndReason = "error: " + runErr.Error()
 	}
 	sum.Judge()
-	if err := writeResults(cfg, sum); err != nil {
+	if err := writeResults(cfg.outputDir, cfg.outputDir, cfg.resultFormat, sum); err != nil {
 		return err
 	}
 	if len(sum.Levels) > 1 {
@@ -89,15 +90,21 @@ func exitStatus(ctx context.Context, sum *report.Summary, runErr error) error {
 	return nil
 }
 
-// writeResults writes summary.json, summary.csv and report.html atomically.
-func writeResults(cfg *benchConfig, sum *report.Summary) error {
-	dir := cfg.outputDir
-	var errs []error
-	errs = append(errs,
-		report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return report.WriteJSON(w, sum) }),
+// writeResults writes summary.json, summary.csv, report.html (and vllm.json when asked)
+// into dir, each atomically; the page reads the records from recordsDir.
+func writeResults(dir, recordsDir, resultFormat string, sum *report.Summary) error {
+	var js bytes.Buffer
+	if err := report.WriteJSON(&js, sum); err != nil {
+		return err
+	}
+	errs := []error{
+		report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { _, err := w.Write(js.Bytes()); return err }),
 		report.WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return report.WriteCSV(w, sum) }),
-	)
-	if cfg.resultFormat == "vllm" {
+		report.WriteFileAtomic(filepath.Join(dir, "report.html"), func(w io.Writer) error {
+			return report.WriteHTML(w, js.Bytes(), filepath.Join(recordsDir, "records.jsonl"))
+		}),
+	}
+	if resultFormat == "vllm" {
 		errs = append(errs, report.WriteFileAtomic(filepath.Join(dir, "vllm.json"), func(w io.Writer) error { return report.WriteVLLM(w, sum) }))
 	}
 	return errors.Join(errs...)

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+)
+
+func newReportCmd(stdio Stdio) *cobra.Command {
+	var outDir, resultFormat string
+	var percentiles, slo string
+	cmd := &cobra.Command{
+		Use:   "report DIR",
+		Short: "Recompute summary.json, summary.csv and report.html from a run's records.jsonl",
+		Long: `report recomputes every figure of a run from its raw records (DIR/records.jsonl) and the
+configuration stored in DIR/summary.json, and writes summary.json, summary.csv and
+report.html again (into DIR, or --output-dir). --percentiles and --slo re-judge the run
+with other percentiles or SLOs.`,
+		Example: `  llmbench report llmbench-results/20261129T120000Z
+  llmbench report old-run --output-dir rejudged --slo ttft:p99<=800ms`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			sum, err := readSummary(dir)
+			if err != nil {
+				return withCode(ExitFailure, err)
+			}
+			var errs []error
+			if cmd.Flags().Changed("percentiles") {
+				if sum.Percentiles, err = parseList("percentiles", percentiles, false); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if cmd.Flags().Changed("slo") {
+				sum.SLO = slo
+			}
+			slos, err := metrics.ParseSLOs(sum.SLO)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--slo: %w", err))
+			}
+			if resultFormat != "" && resultFormat != "vllm" {
+				errs = append(errs, fmt.Errorf("--result-format: %q is not vllm", resultFormat))
+			}
+			if len(errs) > 0 {
+				return usageError(errors.Join(errs...))
+			}
+			if err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}); err != nil {
+				return withCode(ExitFailure, err)
+			}
+			if outDir == "" {
+				outDir = dir
+			}
+			if err := os.MkdirAll(outDir, 0o755); err != nil {
+				return err
+			}
+			if err := writeResults(outDir, dir, resultFormat, sum); err != nil {
+				return err
+			}
+			if err := report.Console(stdio.Out, sum, report.ConsoleOptions{}); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Out, "\nResults: %s\n", outDir)
+			if passed, judged := sum.SLOPassed(); judged && !passed {
+				return withCode(ExitSLOFailed, errors.New("no level met the SLOs"))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&outDir, "output-dir", "", "write the recomputed files here (default: DIR itself)")
+	cmd.Flags().StringVar(&percentiles, "percentiles", "", "percentiles to report (default: the run's)")
+	cmd.Flags().StringVar(&slo, "slo", "", "SLOs to judge the run by (default: the run's)")
+	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vllm.json: vllm")
+	return cmd
+}
+
+// readSummary reads DIR/summary.json.
+func readSummary(dir string) (*report.Summary, error) {
+	f, err := os.Open(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sum, err := report.ReadJSON(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return sum, nil
+}
+
+// recompute replaces every level's figures in sum by those aggregated from dir's
+// records.jsonl, keeping each level's load description.
+func recompute(dir string, sum *report.Summary, cfg metrics.Config) error {
+	byLevel, err := readRecordsByLevel(filepath.Join(dir, "records.jsonl"))
+	if err != nil {
+		return err
+	}
+	for lvl := range byLevel {
+		if lvl < 0 || lvl >= len(sum.Levels) {
+			return fmt.Errorf("records.jsonl: level %d is not in summary.json (it lists %d levels)", lvl, len(sum.Levels))
+		}
+	}
+	for i := range sum.Levels {
+		sum.Levels[i].Level = metrics.Aggregate(byLevel[i], cfg)
+	}
+	sum.Judge()
+	return nil
+}
+
+// readRecordsByLevel reads a records.jsonl file into per-level slices.
+func readRecordsByLevel(path string) (map[int][]record.Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	recs, err := record.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := map[int][]record.Record{}
+	for _, r := range recs {
+		out[r.Level] = append(out[r.Level], r)
+	}
+	return out, nil
+}
