@@ -1,0 +1,229 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"html"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var screenshotOut = flag.String("report-screenshot", "", "save the browser test's screenshot of a 4-level run to this PNG file (e.g. ../../docs/report-screenshot.png)")
+
+// browserWindow is tall enough for the whole page, so every chart is in the screenshot.
+const browserWindow = "1280,5200"
+
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium binary on PATH; the browser check of report.html needs Debian's chromium")
+	return ""
+}
+
+// runChromium runs headless Chromium on page with the flags of an offline, quiet browser.
+func runChromium(t *testing.T, bin, page string, extra ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	args := []string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
+		"--user-data-dir=" + t.TempDir(), "--window-size=" + browserWindow, "--virtual-time-budget=5000",
+	}
+	args = append(append(args, extra...), "file://"+page)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\nstderr:\n%s", extra, err, lastLines(stderr.String(), 30))
+	}
+	return stdout.Bytes()
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var htmlTag = regexp.MustCompile(`(?s)<html\b[^>]*>`)
+
+// htmlAttr returns attribute name of the <html> element in a dumped DOM.
+func htmlAttr(dom []byte, name string) (string, bool) {
+	tag := htmlTag.Find(dom)
+	m := regexp.MustCompile(`\s` + regexp.QuoteMeta(name) + `="([^"]*)"`).FindSubmatch(tag)
+	if m == nil {
+		return "", false
+	}
+	return html.UnescapeString(string(m[1])), true
+}
+
+type chartRect struct {
+	Name       string
+	X, Y, W, H int
+}
+
+func TestReportHTMLInChromium(t *testing.T) {
+	bin := chromium(t)
+	dir := t.TempDir()
+	sum, recordsPath := writeSynthRun(t, dir, []int{1, 4, 16, 64}, 120)
+	// Server metrics over time, as issue 6 will put them in summary.json.
+	sum = withServerSeries(t, sum)
+	page := filepath.Join(dir, "report.html")
+	var b bytes.Buffer
+	if err := WriteHTML(&b, sum, recordsPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	dom := runChromium(t, bin, page, "--dump-dom")
+	if errs, ok := htmlAttr(dom, "data-errors"); ok {
+		t.Fatalf("the page reported script errors: %s", errs)
+	}
+	if v, _ := htmlAttr(dom, "data-ready"); v != "1" {
+		t.Fatalf("the page's script did not finish (no data-ready); <html> tag: %s", htmlTag.Find(dom))
+	}
+	raw, _ := htmlAttr(dom, "data-charts")
+	var rects []chartRect
+	if err := json.Unmarshal([]byte(raw), &rects); err != nil {
+		t.Fatalf("data-charts %q: %v", raw, err)
+	}
+	drawn := map[string]chartRect{}
+	for _, r := range rects {
+		drawn[r.Name] = r
+	}
+	for _, want := range []string{"tradeoff-ttft", "tradeoff-tpot", "percentiles", "cdf-ttft_ms", "cdf-tpot_ms", "cdf-itl_ms", "anatomy", "overtime", "server"} {
+		if _, ok := drawn[want]; !ok {
+			t.Errorf("chart %q was not drawn; drawn: %v", want, rects)
+		}
+	}
+	// The server-rendered parts and the data are in the DOM too.
+	for _, want := range []string{"sweet spot", "SLO limit", "concurrency 64", "textbook-sim", "http_status"} {
+		if !bytes.Contains(dom, []byte(want)) {
+			t.Errorf("the rendered page lacks %q", want)
+		}
+	}
+
+	shot := filepath.Join(dir, "shot.png")
+	runChromium(t, bin, page, "--screenshot="+shot)
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	for _, r := range rects {
+		area := image.Rect(r.X, r.Y, r.X+r.W, r.Y+r.H).Intersect(img.Bounds())
+		if r.W < 100 || r.H < 100 {
+			t.Errorf("chart %s has no real size: %+v", r.Name, r)
+			continue
+		}
+		if area.Dx()*area.Dy() < r.W*r.H/2 {
+			t.Errorf("chart %s at %v is mostly outside the %v screenshot", r.Name, area, img.Bounds())
+			continue
+		}
+		ink, colours := inkAndColours(img, area)
+		t.Logf("chart %-14s %4dx%-4d ink %5.1f%%  %4d colours", r.Name, r.W, r.H, 100*ink, colours)
+		if ink < 0.01 || colours < 6 {
+			t.Errorf("chart %s looks blank: %.2f%% non-white pixels, %d distinct colours", r.Name, 100*ink, colours)
+		}
+	}
+	if *screenshotOut != "" {
+		b, err := os.ReadFile(shot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(*screenshotOut, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// inkAndColours returns the fraction of non-white pixels in r and the number of distinct colours.
+func inkAndColours(img image.Image, r image.Rectangle) (float64, int) {
+	colours := map[uint32]bool{}
+	ink := 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			r8, g8, b8 := cr>>8, cg>>8, cb>>8
+			colours[r8<<16|g8<<8|b8] = true
+			if r8 < 245 || g8 < 245 || b8 < 245 {
+				ink++
+			}
+		}
+	}
+	return float64(ink) / float64(r.Dx()*r.Dy()), len(colours)
+}
+
+// withServerSeries adds per-level server metrics (columnar) to a summary, as issue 6 plans.
+func withServerSeries(t *testing.T, sum []byte) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(sum, &m); err != nil {
+		t.Fatal(err)
+	}
+	levels := m["levels"].([]any)
+	tcur := 0.0
+	for i, l := range levels {
+		lm := l.(map[string]any)
+		d := lm["duration_s"].(float64)
+		c := lm["concurrency"].(float64)
+		var ts, running, waiting, kv []float64
+		for s := 0.0; s < d; s += 0.5 {
+			ts = append(ts, tcur+s)
+			running = append(running, min(c, 32))
+			waiting = append(waiting, max(0, c-32))
+			kv = append(kv, min(0.95, c/70+0.02*float64(i)))
+		}
+		tcur += d + 0.5
+		lm["server"] = map[string]any{"series": map[string]any{"t_s": ts, "running": running, "waiting": waiting, "kv_cache_usage": kv}}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestChromiumHelpers(t *testing.T) {
+	dom := []byte(`<html lang="en" data-ready="1" data-charts="[{&quot;name&quot;:&quot;a&quot;}]"><head>`)
+	if v, ok := htmlAttr(dom, "data-charts"); !ok || v != `[{"name":"a"}]` {
+		t.Fatalf("htmlAttr = %q, %v", v, ok)
+	}
+	if _, ok := htmlAttr(dom, "data-errors"); ok {
+		t.Fatal("found an absent attribute")
+	}
+	img := image.NewRGBA(image.Rect(0, 0, 10, 10))
+	for i := range img.Pix {
+		img.Pix[i] = 255
+	}
+	if ink, n := inkAndColours(img, img.Bounds()); ink != 0 || n != 1 {
+		t.Fatalf("white image: ink %v, colours %d", ink, n)
+	}
+	img.Pix[0] = 0
+	if ink, n := inkAndColours(img, img.Bounds()); ink != 0.01 || n != 2 {
+		t.Fatalf("one dark pixel: ink %v, colours %d", ink, n)
+	}
+}
