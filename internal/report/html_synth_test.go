@@ -151,7 +151,7 @@ func synthLevel(recs []record.Record, c int) map[string]any {
 		"completed": completed, "failed": failed, "errors": errs, "duration_s": dur,
 		"request_throughput": float64(completed) / dur, "output_throughput": float64(outTok) / dur,
 		"metrics": map[string]any{"ttft_ms": stats(ttft), "tpot_ms": tpotStats, "itl_ms": stats(itl), "e2el_ms": stats(e2el), "schedule_lag_ms": stats(lag)},
-		"slo": map[string]any{"pass": p99 <= 15, "terms": []any{map[string]any{"term": "tpot:p99<=15ms", "value": p99, "pass": p99 <= 15}}},
+		"slo":     map[string]any{"pass": p99 <= 15, "terms": []any{map[string]any{"term": "tpot:p99<=15ms", "value": p99, "pass": p99 <= 15}}},
 	}
 }
 
