@@ -63,7 +63,7 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	}
 	if len(sum.Levels) > 1 {
 		fmt.Fprintln(stdio.Out)
-		report.Console(stdio.Out, &report.Summary{}, report.ConsoleOptions{}) // LADDER
+		report.ConsoleLadder(stdio.Out, sum)
 	}
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
 	return exitStatus(ctx, sum, runErr)
@@ -150,7 +150,10 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 	l := newLevel(lvl, metrics.Aggregate(recs, r.cfg.metrics))
 	l.Partial = reason == string(engine.EndInterrupted)
 	r.sum.Levels = append(r.sum.Levels, l)
-	report.Console(r.stdio.Out, &report.Summary{Levels: []report.Level{l}, Percentiles: r.sum.Percentiles}, report.ConsoleOptions{})
+	if len(r.sum.Levels) > 1 {
+		fmt.Fprintln(r.stdio.Out)
+	}
+	report.ConsoleLevel(r.stdio.Out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
 	return &r.sum.Levels[len(r.sum.Levels)-1], err
 }
 

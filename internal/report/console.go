@@ -41,6 +41,21 @@ func Console(w io.Writer, s *Summary, opts ConsoleOptions) error {
 	return bw.Flush()
 }
 
+// ConsoleLevel writes level i's block alone: the CLI prints each level as it ends.
+func ConsoleLevel(w io.Writer, s *Summary, i int, opts ConsoleOptions) error {
+	bw := bufio.NewWriter(w)
+	consoleLevel(bw, s, i, opts)
+	return bw.Flush()
+}
+
+// ConsoleLadder writes the ladder table alone (one row per level, sweet spot and SLO limit
+// marked), after the levels' blocks were printed one by one.
+func ConsoleLadder(w io.Writer, s *Summary) error {
+	bw := bufio.NewWriter(w)
+	consoleLadder(bw, s)
+	return bw.Flush()
+}
+
 const consoleWidth = 50
 
 // consoleRule centres title in a rule of c, like Python's '{:c^50}'.format(title) (the
