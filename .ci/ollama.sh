@@ -106,7 +106,8 @@ model() {
   # Sampling, not greedy decoding: greedy decoding of random weights repeats one token and
   # Ollama aborts a stream after 31 repeats. The fixed seed makes a given prompt's answer
   # reproducible. num_predict caps requests that send no limit (the model never stops by
-  # itself); clients' max_tokens / options.num_predict override it.
+  # itself); clients' max_tokens / options.num_predict override it. One thread: ggml's
+  # threads spin on barriers, and with two on two busy cores a token took 400 ms, not 3 ms.
   cat >"$STATE/Modelfile" <<'EOF'
 FROM ./model.gguf
 TEMPLATE """{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>
@@ -120,6 +121,7 @@ PARAMETER top_k 40
 PARAMETER top_p 0.95
 PARAMETER seed 42
 PARAMETER num_predict 256
+PARAMETER num_thread 1
 EOF
 }
 
