@@ -1,0 +1,176 @@
+package fidelity
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+)
+
+// Join pairs records with their ground truth, one record at a time, so that records.jsonl
+// can be streamed. Records carry offsets from the run's t = 0 on the client's monotonic
+// clock; the truth carries wall-clock Unix times. Start, the wall instant of t = 0
+// (summary.json's started_at), maps one onto the other: client wall = Start + offset. That
+// holds while the wall clock neither steps nor slews during the run (docs/performance.md).
+type Join struct {
+	truth map[string]*Truth
+	start int64 // Start in Unix ns
+	seen  map[string]bool
+
+	records, matched, noID, noTruth, duplicate, mismatch, noEvents int
+	// Signed errors in ns, kept whole and sorted at the end: percentiles are exact.
+	event, ttft, itl, send []int64
+}
+
+// NewJoin joins records to truth, with start the wall instant of the records' t = 0.
+func NewJoin(truth map[string]*Truth, start time.Time) *Join {
+	return &Join{truth: truth, start: start.UnixNano(), seen: map[string]bool{}}
+}
+
+// wall is the client's wall instant of a record offset, in Unix ns.
+func (j *Join) wall(d time.Duration) int64 { return j.start + int64(d) }
+
+// Add joins one record. Records that failed still count: their events before the failure
+// were measured like any other.
+func (j *Join) Add(r *record.Record) {
+	j.records++
+	if r.ResponseID == "" {
+		j.noID++
+		return
+	}
+	t, ok := j.truth[r.ResponseID]
+	if !ok {
+		j.noTruth++
+		return
+	}
+	if j.seen[r.ResponseID] {
+		j.duplicate++ // two records claim one response: the second is not paired again
+		return
+	}
+	j.seen[r.ResponseID] = true
+	j.matched++
+	n := min(r.Events.Len(), len(t.Events))
+	if r.Events.Len() != len(t.Events) {
+		j.mismatch++
+	}
+	if n == 0 {
+		j.noEvents++
+		return
+	}
+	sent := j.wall(r.Sent)
+	j.send = append(j.send, t.Received*1000-sent)
+	var prevC, prevS int64
+	r.Events.Each(func(i int, at time.Duration, nc int) {
+		if i >= n {
+			return
+		}
+		c, s := j.wall(at), t.Events[i]*1000
+		j.event = append(j.event, c-s)
+		if i == 0 {
+			// TTFT as the client measured it minus TTFT as the server served it.
+			j.ttft = append(j.ttft, (c-sent)-(s-t.Received*1000))
+		} else {
+			ns := 1
+			if t.Tokens != nil {
+				ns = int(t.Tokens[i])
+			}
+			// Each gap carrying nc tokens gives nc ITL samples of gap/nc (DESIGN.md §2);
+			// the truth's sample is the server's gap over the tokens it sent.
+			e := float64(c-prevC)/float64(nc) - float64(s-prevS)/float64(ns)
+			for range nc {
+				j.itl = append(j.itl, int64(math.Round(e)))
+			}
+		}
+		prevC, prevS = c, s
+	})
+}
+
+// Report is the outcome of a join. Errors are client minus server, in ms: positive means
+// the client saw an event later (or measured a longer interval) than the server produced it.
+type Report struct {
+	Records        int `json:"records"`         // records read
+	Matched        int `json:"matched"`         // records joined to a truth line
+	NoResponseID   int `json:"no_response_id"`  // records with no response id (failed before the stream)
+	NoTruth        int `json:"no_truth"`        // response ids the truth does not have
+	Duplicate      int `json:"duplicate"`       // records repeating an already joined response id
+	CountMismatch  int `json:"count_mismatch"`  // joined records whose event counts differ (paired up to the shorter)
+	NoEvents       int `json:"no_events"`       // joined records with no event to pair
+	UnmatchedTruth int `json:"unmatched_truth"` // truth lines no record claimed
+	Events         int `json:"events"`          // paired token events
+	Requests       int `json:"paired_requests"` // joined records with at least one paired event
+
+	// EventTime: each paired event's client read time minus the server's write time.
+	EventTime Stats `json:"event_time_error_ms"`
+	// TTFT: client TTFT (first token - sent) minus the server's (first event - received).
+	// It adds to the first event's lateness the time the request took to reach the handler.
+	TTFT Stats `json:"ttft_error_ms"`
+	// ITL: each of the client's ITL samples minus the server's for the same gap.
+	ITL Stats `json:"itl_error_ms"`
+	// SendDelay: the server's receipt of the request minus the client's sent.
+	SendDelay Stats `json:"send_delay_ms"`
+
+	// ClockWarning is set when some event was read before it was written by more than
+	// the clocks' resolution: the client's and server's wall clocks disagree.
+	ClockWarning string `json:"clock_warning,omitempty"`
+}
+
+// Stats summarise one signed error distribution in ms. Percentiles interpolate linearly
+// between order statistics (numpy's default), over all samples: exact, not binned.
+type Stats struct {
+	Count int     `json:"count"`
+	Mean  float64 `json:"mean"`
+	Min   float64 `json:"min"`
+	P1    float64 `json:"p1"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p99.9"`
+	Max   float64 `json:"max"`
+}
+
+// clockSlack is how early an event may appear to be read before a warning: records and
+// truth are both truncated to the µs, so 2 µs either way is rounding.
+const clockSlack = 2 * time.Microsecond
+
+// Report computes the statistics. It may be called more than once.
+func (j *Join) Report() Report {
+	r := Report{
+		Records: j.records, Matched: j.matched, NoResponseID: j.noID, NoTruth: j.noTruth,
+		Duplicate: j.duplicate, CountMismatch: j.mismatch, NoEvents: j.noEvents,
+		UnmatchedTruth: len(j.truth) - len(j.seen), Events: len(j.event), Requests: len(j.ttft),
+		EventTime: statsOf(j.event), TTFT: statsOf(j.ttft), ITL: statsOf(j.itl), SendDelay: statsOf(j.send),
+	}
+	if r.EventTime.Count > 0 && r.EventTime.Min < -ms(int64(clockSlack)) {
+		r.ClockWarning = "some events were read up to " + formatMs(-r.EventTime.Min) +
+			" ms before the server wrote them: the client's and server's wall clocks disagree (or started_at is not the run's t = 0), so event-time errors are shifted by that much"
+	}
+	return r
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// statsOf sorts v in place and summarises it.
+func statsOf(v []int64) Stats {
+	if len(v) == 0 {
+		return Stats{}
+	}
+	slices.Sort(v)
+	var sum float64
+	for _, x := range v {
+		sum += float64(x)
+	}
+	return Stats{
+		Count: len(v), Mean: sum / float64(len(v)) / 1e6, Min: ms(v[0]), Max: ms(v[len(v)-1]),
+		P1: percentile(v, 1), P50: percentile(v, 50), P90: percentile(v, 90),
+		P99: percentile(v, 99), P999: percentile(v, 99.9),
+	}
+}
+
+// percentile of sorted v in ms, by linear interpolation between order statistics.
+func percentile(v []int64, p float64) float64 {
+	h := p / 100 * float64(len(v)-1)
+	lo := int(math.Floor(h))
+	hi := min(lo+1, len(v)-1)
+	return ms(v[lo]) + (h-float64(lo))*(ms(v[hi])-ms(v[lo]))
+}

@@ -1,0 +1,53 @@
+package fidelity
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+func formatMs(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// WriteText prints the report as a small table: one row per error distribution.
+func WriteText(w io.Writer, r Report) error {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "Records:          %d read, %d joined to the truth (%d with events), %d token events paired\n",
+		r.Records, r.Matched, r.Requests, r.Events)
+	if n := r.NoResponseID + r.NoTruth + r.Duplicate; n > 0 {
+		fmt.Fprintf(b, "Not joined:       %d without a response id, %d not in the truth, %d duplicate ids\n",
+			r.NoResponseID, r.NoTruth, r.Duplicate)
+	}
+	if r.CountMismatch > 0 {
+		fmt.Fprintf(b, "Event counts:     %d requests differ from the truth (paired up to the shorter)\n", r.CountMismatch)
+	}
+	if r.UnmatchedTruth > 0 {
+		fmt.Fprintf(b, "Truth only:       %d truth lines no record claimed\n", r.UnmatchedTruth)
+	}
+	fmt.Fprintln(b)
+	fmt.Fprintf(b, "%-24s %9s %9s %9s %9s %9s %9s %9s %9s\n", "client - server (ms)", "count", "mean", "min", "p50", "p90", "p99", "p99.9", "max")
+	row := func(name string, s Stats) {
+		if s.Count == 0 {
+			fmt.Fprintf(b, "%-24s %9d %9s\n", name, 0, "-")
+			return
+		}
+		fmt.Fprintf(b, "%-24s %9d %9s %9s %9s %9s %9s %9s %9s\n", name, s.Count, formatMs(s.Mean),
+			formatMs(s.Min), formatMs(s.P50), formatMs(s.P90), formatMs(s.P99), formatMs(s.P999), formatMs(s.Max))
+	}
+	row("event time", r.EventTime)
+	row("TTFT", r.TTFT)
+	row("ITL (per token)", r.ITL)
+	row("send delay", r.SendDelay)
+	if r.ClockWarning != "" {
+		fmt.Fprintf(b, "\nwarning: %s\n", r.ClockWarning)
+	}
+	return b.Flush()
+}
+
+// WriteJSON writes the report as indented JSON.
+func WriteJSON(w io.Writer, r Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
