@@ -85,6 +85,10 @@ type core struct {
 
 	// emit reports n tokens of s at t; done is its last.
 	emit func(s *seq, t time.Duration, n int, done bool)
+	// vemit, when set, replaces emit with a direct call (the virtual clock's hot path),
+	// and finished sequences are recycled.
+	vemit *vsim
+	free  []*seq
 }
 
 func newCore(p Profile, emit func(*seq, time.Duration, int, bool)) (*core, error) {
@@ -133,7 +137,14 @@ func (c *core) newSeq(r *SeqRequest) (*seq, error) {
 		return nil, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the KV cache of %d tokens", r.PromptTokens, r.MaxTokens, c.totalBlocks*c.bs)
 	}
 	c.nsub++
-	s := &seq{no: c.nsub, prompt: r.PromptTokens, target: r.MaxTokens, reason: "length"}
+	var s *seq
+	if n := len(c.free); n > 0 {
+		s = c.free[n-1]
+		c.free = c.free[:n-1]
+		*s = seq{no: c.nsub, prompt: r.PromptTokens, target: r.MaxTokens, reason: "length"}
+	} else {
+		s = &seq{no: c.nsub, prompt: r.PromptTokens, target: r.MaxTokens, reason: "length"}
+	}
 	if c.cache != nil {
 		s.hashes = r.PrefixHashes
 	}
@@ -215,15 +226,28 @@ func (c *core) finishPrefill(s *seq, t time.Duration) {
 	c.stats.GenerationTokens++
 	if s.generated >= s.target {
 		c.finish(s)
-		c.emit(s, t, 1, true)
+		c.emitTo(s, t, 1, true)
 		return
 	}
-	c.emit(s, t, 1, false)
+	c.emitTo(s, t, 1, false)
 	s.state = stWaiting
 	if s.resumed {
 		c.waiting.pushFront(s)
 	} else {
 		c.waiting.pushBack(s)
+	}
+}
+
+// emitTo reports tokens to the driver; a finished sequence is recycled on the virtual
+// clock, where nothing else refers to it afterwards.
+func (c *core) emitTo(s *seq, t time.Duration, n int, done bool) {
+	if c.vemit == nil {
+		c.emit(s, t, n, done)
+		return
+	}
+	c.vemit.emit(s, t, n, done)
+	if done {
+		c.free = append(c.free, s)
 	}
 }
 
@@ -258,7 +282,10 @@ func (c *core) schedule() StepWork {
 		if s.prefillLeft > 0 {
 			n = min(s.prefillLeft, budget)
 		}
-		need := c.blocksFor(s.kvTokens+n) - s.private - s.nref
+		need := 0
+		if held := (s.private + s.nref) * c.bs; s.kvTokens+n > held {
+			need = c.blocksFor(s.kvTokens+n-held)
+		}
 		for need > c.freeBlocks && s.state == stRunning {
 			c.preempt(c.running[len(c.running)-1])
 			preempted = true
@@ -325,38 +352,44 @@ func (c *core) account(w *StepWork, s *seq, n int) {
 // finishStep emits the step's tokens at t and retires finished sequences.
 func (c *core) finishStep(t time.Duration) {
 	c.busy = false
-	kept := c.running[:0]
-	for _, s := range c.running {
+	run := c.running
+	k := 0 // running sequences kept, compacted in place (written only when they move)
+	for i, s := range run {
 		n := s.stepTokens
-		s.stepTokens = 0
-		if n == 0 {
-			kept = append(kept, s)
-			continue
-		}
-		s.kvTokens += n
-		if s.prefillLeft > 0 {
-			s.prefillLeft -= n
-			c.stats.PromptTokens += uint64(n)
-			if c.cache != nil {
-				c.register(s)
-			}
+		keep := true
+		if n > 0 {
+			s.stepTokens = 0
+			s.kvTokens += n
+			emit := true
 			if s.prefillLeft > 0 {
-				kept = append(kept, s)
-				continue // mid-prefill: no token yet
+				s.prefillLeft -= n
+				c.stats.PromptTokens += uint64(n)
+				if c.cache != nil {
+					c.register(s)
+				}
+				emit = s.prefillLeft == 0 // mid-prefill: no token yet
+			}
+			if emit {
+				s.generated++
+				c.stats.GenerationTokens++
+				if s.generated >= s.target {
+					c.finish(s)
+					c.emitTo(s, t, 1, true)
+					keep = false
+				} else {
+					c.emitTo(s, t, 1, false)
+				}
 			}
 		}
-		s.generated++
-		c.stats.GenerationTokens++
-		if s.generated >= s.target {
-			c.finish(s)
-			c.emit(s, t, 1, true)
-			continue
+		if keep {
+			if k != i {
+				run[k] = s
+			}
+			k++
 		}
-		c.emit(s, t, 1, false)
-		kept = append(kept, s)
 	}
-	clear(c.running[len(kept):])
-	c.running = kept
+	clear(run[k:])
+	c.running = run[:k]
 }
 
 // finish releases a finished sequence.

@@ -37,6 +37,7 @@ func Simulate(ctx context.Context, p Profile, lvl engine.Level, levelStart time.
 	if err != nil {
 		return levelStart, err
 	}
+	c.vemit = v
 	v.c = c
 	if c.cache != nil {
 		v.bs = c.bs
