@@ -284,7 +284,7 @@ func (c *core) schedule() StepWork {
 		}
 		need := 0
 		if held := (s.private + s.nref) * c.bs; s.kvTokens+n > held {
-			need = c.blocksFor(s.kvTokens+n-held)
+			need = c.blocksFor(s.kvTokens + n - held)
 		}
 		for need > c.freeBlocks && s.state == stRunning {
 			c.preempt(c.running[len(c.running)-1])
