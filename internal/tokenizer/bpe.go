@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"container/heap"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -32,6 +33,8 @@ type bpe struct {
 	wholeWord bool
 
 	pat *regexp2.Regexp
+	// fast is a hand-written equivalent of pat when pat is one of the known patterns.
+	fast func(runes []rune, i int) int
 	// keepGaps: text between regex matches forms pieces too (HuggingFace Split "Isolated");
 	// otherwise it is dropped ("Removed" with invert, and tiktoken).
 	keepGaps bool
@@ -41,7 +44,46 @@ type bpe struct {
 	// encodings, whose reference is encode_ordinary.
 	specials []special
 	// specialsByFirst indexes specials by first byte, longest first (leftmost-longest match).
-	specialsByFirst map[byte][]int
+	specialsByFirst [256][]int
+
+	cache pieceCache
+}
+
+// pieceCache remembers the ids of merged pieces: text repeats words, and merging is the
+// costly part of encoding once pre-tokenization is fast. Sharded to keep lock contention
+// low; a full shard is simply emptied.
+type pieceCache struct {
+	shards [16]struct {
+		mu sync.RWMutex
+		m  map[string][]int
+	}
+}
+
+const (
+	cacheMaxPiece = 64
+	cachePerShard = 8192
+)
+
+func shardOf(piece string) int {
+	return (len(piece)*31 + int(piece[0])*7 + int(piece[len(piece)-1])) & 15
+}
+
+func (c *pieceCache) get(piece string) ([]int, bool) {
+	sh := &c.shards[shardOf(piece)]
+	sh.mu.RLock()
+	ids, ok := sh.m[piece]
+	sh.mu.RUnlock()
+	return ids, ok
+}
+
+func (c *pieceCache) put(piece string, ids []int) {
+	sh := &c.shards[shardOf(piece)]
+	sh.mu.Lock()
+	if sh.m == nil || len(sh.m) >= cachePerShard {
+		sh.m = make(map[string][]int, 256)
+	}
+	sh.m[strings.Clone(piece)] = slices.Clone(ids)
+	sh.mu.Unlock()
 }
 
 type merge struct {
@@ -101,6 +143,10 @@ func (t *bpe) splitSpecials(text string, normalized bool, f func(seg string, id 
 	start := 0
 	for i := 0; i < len(text); {
 		cands := t.specialsByFirst[text[i]]
+		if cands == nil {
+			i++
+			continue
+		}
 		matched := -1
 		for _, si := range cands {
 			sp := t.specials[si]
@@ -137,6 +183,14 @@ func (t *bpe) encodeOrdinary(text string, out []int) []int {
 		text = string(runes)
 	}
 	offs := runeOffsets(text, len(runes))
+	if t.fast != nil {
+		for i := 0; i < len(runes); {
+			e := t.fast(runes, i)
+			out = t.encodePiece(text[offs[i]:offs[e]], out)
+			i = e
+		}
+		return out
+	}
 	prev := 0
 	m, _ := t.pat.FindRunesMatch(runes)
 	for m != nil {
@@ -170,8 +224,16 @@ func (t *bpe) encodePiece(piece string, out []int) []int {
 			return append(out, id)
 		}
 	}
+	if len(piece) <= cacheMaxPiece {
+		if ids, ok := t.cache.get(piece); ok {
+			return append(out, ids...)
+		}
+	}
 	if len(piece) <= smallPiece {
-		return t.mergeSmall(piece, out)
+		n := len(out)
+		out = t.mergeSmall(piece, out)
+		t.cache.put(piece, out[n:])
+		return out
 	}
 	return t.mergeHeap(piece, out)
 }

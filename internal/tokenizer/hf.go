@@ -195,11 +195,10 @@ func parseHF(data []byte) (*bpe, error) {
 }
 
 func (t *bpe) indexSpecials() {
-	t.specialsByFirst = map[byte][]int{}
 	for i, sp := range t.specials {
 		t.specialsByFirst[sp.content[0]] = append(t.specialsByFirst[sp.content[0]], i)
 	}
-	for _, idx := range t.specialsByFirst {
+	for _, idx := range &t.specialsByFirst {
 		sort.SliceStable(idx, func(a, b int) bool {
 			return len(t.specials[idx[a]].content) > len(t.specials[idx[b]].content)
 		})
@@ -332,7 +331,7 @@ func (t *bpe) parsePreTokenizer(raw json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("pre_tokenizer regex: %w", err)
 	}
-	t.pat = re
+	t.pat, t.fast = re, fastMatcher(pattern)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/dlclark/regexp2"
 	loader "github.com/pkoukk/tiktoken-go-loader"
@@ -10,16 +9,8 @@ import (
 
 // The OpenAI encodings' pre-tokenizer patterns, as in tiktoken.
 var openAIPatterns = map[string]string{
-	"o200k_base": strings.Join([]string{
-		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
-		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
-		`\p{N}{1,3}`,
-		` ?[^\s\p{L}\p{N}]+[\r\n/]*`,
-		`\s*[\r\n]+`,
-		`\s+(?!\S)`,
-		`\s+`,
-	}, "|"),
-	"cl100k_base": `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+	"o200k_base":  o200kPattern,
+	"cl100k_base": clPattern,
 }
 
 // The special tokens' ids, used only to decode them: Encode follows tiktoken's
@@ -40,7 +31,7 @@ func loadOpenAI(name string) (*bpe, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", name, err)
 	}
-	t := &bpe{name: name, vocab: ranks, wholeWord: true, pat: re}
+	t := &bpe{name: name, vocab: ranks, wholeWord: true, pat: re, fast: fastMatcher(openAIPatterns[name])}
 	maxID := 0
 	for _, id := range ranks {
 		maxID = max(maxID, id)

@@ -175,4 +175,3 @@ func (c *prefixCache) get(g int, build func() string) string {
 	c.texts[g] = t
 	return t
 }
-
