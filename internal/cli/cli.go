@@ -105,6 +105,7 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 		newTokenizeCmd(stdio),
 		newDatasetCmd(stdio),
 		newReportCmd(stdio),
+		newCompareCmd(stdio),
 	)
 	return root
 }

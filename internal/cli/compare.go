@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/report"
+)
+
+func newCompareCmd(stdio Stdio) *cobra.Command {
+	var format string
+	var alpha float64
+	cmd := &cobra.Command{
+		Use:   "compare A B",
+		Short: "Set two runs side by side, level by level, with the differences that exceed noise",
+		Long: `compare matches the levels of two runs by load (concurrency or rate) and prints, for each,
+the headline figures of A and B, the absolute and relative change, and — for latencies —
+whether the change is larger than noise: a two-sided Mann–Whitney U test on the per-request
+values recomputed from both runs' records.jsonl (significant when p < --alpha).`,
+		Example: `  llmbench compare llmbench-results/before llmbench-results/after
+  llmbench compare before after --format markdown >> pr-comment.md`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "table" && format != "json" && format != "markdown" {
+				return usageError(fmt.Errorf("--format: %q is not table, json or markdown", format))
+			}
+			if alpha <= 0 || alpha >= 1 {
+				return usageError(fmt.Errorf("--alpha: %v must be between 0 and 1", alpha))
+			}
+			a, err := loadRun(args[0])
+			if err != nil {
+				return withCode(ExitFailure, err)
+			}
+			b, err := loadRun(args[1])
+			if err != nil {
+				return withCode(ExitFailure, err)
+			}
+			cmp := compareRuns(a, b, alpha)
+			if len(cmp.Levels) == 0 {
+				return withCode(ExitFailure, errors.New("the two runs have no load level in common"))
+			}
+			switch format {
+			case "json":
+				enc := json.NewEncoder(stdio.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(cmp)
+			case "markdown":
+				writeComparison(stdio.Out, cmp, true)
+			default:
+				writeComparison(stdio.Out, cmp, false)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "output: table, json or markdown")
+	cmd.Flags().Float64Var(&alpha, "alpha", 0.05, "significance level of the Mann–Whitney test")
+	return cmd
+}
+
+// loadRun reads a run's summary and recomputes its levels (with their exact distributions)
+// from records.jsonl, with the run's own percentiles and SLOs.
+func loadRun(dir string) (*report.Summary, error) {
+	sum, err := readSummary(dir)
+	if err != nil {
+		return nil, err
+	}
+	slos, err := metrics.ParseSLOs(sum.SLO)
+	if err != nil {
+		return nil, fmt.Errorf("%s: summary.json slo: %w", dir, err)
+	}
+	if err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return sum, nil
+}
+
+// comparison is compare's result, also its JSON output.
+type comparison struct {
+	A      string            `json:"a"`
+	B      string            `json:"b"`
+	Alpha  float64           `json:"alpha"`
+	Levels []levelComparison `json:"levels"`
+}
+
+type levelComparison struct {
+	Load    string       `json:"load"`
+	IndexA  int          `json:"index_a"`
+	IndexB  int          `json:"index_b"`
+	Figures []figureDiff `json:"figures"`
+}
+
+type figureDiff struct {
+	Name     string   `json:"name"`
+	A        *float64 `json:"a"`
+	B        *float64 `json:"b"`
+	Delta    *float64 `json:"delta"`
+	Relative *float64 `json:"relative"` // (B - A) / A
+	// PValue of the Mann–Whitney test on the per-request values; null for figures that are
+	// not per-request distributions (throughputs).
+	PValue      *float64 `json:"p_value"`
+	Significant *bool    `json:"significant"`
+}
+
+func num(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// compareRuns matches levels by load; levels of A with no counterpart in B are left out.
+func compareRuns(a, b *report.Summary, alpha float64) comparison {
+	out := comparison{A: a.Target.URL, B: b.Target.URL, Alpha: alpha}
+	for ia := range a.Levels {
+		la := &a.Levels[ia]
+		for ib := range b.Levels {
+			lb := &b.Levels[ib]
+			if la.Load() != lb.Load() {
+				continue
+			}
+			out.Levels = append(out.Levels, compareLevels(la, lb, ia, ib, alpha))
+			break
+		}
+	}
+	return out
+}
+
+func compareLevels(a, b *report.Level, ia, ib int, alpha float64) levelComparison {
+	lc := levelComparison{Load: a.Load().String(), IndexA: ia, IndexB: ib}
+	plain := func(name string, va, vb float64) {
+		f := figureDiff{Name: name, A: num(va), B: num(vb)}
+		if f.A != nil && f.B != nil {
+			f.Delta = num(vb - va)
+			if va != 0 {
+				f.Relative = num((vb - va) / va)
+			}
+		}
+		lc.Figures = append(lc.Figures, f)
+	}
+	plain("request throughput (req/s)", a.RequestThroughput, b.RequestThroughput)
+	plain("output throughput (tok/s)", a.OutputThroughput, b.OutputThroughput)
+	if a.Goodput != nil && b.Goodput != nil {
+		plain("goodput (req/s)", *a.Goodput, *b.Goodput)
+	}
+	plain("failed requests", float64(a.Failed), float64(b.Failed))
+	for _, m := range []struct{ key, label string }{{"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2el", "E2EL"}} {
+		sa, _ := a.Metrics.Get(m.key)
+		sb, _ := b.Metrics.Get(m.key)
+		var p *float64
+		if da, db := a.Dists[m.key], b.Dists[m.key]; da != nil && db != nil && da.Count() > 0 && db.Count() > 0 {
+			p = num(metrics.SignificantDist(da, db))
+		}
+		for _, q := range []float64{50, 99} {
+			pa, okA := sa.Get(q)
+			pb, okB := sb.Get(q)
+			if !okA || !okB {
+				continue
+			}
+			plain(fmt.Sprintf("%s P%v (ms)", m.label, q), pa.Value, pb.Value)
+			f := &lc.Figures[len(lc.Figures)-1]
+			if p != nil {
+				sig := *p < alpha
+				f.PValue, f.Significant = p, &sig
+			}
+		}
+	}
+	return lc
+}
+
+func writeComparison(w io.Writer, c comparison, markdown bool) {
+	for i, l := range c.Levels {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		t := table.NewWriter()
+		t.SetOutputMirror(w)
+		title := fmt.Sprintf("%s (A level %d, B level %d)", l.Load, l.IndexA, l.IndexB)
+		t.AppendHeader(table.Row{"figure", "A", "B", "change", "relative", "p-value", "beyond noise"})
+		for _, f := range l.Figures {
+			t.AppendRow(table.Row{f.Name, fmtNum(f.A), fmtNum(f.B), fmtSigned(f.Delta), fmtPct(f.Relative), fmtP(f.PValue), fmtSig(f.Significant)})
+		}
+		if markdown {
+			fmt.Fprintf(w, "**%s**\n\n", title)
+			t.RenderMarkdown()
+		} else {
+			t.SetTitle(title)
+			t.Render()
+		}
+	}
+	fmt.Fprintf(w, "\nbeyond noise: two-sided Mann–Whitney U test on per-request values, p < %v\n", c.Alpha)
+}
+
+func fmtNum(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", *v), "0"), ".")
+}
+
+func fmtSigned(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	s := fmtNum(v)
+	if *v > 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+func fmtPct(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f%%", *v*100)
+}
+
+func fmtP(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	if *v < 0.0001 {
+		return "<0.0001"
+	}
+	return fmt.Sprintf("%.4f", *v)
+}
+
+func fmtSig(b *bool) string {
+	switch {
+	case b == nil:
+		return "-"
+	case *b:
+		return "yes"
+	default:
+		return "no"
+	}
+}
