@@ -110,14 +110,37 @@ func (d *decoder) decodeOpenAI(data, event []byte) error {
 		d.ci.done = true
 		return nil
 	}
+	if len(bytes.TrimSpace(data)) == 0 && string(event) != "error" {
+		return nil // an empty data line carries nothing (some proxies send them as keep-alives)
+	}
+	if string(event) == "error" {
+		// openai-python treats "event: error" as an error whatever the data says.
+		d.ci.streamErr = true
+		d.ci.errMsg = append(d.ci.errMsg[:0], data...)
+		d.s.reset(data)
+		if d.s.peek() == '{' {
+			d.s.obj()
+			first := true
+			for k, ok := d.s.member(&first); ok; k, ok = d.s.member(&first) {
+				if string(k) == "error" && !d.s.null() {
+					d.errorValue()
+					continue
+				}
+				d.s.skip()
+			}
+		}
+		return nil
+	}
 	s := &d.s
 	s.reset(data)
-	if !s.obj() {
+	if s.peek() != '{' {
+		s.skip()
 		if s.err != nil {
 			return s.err
 		}
 		return errNotObject
 	}
+	s.obj()
 	first := true
 	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
 		switch string(k) {
@@ -139,11 +162,6 @@ func (d *decoder) decodeOpenAI(data, event []byte) error {
 	}
 	if !s.end() {
 		return s.err
-	}
-	// openai-python treats "event: error" as an error whatever the data says.
-	if string(event) == "error" && !d.ci.streamErr {
-		d.ci.streamErr = true
-		d.ci.errMsg = append(d.ci.errMsg[:0], data...)
 	}
 	return nil
 }

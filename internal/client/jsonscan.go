@@ -18,7 +18,8 @@ type jscan struct {
 	err error
 }
 
-const maxJSONDepth = 512
+// maxJSONDepth matches encoding/json's limit, so both accept the same documents.
+const maxJSONDepth = 10000
 
 func (s *jscan) reset(b []byte) { s.b, s.i, s.err = b, 0, nil }
 
@@ -81,21 +82,19 @@ func (s *jscan) lit(l string) bool {
 	return true
 }
 
-// obj consumes '{'. It returns false (without error) for null, so optional objects read
-// naturally; anything else is an error.
+// obj consumes '{' and reports true. Any other value (null, or a type a server put where
+// we expected an object) is skipped, still validated, and obj reports false: a valid
+// document with an unexpected schema is not a malformed event.
 func (s *jscan) obj() bool {
 	if s.err != nil {
 		return false
 	}
-	switch s.peek() {
-	case '{':
+	if s.peek() == '{' {
 		s.i++
 		return true
-	case 'n':
-		s.lit("null")
-		return false
 	}
-	return s.fail("expected an object")
+	s.skip()
+	return false
 }
 
 // member returns the next key of the current object, positioned at its value, or false
@@ -131,20 +130,17 @@ func (s *jscan) member(first *bool) ([]byte, bool) {
 	return k, true
 }
 
-// arr consumes '['; false (without error) for null.
+// arr consumes '[' and reports true; any other value is skipped (see obj).
 func (s *jscan) arr() bool {
 	if s.err != nil {
 		return false
 	}
-	switch s.peek() {
-	case '[':
+	if s.peek() == '[' {
 		s.i++
 		return true
-	case 'n':
-		s.lit("null")
-		return false
 	}
-	return s.fail("expected an array")
+	s.skip()
+	return false
 }
 
 // elem reports whether another array element follows, positioned at it; false after
@@ -180,7 +176,16 @@ func (s *jscan) str() ([]byte, bool) {
 	s.i++
 	start := s.i
 	for s.i < len(s.b) {
-		c := s.b[s.i]
+		// Fast path over ordinary bytes; locals keep the loop in registers.
+		b, i := s.b, s.i
+		for i < len(b) && !strSpecial[b[i]] {
+			i++
+		}
+		s.i = i
+		if i == len(b) {
+			break
+		}
+		c := b[i]
 		switch {
 		case c == '"':
 			raw := s.b[start:s.i]
@@ -212,10 +217,21 @@ func (s *jscan) str() ([]byte, bool) {
 	return nil, s.fail("unterminated string")
 }
 
-// optStr reads a string or null (returned as nil, true).
+// strSpecial marks the bytes that end the fast scan of a string: the quote, the
+// backslash and control characters.
+var strSpecial = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// optStr reads a string; any other value (null included) is skipped and reads as nil.
 func (s *jscan) optStr() ([]byte, bool) {
-	if s.null() {
-		return nil, true
+	if s.err == nil && s.peek() != '"' {
+		s.skip()
+		return nil, s.err == nil
 	}
 	return s.str()
 }
@@ -274,10 +290,22 @@ func (s *jscan) digits() int {
 	return n
 }
 
-// int reads a number (or null, as 0) as an int; fractions are truncated, since token
-// counts from some servers come as floats.
+// isNum reports whether a number is next; if not, the value is skipped.
+func (s *jscan) isNum() bool {
+	if s.err != nil {
+		return false
+	}
+	if c := s.peek(); c == '-' || '0' <= c && c <= '9' {
+		return true
+	}
+	s.skip()
+	return false
+}
+
+// int reads a number as an int (anything else reads as 0); fractions are truncated,
+// since token counts from some servers come as floats.
 func (s *jscan) int() int {
-	if s.null() {
+	if !s.isNum() {
 		return 0
 	}
 	t, ok := s.num()
@@ -316,9 +344,9 @@ func atoi(t []byte) (int, bool) {
 	return n, true
 }
 
-// float reads a number (or null, as 0).
+// float reads a number (anything else reads as 0).
 func (s *jscan) float() float64 {
-	if s.null() {
+	if !s.isNum() {
 		return 0
 	}
 	t, ok := s.num()
@@ -329,19 +357,13 @@ func (s *jscan) float() float64 {
 	return f
 }
 
-// bool reads true, false or null (as false).
+// bool reads true; anything else reads as false.
 func (s *jscan) bool() bool {
-	switch s.peek() {
-	case 't':
+	if s.err == nil && s.peek() == 't' {
 		return s.lit("true")
-	case 'f':
-		s.lit("false")
-		return false
-	case 'n':
-		s.lit("null")
-		return false
 	}
-	return s.fail("expected a boolean")
+	s.skip()
+	return false
 }
 
 // skip consumes any value, validating it.

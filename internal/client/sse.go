@@ -93,7 +93,9 @@ func (s *sseReader) Next() (data, event []byte, t time.Time, err error) {
 					line := bytes.TrimSuffix(s.buf[s.pos:s.end], []byte{'\r'})
 					s.pos = s.end
 					s.cut = true
-					s.field(line)
+					if len(line) > 0 {
+						s.field(line)
+					}
 				}
 				if s.hasData {
 					// Its bytes came with the last read that had any, not with the EOF.

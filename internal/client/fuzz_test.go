@@ -1,0 +1,100 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzSSEReader: however a stream is cut into reads, the events are the same; and nothing
+// the server sends can make the client panic. Seed corpus: testdata/fuzz/FuzzSSEReader.
+func FuzzSSEReader(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"), uint16(7), uint16(30))
+	f.Add([]byte(": ping\r\n\r\nevent: error\r\ndata: {\"error\":{\"message\":\"x\"}}\r\n\r\n"), uint16(1), uint16(2))
+	f.Fuzz(func(t *testing.T, stream []byte, cut1, cut2 uint16) {
+		whole, werr := sseEvents(&pieceReader{pieces: [][]byte{bytes.Clone(stream)}})
+		i, j := 0, 0
+		if len(stream) > 0 {
+			i, j = int(cut1)%len(stream), int(cut2)%len(stream)
+			if i > j {
+				i, j = j, i
+			}
+		}
+		parts, perr := sseEvents(&pieceReader{pieces: split(string(stream), i, j)})
+		if werr != perr {
+			t.Fatalf("errors differ: %v vs %v", werr, perr)
+		}
+		if len(whole) != len(parts) {
+			t.Fatalf("%d events in one read, %d when cut at %d,%d", len(whole), len(parts), i, j)
+		}
+		for k := range whole {
+			if whole[k] != parts[k] {
+				t.Fatalf("event %d: %q vs %q", k, whole[k], parts[k])
+			}
+		}
+		// The whole client path must classify, never panic.
+		for _, api := range []string{APIOpenAIChat, APIOpenAICompletions} {
+			rec := decodeStream(t, api, bytes.NewReader(stream), wordTokenizer{})
+			if rec.Error == nil && rec.Events.Len() == 0 {
+				t.Fatalf("success without token events")
+			}
+		}
+	})
+}
+
+func sseEvents(r io.Reader) ([]string, error) {
+	sr := newSSEReader(r, (&readClock{}).now)
+	var out []string
+	for {
+		d, e, _, err := sr.Next()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, string(e)+"\x00"+string(d))
+	}
+}
+
+// FuzzChunkDecode: the hand-written scanner accepts exactly the JSON objects that
+// encoding/json accepts, so "malformed_event" means what it says.
+func FuzzChunkDecode(f *testing.F) {
+	f.Add([]byte(`{"id":"x","choices":[{"index":0,"delta":{"content":"a\u00e9\ud83d\ude00"},"finish_reason":null}],"usage":null}`))
+	f.Add([]byte(`{"choices":[{"text":"a"}],"usage":{"completion_tokens":1.5e1}}`))
+	f.Add([]byte(`{"error":{"message":"boom"}}`))
+	f.Add([]byte(`{"choices":5,"usage":"n/a","id":7}`))
+	f.Add([]byte(`{"a":[1,2,{"b":-0.5E-3}]} `))
+	f.Add([]byte(`{"a":1,}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d decoder
+		d.keep = true
+		err := d.decodeOpenAI(data, nil)
+		if isDoneMarker(data) || len(bytes.TrimSpace(data)) == 0 {
+			return
+		}
+		valid := json.Valid(data) && bytes.TrimSpace(data)[0] == '{'
+		if (err == nil) != valid {
+			t.Fatalf("scanner error %v, encoding/json valid object %v, for %q", err, valid, data)
+		}
+	})
+}
+
+// FuzzUnescape: decoded strings equal encoding/json's for valid UTF-8.
+func FuzzUnescape(f *testing.F) {
+	f.Add([]byte(`"a\n\t\"\\\/\u0041\u00e9\ud83d\ude00\ud800x"`))
+	f.Fuzz(func(t *testing.T, lit []byte) {
+		var s jscan
+		s.reset(lit)
+		raw, ok := s.str()
+		if !ok || !s.end() || !utf8.Valid(lit) {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(lit, &want); err != nil {
+			t.Fatalf("scanner accepted %q, encoding/json: %v", lit, err)
+		}
+		if got := string(appendUnescaped(nil, raw)); got != want {
+			t.Fatalf("unescape %q = %q, want %q", lit, got, want)
+		}
+	})
+}
