@@ -92,7 +92,9 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	rates, err := parseList("rate", f.rate, false)
 	add(err)
 	arrival, err := schedule.ParseArrival(f.arrival)
-	add(err)
+	if err != nil {
+		add(fmt.Errorf("--arrival: %w", err))
+	}
 	warmN, warmD, err := parseWarmup(f.warmup)
 	add(err)
 	c.shard, c.shards, err = parseShard(f.shard)
@@ -165,9 +167,9 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		add(errors.New("--search needs percentile SLOs to decide on, e.g. --slo tpot:p99<=50ms"))
 	}
 
-	in, err := workload.ParseDist(f.inputTokens)
-	if err != nil {
-		add(fmt.Errorf("--input-tokens: %w", err))
+	in, errIn := workload.ParseDist(f.inputTokens)
+	if errIn != nil {
+		add(fmt.Errorf("--input-tokens: %w", errIn))
 	}
 	out, err := workload.ParseDist(f.outputTokens)
 	if err != nil {
@@ -176,7 +178,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
 		TraceSpeed: f.traceSpeed, LengthsOnly: !live}
-	if err == nil {
+	if err == nil && errIn == nil {
 		add(c.workload.Validate())
 	}
 

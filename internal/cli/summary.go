@@ -69,7 +69,10 @@ func newSummary(cfg *benchConfig, start time.Time) *report.Summary {
 	lc := loadConfig{Mode: mode, Search: cfg.search, Requests: cfg.requests,
 		Duration: durString(b.Duration), Warmup: b.Warmup, WarmupTime: durString(b.WarmupTime),
 		Cooldown: durString(b.Cooldown), MaxConcurrency: b.MaxConcurrency, IgnoreEOS: cfg.ignoreEOS,
-		Insecure: cfg.insecure, ExtraBody: cfg.extraBody}
+		Insecure: cfg.insecure}
+	if len(cfg.extraBody) > 0 {
+		lc.ExtraBody = cfg.extraBody
+	}
 	if cfg.search != "" {
 		lc.SearchMax = cfg.searchMax
 	}

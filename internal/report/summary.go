@@ -140,9 +140,19 @@ func WriteJSON(w io.Writer, s *Summary) error {
 
 // ReadJSON reads a summary.json, refusing other schemas.
 func ReadJSON(r io.Reader) (*Summary, error) {
-	var s Summary
-	if err := json.NewDecoder(r).Decode(&s); err != nil {
+	data, err := io.ReadAll(r)
+	if err != nil {
 		return nil, fmt.Errorf("summary.json: %w", err)
+	}
+	var s Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("summary.json: %w", err)
+	}
+	// Keep the configuration exactly as written (field order included), so a summary
+	// recomputed from it is byte-identical.
+	var cfg struct{ Workload, Load json.RawMessage }
+	if err := json.Unmarshal(data, &cfg); err == nil {
+		s.Workload, s.Load = cfg.Workload, cfg.Load
 	}
 	if s.Schema != SchemaV1 {
 		if strings.HasPrefix(s.Schema, "llmbench/summary/") {

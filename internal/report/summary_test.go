@@ -189,7 +189,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	for _, c := range []struct{ in, err string }{
 		{`{"schema":"llmbench/summary/v2"}`, `schema "llmbench/summary/v2" is not supported`},
 		{`{"schema":"other"}`, "not an llmbench summary"},
-		{`{`, "unexpected EOF"},
+		{`{`, "unexpected end of JSON input"},
 	} {
 		if _, err := ReadJSON(strings.NewReader(c.in)); err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("ReadJSON(%s) = %v, want %q", c.in, err, c.err)

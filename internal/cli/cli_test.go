@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+)
+
+// runCLI runs llmbench with args and returns its exit code and output.
+func runCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(ctx, args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+func readSummaryT(t *testing.T, dir string) *report.Summary {
+	t.Helper()
+	s, err := readSummary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestUsageErrorsAllAtOnce(t *testing.T) {
+	code, _, stderr := runCLI(t, context.Background(), "run", "--concurrency", "0,x", "--rate", "-1",
+		"--arrival", "weibull", "--input-tokens", "uniform:9", "--slo", "latency<5", "--api", "grpc",
+		"--url", "ftp://x", "--warmup", "soon")
+	if code != ExitUsage {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, ExitUsage, stderr)
+	}
+	for _, want := range []string{"--concurrency", "--rate", "--arrival", "--input-tokens", "--slo", "--api", "--url", "--warmup", "llmbench --help"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not mention %s:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestUnknownFlagIsUsageError(t *testing.T) {
+	if code, _, _ := runCLI(t, context.Background(), "run", "--no-such-flag"); code != ExitUsage {
+		t.Fatalf("exit code %d, want %d", code, ExitUsage)
+	}
+}
+
+// The textbook ladder: the design's table of TPOT and throughput, the SLO limit at 16, and
+// a search that finds 23 (TPOT = 8 x (1 + 0.12 (c - 1)) <= 30 ms).
+func TestSimulateTextbookLadderAndSearch(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook",
+		"--concurrency", "1,4,16,64", "--input-tokens", "512", "--output-tokens", "100",
+		"--slo", "tpot:p99<=30ms", "--output-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := readSummaryT(t, dir)
+	wantTPOT := []float64{8.00, 10.88, 22.40, 68.48}
+	wantTput := []float64{125, 368, 718, 943}
+	for i, l := range s.Levels {
+		p50, _ := l.Metrics.TPOT.Get(50)
+		if d := p50.Value/wantTPOT[i] - 1; d > 0.02 || d < -0.02 {
+			t.Errorf("level %d TPOT P50 %.2f, want %.2f", i, p50.Value, wantTPOT[i])
+		}
+		if d := l.OutputThroughput/wantTput[i] - 1; d > 0.02 || d < -0.02 {
+			t.Errorf("level %d throughput %.1f, want %.0f", i, l.OutputThroughput, wantTput[i])
+		}
+	}
+	if s.SLOLimit == nil || s.SLOLimit.Concurrency != 16 {
+		t.Errorf("slo_limit %+v, want concurrency 16", s.SLOLimit)
+	}
+	if !strings.Contains(stdout, "SLO limit") || !strings.Contains(stdout, "Sweet spot") {
+		t.Errorf("console does not mark the sweet spot and SLO limit:\n%s", stdout)
+	}
+
+	dir2 := t.TempDir()
+	code, stdout, stderr = runCLI(t, context.Background(), "simulate", "--sim", "textbook",
+		"--search", "concurrency", "--slo", "tpot:p50<=30ms", "--output-tokens", "100", "--output-dir", dir2)
+	if code != 0 {
+		t.Fatalf("search exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if s := readSummaryT(t, dir2); s.SLOLimit == nil || s.SLOLimit.Concurrency != 23 {
+		t.Errorf("search slo_limit %+v, want concurrency 23", s.SLOLimit)
+	}
+}
+
+func TestExitCode3WhenNoLevelMeetsSLOs(t *testing.T) {
+	code, _, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook",
+		"--concurrency", "16,64", "--output-tokens", "20", "--slo", "tpot:p50<=5ms", "--output-dir", t.TempDir())
+	if code != ExitSLOFailed {
+		t.Fatalf("exit %d, want %d; stderr %s", code, ExitSLOFailed, stderr)
+	}
+}
+
+// report recomputes the same figures from records.jsonl.
+func TestReportRoundTrip(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	if code, _, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook",
+		"--concurrency", "2,8", "--output-tokens", "uniform:10:60", "--input-tokens", "normal:300:50",
+		"--slo", "ttft<=20ms,tpot:p90<=15ms", "--output-dir", dir); code != 0 {
+		t.Fatalf("simulate: %s", stderr)
+	}
+	if code, _, stderr := runCLI(t, context.Background(), "report", dir, "--output-dir", out); code != 0 {
+		t.Fatalf("report: %s", stderr)
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if !bytes.Equal(a, b) {
+		t.Errorf("report did not reproduce summary.json:\n%s\n----\n%s", a, b)
+	}
+	for _, f := range []string{"summary.csv", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// pacedServer streams n tokens per request: the first after ttft, then one every itl.
+func pacedServer(t *testing.T, ttft, itl time.Duration) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"paced","object":"model"}]}`)
+			return
+		}
+		var body struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.MaxTokens < 1 {
+			http.Error(w, `{"error":{"message":"bad body"}}`, 400)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		start := time.Now()
+		for i := 0; i < body.MaxTokens; i++ {
+			due := start.Add(ttft + time.Duration(i)*itl) // absolute due times: no drift
+			time.Sleep(time.Until(due))
+			fmt.Fprintf(w, "data: {\"id\":\"c-1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},\"finish_reason\":null}]}\n\n")
+			fl.Flush()
+		}
+		fmt.Fprintf(w, "data: {\"id\":\"c-1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n")
+		fmt.Fprintf(w, "data: {\"id\":\"c-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":32,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", body.MaxTokens)
+		fl.Flush()
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A real-time run against a server with known timing measures it: the point of this test is
+// real time, so it sleeps, with tolerances for a loaded 2-core machine.
+func TestRunMeasuresKnownTiming(t *testing.T) {
+	srv := pacedServer(t, 60*time.Millisecond, 15*time.Millisecond)
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--url", srv.URL, "--concurrency", "4",
+		"--requests", "12", "--output-tokens", "12", "--input-tokens", "32", "--output-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := readSummaryT(t, dir)
+	l := s.Levels[0]
+	if l.Completed != 12 || l.Failed != 0 {
+		t.Fatalf("completed %d failed %d", l.Completed, l.Failed)
+	}
+	ttft, _ := l.Metrics.TTFT.Get(50)
+	tpot, _ := l.Metrics.TPOT.Get(50)
+	itl, _ := l.Metrics.ITL.Get(50)
+	if ttft.Value < 60 || ttft.Value > 90 {
+		t.Errorf("TTFT P50 %.2f ms, want 60..90", ttft.Value)
+	}
+	for name, v := range map[string]float64{"TPOT": tpot.Value, "ITL": itl.Value} {
+		if v < 13 || v > 20 {
+			t.Errorf("%s P50 %.2f ms, want ~15", name, v)
+		}
+	}
+	if s.Target.Model != "paced" {
+		t.Errorf("model %q: not taken from /v1/models", s.Target.Model)
+	}
+	f, _ := os.Open(filepath.Join(dir, "records.jsonl"))
+	defer f.Close()
+	recs, err := record.ReadAll(f)
+	if err != nil || len(recs) != 12 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	for _, r := range recs {
+		if r.OutputTokens != 12 || r.OutputTokensSource != record.SourceUsage || r.Events.Len() != 12 {
+			t.Errorf("record %d: %d tokens from %s, %d events", r.Index, r.OutputTokens, r.OutputTokensSource, r.Events.Len())
+		}
+	}
+}
+
+func TestNoServerAnswersIsExit1(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there now
+	code, _, stderr := runCLI(t, context.Background(), "run", "--url", url, "--model", "m",
+		"--concurrency", "1", "--requests", "2", "--output-dir", t.TempDir())
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want 1; stderr %s", code, stderr)
+	}
+}
