@@ -193,13 +193,14 @@ type cell struct {
 type levelRow struct {
 	Index                          int
 	Name, Load                     string
-	SweetSpot, SLOLimit            bool
+	SweetSpot, SLOLimit, Partial   bool
 	Completed, Failed              cell
 	ReqS, OutTokS                  string
 	TTFT50, TTFT99, TPOT50, TPOT99 cell
 	ITL99, E2EL50, E2EL99          cell
-	Goodput                        string
+	Goodput                        cell
 	Verdict                        cell
+	FailingTerms                   string // the failing terms' names, shown beside a failed verdict
 	VerdictSet                     bool
 	VerdictPass                    bool
 }
@@ -260,6 +261,10 @@ func buildView(sum map[string]any) *view {
 		totalFailed += zeroNaN(failed)
 		row.Completed = cell{Text: fmtCount(completed)}
 		row.Failed = cell{Text: fmtCount(failed), Flag: failed > 0, Title: errorKinds(lm["errors"])}
+		if c := num(lm["canceled"]); c > 0 {
+			row.Failed.Title = strings.TrimPrefix(row.Failed.Title+"; ", "; ") + fmtCount(c) + " canceled by the end of the run (not failures)"
+		}
+		row.Partial, _ = lm["partial"].(bool)
 		row.ReqS = fmtNum(num(lm["request_throughput"]))
 		row.OutTokS = fmtNum(num(lm["output_throughput"]))
 		mets, _ := lm["metrics"].(map[string]any)
@@ -270,9 +275,9 @@ func buildView(sum map[string]any) *view {
 		row.E2EL50, row.E2EL99 = pc("e2el_ms", "p50"), pc("e2el_ms", "p99")
 		if g, ok := lm["goodput"]; ok && g != nil {
 			v.HasGoodput = true
-			row.Goodput = fmtNum(num(g)) + " req/s"
+			row.Goodput = cell{Text: fmtNum(num(g))}
 			if gf := num(lm["good_fraction"]); !math.IsNaN(gf) {
-				row.Goodput += " (" + strconv.FormatFloat(gf*100, 'f', 1, 64) + "%)"
+				row.Goodput.Title = strconv.FormatFloat(gf*100, 'f', 1, 64) + "% of requests met every per-request SLO"
 			}
 		}
 		if slo, ok := lm["slo"].(map[string]any); ok {
@@ -280,7 +285,7 @@ func buildView(sum map[string]any) *view {
 			row.VerdictSet = true
 			pass, _ := slo["pass"].(bool)
 			row.VerdictPass = pass
-			row.Verdict = verdictCell(slo, pass)
+			row.Verdict, row.FailingTerms = verdictCell(slo, pass)
 		}
 		v.Levels = append(v.Levels, row)
 	}
@@ -498,13 +503,13 @@ func percentileCell(mets map[string]any, metric, p string) cell {
 	return c
 }
 
-func verdictCell(slo map[string]any, pass bool) cell {
+func verdictCell(slo map[string]any, pass bool) (cell, string) {
 	c := cell{Text: "pass"}
 	if !pass {
 		c = cell{Text: "fail", Flag: true}
 	}
 	terms, _ := slo["terms"].([]any)
-	var failing, all []string
+	var failing, all, names []string
 	for _, t := range terms {
 		tm, _ := t.(map[string]any)
 		name := str(tm["term"])
@@ -518,6 +523,10 @@ func verdictCell(slo map[string]any, pass bool) cell {
 		all = append(all, desc)
 		if ok, _ := tm["pass"].(bool); !ok {
 			failing = append(failing, desc)
+			// "tpot:p99<=30ms" -> "tpot:p99": the bound is in the tooltip.
+			name, _, _ = strings.Cut(name, "<")
+			name, _, _ = strings.Cut(name, ">")
+			names = append(names, name)
 		}
 	}
 	if len(failing) > 0 {
@@ -525,7 +534,10 @@ func verdictCell(slo map[string]any, pass bool) cell {
 	} else if len(all) > 0 {
 		c.Title = strings.Join(all, "; ")
 	}
-	return c
+	if pass {
+		names = nil
+	}
+	return c, strings.Join(names, ", ")
 }
 
 var percentileKey = regexp.MustCompile(`^p[0-9]+(\.[0-9]+)?$`)
@@ -596,6 +608,11 @@ func flatten(rows []kv, prefix string, v any) []kv {
 			rows = flatten(rows, prefix+"."+k, x[k])
 		}
 		return rows
+	case string:
+		if x == "" {
+			return append(rows, kv{prefix, "—"})
+		}
+		return append(rows, kv{prefix, x})
 	case []any:
 		scalar := true
 		parts := make([]string, 0, len(x))
@@ -609,6 +626,9 @@ func flatten(rows []kv, prefix string, v any) []kv {
 		if scalar {
 			return append(rows, kv{prefix, strings.Join(parts, ", ")})
 		}
+		if flat := flatObjects(x); flat != "" {
+			return append(rows, kv{prefix, flat})
+		}
 		for i, e := range x {
 			rows = flatten(rows, prefix+"["+strconv.Itoa(i)+"]", e)
 		}
@@ -617,4 +637,31 @@ func flatten(rows []kv, prefix string, v any) []kv {
 		return append(rows, kv{prefix, "null"})
 	}
 	return append(rows, kv{prefix, str(v)})
+}
+
+// flatObjects renders a list of flat objects (a ladder's levels) on one line,
+// "concurrency=1 requests=200; concurrency=4 requests=200"; "" when an element is not flat.
+func flatObjects(list []any) string {
+	parts := make([]string, 0, len(list))
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return ""
+		}
+		keys := make([]string, 0, len(m))
+		for k, v := range m {
+			switch v.(type) {
+			case map[string]any, []any:
+				return ""
+			}
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		fields := make([]string, 0, len(keys))
+		for _, k := range keys {
+			fields = append(fields, k+"="+str(m[k]))
+		}
+		parts = append(parts, strings.Join(fields, " "))
+	}
+	return strings.Join(parts, "; ")
 }

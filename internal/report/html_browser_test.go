@@ -12,15 +12,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-var screenshotOut = flag.String("report-screenshot", "", "save the browser test's screenshot of a 4-level run to this PNG file (e.g. ../../docs/report-screenshot.png)")
+var (
+	screenshotOut = flag.String("report-screenshot", "", "save the browser test's full-page screenshot to this PNG file (e.g. ../../docs/report-screenshot.png)")
+	reportDir     = flag.String("report-dir", "", "render this results folder (summary.json + records.jsonl) in the browser test instead of a synthetic run")
+)
 
-// browserWindow is tall enough for the whole page, so every chart is in the screenshot.
-const browserWindow = "1280,5200"
+const browserWidth = 1280
 
 func chromium(t *testing.T) string {
 	t.Helper()
@@ -34,7 +37,7 @@ func chromium(t *testing.T) string {
 }
 
 // runChromium runs headless Chromium on page with the flags of an offline, quiet browser.
-func runChromium(t *testing.T, bin, page string, extra ...string) []byte {
+func runChromium(t *testing.T, bin, page string, height int, extra ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -42,7 +45,7 @@ func runChromium(t *testing.T, bin, page string, extra ...string) []byte {
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
-		"--user-data-dir=" + t.TempDir(), "--window-size=" + browserWindow, "--virtual-time-budget=5000",
+		"--user-data-dir=" + t.TempDir(), "--window-size=" + strconv.Itoa(browserWidth) + "," + strconv.Itoa(height), "--virtual-time-budget=5000",
 	}
 	args = append(append(args, extra...), "file://"+page)
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -82,9 +85,20 @@ type chartRect struct {
 func TestReportHTMLInChromium(t *testing.T) {
 	bin := chromium(t)
 	dir := t.TempDir()
-	sum, recordsPath := writeSynthRun(t, dir, []int{1, 4, 16, 64}, 120)
-	// Server metrics over time, as issue 6 will put them in summary.json.
-	sum = withServerSeries(t, sum)
+	synthetic := *reportDir == ""
+	var sum []byte
+	var recordsPath string
+	if synthetic {
+		sum, recordsPath = writeSynthRun(t, dir, []int{1, 4, 16, 64}, 120)
+		// Server metrics over time, as issue 6 will put them in summary.json.
+		sum = withServerSeries(t, sum)
+	} else {
+		var err error
+		if sum, err = os.ReadFile(filepath.Join(*reportDir, "summary.json")); err != nil {
+			t.Fatal(err)
+		}
+		recordsPath = filepath.Join(*reportDir, "records.jsonl")
+	}
 	page := filepath.Join(dir, "report.html")
 	var b bytes.Buffer
 	if err := WriteHTML(&b, sum, recordsPath); err != nil {
@@ -94,7 +108,7 @@ func TestReportHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dom := runChromium(t, bin, page, "--dump-dom")
+	dom := runChromium(t, bin, page, 2000, "--dump-dom")
 	if errs, ok := htmlAttr(dom, "data-errors"); ok {
 		t.Fatalf("the page reported script errors: %s", errs)
 	}
@@ -110,20 +124,30 @@ func TestReportHTMLInChromium(t *testing.T) {
 	for _, r := range rects {
 		drawn[r.Name] = r
 	}
-	for _, want := range []string{"tradeoff-ttft", "tradeoff-tpot", "percentiles", "cdf-ttft_ms", "cdf-tpot_ms", "cdf-itl_ms", "anatomy", "overtime", "server"} {
+	want := []string{"tradeoff-ttft", "tradeoff-tpot", "percentiles", "cdf-ttft_ms", "cdf-tpot_ms", "cdf-itl_ms", "anatomy", "overtime"}
+	if synthetic {
+		want = append(want, "server")
+	}
+	for _, want := range want {
 		if _, ok := drawn[want]; !ok {
 			t.Errorf("chart %q was not drawn; drawn: %v", want, rects)
 		}
 	}
 	// The server-rendered parts and the data are in the DOM too.
 	for _, want := range []string{"sweet spot", "SLO limit", "concurrency 64", "textbook-sim", "http_status"} {
-		if !bytes.Contains(dom, []byte(want)) {
+		if synthetic && !bytes.Contains(dom, []byte(want)) {
 			t.Errorf("the rendered page lacks %q", want)
 		}
 	}
+	hs, _ := htmlAttr(dom, "data-height")
+	height, err := strconv.Atoi(hs)
+	if err != nil || height < 1000 || height > 20000 {
+		t.Fatalf("page height %q", hs)
+	}
 
+	// A window as tall as the page puts every chart in the screenshot.
 	shot := filepath.Join(dir, "shot.png")
-	runChromium(t, bin, page, "--screenshot="+shot)
+	runChromium(t, bin, page, height, "--screenshot="+shot)
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -143,10 +167,11 @@ func TestReportHTMLInChromium(t *testing.T) {
 			t.Errorf("chart %s at %v is mostly outside the %v screenshot", r.Name, area, img.Bounds())
 			continue
 		}
-		ink, colours := inkAndColours(img, area)
-		t.Logf("chart %-14s %4dx%-4d ink %5.1f%%  %4d colours", r.Name, r.W, r.H, 100*ink, colours)
-		if ink < 0.01 || colours < 6 {
-			t.Errorf("chart %s looks blank: %.2f%% non-white pixels, %d distinct colours", r.Name, 100*ink, colours)
+		ink, colours, vivid := inkAndColours(img, area)
+		t.Logf("chart %-14s %4dx%-4d ink %5.1f%%  %4d colours  %5d vivid pixels", r.Name, r.W, r.H, 100*ink, colours, vivid)
+		// Axes, grid and text are grey; only drawn data is saturated colour.
+		if ink < 0.01 || colours < 6 || vivid < 150 {
+			t.Errorf("chart %s looks blank: %.2f%% non-white pixels, %d distinct colours, %d vivid pixels", r.Name, 100*ink, colours, vivid)
 		}
 	}
 	if *screenshotOut != "" {
@@ -160,10 +185,11 @@ func TestReportHTMLInChromium(t *testing.T) {
 	}
 }
 
-// inkAndColours returns the fraction of non-white pixels in r and the number of distinct colours.
-func inkAndColours(img image.Image, r image.Rectangle) (float64, int) {
+// inkAndColours returns the fraction of non-white pixels in r, the number of distinct colours,
+// and the number of vivid pixels (saturated colour, as series draw and grey chrome does not).
+func inkAndColours(img image.Image, r image.Rectangle) (float64, int, int) {
 	colours := map[uint32]bool{}
-	ink := 0
+	ink, vivid := 0, 0
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
 			cr, cg, cb, _ := img.At(x, y).RGBA()
@@ -172,9 +198,12 @@ func inkAndColours(img image.Image, r image.Rectangle) (float64, int) {
 			if r8 < 245 || g8 < 245 || b8 < 245 {
 				ink++
 			}
+			if max(r8, g8, b8)-min(r8, g8, b8) > 60 {
+				vivid++
+			}
 		}
 	}
-	return float64(ink) / float64(r.Dx()*r.Dy()), len(colours)
+	return float64(ink) / float64(r.Dx()*r.Dy()), len(colours), vivid
 }
 
 // withServerSeries adds per-level server metrics (columnar) to a summary, as issue 6 plans.
@@ -219,11 +248,12 @@ func TestChromiumHelpers(t *testing.T) {
 	for i := range img.Pix {
 		img.Pix[i] = 255
 	}
-	if ink, n := inkAndColours(img, img.Bounds()); ink != 0 || n != 1 {
-		t.Fatalf("white image: ink %v, colours %d", ink, n)
+	if ink, n, v := inkAndColours(img, img.Bounds()); ink != 0 || n != 1 || v != 0 {
+		t.Fatalf("white image: ink %v, colours %d, vivid %d", ink, n, v)
 	}
-	img.Pix[0] = 0
-	if ink, n := inkAndColours(img, img.Bounds()); ink != 0.01 || n != 2 {
-		t.Fatalf("one dark pixel: ink %v, colours %d", ink, n)
+	img.Pix[0] = 0                                     // red channel of pixel 0: cyan, vivid
+	img.Pix[4], img.Pix[5], img.Pix[6] = 100, 100, 100 // grey
+	if ink, n, v := inkAndColours(img, img.Bounds()); ink != 0.02 || n != 3 || v != 1 {
+		t.Fatalf("a cyan and a grey pixel: ink %v, colours %d, vivid %d", ink, n, v)
 	}
 }

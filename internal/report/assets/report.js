@@ -219,7 +219,9 @@
     var name = "cdf-" + metric;
     if (!R) { noData(name, "Per-request data (records.jsonl) was not given."); return; }
     var q = R.cdf_q || [];
-    var tables = [], series = [{ label: CDF_LABEL[metric] + " (ms)", value: function (u, v) { return fmt(v, "ms"); } }];
+    // xy mode: each level keeps its own x values, so a step (many samples at one latency)
+    // draws as the vertical line it is.
+    var series = [{}], data = [null], lo = Infinity, hi = -Infinity, approx = false;
     var nLv = LEVELS.length || R.levels.length;
     R.levels.forEach(function (lv) {
       var c = lv.cdf && lv.cdf[metric];
@@ -228,23 +230,33 @@
       for (var j = 0; j < c.v.length && j < q.length; j++) {
         var x = c.v[j];
         if (!isNum(x) || (logX && x <= 0)) continue;
-        if (xs.length && x <= xs[xs.length - 1]) { ys[ys.length - 1] = q[j]; continue; } // keep the top of a step
         xs.push(x); ys.push(q[j]);
+        lo = Math.min(lo, x); hi = Math.max(hi, x);
       }
       if (!xs.length) return;
-      tables.push([xs, ys]);
+      approx = approx || !c.exact;
+      var col = levelColor(lv.level, nLv);
+      data.push([xs, ys]);
       series.push({
-        label: levelName(lv.level) + (c.exact ? "" : " ≈"), stroke: levelColor(lv.level, nLv), width: 2, spanGaps: true,
-        points: { show: false }, value: function (u, v) { return isNum(v) ? (v * 100).toFixed(1) + "%" : "—"; },
+        label: levelName(lv.level), stroke: col, width: 2,
+        paths: uPlot.paths.linear(), points: { show: false },
+        facets: [{ scale: "x", auto: true }, { scale: "y", auto: false }],
       });
     });
-    if (!tables.length) { noData(name, "No successful request has " + CDF_LABEL[metric] + " samples."); return; }
-    var data = tables.length === 1 ? [tables[0][0], tables[0][1]] : uPlot.join(tables);
+    if (data.length < 2) { noData(name, "No successful request has " + CDF_LABEL[metric] + " samples."); return; }
+    var cap = figure(name).querySelector("figcaption");
+    cap.textContent = CDF_LABEL[metric] + " distribution" + (approx ? " (≈ 0.1% resolution)" : "");
+    if (approx) cap.title = "Levels with more than 20,000 distinct samples are drawn from a log histogram whose buckets are 0.2% wide.";
+    var pad = hi > lo ? (hi - lo) * 0.05 : Math.abs(hi) * 0.1 || 1;
+    var xr = logX ? [lo / 1.15, hi * 1.15] : [Math.max(0, lo - pad), hi + pad];
     make(name, {
-      scales: { x: { time: false, distr: logX ? 3 : 1 }, y: { range: [0, 1] } },
+      mode: 2,
+      scales: { x: { time: false, distr: logX ? 3 : 1, range: function () { return xr; } }, y: { range: function () { return [0, 1]; } } },
       axes: [axis(CDF_LABEL[metric] + " (ms" + (metric === "itl_ms" ? ", per token" : "") + ")"),
         axis("fraction of samples", { size: 50, values: function (u, v) { return v.map(function (x) { return Math.round(x * 100) + "%"; }); } })],
       series: series,
+      legend: { live: false },
+      cursor: { show: false },
     }, data, 300);
   }
 
@@ -255,6 +267,8 @@
   }
 
   // ---- request anatomy ---------------------------------------------------------------------
+
+  var HOVER_HINT = "Hover a bar for its timings; drag across to zoom in time, double-click to zoom out.";
 
   function anatomyLevels() { return R ? R.levels.filter(function (l) { return l.sample && l.sample.length; }) : []; }
 
@@ -274,6 +288,7 @@
       " · " + lv.ok + " ok, " + lv.failed + " failed" + (lv.requests > lv.measured ? ", " + (lv.requests - lv.measured) + " warm-up/cool-down" : "");
     document.getElementById("anatomy-title").textContent = "Per-request timeline: " + levelName(lv.level);
     var hover = document.getElementById("anatomy-hover");
+    hover.textContent = HOVER_HINT;
     var height = Math.max(260, Math.min(520, n * 3 + 80));
     make("anatomy", {
       scales: { x: { time: false, range: function () { return [lo, hi]; } }, y: { range: function () { return [0, n]; } } },
@@ -284,33 +299,36 @@
       hooks: {
         draw: [function (u) {
           var ctx = u.ctx, dpr = window.devicePixelRatio || 1;
-          var rowH = u.bbox.height / n, h = Math.max(1, rowH * 0.8);
+          // Whole-pixel rows keep thousands of thin bars crisp instead of a blended haze.
+          var rowH = u.bbox.height / n, gap = rowH >= 3 ? Math.max(1, Math.round(rowH * 0.2)) : 0;
           ctx.save();
           ctx.beginPath();
           ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
           ctx.clip();
-          function seg(a, b, col, y) {
+          var y, h;
+          function seg(a, b, col) {
             if (!isNum(a) || !isNum(b) || b < a) return;
             var x0 = cx(u, a), x1 = cx(u, b);
             ctx.fillStyle = col;
             ctx.fillRect(x0, y, Math.max(dpr * 0.75, x1 - x0), h);
           }
           rows.forEach(function (r, k) {
-            var y = u.bbox.top + k * rowH + (rowH - h) / 2;
+            y = Math.round(u.bbox.top + k * rowH);
+            h = Math.max(1, Math.round(u.bbox.top + (k + 1) * rowH) - y - gap);
             ctx.globalAlpha = r[7] ? 0.35 : 1;
-            seg(r[1], r[2], C.queue, y);
-            if (r[8]) { seg(r[2], r[5], C.bad, y); return; }
+            seg(r[1], r[2], C.queue);
+            if (r[8]) { seg(r[2], r[5], C.bad); return; }
             if (isNum(r[3])) {
-              seg(r[2], r[3], C.prefill, y);
-              seg(r[3], r[4], C.decode, y);
-              seg(r[4], r[5], C.tail, y);
-            } else seg(r[2], r[5], C.prefill, y);
+              seg(r[2], r[3], C.prefill);
+              seg(r[3], r[4], C.decode);
+              seg(r[4], r[5], C.tail);
+            } else seg(r[2], r[5], C.prefill);
           });
           ctx.restore();
         }],
         setCursor: [function (u) {
           var top = u.cursor.top;
-          if (!isNum(top) || top < 0) { hover.textContent = "Hover a bar for its timings."; return; }
+          if (!isNum(top) || top < 0) { hover.textContent = HOVER_HINT; return; }
           var k = Math.floor(top / (u.bbox.height / (window.devicePixelRatio || 1)) * n);
           var r = rows[Math.min(n - 1, Math.max(0, k))];
           if (!r) return;
@@ -477,6 +495,7 @@
       return { name: c.name, x: Math.round(r.left + window.scrollX), y: Math.round(r.top + window.scrollY), w: Math.round(r.width), h: Math.round(r.height) };
     });
     document.documentElement.setAttribute("data-charts", JSON.stringify(rects));
+    document.documentElement.setAttribute("data-height", String(document.documentElement.scrollHeight));
     document.documentElement.setAttribute("data-ready", "1");
   }
 
