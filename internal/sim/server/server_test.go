@@ -280,6 +280,7 @@ func TestMetricsCount(t *testing.T) {
 	resp := post(t, ts, "/v1/completions", `{"prompt":"hi","max_tokens":4}`)
 	readAll(t, resp.Body)
 	resp.Body.Close()
+	ts.Close() // the handlers observe after their last write: wait for them
 	// Streams: 1 TTFT + 3 ITL samples each; non-streaming: 1 TTFT, no ITL.
 	text := metricsText(t, s)
 	for _, want := range []string{

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,8 +49,8 @@ func (s *syncBuilder) String() string {
 	return s.b.String()
 }
 
-// Concurrent streams: one line per request, joined to the client's view by id; each event
-// time matches the client's read of that event (and not a neighbour, 30 ms away).
+// Concurrent streams: one line per request, joined to the client's view by id; event times
+// match the client's reads of the same events (and not their neighbours, 30 ms away).
 func TestTruthLines(t *testing.T) {
 	g := &fakeGen{interval: 30 * time.Millisecond}
 	truth := &syncBuilder{}
@@ -96,6 +97,7 @@ func TestTruthLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(truth.String()), "\n")
+	var diffs []float64
 	if len(lines) != n {
 		t.Fatalf("%d truth lines for %d requests", len(lines), n)
 	}
@@ -122,15 +124,18 @@ func TestTruthLines(t *testing.T) {
 			t.Fatalf("received %.6f before the client started %.6f, or first event %.6f before receipt", tl.ReceivedUnix, startUs, tl.EventUnix[0])
 		}
 		for k, ev := range tl.EventUnix {
-			// The server stamps after its flush returns and the client after its read; on
-			// loopback both happen within scheduling noise of each other.
-			if read := float64(v.reads[k].UnixMicro()) / 1e6; math.Abs(ev-read) > 0.012 {
-				t.Fatalf("event %d: server %.6f, client read %.6f", k, ev, read)
-			}
+			diffs = append(diffs, math.Abs(ev-float64(v.reads[k].UnixMicro())/1e6))
 			if k > 0 && ev < tl.EventUnix[k-1] {
 				t.Fatalf("event times go backwards: %v", tl.EventUnix)
 			}
 		}
+	}
+	// The server stamps after its flush returns and the client after its read: on loopback
+	// within scheduling noise of each other. The median is robust to a loaded machine's
+	// outliers, yet an off-by-one join would put it near 30 ms.
+	slices.Sort(diffs)
+	if med := diffs[len(diffs)/2]; med > 0.010 {
+		t.Fatalf("median |server - client| event time %.6f s", med)
 	}
 }
 
