@@ -64,6 +64,8 @@ type jsonlRow struct {
 	InputTokens  *int      `json:"input_tokens"`
 	OutputTokens *int      `json:"output_tokens"`
 	ArrivalS     *float64  `json:"arrival_s"`
+	PrefixTokens int       `json:"prefix_tokens"`
+	PrefixGroup  int       `json:"prefix_group"`
 }
 
 func loadJSONL(path string) ([]row, error) {
@@ -73,7 +75,10 @@ func loadJSONL(path string) ([]row, error) {
 		if err := strictUnmarshal(line, &jr); err != nil {
 			return fmt.Errorf("not a JSON object: %w", err)
 		}
-		rw := row{line: n}
+		if jr.PrefixTokens < 0 || jr.PrefixGroup < 0 {
+			return fmt.Errorf("prefix_tokens %d / prefix_group %d must be >= 0", jr.PrefixTokens, jr.PrefixGroup)
+		}
+		rw := row{line: n, prefixTokens: jr.PrefixTokens, prefixGroup: jr.PrefixGroup}
 		switch {
 		case jr.Prompt != nil && jr.Messages != nil:
 			return errors.New(`both "prompt" and "messages"; give one`)
@@ -115,6 +120,9 @@ func loadJSONL(path string) ([]row, error) {
 				return fmt.Errorf("arrival_s %v must be a finite offset >= 0", a)
 			}
 			rw.arrival, rw.hasArrival = time.Duration(math.Round(a*1e9)), true
+		}
+		if len(rows) > 0 && rw.hasArrival != rows[0].hasArrival {
+			return fmt.Errorf("arrival_s on some rows but not others (line %d has it: %v)", rows[0].line, rows[0].hasArrival)
 		}
 		rows = append(rows, rw)
 		return nil

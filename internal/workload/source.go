@@ -80,9 +80,6 @@ func New(cfg Config, tok tokenizer.Tokenizer) (Source, error) {
 		s.info.Rows = len(s.rows)
 		s.trace = s.rows[0].hasArrival
 		for i := range s.rows {
-			if s.rows[i].hasArrival != s.trace {
-				return nil, fmt.Errorf("workload: %s:%d: arrival offset on some rows but not others", path, s.rows[i].line)
-			}
 			if s.rows[i].clamped {
 				s.info.Clamped++
 			}
@@ -127,6 +124,8 @@ type row struct {
 	hasArrival bool
 	hashIDs    []int64
 	clamped    bool
+	// jsonl written by WriteJSONL keeps the shared prefix it was made with.
+	prefixTokens, prefixGroup int
 }
 
 // lazyCounts caches a row's token counts, computed on first use (a large ShareGPT file is
@@ -171,6 +170,7 @@ func (s *source) Request(level, i int) Request {
 		if !s.cfg.LengthsOnly {
 			req.Prompt, req.Messages = rw.prompt, rw.messages
 		}
+		req.PrefixTokens, req.PrefixGroup = rw.prefixTokens, rw.prefixGroup
 	case DatasetMooncake:
 		req.InputTokens, req.OutputTokens = rw.input, rw.output
 		req.PrefixHashes = hashBlocks(rw.hashIDs)

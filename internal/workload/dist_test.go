@@ -1,0 +1,128 @@
+package workload
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func TestParseDist(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Dist
+		wantErr string // substring naming the bad part
+	}{
+		{"512", Fixed(512), ""},
+		{" 7 ", Fixed(7), ""},
+		{"uniform:100:200", Dist{Kind: "uniform", A: 100, B: 200}, ""},
+		{"uniform:5:5", Dist{Kind: "uniform", A: 5, B: 5}, ""},
+		{"normal:300:50.5", Dist{Kind: "normal", A: 300, B: 50.5}, ""},
+		{"normal:10:0", Dist{Kind: "normal", A: 10, B: 0}, ""},
+		{"0", Dist{}, ">= 1"},
+		{"-3", Dist{}, ">= 1"},
+		{"abc", Dist{}, "want N"},
+		{"1.5", Dist{}, "want N"},
+		{"uniform:10", Dist{}, "two numbers"},
+		{"uniform:a:20", Dist{}, `low bound "a"`},
+		{"uniform:10:x", Dist{}, `high bound "x"`},
+		{"uniform:20:10", Dist{}, "below low bound"},
+		{"uniform:0:10", Dist{}, ">= 1"},
+		{"uniform:1.5:10", Dist{}, "whole numbers"},
+		{"normal:100:-1", Dist{}, "standard deviation -1"},
+		{"normal:abc:1", Dist{}, `mean "abc"`},
+		{"normal:NaN:1", Dist{}, `mean "NaN"`},
+		{"normal:0:1", Dist{}, "mean 0"},
+		{"poisson:3:4", Dist{}, `unknown distribution "poisson"`},
+	}
+	for _, tt := range tests {
+		got, err := ParseDist(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseDist(%q) error %v, want one containing %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseDist(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+		}
+		// The flag syntax round-trips.
+		back, err := ParseDist(got.String())
+		if err != nil || back != got {
+			t.Errorf("round trip of %q via %q: %+v, %v", tt.in, got.String(), back, err)
+		}
+	}
+}
+
+func TestDistSample(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	u := Dist{Kind: "uniform", A: 10, B: 13}
+	seen := map[int]int{}
+	for range 4000 {
+		v := u.Sample(r)
+		if v < 10 || v > 13 {
+			t.Fatalf("uniform sample %d outside 10..13", v)
+		}
+		seen[v]++
+	}
+	if len(seen) != 4 {
+		t.Errorf("uniform:10:13 should reach every value, got %v", seen)
+	}
+	// A wide normal near 1 is clamped, never below 1; its mean is still near the nominal.
+	n := Dist{Kind: "normal", A: 2, B: 10}
+	for range 2000 {
+		if v := n.Sample(r); v < 1 {
+			t.Fatalf("normal sample %d < 1", v)
+		}
+	}
+	m := Dist{Kind: "normal", A: 500, B: 50}
+	sum := 0.0
+	const k = 20000
+	for range k {
+		sum += float64(m.Sample(r))
+	}
+	if mean := sum / k; math.Abs(mean-500) > 2 {
+		t.Errorf("normal:500:50 sample mean %.1f", mean)
+	}
+	if Fixed(42).Sample(r) != 42 {
+		t.Error("fixed")
+	}
+}
+
+func TestDistJSON(t *testing.T) {
+	var v struct{ D Dist }
+	if err := json.Unmarshal([]byte(`{"D":"uniform:1:9"}`), &v); err != nil || v.D != (Dist{Kind: "uniform", A: 1, B: 9}) {
+		t.Fatalf("%+v %v", v, err)
+	}
+	b, _ := json.Marshal(v)
+	if string(b) != `{"D":"uniform:1:9"}` {
+		t.Errorf("marshal: %s", b)
+	}
+	if err := json.Unmarshal([]byte(`{"D":"uniform:9:1"}`), &v); err == nil {
+		t.Error("bad text should fail")
+	}
+}
+
+func TestPermute(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 7, 16, 17, 1000} {
+		seen := make([]bool, n)
+		for i := range n {
+			p := permute(i, n, 99)
+			if p < 0 || p >= n || seen[p] {
+				t.Fatalf("n=%d: permute(%d) = %d repeats or is out of range", n, i, p)
+			}
+			seen[p] = true
+		}
+	}
+	// Different keys give different orders.
+	same := 0
+	for i := range 1000 {
+		if permute(i, 1000, 1) == permute(i, 1000, 2) {
+			same++
+		}
+	}
+	if same > 20 {
+		t.Errorf("keys 1 and 2 agree on %d of 1000 positions", same)
+	}
+}
