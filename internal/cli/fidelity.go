@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/fidelity"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+)
+
+func newFidelityCmd(stdio Stdio) *cobra.Command {
+	var (
+		records, truth, start string
+		asJSON                bool
+	)
+	cmd := &cobra.Command{
+		Use:   "fidelity",
+		Short: "Measure the client's own timing error against the simulator's ground truth",
+		Long: `fidelity joins a run's records.jsonl to the ground truth that 'llmbench serve --truth'
+wrote, by response id, pairs each token event the client recorded with the event the server
+sent (in order), and prints the distribution of client-minus-server event times with the
+resulting TTFT and ITL errors, in ms. Records hold offsets from the run's t = 0; the truth
+holds wall-clock times; summary.json's started_at maps one onto the other, which is exact
+when client and server share a machine (see docs/performance.md for the subtleties).`,
+		Example: `  llmbench serve --sim bench/fast50.yaml --truth truth.jsonl &
+  llmbench run --url http://127.0.0.1:8000 --concurrency 1000 --output-dir out
+  llmbench fidelity --records out --truth truth.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var errs []error
+			if records == "" {
+				errs = append(errs, errors.New("--records: give the run's results folder"))
+			}
+			if truth == "" {
+				errs = append(errs, errors.New("--truth: give the file 'llmbench serve --truth' wrote"))
+			}
+			var at time.Time
+			if start != "" {
+				t, err := time.Parse(time.RFC3339Nano, start)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("--start: %q is not an RFC 3339 time", start))
+				}
+				at = t
+			}
+			if len(errs) > 0 {
+				return usageError(errors.Join(errs...))
+			}
+			rep, err := runFidelity(records, truth, at)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return fidelity.WriteJSON(stdio.Out, rep)
+			}
+			return fidelity.WriteText(stdio.Out, rep)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&records, "records", "", "results folder of the run (records.jsonl and summary.json), or a records.jsonl file")
+	fl.StringVar(&truth, "truth", "", "ground-truth file written by 'llmbench serve --truth'")
+	fl.StringVar(&start, "start", "", "wall-clock instant of the run's t = 0 (default: summary.json's started_at)")
+	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// runFidelity reads the truth into memory and streams the records through the join.
+func runFidelity(records, truthPath string, start time.Time) (fidelity.Report, error) {
+	path, dir := records, records
+	if st, err := os.Stat(records); err == nil && st.IsDir() {
+		path = filepath.Join(records, "records.jsonl")
+	} else {
+		dir = filepath.Dir(records)
+	}
+	if start.IsZero() {
+		f, err := os.Open(filepath.Join(dir, "summary.json"))
+		if err != nil {
+			return fidelity.Report{}, fmt.Errorf("--records: the run's start instant comes from summary.json (or give --start): %w", err)
+		}
+		s, err := report.ReadJSON(f)
+		f.Close()
+		if err != nil {
+			return fidelity.Report{}, fmt.Errorf("--records: %w", err)
+		}
+		start = s.StartedAt
+	}
+	tf, err := os.Open(truthPath)
+	if err != nil {
+		return fidelity.Report{}, fmt.Errorf("--truth: %w", err)
+	}
+	truth, err := fidelity.ReadTruth(tf)
+	tf.Close()
+	if err != nil {
+		return fidelity.Report{}, fmt.Errorf("--truth %s: %w", truthPath, err)
+	}
+	j := fidelity.NewJoin(truth, start)
+	if err := eachRecord(path, func(r *record.Record) { j.Add(r) }); err != nil {
+		return fidelity.Report{}, fmt.Errorf("--records: %w", err)
+	}
+	return j.Report(), nil
+}
+
+// eachRecord streams a records.jsonl file, one decoded record at a time, so that a huge run
+// never sits in memory as JSON.
+func eachRecord(path string, f func(*record.Record)) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var r record.Record
+		if err := r.UnmarshalJSON(b); err != nil {
+			return fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+		f(&r)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
