@@ -49,8 +49,13 @@ type Config struct {
 
 // Names of the supported APIs.
 const (
-	APIOpenAIChat        = "openai-chat"
-	APIOpenAICompletions = "openai-completions"
+	APIOpenAIChat        = "openai-chat"        // /v1/chat/completions
+	APIOpenAICompletions = "openai-completions" // /v1/completions
+	APIOllama            = "ollama"             // /api/chat (NDJSON)
+	APIOllamaGenerate    = "ollama-generate"    // /api/generate (NDJSON)
+	APILlamaCpp          = "llamacpp"           // /completion
+	APITGI               = "tgi"                // /generate_stream
+	APIAnthropic         = "anthropic"          // /v1/messages
 )
 
 // APIs lists the supported --api values.

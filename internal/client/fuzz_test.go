@@ -56,8 +56,8 @@ func sseEvents(r io.Reader) ([]string, error) {
 	}
 }
 
-// FuzzChunkDecode: the hand-written scanner accepts exactly the JSON objects that
-// encoding/json accepts, so "malformed_event" means what it says.
+// FuzzChunkDecode: every API's decoder accepts exactly the JSON objects that
+// encoding/json accepts, so "malformed_event" means what it says, and never panics.
 func FuzzChunkDecode(f *testing.F) {
 	f.Add([]byte(`{"id":"x","choices":[{"index":0,"delta":{"content":"a\u00e9\ud83d\ude00"},"finish_reason":null}],"usage":null}`))
 	f.Add([]byte(`{"choices":[{"text":"a"}],"usage":{"completion_tokens":1.5e1}}`))
@@ -65,16 +65,22 @@ func FuzzChunkDecode(f *testing.F) {
 	f.Add([]byte(`{"choices":5,"usage":"n/a","id":7}`))
 	f.Add([]byte(`{"a":[1,2,{"b":-0.5E-3}]} `))
 	f.Add([]byte(`{"a":1,}`))
+	f.Add([]byte(`{"message":{"content":"a","thinking":"b","tool_calls":[{"function":{"name":"f"}}]},"done":true,"eval_count":3,"eval_duration":1e6}`))
+	f.Add([]byte(`{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"},"usage":{"output_tokens":2}}`))
+	f.Add([]byte(`{"token":{"text":"x","special":true},"details":{"finish_reason":"length","generated_tokens":1}}`))
+	f.Add([]byte(`{"content":"x","stop":true,"tokens_predicted":1,"timings":{"prompt_ms":1.5}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var d decoder
-		d.keep = true
-		err := d.decodeOpenAI(data, nil)
 		if isDoneMarker(data) || len(bytes.TrimSpace(data)) == 0 {
 			return
 		}
 		valid := json.Valid(data) && bytes.TrimSpace(data)[0] == '{'
-		if (err == nil) != valid {
-			t.Fatalf("scanner error %v, encoding/json valid object %v, for %q", err, valid, data)
+		for _, api := range APIs() {
+			var d decoder
+			d.keep = true
+			err := apiSpecs[api].decode(&d, data, nil)
+			if (err == nil) != valid {
+				t.Fatalf("%s: scanner error %v, encoding/json valid object %v, for %q", api, err, valid, data)
+			}
 		}
 	})
 }
