@@ -209,3 +209,39 @@ func TestNoServerAnswersIsExit1(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stderr %s", code, stderr)
 	}
 }
+
+// The in-process simulator over real HTTP agrees with the virtual clock: the same engine,
+// paced in wall time. Real time is the point, so the test takes a few seconds.
+func TestLiveRunAgreesWithSimulate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	args := []string{"--sim", "textbook", "--concurrency", "4,16", "--requests", "16", "--input-tokens", "512", "--output-tokens", "100"}
+	simDir, runDir := t.TempDir(), t.TempDir()
+	if code, _, stderr := runCLI(t, context.Background(), append([]string{"simulate", "--output-dir", simDir}, args...)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	code, stdout, stderr := runCLI(t, context.Background(), append([]string{"run", "--output-dir", runDir}, args...)...)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	if !strings.Contains(stdout, "built-in simulator") {
+		t.Errorf("run without --url does not say it benchmarks the simulator:\n%s", stdout)
+	}
+	sim, live := readSummaryT(t, simDir), readSummaryT(t, runDir)
+	for i := range sim.Levels {
+		s, l := sim.Levels[i], live.Levels[i]
+		sp, _ := s.Metrics.TPOT.Get(50)
+		lp, _ := l.Metrics.TPOT.Get(50)
+		for name, pair := range map[string][2]float64{
+			"TPOT P50":          {sp.Value, lp.Value},
+			"output throughput": {s.OutputThroughput, l.OutputThroughput},
+		} {
+			// Measured within 1% on an idle machine; 10% leaves room for a loaded CI host,
+			// whose timer lateness makes requests miss step boundaries.
+			if d := pair[1]/pair[0] - 1; d > 0.10 || d < -0.10 {
+				t.Errorf("level %d %s: live %.2f vs simulated %.2f (%.1f%%)", i, name, pair[1], pair[0], 100*d)
+			}
+		}
+	}
+}

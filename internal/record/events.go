@@ -2,6 +2,7 @@ package record
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -48,6 +49,14 @@ func (e *Events) Append(t time.Duration, n int) {
 	e.deltas = append(e.deltas, uint32(d))
 	e.last = prev + d*time.Microsecond
 	e.total += n
+}
+
+// Grow makes room for n more events, so a producer that knows the output length (the
+// simulator) appends without reallocating.
+func (e *Events) Grow(n int) {
+	if n > 0 {
+		e.deltas = slices.Grow(e.deltas, n)
+	}
 }
 
 // Len is the number of events.

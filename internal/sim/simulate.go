@@ -138,6 +138,7 @@ func (v *vsim) send(i int, warm bool, scheduled, t time.Duration, req *workload.
 	}
 	rec.ResponseID = responseID(v.lvl.Index, i)
 	rec.Events.Base = rec.Sent
+	rec.Events.Grow(req.OutputTokens)
 	sr := SeqRequest{PromptTokens: req.InputTokens, MaxTokens: req.OutputTokens, IgnoreEOS: true}
 	if v.bs > 0 && req.PrefixTokens >= v.bs {
 		sr.PrefixHashes = prefixHashes(req.PrefixGroup, req.PrefixTokens/v.bs)
