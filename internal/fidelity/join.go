@@ -110,8 +110,13 @@ type Report struct {
 	// SendDelay: the server's receipt of the request minus the client's sent.
 	SendDelay Stats `json:"send_delay_ms"`
 
-	// ClockWarning is set when some event was read before it was written by more than
-	// the clocks' resolution: the client's and server's wall clocks disagree.
+	// Early counts events the client read before the server's stamp. The stamp is taken
+	// after the write and flush return, so the client can read the bytes first: a few
+	// early events by a fraction of a ms are the server's own delay, not the client's.
+	Early int `json:"early_events"`
+	// ClockWarning is set when the median event was read before it was stamped: the
+	// client's and server's wall clocks disagree (or the start instant is wrong), which
+	// shifts every event-time error by the same amount.
 	ClockWarning string `json:"clock_warning,omitempty"`
 }
 
@@ -129,8 +134,8 @@ type Stats struct {
 	Max   float64 `json:"max"`
 }
 
-// clockSlack is how early an event may appear to be read before a warning: records and
-// truth are both truncated to the µs, so 2 µs either way is rounding.
+// clockSlack is how early an event may appear to be read and still count as on time:
+// records and truth are both truncated to the µs, so 2 µs either way is rounding.
 const clockSlack = 2 * time.Microsecond
 
 // Report computes the statistics. It may be called more than once.
@@ -141,9 +146,15 @@ func (j *Join) Report() Report {
 		UnmatchedTruth: len(j.truth) - len(j.seen), Events: len(j.event), Requests: len(j.ttft),
 		EventTime: statsOf(j.event), TTFT: statsOf(j.ttft), ITL: statsOf(j.itl), SendDelay: statsOf(j.send),
 	}
-	if r.EventTime.Count > 0 && r.EventTime.Min < -ms(int64(clockSlack)) {
-		r.ClockWarning = "some events were read up to " + formatMs(-r.EventTime.Min) +
-			" ms before the server wrote them: the client's and server's wall clocks disagree (or started_at is not the run's t = 0), so event-time errors are shifted by that much"
+	for _, e := range j.event { // sorted by statsOf
+		if e >= -int64(clockSlack) {
+			break
+		}
+		r.Early++
+	}
+	if r.EventTime.Count > 0 && r.EventTime.P50 < -ms(int64(clockSlack)) {
+		r.ClockWarning = "the median event was read " + formatMs(-r.EventTime.P50) +
+			" ms before the server wrote it: the client's and server's wall clocks disagree (or the start instant is not the run's t = 0), so every event-time error is shifted by about that much"
 	}
 	return r
 }

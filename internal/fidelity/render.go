@@ -39,6 +39,10 @@ func WriteText(w io.Writer, r Report) error {
 	row("TTFT", r.TTFT)
 	row("ITL (per token)", r.ITL)
 	row("send delay", r.SendDelay)
+	if r.Early > 0 {
+		fmt.Fprintf(b, "\n%d events were read before the server's stamp (taken after its write returns): the server's own delay, at most %s ms\n",
+			r.Early, formatMs(-r.EventTime.Min))
+	}
 	if r.ClockWarning != "" {
 		fmt.Fprintf(b, "\nwarning: %s\n", r.ClockWarning)
 	}
