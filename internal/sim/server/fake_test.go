@@ -22,9 +22,10 @@ import (
 // event per step.
 type fakeGen struct {
 	interval   time.Duration
-	eosAt      int // without ignore_eos, the sequence stops after this many tokens (0: at max)
-	perStep    int // tokens per step (0 means 1)
-	abortAfter int // close the channel after this many steps without a Done step (0: never)
+	eosAt      int  // without ignore_eos, the sequence stops after this many tokens (0: at max)
+	perStep    int  // tokens per step (0 means 1)
+	abortAfter int  // close the channel after this many steps without a Done step (0: never)
+	prefill    bool // send every step into a buffered channel before Submit returns
 	err        error
 	stats      sim.EngineStats
 
@@ -46,6 +47,19 @@ func (f *fakeGen) Submit(ctx context.Context, r sim.SeqRequest) (<-chan sim.Step
 		target, reason = f.eosAt, "stop"
 	}
 	per := max(f.perStep, 1)
+	if f.prefill {
+		ch := make(chan sim.Step, target)
+		for i := 0; i < target; i += per {
+			n := min(per, target-i)
+			st := sim.Step{At: time.Now(), Tokens: n, Done: i+n == target}
+			if st.Done {
+				st.FinishReason = reason
+			}
+			ch <- st
+		}
+		close(ch)
+		return ch, nil
+	}
 	ch := make(chan sim.Step)
 	f.running.Add(1)
 	go func() {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -29,6 +30,15 @@ type request struct {
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
 	received := time.Now()
+	s.inflight.Add(1)
+	defer func() {
+		// Flush the ground truth whenever the server goes idle, so the file is complete
+		// for `llmbench fidelity` after a run even while serve keeps running (and a killed
+		// serve loses at most what was in flight).
+		if s.inflight.Add(-1) == 0 && s.truth != nil {
+			_ = s.truth.flush() // an error is kept and reported by Close
+		}
+	}()
 	body, aerr := s.readBody(w, r)
 	if aerr != nil {
 		writeAPIError(w, aerr)
@@ -71,6 +81,12 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		if ctx.Err() != nil {
 			return // the client is gone; nobody to answer
 		}
+		if errors.Is(err, sim.ErrStopped) {
+			writeAPIError(w, newAPIError(http.StatusServiceUnavailable, "server_error", "", "engine_stopped",
+				"the engine is shutting down"))
+			return
+		}
+		// Otherwise the request can never run (e.g. it does not fit the KV cache).
 		writeAPIError(w, badRequest("", "the engine refused the request: %v", err))
 		return
 	}

@@ -131,6 +131,7 @@ type Server struct {
 	idPrefix  string        // random per server, so ids are unique across restarts
 	modelJSON []byte        // the model name as a JSON string
 	seq       atomic.Uint64 // generation requests received
+	inflight  atomic.Int64  // generation requests being handled
 	faults    [numFaultKinds]atomic.Uint64
 	truth     *truthLog
 	metrics   *serverMetrics
@@ -189,7 +190,8 @@ func (s *Server) FaultsInjected() map[string]uint64 {
 	return out
 }
 
-// Flush writes buffered ground-truth lines to Options.Truth.
+// Flush writes buffered ground-truth lines to Options.Truth. The server also flushes by
+// itself whenever no generation request is in flight.
 func (s *Server) Flush() error {
 	if s.truth == nil {
 		return nil

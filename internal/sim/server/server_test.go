@@ -378,3 +378,27 @@ func TestPrefixHashes(t *testing.T) {
 		t.Fatal("different prompts share a first block hash")
 	}
 }
+
+// Steps already queued when the server reads (a client slower than the engine) go out as
+// one event carrying all their tokens, as vLLM merges deltas for a slow consumer.
+func TestBacklogCoalesced(t *testing.T) {
+	var truth strings.Builder
+	s, ts := newTestServer(t, &fakeGen{prefill: true}, Options{Truth: &truth})
+	resp := post(t, ts, "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":10,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}`)
+	ev := sseEvents(t, readAll(t, resp.Body))
+	resp.Body.Close()
+	// role, one 10-token event, finish, usage, [DONE]
+	if len(ev) != 5 {
+		t.Fatalf("events:\n%s", strings.Join(ev, "\n"))
+	}
+	c := decodeChunk(t, ev[1])
+	if n := len(strings.Fields(*c.Choices[0].Delta.Content)); n != 10 || c.Usage.CompletionTokens != 10 {
+		t.Fatalf("coalesced event: %d words, usage %+v", n, *c.Usage)
+	}
+	ts.Close()
+	_ = s.Close()
+	var tl TruthLine
+	if err := json.Unmarshal([]byte(truth.String()), &tl); err != nil || len(tl.EventUnix) != 1 || fmt.Sprint(tl.EventTokens) != "[10]" {
+		t.Fatalf("truth %q: %v", truth.String(), err)
+	}
+}
