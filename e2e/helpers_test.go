@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"math"
 	"testing"
 )
@@ -21,29 +20,6 @@ func TestNormalizeOllamaHost(t *testing.T) {
 		got, err := normalizeOllamaHost(in)
 		if err != nil || got != want {
 			t.Errorf("normalizeOllamaHost(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-}
-
-func TestServerTPOT(t *testing.T) {
-	for _, c := range []struct {
-		rec  string
-		want float64 // seconds; NaN: none found
-	}{
-		{`{"server_timings":{"eval_count":24,"eval_duration_s":0.048}}`, 0.002},
-		{`{"server":{"decode_tokens":10,"decode_ms":50}}`, 0.005},
-		{`{"server_timings":{"tpot_ms":3}}`, 0.003},
-		{`{"server_timings":{"eval_count":0,"eval_duration_s":1}}`, math.NaN()},
-		{`{"server_timings":null}`, math.NaN()},
-		{`{"output_tokens":24}`, math.NaN()},
-	} {
-		var raw map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(c.rec), &raw); err != nil {
-			t.Fatal(err)
-		}
-		got, ok := serverTPOT(raw)
-		if ok != !math.IsNaN(c.want) || (ok && math.Abs(got-c.want) > 1e-12) {
-			t.Errorf("serverTPOT(%s) = %v, %v; want %v", c.rec, got, ok, c.want)
 		}
 	}
 }

@@ -408,9 +408,13 @@ func TestSyntheticVocab(t *testing.T) {
 		supp bool
 	}{
 		{"a", false}, {"Ġq", false}, {"zz", false}, {"Ġ", true}, {"Ċ", true}, {string(byteEncoder[0xC3]), true},
-		{"<|eot_id|>", true}, {"<|begin_of_text|>", true},
+		{"<|eot_id|>", true}, {"<|begin_of_text|>", true}, {"<", true},
 	} {
-		if got := v.Suppressed(v.find(c.tok)); got != c.supp {
+		id := v.find(c.tok)
+		if id < 0 {
+			t.Fatalf("token %q is not in the vocabulary", c.tok)
+		}
+		if got := v.Suppressed(id); got != c.supp {
 			t.Errorf("Suppressed(%q) = %v, want %v", c.tok, got, c.supp)
 		}
 	}
@@ -448,8 +452,13 @@ func TestLlama3Tokenizer(t *testing.T) {
 		{"Hello", false}, {"ĠHello", false}, {"Ġ", true}, {"ĊĊ", true}, {"<|eot_id|>", true},
 		{"Ã", true},   // the lead byte of a two-byte character, alone
 		{"Ã©", false}, // "é"
+		{"Ġ<<", true}, {"<", true}, {"Ġ>>", false},
 	} {
-		if got := v.Suppressed(v.find(c.tok)); got != c.supp {
+		id := v.find(c.tok)
+		if id < 0 {
+			t.Fatalf("token %q is not in the vocabulary", c.tok)
+		}
+		if got := v.Suppressed(id); got != c.supp {
 			t.Errorf("Suppressed(%q) = %v, want %v", c.tok, got, c.supp)
 		}
 	}

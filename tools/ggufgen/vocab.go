@@ -75,8 +75,11 @@ func tokenBytes(tok string) (b []byte, ok bool) {
 // Suppressed reports whether the model must never emit token id: anything but a normal
 // token (control tokens, EOS among them: a random model would stop early), tokens that are
 // not complete UTF-8 on their own (servers hold back or mangle partial characters), tokens
-// with control characters or U+FFFD, and whitespace-only tokens (Ollama compares trimmed
-// token text to abort repeats, so runs of different blanks would look like a repeat).
+// with control characters or U+FFFD, whitespace-only tokens (Ollama compares trimmed
+// token text to abort repeats, so runs of different blanks would look like a repeat), and
+// tokens containing '<': Llama 3's stop strings ("<|eot_id|>", ...) start with it, and a
+// server holds back text that could be the start of a stop string, merging that token
+// with the next into one stream event (Ollama's runner does).
 func (v *Vocab) Suppressed(id int) bool {
 	if v.Types[id] != tokNormal {
 		return true
@@ -86,7 +89,7 @@ func (v *Vocab) Suppressed(id int) bool {
 		return true
 	}
 	s := string(b)
-	if strings.TrimSpace(s) == "" {
+	if strings.TrimSpace(s) == "" || strings.ContainsRune(s, '<') {
 		return true
 	}
 	for _, r := range s {
