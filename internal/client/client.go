@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -260,6 +261,36 @@ func (c *Client) makeHeader() http.Header {
 	}
 	return h
 }
+
+// RedactedHeaders returns a copy of h fit for summaries and logs: the values of headers
+// whose names look secret (SecretHeader) are replaced by "[REDACTED]".
+func RedactedHeaders(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		if SecretHeader(k) {
+			vs = []string{"[REDACTED]"}
+		}
+		out[k] = slices.Clone(vs)
+	}
+	return out
+}
+
+// String describes the target without secrets, so printing a Config (even with %+v)
+// cannot leak the key.
+func (c Config) String() string {
+	u := c.BaseURL
+	if pu, err := url.Parse(u); err == nil {
+		u = pu.Redacted()
+	}
+	key := "no API key"
+	if c.APIKey != "" {
+		key = "API key [REDACTED]"
+	}
+	return fmt.Sprintf("%s at %s, model %q, %s, headers %v", c.API, u, c.Model, key, RedactedHeaders(c.Headers))
+}
+
+// GoString is String, for %#v.
+func (c Config) GoString() string { return c.String() }
 
 // SecretHeader reports whether a header's value should never be shown: the caller stores
 // --header values redacted when this says so.

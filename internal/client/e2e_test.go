@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -504,5 +505,31 @@ func TestValidate(t *testing.T) {
 	}
 	if err := (Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "base URL is empty") {
 		t.Errorf("empty config: %v", err)
+	}
+}
+
+func TestSecretsStayOut(t *testing.T) {
+	cfg := Config{BaseURL: "https://user:pw-secret@api.example.com", API: APIOpenAIChat, APIKey: "sk-very-secret",
+		Headers: http.Header{"X-Api-Key": {"hdr-secret"}, "Cookie": {"session=c-secret"}, "X-Team": {"bench"}}}
+	for _, s := range []string{cfg.String(), fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg)} {
+		for _, secret := range []string{"sk-very-secret", "hdr-secret", "c-secret", "pw-secret"} {
+			if strings.Contains(s, secret) {
+				t.Errorf("%q leaks %q", s, secret)
+			}
+		}
+		if !strings.Contains(s, "bench") {
+			t.Errorf("%q hides a non-secret header", s)
+		}
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := c.message("echo: Bearer sk-very-secret hdr-secret session=c-secret pw-secret")
+	if strings.Contains(msg, "secret") {
+		t.Errorf("message %q leaks a secret", msg)
+	}
+	if got := c.message(strings.Repeat("é", 1000)); len(got) > maxMessage+len("…") || !utf8.ValidString(got) {
+		t.Errorf("long message: %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
 	}
 }

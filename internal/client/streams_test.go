@@ -57,44 +57,47 @@ type streamWant struct {
 	timingsN int    // llama.cpp timings predicted_n, when reported
 }
 
+// recordedCases are the documented outcomes of the captures in ../shared/streams.
+var recordedCases = map[string]struct {
+	api  string
+	want streamWant
+}{
+	// openai-python: real OpenAI API. Role chunk with content "" does not count;
+	// usage arrives on a choices:[] chunk after the finish chunk.
+	"openai-python/e2aad469b71d.sse": {APIOpenAIChat, streamWant{events: 30, tokens: 30, source: "usage", prompt: 14, id: "chatcmpl-ABfw"}},
+	"openai-python/d61558011839.sse": {APIOpenAIChat, streamWant{events: 177, tokens: 177, source: "usage", prompt: 19, id: "chatcmpl-ABfw"}},
+	// Tool-call deltas count: the function name chunk and 10 argument chunks.
+	"openai-python/a247c49c5fcd.sse": {APIOpenAIChat, streamWant{events: 11, tokens: 19, source: "usage", prompt: 48, id: "chatcmpl-ABfw"}},
+	// Refusal deltas are generated text.
+	"openai-python/569c877e6942.sse": {APIOpenAIChat, streamWant{events: 11, tokens: 12, source: "usage", prompt: 79, id: "chatcmpl-ABfw"}},
+	"openai-python/173417d55340.sse": {APIOpenAIChat, streamWant{events: 10, tokens: 11, source: "usage", prompt: 79, id: "chatcmpl-ABfw"}},
+	// llama.cpp: role chunk with content null; usage + timings on a choices:[] chunk.
+	"llama.cpp/chat-include_usage.sse": {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "usage", prompt: 30, id: "chatcmpl-koQP", timingsN: 8}},
+	// n=2: both choices' deltas count; no usage, so N is the number of events.
+	"llama.cpp/chat-n2.sse":       {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "events", id: "chatcmpl-1sYB", timingsN: 4}},
+	"llama.cpp/chat-no-usage.sse": {APIOpenAIChat, streamWant{events: 3, tokens: 3, source: "events", id: "chatcmpl-bIdf", timingsN: 3}},
+	// completions: usage rides on the final chunk that still has choices, always.
+	"llama.cpp/completions-include_usage-false.sse": {APIOpenAICompletions, streamWant{events: 4, tokens: 4, source: "usage", prompt: 2, id: "chatcmpl-XXoB", timingsN: 4}},
+	"llama.cpp/completions-include_usage.sse":       {APIOpenAICompletions, streamWant{events: 6, tokens: 6, source: "usage", prompt: 5, id: "chatcmpl-yrjF", timingsN: 6}},
+	"llama.cpp/completions-no-usage.sse":            {APIOpenAICompletions, streamWant{events: 4, tokens: 4, source: "usage", prompt: 5, id: "chatcmpl-KpxH", timingsN: 4}},
+	// Ollama: every chunk repeats the role; the last content chunk is "" with the finish.
+	"ollama-0.6.5/chat-include_usage.sse": {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "usage", prompt: 3, id: "chatcmpl-779"}},
+	// Zeros in usage on every chunk, then the real usage: the last non-zero wins.
+	"ollama-0.6.5/completions-include_usage.sse": {APIOpenAICompletions, streamWant{events: 6, tokens: 6, source: "usage", prompt: 5, id: "cmpl-70"}},
+	"ollama-0.6.5/completions-no-usage.sse":      {APIOpenAICompletions, streamWant{events: 4, tokens: 4, source: "events", id: "cmpl-379"}},
+	// The repeat-limit abort: HTTP 200, no finish_reason, no usage, no [DONE].
+	"ollama-0.6.5/chat-greedy-repeat-abort.sse": {APIOpenAIChat, streamWant{events: 31, tokens: 31, source: "events", id: "chatcmpl-638", kind: record.KindIncomplete}},
+	// A capture cut by the recording client in the middle of a line.
+	"ollama-0.6.5/chat-max_completion_tokens.HEAD-ONLY.sse": {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "events", id: "chatcmpl-382", kind: record.KindIncomplete}},
+}
+
 // TestRecordedStreams checks every capture in ../shared/streams against the token counts
 // and outcomes its README documents.
 func TestRecordedStreams(t *testing.T) {
 	if _, err := os.Stat(streamsDir); err != nil {
 		t.Skipf("no recorded streams: %v", err)
 	}
-	cases := map[string]struct {
-		api  string
-		want streamWant
-	}{
-		// openai-python: real OpenAI API. Role chunk with content "" does not count;
-		// usage arrives on a choices:[] chunk after the finish chunk.
-		"openai-python/e2aad469b71d.sse": {APIOpenAIChat, streamWant{events: 30, tokens: 30, source: "usage", prompt: 14, id: "chatcmpl-ABfw"}},
-		"openai-python/d61558011839.sse": {APIOpenAIChat, streamWant{events: 177, tokens: 177, source: "usage", prompt: 19, id: "chatcmpl-ABfw"}},
-		// Tool-call deltas count: the function name chunk and 10 argument chunks.
-		"openai-python/a247c49c5fcd.sse": {APIOpenAIChat, streamWant{events: 11, tokens: 19, source: "usage", prompt: 48, id: "chatcmpl-ABfw"}},
-		// Refusal deltas are generated text.
-		"openai-python/569c877e6942.sse": {APIOpenAIChat, streamWant{events: 11, tokens: 12, source: "usage", prompt: 79, id: "chatcmpl-ABfw"}},
-		"openai-python/173417d55340.sse": {APIOpenAIChat, streamWant{events: 10, tokens: 11, source: "usage", prompt: 79, id: "chatcmpl-ABfw"}},
-		// llama.cpp: role chunk with content null; usage + timings on a choices:[] chunk.
-		"llama.cpp/chat-include_usage.sse": {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "usage", prompt: 30, id: "chatcmpl-koQP", timingsN: 8}},
-		// n=2: both choices' deltas count; no usage, so N is the number of events.
-		"llama.cpp/chat-n2.sse":       {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "events", id: "chatcmpl-1sYB", timingsN: 4}},
-		"llama.cpp/chat-no-usage.sse": {APIOpenAIChat, streamWant{events: 3, tokens: 3, source: "events", id: "chatcmpl-bIdf", timingsN: 3}},
-		// completions: usage rides on the final chunk that still has choices, always.
-		"llama.cpp/completions-include_usage-false.sse": {APIOpenAICompletions, streamWant{events: 4, tokens: 4, source: "usage", prompt: 2, id: "chatcmpl-XXoB", timingsN: 4}},
-		"llama.cpp/completions-include_usage.sse":       {APIOpenAICompletions, streamWant{events: 6, tokens: 6, source: "usage", prompt: 5, id: "chatcmpl-yrjF", timingsN: 6}},
-		"llama.cpp/completions-no-usage.sse":            {APIOpenAICompletions, streamWant{events: 4, tokens: 4, source: "usage", prompt: 5, id: "chatcmpl-KpxH", timingsN: 4}},
-		// Ollama: every chunk repeats the role; the last content chunk is "" with the finish.
-		"ollama-0.6.5/chat-include_usage.sse": {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "usage", prompt: 3, id: "chatcmpl-779"}},
-		// Zeros in usage on every chunk, then the real usage: the last non-zero wins.
-		"ollama-0.6.5/completions-include_usage.sse": {APIOpenAICompletions, streamWant{events: 6, tokens: 6, source: "usage", prompt: 5, id: "cmpl-70"}},
-		"ollama-0.6.5/completions-no-usage.sse":      {APIOpenAICompletions, streamWant{events: 4, tokens: 4, source: "events", id: "cmpl-379"}},
-		// The repeat-limit abort: HTTP 200, no finish_reason, no usage, no [DONE].
-		"ollama-0.6.5/chat-greedy-repeat-abort.sse": {APIOpenAIChat, streamWant{events: 31, tokens: 31, source: "events", id: "chatcmpl-638", kind: record.KindIncomplete}},
-		// A capture cut by the recording client in the middle of a line.
-		"ollama-0.6.5/chat-max_completion_tokens.HEAD-ONLY.sse": {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "events", id: "chatcmpl-382", kind: record.KindIncomplete}},
-	}
+	cases := recordedCases
 	seen := 0
 	files, _ := filepath.Glob(filepath.Join(streamsDir, "*", "*.sse"))
 	for _, path := range files {
