@@ -27,11 +27,10 @@ func WriteConsole(w io.Writer, s *Summary) error {
 	line := func(label, value string) {
 		b.WriteString(strings.TrimRight(fmt.Sprintf("%-40s %-10s", label, value), " ") + "\n")
 	}
-	scrapes := strconv.Itoa(s.Scrapes)
-	if s.FailedScrapes > 0 {
-		scrapes += fmt.Sprintf(" (%d failed: %s)", s.FailedScrapes, s.LastError)
+	line("Scrapes (failed):", fmt.Sprintf("%d (%d)", s.Scrapes, s.FailedScrapes))
+	if s.FailedScrapes > 0 && s.LastError != "" {
+		line("Last scrape error:", s.LastError)
 	}
-	line("Scrapes:", scrapes)
 	if s.Scrapes == s.FailedScrapes {
 		_, err := io.WriteString(w, b.String())
 		return err

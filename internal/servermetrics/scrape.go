@@ -69,13 +69,17 @@ type Scraper struct {
 // or ctx ends. Each scrape times out after one interval; failures are counted, never fatal.
 // runStart is the run's t = 0, for the samples' times.
 func Start(ctx context.Context, url string, interval time.Duration, runStart time.Time) *Scraper {
+	return start(ctx, url, interval, runStart, newClient())
+}
+
+func start(ctx context.Context, url string, interval time.Duration, runStart time.Time, c *http.Client) *Scraper {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
 	loopCtx, cancel := context.WithCancel(ctx)
 	s := &Scraper{
 		url: url, interval: interval, runStart: runStart, parent: ctx,
-		client: newClient(),
+		client: c,
 		cancel: cancel,
 		done:   make(chan struct{}),
 		series: Series{URL: url, Family: FamilyUnknown, Interval: interval},
@@ -93,17 +97,26 @@ func newClient() *http.Client {
 	return &http.Client{Transport: tr}
 }
 
+// loop scrapes on a fixed schedule (start, start+interval, …). A scrape that times out
+// ends exactly when the next is due, which then runs at once; one that overruns a slot
+// (it cannot by much: it times out after an interval) restarts the schedule from now.
 func (s *Scraper) loop(ctx context.Context) {
 	defer close(s.done)
-	s.scrape(ctx, s.interval)
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
+	next := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
+		s.scrape(ctx, s.interval)
+		next = next.Add(s.interval)
+		wait := time.Until(next)
+		if wait < 0 {
+			next, wait = time.Now(), 0
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			s.scrape(ctx, s.interval)
+		case <-timer.C:
 		}
 	}
 }
@@ -162,25 +175,31 @@ func (s *Scraper) scrape(ctx context.Context, timeout time.Duration) {
 func (s *Scraper) add(smp Sample) {
 	onStride := s.seen%s.stride == 0
 	s.seen++
+	ss := s.series.Samples
 	if s.floating {
-		s.series.Samples[len(s.series.Samples)-1] = smp
-	} else {
-		s.series.Samples = append(s.series.Samples, smp)
+		ss = ss[:len(ss)-1] // the previous newest was off-stride: this one replaces it
 	}
+	ss = append(ss, smp)
 	s.floating = !onStride
-	if len(s.series.Samples) <= maxSamples {
-		return
-	}
-	kept := s.series.Samples[:0]
-	last := len(s.series.Samples) - 1
-	for i, x := range s.series.Samples {
-		if i%2 == 0 || i == last {
-			kept = append(kept, x)
+	if len(ss) > maxSamples {
+		// The on-stride samples are scrapes 0, stride, 2*stride, …: keeping every other one
+		// leaves the multiples of twice the stride.
+		body := ss
+		if s.floating {
+			body = ss[:len(ss)-1]
 		}
+		newestKept := !s.floating && (len(body)-1)%2 == 0
+		kept := ss[:0]
+		for i := 0; i < len(body); i += 2 {
+			kept = append(kept, body[i])
+		}
+		if !newestKept {
+			kept = append(kept, smp)
+		}
+		ss, s.floating = kept, !newestKept
+		s.stride *= 2
 	}
-	s.series.Samples = kept
-	s.stride *= 2
-	s.floating = true // the newest survived thinning off the new stride
+	s.series.Samples = ss
 }
 
 // Probe fetches url once and reports which server family its Prometheus text comes from;

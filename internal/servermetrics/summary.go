@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"time"
 )
 
 // Stat is a gauge over a level: the mean of the scrapes (evenly spaced in time) and the
@@ -145,14 +146,14 @@ func gaugeStat(ss []Sample, get func(*Values) float64) *Stat {
 // since. ok needs two readings; span is the time between the first and the last.
 func increase(ss []Sample, get func(*Values) float64) (inc, spanS float64, ok bool) {
 	prev := math.NaN()
-	var first, last float64
+	var first, last time.Duration
 	n := 0
 	for i := range ss {
 		v := get(&ss[i].Values)
 		if math.IsNaN(v) {
 			continue
 		}
-		t := ss[i].T.Seconds()
+		t := ss[i].T
 		if n == 0 {
 			first = t
 		} else if v >= prev {
@@ -163,7 +164,7 @@ func increase(ss []Sample, get func(*Values) float64) (inc, spanS float64, ok bo
 		prev, last = v, t
 		n++
 	}
-	return inc, last - first, n >= 2
+	return inc, (last - first).Seconds(), n >= 2
 }
 
 func rate(ss []Sample, get func(*Values) float64) *float64 {
