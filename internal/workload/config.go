@@ -120,6 +120,12 @@ func (c Config) Validate() error {
 	if c.Turns > 1 && kind != DatasetRandom {
 		add("turns: multi-turn conversations are synthesised for the random dataset only, not %s", kind)
 	}
+	if c.Turns > 1 && c.PrefixTokens > 0 {
+		add("turns: shared prefixes and multi-turn conversations do not combine (the history is the shared prefix)")
+	}
+	if c.ThinkTime > 0 && c.Turns <= 1 {
+		add("think time: %v needs turns > 1", c.ThinkTime)
+	}
 	return errors.Join(errs...)
 }
 

@@ -79,28 +79,27 @@ func loadJSONL(path string) ([]row, error) {
 			return fmt.Errorf("prefix_tokens %d / prefix_group %d must be >= 0", jr.PrefixTokens, jr.PrefixGroup)
 		}
 		rw := row{line: n, prefixTokens: jr.PrefixTokens, prefixGroup: jr.PrefixGroup}
-		switch {
-		case jr.Prompt != nil && jr.Messages != nil:
-			return errors.New(`both "prompt" and "messages"; give one`)
-		case jr.Prompt != nil:
-			if *jr.Prompt == "" {
-				return errors.New(`empty "prompt"`)
-			}
-			rw.prompt = *jr.Prompt
-		case len(jr.Messages) > 0:
-			var texts []string
-			for i, m := range jr.Messages {
-				if m.Role == "" {
-					return fmt.Errorf("messages[%d] has no role", i)
-				}
-				texts = append(texts, m.Content)
-			}
-			rw.messages = jr.Messages
-			// The completions API gets the contents; the input count is theirs (the
-			// chat template's tokens are the server's, reported as prompt_tokens).
-			rw.prompt = strings.Join(texts, "\n")
-		default:
+		if jr.Prompt != nil && *jr.Prompt == "" {
+			return errors.New(`empty "prompt"`)
+		}
+		if jr.Prompt == nil && len(jr.Messages) == 0 {
 			return errors.New(`no "prompt" or "messages"`)
+		}
+		var texts []string
+		for i, m := range jr.Messages {
+			if m.Role == "" {
+				return fmt.Errorf("messages[%d] has no role", i)
+			}
+			texts = append(texts, m.Content)
+		}
+		rw.messages = jr.Messages
+		if jr.Prompt != nil {
+			// With both, "prompt" is the completions form of the same request.
+			rw.prompt = *jr.Prompt
+		} else {
+			// The completions API gets the contents; the input count is theirs (the chat
+			// template's tokens are the server's, reported as prompt_tokens).
+			rw.prompt = strings.Join(texts, "\n")
 		}
 		if jr.OutputTokens != nil {
 			if *jr.OutputTokens < 1 {

@@ -29,6 +29,12 @@ type Request struct {
 	BlockTokens  int
 	// OutputTokens is sent as max_tokens (with ignore_eos, the exact output length).
 	OutputTokens int
+	// Conversation, Turn and Turns place a request in a multi-turn conversation (Turns > 1):
+	// request i of a level is turn i%Turns (0-based) of conversation i/Turns, and its
+	// Messages carry every earlier turn (user and assistant) plus the new user message.
+	// Turn k > 0 must be sent only after turn k-1 finished and ThinkTime passed.
+	Conversation, Turn, Turns int
+	ThinkTime                 time.Duration
 	// Arrival is the request's offset from the level start in a replayed trace.
 	Arrival    time.Duration
 	HasArrival bool

@@ -198,6 +198,9 @@ func (s *source) countRow(rw *row) (in, out int) {
 }
 
 func (s *source) random(level, i int) Request {
+	if s.cfg.Turns > 1 {
+		return s.turn(level, i)
+	}
 	r := newRand(s.cfg.Seed, purposeLength, int64(level), int64(i))
 	req := Request{InputTokens: s.cfg.InputTokens.Sample(r), OutputTokens: s.cfg.OutputTokens.Sample(r)}
 	s.fillSynthetic(&req, level, i)
@@ -276,4 +279,54 @@ func hashBlocks(ids []int64) []uint64 {
 		out[i] = h
 	}
 	return out
+}
+
+// turn builds turn k of conversation c (i = c*Turns + k). Each turn's user message and the
+// assistant reply that follows it are drawn from (seed, level, c, k) alone, so turn k's
+// history is exactly the earlier turns' messages, and each reply has the length the
+// earlier request asked for (max_tokens with ignore_eos). Message contents all start with
+// a space and a word, so their concatenation (the completions prompt) keeps the sum of
+// their token counts.
+func (s *source) turn(level, i int) Request {
+	n := s.cfg.Turns
+	c, k := i/n, i%n
+	req := Request{Conversation: c, Turn: k, Turns: n}
+	if k > 0 {
+		req.ThinkTime = s.cfg.ThinkTime
+	}
+	var texts []string
+	for j := 0; j <= k; j++ {
+		r := newRand(s.cfg.Seed, purposeTurn, int64(level)<<32^int64(c), int64(j))
+		in, out := s.cfg.InputTokens.Sample(r), s.cfg.OutputTokens.Sample(r)
+		req.InputTokens += in
+		if j < k {
+			req.InputTokens += out
+		} else {
+			req.OutputTokens = out
+		}
+		if s.syn == nil {
+			continue
+		}
+		user, got := s.turnText(level, c, j, 0, in)
+		req.InputTokens += got - in
+		req.Messages = append(req.Messages, Message{Role: "user", Content: user})
+		texts = append(texts, user)
+		if j < k {
+			reply, got := s.turnText(level, c, j, 1, out)
+			req.InputTokens += got - out
+			req.Messages = append(req.Messages, Message{Role: "assistant", Content: reply})
+			texts = append(texts, reply)
+		}
+	}
+	req.Prompt = strings.Join(texts, "")
+	return req
+}
+
+// turnText writes the user (who 0) or assistant (who 1) message of turn j.
+func (s *source) turnText(level, c, j, who, n int) (string, int) {
+	r := newRand(s.cfg.Seed, purposeTurn, int64(level)<<32^int64(c), int64(j)<<1|int64(who)+1<<40)
+	var b strings.Builder
+	// Identities from a pseudo-level below -1 keep conversations distinct from each other.
+	s.syn.write(&b, n, identity(s.cfg.Seed, -2-level, (c*s.cfg.Turns+j)*2+who), true, r, nil)
+	return s.syn.exact(b.String(), n, r)
 }

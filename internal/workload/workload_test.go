@@ -60,6 +60,9 @@ func TestValidateReportsEverything(t *testing.T) {
 		{Config{InputTokens: Dist{Kind: "uniform", A: 50, B: 500}, OutputTokens: Fixed(1), PrefixTokens: 50}, "leaves no room"},
 		{Config{InputTokens: Fixed(10), OutputTokens: Fixed(1), PrefixGroups: 4}, "need --prefix-tokens"},
 		{Config{Dataset: "jsonl:"}, "missing path"},
+		{Config{InputTokens: Fixed(10), OutputTokens: Fixed(1), Turns: 3, PrefixTokens: 4}, "do not combine"},
+		{Config{InputTokens: Fixed(10), OutputTokens: Fixed(1), ThinkTime: time.Second}, "needs turns > 1"},
+		{Config{Dataset: "jsonl:" + os.Args[0], Turns: 2}, "random dataset only"},
 		{Config{Dataset: "sharegpt:/does/not/exist.json"}, "no such file"},
 		{Config{Dataset: "jsonl:" + os.Args[0], PrefixTokens: 5}, "not to jsonl"},
 	}
@@ -271,7 +274,7 @@ func TestMalformedInputs(t *testing.T) {
 	}{
 		{"jsonl", "d.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": 5}\n", "d.jsonl:2"},
 		{"jsonl", "d.jsonl", "{\"prompt\": \"ok\"}\n\n{\"text\": \"x\"}\n", `d.jsonl:3: no "prompt" or "messages"`},
-		{"jsonl", "d.jsonl", `{"prompt": "a", "messages": [{"role":"user","content":"b"}]}`, "both"},
+		{"jsonl", "d.jsonl", `{"prompt": "", "output_tokens": 2}`, `empty "prompt"`},
 		{"jsonl", "d.jsonl", `{"prompt": "a", "output_tokens": 0}`, "output_tokens 0"},
 		{"jsonl", "d.jsonl", `{"prompt": "a"} {"prompt": "b"}`, "trailing data"},
 		{"jsonl", "d.jsonl", "{\"prompt\": \"a\", \"arrival_s\": 1}\n{\"prompt\": \"b\"}\n", "d.jsonl:2: arrival_s on some rows but not others"},

@@ -17,8 +17,8 @@ type jsonlOut struct {
 	PrefixGroup  *int      `json:"prefix_group,omitempty"`
 }
 
-// WriteJSONL writes requests as they would be sent, one JSON object per line: "prompt" (or
-// "messages"), "input_tokens", "output_tokens", "arrival_s" for traces (seconds from the
+// WriteJSONL writes requests as they would be sent, one JSON object per line: "prompt"
+// and/or "messages", "input_tokens", "output_tokens", "arrival_s" for traces (seconds from the
 // level start) and the shared prefix when there is one. `--dataset jsonl:FILE` reads the
 // file back into the same requests.
 func WriteJSONL(w io.Writer, reqs ...Request) error {
@@ -26,14 +26,14 @@ func WriteJSONL(w io.Writer, reqs ...Request) error {
 	enc.SetEscapeHTML(false)
 	for _, r := range reqs {
 		o := jsonlOut{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}
-		switch {
-		case r.Messages != nil:
-			o.Messages = r.Messages
-		case r.Prompt != "":
+		if r.Messages == nil && r.Prompt == "" {
+			return errors.New("workload: request has no prompt (lengths-only sources cannot be written as a dataset)")
+		}
+		// Both forms when both exist: messages for the chat API, prompt for completions.
+		o.Messages = r.Messages
+		if r.Prompt != "" {
 			p := r.Prompt
 			o.Prompt = &p
-		default:
-			return errors.New("workload: request has no prompt (lengths-only sources cannot be written as a dataset)")
 		}
 		if r.HasArrival {
 			a := r.Arrival.Seconds()
