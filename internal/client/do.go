@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
@@ -170,7 +171,10 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	defer resp.Body.Close()
 
 	if resp.StatusCode/100 != 2 {
+		// The error body is read whole (bounded in size and time): it is the message.
+		t := time.AfterFunc(2*time.Second, func() { cancel(errDrain) })
 		msg, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		t.Stop()
 		rec.Done = record.Since(start, time.Now())
 		m := string(bytes.TrimSpace(msg))
 		if m == "" && rerr != nil {
@@ -180,6 +184,17 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 			m = http.StatusText(resp.StatusCode)
 		}
 		rec.Error = &record.Error{Kind: record.KindHTTPStatus, Status: resp.StatusCode, Message: c.message(m)}
+		return
+	}
+
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" && !c.spec.ndjson {
+		// A JSON document instead of a stream: the server ignored "stream": true.
+		t := time.AfterFunc(2*time.Second, func() { cancel(errDrain) })
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		t.Stop()
+		rec.Done = record.Since(start, time.Now())
+		rec.Error = &record.Error{Kind: record.KindMalformedEvent,
+			Message: c.message("the server answered with a JSON document, not an event stream: " + excerpt(bytes.TrimSpace(b)))}
 		return
 	}
 

@@ -347,6 +347,23 @@ func TestDoOutcomes(t *testing.T) {
 		{name: "incomplete: no [DONE], no finish_reason (Ollama repeat abort)",
 			handler: scripted(step{ms, chatDelta("a")}, step{ms, chatDelta("a")}),
 			kind:    record.KindIncomplete, events: 2, done: 2 * ms},
+		{name: "a JSON document instead of a stream",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"id":"x","choices":[{"message":{"content":"hi"}}]}`)
+			},
+			kind: record.KindMalformedEvent, msg: "not an event stream"},
+		{name: "error status whose body never ends",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(503)
+				io.WriteString(w, "overloaded")
+				http.NewResponseController(w).Flush()
+				select {
+				case <-time.After(time.Hour):
+				case <-r.Context().Done():
+				}
+			},
+			kind: record.KindHTTPStatus, status: 503, msg: "overloaded", done: 2 * time.Second},
 		{name: "empty output",
 			handler: scripted(step{ms, data(roleChunk) + data(finishChunk) + data("[DONE]")}),
 			kind:    record.KindEmpty},
