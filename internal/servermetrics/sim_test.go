@@ -1,0 +1,96 @@
+package servermetrics
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/sim/server"
+)
+
+// The simulator's /metrics uses vLLM's names: scraping it under load must show the requests
+// running, the tokens the engine generated, and prefix-cache hits for prompts that share a
+// prefix (BlockSize makes the server hash prompts into the engine's KV blocks).
+func TestScrapeSimulator(t *testing.T) {
+	p, err := sim.LoadProfile("textbook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Engine.Prefill, p.Engine.PrefixCaching = sim.PrefillColocated, true
+	eng := sim.NewEngine(p)
+	go eng.Start(t.Context())
+	h, err := server.New(eng, server.Options{BlockSize: p.Engine.BlockSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	if fam, err := Probe(t.Context(), srv.URL+"/metrics"); err != nil || fam != FamilyVLLM {
+		t.Fatalf("Probe = %q, %v; want vllm", fam, err)
+	}
+	const reqs, outTokens = 16, 32
+	runStart := time.Now()
+	s := Start(t.Context(), srv.URL+"/metrics", 25*time.Millisecond, runStart)
+	shared := strings.Repeat("shared ", 200)
+	send := func(i int) {
+		body := fmt.Sprintf(`{"model":%q,"prompt":"%s request %d","max_tokens":%d,"ignore_eos":true,"stream":true}`,
+			server.DefaultModelName, shared, i, outTokens)
+		resp, err := http.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		msg, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("request %d: HTTP %d %.200s, %v", i, resp.StatusCode, msg, err)
+		}
+	}
+	send(0) // fills the cache with the shared prefix
+	var wg sync.WaitGroup
+	for i := 1; i < reqs; i++ {
+		wg.Go(func() { send(i) })
+	}
+	wg.Wait()
+	ser := s.Stop()
+	sum := Summarize(ser)
+	t.Logf("%d scrapes over %v: running %+v waiting %+v kv %+v gen/s %v hit rate %v",
+		sum.Scrapes, time.Since(runStart).Round(time.Millisecond), sum.Running, sum.Waiting, sum.KVCacheUsage,
+		deref(sum.GenerationTokensPerS), deref(sum.PrefixCacheHitRate))
+	// A 25 ms timeout can expire on a loaded machine; failures only cost samples.
+	if sum.Family != FamilyVLLM || len(ser.Samples) < 3 {
+		t.Fatalf("family %q, %d scrapes, %d failed (%s)", sum.Family, sum.Scrapes, sum.FailedScrapes, sum.LastError)
+	}
+	if sum.Running == nil || sum.Running.Max < 1 || sum.Running.Max > reqs {
+		t.Errorf("running %+v, want a max in [1, %d]", sum.Running, reqs)
+	}
+	if sum.KVCacheUsage == nil || sum.KVCacheUsage.Max <= 0 || sum.KVCacheUsage.Max > 1 {
+		t.Errorf("KV-cache usage %+v, want a max in (0, 1]", sum.KVCacheUsage)
+	}
+	// The final scrape at Stop sees every generated token; the first may have missed a few.
+	first, last := ser.Samples[0].GenerationTokens, ser.Samples[len(ser.Samples)-1].GenerationTokens
+	if last != reqs*outTokens || first > last {
+		t.Errorf("generation_tokens_total went %v -> %v, want it to end at %d", first, last, reqs*outTokens)
+	}
+	// Requests 2..16 find the shared ~200-token prefix cached: most of their prompt.
+	if hr := sum.PrefixCacheHitRate; hr == nil || *hr < 0.5 || *hr > 1 {
+		t.Errorf("prefix-cache hit rate %v, want most of the prompts' tokens", deref(hr))
+	}
+	if sum.Preemptions == nil || sum.GenerationTokensPerS == nil || *sum.GenerationTokensPerS <= 0 {
+		t.Errorf("preemptions %v, generation/s %v", sum.Preemptions, sum.GenerationTokensPerS)
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
