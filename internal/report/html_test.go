@@ -1,13 +1,17 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -440,5 +444,66 @@ func TestFmtNum(t *testing.T) {
 		if got := fmtNum(c.in); got != c.want {
 			t.Errorf("fmtNum(%v) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+var benchRecords = flag.Int("prep-records", 100000, "records streamed by BenchmarkPrepareRecords")
+
+// BenchmarkPrepareRecords streams a large run (4 levels, ~100 tokens a request) through
+// prepareRecords without touching disk and reports the peak heap, which must stay flat as the
+// run grows: go test ./internal/report -run ^$ -bench PrepareRecords -benchtime 1x -prep-records 1000000
+func BenchmarkPrepareRecords(b *testing.B) {
+	for range b.N {
+		pr, pw := io.Pipe()
+		go func() {
+			bw := bufio.NewWriterSize(pw, 1<<16)
+			var buf []byte
+			rng := rand.New(rand.NewPCG(1, 1))
+			for i := range *benchRecords {
+				lvl := i * 4 / *benchRecords
+				r := record.Record{Level: lvl, Index: i, Scheduled: time.Duration(i) * 250 * time.Microsecond}
+				r.Sent = r.Scheduled + 100*time.Microsecond
+				r.Events.Base = r.Sent
+				t := r.Sent + time.Duration(20+rng.IntN(200))*time.Millisecond
+				n := 50 + rng.IntN(100)
+				for range n {
+					r.Events.Append(t, 1)
+					t += time.Duration(5000+rng.IntN(20000)) * time.Microsecond
+				}
+				r.Done, r.OutputTokens, r.OutputTokensSource = t, n, record.SourceUsage
+				buf = append(record.AppendJSON(buf[:0], &r), '\n')
+				bw.Write(buf)
+			}
+			bw.Flush()
+			pw.Close()
+		}()
+		var peak uint64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var ms runtime.MemStats
+			for {
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapInuse)
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}()
+		start := time.Now()
+		d, err := prepareRecords(pr)
+		el := time.Since(start)
+		close(stop)
+		<-done
+		if err != nil {
+			b.Fatal(err)
+		}
+		page, _ := json.Marshal(d)
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(el.Microseconds())/float64(*benchRecords), "µs/record")
+		b.ReportMetric(float64(len(page))/(1<<10), "data-KiB")
 	}
 }

@@ -394,7 +394,8 @@ type quantiles struct {
 	exact    []weighted // nil once folded
 	sorted   bool
 	hist     map[int32]uint64
-	nonPos   uint64 // histogram mode: samples <= 0 (a zero gap between coalesced events)
+	keys     []int32 // hist's buckets in order, built by rank; nil when stale
+	nonPos   uint64  // histogram mode: samples <= 0 (a zero gap between coalesced events)
 	n        uint64
 	min, max float64
 }
@@ -438,8 +439,11 @@ func (q *quantiles) histAdd(v float64, w uint64) {
 		q.nonPos += w
 		return
 	}
-	q.hist[int32(math.Floor(math.Log(v)/math.Log(histGamma)))] += w
+	q.hist[int32(math.Floor(math.Log(v)*invLogGamma))] += w
+	q.keys = nil
 }
+
+var invLogGamma = 1 / math.Log(histGamma)
 
 // quantile returns the value at cumulative fraction f in [0, 1]; NaN when empty.
 func (q *quantiles) quantile(f float64) float64 {
@@ -489,12 +493,14 @@ func (q *quantiles) rank(k uint64) float64 {
 		return max(q.min, 0) // every non-positive sample is reported as the minimum or 0
 	}
 	c := q.nonPos
-	keys := make([]int32, 0, len(q.hist))
-	for b := range q.hist {
-		keys = append(keys, b)
+	if q.keys == nil {
+		q.keys = make([]int32, 0, len(q.hist))
+		for b := range q.hist {
+			q.keys = append(q.keys, b)
+		}
+		slices.Sort(q.keys)
 	}
-	slices.Sort(keys)
-	for _, b := range keys {
+	for _, b := range q.keys {
 		c += q.hist[b]
 		if k < c {
 			mid := math.Pow(histGamma, float64(b)) * (1 + histGamma) / 2
