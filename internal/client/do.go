@@ -331,7 +331,7 @@ func drain(sr *sseReader, cancel context.CancelCauseFunc) {
 	t := time.AfterFunc(drainTimeout, func() { cancel(errDrain) })
 	defer t.Stop()
 	for n := 0; sr.err == nil && n < 16; n++ {
-		sr.pos, sr.end = 0, 0
+		sr.pos, sr.end, sr.scan = 0, 0, 0
 		sr.fill()
 	}
 }

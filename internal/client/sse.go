@@ -32,7 +32,7 @@ type sseReader struct {
 	hasData  bool
 	outData  []byte // the event handed out by the last Next (swapped with data)
 	outEvent []byte
-	maxBuf   int  // largest buffer size reached (tests)
+	scan     int  // buf[pos:scan] is known to hold no '\n' (no rescans of a long line)
 	cut      bool // the stream ended in the middle of a line
 }
 
@@ -51,7 +51,7 @@ func (s *sseReader) reset(r io.Reader, now func() time.Time) {
 	}
 	s.buf = s.buf[:cap(s.buf)]
 	s.r, s.now, s.idle = r, now, nil
-	s.pos, s.end = 0, 0
+	s.pos, s.end, s.scan = 0, 0, 0
 	s.t, s.tBytes = time.Time{}, time.Time{}
 	s.err = nil
 	s.data, s.event, s.outData, s.outEvent = s.data[:0], s.event[:0], s.outData[:0], s.outEvent[:0]
@@ -66,12 +66,14 @@ func (s *sseReader) reset(r io.Reader, now func() time.Time) {
 func (s *sseReader) Next() (data, event []byte, t time.Time, err error) {
 	for {
 		for s.pos < s.end {
-			i := bytes.IndexByte(s.buf[s.pos:s.end], '\n')
+			from := max(s.pos, s.scan)
+			i := bytes.IndexByte(s.buf[from:s.end], '\n')
 			if i < 0 {
+				s.scan = s.end
 				break
 			}
-			line := s.buf[s.pos : s.pos+i]
-			s.pos += i + 1
+			line := s.buf[s.pos : from+i]
+			s.pos = from + i + 1
 			if n := len(line); n > 0 && line[n-1] == '\r' {
 				line = line[:n-1]
 			}
@@ -146,15 +148,13 @@ func (s *sseReader) field(line []byte) {
 func (s *sseReader) fill() {
 	if s.pos > 0 {
 		n := copy(s.buf, s.buf[s.pos:s.end])
+		s.scan = max(s.scan-s.pos, 0)
 		s.pos, s.end = 0, n
 	}
 	if s.end == len(s.buf) {
 		nb := make([]byte, 2*len(s.buf))
 		copy(nb, s.buf[:s.end])
 		s.buf = nb
-		if len(nb) > s.maxBuf {
-			s.maxBuf = len(nb)
-		}
 	}
 	for range 100 {
 		n, err := s.r.Read(s.buf[s.end:])
@@ -188,12 +188,14 @@ func (l *lineReader) Next() (line []byte, t time.Time, err error) {
 	s := &l.sseReader
 	for {
 		for s.pos < s.end {
-			i := bytes.IndexByte(s.buf[s.pos:s.end], '\n')
+			from := max(s.pos, s.scan)
+			i := bytes.IndexByte(s.buf[from:s.end], '\n')
 			if i < 0 {
+				s.scan = s.end
 				break
 			}
-			line := bytes.TrimSpace(s.buf[s.pos : s.pos+i])
-			s.pos += i + 1
+			line := bytes.TrimSpace(s.buf[s.pos : from+i])
+			s.pos = from + i + 1
 			if len(line) > 0 {
 				return line, s.t, nil
 			}

@@ -245,3 +245,13 @@ func TestSSEBufferReuse(t *testing.T) {
 		t.Fatalf("got %q, %v", d, err)
 	}
 }
+
+// TestSSELongLineSmallReads: a 4 MiB line arriving 64 bytes at a time. Rescanning the
+// partial line on every read would make this quadratic (~130 GB scanned).
+func TestSSELongLineSmallReads(t *testing.T) {
+	long := strings.Repeat("y", 4<<20)
+	got, err := readAll(t, &pieceReader{pieces: chunks("data: "+long+"\n\n", 64)})
+	if err != io.EOF || len(got) != 1 || got[0].data != long {
+		t.Fatalf("%d events, err %v", len(got), err)
+	}
+}
