@@ -400,22 +400,25 @@ func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, fmt.Errorf("listing models at %s: response is not the expected JSON: %v", c.redactedURL(c.modelsURL), err)
 	}
+	// llama-server answers with both an OpenAI "data" list and an Ollama-style "models"
+	// list of the same models: keep each id once, in order.
 	var ids []string
-	for _, d := range list.Data {
-		if d.ID != "" {
-			ids = append(ids, d.ID)
+	add := func(id string) {
+		if id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
+	}
+	for _, d := range list.Data {
+		add(d.ID)
 	}
 	for _, m := range list.Models {
 		if m.Name != "" {
-			ids = append(ids, m.Name)
-		} else if m.Model != "" {
-			ids = append(ids, m.Model)
+			add(m.Name)
+		} else {
+			add(m.Model)
 		}
 	}
-	if list.ModelID != "" {
-		ids = append(ids, list.ModelID)
-	}
+	add(list.ModelID)
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("listing models at %s: the server lists no models", c.redactedURL(c.modelsURL))
 	}

@@ -155,7 +155,8 @@ func (d *decoder) decodeLlamaCpp(data, event []byte) error {
 // decodeTGI decodes one SSE event of TGI's /generate_stream:
 // {"index":i,"token":{"text":"…","special":false},"generated_text":null,"details":null},
 // the last with "details":{"finish_reason":…,"generated_tokens":n}. Every event is one
-// token; special tokens (EOS) count, as TGI counts them.
+// token; special tokens (EOS) count, as TGI counts them. TGI puts its timings only in the
+// headers of non-streaming replies, so a stream yields no server timings.
 func (d *decoder) decodeTGI(data, _ []byte) error {
 	d.begin()
 	s := &d.s

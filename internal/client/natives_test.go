@@ -206,6 +206,7 @@ func TestListModelsNative(t *testing.T) {
 		{APIOllama, "/api/tags", `{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest"},{"name":"qwen3:0.6b"}]}`, "llama3.2:latest,qwen3:0.6b"},
 		{APITGI, "/info", `{"model_id":"meta-llama/Llama-3.1-8B-Instruct","max_total_tokens":8192}`, "meta-llama/Llama-3.1-8B-Instruct"},
 		{APIAnthropic, "/v1/models", `{"data":[{"id":"claude-sonnet-4","type":"model"}],"has_more":false}`, "claude-sonnet-4"},
+		{APILlamaCpp, "/v1/models", `{"models":[{"name":"m.gguf","model":"m.gguf"}],"object":"list","data":[{"id":"m.gguf","object":"model"}]}`, "m.gguf"},
 	} {
 		h := func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != tc.path {
