@@ -375,6 +375,7 @@ func finish(st *streamState, tok tokenizer.Tokenizer, rec *record.Record) {
 	// make that worse.
 	oneEach := rec.OutputTokensSource == record.SourceUsage && rec.OutputTokens == len(evs)
 	prevCum, prevEnd := int32(0), int32(0)
+	rec.Events.Grow(len(evs))
 	for _, e := range evs {
 		n := 1
 		switch {
