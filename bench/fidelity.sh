@@ -21,6 +21,9 @@
 #                  "/tmp/clientprof -cpuprofile /tmp/client.pprof --" to profile the client
 #   PRIO           a prefix for serve and run, e.g. "nice -n -10": on a shared machine, keeps
 #                  other tenants' work from being measured as the client's error
+#   SERVE_WRAP, RUN_WRAP  prefixes for serve or run alone (default PRIO), e.g.
+#                  SERVE_WRAP="taskset -c 0 env GOMAXPROCS=1" RUN_WRAP="taskset -c 1 env GOMAXPROCS=1"
+#                  to give each its own core
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +42,8 @@ stallmon=$out/stallmon
 go build -o "$stallmon" ./bench/stallmon
 tck=$(getconf CLK_TCK)
 run_cmd=${RUN_CMD:-$bin}
+serve_wrap=${SERVE_WRAP:-${PRIO:-}}
+run_wrap=${RUN_WRAP:-${PRIO:-}}
 
 # cpu_seconds PID: user + system CPU seconds the process has used so far.
 cpu_seconds() {
@@ -57,8 +62,8 @@ for n in "${streams[@]}"; do
 	load_before=$(cut -d' ' -f1 /proc/loadavg)
 
 	: >"$dir/serve.log" # exists before the background shell opens it
-	# shellcheck disable=SC2086 # PRIO is a word list
-	${PRIO:-} "$bin" serve --listen 127.0.0.1:0 --sim bench/fast50.yaml --truth "$dir/truth.jsonl" >"$dir/serve.log" 2>&1 &
+	# shellcheck disable=SC2086 # the wrappers are word lists
+	$serve_wrap "$bin" serve --listen 127.0.0.1:0 --sim bench/fast50.yaml --truth "$dir/truth.jsonl" >"$dir/serve.log" 2>&1 &
 	serve_pid=$!
 	url=
 	for _ in $(seq 100); do
@@ -80,7 +85,7 @@ for n in "${streams[@]}"; do
 
 	echo "== $n streams: $bin run --url $url --concurrency $n --requests $((rounds * n)) --output-tokens $output_tokens" >&2
 	# shellcheck disable=SC2086 # RUN_FLAGS and CLIENT_ENV are word lists
-	env ${CLIENT_ENV:-} ${PRIO:-} /usr/bin/time -o "$dir/client.time" -f "%U %S %e %M" \
+	env ${CLIENT_ENV:-} $run_wrap /usr/bin/time -o "$dir/client.time" -f "%U %S %e %M" \
 		$run_cmd run --url "$url" --concurrency "$n" --requests "$((rounds * n))" \
 		--input-tokens 16 --output-tokens "$output_tokens" --no-progress \
 		--output-dir "$dir" ${RUN_FLAGS:-} >"$dir/run.log" 2>&1 || {
