@@ -18,7 +18,7 @@ func main() {
 	go func() {
 		<-sigs
 		// First signal: stop sending, cancel in-flight requests, keep what was measured.
-		fmt.Fprintln(os.Stderr, "\ninterrupted: finishing up and writing results (press Ctrl-C again to exit at once)")
+		fmt.Fprintln(os.Stderr, "\ninterrupted: stopping and keeping what was measured (press Ctrl-C again to exit at once)")
 		cancel()
 		<-sigs
 		os.Exit(cli.ExitInterrupted)

@@ -141,29 +141,59 @@ func startInProcessSim(ctx context.Context, profile string, seed int64) (url str
 		return "", nil, usageError(fmt.Errorf("--sim: %w", err))
 	}
 	p.Seed = seed
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	eng := sim.NewEngine(p)
-	go eng.Start(ctx)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		cancel()
 		return "", nil, err
 	}
-	h, err := server.New(eng, server.Options{ModelName: p.ModelName(), Seed: seed})
+	s, err := startSimServer(ctx, ln, p, simServerOptions(p, seed))
+	if err != nil {
+		return "", nil, err
+	}
+	return "http://" + ln.Addr().String(), func() { s.stop(2 * time.Second) }, nil
+}
+
+// simServerOptions are the HTTP options that match profile p.
+func simServerOptions(p sim.Profile, seed int64) server.Options {
+	o := server.Options{ModelName: p.ModelName(), Seed: seed}
+	if p.Engine.PrefixCaching {
+		o.BlockSize = p.Engine.BlockSize // the server hashes prompt blocks for the engine's prefix cache
+	}
+	return o
+}
+
+// simServer is a running simulator: its engine, HTTP handler and server.
+type simServer struct {
+	h      *server.Server
+	srv    *http.Server
+	cancel context.CancelFunc
+	errc   chan error // Serve's result
+}
+
+// startSimServer runs profile p's engine and serves it on ln. The engine outlives ctx's
+// cancellation until stop, so an interrupted run can still finish its requests' records.
+func startSimServer(ctx context.Context, ln net.Listener, p sim.Profile, opts server.Options) (*simServer, error) {
+	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	eng := sim.NewEngine(p)
+	go eng.Start(ectx)
+	h, err := server.New(eng, opts)
 	if err != nil {
 		cancel()
 		ln.Close()
-		return "", nil, err
+		return nil, usageError(err)
 	}
-	srv := server.HTTPServer("", h)
-	go srv.Serve(ln)
-	stop = func() {
-		sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
-		defer c()
-		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			srv.Close()
-		}
-		cancel()
+	s := &simServer{h: h, srv: server.HTTPServer("", h), cancel: cancel, errc: make(chan error, 1)}
+	go func() { s.errc <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// stop shuts the server down gracefully within grace, then stops the engine and flushes
+// the ground truth.
+func (s *simServer) stop(grace time.Duration) error {
+	ctx, c := context.WithTimeout(context.Background(), grace)
+	defer c()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		s.srv.Close()
 	}
-	return "http://" + ln.Addr().String(), stop, nil
+	s.cancel()
+	return s.h.Close()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -52,7 +51,8 @@ the instant of every token event it sent, the ground truth for 'llmbench fidelit
 				return usageError(errors.Join(errs...))
 			}
 			p.Seed = seed
-			opts := server.Options{ModelName: p.ModelName(), Faults: fs, APIKey: key, Seed: seed}
+			opts := simServerOptions(p, seed)
+			opts.Faults, opts.APIKey = fs, key
 			if modelName != "" {
 				opts.ModelName = modelName
 			}
@@ -84,27 +84,16 @@ func serve(ctx context.Context, stdio Stdio, listen string, p sim.Profile, truth
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	eng := sim.NewEngine(p)
-	go eng.Start(ectx)
-	h, err := server.New(eng, opts)
+	s, err := startSimServer(ctx, ln, p, opts)
 	if err != nil {
-		return usageError(err)
+		return err
 	}
-	srv := server.HTTPServer("", h)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(stdio.Out, "listening on http://%s\n", ln.Addr())
 	select {
-	case err := <-errc:
+	case err := <-s.errc:
+		s.cancel()
 		return err
 	case <-ctx.Done():
 	}
-	sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-	defer c()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		srv.Close()
-	}
-	return h.Close()
+	return s.stop(5 * time.Second)
 }
