@@ -49,6 +49,9 @@ type benchConfig struct {
 	noProgress   bool
 	resultFormat string
 	seed         int64
+
+	metricsURL      string // "" = probe the target's /metrics; "none" = off
+	metricsInterval time.Duration
 }
 
 // resolve validates every flag and reports all problems at once.
@@ -85,6 +88,15 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		if f.idleTimeout <= 0 {
 			add(errors.New("--idle-timeout must be positive"))
 		}
+		if f.metricsInterval <= 0 {
+			add(errors.New("--metrics-interval must be positive"))
+		}
+		if f.metricsURL != "" && f.metricsURL != "none" {
+			if err := parseTarget(f.metricsURL); err != nil {
+				add(fmt.Errorf("--metrics-url: %q must be an http:// or https:// URL", f.metricsURL))
+			}
+		}
+		c.metricsURL, c.metricsInterval = f.metricsURL, f.metricsInterval
 	}
 
 	concurrency, err := parseList("concurrency", f.concurrency, true)

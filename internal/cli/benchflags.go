@@ -53,6 +53,8 @@ type benchFlags struct {
 	outputDir        string
 	noProgress       bool
 	resultFormat     string
+	metricsURL       string
+	metricsInterval  time.Duration
 }
 
 func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
@@ -69,6 +71,8 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "fail a request when its stream sends no bytes for this long")
 		fs.StringVar(&f.caCert, "ca-cert", "", "PEM file with an extra CA certificate for https targets")
 		fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification (recorded in the summary)")
+		fs.StringVar(&f.metricsURL, "metrics-url", "", `Prometheus endpoint to scrape during each level (default: the target's /metrics when it answers; "none" disables)`)
+		fs.DurationVar(&f.metricsInterval, "metrics-interval", time.Second, "how often to scrape --metrics-url")
 		fs.BoolVar(&f.http2, "http2", false, "allow HTTP/2 (h2 over TLS, h2c over plain HTTP); default HTTP/1.1, one connection per stream")
 	}
 	fs.StringVar(&f.sim, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file (used when there is no --url)")

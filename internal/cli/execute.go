@@ -16,6 +16,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/servermetrics"
 )
 
 // levelRunner runs one level and calls sink for every finished request. run drives the
@@ -33,7 +34,7 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 		return fmt.Errorf("--output-dir: %w", err)
 	}
 	sum := newSummary(cfg, start)
-	r := &levelLoop{ctx: ctx, stdio: stdio, cfg: cfg, w: w, runLevel: runLevel, sum: sum}
+	r := &levelLoop{ctx: ctx, stdio: stdio, cfg: cfg, w: w, runLevel: runLevel, sum: sum, start: start}
 	var runErr error
 	if cfg.search != "" {
 		runErr = r.search()
@@ -118,6 +119,7 @@ type levelLoop struct {
 	w        *record.Writer
 	runLevel levelRunner
 	sum      *report.Summary
+	start    time.Time // the run's t = 0
 }
 
 // run runs one level, aggregates it, prints it and appends it to the summary.
@@ -140,8 +142,16 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 		mu.Unlock()
 		bar.add()
 	}
+	var scraper *servermetrics.Scraper
+	if r.cfg.metricsURL != "" {
+		scraper = servermetrics.Start(r.ctx, r.cfg.metricsURL, r.cfg.metricsInterval, r.start)
+	}
 	reason, err := r.runLevel(r.ctx, lvl, sink)
 	bar.finish()
+	var server *servermetrics.Summary
+	if scraper != nil {
+		server = servermetrics.Summarize(scraper.Stop())
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if err == nil && writeErr != nil {
@@ -149,11 +159,13 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 	}
 	l := newLevel(lvl, metrics.Aggregate(recs, r.cfg.metrics))
 	l.Partial = reason == string(engine.EndInterrupted)
+	l.Server = server
 	r.sum.Levels = append(r.sum.Levels, l)
 	if len(r.sum.Levels) > 1 {
 		fmt.Fprintln(r.stdio.Out)
 	}
 	report.ConsoleLevel(r.stdio.Out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
+	servermetrics.WriteConsole(r.stdio.Out, l.Server)
 	return &r.sum.Levels[len(r.sum.Levels)-1], err
 }
 

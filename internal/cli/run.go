@@ -13,6 +13,7 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/engine"
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/servermetrics"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
 	"github.com/llmbench/llmbench/internal/tokenizer"
@@ -54,6 +55,19 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		defer stop()
 		cfg.url, cfg.inProcess = url, true
 		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (profile %s) at %s\n", cfg.simProfile, url)
+	}
+	switch cfg.metricsURL {
+	case "none":
+		cfg.metricsURL = ""
+	case "":
+		// Scrape by default only a server whose /metrics is an inference server's.
+		if u, err := servermetrics.DefaultURL(cfg.url); err == nil {
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			if _, err := servermetrics.Probe(pctx, u); err == nil {
+				cfg.metricsURL = u
+			}
+			cancel()
+		}
 	}
 	if cfg.insecure {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/servermetrics"
 )
 
 // SchemaV1 identifies summary.json's layout; readers refuse other major versions.
@@ -83,6 +84,9 @@ type Level struct {
 	Concurrency int     `json:"concurrency,omitempty"` // closed loop
 	Rate        float64 `json:"rate,omitempty"`        // open loop, req/s
 	Partial     bool    `json:"partial"`               // the run ended before the level did
+	// Server is what the server's own /metrics said during the level; absent when it was
+	// not scraped.
+	Server *servermetrics.Summary `json:"server,omitempty"`
 	metrics.Level
 }
 
