@@ -52,6 +52,36 @@ type benchConfig struct {
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
 	metricsInterval time.Duration
+
+	defaultLoad bool // no --concurrency, --rate or --search was given
+}
+
+// adaptToSource fits the load to the workload once it is loaded: a trace given without a
+// load replays its own arrivals once, as one open-loop level, instead of the default
+// closed-loop ladder that would ignore them.
+func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
+	if len(info.Skipped) > 0 || info.Clamped > 0 {
+		var skipped []string
+		for reason, n := range info.Skipped {
+			skipped = append(skipped, fmt.Sprintf("%d %s", n, reason))
+		}
+		slices.Sort(skipped)
+		fmt.Fprintf(stdio.Err, "dataset %s: %d usable rows; skipped: %s; %d rows with a zero length raised to 1\n",
+			info.Dataset, info.Rows, strings.Join(append(skipped, "none")[:max(1, len(skipped))], ", "), info.Clamped)
+	}
+	if !info.Trace || !c.defaultLoad || info.Rows == 0 || info.Span <= 0 {
+		return
+	}
+	l := c.base
+	l.Rate = float64(info.Rows) / info.Span.Seconds() // nominal: the trace sets the arrivals
+	if l.Duration == 0 && c.requests == 0 {
+		l.Requests = info.Rows
+	}
+	c.levels = []engine.Level{c.finishLevel(l, 0, c.requests)}
+	if l.Requests > 0 {
+		c.levels[0].Requests = l.Requests
+	}
+	fmt.Fprintf(stdio.Err, "replaying the trace's %d arrivals over %s (no --concurrency or --rate given)\n", info.Rows, info.Span.Round(time.Millisecond))
 }
 
 // resolve validates every flag and reports all problems at once.
@@ -208,6 +238,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 
 	if len(concurrency) == 0 && len(rates) == 0 && c.search == "" {
 		concurrency = []float64{1, 4, 16, 64}
+		c.defaultLoad = true
 	}
 	base := engine.Level{Arrival: arrival, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
 		Warmup: warmN, WarmupTime: warmD, Cooldown: f.cooldown, Shard: c.shard, Shards: c.shards}
@@ -260,5 +291,5 @@ func loadName(l engine.Level) string {
 	if l.Concurrency > 0 {
 		return "concurrency " + strconv.Itoa(l.Concurrency)
 	}
-	return "rate " + strconv.FormatFloat(l.Rate, 'g', -1, 64) + "/s"
+	return "rate " + strconv.FormatFloat(l.Rate, 'g', 4, 64) + "/s"
 }

@@ -110,6 +110,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if err != nil {
 		return usageError(err)
 	}
+	cfg.adaptToSource(stdio, workload.Describe(src))
 	start, err := waitForStart(ctx, cfg.startAt)
 	if err != nil {
 		return err

@@ -46,6 +46,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if err != nil {
 		return usageError(err)
 	}
+	cfg.adaptToSource(stdio, workload.Describe(src))
 	cfg.model = p.ModelName()
 	fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
 	var clock time.Duration // the run's virtual timeline: levels follow one another
