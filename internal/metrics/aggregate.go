@@ -80,6 +80,12 @@ type Level struct {
 	// over the completed requests that reported it; null when none did.
 	PromptTokens *PromptTokens `json:"prompt_tokens"`
 
+	// FirstContent is the time to the first answer-text token (after any reasoning), ms;
+	// null unless some request reasoned first. ServerTimings compares the server's own
+	// timings with the client's; null when no request carried any (servertimings.go).
+	FirstContent  *Stats         `json:"first_content_ms"`
+	ServerTimings *ServerTimings `json:"server_timings"`
+
 	Metrics Metrics  `json:"metrics"`
 	SLO     *Verdict `json:"slo,omitempty"` // present when SLO verdict terms were given
 
@@ -295,6 +301,8 @@ func Aggregate(recs []record.Record, cfg Config) Level {
 		lv.LittlesLawConcurrency = lv.RequestThroughput * mean / 1000
 	}
 	lv.SLO = evaluate(cfg.SLOs, lv.Dists, lv.GoodFraction)
+	lv.FirstContent = firstContentStats(recs, ps)
+	lv.ServerTimings = compareServerTimings(recs)
 	return lv
 }
 

@@ -1,0 +1,202 @@
+package metrics
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/llmbench/llmbench/internal/record"
+)
+
+// ServerTimings sets a server's own per-request timings (llama.cpp's "timings", Ollama's
+// prompt_eval_duration / eval_duration / eval_count) beside the client's figures for the
+// same requests. The gap, client − server, is the part of TTFT or TPOT the server's clock
+// does not see: its HTTP front end and queues it does not time, the network, and the client.
+type ServerTimings struct {
+	Requests int `json:"requests"` // completed measured requests that carry server timings
+
+	// TTFT compares the client's TTFT with the server's queue + prefill time, over the
+	// requests that reported a prefill or queue time; null when none did.
+	TTFT *ServerGap `json:"ttft"`
+	// TPOT compares the client's TPOT, (last − first) / (N − 1), with the server's decode
+	// time / (its output tokens − 1): llama.cpp and Ollama both start their decode clock when
+	// the first token is sampled, so their decode time spans N − 1 steps, like the client's.
+	// Over requests with N >= 2 on both sides and a decode time; null when none qualify.
+	TPOT *ServerGap `json:"tpot"`
+	// ServerPerTokenMean is the figure the servers print themselves, decode time / output
+	// tokens (Ollama's eval_duration / eval_count, llama.cpp's predicted_per_token_ms),
+	// averaged over TPOT's requests: (N − 1) / N of the comparable server TPOT. Null with TPOT.
+	ServerPerTokenMean *float64 `json:"server_per_token_mean_ms"`
+	// OutputTokensDiffer counts requests whose server-timed output tokens differ from the
+	// client's N (a server that timed tokens the client never saw, or the reverse).
+	OutputTokensDiffer int `json:"output_tokens_differ"`
+}
+
+// ServerGap is one client-vs-server comparison over the same requests, in ms.
+type ServerGap struct {
+	Requests   int     `json:"requests"`
+	ClientMean float64 `json:"client_mean_ms"`
+	ClientP50  float64 `json:"client_p50_ms"`
+	ServerMean float64 `json:"server_mean_ms"`
+	ServerP50  float64 `json:"server_p50_ms"`
+	// Gap statistics are of the per-request difference client − server, so the median gap
+	// is not the difference of the medians.
+	GapMean float64 `json:"gap_mean_ms"`
+	GapP50  float64 `json:"gap_p50_ms"`
+	GapP99  float64 `json:"gap_p99_ms"`
+	// GapShare is GapMean / ClientMean: the fraction of the client's figure spent outside
+	// the server's timed work. Null when the client mean is 0.
+	GapShare *float64 `json:"gap_share"`
+	// Unreliable lists the keys above (e.g. "gap_p99_ms") whose 95% confidence interval the
+	// sample is too small to bound, as Stats does for percentiles.
+	Unreliable []string `json:"unreliable"`
+}
+
+// countsForLatency reports whether a record counts towards the latency metrics (as in Aggregate).
+func countsForLatency(r *record.Record) bool { return !r.Warmup && r.Error == nil }
+
+// outputTokensOf is the request's N as Aggregate counts it.
+func outputTokensOf(r *record.Record) int {
+	if r.OutputTokens > 0 {
+		return r.OutputTokens
+	}
+	return r.Events.Tokens()
+}
+
+// compareServerTimings builds levels[i].server_timings; nil when no completed measured
+// record carries server timings.
+func compareServerTimings(recs []record.Record) *ServerTimings {
+	var (
+		st                       ServerTimings
+		tc, ts, tg               = NewDist(), NewDist(), NewDist() // TTFT client, server, gap
+		pc, ps, pg               = NewDist(), NewDist(), NewDist() // TPOT client, server, gap
+		perTok                   kahan
+		hasTTFT, hasTPOT, hasAny bool
+	)
+	for i := range recs {
+		r := &recs[i]
+		sv := r.Server
+		if sv == nil || !countsForLatency(r) {
+			continue
+		}
+		hasAny = true
+		st.Requests++
+		n := outputTokensOf(r)
+		if sv.OutputTokens > 0 && sv.OutputTokens != n {
+			st.OutputTokensDiffer++
+		}
+		ft, ok := r.FirstToken()
+		if !ok {
+			continue
+		}
+		lt, _ := r.LastToken()
+		s, f, l := us(r.Sent), us(ft), us(lt)
+		// Zero fields were not reported (record.ServerTimings), so a server that gives no
+		// prefill time is left out rather than counted as an instant prefill.
+		if sv.Prefill > 0 || sv.Queue > 0 {
+			hasTTFT = true
+			srv := us(sv.Queue + sv.Prefill)
+			tc.AddMicros(f - s)
+			ts.AddMicros(srv)
+			tg.AddMicros(f - s - srv)
+		}
+		if n >= 2 && sv.OutputTokens >= 2 && sv.Decode > 0 {
+			hasTPOT = true
+			d, cn, sn := us(sv.Decode), int64(n-1), int64(sv.OutputTokens-1)
+			pc.AddRatio(l-f, cn, 1)
+			ps.AddRatio(d, sn, 1)
+			addDiff(pg, l-f, cn, d, sn)
+			perTok.add(float64(d) / float64(sv.OutputTokens) / 1000)
+		}
+	}
+	if !hasAny {
+		return nil
+	}
+	if hasTTFT {
+		st.TTFT = gapOf(tc, ts, tg)
+	}
+	if hasTPOT {
+		st.TPOT = gapOf(pc, ps, pg)
+		st.ServerPerTokenMean = ptr(perTok.sum() / float64(pc.Count()))
+	}
+	return &st
+}
+
+// addDiff adds the exact sample a/b − c/d µs (b, d > 0), falling back to whole
+// microseconds only where the exact fraction would overflow int64.
+func addDiff(dist *Dist, a, b, c, d int64) {
+	num1, ok1 := mul64(a, d)
+	num2, ok2 := mul64(c, b)
+	den, ok3 := mul64(b, d)
+	if ok1 && ok2 && ok3 {
+		num := num1 - num2
+		if (num2 >= 0 && num <= num1) || (num2 < 0 && num > num1) { // no overflow in the subtraction
+			dist.AddRatio(num, den, 1)
+			return
+		}
+	}
+	dist.AddMicros(int64(math.Round(float64(a)/float64(b) - float64(c)/float64(d))))
+}
+
+// mul64 is x*y with an overflow report.
+func mul64(x, y int64) (int64, bool) {
+	hi, lo := bits.Mul64(uint64(abs64(x)), uint64(abs64(y)))
+	if hi != 0 || lo > math.MaxInt64 {
+		return 0, false
+	}
+	p := int64(lo)
+	if (x < 0) != (y < 0) {
+		p = -p
+	}
+	return p, true
+}
+
+func gapOf(client, server, gap *Dist) *ServerGap {
+	g := &ServerGap{Requests: int(gap.Count()), Unreliable: []string{}}
+	pct := func(d *Dist, p float64, key string) float64 {
+		v, _ := d.Percentile(p)
+		if lo, hi := d.CI95(p); math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+			g.Unreliable = append(g.Unreliable, key)
+		}
+		return v
+	}
+	g.ClientMean, _ = client.MeanStd()
+	g.ServerMean, _ = server.MeanStd()
+	g.GapMean, _ = gap.MeanStd()
+	g.ClientP50 = pct(client, 50, "client_p50_ms")
+	g.ServerP50 = pct(server, 50, "server_p50_ms")
+	g.GapP50 = pct(gap, 50, "gap_p50_ms")
+	g.GapP99 = pct(gap, 99, "gap_p99_ms")
+	if g.ClientMean != 0 {
+		g.GapShare = ptr(g.GapMean / g.ClientMean)
+	}
+	return g
+}
+
+// firstContentStats builds levels[i].first_content_ms: time from sent to the first event
+// with answer text, over completed requests with a token. A request whose first token was
+// already content (FirstContent 0) counts with its TTFT, so the figure compares with TTFT
+// request for request. Nil when no record's first content came after its first token.
+func firstContentStats(recs []record.Record, percentiles []float64) *Stats {
+	d := NewDist()
+	later := false
+	for i := range recs {
+		r := &recs[i]
+		if !countsForLatency(r) {
+			continue
+		}
+		ft, ok := r.FirstToken()
+		if !ok {
+			continue
+		}
+		t := ft
+		if r.FirstContent > ft {
+			t, later = r.FirstContent, true
+		}
+		d.AddMicros(us(t) - us(r.Sent))
+	}
+	if !later {
+		return nil
+	}
+	s := StatsOf(d, percentiles)
+	return &s
+}
