@@ -19,6 +19,12 @@ func AppendJSON(b []byte, r *Record) []byte {
 	b = strconv.AppendInt(b, int64(r.Level), 10)
 	b = append(b, `,"index":`...)
 	b = strconv.AppendInt(b, int64(r.Index), 10)
+	if r.Turn > 0 {
+		b = append(b, `,"conversation":`...)
+		b = strconv.AppendInt(b, int64(r.Conversation), 10)
+		b = append(b, `,"turn":`...)
+		b = strconv.AppendInt(b, int64(r.Turn), 10)
+	}
 	b = append(b, `,"warmup":`...)
 	b = strconv.AppendBool(b, r.Warmup)
 	b = append(b, `,"scheduled_s":`...)
@@ -185,6 +191,8 @@ func parseSeconds(n json.Number) (time.Duration, error) {
 type jsonRecord struct {
 	Level              *int             `json:"level"`
 	Index              int              `json:"index"`
+	Conversation       int              `json:"conversation"`
+	Turn               int              `json:"turn"`
 	Warmup             bool             `json:"warmup"`
 	Scheduled          json.Number      `json:"scheduled_s"`
 	Sent               json.Number      `json:"sent_s"`
@@ -222,9 +230,15 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	if j.Level == nil {
 		return errors.New(`missing "level"`)
 	}
+	if j.Turn < 0 || j.Conversation < 0 {
+		return fmt.Errorf("conversation %d turn %d: must not be negative", j.Conversation, j.Turn)
+	}
+	if j.Turn == 0 && j.Conversation != 0 {
+		return fmt.Errorf(`conversation %d without a "turn" (turns start at 1)`, j.Conversation)
+	}
 	var err error
 	*r = Record{
-		Level: *j.Level, Index: j.Index, Warmup: j.Warmup, ResponseID: j.ResponseID,
+		Level: *j.Level, Index: j.Index, Conversation: j.Conversation, Turn: j.Turn, Warmup: j.Warmup, ResponseID: j.ResponseID,
 		InputTokens: j.InputTokens, ServerPromptTokens: j.ServerPromptTokens,
 		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource, Error: j.Error,
 	}

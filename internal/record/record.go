@@ -42,6 +42,12 @@ type Record struct {
 	Index  int  // request index within the level (warm-up requests included)
 	Warmup bool // sent but excluded from metrics (warm-up or cool-down)
 
+	// Turn is the request's 1-based turn in a multi-turn conversation (1 = the first
+	// request of the conversation) and Conversation that conversation's number in the
+	// level; Turn 0 marks a single-turn request, whose records.jsonl line omits both.
+	Conversation int
+	Turn         int
+
 	Scheduled time.Duration // when the plan wanted it sent
 	Sent      time.Duration // just before the request was written
 	Done      time.Duration // stream closed or request failed

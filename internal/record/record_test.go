@@ -117,3 +117,36 @@ func TestWriter(t *testing.T) {
 		t.Fatalf("got %d records, err %v", len(got), err)
 	}
 }
+
+// TestJSONRoundTripTurns: a multi-turn record carries its conversation and 1-based turn
+// right after the index; bad turn fields are refused with a message naming them.
+func TestJSONRoundTripTurns(t *testing.T) {
+	r := sample()
+	r.Conversation, r.Turn = 12, 3
+	line := AppendJSON(nil, &r)
+	if want := `{"level":1,"index":7,"conversation":12,"turn":3,"warmup":false,`; !bytes.HasPrefix(line, []byte(want)) {
+		t.Errorf("json:\n got %s\nwant prefix %s", line, want)
+	}
+	var got Record
+	if err := got.UnmarshalJSON(line); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, r) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, r)
+	}
+	// Conversation 0, turn 1 is the first request of the first conversation: still written.
+	r.Conversation, r.Turn = 0, 1
+	if line := AppendJSON(nil, &r); !bytes.Contains(line, []byte(`"conversation":0,"turn":1,`)) {
+		t.Errorf("first turn of conversation 0 not written: %s", line)
+	}
+	for in, want := range map[string]string{
+		`{"level":0,"turn":-1,"sent_s":0,"scheduled_s":0,"done_s":0}`:                  "must not be negative",
+		`{"level":0,"conversation":4,"sent_s":0,"scheduled_s":0,"done_s":0}`:           `without a "turn"`,
+		`{"level":0,"conversation":-2,"turn":1,"sent_s":0,"scheduled_s":0,"done_s":0}`: "must not be negative",
+	} {
+		var x Record
+		if err := x.UnmarshalJSON([]byte(in)); err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("%s: error %v, want %q", in, err, want)
+		}
+	}
+}
