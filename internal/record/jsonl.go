@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 )
@@ -281,8 +282,8 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("events[%d]: %w", i, err)
 		}
 		n, err := strconv.Atoi(string(ev[1]))
-		if err != nil || n < 1 {
-			return fmt.Errorf("events[%d]: token count %q is not a positive integer", i, ev[1])
+		if err != nil || n < 1 || n > math.MaxUint32 {
+			return fmt.Errorf("events[%d]: token count %q is not a positive 32-bit integer", i, ev[1])
 		}
 		r.Events.Append(t, n)
 	}
