@@ -165,19 +165,14 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	}
 	for _, sec := range sections {
 		st, _ := l.Metrics.Get(sec.key)
-		w.WriteString(consoleRule(sec.title, '-') + "\n")
-		if st.Count == 0 {
-			b.line(fmt.Sprintf("Mean %s (ms):", sec.short), "n/a", "(no samples)")
-			continue
+		b.stats(sec.title, sec.short, st, opts)
+		if sec.key == "ttft" && l.FirstContent != nil {
+			// Reasoning models: the answer starts later than the first (reasoning) token.
+			b.stats("Time to First Content Token", "TTFC", l.FirstContent, opts)
 		}
-		b.line(fmt.Sprintf("Mean %s (ms):", sec.short), consoleFloat(st.Mean))
-		if p, ok := st.Get(50); ok {
-			b.pct(fmt.Sprintf("Median %s (ms):", sec.short), p, st.Count)
-		}
-		for _, q := range consolePercentiles(st, opts) {
-			p, _ := st.Get(q)
-			b.pct(fmt.Sprintf("P%s %s (ms):", strconv.FormatFloat(q, 'f', -1, 64), sec.short), p, st.Count)
-		}
+	}
+	if l.ServerTimings != nil {
+		b.serverTimings(l.ServerTimings)
 	}
 	if l.SLO != nil {
 		w.WriteString(consoleRule("SLO Verdict", '-') + "\n")
@@ -195,6 +190,68 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 		w.WriteString("(low n) too few samples to bound this percentile's 95% confidence interval;\n" +
 			"        treat it as indicative (P99 needs >= 368 samples, P90 >= 36).\n")
 	}
+}
+
+// stats prints one latency section: mean, median and the chosen percentiles.
+func (b *consoleBlock) stats(title, short string, st *metrics.Stats, opts ConsoleOptions) {
+	b.w.WriteString(consoleRule(title, '-') + "\n")
+	if st.Count == 0 {
+		b.line(fmt.Sprintf("Mean %s (ms):", short), "n/a", "(no samples)")
+		return
+	}
+	b.line(fmt.Sprintf("Mean %s (ms):", short), consoleFloat(st.Mean))
+	if p, ok := st.Get(50); ok {
+		b.pct(fmt.Sprintf("Median %s (ms):", short), p, st.Count)
+	}
+	for _, q := range consolePercentiles(st, opts) {
+		p, _ := st.Get(q)
+		b.pct(fmt.Sprintf("P%s %s (ms):", strconv.FormatFloat(q, 'f', -1, 64), short), p, st.Count)
+	}
+}
+
+// serverTimings prints the client-vs-server comparison: what the server timed itself
+// beside what the client measured, and the gap (front end, network, client) per request.
+func (b *consoleBlock) serverTimings(st *metrics.ServerTimings) {
+	b.w.WriteString(consoleRule("Server-reported Timings", '-') + "\n")
+	b.line("Requests with server timings:", strconv.Itoa(st.Requests))
+	if st.OutputTokensDiffer > 0 {
+		b.line("Output token count differs:", strconv.Itoa(st.OutputTokensDiffer), "<-- server timed other tokens than the client counted")
+	}
+	for _, m := range []struct {
+		short, phase string
+		g            *metrics.ServerGap
+	}{{"TTFT", "prefill", st.TTFT}, {"TPOT", "decode", st.TPOT}} {
+		if m.g == nil {
+			b.line(m.short+" client / server (ms):", "n/a", "(the server reported no "+m.phase+" time)")
+			continue
+		}
+		g := m.g
+		b.line(fmt.Sprintf("Mean %s client / server (ms):", m.short), consoleFloat(g.ClientMean)+" / "+consoleFloat(g.ServerMean))
+		b.gapLine(fmt.Sprintf("Median %s client / server (ms):", m.short), consoleFloat(g.ClientP50)+" / "+consoleFloat(g.ServerP50),
+			g, g.Requests, "client_p50_ms", "server_p50_ms")
+		share := ""
+		if g.GapShare != nil {
+			share = fmt.Sprintf("(%.1f%% of the client's %s)", 100**g.GapShare, m.short)
+		}
+		b.line(fmt.Sprintf("Mean %s gap (ms):", m.short), consoleFloat(g.GapMean), share)
+		b.gapLine(fmt.Sprintf("Median %s gap (ms):", m.short), consoleFloat(g.GapP50), g, g.Requests, "gap_p50_ms")
+		b.gapLine(fmt.Sprintf("P99 %s gap (ms):", m.short), consoleFloat(g.GapP99), g, g.Requests, "gap_p99_ms")
+	}
+	if st.ServerPerTokenMean != nil {
+		b.line("Server's own ms/token (decode/N):", consoleFloat(*st.ServerPerTokenMean))
+	}
+}
+
+// gapLine prints a line of the comparison, flagged like pct when any of keys is unreliable.
+func (b *consoleBlock) gapLine(label, value string, g *metrics.ServerGap, n int, keys ...string) {
+	for _, k := range keys {
+		if slices.Contains(g.Unreliable, k) {
+			b.note = true
+			b.line(label, value, fmt.Sprintf("(low n: %d samples)", n))
+			return
+		}
+	}
+	b.line(label, value)
 }
 
 func (b *consoleBlock) pct(label string, p metrics.Percentile, n int) {
