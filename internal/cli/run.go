@@ -47,8 +47,18 @@ summary.json, summary.csv and report.html.`,
 
 // runLive benchmarks cfg.url, or an in-process simulator when there is none.
 func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
+	var tok tokenizer.Tokenizer
 	if cfg.url == "" {
-		url, stop, err := startInProcessSim(ctx, cfg.simProfile, cfg.seed)
+		if cfg.tokenizer == "server" {
+			return usageError(errors.New("--tokenizer server needs --url (the built-in simulator has no /tokenize)"))
+		}
+		var err error
+		if tok, err = tokenizer.Load(cfg.tokenizer); err != nil {
+			return usageError(fmt.Errorf("--tokenizer: %w", err))
+		}
+		// The simulator counts prompts with the run's tokenizer, as a real server counts
+		// them with the model's, so usage.prompt_tokens matches the intended lengths.
+		url, stop, err := startInProcessSim(ctx, cfg.simProfile, cfg.seed, func(s string) int { return len(tok.Encode(s)) })
 		if err != nil {
 			return err
 		}
@@ -73,9 +83,11 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
 
-	tok, err := loadTokenizer(cfg.tokenizer, cfg.url)
-	if err != nil {
-		return usageError(fmt.Errorf("--tokenizer: %w", err))
+	if tok == nil {
+		var err error
+		if tok, err = loadTokenizer(cfg.tokenizer, cfg.url); err != nil {
+			return usageError(fmt.Errorf("--tokenizer: %w", err))
+		}
 	}
 	maxConns := 0
 	for _, l := range cfg.levels {
@@ -150,7 +162,7 @@ func loadTokenizer(spec, url string) (tokenizer.Tokenizer, error) {
 }
 
 // startInProcessSim serves the simulator on a loopback port until stop is called.
-func startInProcessSim(ctx context.Context, profile string, seed int64) (url string, stop func(), err error) {
+func startInProcessSim(ctx context.Context, profile string, seed int64, countTokens func(string) int) (url string, stop func(), err error) {
 	p, err := sim.LoadProfile(profile)
 	if err != nil {
 		return "", nil, usageError(fmt.Errorf("--sim: %w", err))
@@ -160,7 +172,9 @@ func startInProcessSim(ctx context.Context, profile string, seed int64) (url str
 	if err != nil {
 		return "", nil, err
 	}
-	s, err := startSimServer(ctx, ln, p, simServerOptions(p, seed))
+	opts := simServerOptions(p, seed)
+	opts.CountTokens = countTokens
+	s, err := startSimServer(ctx, ln, p, opts)
 	if err != nil {
 		return "", nil, err
 	}
