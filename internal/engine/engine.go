@@ -1,7 +1,40 @@
 // Package engine runs one load level in real time against a Target: a closed loop of
 // Concurrency workers, or an open loop that dispatches requests at absolute due times from
-// a seeded plan. It sets each record's Level, Index, Scheduled, Warmup and InputTokens; the
-// Target fills in the rest.
+// a seeded plan. It sets each record's Level, Index, Scheduled, Warmup and InputTokens (and
+// Conversation and Turn in a multi-turn level); the Target fills in the rest.
+//
+// # Multi-turn levels
+//
+// When the workload's requests carry Turns > 1, request i is turn i%Turns of conversation
+// i/Turns and carries the earlier turns as history, so turn k is sent only after turn k-1
+// finished, plus the think time (the request's ThinkTime): its Scheduled is turn k-1's
+// Done + ThinkTime, and any wait beyond that (a slot, a late dispatcher) is schedule lag.
+//
+//   - Closed loop (Concurrency C): each worker is a user running one conversation at a
+//     time: turn 0, its reply, the think time, turn 1, …; the next conversation starts
+//     when the last turn ends (Scheduled = that instant). A worker in its think time still
+//     holds its slot, as a real user does, so fewer than C requests may be in flight.
+//   - Open loop (Rate R): conversation starts arrive by the plan at R per second (the
+//     request rate is up to Turns times that); later turns are due at the previous turn's
+//     end plus the think time. MaxConcurrency caps the requests of all turns in flight.
+//   - A failed turn ends its conversation: its later turns are never sent nor recorded.
+//   - Requests counts requests of every turn. A conversation reserves, when it starts, the
+//     measured requests it may send, and starts only while the level has some left; its
+//     turns beyond its reservation are not sent (so the level's last conversation may be
+//     cut short), and reservations it could not use (a failure, turns that fell in the
+//     warm-up time) go back to the level for new conversations. An open-loop start that
+//     finds nothing left to reserve is skipped. The level ends when Requests measured
+//     requests were sent.
+//   - A Duration level sends nothing scheduled at or after Duration, whichever turn it is:
+//     conversations still going then are cut there.
+//   - Warm-up and cool-down marks follow Level's rules turn by turn: by index, or by each
+//     turn's own Scheduled.
+//   - Shards split conversations, not requests: shard s runs the conversations c with
+//     c % Shards == s (an open loop at the unsharded plan's start times).
+//   - Cancellation stops sending at once, as in a single-turn level: turns in their think
+//     time are not sent.
+//
+// Conversations holds these rules without a clock; the simulator drives the same code.
 package engine
 
 import (
@@ -47,11 +80,20 @@ func Run(ctx context.Context, start time.Time, lvl Level, src workload.Source, t
 		sink = func(*record.Record) {}
 	}
 	r := &runner{start: start, lvl: lvl, src: src, target: t, sink: sink}
+	// Request 0 says what kind of level this is: a replayed trace carries arrivals, a
+	// multi-turn workload its number of turns. It is built once and reused.
+	first := src.Request(lvl.Index, 0)
+	if first.Turns > 1 && first.HasArrival {
+		return "", fmt.Errorf("level %d: a replayed trace cannot have multi-turn conversations", lvl.Index)
+	}
 	var reason EndReason
-	if lvl.Closed() {
+	switch {
+	case first.Turns > 1:
+		reason = r.conversations(ctx, first)
+	case lvl.Closed():
 		reason = r.closed(ctx)
-	} else {
-		reason = r.open(ctx)
+	default:
+		reason = r.open(ctx, first)
 	}
 	r.wg.Wait()
 	if ctx.Err() != nil {
@@ -142,8 +184,8 @@ const lookahead = 256
 
 // open dispatches each request at its absolute due time, one goroutine per request, so a
 // slow request never delays the next dispatch.
-func (r *runner) open(ctx context.Context) EndReason {
-	plan := NewOpenLoop(r.lvl, r.src)
+func (r *runner) open(ctx context.Context, first workload.Request) EndReason {
+	plan := newOpenLoop(r.lvl, r.src, first)
 	pctx, stopPlan := context.WithCancel(ctx)
 	defer stopPlan()
 	items := make(chan Planned, lookahead)

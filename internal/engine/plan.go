@@ -78,9 +78,13 @@ type OpenLoop struct {
 
 // NewOpenLoop starts the plan of an open-loop level (lvl.Rate > 0, validated).
 func NewOpenLoop(lvl Level, src workload.Source) *OpenLoop {
+	return newOpenLoop(lvl, src, src.Request(lvl.Index, 0))
+}
+
+// newOpenLoop is NewOpenLoop with request 0 already built.
+func newOpenLoop(lvl Level, src workload.Source, first workload.Request) *OpenLoop {
 	o := &OpenLoop{lvl: lvl, src: src, ph: phases{lvl: lvl, quota: lvl.Requests}}
 	o.shard, o.n = lvl.sharded()
-	first := src.Request(lvl.Index, 0)
 	o.trace, o.first = first.HasArrival, &first
 	if !o.trace {
 		o.plan = schedule.NewPlan(lvl.Arrival, lvl.Rate, lvl.Seed)
