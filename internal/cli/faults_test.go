@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -315,24 +316,33 @@ func TestWholeRequestTimeout(t *testing.T) {
 
 // Servers that answer 200 but not with an event stream: every request is recorded as
 // failed with a kind that says what went wrong, none counts as completed, none feeds the
-// latency figures, and the run exits 1 (nothing succeeded).
+// latency figures, and the run exits 1 (nothing succeeded). Where two kinds are fair
+// descriptions (a body with no event at all is both truncated and not a stream), either
+// is accepted, but every request must get the same one.
 func TestGarbageResponses(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		ct   string
-		body string
-		kind string
+		name  string
+		ct    string
+		body  string
+		kinds []string
 	}{
 		// Not SSE at all: no data lines, so no event and no end marker.
-		{"html", "text/html", "<html><body><h1>502 Bad Gateway</h1>\n<p>nginx</p></body></html>\n", record.KindIncomplete},
+		{"html", "text/html", "<html><body><h1>502 Bad Gateway</h1>\n<p>nginx</p></body></html>\n",
+			[]string{record.KindIncomplete, record.KindMalformedEvent}},
 		// Binary noise, including NULs and a line that looks like a field.
-		{"binary", "application/octet-stream", "\x00\xff\xfe\x01garbage\r\nretry: x\n\x7f\n\n", record.KindIncomplete},
+		{"binary", "application/octet-stream", "\x00\xff\xfe\x01garbage\r\nretry: x\n\x7f\n\n",
+			[]string{record.KindIncomplete, record.KindMalformedEvent}},
+		// A JSON document: the server ignored "stream": true.
+		{"json-document", "application/json", `{"id":"x","choices":[{"message":{"content":"hi"}}]}`,
+			[]string{record.KindMalformedEvent}},
 		// Event framing with data that is not JSON.
-		{"data-not-json", "text/event-stream", "data: <html>oops</html>\n\ndata: [DONE]\n\n", record.KindMalformedEvent},
+		{"data-not-json", "text/event-stream", "data: <html>oops</html>\n\ndata: [DONE]\n\n",
+			[]string{record.KindMalformedEvent}},
 		// 200 with an empty body: the stream ends before it begins.
-		{"empty-body", "text/event-stream", "", record.KindIncomplete},
+		{"empty-body", "text/event-stream", "", []string{record.KindIncomplete}},
 		// A well-formed stream that ends properly but carries no token.
-		{"no-tokens", "text/event-stream", "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", record.KindEmpty},
+		{"no-tokens", "text/event-stream", "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+			[]string{record.KindEmpty}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -343,7 +353,14 @@ func TestGarbageResponses(t *testing.T) {
 			defer srv.Close()
 			const requests = 10
 			fr := runAgainst(t, srv.URL, requests, "--idle-timeout", "2s", "--timeout", "5s")
-			checkAccounting(t, fr, requests, map[string]int{tc.kind: requests}, 5*time.Second)
+			kind := "ok"
+			if len(fr.recs) > 0 && fr.recs[0].Error != nil {
+				kind = fr.recs[0].Error.Kind
+			}
+			if !slices.Contains(tc.kinds, kind) {
+				t.Errorf("kind %s, want one of %v", kind, tc.kinds)
+			}
+			checkAccounting(t, fr, requests, map[string]int{kind: requests}, 5*time.Second)
 			if !strings.Contains(fr.stderr, "no request succeeded") {
 				t.Errorf("stderr does not say that nothing succeeded:\n%s", fr.stderr)
 			}
