@@ -18,10 +18,16 @@ type ServerTimings struct {
 	// requests that reported a prefill or queue time; null when none did.
 	TTFT *ServerGap `json:"ttft"`
 	// TPOT compares the client's TPOT, (last − first) / (N − 1), with the server's decode
-	// time / (its output tokens − 1): llama.cpp and Ollama both start their decode clock when
-	// the first token is sampled, so their decode time spans N − 1 steps, like the client's.
+	// time / (its output tokens − 1), the N − 1 steps after the first token: exactly what
+	// llama.cpp's predicted_ms spans. Ollama's eval_duration also holds the first token's
+	// sampling (docs/metrics.md), so its figure reads high by up to one step / (N − 1).
 	// Over requests with N >= 2 on both sides and a decode time; null when none qualify.
 	TPOT *ServerGap `json:"tpot"`
+	// Total compares the client's whole request time, done − sent, with the server's own
+	// total handling time (Ollama's total_duration, from its HTTP handler's start to its last
+	// reply): the gap is what lies outside the server's HTTP handler — network and client.
+	// Null when no request reported a total.
+	Total *ServerGap `json:"total"`
 	// ServerPerTokenMean is the figure the servers print themselves, decode time / output
 	// tokens (Ollama's eval_duration / eval_count, llama.cpp's predicted_per_token_ms),
 	// averaged over TPOT's requests: (N − 1) / N of the comparable server TPOT. Null with TPOT.
@@ -66,11 +72,12 @@ func outputTokensOf(r *record.Record) int {
 // record carries server timings.
 func compareServerTimings(recs []record.Record) *ServerTimings {
 	var (
-		st                       ServerTimings
-		tc, ts, tg               = NewDist(), NewDist(), NewDist() // TTFT client, server, gap
-		pc, ps, pg               = NewDist(), NewDist(), NewDist() // TPOT client, server, gap
-		perTok                   kahan
-		hasTTFT, hasTPOT, hasAny bool
+		st                                 ServerTimings
+		tc, ts, tg                         = NewDist(), NewDist(), NewDist() // TTFT client, server, gap
+		pc, ps, pg                         = NewDist(), NewDist(), NewDist() // TPOT client, server, gap
+		ec, es, eg                         = NewDist(), NewDist(), NewDist() // total client, server, gap
+		perTok                             kahan
+		hasTTFT, hasTPOT, hasTotal, hasAny bool
 	)
 	for i := range recs {
 		r := &recs[i]
@@ -84,12 +91,20 @@ func compareServerTimings(recs []record.Record) *ServerTimings {
 		if sv.OutputTokens > 0 && sv.OutputTokens != n {
 			st.OutputTokensDiffer++
 		}
+		s := us(r.Sent)
+		if sv.Total > 0 {
+			hasTotal = true
+			d, srv := max(us(r.Done), s), us(sv.Total)
+			ec.AddMicros(d - s)
+			es.AddMicros(srv)
+			eg.AddMicros(d - s - srv)
+		}
 		ft, ok := r.FirstToken()
 		if !ok {
 			continue
 		}
 		lt, _ := r.LastToken()
-		s, f, l := us(r.Sent), us(ft), us(lt)
+		f, l := us(ft), us(lt)
 		// Zero fields were not reported (record.ServerTimings), so a server that gives no
 		// prefill time is left out rather than counted as an instant prefill.
 		if sv.Prefill > 0 || sv.Queue > 0 {
@@ -117,6 +132,9 @@ func compareServerTimings(recs []record.Record) *ServerTimings {
 	if hasTPOT {
 		st.TPOT = gapOf(pc, ps, pg)
 		st.ServerPerTokenMean = ptr(perTok.sum() / float64(pc.Count()))
+	}
+	if hasTotal {
+		st.Total = gapOf(ec, es, eg)
 	}
 	return &st
 }

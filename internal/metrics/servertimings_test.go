@@ -17,11 +17,13 @@ func serverCase() []record.Record {
 	//    Client TTFT 50, TPOT 40/4 = 10. Server prefill 20, decode 36 over 5 tokens:
 	//    TTFT 20 (gap 30), TPOT 36/4 = 9 (gap 1), own per-token 36/5 = 7.2.
 	a := rec(1000*ms, 1000*ms, 1095*ms, 5, ev{1050 * ms, 1}, ev{1060 * ms, 1}, ev{1070 * ms, 1}, ev{1080 * ms, 1}, ev{1090 * ms, 1})
-	a.Server = &record.ServerTimings{PromptTokens: 32, Prefill: 20 * ms, OutputTokens: 5, Decode: 36 * ms}
+	//    Server total 90 against the client's done − sent 95: gap 5.
+	a.Server = &record.ServerTimings{PromptTokens: 32, Prefill: 20 * ms, OutputTokens: 5, Decode: 36 * ms, Total: 90 * ms}
 	// B: sent 2000, tokens at 2070, 2085, 2100, N = 3. Client TTFT 70, TPOT 30/2 = 15.
 	//    Server queue 10 + prefill 20 = 30 (gap 40); decode 28 over 3: TPOT 14 (gap 1), own 28/3.
 	b := rec(2000*ms, 2000*ms, 2100*ms, 3, ev{2070 * ms, 1}, ev{2085 * ms, 1}, ev{2100 * ms, 1})
-	b.Server = &record.ServerTimings{Queue: 10 * ms, Prefill: 20 * ms, OutputTokens: 3, Decode: 28 * ms}
+	//    Total 95 against 100: gap 5.
+	b.Server = &record.ServerTimings{Queue: 10 * ms, Prefill: 20 * ms, OutputTokens: 3, Decode: 28 * ms, Total: 95 * ms}
 	// C: no prefill reported (left out of TTFT). Sent 3000, tokens at 3040, 3060, N = 2:
 	//    client TPOT 20. The server timed 3 tokens (differs from N) in 10 ms: TPOT 10/2 = 5
 	//    (gap 15), own 10/3.
@@ -29,7 +31,8 @@ func serverCase() []record.Record {
 	c.Server = &record.ServerTimings{OutputTokens: 3, Decode: 10 * ms}
 	// G: one token, sent 4000, at 4025: client TTFT 25, server prefill 5 (gap 20); no TPOT.
 	g := rec(4000*ms, 4000*ms, 4026*ms, 1, ev{4025 * ms, 1})
-	g.Server = &record.ServerTimings{Prefill: 5 * ms, OutputTokens: 1}
+	//    Total 20 against 26: gap 6.
+	g.Server = &record.ServerTimings{Prefill: 5 * ms, OutputTokens: 1, Total: 20 * ms}
 	// Excluded: a failure, a warm-up and a request without server timings.
 	f := rec(5000*ms, 5000*ms, 5100*ms, 3, ev{5050 * ms, 3})
 	f.Error = &record.Error{Kind: record.KindDisconnect}
@@ -76,6 +79,16 @@ func TestServerTimingsHandComputed(t *testing.T) {
 	near(t, "TPOT gap share", *tp.GapShare, (17/3.0)/15)
 	near(t, "server per-token mean", *st.ServerPerTokenMean, (7.2+28/3.0+10/3.0)/3)
 
+	to := st.Total
+	if to == nil || to.Requests != 3 {
+		t.Fatalf("total %+v, want 3 requests (A, B, G)", to)
+	}
+	near(t, "total client mean", to.ClientMean, (95+100+26)/3.0)
+	near(t, "total server mean", to.ServerMean, (90+95+20)/3.0)
+	near(t, "total server p50", to.ServerP50, 90)
+	near(t, "total gap mean", to.GapMean, 16/3.0)
+	near(t, "total gap p50", to.GapP50, 5)
+
 	// Three samples bound no percentile's 95% interval.
 	want := []string{"client_p50_ms", "server_p50_ms", "gap_p50_ms", "gap_p99_ms"}
 	if !slices.Equal(tt.Unreliable, want) || !slices.Equal(tp.Unreliable, want) {
@@ -110,10 +123,10 @@ func TestServerTimingsAbsent(t *testing.T) {
 	if st := compareServerTimings(recs); st != nil {
 		t.Errorf("got %+v, want nil", st)
 	}
-	// Decode-only timings: TTFT is null, TPOT is not.
+	// Decode-only timings: TTFT and total are null, TPOT is not.
 	recs = serverCase()[2:3]
 	st := compareServerTimings(recs)
-	if st == nil || st.TTFT != nil || st.TPOT == nil {
+	if st == nil || st.TTFT != nil || st.TPOT == nil || st.Total != nil {
 		t.Errorf("decode-only: %+v", st)
 	}
 	// A zero client TPOT mean cannot carry a share.

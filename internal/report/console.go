@@ -209,8 +209,8 @@ func (b *consoleBlock) stats(title, short string, st *metrics.Stats, opts Consol
 	}
 }
 
-// serverTimings prints the client-vs-server comparison: what the server timed itself
-// beside what the client measured, and the gap (front end, network, client) per request.
+// serverTimings prints the client-vs-server comparison, two lines per figure: the means
+// side by side, then the per-request gap (front end, network, client) and its share.
 func (b *consoleBlock) serverTimings(st *metrics.ServerTimings) {
 	b.w.WriteString(consoleRule("Server-reported Timings", '-') + "\n")
 	b.line("Requests with server timings:", strconv.Itoa(st.Requests))
@@ -218,40 +218,35 @@ func (b *consoleBlock) serverTimings(st *metrics.ServerTimings) {
 		b.line("Output token count differs:", strconv.Itoa(st.OutputTokensDiffer), "<-- server timed other tokens than the client counted")
 	}
 	for _, m := range []struct {
-		short, phase string
-		g            *metrics.ServerGap
-	}{{"TTFT", "prefill", st.TTFT}, {"TPOT", "decode", st.TPOT}} {
-		if m.g == nil {
-			b.line(m.short+" client / server (ms):", "n/a", "(the server reported no "+m.phase+" time)")
+		name, phase string
+		g           *metrics.ServerGap
+	}{{"TTFT", "prefill", st.TTFT}, {"TPOT", "decode", st.TPOT}, {"Request", "total", st.Total}} {
+		g := m.g
+		if g == nil {
+			if m.name != "Request" { // few servers report a total; say nothing when none did
+				b.line(m.name+" client / server (ms):", "n/a", "(the server reported no "+m.phase+" time)")
+			}
 			continue
 		}
-		g := m.g
-		b.line(fmt.Sprintf("Mean %s client / server (ms):", m.short), consoleFloat(g.ClientMean)+" / "+consoleFloat(g.ServerMean))
-		b.gapLine(fmt.Sprintf("Median %s client / server (ms):", m.short), consoleFloat(g.ClientP50)+" / "+consoleFloat(g.ServerP50),
-			g, g.Requests, "client_p50_ms", "server_p50_ms")
-		share := ""
+		b.line(m.name+" client / server, mean (ms):", consoleFloat(g.ClientMean)+" / "+consoleFloat(g.ServerMean))
+		var notes []string
 		if g.GapShare != nil {
-			share = fmt.Sprintf("(%.1f%% of the client's %s)", 100**g.GapShare, m.short)
+			notes = append(notes, fmt.Sprintf("%.1f%% of the client's", 100**g.GapShare))
 		}
-		b.line(fmt.Sprintf("Mean %s gap (ms):", m.short), consoleFloat(g.GapMean), share)
-		b.gapLine(fmt.Sprintf("Median %s gap (ms):", m.short), consoleFloat(g.GapP50), g, g.Requests, "gap_p50_ms")
-		b.gapLine(fmt.Sprintf("P99 %s gap (ms):", m.short), consoleFloat(g.GapP99), g, g.Requests, "gap_p99_ms")
-	}
-	if st.ServerPerTokenMean != nil {
-		b.line("Server's own ms/token (decode/N):", consoleFloat(*st.ServerPerTokenMean))
-	}
-}
-
-// gapLine prints a line of the comparison, flagged like pct when any of keys is unreliable.
-func (b *consoleBlock) gapLine(label, value string, g *metrics.ServerGap, n int, keys ...string) {
-	for _, k := range keys {
-		if slices.Contains(g.Unreliable, k) {
+		if slices.Contains(g.Unreliable, "gap_p99_ms") {
+			notes = append(notes, fmt.Sprintf("low n: %d samples", g.Requests))
 			b.note = true
-			b.line(label, value, fmt.Sprintf("(low n: %d samples)", n))
-			return
+		}
+		extra := ""
+		if len(notes) > 0 {
+			extra = "(" + strings.Join(notes, "; ") + ")"
+		}
+		b.line(m.name+" gap mean / P50 / P99 (ms):",
+			consoleFloat(g.GapMean)+" / "+consoleFloat(g.GapP50)+" / "+consoleFloat(g.GapP99), extra)
+		if m.name == "TPOT" && st.ServerPerTokenMean != nil {
+			b.line("Server's own ms/token (decode/N):", consoleFloat(*st.ServerPerTokenMean))
 		}
 	}
-	b.line(label, value)
 }
 
 func (b *consoleBlock) pct(label string, p metrics.Percentile, n int) {

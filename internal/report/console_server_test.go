@@ -12,14 +12,15 @@ import (
 
 // serverTimingsSummary is levelRecords' c=4 level as a server that reports its own timings
 // would give it: prefill 10-12 ms (the client sees TTFT 72-78 ms), decode 11 ms per step
-// (the client sees 11.6 ms), and every third request reasoning for two events first.
+// (the client sees 11.6 ms), a total 2 ms short of the client's request time, and every
+// third request reasoning for two events first.
 func serverTimingsSummary(t *testing.T) *Summary {
 	t.Helper()
 	recs := levelRecords(0, 4, 60, 0)
 	for i := range recs {
 		r := &recs[i]
 		r.Server = &record.ServerTimings{PromptTokens: 260, Prefill: time.Duration(10+i%3) * time.Millisecond,
-			OutputTokens: 20, Decode: 19 * 11 * time.Millisecond}
+			OutputTokens: 20, Decode: 19 * 11 * time.Millisecond, Total: r.Done - r.Sent - 2*time.Millisecond}
 		if i%3 == 0 {
 			r.FirstContent = r.Events.Time(2)
 		}
@@ -51,8 +52,10 @@ func TestServerTimingsConsoleGolden(t *testing.T) {
 	for _, want := range []string{
 		"-------------Server-reported Timings-------------",
 		"Requests with server timings:            60",
-		"Mean TTFT client / server (ms):          75.05 / 11.00",
-		"Mean TPOT gap (ms):                      0.60       (5.2% of the client's TPOT)",
+		"TTFT client / server, mean (ms):         75.05 / 11.00",
+		"TPOT gap mean / P50 / P99 (ms):          0.60 / 0.60 / 0.60 (5.2% of the client's; low n: 60 samples)",
+		"Server's own ms/token (decode/N):        10.45",
+		"Request gap mean / P50 / P99 (ms):       2.00 / 2.00 / 2.00",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("console lacks %q", want)
@@ -77,7 +80,7 @@ func TestServerTimingsJSONRoundTrip(t *testing.T) {
 		t.Errorf("round trip changed summary.json:\n%s\n---\n%s", a.String(), b.String())
 	}
 	st := back.Levels[0].ServerTimings
-	if st == nil || st.TTFT == nil || st.TPOT == nil || back.Levels[0].FirstContent == nil {
+	if st == nil || st.TTFT == nil || st.TPOT == nil || st.Total == nil || back.Levels[0].FirstContent == nil {
 		t.Fatalf("server timings or first content lost: %+v", back.Levels[0])
 	}
 	if st.Requests != 60 || back.Levels[0].FirstContent.Count != 60 {
