@@ -219,7 +219,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	}
 	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
-		TraceSpeed: f.traceSpeed, LengthsOnly: !live}
+		TraceSpeed: f.traceSpeed, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
 	if err == nil && errIn == nil {
 		add(c.workload.Validate())
 	}

@@ -46,6 +46,8 @@ type benchFlags struct {
 	tokenizer, dataset         string
 	prefixTokens, prefixGroups int
 	traceSpeed                 float64
+	turns                      int
+	thinkTime                  time.Duration
 	seed                       int64
 
 	// Metrics and outputs.
@@ -108,6 +110,8 @@ func (f *benchFlags) bindWorkload(fs *pflag.FlagSet) {
 	fs.IntVar(&f.prefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens")
 	fs.IntVar(&f.prefixGroups, "prefix-groups", 1, "number of distinct shared prefixes")
 	fs.Float64Var(&f.traceSpeed, "trace-speed", 1, "replay traces this many times faster")
+	fs.IntVar(&f.turns, "turns", 1, "turns per conversation: each next turn carries the history (multi-turn chat)")
+	fs.DurationVar(&f.thinkTime, "think-time", 0, "with --turns: the user's pause between a reply and the next turn")
 	fs.Int64Var(&f.seed, "seed", 1, "seed for prompts, lengths, arrivals and the simulator")
 }
 

@@ -41,7 +41,8 @@ shared, and fed back with --dataset jsonl:FILE.`,
 				errs = append(errs, fmt.Errorf("--output-tokens: %w", err))
 			}
 			wc := workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
-				PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed, TraceSpeed: f.traceSpeed}
+				PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed, TraceSpeed: f.traceSpeed,
+				Turns: f.turns, ThinkTime: f.thinkTime}
 			if len(errs) == 0 {
 				if err := wc.Validate(); err != nil {
 					errs = append(errs, err)

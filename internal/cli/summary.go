@@ -50,6 +50,8 @@ type workloadConfig struct {
 	PrefixTokens int     `json:"prefix_tokens,omitempty"`
 	PrefixGroups int     `json:"prefix_groups,omitempty"`
 	TraceSpeed   float64 `json:"trace_speed,omitempty"`
+	Turns        int     `json:"turns,omitempty"`
+	ThinkTime    string  `json:"think_time,omitempty"`
 }
 
 func durString(d time.Duration) string {
@@ -105,6 +107,9 @@ func newSummary(cfg *benchConfig, start time.Time) *report.Summary {
 	w := cfg.workload
 	wc := workloadConfig{Dataset: w.Dataset, Tokenizer: cfg.tokenizer, InputTokens: w.InputTokens.String(),
 		OutputTokens: w.OutputTokens.String(), PrefixTokens: w.PrefixTokens, TraceSpeed: w.TraceSpeed}
+	if w.Turns > 1 {
+		wc.Turns, wc.ThinkTime = w.Turns, durString(w.ThinkTime)
+	}
 	if w.PrefixTokens > 0 {
 		wc.PrefixGroups = w.PrefixGroups
 	}
