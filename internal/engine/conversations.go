@@ -130,8 +130,8 @@ func (c *convRun) closed(ctx context.Context) {
 }
 
 // open dispatches conversation starts at the plan's due times; each conversation then
-// runs in its own goroutine. It returns EndInterrupted or EndDuration when it stopped
-// for those, and "" when the plan stopped (then the reason is the plan's).
+// runs in its own goroutine. It returns EndInterrupted when interrupted, and "" when the
+// plan stopped (then the reason is the plan's).
 func (c *convRun) open(ctx context.Context, first workload.Request) EndReason {
 	if n := c.lvl.ShardMaxConcurrency(); n > 0 {
 		c.sem = make(chan struct{}, n)
@@ -176,16 +176,6 @@ func (c *convRun) open(ctx context.Context, first workload.Request) EndReason {
 		if !ok {
 			continue // skipped, or stopped: NextStart says which
 		}
-		// As in the single-turn open loop, a start waiting for a slot holds up later
-		// starts, and its wait is schedule lag.
-		switch c.acquire(ctx) {
-		case EndInterrupted:
-			c.abandon(t)
-			return EndInterrupted
-		case EndDuration:
-			c.abandon(t)
-			return EndDuration
-		}
 		c.wg.Add(1)
 		go c.converse(ctx, t, req)
 		built = -1
@@ -207,9 +197,16 @@ func (c *convRun) acquire(ctx context.Context) EndReason {
 	}
 }
 
-// converse sends t (its slot already taken) and the conversation's later turns.
+// converse sends t and the conversation's later turns. Each waits for an in-flight slot
+// under the cap in its own goroutine, so overdue starts and turns get slots in the order
+// they fell due (a channel's waiting senders are served first come, first served); the
+// wait is schedule lag.
 func (c *convRun) converse(ctx context.Context, t Turn, req workload.Request) {
 	defer c.wg.Done()
+	if c.acquire(ctx) != "" {
+		c.abandon(t)
+		return
+	}
 	for {
 		rec := c.record(t, &req)
 		done := c.send(ctx, rec, req)

@@ -16,7 +16,8 @@
 //     holds its slot, as a real user does, so fewer than C requests may be in flight.
 //   - Open loop (Rate R): conversation starts arrive by the plan at R per second (the
 //     request rate is up to Turns times that); later turns are due at the previous turn's
-//     end plus the think time. MaxConcurrency caps the requests of all turns in flight.
+//     end plus the think time. MaxConcurrency caps the requests of all turns in flight;
+//     starts and turns waiting for a slot get one in the order they fell due.
 //   - A failed turn ends its conversation: its later turns are never sent nor recorded.
 //   - Requests counts requests of every turn. A conversation reserves, when it starts, the
 //     measured requests it may send, and starts only while the level has some left; its
