@@ -92,7 +92,7 @@ func TestShardsAgainstServe(t *testing.T) {
 	}
 
 	merged := filepath.Join(root, "merged")
-	code, stdout, stderr := mainOut(append([]string{"merge", "--output-dir", merged}, dirs...)...)
+	code, stdout, stderr := mainCapture(append([]string{"merge", "--output-dir", merged}, dirs...)...)
 	if code != 0 {
 		t.Fatalf("merge exit %d:\n%s\n%s", code, stdout, stderr)
 	}
@@ -148,7 +148,7 @@ func TestShardsAgainstServe(t *testing.T) {
 
 	stop()
 	stopped = true
-	code, stdout, stderr = mainOut("fidelity", "--records", merged, "--truth", truth, "--json")
+	code, stdout, stderr = mainCapture("fidelity", "--records", merged, "--truth", truth, "--json")
 	if code != 0 {
 		t.Fatalf("fidelity exit %d: %s", code, stderr)
 	}
@@ -187,7 +187,7 @@ func TestFidelityCommand(t *testing.T) {
 	if err := os.WriteFile(truth, []byte(line), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := mainOut("fidelity", "--records", dir, "--truth", truth)
+	code, stdout, stderr := mainCapture("fidelity", "--records", dir, "--truth", truth)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -199,10 +199,10 @@ func TestFidelityCommand(t *testing.T) {
 		}
 	}
 	// --start overrides summary.json: 1 ms later shifts every event error by 1 ms.
-	code, stdout, _ = mainOut("fidelity", "--records", filepath.Join(dir, "records.jsonl"), "--truth", truth,
+	code, stdout, _ = mainCapture("fidelity", "--records", filepath.Join(dir, "records.jsonl"), "--truth", truth,
 		"--start", start.Add(time.Millisecond).Format(time.RFC3339Nano), "--json")
 	var rep fidelity.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); code != 0 || err != nil || !near(rep.EventTime.Max, 1.5) {
+	if err := json.Unmarshal([]byte(stdout), &rep); code != 0 || err != nil || !fidelityNear(rep.EventTime.Max, 1.5) {
 		t.Errorf("--start: exit %d, %v, %+v", code, err, rep.EventTime)
 	}
 
@@ -217,11 +217,11 @@ func TestFidelityCommand(t *testing.T) {
 		{[]string{"fidelity", "--records", dir, "--truth", filepath.Join(dir, "nope")}, ExitFailure, "--truth"},
 		{[]string{"fidelity", "--records", t.TempDir(), "--truth", truth}, ExitFailure, "summary.json"},
 	} {
-		code, _, stderr := mainOut(c.args...)
+		code, _, stderr := mainCapture(c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, %s; want %d and %q", c.args, code, stderr, c.code, c.want)
 		}
 	}
 }
 
-func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+func fidelityNear(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

@@ -124,7 +124,7 @@ func splitShards(t *testing.T, root string, seed uint64, t0 time.Time, skews []t
 	return dirs
 }
 
-func mainOut(args ...string) (code int, stdout, stderr string) {
+func mainCapture(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
 	code = Main(context.Background(), args, Stdio{In: strings.NewReader(""), Out: &o, Err: &e})
 	return code, o.String(), e.String()
@@ -163,7 +163,7 @@ func TestMergeEqualsUnion(t *testing.T) {
 	skews := []time.Duration{2500 * time.Microsecond, 0, 9500 * time.Microsecond}
 	dirs := splitShards(t, root, 1, t0, skews, "2026-03-01T12:00:00Z")
 	out := filepath.Join(root, "merged")
-	code, stdout, stderr := mainOut(append([]string{"merge", "--output-dir", out}, dirs...)...)
+	code, stdout, stderr := mainCapture(append([]string{"merge", "--output-dir", out}, dirs...)...)
 	if code != 0 {
 		t.Fatalf("merge exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -285,7 +285,7 @@ func TestMergeProblems(t *testing.T) {
 			if c.force {
 				args = append(args, "--force")
 			}
-			code, _, stderr := mainOut(args...)
+			code, _, stderr := mainCapture(args...)
 			if code != c.code {
 				t.Fatalf("exit %d, want %d\n%s", code, c.code, stderr)
 			}
@@ -316,13 +316,13 @@ func rewriteSummary(t *testing.T, dir string, s *report.Summary) {
 }
 
 func TestMergeUsage(t *testing.T) {
-	if code, _, stderr := mainOut("merge", "x"); code != ExitUsage || !strings.Contains(stderr, "--output-dir") {
+	if code, _, stderr := mainCapture("merge", "x"); code != ExitUsage || !strings.Contains(stderr, "--output-dir") {
 		t.Errorf("no --output-dir: exit %d, %s", code, stderr)
 	}
-	if code, _, stderr := mainOut("merge", "--output-dir", t.TempDir()); code != ExitUsage {
+	if code, _, stderr := mainCapture("merge", "--output-dir", t.TempDir()); code != ExitUsage {
 		t.Errorf("no DIR: exit %d, %s", code, stderr)
 	}
-	code, _, stderr := mainOut("merge", "--output-dir", t.TempDir(), filepath.Join(t.TempDir(), "nope"))
+	code, _, stderr := mainCapture("merge", "--output-dir", t.TempDir(), filepath.Join(t.TempDir(), "nope"))
 	if code != ExitFailure || !strings.Contains(stderr, "summary.json") {
 		t.Errorf("missing folder: exit %d, %s", code, stderr)
 	}
