@@ -89,6 +89,9 @@ type Level struct {
 	Metrics Metrics  `json:"metrics"`
 	SLO     *Verdict `json:"slo,omitempty"` // present when SLO verdict terms were given
 
+	// Turns breaks a multi-turn level down by turn (turns.go); absent for a single-turn one.
+	Turns []TurnStats `json:"turns,omitempty"`
+
 	// Dists are the exact distributions behind Metrics (by MetricNames), for CDFs and
 	// significance tests; not serialised.
 	Dists map[string]*Dist `json:"-"`
@@ -303,6 +306,7 @@ func Aggregate(recs []record.Record, cfg Config) Level {
 	lv.SLO = evaluate(cfg.SLOs, lv.Dists, lv.GoodFraction)
 	lv.FirstContent = firstContentStats(recs, ps)
 	lv.ServerTimings = compareServerTimings(recs)
+	lv.Turns = byTurn(recs, ps)
 	return lv
 }
 
