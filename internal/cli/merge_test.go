@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -270,6 +271,21 @@ func TestMergeProblems(t *testing.T) {
 			}
 			return dirs
 		}, stderr: []string{"without --start-at and 2s apart"}},
+		{name: "target differs", code: 1, edit: func(t *testing.T, dirs []string) []string {
+			s := shardSummary(t0, "2026-03-01T12:00:00Z", "2/3", 2)
+			s.Target = report.NewTarget("http://10.0.0.9:8000", "openai-chat", "m")
+			rewriteSummary(t, dirs[2], s)
+			return dirs
+		}, stderr: []string{"differ in target", "10.0.0.9"}},
+		{name: "in-process simulators on their own ports", code: 0, edit: func(t *testing.T, dirs []string) []string {
+			for k, d := range dirs {
+				s := shardSummary(t0, "2026-03-01T12:00:00Z", engineShard(k, 3), 2)
+				s.Load.(map[string]any)["sim_profile"] = "textbook"
+				s.Target = report.NewTarget(fmt.Sprintf("http://127.0.0.1:%d", 40000+k), "openai-chat", "m")
+				rewriteSummary(t, d, s)
+			}
+			return dirs
+		}},
 		{name: "levels differ", code: 1, edit: func(t *testing.T, dirs []string) []string {
 			rewriteSummary(t, dirs[0], shardSummary(t0, "2026-03-01T12:00:00Z", "0/3", 1))
 			return dirs
