@@ -106,6 +106,7 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 		newDatasetCmd(stdio),
 		newReportCmd(stdio),
 		newCompareCmd(stdio),
+		newFidelityCmd(stdio), newMergeCmd(stdio),
 	)
 	return root
 }
