@@ -60,6 +60,11 @@ func NewConversations(lvl Level, turns int) *Conversations {
 	c.shard, c.n = lvl.sharded()
 	if lvl.Requests > 0 {
 		c.quota = c.shareOfRange(lvl.Warmup, lvl.Warmup+lvl.Requests)
+		if c.quota == 0 {
+			// Fewer conversations than shards: this one has nothing to measure (and a
+			// zero quota would mean "unbounded").
+			c.reason = EndRequests
+		}
 	}
 	if !lvl.Closed() {
 		c.plan = schedule.NewPlan(lvl.Arrival, lvl.Rate, lvl.Seed)

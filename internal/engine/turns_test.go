@@ -411,4 +411,16 @@ func TestConversationsPlan(t *testing.T) {
 	if _, ok := c.Next(a2, false, 3*time.Second); ok {
 		t.Fatal("a turn after the last")
 	}
+	// One conversation among two shards: the second has nothing to send, and says so.
+	c = NewConversations(Level{Concurrency: 2, Requests: 3, Shard: 1, Shards: 2}, 3)
+	if _, ok := c.Start(0); ok || c.Reason() != EndRequests {
+		t.Errorf("empty shard: started %v, reason %q", ok, c.Reason())
+	}
+	// Sharded quotas split the measured range by conversation: 7 requests of 3 turns are
+	// conversations 0 and 2 (one turn) on shard 0 and conversation 1 on shard 1.
+	for s, want := range []int{4, 3} {
+		if got := NewConversations(Level{Rate: 1, Requests: 7, Shard: s, Shards: 2}, 3).quota; got != want {
+			t.Errorf("shard %d: quota %d, want %d", s, got, want)
+		}
+	}
 }
