@@ -71,6 +71,19 @@ func startFaultySim(t *testing.T, spec string, seed int64) (url string, srv *ser
 	return "http://" + ln.Addr().String(), srv
 }
 
+// generationOnly answers 404 to everything but POST /v1/chat/completions, so that the
+// requests run makes besides generation (the /metrics probe, /v1/models) neither wait on a
+// misbehaving handler nor take a turn in its request count.
+func generationOnly(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		h(w, r)
+	})
+}
+
 // faultRun is one finished `llmbench run`.
 type faultRun struct {
 	code           int
@@ -281,7 +294,7 @@ func TestFaultsInjectedEqualFaultsCounted(t *testing.T) {
 // kind timeout after about --timeout, while the fast requests between them complete.
 func TestWholeRequestTimeout(t *testing.T) {
 	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(generationOnly(func(w http.ResponseWriter, r *http.Request) {
 		// Read the body first: only then does net/http watch the connection and cancel
 		// r.Context() when the client gives up.
 		io.Copy(io.Discard, r.Body)
@@ -357,7 +370,7 @@ func TestGarbageResponses(t *testing.T) {
 			[]string{record.KindEmpty}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := httptest.NewServer(generationOnly(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", tc.ct)
 				w.WriteHeader(http.StatusOK)
 				fmt.Fprint(w, tc.body)
@@ -400,7 +413,7 @@ func TestConnectRefused(t *testing.T) {
 // tokens that arrived before the cut, the kind is disconnect, and the figures exclude them.
 func TestDisconnectKeepsPartialTimings(t *testing.T) {
 	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(generationOnly(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" a\"}}]}\n\n")
 		w.(http.Flusher).Flush()
