@@ -34,6 +34,12 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 		return fmt.Errorf("--output-dir: %w", err)
 	}
 	sum := newSummary(cfg, start)
+	// summary.json exists from the start and is rewritten after every level, so a run
+	// killed outright still leaves its configuration for 'llmbench report'.
+	sum.EndReason = endRunning
+	if err := writeSummaryJSON(cfg.outputDir, sum); err != nil {
+		return err
+	}
 	r := &levelLoop{ctx: ctx, stdio: stdio, cfg: cfg, w: w, runLevel: runLevel, sum: sum, start: start}
 	var runErr error
 	if cfg.search != "" {
@@ -111,6 +117,15 @@ func writeResults(dir, recordsDir, resultFormat string, sum *report.Summary) err
 	return errors.Join(errs...)
 }
 
+// endRunning is summary.json's end_reason while the run is going on; a summary that still
+// says so after the run belongs to a killed process.
+const endRunning = "running"
+
+// writeSummaryJSON writes dir/summary.json atomically.
+func writeSummaryJSON(dir string, sum *report.Summary) error {
+	return report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return report.WriteJSON(w, sum) })
+}
+
 // levelLoop runs levels one after another into one summary.
 type levelLoop struct {
 	ctx      context.Context
@@ -163,6 +178,9 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 	r.sum.Levels = append(r.sum.Levels, l)
 	if len(r.sum.Levels) > 1 {
 		fmt.Fprintln(r.stdio.Out)
+	}
+	if werr := writeSummaryJSON(r.cfg.outputDir, r.sum); werr != nil && err == nil {
+		err = werr
 	}
 	report.ConsoleLevel(r.stdio.Out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
 	servermetrics.WriteConsole(r.stdio.Out, l.Server)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -101,8 +102,23 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config) error {
 	if err != nil {
 		return err
 	}
+	if sum.EndReason == endRunning {
+		sum.EndReason = "killed: recomputed from records.jsonl"
+	}
+	planned := plannedLevels(sum)
 	for lvl := range byLevel {
-		if lvl < 0 || lvl >= len(sum.Levels) {
+		switch {
+		case lvl < 0:
+			return fmt.Errorf("records.jsonl: negative level %d", lvl)
+		case lvl < len(sum.Levels):
+		case lvl < len(planned):
+			// A level the run had started when it was killed: its load comes from the
+			// configuration; its figures are partial.
+			for len(sum.Levels) <= lvl {
+				p := planned[len(sum.Levels)]
+				sum.Levels = append(sum.Levels, report.Level{Name: p.name(), Concurrency: p.Concurrency, Rate: p.Rate, Partial: true})
+			}
+		default:
 			return fmt.Errorf("records.jsonl: level %d is not in summary.json (it lists %d levels)", lvl, len(sum.Levels))
 		}
 	}
@@ -111,6 +127,16 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config) error {
 	}
 	sum.Judge()
 	return nil
+}
+
+// plannedLevels is the ladder the run meant to run, from summary.json's load config.
+func plannedLevels(sum *report.Summary) []levelConfig {
+	var lc loadConfig
+	b, err := json.Marshal(sum.Load)
+	if err == nil {
+		json.Unmarshal(b, &lc)
+	}
+	return lc.Levels
 }
 
 // readRecordsByLevel reads a records.jsonl file into per-level slices.

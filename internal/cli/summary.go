@@ -42,6 +42,10 @@ type levelConfig struct {
 	Requests    int     `json:"requests,omitempty"`
 }
 
+func (l levelConfig) name() string {
+	return loadName(engine.Level{Concurrency: l.Concurrency, Rate: l.Rate})
+}
+
 type workloadConfig struct {
 	Dataset      string  `json:"dataset"`
 	Tokenizer    string  `json:"tokenizer"`
