@@ -32,6 +32,9 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
+	if os.Getenv("LLMBENCH_REQUIRE_CHROMIUM") != "" {
+		t.Fatal("LLMBENCH_REQUIRE_CHROMIUM is set (CI) but no chromium binary is on PATH")
+	}
 	t.Skip("no chromium binary on PATH; the browser check of report.html needs Debian's chromium")
 	return ""
 }
