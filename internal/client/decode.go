@@ -101,6 +101,21 @@ func (d *decoder) errorValue() {
 	}
 }
 
+// openObject starts scanning data, which must be a JSON object, and enters it.
+func (d *decoder) openObject(data []byte) (*jscan, error) {
+	s := &d.s
+	s.reset(data)
+	if s.peek() != '{' {
+		s.skip()
+		if s.err != nil {
+			return nil, s.err
+		}
+		return nil, errNotObject
+	}
+	s.obj()
+	return s, nil
+}
+
 var errNotObject = errors.New("event data is not a JSON object")
 
 // decodeOpenAI decodes one chunk of /v1/chat/completions or /v1/completions.
@@ -131,16 +146,10 @@ func (d *decoder) decodeOpenAI(data, event []byte) error {
 		}
 		return nil
 	}
-	s := &d.s
-	s.reset(data)
-	if s.peek() != '{' {
-		s.skip()
-		if s.err != nil {
-			return s.err
-		}
-		return errNotObject
+	s, err := d.openObject(data)
+	if err != nil {
+		return err
 	}
-	s.obj()
 	first := true
 	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
 		switch string(k) {

@@ -9,16 +9,10 @@ package client
 // prompt_eval_duration (ns) and total_duration (ns).
 func (d *decoder) decodeOllama(data, _ []byte) error {
 	d.begin()
-	s := &d.s
-	s.reset(data)
-	if s.peek() != '{' {
-		s.skip()
-		if s.err != nil {
-			return s.err
-		}
-		return errNotObject
+	s, err := d.openObject(data)
+	if err != nil {
+		return err
 	}
-	s.obj()
 	t := &d.ci.timings
 	evalCount, promptCount := 0, 0
 	var evalNS, promptNS, totalNS float64
@@ -106,16 +100,10 @@ func (d *decoder) decodeLlamaCpp(data, event []byte) error {
 		d.ci.done = true
 		return nil
 	}
-	s := &d.s
-	s.reset(data)
-	if s.peek() != '{' {
-		s.skip()
-		if s.err != nil {
-			return s.err
-		}
-		return errNotObject
+	s, err := d.openObject(data)
+	if err != nil {
+		return err
 	}
-	s.obj()
 	predicted, evaluated := 0, 0
 	first := true
 	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
@@ -159,16 +147,10 @@ func (d *decoder) decodeLlamaCpp(data, event []byte) error {
 // headers of non-streaming replies, so a stream yields no server timings.
 func (d *decoder) decodeTGI(data, _ []byte) error {
 	d.begin()
-	s := &d.s
-	s.reset(data)
-	if s.peek() != '{' {
-		s.skip()
-		if s.err != nil {
-			return s.err
-		}
-		return errNotObject
+	s, err := d.openObject(data)
+	if err != nil {
+		return err
 	}
-	s.obj()
 	first := true
 	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
 		switch string(k) {
@@ -224,16 +206,10 @@ func (d *decoder) decodeTGI(data, _ []byte) error {
 // order, so the event's type is applied after the whole object is read.
 func (d *decoder) decodeAnthropic(data, event []byte) error {
 	d.begin()
-	s := &d.s
-	s.reset(data)
-	if s.peek() != '{' {
-		s.skip()
-		if s.err != nil {
-			return s.err
-		}
-		return errNotObject
+	s, err := d.openObject(data)
+	if err != nil {
+		return err
 	}
-	s.obj()
 	var typ []byte
 	outputTokens := 0
 	first := true
