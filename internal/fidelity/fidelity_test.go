@@ -29,9 +29,9 @@ func TestUnixMicros(t *testing.T) {
 		{".5", 0, true},
 		{"", 0, true},
 	} {
-		got, err := unixMicros(c.in)
+		got, err := record.ParseMicros(c.in)
 		if (err != nil) != c.bad || got != c.want {
-			t.Errorf("unixMicros(%q) = %d, %v; want %d, error %v", c.in, got, err, c.want, c.bad)
+			t.Errorf("record.ParseMicros(%q) = %d, %v; want %d, error %v", c.in, got, err, c.want, c.bad)
 		}
 	}
 }

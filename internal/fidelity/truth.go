@@ -11,7 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+
+	"github.com/llmbench/llmbench/internal/record"
 )
 
 // Truth is one request as the simulator served it. Times are Unix microseconds (wall clock).
@@ -79,11 +80,11 @@ func parseTruthLine(b []byte) (*Truth, error) {
 	}
 	t := &Truth{ID: j.ID, Fault: j.Fault, Canceled: j.Canceled, Events: make([]int64, len(j.EventUnix))}
 	var err error
-	if t.Received, err = unixMicros(string(j.ReceivedUnix)); err != nil {
+	if t.Received, err = record.ParseMicros(string(j.ReceivedUnix)); err != nil {
 		return nil, fmt.Errorf("received_unix: %w", err)
 	}
 	for i, n := range j.EventUnix {
-		if t.Events[i], err = unixMicros(string(n)); err != nil {
+		if t.Events[i], err = record.ParseMicros(string(n)); err != nil {
 			return nil, fmt.Errorf("event_unix[%d]: %w", i, err)
 		}
 	}
@@ -101,37 +102,3 @@ func parseTruthLine(b []byte) (*Truth, error) {
 	return t, nil
 }
 
-// unixMicros reads decimal seconds ("1712345678.123456") as exact microseconds; digits past
-// the sixth decimal are truncated.
-func unixMicros(s string) (int64, error) {
-	neg := false
-	if len(s) > 0 && s[0] == '-' {
-		neg, s = true, s[1:]
-	}
-	ip, frac, _ := bytes.Cut([]byte(s), []byte("."))
-	sec, err := strconv.ParseInt(string(ip), 10, 64)
-	if err != nil || len(ip) == 0 {
-		return 0, fmt.Errorf("%q is not decimal seconds", s)
-	}
-	var us int64
-	for i := range 6 {
-		us *= 10
-		if i < len(frac) {
-			c := frac[i]
-			if c < '0' || c > '9' {
-				return 0, fmt.Errorf("%q is not decimal seconds", s)
-			}
-			us += int64(c - '0')
-		}
-	}
-	for _, c := range frac[min(6, len(frac)):] {
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("%q is not decimal seconds", s)
-		}
-	}
-	v := sec*1_000_000 + us
-	if neg {
-		v = -v
-	}
-	return v, nil
-}

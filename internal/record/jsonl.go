@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -154,39 +155,53 @@ func appendString(b []byte, s string) []byte {
 
 // parseSeconds reads a JSON number of seconds back to an exact µs duration.
 func parseSeconds(n json.Number) (time.Duration, error) {
-	s := string(n)
+	if strings.ContainsAny(string(n), "eE") { // not what we write, but valid JSON
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil || math.Abs(f) > math.MaxInt64/1e9 {
+			return 0, fmt.Errorf("bad seconds %q", n)
+		}
+		return time.Duration(f * 1e6 * float64(time.Microsecond)).Round(time.Microsecond), nil
+	}
+	us, err := ParseMicros(string(n))
+	if err != nil {
+		return 0, err
+	}
+	if us > math.MaxInt64/1000 || us < math.MinInt64/1000 {
+		return 0, fmt.Errorf("seconds %q out of range", n)
+	}
+	return time.Duration(us) * time.Microsecond, nil
+}
+
+// ParseMicros reads decimal seconds ("1712345678.123456", "-0.5") as exact microseconds,
+// without a detour through float64; digits past the sixth decimal are truncated.
+func ParseMicros(s string) (int64, error) {
+	orig := s
 	neg := false
 	if len(s) > 0 && s[0] == '-' {
 		neg, s = true, s[1:]
 	}
-	intPart, frac, _ := bytes.Cut([]byte(s), []byte("."))
-	if bytes.ContainsAny(frac, "eE") || bytes.ContainsAny(intPart, "eE") {
-		f, err := strconv.ParseFloat(string(n), 64)
-		if err != nil {
-			return 0, err
-		}
-		return time.Duration(f * 1e6 * float64(time.Microsecond)).Round(time.Microsecond), nil
-	}
-	sec, err := strconv.ParseInt(string(intPart), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad seconds %q", n)
+	ip, frac, _ := strings.Cut(s, ".")
+	sec, err := strconv.ParseInt(ip, 10, 64)
+	if err != nil || len(ip) == 0 || ip[0] == '+' || sec > math.MaxInt64/1_000_000 {
+		return 0, fmt.Errorf("%q is not decimal seconds", orig)
 	}
 	var us int64
-	for i := 0; i < 6; i++ {
-		us *= 10
-		if i < len(frac) {
-			c := frac[i]
-			if c < '0' || c > '9' {
-				return 0, fmt.Errorf("bad seconds %q", n)
-			}
-			us += int64(c - '0')
+	for i, c := range []byte(frac) {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%q is not decimal seconds", orig)
+		}
+		if i < 6 {
+			us = us*10 + int64(c-'0')
 		}
 	}
-	d := time.Duration(sec*1e6+us) * time.Microsecond
-	if neg {
-		d = -d
+	for i := len(frac); i < 6; i++ {
+		us *= 10
 	}
-	return d, nil
+	v := sec*1_000_000 + us
+	if neg {
+		v = -v
+	}
+	return v, nil
 }
 
 type jsonRecord struct {
