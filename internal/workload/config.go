@@ -89,8 +89,8 @@ func (c Config) Validate() error {
 			add("output tokens: %v", err)
 		}
 	}
-	if c.PrefixTokens < 0 {
-		add("prefix tokens: %d is negative", c.PrefixTokens)
+	if c.PrefixTokens < 0 || c.PrefixTokens > MaxTokens {
+		add("prefix tokens: %d must be in 0..%d", c.PrefixTokens, MaxTokens)
 	}
 	if c.PrefixGroups < 0 {
 		add("prefix groups: %d is negative", c.PrefixGroups)

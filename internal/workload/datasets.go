@@ -19,6 +19,55 @@ import (
 // maxLine bounds one JSONL line (a long-context prompt can be megabytes).
 const maxLine = 256 << 20
 
+// MaxTraceSpan bounds the arrival offsets of a trace: jsonl arrival_s, and the spread of
+// Mooncake timestamps or Azure TIMESTAMPs. Ten years is far beyond any replay, and keeps
+// offsets well inside time.Duration, which overflows to negative past about 292 years.
+const MaxTraceSpan = 87660 * time.Hour // 10 × 365.25 days
+
+// spanLimit describes MaxTraceSpan in errors.
+const spanLimit = "10 years"
+
+// arrivalSpan tracks the earliest and latest offsets of a trace's rows, each relative to
+// the first row, so that none stretches the trace beyond MaxTraceSpan.
+type arrivalSpan struct {
+	lo, hi time.Duration
+	seen   bool
+}
+
+// add admits offset d unless the trace would then span more than MaxTraceSpan. The
+// comparisons are written so that a saturated d cannot overflow them.
+func (s *arrivalSpan) add(d time.Duration) bool {
+	if s.seen && (d > s.lo+MaxTraceSpan || d < s.hi-MaxTraceSpan) {
+		return false
+	}
+	if !s.seen || d < s.lo {
+		s.lo = d
+	}
+	if !s.seen || d > s.hi {
+		s.hi = d
+	}
+	s.seen = true
+	return true
+}
+
+// offset converts v units (a trace's own scale: ms, s) since the first row into a
+// duration, reporting false when it is further away than MaxTraceSpan (and so may not fit).
+func offset(v, first float64, unit time.Duration) (time.Duration, bool) {
+	off := (v - first) * float64(unit)
+	if !(math.Abs(off) <= float64(MaxTraceSpan)) {
+		return 0, false
+	}
+	return time.Duration(math.Round(off)), true
+}
+
+// tokenCount checks a length a dataset gives: lo..MaxTokens.
+func tokenCount(key string, n, lo int) error {
+	if n < lo || n > MaxTokens {
+		return fmt.Errorf("%s %d must be in %d..%d", key, n, lo, MaxTokens)
+	}
+	return nil
+}
+
 // forLines calls f with each non-blank line and its 1-based number.
 func forLines(path string, f func(line []byte, n int) error) error {
 	fh, err := os.Open(path)
@@ -75,8 +124,11 @@ func loadJSONL(path string) ([]row, error) {
 		if err := strictUnmarshal(line, &jr); err != nil {
 			return fmt.Errorf("not a JSON object: %w", err)
 		}
-		if jr.PrefixTokens < 0 || jr.PrefixGroup < 0 {
-			return fmt.Errorf("prefix_tokens %d / prefix_group %d must be >= 0", jr.PrefixTokens, jr.PrefixGroup)
+		if err := tokenCount("prefix_tokens", jr.PrefixTokens, 0); err != nil {
+			return err
+		}
+		if jr.PrefixGroup < 0 {
+			return fmt.Errorf("prefix_group %d must be >= 0", jr.PrefixGroup)
 		}
 		rw := row{line: n, prefixTokens: jr.PrefixTokens, prefixGroup: jr.PrefixGroup}
 		if jr.Prompt != nil && *jr.Prompt == "" {
@@ -102,21 +154,21 @@ func loadJSONL(path string) ([]row, error) {
 			rw.prompt = strings.Join(texts, "\n")
 		}
 		if jr.OutputTokens != nil {
-			if *jr.OutputTokens < 1 {
-				return fmt.Errorf("output_tokens %d must be >= 1", *jr.OutputTokens)
+			if err := tokenCount("output_tokens", *jr.OutputTokens, 1); err != nil {
+				return err
 			}
 			rw.output = *jr.OutputTokens
 		}
 		if jr.InputTokens != nil {
-			if *jr.InputTokens < 1 {
-				return fmt.Errorf("input_tokens %d must be >= 1", *jr.InputTokens)
+			if err := tokenCount("input_tokens", *jr.InputTokens, 1); err != nil {
+				return err
 			}
 			rw.input = *jr.InputTokens
 		}
 		if jr.ArrivalS != nil {
 			a := *jr.ArrivalS
-			if a < 0 || math.IsNaN(a) || math.IsInf(a, 0) {
-				return fmt.Errorf("arrival_s %v must be a finite offset >= 0", a)
+			if !(a >= 0 && a <= MaxTraceSpan.Seconds()) {
+				return fmt.Errorf("arrival_s %v must be an offset in 0..%.0f s (%s)", a, MaxTraceSpan.Seconds(), spanLimit)
 			}
 			rw.arrival, rw.hasArrival = time.Duration(math.Round(a*1e9)), true
 		}
@@ -265,7 +317,8 @@ type mooncakeRow struct {
 
 func loadMooncake(path string, speed float64) ([]row, error) {
 	var rows []row
-	var t0 float64
+	var first float64 // the first row's timestamp: offsets are taken from it
+	var span arrivalSpan
 	err := forLines(path, func(line []byte, n int) error {
 		var m mooncakeRow
 		if err := strictUnmarshal(line, &m); err != nil {
@@ -287,20 +340,25 @@ func loadMooncake(path string, speed float64) ([]row, error) {
 		if *m.Timestamp < 0 || math.IsNaN(*m.Timestamp) || math.IsInf(*m.Timestamp, 0) {
 			return fmt.Errorf("timestamp %v must be a finite number of ms >= 0", *m.Timestamp)
 		}
-		if *m.InputLength < 0 || *m.OutputLength < 0 {
-			return fmt.Errorf("negative length (input %d, output %d)", *m.InputLength, *m.OutputLength)
+		if err := errors.Join(tokenCount("input_length", *m.InputLength, 0), tokenCount("output_length", *m.OutputLength, 0)); err != nil {
+			return err
 		}
-		if len(rows) == 0 || *m.Timestamp < t0 {
-			t0 = *m.Timestamp
+		if len(rows) == 0 {
+			first = *m.Timestamp
 		}
-		rw := row{line: n, input: *m.InputLength, output: *m.OutputLength, hashIDs: m.HashIDs, hasArrival: true,
-			arrival: time.Duration(*m.Timestamp * float64(time.Millisecond))}
+		at, ok := offset(*m.Timestamp, first, time.Millisecond)
+		if !ok || !span.add(at) {
+			return fmt.Errorf("timestamp %v ms stretches the trace beyond %s (%v)", *m.Timestamp, spanLimit, MaxTraceSpan)
+		}
+		rw := row{line: n, input: *m.InputLength, output: *m.OutputLength, hashIDs: m.HashIDs, hasArrival: true, arrival: at}
 		rw.clampLengths()
 		rows = append(rows, rw)
 		return nil
 	})
-	rebase(rows, time.Duration(t0*float64(time.Millisecond)), speed)
-	return rows, err
+	if err != nil {
+		return nil, err
+	}
+	return rows, rebase(path, rows, span, speed)
 }
 
 // clampLengths raises 0 lengths to 1 (a request needs a prompt and max_tokens >= 1),
@@ -311,28 +369,41 @@ func (rw *row) clampLengths() {
 	}
 }
 
-// rebase makes arrivals offsets from the earliest one, divided by speed, then sorts.
-func rebase(rows []row, t0 time.Duration, speed float64) {
+// rebase makes arrivals offsets from the earliest one, divided by speed, then sorts. A
+// slowed-down replay (speed < 1) must still fit MaxTraceSpan.
+func rebase(path string, rows []row, span arrivalSpan, speed float64) error {
+	if float64(span.hi-span.lo)/speed > float64(MaxTraceSpan) {
+		return fmt.Errorf("workload: %s: the trace spans %v; at trace speed %v its replay would last over %s", path, span.hi-span.lo, speed, spanLimit)
+	}
 	for i := range rows {
-		rows[i].arrival = time.Duration(float64(rows[i].arrival-t0) / speed)
+		rows[i].arrival = time.Duration(float64(rows[i].arrival-span.lo) / speed)
 	}
 	sortArrivals(rows)
+	return nil
 }
 
 // azureTimeLayouts are the TIMESTAMP forms of the Azure LLM inference traces
 // ("2023-11-16 18:15:46.6805900").
 var azureTimeLayouts = []string{"2006-01-02 15:04:05.999999999", time.RFC3339Nano, "2006-01-02T15:04:05.999999999"}
 
-func parseAzureTime(s string) (time.Duration, error) {
+// maxAzureSeconds bounds a TIMESTAMP given in seconds so that it converts to a time
+// exactly (beyond 2^53 a float64 no longer holds whole seconds).
+const maxAzureSeconds = 1 << 53
+
+// parseAzureTime reads a TIMESTAMP as a date-time or as seconds (Unix time, or offsets).
+// It returns a time rather than a duration: absolute date-times are decades from the
+// epoch, and only their differences need to fit a time.Duration.
+func parseAzureTime(s string) (time.Time, error) {
 	for _, l := range azureTimeLayouts {
 		if t, err := time.Parse(l, s); err == nil {
-			return time.Duration(t.UnixNano()), nil
+			return t, nil
 		}
 	}
-	if v, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
-		return time.Duration(v * float64(time.Second)), nil // seconds
+	if v, err := strconv.ParseFloat(s, 64); err == nil && math.Abs(v) <= maxAzureSeconds {
+		sec := math.Floor(v)
+		return time.Unix(int64(sec), int64(math.Round((v-sec)*1e9))), nil
 	}
-	return 0, fmt.Errorf("TIMESTAMP %q is neither a date-time (2006-01-02 15:04:05.9999999) nor seconds", s)
+	return time.Time{}, fmt.Errorf("TIMESTAMP %q is neither a date-time (2006-01-02 15:04:05.9999999) nor seconds (within ±2^53)", s)
 }
 
 // loadAzure reads an Azure LLM inference trace: CSV with TIMESTAMP, ContextTokens and
@@ -368,20 +439,24 @@ func loadAzure(path string, speed float64) ([]row, error) {
 		return nil, fmt.Errorf("workload: %s:1: header %q lacks %s (want TIMESTAMP,ContextTokens,GeneratedTokens)", path, strings.Join(header, ","), strings.Join(missing, ", "))
 	}
 	var rows []row
-	var t0 time.Duration
+	var first time.Time // the first row's TIMESTAMP: offsets are taken from it
+	var span arrivalSpan
+	line := 1
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
+			// FieldPos is only defined after a successful Read: a parse error carries its
+			// own position; any other error is reported at the line after the last record.
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				line = pe.Line
+				return nil, fmt.Errorf("workload: %s:%d:%d: %w", path, pe.Line, pe.Column, pe.Err)
 			}
-			return nil, fmt.Errorf("workload: %s:%d: %w", path, line, err)
+			return nil, fmt.Errorf("workload: %s:%d: %w", path, line+1, err)
 		}
+		line, _ = cr.FieldPos(0)
 		field := func(i int) string {
 			if idx[i] < len(rec) {
 				return strings.TrimSpace(rec[idx[i]])
@@ -394,16 +469,20 @@ func loadAzure(path string, speed float64) ([]row, error) {
 		}
 		in, errIn := strconv.Atoi(field(1))
 		out, errOut := strconv.Atoi(field(2))
-		if errIn != nil || errOut != nil || in < 0 || out < 0 {
-			return nil, fmt.Errorf("workload: %s:%d: ContextTokens %q and GeneratedTokens %q must be whole numbers >= 0", path, line, field(1), field(2))
+		if errIn != nil || errOut != nil || in < 0 || out < 0 || in > MaxTokens || out > MaxTokens {
+			return nil, fmt.Errorf("workload: %s:%d: ContextTokens %q and GeneratedTokens %q must be whole numbers in 0..%d", path, line, field(1), field(2), MaxTokens)
 		}
-		if len(rows) == 0 || ts < t0 {
-			t0 = ts
+		if len(rows) == 0 {
+			first = ts
 		}
-		rw := row{line: line, input: in, output: out, arrival: ts, hasArrival: true}
+		// Sub saturates rather than overflowing; add rejects a saturated offset.
+		at := ts.Sub(first)
+		if !span.add(at) {
+			return nil, fmt.Errorf("workload: %s:%d: TIMESTAMP %q stretches the trace beyond %s (%v)", path, line, field(0), spanLimit, MaxTraceSpan)
+		}
+		rw := row{line: line, input: in, output: out, arrival: at, hasArrival: true}
 		rw.clampLengths()
 		rows = append(rows, rw)
 	}
-	rebase(rows, t0, speed)
-	return rows, nil
+	return rows, rebase(path, rows, span, speed)
 }

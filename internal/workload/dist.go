@@ -9,8 +9,14 @@ import (
 	"strings"
 )
 
+// MaxTokens bounds every token count a workload may ask for: each parameter of a length
+// distribution and each length a dataset or trace row gives. Ten million tokens is well
+// beyond any model's context today, and keeps samples, sums and synthesised prompts far
+// from integer overflow (uniform:1:1e19 would otherwise panic in rand.Int64N).
+const MaxTokens = 10_000_000
+
 // Dist is a token-length distribution: fixed N, uniform:A:B (inclusive) or normal:MEAN:STD.
-// Samples are rounded and clamped to >= 1. The zero Dist means "not given".
+// Samples are rounded and clamped to 1..MaxTokens. The zero Dist means "not given".
 type Dist struct {
 	Kind string  // "fixed", "uniform" or "normal"
 	A, B float64 // fixed: A; uniform: A..B; normal: mean A, std B
@@ -19,7 +25,8 @@ type Dist struct {
 // Fixed returns the distribution that always yields n.
 func Fixed(n int) Dist { return Dist{Kind: "fixed", A: float64(n)} }
 
-// ParseDist parses "512", "uniform:A:B" or "normal:MEAN:STD"; errors name the bad part.
+// ParseDist parses "512", "uniform:A:B" or "normal:MEAN:STD"; errors name the bad part
+// and the allowed range.
 func ParseDist(s string) (Dist, error) {
 	s = strings.TrimSpace(s)
 	parts := strings.Split(s, ":")
@@ -30,72 +37,77 @@ func ParseDist(s string) (Dist, error) {
 		}
 		return v, nil
 	}
+	var d Dist
 	switch {
 	case len(parts) == 1:
-		n, err := strconv.Atoi(s)
-		if err != nil {
+		// Whole numbers in float notation ("1e+06") are accepted too: summaries written
+		// before String printed integers as integers hold them.
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return Dist{}, fmt.Errorf("%q: want N, uniform:A:B or normal:MEAN:STD", s)
 		}
-		if n < 1 {
-			return Dist{}, fmt.Errorf("%q: length must be >= 1", s)
-		}
-		return Fixed(n), nil
+		d = Dist{Kind: "fixed", A: v}
 	case parts[0] == "uniform" && len(parts) == 3:
 		a, errA := num(1, "low bound")
 		b, errB := num(2, "high bound")
 		if err := errors.Join(errA, errB); err != nil {
 			return Dist{}, err
 		}
-		if a < 1 || a != math.Trunc(a) || b != math.Trunc(b) {
-			return Dist{}, fmt.Errorf("%q: bounds must be whole numbers >= 1", s)
-		}
-		if b < a {
-			return Dist{}, fmt.Errorf("%q: high bound %v is below low bound %v", s, b, a)
-		}
-		return Dist{Kind: "uniform", A: a, B: b}, nil
+		d = Dist{Kind: "uniform", A: a, B: b}
 	case parts[0] == "normal" && len(parts) == 3:
 		m, errM := num(1, "mean")
 		sd, errS := num(2, "standard deviation")
 		if err := errors.Join(errM, errS); err != nil {
 			return Dist{}, err
 		}
-		if m < 1 {
-			return Dist{}, fmt.Errorf("%q: mean %v must be >= 1", s, m)
-		}
-		if sd < 0 {
-			return Dist{}, fmt.Errorf("%q: standard deviation %v must be >= 0", s, sd)
-		}
-		return Dist{Kind: "normal", A: m, B: sd}, nil
+		d = Dist{Kind: "normal", A: m, B: sd}
 	case parts[0] == "uniform" || parts[0] == "normal":
 		return Dist{}, fmt.Errorf("%q: %s takes two numbers (%s:A:B)", s, parts[0], parts[0])
+	default:
+		return Dist{}, fmt.Errorf("%q: unknown distribution %q (want N, uniform:A:B or normal:MEAN:STD)", s, parts[0])
 	}
-	return Dist{}, fmt.Errorf("%q: unknown distribution %q (want N, uniform:A:B or normal:MEAN:STD)", s, parts[0])
+	if err := d.Validate(); err != nil {
+		return Dist{}, fmt.Errorf("%q: %w", s, err)
+	}
+	return d, nil
 }
 
 // IsZero reports whether d was not given.
 func (d Dist) IsZero() bool { return d.Kind == "" }
 
-// Validate checks a Dist built in code rather than parsed.
+// Validate checks every parameter against its allowed range, naming it; ParseDist uses
+// it, so a Dist built in code is held to the same bounds as one parsed from a flag.
 func (d Dist) Validate() error {
+	// whole checks a token count: a whole number in lo..MaxTokens.
+	whole := func(what string, v, lo float64) error {
+		if math.IsNaN(v) || v != math.Trunc(v) || v < lo || v > MaxTokens {
+			return fmt.Errorf("%s %s must be a whole number in %s..%d", what, fmtNum(v), fmtNum(lo), MaxTokens)
+		}
+		return nil
+	}
 	switch d.Kind {
 	case "fixed":
-		if d.A < 1 {
-			return fmt.Errorf("fixed length %v must be >= 1", d.A)
-		}
+		return whole("length", d.A, 1)
 	case "uniform":
-		if d.A < 1 || d.B < d.A {
-			return fmt.Errorf("uniform:%v:%v: want 1 <= A <= B", d.A, d.B)
+		err := errors.Join(whole("low bound", d.A, 1), whole("high bound", d.B, 1))
+		if err == nil && d.B < d.A {
+			err = fmt.Errorf("high bound %s is below low bound %s", fmtNum(d.B), fmtNum(d.A))
 		}
+		return err
 	case "normal":
-		if d.A < 1 || d.B < 0 {
-			return fmt.Errorf("normal:%v:%v: want mean >= 1 and std >= 0", d.A, d.B)
+		var errs []error
+		if !(d.A >= 1 && d.A <= MaxTokens) {
+			errs = append(errs, fmt.Errorf("mean %s must be in 1..%d", fmtNum(d.A), MaxTokens))
 		}
+		if !(d.B >= 0 && d.B <= MaxTokens) {
+			errs = append(errs, fmt.Errorf("standard deviation %s must be in 0..%d", fmtNum(d.B), MaxTokens))
+		}
+		return errors.Join(errs...)
 	case "":
 		return errors.New("no length distribution given")
 	default:
 		return fmt.Errorf("unknown distribution kind %q", d.Kind)
 	}
-	return nil
 }
 
 // Sample draws one length (>= 1).
@@ -109,7 +121,8 @@ func (d Dist) Sample(r *rand.Rand) int {
 	default:
 		v = d.A
 	}
-	return max(1, int(v))
+	// A normal's tails reach past both ends; the bound keeps every sample a sane length.
+	return int(min(max(1, v), MaxTokens))
 }
 
 // Min is the smallest length d can yield (1 for a normal, whose tail is clamped).
@@ -129,16 +142,24 @@ func (d Dist) Mean() float64 {
 	return d.A
 }
 
-// String gives the flag syntax back.
+// String gives the flag syntax back, which ParseDist reads as d again.
 func (d Dist) String() string {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	switch d.Kind {
 	case "fixed":
-		return f(d.A)
+		return fmtNum(d.A)
 	case "uniform", "normal":
-		return d.Kind + ":" + f(d.A) + ":" + f(d.B)
+		return d.Kind + ":" + fmtNum(d.A) + ":" + fmtNum(d.B)
 	}
 	return ""
+}
+
+// fmtNum prints whole numbers as integers ("1000000", not "1e+06": a fixed length must
+// read back as one) and others in the shortest form that parses back to the same float.
+func fmtNum(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // MarshalText writes the flag syntax, so summaries show "uniform:128:1024".

@@ -20,16 +20,16 @@ func TestParseDist(t *testing.T) {
 		{"uniform:5:5", Dist{Kind: "uniform", A: 5, B: 5}, ""},
 		{"normal:300:50.5", Dist{Kind: "normal", A: 300, B: 50.5}, ""},
 		{"normal:10:0", Dist{Kind: "normal", A: 10, B: 0}, ""},
-		{"0", Dist{}, ">= 1"},
-		{"-3", Dist{}, ">= 1"},
+		{"0", Dist{}, "length 0 must be a whole number in 1..10000000"},
+		{"-3", Dist{}, "length -3 must be"},
 		{"abc", Dist{}, "want N"},
-		{"1.5", Dist{}, "want N"},
+		{"1.5", Dist{}, "length 1.5 must be a whole number"},
 		{"uniform:10", Dist{}, "two numbers"},
 		{"uniform:a:20", Dist{}, `low bound "a"`},
 		{"uniform:10:x", Dist{}, `high bound "x"`},
 		{"uniform:20:10", Dist{}, "below low bound"},
-		{"uniform:0:10", Dist{}, ">= 1"},
-		{"uniform:1.5:10", Dist{}, "whole numbers"},
+		{"uniform:0:10", Dist{}, "low bound 0 must be a whole number in 1..10000000"},
+		{"uniform:1.5:10", Dist{}, "low bound 1.5 must be a whole number"},
 		{"normal:100:-1", Dist{}, "standard deviation -1"},
 		{"normal:abc:1", Dist{}, `mean "abc"`},
 		{"normal:NaN:1", Dist{}, `mean "NaN"`},
@@ -124,5 +124,87 @@ func TestPermute(t *testing.T) {
 	}
 	if same > 20 {
 		t.Errorf("keys 1 and 2 agree on %d of 1000 positions", same)
+	}
+}
+
+// TestDistBounds: every parameter of every kind is held to 1..MaxTokens (a std to
+// 0..MaxTokens), naming the parameter and the range; a fuzzed "uniform:1:1e19" used to be
+// accepted and then panic in rand.Int64N.
+func TestDistBounds(t *testing.T) {
+	tests := []struct{ in, wantErr string }{
+		{"10000000", ""},
+		{"10000001", "length 10000001 must be a whole number in 1..10000000"},
+		{"1e19", "length 1e+19 must be a whole number in 1..10000000"},
+		{"uniform:1:10000000", ""},
+		{"uniform:1:1e19", "high bound 1e+19 must be a whole number in 1..10000000"},
+		{"uniform:1e19:1e20", "low bound 1e+19 must be"},
+		{"normal:10000000:10000000", ""},
+		{"normal:1e8:5", "mean 100000000 must be in 1..10000000"},
+		{"normal:5:1e300", "standard deviation 1e+300 must be in 0..10000000"},
+		{"normal:0:-1", "mean 0 must be in 1..10000000"},
+	}
+	for _, tt := range tests {
+		d, err := ParseDist(tt.in)
+		if tt.wantErr == "" {
+			if err != nil {
+				t.Errorf("ParseDist(%q): %v", tt.in, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !d.IsZero() {
+			t.Errorf("ParseDist(%q) = %+v, %v; want an error containing %q", tt.in, d, err, tt.wantErr)
+		}
+	}
+	// Both of normal's problems are reported at once.
+	if _, err := ParseDist("normal:0:-1"); err == nil || !strings.Contains(err.Error(), "standard deviation -1") {
+		t.Errorf("normal:0:-1: %v, want the std's problem too", err)
+	}
+	// Dists built in code meet the same bounds.
+	for _, d := range []Dist{{Kind: "fixed", A: 1.5}, {Kind: "uniform", A: 1, B: math.NaN()}, {Kind: "normal", A: 5, B: math.Inf(1)}, Fixed(MaxTokens + 1)} {
+		if d.Validate() == nil {
+			t.Errorf("%+v validates", d)
+		}
+	}
+	// Samples stay within 1..MaxTokens even in a normal's tails.
+	r := rand.New(rand.NewPCG(3, 4))
+	wide := Dist{Kind: "normal", A: MaxTokens, B: MaxTokens}
+	for range 1000 {
+		if v := wide.Sample(r); v < 1 || v > MaxTokens {
+			t.Fatalf("normal sample %d outside 1..%d", v, MaxTokens)
+		}
+	}
+	u := Dist{Kind: "uniform", A: 1, B: MaxTokens}
+	for range 1000 {
+		if v := u.Sample(r); v < 1 || v > MaxTokens {
+			t.Fatalf("uniform sample %d outside 1..%d", v, MaxTokens)
+		}
+	}
+}
+
+// TestDistStringRoundTrip: String prints whole numbers as integers, so a fixed length of a
+// million or more reads back (it printed as "1e+06", which ParseDist rejected); the old
+// float form is still read, for summaries written before.
+func TestDistStringRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		d    Dist
+		want string
+	}{
+		{Fixed(1_000_000), "1000000"},
+		{Fixed(MaxTokens), "10000000"},
+		{Dist{Kind: "uniform", A: 1_000_000, B: 2_000_000}, "uniform:1000000:2000000"},
+		{Dist{Kind: "normal", A: 1_500_000, B: 0.1}, "normal:1500000:0.1"},
+		{Dist{Kind: "normal", A: 300.25, B: 1e-7}, "normal:300.25:1e-07"},
+	} {
+		if got := c.d.String(); got != c.want {
+			t.Errorf("%+v.String() = %q, want %q", c.d, got, c.want)
+		}
+		b, _ := c.d.MarshalText()
+		var back Dist
+		if err := back.UnmarshalText(b); err != nil || back != c.d {
+			t.Errorf("%q reads back as %+v, %v; want %+v", b, back, err, c.d)
+		}
+	}
+	if d, err := ParseDist("1e+06"); err != nil || d != Fixed(1_000_000) {
+		t.Errorf(`ParseDist("1e+06") = %+v, %v; want Fixed(1000000)`, d, err)
 	}
 }

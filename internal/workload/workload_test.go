@@ -285,7 +285,7 @@ func TestMalformedInputs(t *testing.T) {
 		{"sharegpt", "s.json", "", "empty file"},
 		{"mooncake", "m.jsonl", "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 2}\n{\"timestamp\": 10, \"input_length\": 5}\n", "m.jsonl:2: missing output_length"},
 		{"mooncake", "m.jsonl", `{"timestamp": -1, "input_length": 5, "output_length": 2}`, "timestamp -1"},
-		{"mooncake", "m.jsonl", `{"timestamp": 0, "input_length": -5, "output_length": 2}`, "negative length"},
+		{"mooncake", "m.jsonl", `{"timestamp": 0, "input_length": -5, "output_length": 2}`, "m.jsonl:1: input_length -5 must be in 0..10000000"},
 		{"azure", "a.csv", "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.6805900,5\n", "lacks generatedtokens"},
 		{"azure", "a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,5,3\nyesterday,5,3\n", "a.csv:3: TIMESTAMP \"yesterday\""},
 		{"azure", "a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,5,3\n2023-11-16 18:15:47,five,3\n", "a.csv:3: ContextTokens \"five\""},
