@@ -206,7 +206,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	}
 	c.metrics = metrics.Config{Percentiles: pcts, SLOs: slos}
 	if c.search != "" && !metrics.HasVerdict(slos) {
-		add(errors.New("--search needs percentile SLOs to decide on, e.g. --slo tpot:p99<=50ms"))
+		add(errors.New("--search needs percentile SLOs to decide on, e.g. --slo 'tpot:p99<=50ms'"))
 	}
 
 	in, errIn := workload.ParseDist(f.inputTokens)

@@ -95,7 +95,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	f.bindWorkload(fs)
 
 	fs.StringVar(&f.percentiles, "percentiles", "50,90,95,99,99.9", "percentiles to report")
-	fs.StringVar(&f.slo, "slo", "", "SLOs: per-request ttft<=500ms,tpot<=50ms (goodput) and level verdicts ttft:p99<=1s,goodput>=0.95")
+	fs.StringVar(&f.slo, "slo", "", "SLOs, quoted for the shell: per-request bounds 'ttft<=500ms,tpot<=50ms' (goodput) and level verdicts 'ttft:p99<=1s,goodput>=0.95'")
 	fs.StringVar(&f.outputDir, "output-dir", "", "results folder (default llmbench-results/<UTC timestamp>)")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	fs.StringVar(&f.resultFormat, "result-format", "", "also write vllm.json with vLLM's result keys: vllm")

@@ -25,7 +25,7 @@ configuration stored in DIR/summary.json, and writes summary.json, summary.csv a
 report.html again (into DIR, or --output-dir). --percentiles and --slo re-judge the run
 with other percentiles or SLOs.`,
 		Example: `  llmbench report llmbench-results/20261129T120000Z
-  llmbench report old-run --output-dir rejudged --slo ttft:p99<=800ms`,
+  llmbench report old-run --output-dir rejudged --slo 'ttft:p99<=800ms'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]

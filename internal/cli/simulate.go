@@ -22,7 +22,7 @@ func newSimulateCmd(stdio Stdio) *cobra.Command {
 inference engine and the load generator on a virtual clock with no HTTP: a whole ladder of
 thousands of requests in seconds. It writes the same records, summary and report as run.`,
 		Example: `  llmbench simulate --sim textbook --concurrency 1,4,16,64 --input-tokens 512 --output-tokens 100
-  llmbench simulate --sim profile.yaml --rate 1,2,4,8 --requests 2000 --slo tpot:p99<=50ms`,
+  llmbench simulate --sim profile.yaml --rate 1,2,4,8 --requests 2000 --slo 'tpot:p99<=50ms'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.resolve(false, time.Now())
