@@ -35,7 +35,22 @@ type CostModel interface {
 	Prefill(n int) time.Duration
 }
 
-func ms(v float64) time.Duration { return time.Duration(math.Round(v * float64(time.Millisecond))) }
+func ms(v float64) time.Duration { return nanos(v * float64(time.Millisecond)) }
+
+// nanos rounds ns to a Duration, saturating: converting a float beyond int64 is
+// implementation-defined in Go (negative on amd64), and a step must never run backwards.
+// Profile validation keeps real steps far below the limit; this is the backstop.
+func nanos(ns float64) time.Duration {
+	switch {
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	case ns <= math.MinInt64:
+		return math.MinInt64
+	case ns != ns:
+		return 0
+	}
+	return time.Duration(math.Round(ns))
+}
 
 // Linear is the textbook model: prefill costs a fixed time per token; a decode step costs
 // DecodeStepMs, growing by DecodeGrowth per extra running sequence.
@@ -120,7 +135,7 @@ func (r *Roofline) Step(w StepWork) time.Duration {
 		}
 	}
 	attn := math.Max(r.attnFlops*pairs/r.flops, kv/bw)
-	return StepOverhead + time.Duration(math.Round((linear+attn)*1e9))
+	return nanos(float64(StepOverhead) + (linear+attn)*1e9)
 }
 
 // Prefill implements CostModel.

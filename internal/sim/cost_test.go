@@ -274,3 +274,19 @@ func TestParseStepTableErrors(t *testing.T) {
 		t.Errorf("empty table: %v", err)
 	}
 }
+
+// TestNanosSaturates: a step priced beyond time.Duration saturates instead of wrapping to
+// a negative duration (float-to-int conversion out of range is implementation-defined).
+func TestNanosSaturates(t *testing.T) {
+	for _, c := range []struct {
+		in   float64
+		want time.Duration
+	}{{1.4, 1}, {1.6, 2}, {1e308, math.MaxInt64}, {math.Inf(1), math.MaxInt64}, {math.MaxInt64, math.MaxInt64}, {-1e308, math.MinInt64}, {math.NaN(), 0}} {
+		if got := nanos(c.in); got != c.want {
+			t.Errorf("nanos(%g) = %d, want %d", c.in, got, c.want)
+		}
+	}
+	if d := (Linear{DecodeStepMs: 1e308, DecodeGrowth: 1e308}).Step(StepWork{DecodeSeqs: 8}); d != math.MaxInt64 {
+		t.Errorf("an overflowing linear step costs %v, want the saturated maximum", d)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -350,6 +351,20 @@ func (d *yamlDecoder) gpu(key string, v *yaml.Node, g *GPU) {
 	})
 }
 
+// Profile limits. Each numeric setting has a physically sane range, so that no value a
+// YAML file can hold makes a step's duration overflow time.Duration (decode_step_ms: 1e308
+// once priced steps as negative durations).
+const (
+	maxCostMs          = 1e6 // prefill_ms_per_token, decode_step_ms: 1,000 s
+	maxDecodeGrowth    = 1e6
+	maxNumSeqs         = 1_000_000 // max_num_seqs, prefill_workers
+	maxBatchedTokens   = 100_000_000
+	maxBlockSize       = 1_000_000
+	maxKVCacheTokens   = 1_000_000_000_000
+	maxStepTime        = time.Hour // a full step, or a lone prefill of the whole KV cache
+	maxStepTimeInWords = "1h"
+)
+
 // Validate reports every problem with the profile at once, each naming its YAML key.
 func (p Profile) Validate() error { return errors.Join(p.validate()...) }
 
@@ -367,14 +382,14 @@ func (p Profile) validate() []error {
 	c := p.Cost
 	switch c.Kind {
 	case CostLinear:
-		if !(c.PrefillMsPerToken >= 0) {
-			add("cost.prefill_ms_per_token", "must not be negative, got %g", c.PrefillMsPerToken)
+		if !(c.PrefillMsPerToken >= 0 && c.PrefillMsPerToken <= maxCostMs) {
+			add("cost.prefill_ms_per_token", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillMsPerToken)
 		}
-		if !(c.DecodeStepMs > 0) {
-			add("cost.decode_step_ms", "must be positive, got %g", c.DecodeStepMs)
+		if !(c.DecodeStepMs > 0 && c.DecodeStepMs <= maxCostMs) {
+			add("cost.decode_step_ms", "must be in (0, %.0f] ms, got %g", float64(maxCostMs), c.DecodeStepMs)
 		}
-		if !(c.DecodeGrowth >= 0) {
-			add("cost.decode_growth", "must not be negative, got %g", c.DecodeGrowth)
+		if !(c.DecodeGrowth >= 0 && c.DecodeGrowth <= maxDecodeGrowth) {
+			add("cost.decode_growth", "must be in [0, %.0f], got %g", float64(maxDecodeGrowth), c.DecodeGrowth)
 		}
 	case CostRoofline:
 	case CostTable:
@@ -392,25 +407,25 @@ func (p Profile) validate() []error {
 	default:
 		add("engine.prefill", "%q is not one of colocated, disaggregated", e.Prefill)
 	}
-	if e.MaxNumSeqs <= 0 {
-		add("engine.max_num_seqs", "must be positive, got %d", e.MaxNumSeqs)
+	if e.MaxNumSeqs <= 0 || e.MaxNumSeqs > maxNumSeqs {
+		add("engine.max_num_seqs", "must be in 1..%d, got %d", maxNumSeqs, e.MaxNumSeqs)
 	}
-	if e.MaxBatchedTokens <= 0 {
-		add("engine.max_batched_tokens", "must be positive, got %d", e.MaxBatchedTokens)
+	if e.MaxBatchedTokens <= 0 || e.MaxBatchedTokens > maxBatchedTokens {
+		add("engine.max_batched_tokens", "must be in 1..%d, got %d", maxBatchedTokens, e.MaxBatchedTokens)
 	} else if e.MaxNumSeqs > 0 && e.MaxBatchedTokens < e.MaxNumSeqs {
 		add("engine.max_batched_tokens", "%d is below max_num_seqs %d: a full batch could not decode in one step", e.MaxBatchedTokens, e.MaxNumSeqs)
 	}
-	if e.BlockSize <= 0 {
-		add("engine.block_size", "must be positive, got %d", e.BlockSize)
+	if e.BlockSize <= 0 || e.BlockSize > maxBlockSize {
+		add("engine.block_size", "must be in 1..%d, got %d", maxBlockSize, e.BlockSize)
 	}
-	if e.KVCacheTokens < 0 {
-		add("engine.kv_cache_tokens", "must not be negative (0 derives it from the GPU), got %d", e.KVCacheTokens)
+	if e.KVCacheTokens < 0 || e.KVCacheTokens > maxKVCacheTokens {
+		add("engine.kv_cache_tokens", "must be in 0..%d (0 derives it from the GPU), got %d", maxKVCacheTokens, e.KVCacheTokens)
 	}
 	if !(e.GPUMemoryUtilization > 0 && e.GPUMemoryUtilization <= 1) {
 		add("engine.gpu_memory_utilization", "must be in (0, 1], got %g", e.GPUMemoryUtilization)
 	}
-	if e.PrefillWorkers < 0 {
-		add("engine.prefill_workers", "must not be negative (0 = as many as needed), got %d", e.PrefillWorkers)
+	if e.PrefillWorkers < 0 || e.PrefillWorkers > maxNumSeqs {
+		add("engine.prefill_workers", "must be in 0..%d (0 = as many as needed), got %d", maxNumSeqs, e.PrefillWorkers)
 	} else if e.PrefillWorkers > 0 && e.Prefill != PrefillDisaggregated {
 		add("engine.prefill_workers", "applies to prefill: disaggregated only")
 	}
@@ -418,11 +433,49 @@ func (p Profile) validate() []error {
 		add("engine.prefix_caching", "is simulated for prefill: colocated only")
 	}
 	if len(errs) == 0 {
-		if _, err := p.KVCacheTokens(); err != nil {
+		if kv, err := p.KVCacheTokens(); err != nil {
+			errs = append(errs, err)
+		} else if err := p.checkStepTimes(kv); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errs
+}
+
+// checkStepTimes prices the heaviest work the engine can give the cost model and holds it
+// to maxStepTime. Each setting may be within its range while their product is not (a slow
+// GPU and a huge model, or decode_growth times max_num_seqs), and a table extrapolates.
+func (p Profile) checkStepTimes(kv int) error {
+	cm, err := p.NewCostModel()
+	if err != nil {
+		return err
+	}
+	e := p.Engine
+	n, b := e.MaxNumSeqs, e.MaxBatchedTokens
+	// Decoding sequences read at most the whole cache, or each all of it when prefixes are
+	// shared; the budget's prefill chunk attends to a full cache too.
+	ctx := int64(kv)
+	if e.PrefixCaching {
+		ctx *= int64(n)
+	}
+	chunk := StepWork{PrefillSeqs: 1, PrefillTokens: b, PrefillAttn: float64(b) * (float64(kv) + float64(b)/2), PrefillContext: int64(kv)}
+	full := chunk
+	full.DecodeSeqs, full.DecodeContext = n, ctx
+	work := []struct {
+		what string
+		d    time.Duration
+	}{
+		{fmt.Sprintf("a full step (%d sequences decoding over %d cached tokens, %d prefill tokens)", n, ctx, b), cm.Step(full)},
+		// One sequence alone cannot spread its reads over the GPU (roofline's parallelism).
+		{fmt.Sprintf("one sequence decoding over the whole cache of %d tokens", kv), cm.Step(StepWork{DecodeSeqs: 1, DecodeContext: int64(kv)})},
+		{fmt.Sprintf("a prefill of %d tokens (the whole cache) alone", kv), cm.Prefill(kv)},
+	}
+	for _, w := range work {
+		if w.d < 0 || w.d > maxStepTime {
+			return fmt.Errorf("cost: %s would take %v, beyond the %s limit: check the cost settings, model and GPU", w.what, w.d, maxStepTimeInWords)
+		}
+	}
+	return nil
 }
 
 // KVCacheTokens is the KV-cache capacity in tokens (a whole number of blocks): the
@@ -442,7 +495,12 @@ func (p Profile) KVCacheTokens() (int, error) {
 			return 0, fmt.Errorf("engine.kv_cache_tokens: %s's weights (%.1f GB) leave no room for a KV cache in %.0f%% of %s's %.0f GB",
 				p.Model.Name, p.Model.WeightBytes()/1e9, e.GPUMemoryUtilization*100, p.GPU.Name, p.GPU.MemoryGB)
 		}
-		n = int(free / p.Model.KVBytesPerToken())
+		f := free / p.Model.KVBytesPerToken()
+		if f > maxKVCacheTokens {
+			return 0, fmt.Errorf("engine.kv_cache_tokens: %s's memory would hold %.3g tokens of %s's KV cache, beyond the %d limit; set kv_cache_tokens",
+				p.GPU.Name, f, p.Model.Name, maxKVCacheTokens)
+		}
+		n = int(f)
 	}
 	n -= n % bs
 	if n < bs {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBuiltinProfiles(t *testing.T) {
@@ -119,7 +120,7 @@ seed: one
 		{"invalid settings", `
 cost: {kind: linear, decode_step_ms: 0, prefill_ms_per_token: -1, decode_growth: -0.5}
 engine: {prefill: split, max_num_seqs: 0, block_size: 0, max_batched_tokens: -1, gpu_memory_utilization: 1.5}
-`, []string{"cost.decode_step_ms: must be positive", "cost.prefill_ms_per_token", "cost.decode_growth", "engine.prefill: \"split\"", "engine.max_num_seqs", "engine.block_size", "engine.max_batched_tokens", "engine.gpu_memory_utilization"}},
+`, []string{"cost.decode_step_ms: must be in (0, 1000000] ms, got 0", "cost.prefill_ms_per_token", "cost.decode_growth", "engine.prefill: \"split\"", "engine.max_num_seqs", "engine.block_size", "engine.max_batched_tokens", "engine.gpu_memory_utilization"}},
 		{"unknown presets and kinds", "model: llama-9000\ngpu: tpu\ncost: {kind: magic}\n",
 			[]string{"model: unknown model preset \"llama-9000\"", "gpu: unknown GPU preset \"tpu\"", "cost.kind: \"magic\""}},
 		{"keys of another kind", "cost: {kind: roofline, decode_step_ms: 8, file: x.json}\n",
@@ -128,7 +129,7 @@ engine: {prefill: split, max_num_seqs: 0, block_size: 0, max_batched_tokens: -1,
 		{"missing table file", "cost: {kind: table, file: nope.json}\n", []string{"cost.file:", "nope.json"}},
 		{"weights do not fit", "model: llama-3.1-70b\ngpu: h100\n", []string{"engine.kv_cache_tokens", "leave no room"}},
 		{"bad custom shape", "model: {layers: 0, hidden: 4096, heads: 32, kv_heads: 5, head_dim: 128, intermediate: 1, vocab: 1}\n",
-			[]string{"model.layers: must be a positive integer", "model.kv_heads: 5 does not divide heads 32"}},
+			[]string{"model.layers: must be an integer in 1..1000, got 0", "model.kv_heads: 5 does not divide heads 32"}},
 		{"wrong node kinds", "engine: [1, 2]\ncost: fast\n", []string{"engine: want a mapping", "cost: want a mapping"}},
 		{"settings for the other placement", "engine: {prefill: colocated, prefill_workers: 2}\n", []string{"engine.prefill_workers: applies to prefill: disaggregated only"}},
 		{"prefix caching when disaggregated", "engine: {prefill: disaggregated, prefix_caching: true}\n", []string{"engine.prefix_caching"}},
@@ -138,6 +139,61 @@ engine: {prefill: split, max_num_seqs: 0, block_size: 0, max_batched_tokens: -1,
 			_, err := LoadProfile(writeProfile(t, tc.yaml))
 			if err == nil {
 				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// TestProfileBounds: every numeric setting has a sane range named in its error, all
+// reported at once, and settings each in range whose product is absurd fail as a whole.
+// A fuzzed decode_step_ms: 1e308 used to be accepted and priced steps as negative durations.
+func TestProfileBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string // every one must appear in the single error; none = accepted
+	}{
+		{"huge linear costs", "cost: {kind: linear, prefill_ms_per_token: 1e7, decode_step_ms: 1e308, decode_growth: 1e308}\n",
+			[]string{"cost.prefill_ms_per_token: must be in [0, 1000000] ms, got 1e+07", "cost.decode_step_ms: must be in (0, 1000000] ms, got 1e+308",
+				"cost.decode_growth: must be in [0, 1000000], got 1e+308"}},
+		{"linear at its limits", "cost: {kind: linear, prefill_ms_per_token: 0, decode_step_ms: 1e6, decode_growth: 0}\nengine: {prefill: disaggregated}\n", nil},
+		{"in range, absurd together", "cost: {kind: linear, decode_step_ms: 1e6, decode_growth: 1e6}\n",
+			[]string{"cost: a full step (256 sequences decoding", "beyond the 1h limit"}},
+		{"whole-cache prefill too slow", "cost: {kind: linear, prefill_ms_per_token: 5, decode_step_ms: 8}\nengine: {prefill: disaggregated}\n",
+			[]string{"cost: a prefill of 845632 tokens (the whole cache) alone would take"}},
+		{"GPU figures", "gpu: {tflops: 1e7, bandwidth_gbps: 0, memory_gb: .inf, sms: -1}\n",
+			[]string{"gpu.tflops: must be a number in (0, 1000000], got 1e+07", "gpu.bandwidth_gbps: must be a number in (0, 1000000], got 0",
+				"gpu.memory_gb: want a number", "gpu.sms: must be an integer in 0..1000000"}},
+		{"GPU in range but far too slow", "gpu: {tflops: 1e-9, bandwidth_gbps: 1e-9, memory_gb: 141}\n",
+			[]string{"cost: a full step", "beyond the 1h limit"}},
+		{"model shape", "model: {layers: 1001, hidden: 2000000, heads: 20000, kv_heads: 20000, head_dim: 10001, intermediate: 10000001, vocab: 10000001, bytes_per_param: 1e-300}\n",
+			[]string{"model.layers: must be an integer in 1..1000, got 1001", "model.hidden: must be an integer in 1..1000000", "model.heads: must be an integer in 1..10000",
+				"model.kv_heads:", "model.head_dim:", "model.intermediate: must be an integer in 1..10000000", "model.vocab:", "model.bytes_per_param: must be in 0.125..8"}},
+		{"engine sizes", "engine: {max_num_seqs: 1000001, max_batched_tokens: 100000001, block_size: 1000001, kv_cache_tokens: 1000000000001, prefill_workers: 1000001}\n",
+			[]string{"engine.max_num_seqs: must be in 1..1000000", "engine.max_batched_tokens: must be in 1..100000000", "engine.block_size: must be in 1..1000000",
+				"engine.kv_cache_tokens: must be in 0..1000000000000", "engine.prefill_workers: must be in 0..1000000"}},
+		{"derived KV cache beyond the limit", "model: {layers: 1, hidden: 64, heads: 1, kv_heads: 1, head_dim: 1, intermediate: 1, vocab: 1, bytes_per_param: 0.125}\ngpu: {tflops: 1000, bandwidth_gbps: 1e6, memory_gb: 1e6}\n",
+			[]string{"engine.kv_cache_tokens:", "beyond the 1000000000000 limit; set kv_cache_tokens"}},
+		{"sane custom profile", "model: {layers: 2, hidden: 256, heads: 4, kv_heads: 4, intermediate: 512, vocab: 100}\ngpu: {tflops: 10, bandwidth_gbps: 100, memory_gb: 1}\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParseProfile([]byte(tc.yaml), t.TempDir())
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				cm, _ := p.NewCostModel()
+				if d := cm.Step(StepWork{DecodeSeqs: p.Engine.MaxNumSeqs, DecodeContext: 1 << 20}); d < 0 || d > time.Hour {
+					t.Errorf("accepted profile prices a full step at %v", d)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {

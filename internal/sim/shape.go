@@ -115,22 +115,36 @@ func (m ModelShape) KVBytesPerToken() float64 {
 	return 2 * float64(m.Layers*m.KVHeads*m.HeadDim) * m.bytesPerParam()
 }
 
-// Validate reports every problem with the shape at once; prefix names the YAML key.
+// Shape and GPU limits: far beyond any real model or accelerator, and small enough that
+// parameter counts stay within int64 (at most about 4.3e17) and step times stay finite.
+const (
+	maxLayers    = 1_000
+	maxHidden    = 1_000_000
+	maxHeads     = 10_000     // heads, kv_heads, head_dim
+	maxWidth     = 10_000_000 // intermediate, vocab
+	maxGPUFigure = 1e6        // tflops, bandwidth_gbps, memory_gb
+	maxSMs       = 1_000_000
+)
+
+// validate reports every problem with the shape at once; prefix names the YAML key.
 func (m ModelShape) validate(prefix string) error {
 	var errs []error
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"layers", m.Layers}, {"hidden", m.Hidden}, {"heads", m.Heads}, {"kv_heads", m.KVHeads}, {"head_dim", m.HeadDim}, {"intermediate", m.Intermediate}, {"vocab", m.Vocab}} {
-		if f.v <= 0 {
-			errs = append(errs, fmt.Errorf("%s.%s: must be a positive integer, got %d", prefix, f.name, f.v))
+		max  int
+	}{{"layers", m.Layers, maxLayers}, {"hidden", m.Hidden, maxHidden}, {"heads", m.Heads, maxHeads}, {"kv_heads", m.KVHeads, maxHeads},
+		{"head_dim", m.HeadDim, maxHeads}, {"intermediate", m.Intermediate, maxWidth}, {"vocab", m.Vocab, maxWidth}} {
+		if f.v <= 0 || f.v > f.max {
+			errs = append(errs, fmt.Errorf("%s.%s: must be an integer in 1..%d, got %d", prefix, f.name, f.max, f.v))
 		}
 	}
 	if m.Heads > 0 && m.KVHeads > 0 && m.Heads%m.KVHeads != 0 {
 		errs = append(errs, fmt.Errorf("%s.kv_heads: %d does not divide heads %d", prefix, m.KVHeads, m.Heads))
 	}
-	if m.BytesPerParam < 0 {
-		errs = append(errs, fmt.Errorf("%s.bytes_per_param: must be positive, got %g", prefix, m.BytesPerParam))
+	// 1 bit (0.125 bytes) to fp64 (8 bytes); 0 is the bf16 default.
+	if m.BytesPerParam != 0 && !(m.BytesPerParam >= 0.125 && m.BytesPerParam <= 8) {
+		errs = append(errs, fmt.Errorf("%s.bytes_per_param: must be in 0.125..8 (0 = 2, bf16), got %g", prefix, m.BytesPerParam))
 	}
 	return errors.Join(errs...)
 }
@@ -141,12 +155,12 @@ func (g GPU) validate(prefix string) error {
 		name string
 		v    float64
 	}{{"tflops", g.TFLOPS}, {"bandwidth_gbps", g.BandwidthGBps}, {"memory_gb", g.MemoryGB}} {
-		if !(f.v > 0) {
-			errs = append(errs, fmt.Errorf("%s.%s: must be a positive number, got %g", prefix, f.name, f.v))
+		if !(f.v > 0 && f.v <= maxGPUFigure) {
+			errs = append(errs, fmt.Errorf("%s.%s: must be a number in (0, %.0f], got %g", prefix, f.name, float64(maxGPUFigure), f.v))
 		}
 	}
-	if g.SMs < 0 {
-		errs = append(errs, fmt.Errorf("%s.sms: must not be negative, got %d", prefix, g.SMs))
+	if g.SMs < 0 || g.SMs > maxSMs {
+		errs = append(errs, fmt.Errorf("%s.sms: must be an integer in 0..%d (0 = no limit), got %d", prefix, maxSMs, g.SMs))
 	}
 	return errors.Join(errs...)
 }
