@@ -101,4 +101,3 @@ func parseTruthLine(b []byte) (*Truth, error) {
 	}
 	return t, nil
 }
-
