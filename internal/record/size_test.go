@@ -1,0 +1,24 @@
+package record
+
+import (
+	"fmt"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// A record in memory costs at most 300 bytes plus 4 per token event (bounded memory for
+// million-request runs): the struct, a typical response id, and the compact event deltas.
+func TestRecordMemoryBound(t *testing.T) {
+	const events = 128
+	r := Record{ResponseID: fmt.Sprintf("chatcmpl-%032x", 1), OutputTokensSource: SourceUsage}
+	r.Events.Grow(events)
+	for i := 0; i < events; i++ {
+		r.Events.Append(time.Duration(i)*time.Millisecond, 1)
+	}
+	fixed := int(unsafe.Sizeof(r)) + len(r.ResponseID) // OutputTokensSource is a shared constant
+	perEvent := float64(cap(r.Events.deltas)*4) / events
+	if fixed > 300 || perEvent > 4 {
+		t.Errorf("record: %d bytes fixed (limit 300), %.1f bytes per event (limit 4)", fixed, perEvent)
+	}
+}
