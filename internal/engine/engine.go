@@ -92,7 +92,7 @@ func Run(ctx context.Context, start time.Time, lvl Level, src workload.Source, t
 	case first.Turns > 1:
 		reason = r.conversations(ctx, first)
 	case lvl.Closed():
-		reason = r.closed(ctx)
+		reason = r.closed(ctx, first)
 	default:
 		reason = r.open(ctx, first)
 	}
@@ -148,10 +148,35 @@ func (r *runner) report(rec *record.Record) {
 }
 
 // closed runs ShardConcurrency workers; each sends its next request when its last ends.
-func (r *runner) closed(ctx context.Context) EndReason {
+// Requests are built ahead, in the order the workers claim them, so building a prompt is
+// not part of the schedule lag when many slots free at once (a round of requests ending).
+func (r *runner) closed(ctx context.Context, first workload.Request) EndReason {
 	cl := NewClosedLoop(r.lvl)
+	pctx, stopPrefetch := context.WithCancel(ctx)
+	defer stopPrefetch()
+	ahead := min(lookahead, max(16, 2*r.lvl.ShardConcurrency()))
+	if t := r.lvl.Total(); t > 0 {
+		ahead = min(ahead, t)
+	}
+	built := make(chan workload.Request, ahead)
+	shard, n := r.lvl.sharded()
+	go func() {
+		defer close(built)
+		for k := 0; ; k++ {
+			i := shard + n*k // the order ClosedLoop.Next hands out indices
+			req := first
+			if i != 0 {
+				req = r.src.Request(r.lvl.Index, i)
+			}
+			select {
+			case built <- req:
+			case <-pctx.Done():
+				return
+			}
+		}
+	}()
 	r.levelStart = time.Now()
-	var mu sync.Mutex // guards cl: workers claim indices in turn
+	var mu sync.Mutex // guards cl and built: workers claim indices, and their requests, in turn
 	for range r.lvl.ShardConcurrency() {
 		r.wg.Add(1)
 		go func() {
@@ -160,13 +185,16 @@ func (r *runner) closed(ctx context.Context) EndReason {
 			for ctx.Err() == nil {
 				mu.Lock()
 				i, warm, ok := cl.Next(freed.Sub(r.levelStart))
+				var req workload.Request
+				if ok {
+					req, ok = <-built
+				}
 				mu.Unlock()
 				if !ok {
 					return
 				}
-				req := r.src.Request(r.lvl.Index, i)
-				// Scheduled is when the slot freed: the time taken to build the request and
-				// report the last one shows up as schedule lag, as it should.
+				// Scheduled is when the slot freed: whatever delays the send after that
+				// (reporting the last request, waiting for a build) is schedule lag.
 				rec := r.newRecord(i, warm, freed, &req)
 				freed = r.send(ctx, rec, req)
 				r.report(rec)
