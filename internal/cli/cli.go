@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,8 +22,37 @@ const (
 	ExitInterrupted = 130
 )
 
-// Version is set at build time with -ldflags "-X github.com/llmbench/llmbench/internal/cli.Version=…".
-var Version = "dev"
+// Version is set at build time with -ldflags "-X github.com/llmbench/llmbench/internal/cli.Version=…";
+// otherwise it comes from the module version or the VCS revision Go stamped into the binary,
+// so every summary.json says which code produced it.
+var Version = buildVersion()
+
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	v := "dev+" + rev[:min(12, len(rev))]
+	if dirty {
+		v += "-dirty"
+	}
+	return v
+}
 
 // Stdio are the streams a command reads and writes.
 type Stdio struct {
