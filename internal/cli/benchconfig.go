@@ -104,6 +104,8 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		}
 		if !slices.Contains(client.APIs(), f.api) {
 			add(fmt.Errorf("--api: %q is not one of %s", f.api, strings.Join(client.APIs(), ", ")))
+		} else if f.url == "" && f.api != client.APIOpenAIChat && f.api != client.APIOpenAICompletions {
+			add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks openai-chat and openai-completions", f.api))
 		}
 		var err error
 		c.apiKey, err = f.resolveAPIKey()
