@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -115,22 +113,11 @@ func eachRecord(path string, f func(*record.Record)) error {
 		return err
 	}
 	defer file.Close()
-	sc := bufio.NewScanner(file)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var r record.Record
-		if err := r.UnmarshalJSON(b); err != nil {
-			return fmt.Errorf("%s line %d: %w", path, line, err)
-		}
-		f(&r)
-	}
-	if err := sc.Err(); err != nil {
+	err = record.Each(file, func(r *record.Record) error {
+		f(r)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

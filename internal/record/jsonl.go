@@ -308,12 +308,13 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 // MarshalJSON encodes r in the records.jsonl schema.
 func (r Record) MarshalJSON() ([]byte, error) { return AppendJSON(nil, &r), nil }
 
-// ReadAll decodes a records.jsonl stream. Errors name the line; a truncated last line
-// (a killed writer) is reported with its line number, and the records before it are returned.
-func ReadAll(rd io.Reader) ([]Record, error) {
+// Each decodes a records.jsonl stream one record at a time, so a huge run never sits in
+// memory as JSON; f's record is only valid during the call unless copied. Errors name the
+// line; a truncated last line (a killed writer) is reported with its line number after the
+// records before it were handed to f. An error from f stops the reading and is returned.
+func Each(rd io.Reader, f func(*Record) error) error {
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-	var out []Record
 	line := 0
 	for sc.Scan() {
 		line++
@@ -323,9 +324,21 @@ func ReadAll(rd io.Reader) ([]Record, error) {
 		}
 		var r Record
 		if err := r.UnmarshalJSON(b); err != nil {
-			return out, fmt.Errorf("line %d: %w", line, err)
+			return fmt.Errorf("line %d: %w", line, err)
 		}
-		out = append(out, r)
+		if err := f(&r); err != nil {
+			return err
+		}
 	}
-	return out, sc.Err()
+	return sc.Err()
+}
+
+// ReadAll decodes a whole records.jsonl stream; on an error it returns the records before it.
+func ReadAll(rd io.Reader) ([]Record, error) {
+	var out []Record
+	err := Each(rd, func(r *Record) error {
+		out = append(out, *r)
+		return nil
+	})
+	return out, err
 }
