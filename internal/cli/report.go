@@ -141,18 +141,7 @@ func plannedLevels(sum *report.Summary) []levelConfig {
 
 // readRecordsByLevel reads a records.jsonl file into per-level slices.
 func readRecordsByLevel(path string) (map[int][]record.Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	recs, err := record.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	out := map[int][]record.Record{}
-	for _, r := range recs {
-		out[r.Level] = append(out[r.Level], r)
-	}
-	return out, nil
+	err := eachRecord(path, func(r *record.Record) { out[r.Level] = append(out[r.Level], *r) })
+	return out, err
 }
