@@ -239,7 +239,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	}
 
 	if len(concurrency) == 0 && len(rates) == 0 && c.search == "" {
-		concurrency = []float64{1, 4, 16, 64}
+		concurrency = []float64{1, 4, 16, 64, 256}
 		c.defaultLoad = true
 	}
 	base := engine.Level{Arrival: arrival, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
@@ -283,7 +283,7 @@ func (c *benchConfig) finishLevel(l engine.Level, index, requests int) engine.Le
 // defaultRequests keeps a default level short but big enough for stable medians.
 func defaultRequests(l engine.Level) int {
 	if l.Concurrency > 0 {
-		return max(10, 4*l.Concurrency)
+		return max(10, 2*l.Concurrency)
 	}
 	return max(10, int(math.Ceil(l.Rate*10)))
 }
