@@ -283,7 +283,10 @@ func (c *benchConfig) finishLevel(l engine.Level, index, requests int) engine.Le
 // defaultRequests keeps a default level short but big enough for stable medians.
 func defaultRequests(l engine.Level) int {
 	if l.Concurrency > 0 {
-		return max(10, 2*l.Concurrency)
+		// Whole rounds (a multiple of the concurrency), at least two and at least 10
+		// requests: a last partial round would understate throughput.
+		c := l.Concurrency
+		return c * max(2, (10+c-1)/c)
 	}
 	return max(10, int(math.Ceil(l.Rate*10)))
 }

@@ -83,7 +83,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.StringVar(&f.rate, "rate", "", "open loop: requests per second, or a ladder `R,R,...`")
 	fs.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: poisson, gamma:B (burstiness B; < 1 is burstier), constant")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: cap on in-flight requests (waiting for a slot counts as schedule lag)")
-	fs.IntVar(&f.requests, "requests", 0, "measured requests per level (default: max(10, 2 x concurrency) or 10 s of arrivals)")
+	fs.IntVar(&f.requests, "requests", 0, "measured requests per level (default: whole rounds of the concurrency, at least 2 and 10 requests; open loop: 10 s of arrivals)")
 	fs.DurationVar(&f.duration, "duration", 0, "measured time per level (instead of --requests)")
 	fs.StringVar(&f.warmup, "warmup", "0", "per level: N requests, or a duration like 10s, sent before measuring and excluded")
 	fs.DurationVar(&f.cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded")
