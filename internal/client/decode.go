@@ -160,19 +160,22 @@ func (d *decoder) decodeOpenAI(data, event []byte) error {
 		case "usage":
 			d.openAIUsage()
 		case "error":
-			if !s.null() {
-				d.errorValue()
-			}
+			d.errorMember()
 		case "timings":
 			d.llamaTimings()
 		default:
 			s.skip()
 		}
 	}
-	if !s.end() {
-		return s.err
+	return s.close()
+}
+
+// errorMember reads an "error" member's value: null is no error, anything else is the
+// stream's error event.
+func (d *decoder) errorMember() {
+	if !d.s.null() {
+		d.errorValue()
 	}
-	return nil
 }
 
 func isDoneMarker(data []byte) bool {

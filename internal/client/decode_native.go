@@ -61,15 +61,13 @@ func (d *decoder) decodeOllama(data, _ []byte) error {
 		case "total_duration":
 			totalNS = s.float()
 		case "error":
-			if !s.null() {
-				d.errorValue()
-			}
+			d.errorMember()
 		default:
 			s.skip()
 		}
 	}
-	if !s.end() {
-		return s.err
+	if err := s.close(); err != nil {
+		return err
 	}
 	d.addCount(evalCount, promptCount)
 	if evalNS > 0 || promptNS > 0 || totalNS > 0 {
@@ -122,15 +120,13 @@ func (d *decoder) decodeLlamaCpp(data, event []byte) error {
 		case "timings":
 			d.llamaTimings()
 		case "error":
-			if !s.null() {
-				d.errorValue()
-			}
+			d.errorMember()
 		default:
 			s.skip()
 		}
 	}
-	if !s.end() {
-		return s.err
+	if err := s.close(); err != nil {
+		return err
 	}
 	d.addCount(predicted, evaluated)
 	if string(event) == "error" && !d.ci.streamErr {
@@ -189,17 +185,12 @@ func (d *decoder) decodeTGI(data, _ []byte) error {
 				}
 			}
 		case "error":
-			if !s.null() {
-				d.errorValue()
-			}
+			d.errorMember()
 		default:
 			s.skip()
 		}
 	}
-	if !s.end() {
-		return s.err
-	}
-	return nil
+	return s.close()
 }
 
 // decodeAnthropic decodes one event of the Messages API stream. Keys may come in any
@@ -258,15 +249,13 @@ func (d *decoder) decodeAnthropic(data, event []byte) error {
 		case "usage": // message_delta: cumulative output tokens
 			_, outputTokens = d.anthropicUsage()
 		case "error":
-			if !s.null() {
-				d.errorValue()
-			}
+			d.errorMember()
 		default:
 			s.skip()
 		}
 	}
-	if !s.end() {
-		return s.err
+	if err := s.close(); err != nil {
+		return err
 	}
 	switch string(typ) {
 	case "message_stop":

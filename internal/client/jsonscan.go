@@ -66,6 +66,14 @@ func (s *jscan) end() bool {
 	return true
 }
 
+// close checks that nothing but whitespace follows the value and returns the scan's error.
+func (s *jscan) close() error {
+	if !s.end() {
+		return s.err
+	}
+	return nil
+}
+
 // null consumes a null literal if one is next.
 func (s *jscan) null() bool {
 	if s.err == nil && s.peek() == 'n' {
