@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -142,7 +143,7 @@ func TestConversationsClosedLoop(t *testing.T) {
 		starts, ends = append(starts, int64(rs[0].Scheduled)), append(ends, int64(rs[len(rs)-1].Done))
 		endAt[rs[len(rs)-1].Done] = true
 	}
-	if p := peakOf(starts, ends); p != 3 {
+	if p := metrics.PeakOverlap(starts, ends); p != 3 {
 		t.Errorf("%d conversations at once, want 3 (one per worker)", p)
 	}
 	for c := 3; c < 6; c++ {
@@ -153,21 +154,6 @@ func TestConversationsClosedLoop(t *testing.T) {
 	if p := tgt.peak.Load(); p > 3 {
 		t.Errorf("%d requests in flight, concurrency 3", p)
 	}
-}
-
-func peakOf(starts, ends []int64) int {
-	slices.Sort(starts)
-	slices.Sort(ends)
-	peak, cur, j := 0, 0, 0
-	for _, s := range starts {
-		for j < len(ends) && ends[j] <= s {
-			cur--
-			j++
-		}
-		cur++
-		peak = max(peak, cur)
-	}
-	return peak
 }
 
 func TestConversationsOpenLoop(t *testing.T) {

@@ -274,7 +274,7 @@ func Aggregate(recs []record.Record, cfg Config) Level {
 		lv.TotalTokenThroughput = float64(lv.TotalInputTokens+lv.TotalOutputTokens) / dur
 		lv.MeanConcurrency = float64(busy) / float64(last-first)
 	}
-	lv.PeakConcurrency = peakOverlap(starts, ends)
+	lv.PeakConcurrency = PeakOverlap(starts, ends)
 	if prompt.Requests > 0 {
 		prompt.IntendedMean = float64(intendedSum) / float64(prompt.Requests)
 		prompt.ServerMean = float64(serverSum) / float64(prompt.Requests)
@@ -323,10 +323,10 @@ func countOutcome(lv *Level, r *record.Record) {
 	lv.Errors[kind]++
 }
 
-// peakOverlap is the most requests in flight at once, each in flight over [sent, done):
+// PeakOverlap is the most intervals open at once (requests in flight), each in flight over [sent, done):
 // at equal times ends come first, so a closed-loop client that sends its next request the
 // microsecond its last one ends does not count twice.
-func peakOverlap(starts, ends []int64) int {
+func PeakOverlap(starts, ends []int64) int {
 	slices.Sort(starts)
 	slices.Sort(ends)
 	peak, cur, j := 0, 0, 0
