@@ -195,12 +195,9 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		c.searchMax = map[string]float64{"concurrency": 1024, "rate": 1000}[c.search]
 	}
 
-	pcts, err := parseList("percentiles", f.percentiles, false)
-	add(err)
-	for _, p := range pcts {
-		if p >= 100 {
-			add(fmt.Errorf("--percentiles: %v must be below 100", p))
-		}
+	pcts, err := metrics.ParsePercentiles(f.percentiles)
+	if err != nil {
+		add(fmt.Errorf("--percentiles: %w", err))
 	}
 	slos, err := metrics.ParseSLOs(f.slo)
 	if err != nil {

@@ -35,8 +35,8 @@ with other percentiles or SLOs.`,
 			}
 			var errs []error
 			if cmd.Flags().Changed("percentiles") {
-				if sum.Percentiles, err = parseList("percentiles", percentiles, false); err != nil {
-					errs = append(errs, err)
+				if sum.Percentiles, err = metrics.ParsePercentiles(percentiles); err != nil {
+					errs = append(errs, fmt.Errorf("--percentiles: %w", err))
 				}
 			}
 			if cmd.Flags().Changed("slo") {
