@@ -138,11 +138,17 @@ func loadJSONL(path string) ([]row, error) {
 			return errors.New(`no "prompt" or "messages"`)
 		}
 		var texts []string
+		hasText := false
 		for i, m := range jr.Messages {
 			if m.Role == "" {
 				return fmt.Errorf("messages[%d] has no role", i)
 			}
 			texts = append(texts, m.Content)
+			hasText = hasText || m.Content != ""
+		}
+		if jr.Prompt == nil && !hasText {
+			// Nothing to send and nothing to count: the server would see an empty prompt.
+			return errors.New(`every "messages" entry has an empty "content"`)
 		}
 		rw.messages = jr.Messages
 		if jr.Prompt != nil {

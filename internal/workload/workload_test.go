@@ -279,6 +279,7 @@ func TestMalformedInputs(t *testing.T) {
 		{"jsonl", "d.jsonl", `{"prompt": "a"} {"prompt": "b"}`, "trailing data"},
 		{"jsonl", "d.jsonl", "{\"prompt\": \"a\", \"arrival_s\": 1}\n{\"prompt\": \"b\"}\n", "d.jsonl:2: arrival_s on some rows but not others"},
 		{"jsonl", "d.jsonl", `{"messages": [{"content": "x"}]}`, "no role"},
+		{"jsonl", "d.jsonl", "{\"prompt\": \"ok\"}\n{\"messages\": [{\"role\": \"user\", \"content\": \"\"}]}\n", `d.jsonl:2: every "messages" entry has an empty "content"`},
 		{"jsonl", "d.jsonl", "\n\n", "no usable rows"},
 		{"sharegpt", "s.json", "[\n{\"conversations\": []},\n{\"conversations\": \"oops\"}\n]", "s.json:3"},
 		{"sharegpt", "s.json", `[{"conversations": [{"from": "human", "value": "hi"}]}]`, "no usable rows"},
