@@ -61,7 +61,12 @@ if [ "${#failed[@]}" -gt 0 ]; then
     dir=${f% *}
     name=${f#* }
     echo "  $dir $name; new inputs:" >&2
-    git status --porcelain --untracked-files=all -- "$dir/testdata/fuzz/$name" 2>/dev/null | sed 's/^/    /' >&2 || true
+    # Print each new input too: on CI the file is lost with the machine.
+    git status --porcelain --untracked-files=all -- "$dir/testdata/fuzz/$name" 2>/dev/null |
+      while read -r _ file; do
+        echo "    $file:" >&2
+        head -c 2000 "$file" | sed 's/^/      /' >&2
+      done || true
   done
   exit 1
 fi
