@@ -17,7 +17,7 @@ import (
 func newFidelityCmd(stdio Stdio) *cobra.Command {
 	var (
 		records, truth, start string
-		asJSON                bool
+		asJSON, withWarmup    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "fidelity",
@@ -25,7 +25,8 @@ func newFidelityCmd(stdio Stdio) *cobra.Command {
 		Long: `fidelity joins a run's records.jsonl to the ground truth that 'llmbench serve --truth'
 wrote, by response id, pairs each token event the client recorded with the event the server
 sent (in order), and prints the distribution of client-minus-server event times with the
-resulting TTFT and ITL errors, in ms. Records hold offsets from the run's t = 0; the truth
+resulting TTFT and ITL errors, in ms. Warm-up and cool-down records are left out, as from
+every figure the run reports (--include-warmup pairs them too). Records hold offsets from the run's t = 0; the truth
 holds wall-clock times; summary.json's started_at maps one onto the other, which is exact
 when client and server share a machine (see docs/performance.md for the subtleties).`,
 		Example: `  llmbench serve --sim bench/fast50.yaml --truth truth.jsonl &
@@ -51,7 +52,7 @@ when client and server share a machine (see docs/performance.md for the subtleti
 			if len(errs) > 0 {
 				return usageError(errors.Join(errs...))
 			}
-			rep, err := runFidelity(records, truth, at)
+			rep, err := runFidelity(records, truth, at, withWarmup)
 			if err != nil {
 				return err
 			}
@@ -66,11 +67,12 @@ when client and server share a machine (see docs/performance.md for the subtleti
 	fl.StringVar(&truth, "truth", "", "ground-truth file written by 'llmbench serve --truth'")
 	fl.StringVar(&start, "start", "", "wall-clock instant of the run's t = 0 (default: summary.json's started_at)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fl.BoolVar(&withWarmup, "include-warmup", false, "pair warm-up and cool-down records too (left out by default, as from the run's figures)")
 	return cmd
 }
 
 // runFidelity reads the truth into memory and streams the records through the join.
-func runFidelity(records, truthPath string, start time.Time) (fidelity.Report, error) {
+func runFidelity(records, truthPath string, start time.Time, withWarmup bool) (fidelity.Report, error) {
 	path, dir := records, records
 	if st, err := os.Stat(records); err == nil && st.IsDir() {
 		path = filepath.Join(records, "records.jsonl")
@@ -99,6 +101,7 @@ func runFidelity(records, truthPath string, start time.Time) (fidelity.Report, e
 		return fidelity.Report{}, fmt.Errorf("--truth %s: %w", truthPath, err)
 	}
 	j := fidelity.NewJoin(truth, start)
+	j.IncludeWarmup = withWarmup
 	if err := eachRecord(path, func(r *record.Record) { j.Add(r) }); err != nil {
 		return fidelity.Report{}, fmt.Errorf("--records: %w", err)
 	}

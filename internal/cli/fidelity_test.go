@@ -205,6 +205,20 @@ func TestFidelityCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); code != 0 || err != nil || !fidelityNear(rep.EventTime.Max, 1.5) {
 		t.Errorf("--start: exit %d, %v, %+v", code, err, rep.EventTime)
 	}
+	// A warm-up record is left out unless --include-warmup.
+	warm := t.TempDir()
+	r.Warmup = true
+	writeShardDir(t, warm, &report.Summary{Schema: report.SchemaV1, StartedAt: start}, []record.Record{r})
+	for _, c := range []struct {
+		flag       string
+		warm, pair int
+	}{{"--json", 1, 0}, {"--include-warmup", 0, 2}} {
+		code, stdout, stderr := mainCapture("fidelity", "--records", warm, "--truth", truth, "--json", c.flag)
+		rep = fidelity.Report{}
+		if err := json.Unmarshal([]byte(stdout), &rep); code != 0 || err != nil || rep.Warmup != c.warm || rep.Events != c.pair {
+			t.Errorf("%s: exit %d, %v, %s: warm-up %d, events %d; want %d, %d", c.flag, code, err, stderr, rep.Warmup, rep.Events, c.warm, c.pair)
+		}
+	}
 
 	for _, c := range []struct {
 		args []string

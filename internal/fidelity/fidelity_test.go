@@ -203,6 +203,38 @@ func TestJoinClockWarning(t *testing.T) {
 	}
 }
 
+// Warm-up records are left out of the errors (and out of "truth only") unless asked for.
+func TestJoinWarmup(t *testing.T) {
+	tr := map[string]*Truth{
+		"w": truth("w", 0, []int64{10_000}, nil),
+		"m": truth("m", 0, []int64{20_000}, nil),
+	}
+	w := rec("w", 0, []int64{19_000}, nil) // 9 ms late: the start-up storm
+	w.Warmup = true
+	m := rec("m", 0, []int64{20_100}, nil)
+	for _, include := range []bool{false, true} {
+		j := NewJoin(tr, time.UnixMicro(t0))
+		j.IncludeWarmup = include
+		j.Add(&w)
+		j.Add(&m)
+		r := j.Report()
+		wantWarm, wantEvents, wantMax := 1, 1, 0.1
+		if include {
+			wantWarm, wantEvents, wantMax = 0, 2, 9
+		}
+		if r.Warmup != wantWarm || r.Events != wantEvents || !near(r.EventTime.Max, wantMax) || r.UnmatchedTruth != 0 || r.Records != 2 {
+			t.Errorf("include %v: warm-up %d, events %d, max %v, truth only %d, records %d", include, r.Warmup, r.Events, r.EventTime.Max, r.UnmatchedTruth, r.Records)
+		}
+		var text bytes.Buffer
+		if err := WriteText(&text, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(text.String(), "1 warm-up and cool-down records left out"); got == include {
+			t.Errorf("include %v: text mentions the warm-up: %v\n%s", include, got, text.String())
+		}
+	}
+}
+
 func TestPercentile(t *testing.T) {
 	v := []int64{4e6, 1e6, 3e6, 2e6} // ms 1..4
 	s := statsOf(v)

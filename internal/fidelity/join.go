@@ -14,11 +14,15 @@ import (
 // (summary.json's started_at), maps one onto the other: client wall = Start + offset. That
 // holds while the wall clock neither steps nor slews during the run (docs/performance.md).
 type Join struct {
+	// IncludeWarmup pairs warm-up and cool-down records too. By default they are left out,
+	// as from every figure the run reports: the error that matters is the error in those.
+	IncludeWarmup bool
+
 	truth map[string]*Truth
 	start int64 // Start in Unix ns
 	seen  map[string]bool
 
-	records, matched, noID, noTruth, duplicate, mismatch, noEvents int
+	records, warmup, matched, noID, noTruth, duplicate, mismatch, noEvents int
 	// Signed errors in ns, kept whole and sorted at the end: percentiles are exact.
 	event, ttft, itl, send []int64
 }
@@ -35,6 +39,13 @@ func (j *Join) wall(d time.Duration) int64 { return j.start + int64(d) }
 // were measured like any other.
 func (j *Join) Add(r *record.Record) {
 	j.records++
+	if r.Warmup && !j.IncludeWarmup {
+		j.warmup++
+		if r.ResponseID != "" {
+			j.seen[r.ResponseID] = true // its truth line is accounted for, not unmatched
+		}
+		return
+	}
 	if r.ResponseID == "" {
 		j.noID++
 		return
@@ -90,6 +101,7 @@ func (j *Join) Add(r *record.Record) {
 // the client saw an event later (or measured a longer interval) than the server produced it.
 type Report struct {
 	Records        int `json:"records"`         // records read
+	Warmup         int `json:"warmup_excluded"` // warm-up and cool-down records left out (Join.IncludeWarmup)
 	Matched        int `json:"matched"`         // records joined to a truth line
 	NoResponseID   int `json:"no_response_id"`  // records with no response id (failed before the stream)
 	NoTruth        int `json:"no_truth"`        // response ids the truth does not have
@@ -141,7 +153,7 @@ const clockSlack = 2 * time.Microsecond
 // Report computes the statistics. It may be called more than once.
 func (j *Join) Report() Report {
 	r := Report{
-		Records: j.records, Matched: j.matched, NoResponseID: j.noID, NoTruth: j.noTruth,
+		Records: j.records, Warmup: j.warmup, Matched: j.matched, NoResponseID: j.noID, NoTruth: j.noTruth,
 		Duplicate: j.duplicate, CountMismatch: j.mismatch, NoEvents: j.noEvents,
 		UnmatchedTruth: len(j.truth) - len(j.seen), Events: len(j.event), Requests: len(j.ttft),
 		EventTime: statsOf(j.event), TTFT: statsOf(j.ttft), ITL: statsOf(j.itl), SendDelay: statsOf(j.send),

@@ -15,6 +15,9 @@ func WriteText(w io.Writer, r Report) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "Records:          %d read, %d joined to the truth (%d with events), %d token events paired\n",
 		r.Records, r.Matched, r.Requests, r.Events)
+	if r.Warmup > 0 {
+		fmt.Fprintf(b, "Warm-up:          %d warm-up and cool-down records left out, as from every figure of the run\n", r.Warmup)
+	}
 	if n := r.NoResponseID + r.NoTruth + r.Duplicate; n > 0 {
 		fmt.Fprintf(b, "Not joined:       %d without a response id, %d not in the truth, %d duplicate ids\n",
 			r.NoResponseID, r.NoTruth, r.Duplicate)
