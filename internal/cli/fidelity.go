@@ -18,6 +18,7 @@ func newFidelityCmd(stdio Stdio) *cobra.Command {
 	var (
 		records, truth, start string
 		asJSON, withWarmup    bool
+		bySecond              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "fidelity",
@@ -52,7 +53,7 @@ when client and server share a machine (see docs/performance.md for the subtleti
 			if len(errs) > 0 {
 				return usageError(errors.Join(errs...))
 			}
-			rep, err := runFidelity(records, truth, at, withWarmup)
+			rep, err := runFidelity(records, truth, at, fidelity.Options{IncludeWarmup: withWarmup, BySecond: bySecond})
 			if err != nil {
 				return err
 			}
@@ -67,12 +68,13 @@ when client and server share a machine (see docs/performance.md for the subtleti
 	fl.StringVar(&truth, "truth", "", "ground-truth file written by 'llmbench serve --truth'")
 	fl.StringVar(&start, "start", "", "wall-clock instant of the run's t = 0 (default: summary.json's started_at)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fl.BoolVar(&bySecond, "by-second", false, "also print the event-time error for each second of the run (where a tail comes from)")
 	fl.BoolVar(&withWarmup, "include-warmup", false, "pair warm-up and cool-down records too (left out by default, as from the run's figures)")
 	return cmd
 }
 
 // runFidelity reads the truth into memory and streams the records through the join.
-func runFidelity(records, truthPath string, start time.Time, withWarmup bool) (fidelity.Report, error) {
+func runFidelity(records, truthPath string, start time.Time, opts fidelity.Options) (fidelity.Report, error) {
 	path, dir := records, records
 	if st, err := os.Stat(records); err == nil && st.IsDir() {
 		path = filepath.Join(records, "records.jsonl")
@@ -100,8 +102,7 @@ func runFidelity(records, truthPath string, start time.Time, withWarmup bool) (f
 	if err != nil {
 		return fidelity.Report{}, fmt.Errorf("--truth %s: %w", truthPath, err)
 	}
-	j := fidelity.NewJoin(truth, start)
-	j.IncludeWarmup = withWarmup
+	j := fidelity.NewJoin(truth, start, opts)
 	if err := eachRecord(path, func(r *record.Record) { j.Add(r) }); err != nil {
 		return fidelity.Report{}, fmt.Errorf("--records: %w", err)
 	}

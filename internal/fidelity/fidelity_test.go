@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,7 @@ func TestJoin(t *testing.T) {
 	}
 	recs[3].Error = &record.Error{Kind: record.KindConnect}
 	recs[2].Error = &record.Error{Kind: record.KindDisconnect}
-	j := NewJoin(tr, time.UnixMicro(t0))
+	j := NewJoin(tr, time.UnixMicro(t0), Options{})
 	for i := range recs {
 		j.Add(&recs[i])
 	}
@@ -131,7 +132,7 @@ func TestJoin(t *testing.T) {
 		UnmatchedTruth: 1, Events: 7, Requests: 3}
 	got := r
 	got.EventTime, got.TTFT, got.ITL, got.SendDelay = Stats{}, Stats{}, Stats{}, Stats{}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("counts = %+v\nwant     %+v", got, want)
 	}
 	// Event errors (ms): a 0.3 0.1 0.9; b 0.5 1.5; c 0 0.002. Sorted: 0 .002 .1 .3 .5 .9 1.5.
@@ -171,7 +172,7 @@ func TestJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back != r {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || !reflect.DeepEqual(back, r) {
 		t.Errorf("JSON round trip: %v\n%+v\n%+v", err, back, r)
 	}
 }
@@ -180,14 +181,14 @@ func TestJoin(t *testing.T) {
 func TestJoinClockWarning(t *testing.T) {
 	tr := map[string]*Truth{"a": truth("a", 0, []int64{10_000, 20_000}, nil)}
 	r0 := rec("a", 0, []int64{10_100, 20_100}, nil)
-	j := NewJoin(tr, time.UnixMicro(t0-5000))
+	j := NewJoin(tr, time.UnixMicro(t0-5000), Options{})
 	j.Add(&r0)
 	r := j.Report()
 	if !near(r.EventTime.Max, -4.9) || r.Early != 2 || !strings.Contains(r.ClockWarning, "4.900 ms before") {
 		t.Errorf("event time %+v, warning %q", r.EventTime, r.ClockWarning)
 	}
 	// Sub-µs truncation is not a disagreement.
-	j = NewJoin(tr, time.UnixMicro(t0).Add(-101500*time.Nanosecond))
+	j = NewJoin(tr, time.UnixMicro(t0).Add(-101500*time.Nanosecond), Options{})
 	j.Add(&r0)
 	if r := j.Report(); r.ClockWarning != "" || r.Early != 0 {
 		t.Errorf("1.5 µs early: warning %q, %d early", r.ClockWarning, r.Early)
@@ -195,7 +196,7 @@ func TestJoinClockWarning(t *testing.T) {
 	// A minority of early events is the server stamping after its write, not a clock.
 	tr["b"] = truth("b", 0, []int64{10_000, 20_000, 30_000}, nil)
 	r1 := rec("b", 0, []int64{9_700, 20_100, 30_300}, nil)
-	j = NewJoin(tr, time.UnixMicro(t0))
+	j = NewJoin(tr, time.UnixMicro(t0), Options{})
 	j.Add(&r0)
 	j.Add(&r1)
 	if r := j.Report(); r.ClockWarning != "" || r.Early != 1 || !near(r.EventTime.Min, -0.3) {
@@ -213,8 +214,7 @@ func TestJoinWarmup(t *testing.T) {
 	w.Warmup = true
 	m := rec("m", 0, []int64{20_100}, nil)
 	for _, include := range []bool{false, true} {
-		j := NewJoin(tr, time.UnixMicro(t0))
-		j.IncludeWarmup = include
+		j := NewJoin(tr, time.UnixMicro(t0), Options{IncludeWarmup: include})
 		j.Add(&w)
 		j.Add(&m)
 		r := j.Report()
@@ -232,6 +232,39 @@ func TestJoinWarmup(t *testing.T) {
 		if got := strings.Contains(text.String(), "1 warm-up and cool-down records left out"); got == include {
 			t.Errorf("include %v: text mentions the warm-up: %v\n%s", include, got, text.String())
 		}
+	}
+}
+
+// BySecond groups event errors by the second of the run in which the client read them.
+func TestJoinBySecond(t *testing.T) {
+	tr := map[string]*Truth{"a": truth("a", 0, []int64{100_000, 900_000, 1_500_000, 3_200_000}, nil)}
+	a := rec("a", 0, []int64{100_500, 900_100, 1_503_000, 3_200_200}, nil)
+	j := NewJoin(tr, time.UnixMicro(t0), Options{BySecond: true})
+	j.Add(&a)
+	r := j.Report()
+	want := []struct {
+		sec, n int
+		max    float64
+	}{{0, 2, 0.5}, {1, 1, 3}, {3, 1, 0.2}} // second 2 had no event: no row
+	if len(r.PerSecond) != len(want) {
+		t.Fatalf("per second = %+v", r.PerSecond)
+	}
+	for i, w := range want {
+		if g := r.PerSecond[i]; g.Second != w.sec || g.Count != w.n || !near(g.Max, w.max) {
+			t.Errorf("row %d = %+v, want second %d, %d events, max %v", i, g, w.sec, w.n, w.max)
+		}
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "1                1     3.000     3.000     3.000     3.000") {
+		t.Errorf("text lacks second 1's row:\n%s", text.String())
+	}
+	j = NewJoin(tr, time.UnixMicro(t0), Options{})
+	j.Add(&a)
+	if r := j.Report(); r.PerSecond != nil || r.Events != 4 {
+		t.Errorf("without BySecond: %d events, per second %+v", r.Events, r.PerSecond)
 	}
 }
 

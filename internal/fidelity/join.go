@@ -14,10 +14,7 @@ import (
 // (summary.json's started_at), maps one onto the other: client wall = Start + offset. That
 // holds while the wall clock neither steps nor slews during the run (docs/performance.md).
 type Join struct {
-	// IncludeWarmup pairs warm-up and cool-down records too. By default they are left out,
-	// as from every figure the run reports: the error that matters is the error in those.
-	IncludeWarmup bool
-
+	opts  Options
 	truth map[string]*Truth
 	start int64 // Start in Unix ns
 	seen  map[string]bool
@@ -25,11 +22,23 @@ type Join struct {
 	records, warmup, matched, noID, noTruth, duplicate, mismatch, noEvents int
 	// Signed errors in ns, kept whole and sorted at the end: percentiles are exact.
 	event, ttft, itl, send []int64
+	// second[s] holds the event errors read in second s of the run (with BySecond).
+	second [][]int64
+}
+
+// Options choose what a Join pairs and reports.
+type Options struct {
+	// IncludeWarmup pairs warm-up and cool-down records too. By default they are left out,
+	// as from every figure the run reports: the error that matters is the error in those.
+	IncludeWarmup bool
+	// BySecond adds Report.PerSecond: the event-time error per second of the run, which
+	// shows where a tail comes from (the start, a round of requests ending together).
+	BySecond bool
 }
 
 // NewJoin joins records to truth, with start the wall instant of the records' t = 0.
-func NewJoin(truth map[string]*Truth, start time.Time) *Join {
-	return &Join{truth: truth, start: start.UnixNano(), seen: map[string]bool{}}
+func NewJoin(truth map[string]*Truth, start time.Time, opts Options) *Join {
+	return &Join{opts: opts, truth: truth, start: start.UnixNano(), seen: map[string]bool{}}
 }
 
 // wall is the client's wall instant of a record offset, in Unix ns.
@@ -39,7 +48,7 @@ func (j *Join) wall(d time.Duration) int64 { return j.start + int64(d) }
 // were measured like any other.
 func (j *Join) Add(r *record.Record) {
 	j.records++
-	if r.Warmup && !j.IncludeWarmup {
+	if r.Warmup && !j.opts.IncludeWarmup {
 		j.warmup++
 		if r.ResponseID != "" {
 			j.seen[r.ResponseID] = true // its truth line is accounted for, not unmatched
@@ -78,6 +87,13 @@ func (j *Join) Add(r *record.Record) {
 		}
 		c, s := j.wall(at), t.Events[i]*1000
 		j.event = append(j.event, c-s)
+		if j.opts.BySecond && at >= 0 {
+			sec := int(at / time.Second)
+			for len(j.second) <= sec {
+				j.second = append(j.second, nil)
+			}
+			j.second[sec] = append(j.second[sec], c-s)
+		}
 		if i == 0 {
 			// TTFT as the client measured it minus TTFT as the server served it.
 			j.ttft = append(j.ttft, (c-sent)-(s-t.Received*1000))
@@ -101,7 +117,7 @@ func (j *Join) Add(r *record.Record) {
 // the client saw an event later (or measured a longer interval) than the server produced it.
 type Report struct {
 	Records        int `json:"records"`         // records read
-	Warmup         int `json:"warmup_excluded"` // warm-up and cool-down records left out (Join.IncludeWarmup)
+	Warmup         int `json:"warmup_excluded"` // warm-up and cool-down records left out (Options.IncludeWarmup)
 	Matched        int `json:"matched"`         // records joined to a truth line
 	NoResponseID   int `json:"no_response_id"`  // records with no response id (failed before the stream)
 	NoTruth        int `json:"no_truth"`        // response ids the truth does not have
@@ -126,6 +142,9 @@ type Report struct {
 	// after the write and flush return, so the client can read the bytes first: a few
 	// early events by a fraction of a ms are the server's own delay, not the client's.
 	Early int `json:"early_events"`
+	// PerSecond is the event-time error of the events read in each second of the run
+	// (Options.BySecond), from second 0; Second is the offset from the run's t = 0.
+	PerSecond []SecondStats `json:"per_second,omitempty"`
 	// ClockWarning is set when the median event was read before it was stamped: the
 	// client's and server's wall clocks disagree (or the start instant is wrong), which
 	// shifts every event-time error by the same amount.
@@ -146,6 +165,12 @@ type Stats struct {
 	Max   float64 `json:"max"`
 }
 
+// SecondStats is the event-time error over one second of the run.
+type SecondStats struct {
+	Second int `json:"second"`
+	Stats
+}
+
 // clockSlack is how early an event may appear to be read and still count as on time:
 // records and truth are both truncated to the µs, so 2 µs either way is rounding.
 const clockSlack = 2 * time.Microsecond
@@ -157,6 +182,11 @@ func (j *Join) Report() Report {
 		Duplicate: j.duplicate, CountMismatch: j.mismatch, NoEvents: j.noEvents,
 		UnmatchedTruth: len(j.truth) - len(j.seen), Events: len(j.event), Requests: len(j.ttft),
 		EventTime: statsOf(j.event), TTFT: statsOf(j.ttft), ITL: statsOf(j.itl), SendDelay: statsOf(j.send),
+	}
+	for i, v := range j.second {
+		if len(v) > 0 {
+			r.PerSecond = append(r.PerSecond, SecondStats{Second: i, Stats: statsOf(v)})
+		}
 	}
 	for _, e := range j.event { // sorted by statsOf
 		if e >= -int64(clockSlack) {

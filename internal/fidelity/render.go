@@ -42,6 +42,12 @@ func WriteText(w io.Writer, r Report) error {
 	row("TTFT", r.TTFT)
 	row("ITL (per token)", r.ITL)
 	row("send delay", r.SendDelay)
+	if len(r.PerSecond) > 0 {
+		fmt.Fprintf(b, "\nevent time by second of the run (ms)\n%-8s %9s %9s %9s %9s %9s\n", "second", "events", "p50", "p99", "p99.9", "max")
+		for _, s := range r.PerSecond {
+			fmt.Fprintf(b, "%-8d %9d %9s %9s %9s %9s\n", s.Second, s.Count, formatMs(s.P50), formatMs(s.P99), formatMs(s.P999), formatMs(s.Max))
+		}
+	}
 	if r.Early > 0 {
 		fmt.Fprintf(b, "\n%d events were read before the server's stamp (taken after its write returns): the server's own delay, at most %s ms\n",
 			r.Early, formatMs(-r.EventTime.Min))
