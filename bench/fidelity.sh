@@ -13,7 +13,12 @@
 # Environment:
 #   OUT            results folder (default ${TMPDIR:-/tmp}/llmbench-fidelity-<UTC time>)
 #   OUTPUT_TOKENS  tokens per request (default 400: 8 s per stream at 50 tokens/s)
+#   OUTPUT_TOKENS  may be a distribution, e.g. uniform:200:600: streams then end at different
+#                  times, as in real traffic, instead of a whole round ending in one instant
 #   ROUNDS         requests per stream (default 2: requests = ROUNDS x STREAMS)
+#   WARMUP         --warmup for the run (a request count or a duration, default 0): those
+#                  requests are left out of every figure, the fidelity figures included; the
+#                  "whole run" column pairs them too
 #   LLMBENCH       an llmbench binary to use (default: go build one into OUT)
 #   RUN_FLAGS      extra flags for `llmbench run` (e.g. --http2)
 #   CLIENT_ENV     environment for the client only (e.g. "GOGC=400")
@@ -31,6 +36,7 @@ streams=("$@")
 [ ${#streams[@]} -gt 0 ] || streams=(100 1000 2000)
 out=${OUT:-${TMPDIR:-/tmp}/llmbench-fidelity-$(date -u +%Y%m%dT%H%M%SZ)}
 output_tokens=${OUTPUT_TOKENS:-400}
+warmup=${WARMUP:-0}
 rounds=${ROUNDS:-2}
 mkdir -p "$out"
 bin=${LLMBENCH:-}
@@ -52,8 +58,8 @@ cpu_seconds() {
 
 table=$out/results.md
 {
-	echo "| streams | token events/s: planned / sent | event-time error P50 / P99 / max (ms) | TTFT error P50 / P99 (ms) | ITL error P50 / P99 (ms) | early events | client CPU (cores) | client max RSS (MiB) | schedule lag P50 / P99 / max (ms) | server CPU (cores) | 1 ms sleeper woke late P50 / P99 / max (ms) | load avg before → after |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| streams | token events/s: planned / sent | event-time error P50 / P99 / max (ms) | whole run incl. warm-up: P99 / max (ms) | TTFT error P50 / P99 (ms) | ITL error P50 / P99 (ms) | early events | client CPU (cores) | client max RSS (MiB) | schedule lag P50 / P99 / max (ms) | server CPU (cores) | 1 ms sleeper woke late P50 / P99 / max (ms) | load avg before → after |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$table"
 
 for n in "${streams[@]}"; do
@@ -87,7 +93,7 @@ for n in "${streams[@]}"; do
 	# shellcheck disable=SC2086 # RUN_FLAGS and CLIENT_ENV are word lists
 	env ${CLIENT_ENV:-} $run_wrap /usr/bin/time -o "$dir/client.time" -f "%U %S %e %M" \
 		$run_cmd run --url "$url" --concurrency "$n" --requests "$((rounds * n))" \
-		--input-tokens 16 --output-tokens "$output_tokens" --no-progress \
+		--input-tokens 16 --output-tokens "$output_tokens" --warmup "$warmup" --no-progress \
 		--output-dir "$dir" ${RUN_FLAGS:-} >"$dir/run.log" 2>&1 || {
 		echo "run failed:" >&2
 		tail -20 "$dir/run.log" >&2
@@ -103,17 +109,21 @@ for n in "${streams[@]}"; do
 	wait "$serve_pid" || true
 	load_after=$(cut -d' ' -f1 /proc/loadavg)
 
-	"$bin" fidelity --records "$dir" --truth "$dir/truth.jsonl" | tee "$dir/fidelity.txt" >&2
+	"$bin" fidelity --records "$dir" --truth "$dir/truth.jsonl" --by-second | tee "$dir/fidelity.txt" >&2
 	"$bin" fidelity --records "$dir" --truth "$dir/truth.jsonl" --json >"$dir/fidelity.json"
+	"$bin" fidelity --records "$dir" --truth "$dir/truth.jsonl" --json --include-warmup >"$dir/fidelity-all.json"
 
 	read -r cu cs cwall crss <"$dir/client.time"
 	f=$dir/fidelity.json
+	fa=$dir/fidelity-all.json
 	s=$dir/summary.json
-	printf '| %d | %s / %s | %s / %s / %s | %s / %s | %s / %s | %s | %s | %s | %s / %s / %s | %s | %s | %s → %s |\n' \
-		"$n" "$((50 * n))" "$(jq -r --slurpfile s "$s" '.events / $s[0].levels[0].duration_s | round' "$f")" \
+	printf '| %d | %s / %s | %s / %s / %s | %s / %s | %s / %s | %s / %s | %s | %s | %s | %s / %s / %s | %s | %s | %s → %s |\n' \
+		"$n" "$((50 * n))" "$(jq -r --slurpfile s "$s" '.events / $s[0].levels[0].duration_s | round' "$fa")" \
 		"$(jq -r '.event_time_error_ms.p50*1000|round/1000' "$f")" \
 		"$(jq -r '.event_time_error_ms.p99*1000|round/1000' "$f")" \
 		"$(jq -r '.event_time_error_ms.max*1000|round/1000' "$f")" \
+		"$(jq -r '.event_time_error_ms.p99*1000|round/1000' "$fa")" \
+		"$(jq -r '.event_time_error_ms.max*1000|round/1000' "$fa")" \
 		"$(jq -r '.ttft_error_ms.p50*1000|round/1000' "$f")" \
 		"$(jq -r '.ttft_error_ms.p99*1000|round/1000' "$f")" \
 		"$(jq -r '.itl_error_ms.p50*1000|round/1000' "$f")" \
