@@ -77,7 +77,7 @@ func BenchmarkReadStream(b *testing.B) {
 				rd.rewind()
 				st.reset()
 				rec = record.Record{}
-				c.readStream(ctx, ctx, cancel, start, rd, nil, st, &rec)
+				c.readStream(ctx, ctx, cancel, start, rd, time.Now, nil, st, &rec)
 				finish(st, c.tok, &rec)
 			}
 			one()

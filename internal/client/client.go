@@ -46,6 +46,9 @@ type Config struct {
 	CACert   string // PEM file of extra CAs trusted besides the system roots
 	Insecure bool   // skip certificate verification (the caller warns and records it)
 	HTTP2    bool   // allow HTTP/2 (h2 over TLS, h2c over plain HTTP)
+	// ReadStamps stamps events when our goroutine reads them, not with the kernel's receive
+	// time of their bytes (used where the kernel offers it: Linux, HTTP/1.1; rxstamp.go).
+	ReadStamps bool
 }
 
 // Names of the supported APIs.
@@ -196,9 +199,20 @@ func New(cfg Config) (*Client, error) {
 			protos.SetUnencryptedHTTP2(true)
 		}
 	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	dial := dialer.DialContext
+	if !cfg.ReadStamps && rxStamps {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return wrapRx(conn), nil
+		}
+	}
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         dial,
 		TLSClientConfig:     tlsCfg,
 		TLSHandshakeTimeout: 30 * time.Second,
 		// One connection per concurrent stream, all kept alive between requests, so

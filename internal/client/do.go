@@ -140,8 +140,12 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	// Sent is when the connection is in hand, just before the request is written; the
 	// wait for a connection (a dial, or a full pool) is schedule lag, not latency.
 	var gotConn atomic.Int64 // ns since start + 1; 0 = no connection yet
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+	var rx atomic.Pointer[rxConn]
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		gotConn.CompareAndSwap(0, int64(time.Since(start))+1)
+		if c := rxConnOf(info.Conn); c != nil {
+			rx.Store(c)
+		}
 	}}
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
@@ -206,7 +210,21 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 		idle = startIdleWatch(c.cfg.IdleTimeout, c.base, cancel)
 		defer idle.stop()
 	}
-	c.readStream(ctx, rctx, cancel, start, resp.Body, idle, st, rec)
+	now := time.Now
+	var lag time.Duration
+	if conn := rx.Load(); conn != nil && resp.ProtoMajor == 1 {
+		// HTTP/1.1: the connection carries this stream alone, so its stamps are the stream's.
+		now = func() time.Time {
+			t, age, ok := conn.stamp()
+			if ok {
+				rec.KernelStamps = true
+				lag = max(lag, age)
+			}
+			return t
+		}
+	}
+	c.readStream(ctx, rctx, cancel, start, resp.Body, now, idle, st, rec)
+	rec.ReadLag = lag.Truncate(time.Microsecond)
 	finish(st, c.tok, rec)
 }
 
@@ -228,19 +246,19 @@ func (c *Client) failure(parent, rctx context.Context, kind string, err error) *
 // readStream reads events until the stream's end, an error event, or a failure, noting
 // every token-carrying event with the time its bytes were read.
 func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelCauseFunc, start time.Time,
-	body io.Reader, idle *idleWatch, st *streamState, rec *record.Record) {
+	body io.Reader, now func() time.Time, idle *idleWatch, st *streamState, rec *record.Record) {
 	d := &st.dec
 	d.keep = c.tok != nil
 	var sr *sseReader
 	var lr *lineReader
 	if c.spec.ndjson {
 		lr = &st.lines
-		lr.reset(body, time.Now)
+		lr.reset(body, now)
 		lr.idle = idle
 		sr = &lr.sseReader
 	} else {
 		sr = &st.sse
-		sr.reset(body, time.Now)
+		sr.reset(body, now)
 		sr.idle = idle
 	}
 	for {

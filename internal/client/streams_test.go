@@ -32,7 +32,7 @@ func decodeStream(t testing.TB, api string, body io.Reader, tok tokenizer.Tokeni
 	start := time.Now()
 	rec.Sent = record.Since(start, time.Now())
 	rec.Events.Base = rec.Sent
-	c.readStream(ctx, ctx, cancel, start, body, nil, st, &rec)
+	c.readStream(ctx, ctx, cancel, start, body, time.Now, nil, st, &rec)
 	finish(st, c.tok, &rec)
 	return rec
 }

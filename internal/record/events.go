@@ -29,7 +29,7 @@ type multiCount struct {
 // Times are kept at microsecond precision and must not go backwards; a backwards time
 // (impossible on a monotonic clock) is clamped to the previous one.
 func (e *Events) Append(t time.Duration, n int) {
-	n = min(max(n, 1), math.MaxUint32) // counts are stored in 32 bits
+	n = min(max(n, 1), math.MaxInt32) // counts are stored in 32 bits (and int may be 32 bits)
 	prev := e.Base
 	if len(e.deltas) > 0 {
 		prev = e.last

@@ -75,6 +75,10 @@ func AppendJSON(b []byte, r *Record) []byte {
 		b = append(b, `,"first_content_s":`...)
 		b = appendSeconds(b, r.FirstContent)
 	}
+	if r.KernelStamps {
+		b = append(b, `,"read_lag_s":`...)
+		b = appendSeconds(b, r.ReadLag)
+	}
 	if st := r.Server; st != nil {
 		b = append(b, `,"server":{`...)
 		n := 0
@@ -222,6 +226,7 @@ type jsonRecord struct {
 	OutputTokensSource string           `json:"output_tokens_source"`
 	Events             [][2]json.Number `json:"events"`
 	FirstContent       *json.Number     `json:"first_content_s"`
+	ReadLag            *json.Number     `json:"read_lag_s"`
 	Server             *jsonServer      `json:"server"`
 	Error              *Error           `json:"error"`
 }
@@ -275,6 +280,12 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("first_content_s: %w", err)
 		}
 	}
+	if j.ReadLag != nil {
+		r.KernelStamps = true
+		if r.ReadLag, err = parseSeconds(*j.ReadLag); err != nil {
+			return fmt.Errorf("read_lag_s: %w", err)
+		}
+	}
 	if js := j.Server; js != nil {
 		st := &ServerTimings{PromptTokens: js.PromptTokens, OutputTokens: js.OutputTokens}
 		for _, f := range []struct {
@@ -297,8 +308,8 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("events[%d]: %w", i, err)
 		}
 		n, err := strconv.Atoi(string(ev[1]))
-		if err != nil || n < 1 || n > math.MaxUint32 {
-			return fmt.Errorf("events[%d]: token count %q is not a positive 32-bit integer", i, ev[1])
+		if err != nil || n < 1 || n > math.MaxInt32 {
+			return fmt.Errorf("events[%d]: token count %q is not a positive integer below 2^31", i, ev[1])
 		}
 		r.Events.Append(t, n)
 	}

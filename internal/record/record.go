@@ -66,6 +66,13 @@ type Record struct {
 	FirstContent time.Duration
 	// Server holds the server's own timings for the request; nil when it reported none.
 	Server *ServerTimings
+
+	// KernelStamps says the event times are the kernel's receive times of their bytes
+	// (Linux, HTTP/1.1), not the times our goroutine read them; ReadLag is then the longest
+	// that received bytes of the request waited for the client to read them: the client's
+	// own lateness, which the kernel stamps keep out of the figures.
+	KernelStamps bool
+	ReadLag      time.Duration
 }
 
 // ServerTimings are a server's own figures for one request (llama.cpp "timings", Ollama

@@ -66,10 +66,11 @@ func TestJSONRoundTrip(t *testing.T) {
 func TestJSONRoundTripServerTimings(t *testing.T) {
 	r := sample()
 	r.FirstContent = 77 * time.Millisecond
+	r.KernelStamps, r.ReadLag = true, 1234*time.Microsecond
 	r.Server = &ServerTimings{PromptTokens: 510, Prefill: 41250 * time.Microsecond, OutputTokens: 4,
 		Decode: 26 * time.Millisecond, Total: 70 * time.Millisecond}
 	line := AppendJSON(nil, &r)
-	want := `"first_content_s":0.077000,"server":{"prompt_tokens":510,"prefill_s":0.041250,"output_tokens":4,"decode_s":0.026000,"total_s":0.070000},"error":null}`
+	want := `"first_content_s":0.077000,"read_lag_s":0.001234,"server":{"prompt_tokens":510,"prefill_s":0.041250,"output_tokens":4,"decode_s":0.026000,"total_s":0.070000},"error":null}`
 	if !bytes.HasSuffix(line, []byte(want)) {
 		t.Errorf("json:\n got %s\nwant suffix %s", line, want)
 	}
