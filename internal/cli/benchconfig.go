@@ -29,6 +29,7 @@ type benchConfig struct {
 	timeout, idleTimeout    time.Duration
 	caCert                  string
 	insecure, http2         bool
+	readStamps              bool
 	simProfile              string
 	inProcess               bool // run without --url: the simulator in-process
 	sloSpec                 string
@@ -89,7 +90,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c := &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
-		http2: f.http2, sloSpec: f.slo}
+		http2: f.http2, readStamps: f.readStamps, sloSpec: f.slo}
 	var errs []error
 	add := func(err error) {
 		if err != nil {

@@ -97,7 +97,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		BaseURL: cfg.url, API: cfg.api, Model: cfg.model, APIKey: cfg.apiKey, Headers: cfg.headers,
 		ExtraBody: cfg.extraBody, IgnoreEOS: cfg.ignoreEOS, Timeout: cfg.timeout,
 		IdleTimeout: cfg.idleTimeout, MaxConns: maxConns, Tokenizer: tok,
-		CACert: cfg.caCert, Insecure: cfg.insecure, HTTP2: cfg.http2,
+		CACert: cfg.caCert, Insecure: cfg.insecure, HTTP2: cfg.http2, ReadStamps: cfg.readStamps,
 	}
 	cl, err := client.New(ccfg)
 	if err != nil {

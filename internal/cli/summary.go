@@ -32,6 +32,8 @@ type loadConfig struct {
 	IdleTimeout    string        `json:"idle_timeout,omitempty"`
 	IgnoreEOS      bool          `json:"ignore_eos"`
 	Insecure       bool          `json:"insecure_tls,omitempty"`
+	HTTP2          bool          `json:"http2,omitempty"`
+	ReadStamps     bool          `json:"read_stamps,omitempty"` // events timed at read, not kernel receive
 	Headers        []string      `json:"headers,omitempty"`
 	ExtraBody      any           `json:"extra_body,omitempty"`
 }
@@ -75,7 +77,7 @@ func newSummary(cfg *benchConfig, start time.Time) *report.Summary {
 	lc := loadConfig{Mode: mode, Search: cfg.search, Requests: cfg.requests,
 		Duration: durString(b.Duration), Warmup: b.Warmup, WarmupTime: durString(b.WarmupTime),
 		Cooldown: durString(b.Cooldown), MaxConcurrency: b.MaxConcurrency, IgnoreEOS: cfg.ignoreEOS,
-		Insecure: cfg.insecure}
+		Insecure: cfg.insecure, HTTP2: cfg.http2, ReadStamps: cfg.readStamps}
 	if len(cfg.extraBody) > 0 {
 		lc.ExtraBody = cfg.extraBody
 	}

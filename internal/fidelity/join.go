@@ -19,7 +19,7 @@ type Join struct {
 	start int64 // Start in Unix ns
 	seen  map[string]bool
 
-	records, warmup, matched, noID, noTruth, duplicate, mismatch, noEvents int
+	records, warmup, matched, noID, noTruth, duplicate, mismatch, noEvents, kernel int
 	// Signed errors in ns, kept whole and sorted at the end: percentiles are exact.
 	event, ttft, itl, send []int64
 	// second[s] holds the event errors read in second s of the run (with BySecond).
@@ -70,6 +70,9 @@ func (j *Join) Add(r *record.Record) {
 	}
 	j.seen[r.ResponseID] = true
 	j.matched++
+	if r.KernelStamps {
+		j.kernel++
+	}
 	n := min(r.Events.Len(), len(t.Events))
 	if r.Events.Len() != len(t.Events) {
 		j.mismatch++
@@ -127,6 +130,7 @@ type Report struct {
 	UnmatchedTruth int `json:"unmatched_truth"` // truth lines no record claimed
 	Events         int `json:"events"`          // paired token events
 	Requests       int `json:"paired_requests"` // joined records with at least one paired event
+	KernelStamped  int `json:"kernel_stamped"`  // joined records whose events the kernel stamped (the rest: read time)
 
 	// EventTime: each paired event's client read time minus the server's write time.
 	EventTime Stats `json:"event_time_error_ms"`
@@ -175,12 +179,18 @@ type SecondStats struct {
 // records and truth are both truncated to the µs, so 2 µs either way is rounding.
 const clockSlack = 2 * time.Microsecond
 
+// clockWarnAt is how early the median event must appear before the clocks are called into
+// question. With kernel receive stamps on one host, the kernel stamps the bytes inside the
+// server's write call, so a typical event arrives some µs before the server's own stamp
+// (taken after the call returns); a clock or start-instant mistake is far larger.
+const clockWarnAt = 50 * time.Microsecond
+
 // Report computes the statistics. It may be called more than once.
 func (j *Join) Report() Report {
 	r := Report{
 		Records: j.records, Warmup: j.warmup, Matched: j.matched, NoResponseID: j.noID, NoTruth: j.noTruth,
 		Duplicate: j.duplicate, CountMismatch: j.mismatch, NoEvents: j.noEvents,
-		UnmatchedTruth: len(j.truth) - len(j.seen), Events: len(j.event), Requests: len(j.ttft),
+		UnmatchedTruth: len(j.truth) - len(j.seen), Events: len(j.event), Requests: len(j.ttft), KernelStamped: j.kernel,
 		EventTime: statsOf(j.event), TTFT: statsOf(j.ttft), ITL: statsOf(j.itl), SendDelay: statsOf(j.send),
 	}
 	for i, v := range j.second {
@@ -194,7 +204,7 @@ func (j *Join) Report() Report {
 		}
 		r.Early++
 	}
-	if r.EventTime.Count > 0 && r.EventTime.P50 < -ms(int64(clockSlack)) {
+	if r.EventTime.Count > 0 && r.EventTime.P50 < -ms(int64(clockWarnAt)) {
 		r.ClockWarning = "the median event was read " + formatMs(-r.EventTime.P50) +
 			" ms before the server wrote it: the client's and server's wall clocks disagree (or the start instant is not the run's t = 0), so every event-time error is shifted by about that much"
 	}

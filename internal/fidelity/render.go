@@ -15,6 +15,10 @@ func WriteText(w io.Writer, r Report) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "Records:          %d read, %d joined to the truth (%d with events), %d token events paired\n",
 		r.Records, r.Matched, r.Requests, r.Events)
+	if r.Matched > 0 {
+		fmt.Fprintf(b, "Event times:      %d joined records stamped with the kernel's receive time, %d at read time\n",
+			r.KernelStamped, r.Matched-r.KernelStamped)
+	}
 	if r.Warmup > 0 {
 		fmt.Fprintf(b, "Warm-up:          %d warm-up and cool-down records left out, as from every figure of the run\n", r.Warmup)
 	}
@@ -49,7 +53,7 @@ func WriteText(w io.Writer, r Report) error {
 		}
 	}
 	if r.Early > 0 {
-		fmt.Fprintf(b, "\n%d events were read before the server's stamp (taken after its write returns): the server's own delay, at most %s ms\n",
+		fmt.Fprintf(b, "\n%d events arrived before the server's stamp, which it takes after its write returns (on one host the kernel stamps\nthe bytes inside that write): the server's own delay, at most %s ms\n",
 			r.Early, formatMs(-r.EventTime.Min))
 	}
 	if r.ClockWarning != "" {

@@ -85,6 +85,10 @@ type Level struct {
 	// timings with the client's; null when no request carried any (servertimings.go).
 	FirstContent  *Stats         `json:"first_content_ms"`
 	ServerTimings *ServerTimings `json:"server_timings"`
+	// ReadLag is, over the measured requests whose events the kernel stamped, each one's
+	// longest wait between bytes arriving and the client reading them, ms: the client's
+	// own lateness, kept out of every other figure by those stamps. Null without them.
+	ReadLag *Stats `json:"read_lag_ms"`
 
 	Metrics Metrics  `json:"metrics"`
 	SLO     *Verdict `json:"slo,omitempty"` // present when SLO verdict terms were given
@@ -305,9 +309,28 @@ func Aggregate(recs []record.Record, cfg Config) Level {
 	}
 	lv.SLO = evaluate(cfg.SLOs, lv.Dists, lv.GoodFraction)
 	lv.FirstContent = firstContentStats(recs, ps)
+	lv.ReadLag = readLagStats(recs, ps)
 	lv.ServerTimings = compareServerTimings(recs)
 	lv.Turns = byTurn(recs, ps)
 	return lv
+}
+
+// readLagStats summarises Record.ReadLag over the measured requests that were sent with
+// kernel stamps, failed ones included: a late client is late whatever the outcome.
+func readLagStats(recs []record.Record, percentiles []float64) *Stats {
+	d := NewDist()
+	for i := range recs {
+		r := &recs[i]
+		if r.Warmup || !sent(r) || !r.KernelStamps {
+			continue
+		}
+		d.AddMicros(us(r.ReadLag))
+	}
+	if d.Count() == 0 {
+		return nil
+	}
+	s := StatsOf(d, percentiles)
+	return &s
 }
 
 func countOutcome(lv *Level, r *record.Record) {

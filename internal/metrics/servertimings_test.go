@@ -194,3 +194,29 @@ func TestAggregateServerFields(t *testing.T) {
 		t.Error("no server timings: want server_timings null")
 	}
 }
+
+// Read lag: over measured, sent records with kernel stamps, failures included.
+func TestReadLagStats(t *testing.T) {
+	mk := func(lag time.Duration, kernel bool) record.Record {
+		r := rec(0, ms, 100*ms, 1, ev{50 * ms, 1})
+		r.KernelStamps, r.ReadLag = kernel, lag
+		return r
+	}
+	a, b, failed := mk(2*ms, true), mk(4*ms, true), mk(9*ms, true)
+	failed.Error = &record.Error{Kind: record.KindDisconnect}
+	warm := mk(100*ms, true)
+	warm.Warmup = true
+	never := mk(50*ms, true)
+	never.Sent, never.Error = 0, &record.Error{Kind: record.KindConnect}
+	readStamped := mk(0, false)
+	lv := Aggregate([]record.Record{a, b, failed, warm, never, readStamped}, Config{Percentiles: []float64{50}})
+	s := lv.ReadLag
+	if s == nil || s.Count != 3 {
+		t.Fatalf("read lag %+v, want 3 samples", s)
+	}
+	near(t, "read lag max", s.Max, 9)
+	near(t, "read lag p50", s.Percentiles[0].Value, 4)
+	if lv := Aggregate([]record.Record{readStamped}, Config{}); lv.ReadLag != nil {
+		t.Errorf("read stamps only: %+v", lv.ReadLag)
+	}
+}

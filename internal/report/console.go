@@ -171,6 +171,11 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 			b.stats("Time to First Content Token", "TTFC", l.FirstContent, opts)
 		}
 	}
+	if l.ReadLag != nil {
+		// The client's own lateness: how long arrived bytes waited for it (kernel stamps
+		// keep this wait out of the figures above).
+		b.stats("Client Read Lag (longest per request)", "read lag", l.ReadLag, opts)
+	}
 	if l.ServerTimings != nil {
 		b.serverTimings(l.ServerTimings)
 	}
