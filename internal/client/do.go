@@ -144,6 +144,7 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		gotConn.CompareAndSwap(0, int64(time.Since(start))+1)
 		if c := rxConnOf(info.Conn); c != nil {
+			c.arm()
 			rx.Store(c)
 		}
 	}}
@@ -161,6 +162,14 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	rec.Sent = record.Since(start, t0)
 	if g := gotConn.Load(); g > 0 {
 		rec.Sent = time.Duration(g - 1).Truncate(time.Microsecond)
+	}
+	if conn := rx.Load(); conn != nil && err == nil && resp.ProtoMajor == 1 {
+		// The request's first byte went out when net/http's write loop got to it, which
+		// under thousands of starts can be milliseconds after the connection was in hand:
+		// that wait is the client's (schedule lag), not the server's (TTFT).
+		if w, ok := conn.writeStart(); ok && w.After(start) {
+			rec.Sent = record.Since(start, w)
+		}
 	}
 	rec.Events.Base = rec.Sent
 	if err != nil {

@@ -21,6 +21,37 @@ type rxConn struct {
 	rx rxReader
 	// last is the receive time (Unix ns, CLOCK_REALTIME) of the newest bytes read; 0 = none.
 	last atomic.Int64
+	// armed is set when a request takes the connection; the next Write (net/http's write
+	// loop, which may run well after the request was handed to it) records in wrote when
+	// the request's first byte was written, as ns since rxEpoch.
+	armed atomic.Bool
+	wrote atomic.Int64
+}
+
+// rxEpoch anchors wrote's offsets to the monotonic clock.
+var rxEpoch = time.Now()
+
+// arm marks the start of a request on the connection (see armed).
+func (c *rxConn) arm() {
+	c.wrote.Store(0)
+	c.armed.Store(true)
+}
+
+// writeStart is when the armed request's first Write began, if it has.
+func (c *rxConn) writeStart() (time.Time, bool) {
+	w := c.wrote.Load()
+	if w == 0 {
+		return time.Time{}, false
+	}
+	return rxEpoch.Add(time.Duration(w)), true
+}
+
+// Write notes the start of an armed request's write, then writes.
+func (c *rxConn) Write(p []byte) (int, error) {
+	if c.armed.Load() && c.armed.CompareAndSwap(true, false) {
+		c.wrote.Store(max(int64(time.Since(rxEpoch)), 1))
+	}
+	return c.TCPConn.Write(p)
 }
 
 // Read reads like net.Conn.Read, noting the receive time of what it read.

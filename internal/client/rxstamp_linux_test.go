@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http/httptest"
 	"syscall"
@@ -128,5 +129,49 @@ func TestDoKernelStamps(t *testing.T) {
 		if ft, _ := rec.FirstToken(); ft < rec.Sent {
 			t.Errorf("read stamps %v: first token %v before sent %v", readStamps, ft, rec.Sent)
 		}
+	}
+}
+
+// An armed connection notes when its next request's first byte was written, once.
+func TestRxConnWriteStart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	raw, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := rxConnOf(wrapRx(raw))
+	if rc == nil {
+		t.Fatal("not wrapped")
+	}
+	defer rc.Close()
+	rc.Write([]byte("before arming"))
+	if _, ok := rc.writeStart(); ok {
+		t.Error("a write before arm was noted")
+	}
+	rc.arm()
+	before := time.Now()
+	rc.Write([]byte("POST / HTTP/1.1\r\n"))
+	first, ok := rc.writeStart()
+	if !ok || first.Before(before) || time.Since(first) > time.Minute {
+		t.Fatalf("write start %v (ok %v), armed at %v", first, ok, before)
+	}
+	time.Sleep(2 * time.Millisecond)
+	rc.Write([]byte("body"))
+	if again, _ := rc.writeStart(); !again.Equal(first) {
+		t.Errorf("a later write of the same request moved the start from %v to %v", first, again)
+	}
+	rc.arm()
+	if _, ok := rc.writeStart(); ok {
+		t.Error("re-arming kept the previous request's start")
 	}
 }
