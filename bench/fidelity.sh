@@ -58,8 +58,8 @@ cpu_seconds() {
 
 table=$out/results.md
 {
-	echo "| streams | token events/s: planned / sent | event-time error P50 / P99 / max (ms) | whole run incl. warm-up: P99 / max (ms) | TTFT error P50 / P99 (ms) | ITL error P50 / P99 (ms) | early events | client CPU (cores) | client max RSS (MiB) | schedule lag P50 / P99 / max (ms) | server CPU (cores) | 1 ms sleeper woke late P50 / P99 / max (ms) | load avg before → after |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| streams | token events/s: planned / sent (median second) | event-time error P50 / P99 / max (ms) | whole run incl. warm-up: P99 / max (ms) | TTFT error P50 / P99 (ms) | ITL error P50 / P99 (ms) | early events | client read lag P50 / P99 (ms) | client CPU (cores) | client max RSS (MiB) | schedule lag P50 / P99 / max (ms) | server CPU (cores) | 1 ms sleeper woke late P50 / P99 / max (ms) | load avg before → after |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$table"
 
 for n in "${streams[@]}"; do
@@ -111,14 +111,14 @@ for n in "${streams[@]}"; do
 
 	"$bin" fidelity --records "$dir" --truth "$dir/truth.jsonl" --by-second | tee "$dir/fidelity.txt" >&2
 	"$bin" fidelity --records "$dir" --truth "$dir/truth.jsonl" --json >"$dir/fidelity.json"
-	"$bin" fidelity --records "$dir" --truth "$dir/truth.jsonl" --json --include-warmup >"$dir/fidelity-all.json"
+	"$bin" fidelity --records "$dir" --truth "$dir/truth.jsonl" --json --include-warmup --by-second >"$dir/fidelity-all.json"
 
 	read -r cu cs cwall crss <"$dir/client.time"
 	f=$dir/fidelity.json
 	fa=$dir/fidelity-all.json
 	s=$dir/summary.json
-	printf '| %d | %s / %s | %s / %s / %s | %s / %s | %s / %s | %s / %s | %s | %s | %s | %s / %s / %s | %s | %s | %s → %s |\n' \
-		"$n" "$((50 * n))" "$(jq -r --slurpfile s "$s" '.events / $s[0].levels[0].duration_s | round' "$fa")" \
+	printf '| %d | %s / %s | %s / %s / %s | %s / %s | %s / %s | %s / %s | %s | %s | %s | %s | %s / %s / %s | %s | %s | %s → %s |\n' \
+		"$n" "$((50 * n))" "$(jq -r '[.per_second[].count] | sort | .[length / 2 | floor]' "$fa")" \
 		"$(jq -r '.event_time_error_ms.p50*1000|round/1000' "$f")" \
 		"$(jq -r '.event_time_error_ms.p99*1000|round/1000' "$f")" \
 		"$(jq -r '.event_time_error_ms.max*1000|round/1000' "$f")" \
@@ -129,6 +129,7 @@ for n in "${streams[@]}"; do
 		"$(jq -r '.itl_error_ms.p50*1000|round/1000' "$f")" \
 		"$(jq -r '.itl_error_ms.p99*1000|round/1000' "$f")" \
 		"$(jq -r '.early_events' "$f")" \
+		"$(jq -r '.levels[0].read_lag_ms | if . == null then "- (read stamps)" else "\(.p50*1000|round/1000) / \(.p99*1000|round/1000)" end' "$s")" \
 		"$(awk -v u="$cu" -v s="$cs" -v w="$cwall" 'BEGIN { printf "%.2f (%.1f s user + %.1f s sys over %.1f s)", (u + s) / w, u, s, w }')" \
 		"$(awk -v k="$crss" 'BEGIN { printf "%.0f", k / 1024 }')" \
 		"$(jq -r '.levels[0].metrics.schedule_lag_ms.p50*1000|round/1000' "$s")" \
