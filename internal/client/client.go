@@ -201,7 +201,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	dial := dialer.DialContext
-	if !cfg.ReadStamps && rxStamps {
+	if !cfg.ReadStamps && kernelStamps {
 		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := dialer.DialContext(ctx, network, addr)
 			if err != nil {

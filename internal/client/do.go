@@ -137,17 +137,25 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 		defer cancelT()
 	}
 
-	// Sent is when the connection is in hand, just before the request is written; the
-	// wait for a connection (a dial, or a full pool) is schedule lag, not latency.
-	var gotConn atomic.Int64 // ns since start + 1; 0 = no connection yet
-	var rx atomic.Pointer[rxConn]
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		gotConn.CompareAndSwap(0, int64(time.Since(start))+1)
-		if c := rxConnOf(info.Conn); c != nil {
-			c.arm()
-			rx.Store(c)
-		}
-	}}
+	// Sent is when net/http's write loop began writing the request (its first header
+	// field), which under thousands of starts can be milliseconds after the connection was
+	// in hand: that wait, like the wait for a connection, is the client's (schedule lag),
+	// not the server's (TTFT). Without that trace, it is when the connection was in hand.
+	var gotConn, wrote atomic.Int64 // ns since start + 1; 0 = not yet
+	var rx atomic.Pointer[rxStamps]
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			gotConn.CompareAndSwap(0, int64(time.Since(start))+1)
+			if c := rxConnOf(info.Conn); c != nil {
+				rx.Store(c.claim())
+			}
+		},
+		WroteHeaderField: func(string, []string) {
+			if wrote.Load() == 0 {
+				wrote.CompareAndSwap(0, int64(time.Since(start))+1)
+			}
+		},
+	}
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		now := record.Since(start, time.Now())
@@ -160,16 +168,10 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	t0 := time.Now()
 	resp, err := c.http.Do(hreq)
 	rec.Sent = record.Since(start, t0)
-	if g := gotConn.Load(); g > 0 {
+	if w := wrote.Load(); w > 0 {
+		rec.Sent = time.Duration(w - 1).Truncate(time.Microsecond)
+	} else if g := gotConn.Load(); g > 0 {
 		rec.Sent = time.Duration(g - 1).Truncate(time.Microsecond)
-	}
-	if conn := rx.Load(); conn != nil && err == nil && resp.ProtoMajor == 1 {
-		// The request's first byte went out when net/http's write loop got to it, which
-		// under thousands of starts can be milliseconds after the connection was in hand:
-		// that wait is the client's (schedule lag), not the server's (TTFT).
-		if w, ok := conn.writeStart(); ok && w.After(start) {
-			rec.Sent = record.Since(start, w)
-		}
 	}
 	rec.Events.Base = rec.Sent
 	if err != nil {
@@ -221,10 +223,10 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	}
 	now := time.Now
 	var lag time.Duration
-	if conn := rx.Load(); conn != nil && resp.ProtoMajor == 1 {
+	if stamps := rx.Load(); stamps != nil && resp.ProtoMajor == 1 {
 		// HTTP/1.1: the connection carries this stream alone, so its stamps are the stream's.
 		now = func() time.Time {
-			t, age, ok := conn.stamp()
+			t, age, ok := stamps.stamp()
 			if ok {
 				rec.KernelStamps = true
 				lag = max(lag, age)

@@ -15,55 +15,44 @@ import (
 // the newest bytes it read, and the stream reader uses it instead of time.Now(). Elsewhere,
 // and for HTTP/2 (one connection carries many streams), events are stamped at read time.
 
-// rxConn is a TCP connection whose reads note the kernel's receive time of the data.
+// rxConn is a TCP connection whose reads note the kernel's receive time of the data. It
+// embeds net.Conn, not *net.TCPConn: the latter's ReadFrom and WriteTo, promoted, would let
+// io.Copy (net/http copies request bodies with it) move bytes past Read and Write.
 type rxConn struct {
-	*net.TCPConn
+	net.Conn
 	rx rxReader
-	// last is the receive time (Unix ns, CLOCK_REALTIME) of the newest bytes read; 0 = none.
+	// owner holds the stamps of the request that has the connection. net/http can hand a
+	// keep-alive connection to the next request before the previous one has looked at the
+	// time of its last read, so each request keeps its own (claim).
+	owner atomic.Pointer[rxStamps]
+}
+
+// rxStamps is one request's view of its connection's receive times.
+type rxStamps struct {
+	// last is the receive time (Unix ns, CLOCK_REALTIME) of the newest bytes read for the
+	// request; 0 when they came without one (they are then timed when read).
 	last atomic.Int64
-	// armed is set when a request takes the connection; the next Write (net/http's write
-	// loop, which may run well after the request was handed to it) records in wrote when
-	// the request's first byte was written, as ns since rxEpoch.
-	armed atomic.Bool
-	wrote atomic.Int64
 }
 
-// rxEpoch anchors wrote's offsets to the monotonic clock.
-var rxEpoch = time.Now()
-
-// arm marks the start of a request on the connection (see armed).
-func (c *rxConn) arm() {
-	c.wrote.Store(0)
-	c.armed.Store(true)
-}
-
-// writeStart is when the armed request's first Write began, if it has.
-func (c *rxConn) writeStart() (time.Time, bool) {
-	w := c.wrote.Load()
-	if w == 0 {
-		return time.Time{}, false
-	}
-	return rxEpoch.Add(time.Duration(w)), true
-}
-
-// Write notes the start of an armed request's write, then writes.
-func (c *rxConn) Write(p []byte) (int, error) {
-	if c.armed.Load() && c.armed.CompareAndSwap(true, false) {
-		c.wrote.Store(max(int64(time.Since(rxEpoch)), 1))
-	}
-	return c.TCPConn.Write(p)
+// claim gives the connection's stamps to a new request, from its next read on.
+func (c *rxConn) claim() *rxStamps {
+	s := new(rxStamps)
+	c.owner.Store(s)
+	return s
 }
 
 // Read reads like net.Conn.Read, noting the receive time of what it read.
 func (c *rxConn) Read(p []byte) (int, error) {
 	n, stamp, err := c.rx.read(c, p)
-	switch {
-	case err != nil:
-		// The end of the stream (or a failure) is timed when it is read: it carries no
-		// data, and the newest stamp belongs to earlier bytes.
-		c.last.Store(0)
-	case stamp != 0:
-		c.last.Store(stamp)
+	// Bytes that came without a stamp are timed when read, like the end of the stream (or
+	// a failure), which carries no data: keeping the previous stamp would date them to
+	// earlier bytes. The kernel stamps nothing for a moment after the first socket asks
+	// (it switches stamping on from a work queue), so early reads can lack one.
+	if err != nil {
+		stamp = 0
+	}
+	if s := c.owner.Load(); s != nil {
+		s.last.Store(stamp)
 	}
 	return n, err
 }
@@ -72,9 +61,9 @@ func (c *rxConn) Read(p []byte) (int, error) {
 // that was: their age, taken on the wall clock (which the kernel's stamp is on) in one
 // reading with the monotonic clock, so that a clock step between runs does not matter.
 // Without a believable stamp it is the current time, and ok is false.
-func (c *rxConn) stamp() (t time.Time, age time.Duration, ok bool) {
+func (s *rxStamps) stamp() (t time.Time, age time.Duration, ok bool) {
 	t = time.Now()
-	k := c.last.Load()
+	k := s.last.Load()
 	if k == 0 {
 		return t, 0, false
 	}

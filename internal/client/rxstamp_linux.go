@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -14,8 +15,8 @@ type rxReader struct {
 	oob [8]uint64 // control-message buffer, 8-byte aligned; one reader at a time
 }
 
-// rxStamps says whether this build stamps received data in the kernel.
-const rxStamps = true
+// kernelStamps says whether this build stamps received data in the kernel.
+const kernelStamps = true
 
 // wrapRx turns on receive timestamps for a TCP connection and wraps it; any other
 // connection, or one where the option is refused, is returned as it is.
@@ -34,7 +35,7 @@ func wrapRx(c net.Conn) net.Conn {
 	}); err != nil || serr != nil {
 		return c
 	}
-	return &rxConn{TCPConn: tc, rx: rxReader{raw: raw}}
+	return &rxConn{Conn: tc, rx: rxReader{raw: raw}}
 }
 
 // read is net.Conn.Read through recvmsg, returning the receive time (Unix ns) of the last
@@ -59,7 +60,12 @@ func (r *rxReader) read(c *rxConn, p []byte) (int, int64, error) {
 		err = os.NewSyscallError("recvmsg", rerr)
 	}
 	if err != nil {
-		// The shape net.Conn.Read gives its errors, so that net/http sees the same.
+		// The shape net.Conn.Read gives its errors ("read tcp a->b: ..."), so that net/http
+		// and our messages see the same; RawConn's own come as "raw-read".
+		var op *net.OpError
+		if errors.As(err, &op) {
+			err = op.Err
+		}
 		return 0, 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 	}
 	if n == 0 {
