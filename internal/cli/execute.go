@@ -144,6 +144,11 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 		mu   sync.Mutex
 		recs []record.Record
 	)
+	if n := lvl.Requests + lvl.Warmup; lvl.Requests > 0 {
+		// Sized once: growing by doubling would hold the old and new arrays together at
+		// the largest step (a million records: ~350 MB at once).
+		recs = make([]record.Record, 0, min(n, 1<<22))
+	}
 	bar := newProgress(r.stdio.Err, loadName(lvl), lvl.Requests+lvl.Warmup, lvl.Duration, r.cfg.noProgress)
 	var writeErr error
 	sink := func(rec *record.Record) {

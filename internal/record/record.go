@@ -41,6 +41,9 @@ type Record struct {
 	Level  int  // index of the load level in the run
 	Index  int  // request index within the level (warm-up requests included)
 	Warmup bool // sent but excluded from metrics (warm-up or cool-down)
+	// KernelStamps says the event times are the kernel's receive times of their bytes
+	// (Linux, HTTP/1.1), not the times our goroutine read them (see ReadLag).
+	KernelStamps bool
 
 	// Turn is the request's 1-based turn in a multi-turn conversation (1 = the first
 	// request of the conversation) and Conversation that conversation's number in the
@@ -67,12 +70,10 @@ type Record struct {
 	// Server holds the server's own timings for the request; nil when it reported none.
 	Server *ServerTimings
 
-	// KernelStamps says the event times are the kernel's receive times of their bytes
-	// (Linux, HTTP/1.1), not the times our goroutine read them; ReadLag is then the longest
-	// that received bytes of the request waited for the client to read them: the client's
-	// own lateness, which the kernel stamps keep out of the figures.
-	KernelStamps bool
-	ReadLag      time.Duration
+	// ReadLag is, with KernelStamps, the longest that received bytes of the request waited
+	// for the client to read them: the client's own lateness, which the kernel's stamps
+	// keep out of the figures.
+	ReadLag time.Duration
 }
 
 // ServerTimings are a server's own figures for one request (llama.cpp "timings", Ollama
