@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/cputime"
 	"github.com/llmbench/llmbench/internal/record"
 )
 
@@ -100,12 +100,6 @@ func BenchmarkReadStream(b *testing.B) {
 	}
 }
 
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkDecodeChunk compares the hand-written scanner with encoding/json decoding the
 // same chunk into the smallest struct that holds what we need.
 func BenchmarkDecodeChunk(b *testing.B) {
@@ -144,4 +138,10 @@ func BenchmarkDecodeChunk(b *testing.B) {
 			}
 		}
 	})
+}
+
+// processCPU is the CPU time the process has used (0 where the system does not say).
+func processCPU() time.Duration {
+	d, _ := cputime.Process()
+	return d
 }

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,8 +78,7 @@ func TestLoadFidelity(t *testing.T) {
 	}
 	defer c.Close()
 
-	var ru0 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	cpu0 := processCPU()
 	wall0 := time.Now()
 	deadline := time.Now().Add(dur)
 	recs := make([][]*record.Record, streams)
@@ -98,9 +96,7 @@ func TestLoadFidelity(t *testing.T) {
 	}
 	wg.Wait()
 	wall := time.Since(wall0)
-	var ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
+	cpu := processCPU() - cpu0
 
 	var errs []float64 // ms
 	failed, requests := 0, 0

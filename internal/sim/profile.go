@@ -360,8 +360,8 @@ const (
 	maxNumSeqs         = 1_000_000 // max_num_seqs, prefill_workers
 	maxBatchedTokens   = 100_000_000
 	maxBlockSize       = 1_000_000
-	maxKVCacheTokens   = 1_000_000_000_000
-	maxStepTime        = time.Hour // a full step, or a lone prefill of the whole KV cache
+	maxKVCacheTokens   = min(1_000_000_000_000, math.MaxInt) // an int on 32-bit systems too
+	maxStepTime        = time.Hour                           // a full step, or a lone prefill of the whole KV cache
 	maxStepTimeInWords = "1h"
 )
 

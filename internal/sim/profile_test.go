@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +155,12 @@ engine: {prefill: split, max_num_seqs: 0, block_size: 0, max_batched_tokens: -1,
 // reported at once, and settings each in range whose product is absurd fail as a whole.
 // A fuzzed decode_step_ms: 1e308 used to be accepted and priced steps as negative durations.
 func TestProfileBounds(t *testing.T) {
+	// One past the limit: a range error, or on 32-bit systems (the limit is the largest
+	// int) a number that no int holds.
+	kvTooBig := fmt.Sprintf("engine.kv_cache_tokens: must be in 0..%d", maxKVCacheTokens)
+	if strconv.IntSize == 32 {
+		kvTooBig = "engine.kv_cache_tokens: want an integer"
+	}
 	for _, tc := range []struct {
 		name, yaml string
 		want       []string // every one must appear in the single error; none = accepted
@@ -173,11 +181,11 @@ func TestProfileBounds(t *testing.T) {
 		{"model shape", "model: {layers: 1001, hidden: 2000000, heads: 20000, kv_heads: 20000, head_dim: 10001, intermediate: 10000001, vocab: 10000001, bytes_per_param: 1e-300}\n",
 			[]string{"model.layers: must be an integer in 1..1000, got 1001", "model.hidden: must be an integer in 1..1000000", "model.heads: must be an integer in 1..10000",
 				"model.kv_heads:", "model.head_dim:", "model.intermediate: must be an integer in 1..10000000", "model.vocab:", "model.bytes_per_param: must be in 0.125..8"}},
-		{"engine sizes", "engine: {max_num_seqs: 1000001, max_batched_tokens: 100000001, block_size: 1000001, kv_cache_tokens: 1000000000001, prefill_workers: 1000001}\n",
+		{"engine sizes", fmt.Sprintf("engine: {max_num_seqs: 1000001, max_batched_tokens: 100000001, block_size: 1000001, kv_cache_tokens: %d, prefill_workers: 1000001}\n", int64(maxKVCacheTokens)+1),
 			[]string{"engine.max_num_seqs: must be in 1..1000000", "engine.max_batched_tokens: must be in 1..100000000", "engine.block_size: must be in 1..1000000",
-				"engine.kv_cache_tokens: must be in 0..1000000000000", "engine.prefill_workers: must be in 0..1000000"}},
+				kvTooBig, "engine.prefill_workers: must be in 0..1000000"}},
 		{"derived KV cache beyond the limit", "model: {layers: 1, hidden: 64, heads: 1, kv_heads: 1, head_dim: 1, intermediate: 1, vocab: 1, bytes_per_param: 0.125}\ngpu: {tflops: 1000, bandwidth_gbps: 1e6, memory_gb: 1e6}\n",
-			[]string{"engine.kv_cache_tokens:", "beyond the 1000000000000 limit; set kv_cache_tokens"}},
+			[]string{"engine.kv_cache_tokens:", fmt.Sprintf("beyond the %d limit; set kv_cache_tokens", maxKVCacheTokens)}},
 		{"sane custom profile", "model: {layers: 2, hidden: 256, heads: 4, kv_heads: 4, intermediate: 512, vocab: 100}\ngpu: {tflops: 10, bandwidth_gbps: 100, memory_gb: 1}\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,9 +12,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/cputime"
 )
 
 // Benchmark shape: streams in flight and tokens per request.
@@ -48,7 +49,7 @@ func benchServe(b *testing.B, child bool) {
 	requests := max(1, (b.N+benchTokens-1)/benchTokens)
 	events := int64(requests * benchTokens)
 
-	cpu0 := cpuTime()
+	cpu0 := processCPU()
 	b.ResetTimer()
 	start := time.Now()
 	var got int64
@@ -66,7 +67,7 @@ func benchServe(b *testing.B, child bool) {
 	}
 	wall := time.Since(start)
 	b.StopTimer()
-	cpu := cpuTime() - cpu0
+	cpu := processCPU() - cpu0
 	if got != events {
 		b.Fatalf("client counted %d token events, want %d", got, events)
 	}
@@ -137,15 +138,6 @@ func streamClient(url string, requests, tokens, streams int) int64 {
 	return total.Load()
 }
 
-// cpuTime is the user+system CPU this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // The benchmark's client counts events correctly (so its figure means what it says).
 func TestStreamClientCounts(t *testing.T) {
 	_, ts := newTestServer(t, &fakeGen{}, Options{})
@@ -190,4 +182,10 @@ func BenchmarkStreamWritePath(b *testing.B) {
 			b.ReportMetric(float64(w.bytes)/float64(b.N), "bytes/event")
 		})
 	}
+}
+
+// processCPU is the CPU time the process has used (0 where the system does not say).
+func processCPU() time.Duration {
+	d, _ := cputime.Process()
+	return d
 }
