@@ -136,6 +136,9 @@ func (e *Engine) cancel(s *seq) {
 		return
 	}
 	e.advance(e.now())
+	if _, ok := e.live[s]; !ok {
+		return // it finished in the steps just caught up (and its channel is closed)
+	}
 	e.c.abort(s)
 	e.drop(s)
 	e.c.kick(e.now()) // freed blocks may admit a waiting sequence

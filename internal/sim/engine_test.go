@@ -217,3 +217,31 @@ func BenchmarkEngineTokens(b *testing.B) {
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
 }
+
+// A cancellation that arrives after the sequence's last step was due (but before the
+// engine's loop caught up) finds it finished by its own catch-up: the sequence ends with
+// its Done step, once, and the channel is not closed twice.
+func TestEngineCancelAfterLastStepDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := NewEngine(mustProfile(t, "textbook"))
+		// No Start: nothing advances the engine but Submit and the cancellation.
+		rctx, rcancel := context.WithCancel(t.Context())
+		ch, err := e.Submit(rctx, SeqRequest{PromptTokens: 10, MaxTokens: 3, IgnoreEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // all three tokens were due long ago
+		rcancel()
+		synctest.Wait()
+		n, done := 0, 0
+		for st := range ch {
+			n += st.Tokens
+			if st.Done {
+				done++
+			}
+		}
+		if n != 3 || done != 1 {
+			t.Errorf("%d tokens, %d Done steps; want 3 and 1", n, done)
+		}
+	})
+}
