@@ -32,6 +32,11 @@ func WriteCSV(w io.Writer, s *Summary) error {
 			head = append(head, m+"_"+metrics.Key(p)+"_ms")
 		}
 	}
+	// The client's read lag (levels[i].read_lag_ms): empty unless the kernel stamped events.
+	head = append(head, "read_lag_mean_ms")
+	for _, p := range ps {
+		head = append(head, "read_lag_"+metrics.Key(p)+"_ms")
+	}
 	head = append(head, "slo_pass", "errors", "sweet_spot", "slo_limit")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
@@ -44,14 +49,24 @@ func WriteCSV(w io.Writer, s *Summary) error {
 			csvNumPtr(l.Goodput), csvNumPtr(l.GoodputTokenThroughput), csvNumPtr(l.GoodFraction),
 			strconv.Itoa(l.TotalInputTokens), strconv.Itoa(l.TotalOutputTokens),
 			strconv.Itoa(l.PeakConcurrency), csvNum(l.MeanConcurrency)}
-		for _, name := range csvMetrics {
-			st, _ := l.Metrics.Get(name)
-			row = append(row, csvNumOK(st.Mean, st.Count > 0))
+		stats := func(st *metrics.Stats) {
+			if st == nil || st.Count == 0 {
+				for range len(ps) + 1 {
+					row = append(row, "")
+				}
+				return
+			}
+			row = append(row, csvNum(st.Mean))
 			for _, p := range ps {
 				pc, ok := st.Get(p)
-				row = append(row, csvNumOK(pc.Value, ok && st.Count > 0))
+				row = append(row, csvNumOK(pc.Value, ok))
 			}
 		}
+		for _, name := range csvMetrics {
+			st, _ := l.Metrics.Get(name)
+			stats(st)
+		}
+		stats(l.ReadLag)
 		verdict := ""
 		if l.SLO != nil {
 			verdict = strconv.FormatBool(l.SLO.Pass)
