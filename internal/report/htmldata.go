@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 )
 
@@ -21,12 +22,6 @@ import (
 const (
 	// timelineSample is how many requests per level the request-anatomy chart draws.
 	timelineSample = 2000
-	// exactQuantileCap is how many (value, weight) pairs a quantile estimator keeps exactly;
-	// past it, it switches to a log-bucketed histogram (relative error <= histRelErr).
-	exactQuantileCap = 20000
-	// histGamma is the ratio between histogram bucket bounds: a value is reported as its
-	// bucket's midpoint, within (gamma-1)/(gamma+1) ~ 0.1% of the truth.
-	histGamma = 1.002
 	// maxCollectBuckets bounds the over-time arrays while reading; the width coarsens past it.
 	maxCollectBuckets = 20000
 	// maxShownBuckets bounds the points of the over-time chart.
@@ -82,14 +77,15 @@ type levelData struct {
 	CDF map[string]*cdfData `json:"cdf"`
 
 	sampler *bottomK
-	q       map[string]*quantiles
+	// q holds the exact distributions behind CDF, the same as summary.json's (metrics.Dist:
+	// memory grows with distinct values, not samples).
+	q map[string]*metrics.Dist
 }
 
 // cdfData is one distribution sampled at cdfGrid.
 type cdfData struct {
-	N      uint64    `json:"n"`     // samples (ITL: tokens)
-	Exact  bool      `json:"exact"` // false when the histogram estimator was used
-	Values []float64 `json:"v"`     // ms at each cdfGrid fraction
+	N      uint64    `json:"n"` // samples (ITL: tokens)
+	Values []float64 `json:"v"` // ms at each cdfGrid fraction
 }
 
 // sampleReq is one request of a timeline sample. It marshals as a compact array:
@@ -218,9 +214,9 @@ func newPreparer() *preparer {
 func (p *preparer) level(i int) *levelData {
 	lv := p.levels[i]
 	if lv == nil {
-		lv = &levelData{Level: i, Start: math.Inf(1), End: math.Inf(-1), sampler: &bottomK{k: timelineSample}, q: map[string]*quantiles{}}
+		lv = &levelData{Level: i, Start: math.Inf(1), End: math.Inf(-1), sampler: &bottomK{k: timelineSample}, q: map[string]*metrics.Dist{}}
 		for _, m := range cdfMetrics {
-			lv.q[m] = newQuantiles(exactQuantileCap)
+			lv.q[m] = metrics.NewDist()
 		}
 		p.levels[i] = lv
 	}
@@ -281,22 +277,28 @@ func (p *preparer) add(r *record.Record) {
 	if !ok {
 		return
 	}
-	lv.q["ttft_ms"].add(ms(first-r.Sent), 1)
+	lv.q["ttft_ms"].AddMicros(micros(first - r.Sent))
 	last, _ := r.LastToken()
-	if r.OutputTokens >= 2 {
-		lv.q["tpot_ms"].add(ms(last-first)/float64(r.OutputTokens-1), 1)
+	n := r.OutputTokens
+	if n <= 0 {
+		n = r.Events.Tokens() // as metrics.Aggregate counts N
+	}
+	if n >= 2 {
+		lv.q["tpot_ms"].AddRatio(micros(last-first), int64(n-1), 1)
 	}
 	prev := first
 	r.Events.Each(func(i int, t time.Duration, n int) {
 		if i > 0 {
 			// A gap carrying n tokens is n ITL samples of gap/n.
-			lv.q["itl_ms"].add(ms(t-prev)/float64(n), uint64(n))
+			lv.q["itl_ms"].AddRatio(micros(t-prev), int64(n), uint64(n))
 		}
 		prev = t
 	})
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
 func (p *preparer) finish() *recordData {
 	out := &recordData{CDFGrid: cdfGrid, OverTime: p.ot.finish(), Notes: p.notes, Records: p.n}
@@ -311,12 +313,13 @@ func (p *preparer) finish() *recordData {
 		lv.CDF = map[string]*cdfData{}
 		for _, m := range cdfMetrics {
 			q := lv.q[m]
-			if q.n == 0 {
+			if q.Count() == 0 {
 				continue
 			}
-			c := &cdfData{N: q.n, Exact: q.exact != nil, Values: make([]float64, len(cdfGrid))}
+			c := &cdfData{N: q.Count(), Values: make([]float64, len(cdfGrid))}
 			for j, f := range cdfGrid {
-				c.Values[j] = roundSig(q.quantile(f))
+				v, _ := q.Percentile(f * 100)
+				c.Values[j] = roundSig(v)
 			}
 			lv.CDF[m] = c
 		}
@@ -384,130 +387,6 @@ func (b *bottomK) sorted() []sampleReq {
 		return x.Index - y.Index
 	})
 	return out
-}
-
-// quantiles estimates quantiles of weighted samples with numpy's default (linear
-// interpolation between order statistics). Exact while it holds at most cap (value, weight)
-// pairs; past that it folds them into a log-bucketed histogram, so memory stays bounded.
-type quantiles struct {
-	cap      int
-	exact    []weighted // nil once folded
-	sorted   bool
-	hist     map[int32]uint64
-	keys     []int32 // hist's buckets in order, built by rank; nil when stale
-	nonPos   uint64  // histogram mode: samples <= 0 (a zero gap between coalesced events)
-	n        uint64
-	min, max float64
-}
-
-type weighted struct {
-	v float64
-	w uint64
-}
-
-func newQuantiles(cap int) *quantiles {
-	return &quantiles{cap: cap, exact: []weighted{}, min: math.Inf(1), max: math.Inf(-1)}
-}
-
-func (q *quantiles) add(v float64, w uint64) {
-	if w == 0 || math.IsNaN(v) {
-		return
-	}
-	q.n += w
-	q.min, q.max = min(q.min, v), max(q.max, v)
-	if q.exact != nil {
-		q.exact = append(q.exact, weighted{v, w})
-		q.sorted = false
-		if len(q.exact) > q.cap {
-			q.fold()
-		}
-		return
-	}
-	q.histAdd(v, w)
-}
-
-func (q *quantiles) fold() {
-	q.hist = map[int32]uint64{}
-	for _, x := range q.exact {
-		q.histAdd(x.v, x.w)
-	}
-	q.exact = nil
-}
-
-func (q *quantiles) histAdd(v float64, w uint64) {
-	if v <= 0 {
-		q.nonPos += w
-		return
-	}
-	q.hist[int32(math.Floor(math.Log(v)*invLogGamma))] += w
-	q.keys = nil
-}
-
-var invLogGamma = 1 / math.Log(histGamma)
-
-// quantile returns the value at cumulative fraction f in [0, 1]; NaN when empty.
-func (q *quantiles) quantile(f float64) float64 {
-	if q.n == 0 {
-		return math.NaN()
-	}
-	h := f * float64(q.n-1)
-	k := uint64(math.Floor(h))
-	lo := q.rank(k)
-	if k+1 >= q.n || h == float64(k) {
-		return lo
-	}
-	return lo + (h-float64(k))*(q.rank(k+1)-lo)
-}
-
-// rank returns the k-th smallest sample (0-based).
-func (q *quantiles) rank(k uint64) float64 {
-	if k == 0 {
-		return q.min
-	}
-	if k >= q.n-1 {
-		return q.max
-	}
-	if q.exact != nil {
-		if !q.sorted {
-			slices.SortFunc(q.exact, func(a, b weighted) int {
-				switch {
-				case a.v < b.v:
-					return -1
-				case a.v > b.v:
-					return 1
-				}
-				return 0
-			})
-			q.sorted = true
-		}
-		var c uint64
-		for _, x := range q.exact {
-			c += x.w
-			if k < c {
-				return x.v
-			}
-		}
-		return q.max
-	}
-	if k < q.nonPos {
-		return max(q.min, 0) // every non-positive sample is reported as the minimum or 0
-	}
-	c := q.nonPos
-	if q.keys == nil {
-		q.keys = make([]int32, 0, len(q.hist))
-		for b := range q.hist {
-			q.keys = append(q.keys, b)
-		}
-		slices.Sort(q.keys)
-	}
-	for _, b := range q.keys {
-		c += q.hist[b]
-		if k < c {
-			mid := math.Pow(histGamma, float64(b)) * (1 + histGamma) / 2
-			return min(max(mid, q.min), q.max)
-		}
-	}
-	return q.max
 }
 
 // bucketer accumulates whole-run series in buckets of a width from bucketWidths, coarsening

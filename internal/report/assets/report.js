@@ -221,7 +221,7 @@
     var q = R.cdf_q || [];
     // xy mode: each level keeps its own x values, so a step (many samples at one latency)
     // draws as the vertical line it is.
-    var series = [{}], data = [null], lo = Infinity, hi = -Infinity, approx = false;
+    var series = [{}], data = [null], lo = Infinity, hi = -Infinity;
     var nLv = LEVELS.length || R.levels.length;
     R.levels.forEach(function (lv) {
       var c = lv.cdf && lv.cdf[metric];
@@ -234,7 +234,6 @@
         lo = Math.min(lo, x); hi = Math.max(hi, x);
       }
       if (!xs.length) return;
-      approx = approx || !c.exact;
       var col = levelColor(lv.level, nLv);
       data.push([xs, ys]);
       series.push({
@@ -245,8 +244,7 @@
     });
     if (data.length < 2) { noData(name, "No successful request has " + CDF_LABEL[metric] + " samples."); return; }
     var cap = figure(name).querySelector("figcaption");
-    cap.textContent = CDF_LABEL[metric] + " distribution" + (approx ? " (≈ 0.1% resolution)" : "");
-    if (approx) cap.title = "Levels with more than 20,000 distinct samples are drawn from a log histogram whose buckets are 0.2% wide.";
+    cap.textContent = CDF_LABEL[metric] + " distribution";
     var pad = hi > lo ? (hi - lo) * 0.05 : Math.abs(hi) * 0.1 || 1;
     var xr = logX ? [lo / 1.15, hi * 1.15] : [Math.max(0, lo - pad), hi + pad];
     make(name, {
