@@ -217,15 +217,21 @@ type metricRow struct {
 	Cells []cell
 }
 
-var metricTitles = []struct{ key, title string }{
-	{"ttft_ms", "TTFT: time to first token"},
-	{"tpot_ms", "TPOT: time per output token"},
-	{"itl_ms", "ITL: inter-token latency (per token)"},
-	{"e2el_ms", "E2EL: end-to-end latency"},
-	{"chunk_gap_ms", "Chunk gap: raw gap between stream events"},
-	{"schedule_lag_ms", "Schedule lag: sent minus scheduled"},
-	{"ttft_from_schedule_ms", "TTFT from schedule"},
-	{"e2el_from_schedule_ms", "E2EL from schedule"},
+// metricTitles are the tables of per-level statistics, in page order. level marks the ones
+// kept on the level itself rather than under its "metrics".
+var metricTitles = []struct {
+	key, title string
+	level      bool
+}{
+	{"ttft_ms", "TTFT: time to first token", false},
+	{"tpot_ms", "TPOT: time per output token", false},
+	{"itl_ms", "ITL: inter-token latency (per token)", false},
+	{"e2el_ms", "E2EL: end-to-end latency", false},
+	{"chunk_gap_ms", "Chunk gap: raw gap between stream events", false},
+	{"schedule_lag_ms", "Schedule lag: sent minus scheduled", false},
+	{"ttft_from_schedule_ms", "TTFT from schedule", false},
+	{"e2el_from_schedule_ms", "E2EL from schedule", false},
+	{"read_lag_ms", "Client read lag: longest wait of arrived bytes for the client, per request (kept out of the figures above by kernel stamps)", true},
 }
 
 func buildView(sum map[string]any) *view {
@@ -304,10 +310,16 @@ func buildView(sum map[string]any) *view {
 	for _, mt := range metricTitles {
 		t := metricTable{Key: mt.key, Title: mt.title, Primary: len(v.Metrics) < 4}
 		var ps []string
+		statsOf := func(lm map[string]any) map[string]any {
+			if mt.level {
+				return lm
+			}
+			mets, _ := lm["metrics"].(map[string]any)
+			return mets
+		}
 		for _, l := range levels {
 			lm, _ := l.(map[string]any)
-			mets, _ := lm["metrics"].(map[string]any)
-			st, _ := mets[mt.key].(map[string]any)
+			st, _ := statsOf(lm)[mt.key].(map[string]any)
 			ps = append(ps, percentileKeys(st)...)
 		}
 		ps = uniqPercentiles(ps)
@@ -316,7 +328,7 @@ func buildView(sum map[string]any) *view {
 		found := false
 		for i, l := range levels {
 			lm, _ := l.(map[string]any)
-			mets, _ := lm["metrics"].(map[string]any)
+			mets := statsOf(lm)
 			st, ok := mets[mt.key].(map[string]any)
 			if !ok {
 				continue

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -455,5 +456,32 @@ func BenchmarkPrepareRecords(b *testing.B) {
 		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 		b.ReportMetric(float64(el.Microseconds())/float64(*benchRecords), "µs/record")
 		b.ReportMetric(float64(len(page))/(1<<10), "data-KiB")
+	}
+}
+
+// The client's read lag, kept on the level beside its metrics, gets its own table; without
+// it (read-time stamps), no table.
+func TestWriteHTMLReadLag(t *testing.T) {
+	level := `{"name":"c=4","concurrency":4,"completed":3,"metrics":{"ttft_ms":{"count":3,"p50":12.5}}%s}`
+	for _, c := range []struct {
+		extra string
+		want  bool
+	}{
+		{`,"read_lag_ms":{"count":3,"mean":0.75,"min":0.1,"max":2.25,"p50":0.5,"p99":2.2}`, true},
+		{`,"read_lag_ms":null`, false},
+		{``, false},
+	} {
+		sum := `{"schema":"llmbench/summary/v1","levels":[` + fmt.Sprintf(level, c.extra) + `]}`
+		var b bytes.Buffer
+		if err := WriteHTML(&b, []byte(sum), ""); err != nil {
+			t.Fatal(err)
+		}
+		page := b.String()
+		if got := strings.Contains(page, "Client read lag"); got != c.want {
+			t.Errorf("%q: read lag table %v, want %v", c.extra, got, c.want)
+		}
+		if c.want && !strings.Contains(page, "2.25") {
+			t.Errorf("the read lag table lacks its max")
+		}
 	}
 }
