@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 )
@@ -185,6 +187,14 @@ func TestRunMeasuresKnownTiming(t *testing.T) {
 	}
 	if s.Target.Model != "paced" {
 		t.Errorf("model %q: not taken from /v1/models", s.Target.Model)
+	}
+	// On Linux the kernel stamped the events: the client's read lag is reported, and the
+	// note for kernels that give no stamps stays away.
+	if runtime.GOOS == "linux" && (l.ReadLag == nil || l.ReadLag.Count == 0 || strings.Contains(stderr, "no receive timestamps")) {
+		t.Errorf("read lag %+v; stderr:\n%s", l.ReadLag, stderr)
+	}
+	if got := kernelStamped(&report.Summary{Levels: []report.Level{{Level: metrics.Level{Completed: 3}}}}); got {
+		t.Error("completed requests and no read lag: kernelStamped says the kernel stamped them")
 	}
 	f, _ := os.Open(filepath.Join(dir, "records.jsonl"))
 	defer f.Close()

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/engine"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -68,12 +69,28 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	if err := writeResults(cfg.outputDir, cfg.outputDir, cfg.resultFormat, sum); err != nil {
 		return err
 	}
+	if cfg.live && !cfg.readStamps && !cfg.http2 && client.KernelStampsSupported() && !kernelStamped(sum) {
+		fmt.Fprintln(stdio.Err, "note: the kernel gave no receive timestamps (SO_TIMESTAMPNS), so token events were timed when llmbench read them (docs/metrics.md)")
+	}
 	if len(sum.Levels) > 1 {
 		fmt.Fprintln(stdio.Out)
 		report.ConsoleLadder(stdio.Out, sum)
 	}
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
 	return exitStatus(ctx, sum, runErr)
+}
+
+// kernelStamped says whether any level has requests whose events the kernel stamped, or
+// none completed (nothing to say then).
+func kernelStamped(sum *report.Summary) bool {
+	completed := 0
+	for _, l := range sum.Levels {
+		if l.ReadLag != nil {
+			return true
+		}
+		completed += l.Completed
+	}
+	return completed == 0
 }
 
 // exitStatus maps the run's outcome to an exit code.

@@ -75,6 +75,10 @@ func (s *rxStamps) stamp() (t time.Time, age time.Duration, ok bool) {
 	return t.Add(-time.Duration(a)), time.Duration(a), true
 }
 
+// KernelStampsSupported says whether this build asks the kernel for receive times (Linux).
+// A kernel may still give none (some sandboxes); records then say KernelStamps false.
+func KernelStampsSupported() bool { return kernelStamps }
+
 // maxRxAge bounds how old a stamp may be and still be believed (see now).
 const maxRxAge = time.Hour
 
