@@ -95,7 +95,8 @@ func parseSummary(b []byte) (map[string]any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	if dec.More() {
+	// Not dec.More(): it says false for a stray ']' or '}', which is trailing data too.
+	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
 		return nil, errors.New("trailing data after the JSON object")
 	}
 	m, ok := v.(map[string]any)

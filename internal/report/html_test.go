@@ -362,6 +362,7 @@ func TestWriteHTMLErrors(t *testing.T) {
 		{`[1]`, "", "want a JSON object"},
 		{`{"levels":{}}`, "", `"levels" must be a list`},
 		{`{} {}`, "", "trailing data"},
+		{`{}]`, "", "trailing data"},
 		{`{}`, filepath.Join(dir, "missing.jsonl"), "missing.jsonl"},
 	} {
 		var b bytes.Buffer

@@ -100,7 +100,8 @@ func strictUnmarshal(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
+	// Not dec.More(): it says false for a stray ']' or '}', which is trailing data too.
+	if len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
 		return errors.New("trailing data after the JSON object")
 	}
 	return nil
@@ -269,6 +270,9 @@ func loadShareGPT(path string) ([]row, map[string]int, error) {
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, nil, fmt.Errorf("workload: %s:%d: %w", path, lineAt(path, dec.InputOffset()), err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, fmt.Errorf("workload: %s:%d: trailing data after the JSON array", path, lineAt(path, dec.InputOffset()))
 	}
 	return rows, skipped, nil
 }
