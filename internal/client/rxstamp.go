@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -15,12 +16,14 @@ import (
 // the newest bytes it read, and the stream reader uses it instead of time.Now(). Elsewhere,
 // and for HTTP/2 (one connection carries many streams), events are stamped at read time.
 
-// rxConn is a TCP connection whose reads note the kernel's receive time of the data. It
+// rxConn is a TCP connection whose reads note the kernel's receive time of the data (Read,
+// in rxstamp_linux.go; elsewhere wrapRx never makes one). It
 // embeds net.Conn, not *net.TCPConn: the latter's ReadFrom and WriteTo, promoted, would let
 // io.Copy (net/http copies request bodies with it) move bytes past Read and Write.
 type rxConn struct {
 	net.Conn
-	rx rxReader
+	raw syscall.RawConn
+	oob [8]uint64 // control-message buffer, 8-byte aligned; net/http reads a conn from one goroutine at a time
 	// owner holds the stamps of the request that has the connection. net/http can hand a
 	// keep-alive connection to the next request before the previous one has looked at the
 	// time of its last read, so each request keeps its own (claim).
@@ -39,22 +42,6 @@ func (c *rxConn) claim() *rxStamps {
 	s := new(rxStamps)
 	c.owner.Store(s)
 	return s
-}
-
-// Read reads like net.Conn.Read, noting the receive time of what it read.
-func (c *rxConn) Read(p []byte) (int, error) {
-	n, stamp, err := c.rx.read(c, p)
-	// Bytes that came without a stamp are timed when read, like the end of the stream (or
-	// a failure), which carries no data: keeping the previous stamp would date them to
-	// earlier bytes. The kernel stamps nothing for a moment after the first socket asks
-	// (it switches stamping on from a work queue), so early reads can lack one.
-	if err != nil {
-		stamp = 0
-	}
-	if s := c.owner.Load(); s != nil {
-		s.last.Store(stamp)
-	}
-	return n, err
 }
 
 // stamp is the monotonic instant at which the newest bytes read arrived, and how long ago
@@ -79,7 +66,7 @@ func (s *rxStamps) stamp() (t time.Time, age time.Duration, ok bool) {
 // A kernel may still give none (some sandboxes); records then say KernelStamps false.
 func KernelStampsSupported() bool { return kernelStamps }
 
-// maxRxAge bounds how old a stamp may be and still be believed (see now).
+// maxRxAge bounds how old a stamp may be and still be believed (see stamp).
 const maxRxAge = time.Hour
 
 // rxConnOf returns the rxConn under c (a plain or TLS connection), or nil.

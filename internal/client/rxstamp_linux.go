@@ -9,12 +9,6 @@ import (
 	"unsafe"
 )
 
-// rxReader reads with recvmsg(2) so that the kernel's SCM_TIMESTAMPNS comes with the data.
-type rxReader struct {
-	raw syscall.RawConn
-	oob [8]uint64 // control-message buffer, 8-byte aligned; one reader at a time
-}
-
 // kernelStamps says whether this build stamps received data in the kernel.
 const kernelStamps = true
 
@@ -35,19 +29,36 @@ func wrapRx(c net.Conn) net.Conn {
 	}); err != nil || serr != nil {
 		return c
 	}
-	return &rxConn{Conn: tc, rx: rxReader{raw: raw}}
+	return &rxConn{Conn: tc, raw: raw}
 }
 
-// read is net.Conn.Read through recvmsg, returning the receive time (Unix ns) of the last
-// segment read, or 0 when the kernel gave none.
-func (r *rxReader) read(c *rxConn, p []byte) (int, int64, error) {
+// Read reads like net.Conn.Read, noting the receive time of what it read for the request
+// that has the connection.
+func (c *rxConn) Read(p []byte) (int, error) {
+	n, stamp, err := c.recv(p)
+	// Bytes that came without a stamp are timed when read, like the end of the stream (or
+	// a failure), which carries no data: keeping the previous stamp would date them to
+	// earlier bytes. The kernel stamps nothing for a moment after the first socket asks
+	// (it switches stamping on from a work queue), so early reads can lack one.
+	if err != nil {
+		stamp = 0
+	}
+	if s := c.owner.Load(); s != nil {
+		s.last.Store(stamp)
+	}
+	return n, err
+}
+
+// recv reads through recvmsg(2), so that the kernel's SCM_TIMESTAMPNS comes with the data,
+// returning the receive time (Unix ns) of the last segment read, or 0 when it gave none.
+func (c *rxConn) recv(p []byte) (int, int64, error) {
 	if len(p) == 0 {
 		return 0, 0, nil
 	}
-	oob := unsafe.Slice((*byte)(unsafe.Pointer(&r.oob[0])), len(r.oob)*8)
+	oob := unsafe.Slice((*byte)(unsafe.Pointer(&c.oob[0])), len(c.oob)*8)
 	var n, oobn int
 	var rerr error
-	err := r.raw.Read(func(fd uintptr) bool {
+	err := c.raw.Read(func(fd uintptr) bool {
 		for {
 			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), p, oob, 0)
 			if rerr != syscall.EINTR {
