@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# Shared by .ci/ollama.sh and .ci/llamacpp.sh (sourced, not run). The sourcing script sets
+# NAME (the prefix of its messages), ROOT (the repository), CACHE and STATE first.
+
+say() { echo "$NAME: $*" >&2; }
+die() {
+  say "error: $*"
+  exit 1
+}
+
+# need_pkg CMD PKG WHY: install Debian package PKG when command CMD is missing (as root,
+# with apt-get; the CI machine is a fresh Debian), or fail saying WHY it is needed.
+need_pkg() {
+  command -v "$1" >/dev/null && return
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing $2 (apt-get)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >&2 ||
+      { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >&2; }
+  else
+    die "$3 (apt-get install $2)"
+  fi
+}
+
+# gguf_tokenizer prints the tokenizer.json for the model's vocabulary, or nothing for
+# ggufgen's made-up one (LLMBENCH_GGUF_TOKENIZER=none, or no ../shared).
+gguf_tokenizer() {
+  local t=${LLMBENCH_GGUF_TOKENIZER-}
+  if [ -z "$t" ] && [ -f "$ROOT/../shared/tokenizers/llama3/tokenizer.json" ]; then
+    t=$ROOT/../shared/tokenizers/llama3/tokenizer.json
+  fi
+  [ "$t" = none ] && t=
+  echo "$t"
+}
+
+# gguf_model OUT writes tools/ggufgen's model to OUT. Regenerated every start: it takes a
+# second and keeps the served model in step with tools/ggufgen.
+gguf_model() {
+  local tok args=()
+  tok=$(gguf_tokenizer)
+  if [ -n "$tok" ]; then
+    [ -f "$tok" ] || die "tokenizer $tok not found"
+    args=(-tokenizer "$tok")
+    say "vocabulary: $tok"
+  else
+    say "vocabulary: ggufgen's made-up one"
+  fi
+  mkdir -p "$(dirname "$1")"
+  (cd "$ROOT" && go run ./tools/ggufgen -out "$1" -seed 1 "${args[@]}") >&2
+}
+
+# pid_running PID_FILE: the process the pid file names is alive.
+pid_running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# stop_pid WHAT PID_FILE: SIGTERM the process the pid file names, SIGKILL after 10 s.
+stop_pid() {
+  if ! pid_running "$2"; then
+    say "no $1 running (pid file $2)"
+    rm -f "$2"
+    return
+  fi
+  local pid _
+  pid=$(cat "$2")
+  say "stopping $1 (pid $pid)"
+  kill "$pid"
+  for _ in $(seq 1 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    say "still running after 10 s; SIGKILL"
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$2"
+}
+
+# wait_answering WHAT PID_FILE LOG SECONDS: wait until `answering` (defined by the caller)
+# succeeds, failing early when the process dies.
+wait_answering() {
+  local _
+  for _ in $(seq 1 $(($4 * 5))); do
+    answering && return
+    pid_running "$2" || { tail -n 30 "$3" >&2; die "$1 exited"; }
+    sleep 0.2
+  done
+  answering || { tail -n 30 "$3" >&2; die "$1 did not answer within $4 s"; }
+}
