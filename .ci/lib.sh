@@ -21,6 +21,23 @@ need_pkg() {
   fi
 }
 
+# build_failed TMP WHAT: show the end of TMP/build.log, remove TMP (a build directory) and fail.
+build_failed() {
+  tail -n 40 "$1/build.log" >&2
+  rm -rf "$1"
+  die "$2 failed"
+}
+
+# cache_built TMP BUILT DEST START: move the binary BUILT into the cache as DEST (atomic, so
+# a half-built binary is never cached), remove the build directory TMP, and say how long the
+# build took since SECONDS was START.
+cache_built() {
+  mkdir -p "$(dirname "$3")"
+  mv "$2" "$3"
+  rm -rf "$1"
+  say "built $3 in $((SECONDS - $4)) s"
+}
+
 # gguf_tokenizer prints the tokenizer.json for the model's vocabulary, or nothing for
 # ggufgen's made-up one (LLMBENCH_GGUF_TOKENIZER=none, or no ../shared).
 gguf_tokenizer() {

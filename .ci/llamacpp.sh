@@ -99,14 +99,9 @@ build() {
     -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=OFF >"$tmp/build.log" 2>&1 ||
     ! cmake --build "$tmp/build" --target llama-server -j "${LLMBENCH_LLAMACPP_JOBS:-2}" >>"$tmp/build.log" 2>&1 ||
     ! "$tmp/build/bin/llama-server" --version >>"$tmp/build.log" 2>&1; then
-    tail -n 40 "$tmp/build.log" >&2
-    rm -rf "$tmp"
-    die "building llama-server failed"
+    build_failed "$tmp" "building llama-server"
   fi
-  mkdir -p "$BIN_DIR"
-  mv "$tmp/build/bin/llama-server" "$SERVER" # atomic: a half-built binary is never cached
-  rm -rf "$tmp"
-  say "built $SERVER in $((SECONDS - start)) s"
+  cache_built "$tmp" "$tmp/build/bin/llama-server" "$SERVER" "$start"
 }
 
 running() { pid_running "$PID_FILE"; }

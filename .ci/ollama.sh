@@ -57,14 +57,9 @@ build() {
     CGO_CFLAGS="-O3 -march=x86-64-v3" CGO_CXXFLAGS="-O3 -march=x86-64-v3" GOFLAGS=-mod=mod \
     go install "github.com/ollama/ollama@$OLLAMA_VERSION" 2>"$tmp/build.log"; then
     # the build prints many harmless C++ warnings; show them only when it fails
-    tail -n 40 "$tmp/build.log" >&2
-    rm -rf "$tmp"
-    die "go install github.com/ollama/ollama@$OLLAMA_VERSION failed"
+    build_failed "$tmp" "go install github.com/ollama/ollama@$OLLAMA_VERSION"
   fi
-  mkdir -p "$BIN_DIR"
-  mv "$tmp/ollama" "$OLLAMA" # atomic: a half-built binary is never cached
-  rm -rf "$tmp"
-  say "built $OLLAMA in $((SECONDS - start)) s"
+  cache_built "$tmp" "$tmp/ollama" "$OLLAMA" "$start"
 }
 
 # ollama_cli runs the ollama client against our server only.

@@ -38,23 +38,47 @@ type load struct {
 	concurrency, requests, input, output int
 }
 
-// post streams one request and returns its non-empty lines (SSE or NDJSON).
-func (s server) post(ctx context.Context, path string, body any) ([]string, error) {
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+path, bytes.NewReader(b))
+// send sends body (none when nil) as JSON, with key as a bearer token (none when empty),
+// and returns the response when it is 200 OK; the caller closes its body.
+func (s server) send(ctx context.Context, method, path, key string, body any) (*http.Response, error) {
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, s.url+path, r)
 	req.Header.Set("Content-Type", "application/json")
-	if s.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+s.apiKey)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return nil, fmt.Errorf("POST %s: %s: %s", path, resp.Status, b)
+		return nil, fmt.Errorf("%s %s: %w", method, path, &statusError{resp.StatusCode, strings.TrimSpace(string(b))})
 	}
+	return resp, nil
+}
+
+// statusError is a non-200 answer.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.msg) }
+
+// post streams one request with the server's key and returns its non-empty lines (SSE or
+// NDJSON).
+func (s server) post(ctx context.Context, path string, body any) ([]string, error) {
+	resp, err := s.send(ctx, http.MethodPost, path, s.apiKey, body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
 	var lines []string
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
@@ -64,6 +88,46 @@ func (s server) post(ctx context.Context, path string, body any) ([]string, erro
 		}
 	}
 	return lines, sc.Err()
+}
+
+// getJSON GETs path with key (none when empty) and decodes the answer into v.
+func (s server) getJSON(ctx context.Context, path, key string, v any) error {
+	return s.doJSON(ctx, http.MethodGet, path, key, nil, v)
+}
+
+// doJSON sends one request and decodes its answer into v; it gives up after 10 s.
+func (s server) doJSON(ctx context.Context, method, path, key string, body, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := s.send(ctx, method, path, key, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// modelNames GETs a model listing and returns the name field of each entry of its list
+// array: Ollama's /api/tags {"models": [{"name": …}]}, OpenAI's /v1/models {"data": [{"id": …}]}.
+func (s server) modelNames(ctx context.Context, path, list, name string) ([]string, error) {
+	var body map[string]json.RawMessage
+	if err := s.getJSON(ctx, path, s.apiKey, &body); err != nil {
+		return nil, err
+	}
+	var entries []map[string]any
+	if err := json.Unmarshal(body[list], &entries); err != nil {
+		return nil, fmt.Errorf("GET %s: %q: %w", path, list, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if n, ok := e[name].(string); ok {
+			names = append(names, n)
+		}
+	}
+	return names, nil
 }
 
 // checkOpenAIChat streams one /v1/chat/completions request for n tokens and checks that

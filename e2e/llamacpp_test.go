@@ -37,7 +37,7 @@ func llamacppTarget(t *testing.T) server {
 	}
 	s := server{url: strings.TrimRight(raw, "/"), apiKey: os.Getenv("LLMBENCH_LLAMACPP_API_KEY"),
 		model: os.Getenv("LLMBENCH_LLAMACPP_MODEL")}
-	models, err := s.models(t.Context())
+	models, err := s.modelNames(t.Context(), "/v1/models", "data", "id")
 	switch {
 	case err != nil:
 		t.Fatalf("llama-server at %s: %v", s.url, err)
@@ -49,63 +49,6 @@ func llamacppTarget(t *testing.T) server {
 		t.Fatalf("llama-server at %s has no model %s (has %v)", s.url, s.model, models)
 	}
 	return s
-}
-
-// models lists the ids in /v1/models, asked with the key.
-func (s server) models(ctx context.Context) ([]string, error) {
-	var body struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := s.getJSON(ctx, "/v1/models", s.apiKey, &body); err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, m := range body.Data {
-		ids = append(ids, m.ID)
-	}
-	return ids, nil
-}
-
-// statusError is a non-200 answer.
-type statusError struct {
-	code int
-	msg  string
-}
-
-func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.msg) }
-
-func (s server) getJSON(ctx context.Context, path, key string, v any) error {
-	return s.doJSON(ctx, http.MethodGet, path, key, nil, v)
-}
-
-func (s server) doJSON(ctx context.Context, method, path, key string, body, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = strings.NewReader(string(b))
-	}
-	req, _ := http.NewRequestWithContext(ctx, method, s.url+path, r)
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s %s: %w", method, path, &statusError{resp.StatusCode, strings.TrimSpace(string(b))})
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	return nil
 }
 
 // TestLlamaCppServer checks the server and model without llmbench, so that a failure of the

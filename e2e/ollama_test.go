@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -45,7 +43,7 @@ func ollamaTarget(t *testing.T) server {
 		t.Fatal(err)
 	}
 	o := server{url: base, model: model}
-	models, err := o.tags(t.Context())
+	models, err := o.modelNames(t.Context(), "/api/tags", "models", "name")
 	switch {
 	case err != nil && explicit:
 		t.Fatalf("Ollama at %s: %v", base, err)
@@ -79,34 +77,6 @@ func normalizeOllamaHost(s string) (string, error) {
 	}
 	u.Host = net.JoinHostPort(host, port)
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-func (o server) tags(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, o.url+"/api/tags", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("GET /api/tags: %s: %s", resp.Status, b)
-	}
-	var body struct {
-		Models []struct {
-			Name string `json:"name"`
-		} `json:"models"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("GET /api/tags: %w", err)
-	}
-	var names []string
-	for _, m := range body.Models {
-		names = append(names, m.Name)
-	}
-	return names, nil
 }
 
 // TestOllamaServer checks the server and model without llmbench, so that a failure of the
