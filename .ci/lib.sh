@@ -101,3 +101,29 @@ wait_answering() {
   done
   answering || { tail -n 30 "$3" >&2; die "$1 did not answer within $4 s"; }
 }
+
+# verb VERB BINARY [GO TEST FLAGS...]: what the scripts do when run, with their build,
+# start and stop functions: build (print the binary's path), start, stop, or test (start,
+# go test ./e2e/ with the flags against the server, stop).
+verb() {
+  case "$1" in
+  build)
+    build
+    echo "$2"
+    ;;
+  start) start ;;
+  stop) stop ;;
+  test)
+    trap stop EXIT
+    local envs
+    envs=$(start) # an assignment keeps start's exit status, so set -e stops here on failure
+    eval "$envs"
+    say "go test${3:+ ${*:3}} ./e2e/"
+    (cd "$ROOT" && go test -count=1 -v "${@:3}" ./e2e/)
+    ;;
+  *)
+    echo "usage: $0 [start|stop|test|build]" >&2
+    exit 2
+    ;;
+  esac
+}

@@ -160,22 +160,4 @@ start() {
 
 stop() { stop_pid llama-server "$PID_FILE"; }
 
-case "${1:-start}" in
-build)
-  build
-  echo "$SERVER"
-  ;;
-start) start ;;
-stop) stop ;;
-test)
-  trap stop EXIT
-  envs=$(start) # an assignment keeps start's exit status, so set -e stops here on failure
-  eval "$envs"
-  say "go test -run LlamaCpp ./e2e/ against $LLMBENCH_LLAMACPP_URL"
-  (cd "$ROOT" && go test -count=1 -v -run LlamaCpp ./e2e/)
-  ;;
-*)
-  echo "usage: $0 [start|stop|test|build]" >&2
-  exit 2
-  ;;
-esac
+verb "${1:-start}" "$SERVER" -run LlamaCpp

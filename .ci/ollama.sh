@@ -133,22 +133,4 @@ start() {
 # SIGTERM: serve stops its runner subprocess before exiting.
 stop() { stop_pid "ollama serve" "$PID_FILE"; }
 
-case "${1:-start}" in
-build)
-  build
-  echo "$OLLAMA"
-  ;;
-start) start ;;
-stop) stop ;;
-test)
-  trap stop EXIT
-  envs=$(start) # an assignment keeps start's exit status, so set -e stops here on failure
-  eval "$envs"
-  say "go test ./e2e/ against $LLMBENCH_OLLAMA_URL"
-  (cd "$ROOT" && go test -count=1 -v ./e2e/)
-  ;;
-*)
-  echo "usage: $0 [start|stop|test|build]" >&2
-  exit 2
-  ;;
-esac
+verb "${1:-start}" "$OLLAMA"

@@ -130,6 +130,23 @@ func (s server) modelNames(ctx context.Context, path, list, name string) ([]stri
 	return names, nil
 }
 
+// checkAtOnce runs n checks at once, each with its own prompt, taking turns among checks,
+// and fails the test with every error.
+func checkAtOnce(t *testing.T, n int, checks ...func(prompt string) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range errs {
+		wg.Go(func() {
+			errs[i] = checks[i%len(checks)](fmt.Sprintf("Request %d: write about the number %d.", i, 7919*i))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // checkOpenAIChat streams one /v1/chat/completions request for n tokens and checks that
 // exactly n came back by the server's usage, one content event each, cut off by the limit
 // ("length"), and the stream ended with [DONE].

@@ -17,7 +17,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -66,22 +65,9 @@ func TestLlamaCppServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, 2*llamacppLoad.concurrency)
-	for i := range errs {
-		wg.Go(func() {
-			prompt := fmt.Sprintf("Request %d: write about the number %d.", i, 7919*i)
-			if i%2 == 0 {
-				errs[i] = s.checkOpenAIChat(ctx, prompt, llamacppLoad.output)
-			} else {
-				errs[i] = s.checkNativeCompletion(ctx, prompt, llamacppLoad.output)
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	checkAtOnce(t, 2*llamacppLoad.concurrency,
+		func(prompt string) error { return s.checkOpenAIChat(ctx, prompt, llamacppLoad.output) },
+		func(prompt string) error { return s.checkNativeCompletion(ctx, prompt, llamacppLoad.output) })
 	closes, advertised, err := s.closesAfterStream(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -86,22 +84,9 @@ func TestOllamaServer(t *testing.T) {
 	o := ollamaTarget(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, 2*ollamaLoad.concurrency)
-	for i := range errs {
-		wg.Go(func() {
-			prompt := fmt.Sprintf("Request %d: write about the number %d.", i, 7919*i)
-			if i%2 == 0 {
-				errs[i] = o.checkOpenAIChat(ctx, prompt, ollamaLoad.output)
-			} else {
-				errs[i] = o.checkNativeChat(ctx, prompt)
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	checkAtOnce(t, 2*ollamaLoad.concurrency,
+		func(prompt string) error { return o.checkOpenAIChat(ctx, prompt, ollamaLoad.output) },
+		func(prompt string) error { return o.checkNativeChat(ctx, prompt) })
 }
 
 func (o server) checkNativeChat(ctx context.Context, prompt string) error {
