@@ -20,7 +20,9 @@
 #                               keyed by the npm package's version
 #   LLMBENCH_LLAMACPP_PORT      port (default 8089)
 #   LLMBENCH_LLAMACPP_API_KEY   the key the server requires (default llmbench-test-key)
-#   LLMBENCH_LLAMACPP_THREADS   ggml threads (default 1; see below)
+#   LLMBENCH_LLAMACPP_THREADS   ggml threads (default 1: faster and steadier than 2 on two
+#                               busy cores, measured in docs/real-servers.md)
+#   LLMBENCH_LLAMACPP_JOBS      parallel compile jobs of the build (default 2)
 #   LLMBENCH_LLAMACPP_STATE     model, log, pid (default $LLMBENCH_CACHE/llamacpp-run)
 #   LLMBENCH_GGUF_TOKENIZER     tokenizer.json for the model's vocabulary (default
 #                               ../shared/tokenizers/llama3/tokenizer.json when present; "none":
@@ -91,7 +93,7 @@ build() {
   git clone -q "$tmp/package/llama/gitRelease.bundle" "$tmp/src" 2>/dev/null ||
     { rm -rf "$tmp"; die "git clone of node-llama-cpp's llama.cpp bundle failed"; }
   rm -rf "$tmp/package"
-  say "building llama-server (llama.cpp $(git -C "$tmp/src" rev-parse --short HEAD); cmake, 2 jobs, several minutes)"
+  say "building llama-server (llama.cpp $(git -C "$tmp/src" rev-parse --short HEAD); cmake, ${LLMBENCH_LLAMACPP_JOBS:-2} jobs, several minutes)"
   if ! cmake -S "$tmp/src" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_CCACHE=OFF \
@@ -132,8 +134,8 @@ start() {
     fi
     gguf_model "$STATE/model.gguf"
     say "starting llama-server on $ADDR ($THREADS thread(s), log $LOG)"
-    # 4 slots for the e2e tests' --concurrency 4, sharing a 4096-token KV cache (each
-    # request needs at most 256 + 128 + the chat template's ~30). Sampling, not greedy
+    # 4 slots for the e2e tests' --concurrency 4; with -np given the 4096-token KV cache is
+    # split, 1024 per slot (a request needs at most 256 + 128 + the chat template's ~30). Sampling, not greedy
     # decoding (greedy decoding of random weights repeats one token), with a fixed seed so
     # a given prompt's answer is reproducible; -n 256 caps requests that send no limit (the
     # model never stops by itself). One thread by default: ggml's threads spin on barriers,
