@@ -2,7 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +16,8 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/sim/server"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
@@ -103,4 +110,73 @@ func p50(t *testing.T, s metrics.Stats) float64 {
 		t.Fatal("no P50")
 	}
 	return p.Value
+}
+
+// --tokenizer server asks the target's /tokenize the way it sends the benchmark: over TLS
+// with --ca-cert, with the API key. Without the key the run stops before it starts, with
+// the call named once, what to do, and no usage hint (it is not a usage error).
+func TestTokenizerServerWithKeyOverTLS(t *testing.T) {
+	tok, err := tokenizer.Load("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "k-tokenize-test"
+	p, err := sim.LoadProfile("textbook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := sim.NewEngine(p)
+	go eng.Start(t.Context())
+	// The simulator counts prompts with o200k, the tokenizer behind this /tokenize.
+	gen, err := server.New(eng, server.Options{ModelName: "textbook", APIKey: key, CountTokens: func(s string) int { return len(tok.Encode(s)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenized := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/tokenize" {
+			gen.ServeHTTP(w, r)
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}`)
+			return
+		}
+		var req struct {
+			Content string `json:"content"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		tokenized++
+		json.NewEncoder(w).Encode(map[string]any{"tokens": tok.Encode(req.Content)})
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--url", srv.URL, "--ca-cert", ca, "--tokenizer", "server", "--concurrency", "2",
+		"--requests", "4", "--input-tokens", "50", "--output-tokens", "4", "--no-progress", "--metrics-url", "none"}
+
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, t.Context(), append(args, "--api-key", key, "--output-dir", dir)...)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	for _, r := range readRecords(t, dir) {
+		if r.Error != nil || r.ServerPromptTokens != 50 {
+			t.Errorf("request %d: error %+v, server counted %d prompt tokens, want 50", r.Index, r.Error, r.ServerPromptTokens)
+		}
+	}
+	if tokenized == 0 {
+		t.Error("/tokenize was never asked")
+	}
+
+	code, _, stderr = runCLI(t, t.Context(), append(args, "--api-key", "", "--output-dir", t.TempDir())...)
+	want := "--tokenizer server: /tokenize: HTTP 401 Invalid API Key: give the key with --api-key"
+	if code != ExitFailure || !strings.Contains(stderr, want) || strings.Count(stderr, "/tokenize") != 1 || strings.Contains(stderr, "--help") {
+		t.Errorf("without the key: exit %d, stderr:\n%s\nwant exit %d and %q alone", code, stderr, ExitFailure, want)
+	}
 }

@@ -349,3 +349,33 @@ func TestSideClient(t *testing.T) {
 		t.Errorf("auth %q, X-Team %q", auth, extra)
 	}
 }
+
+// TestTTFTUpperBound: a first token event that arrives in one read with the next has no
+// time of its own: its TTFT is flagged as an upper bound; events read apart are not.
+func TestTTFTUpperBound(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  bool
+	}{
+		{"apart", tokenStream(10*ms, 5*ms, 3), false},
+		{"together", []step{{10 * ms, data(roleChunk) + chatDelta("a") + chatDelta("b")},
+			{5 * ms, chatDelta("c") + data(finishChunk) + usageChunk(3) + data("[DONE]")}}, true},
+		{"only the later ones together", []step{{10 * ms, data(roleChunk) + chatDelta("a")},
+			{5 * ms, chatDelta("b") + chatDelta("c") + data(finishChunk) + usageChunk(3) + data("[DONE]")}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inBubble(t, scripted(tc.steps...), Config{}, func(t *testing.T, c *Client, _ *memListener) {
+				var rec record.Record
+				c.Do(context.Background(), time.Now(), testReq, &rec)
+				if rec.Error != nil || rec.Events.Len() != 3 {
+					t.Fatalf("error %+v, %d events", rec.Error, rec.Events.Len())
+				}
+				if rec.TTFTUpperBound != tc.want {
+					t.Errorf("TTFTUpperBound %v, want %v", rec.TTFTUpperBound, tc.want)
+				}
+			})
+		})
+	}
+}
