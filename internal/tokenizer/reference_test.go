@@ -28,16 +28,12 @@ func tokenizerFile(model string) string {
 // name.json.gz for the large ones; "" when there is neither.
 func refFile(name string) string {
 	for _, p := range []string{name + ".json", name + ".json.gz"} {
-		if p = filepath.Join(refDir, p); fileExists(p) {
+		p = filepath.Join(refDir, p)
+		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
 	return ""
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // readRef decodes reference file name (see refFile).
