@@ -112,7 +112,7 @@ func (j *Join) Add(r *record.Record) {
 			if t.Tokens != nil {
 				ns = int(t.Tokens[i])
 			}
-			// Each gap carrying nc tokens gives nc ITL samples of gap/nc (DESIGN.md §2);
+			// Each gap carrying nc tokens gives nc ITL samples of gap/nc (docs/design.md §2);
 			// the truth's sample is the server's gap over the tokens it sent.
 			e := float64(c-prevC)/float64(nc) - float64(s-prevS)/float64(ns)
 			for range nc {
