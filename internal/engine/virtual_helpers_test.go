@@ -77,7 +77,7 @@ func tpotMs(r *record.Record) float64 {
 	return float64(l-f) / float64(time.Millisecond) / float64(r.OutputTokens-1)
 }
 
-// outputThroughput is measured output tokens over first Sent to last Done (DESIGN §2).
+// outputThroughput is measured output tokens over first Sent to last Done (docs/design.md §2).
 func outputThroughput(recs []*record.Record) float64 {
 	var first, last time.Duration = -1, 0
 	tokens := 0
