@@ -38,13 +38,11 @@ cache_built() {
   say "built $3 in $((SECONDS - $4)) s"
 }
 
-# gguf_tokenizer prints the tokenizer.json for the model's vocabulary, or nothing for
-# ggufgen's made-up one (LLMBENCH_GGUF_TOKENIZER=none, or no ../shared).
+# gguf_tokenizer prints the tokenizer.json(.gz) for the model's vocabulary (by default the
+# committed Llama 3 one), or nothing for ggufgen's made-up one (LLMBENCH_GGUF_TOKENIZER=none).
 gguf_tokenizer() {
   local t=${LLMBENCH_GGUF_TOKENIZER-}
-  if [ -z "$t" ] && [ -f "$ROOT/../shared/tokenizers/llama3/tokenizer.json" ]; then
-    t=$ROOT/../shared/tokenizers/llama3/tokenizer.json
-  fi
+  [ -z "$t" ] && t=$ROOT/internal/tokenizer/testdata/llama3/tokenizer.json.gz
   [ "$t" = none ] && t=
   echo "$t"
 }

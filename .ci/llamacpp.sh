@@ -24,9 +24,9 @@
 #                               busy cores, measured in docs/real-servers.md)
 #   LLMBENCH_LLAMACPP_JOBS      parallel compile jobs of the build (default 2)
 #   LLMBENCH_LLAMACPP_STATE     model, log, pid (default $LLMBENCH_CACHE/llamacpp-run)
-#   LLMBENCH_GGUF_TOKENIZER     tokenizer.json for the model's vocabulary (default
-#                               ../shared/tokenizers/llama3/tokenizer.json when present; "none":
-#                               ggufgen's made-up ~1000-token vocabulary)
+#   LLMBENCH_GGUF_TOKENIZER     tokenizer.json(.gz) for the model's vocabulary (default the
+#                               committed internal/tokenizer/testdata/llama3/tokenizer.json.gz;
+#                               "none": ggufgen's made-up ~1000-token vocabulary)
 set -euo pipefail
 
 # node-llama-cpp 3.21.1 bundles llama.cpp as one squashed commit of 2026-09-12 (80fb11a).

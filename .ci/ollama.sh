@@ -17,9 +17,9 @@
 #                              under it in ollama-v0.6.5/, keyed by version
 #   LLMBENCH_OLLAMA_PORT       port (default 11435, beside Ollama's usual 11434)
 #   LLMBENCH_OLLAMA_STATE      model, Modelfile, models dir, log, pid (default $LLMBENCH_CACHE/ollama-run)
-#   LLMBENCH_GGUF_TOKENIZER    tokenizer.json for the model's vocabulary (default
-#                              ../shared/tokenizers/llama3/tokenizer.json when present; "none":
-#                              ggufgen's made-up ~1000-token vocabulary)
+#   LLMBENCH_GGUF_TOKENIZER    tokenizer.json(.gz) for the model's vocabulary (default the
+#                              committed internal/tokenizer/testdata/llama3/tokenizer.json.gz;
+#                              "none": ggufgen's made-up ~1000-token vocabulary)
 set -euo pipefail
 
 OLLAMA_VERSION=v0.6.5 # later versions' module zips lack the vendored ggml headers

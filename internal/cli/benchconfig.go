@@ -30,6 +30,7 @@ type benchConfig struct {
 	caCert                  string
 	insecure, http2         bool
 	readStamps              bool
+	keepAlive               bool // reuse connections (--keep-alive)
 	simProfile              string
 	inProcess               bool // run without --url: the simulator in-process
 	sloSpec                 string
@@ -53,6 +54,10 @@ type benchConfig struct {
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
 	metricsInterval time.Duration
+	metricsClient   *http.Client // for the scrape: the target's transport (run sets it)
+
+	// connStats, when set (run), says what the client saw of the server's connections.
+	connStats func() client.ConnStats
 
 	defaultLoad bool // no --concurrency, --rate or --search was given
 }
@@ -90,7 +95,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c := &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
-		http2: f.http2, readStamps: f.readStamps, sloSpec: f.slo}
+		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, sloSpec: f.slo}
 	var errs []error
 	add := func(err error) {
 		if err != nil {

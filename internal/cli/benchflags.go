@@ -27,6 +27,7 @@ type benchFlags struct {
 	timeout, idleTimeout                time.Duration
 	caCert                              string
 	insecure, http2, readStamps         bool
+	keepAlive                           bool
 	sim                                 string
 
 	// Load.
@@ -76,6 +77,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.StringVar(&f.metricsURL, "metrics-url", "", `Prometheus endpoint to scrape during each level (default: the target's /metrics when it answers; "none" disables)`)
 		fs.DurationVar(&f.metricsInterval, "metrics-interval", time.Second, "how often to scrape --metrics-url")
 		fs.BoolVar(&f.http2, "http2", false, "allow HTTP/2 (h2 over TLS, h2c over plain HTTP); default HTTP/1.1, one connection per stream")
+		fs.BoolVar(&f.keepAlive, "keep-alive", true, "reuse connections between requests; false opens a new one per request, as vLLM's client does (a request that meets a connection the server closed is re-sent once either way: docs/real-servers.md)")
 		fs.BoolVar(&f.readStamps, "read-stamps", false, "time token events when llmbench reads them, not by the kernel's receive time of their bytes (the default on Linux over HTTP/1.1)")
 	}
 	fs.StringVar(&f.sim, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file (used when there is no --url)")

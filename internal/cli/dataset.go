@@ -48,12 +48,12 @@ shared, and fed back with --dataset jsonl:FILE.`,
 					errs = append(errs, err)
 				}
 			}
-			tok, err := loadTokenizer(f.tokenizer, f.url)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("--tokenizer: %w", err))
-			}
 			if len(errs) > 0 {
 				return usageError(errors.Join(errs...))
+			}
+			tok, err := loadURLTokenizer(cmd.Context(), f.tokenizer, f.url)
+			if err != nil {
+				return err
 			}
 			src, err := workload.New(wc, tok)
 			if err != nil {

@@ -181,7 +181,7 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 	}
 	var scraper *servermetrics.Scraper
 	if r.cfg.metricsURL != "" {
-		scraper = servermetrics.Start(r.ctx, r.cfg.metricsURL, r.cfg.metricsInterval, r.start)
+		scraper = servermetrics.Start(r.ctx, r.cfg.metricsURL, r.cfg.metricsInterval, r.start, r.cfg.metricsClient)
 	}
 	reason, err := r.runLevel(r.ctx, lvl, sink)
 	bar.finish()
@@ -198,6 +198,10 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 	l.Partial = reason == string(engine.EndInterrupted)
 	l.Server = server
 	r.sum.Levels = append(r.sum.Levels, l)
+	if r.cfg.connStats != nil {
+		st := r.cfg.connStats()
+		r.sum.Target.ClosesConnections, r.sum.Target.ClosedConnections = st.ClosesConnections, st.ClosedConnections
+	}
 	if len(r.sum.Levels) > 1 {
 		fmt.Fprintln(r.stdio.Out)
 	}

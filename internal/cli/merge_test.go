@@ -142,16 +142,7 @@ func readMerged(t *testing.T, dir string) (*report.Summary, []record.Record) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rf, err := os.Open(filepath.Join(dir, "records.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rf.Close()
-	recs, err := record.ReadAll(rf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sum, recs
+	return sum, readRecords(t, dir)
 }
 
 // The merged figures are exactly those of one machine computing over the union: the same

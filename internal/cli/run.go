@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,28 +67,8 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		cfg.url, cfg.inProcess = url, true
 		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (profile %s) at %s\n", cfg.simProfile, url)
 	}
-	switch cfg.metricsURL {
-	case "none":
-		cfg.metricsURL = ""
-	case "":
-		// Scrape by default only a server whose /metrics is an inference server's.
-		if u, err := servermetrics.DefaultURL(cfg.url); err == nil {
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			if _, err := servermetrics.Probe(pctx, u); err == nil {
-				cfg.metricsURL = u
-			}
-			cancel()
-		}
-	}
 	if cfg.insecure {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
-	}
-
-	if tok == nil {
-		var err error
-		if tok, err = loadTokenizer(cfg.tokenizer, cfg.url); err != nil {
-			return usageError(fmt.Errorf("--tokenizer: %w", err))
-		}
 	}
 	maxConns := 0
 	for _, l := range cfg.levels {
@@ -96,9 +77,47 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	ccfg := client.Config{
 		BaseURL: cfg.url, API: cfg.api, Model: cfg.model, APIKey: cfg.apiKey, Headers: cfg.headers,
 		ExtraBody: cfg.extraBody, IgnoreEOS: cfg.ignoreEOS, Timeout: cfg.timeout,
-		IdleTimeout: cfg.idleTimeout, MaxConns: maxConns, Tokenizer: tok,
+		IdleTimeout: cfg.idleTimeout, MaxConns: maxConns,
 		CACert: cfg.caCert, Insecure: cfg.insecure, HTTP2: cfg.http2, ReadStamps: cfg.readStamps,
+		DisableKeepAlive: !cfg.keepAlive,
+		OnServerCloses:   func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) },
 	}
+	if err := ccfg.Validate(); err != nil {
+		return usageError(err)
+	}
+	// The calls beside the benchmark (/tokenize, /metrics) go the same way as its requests.
+	side, err := client.SideClient(ccfg)
+	if err != nil {
+		return usageError(err)
+	}
+	defer side.CloseIdleConnections()
+	switch cfg.metricsURL {
+	case "none":
+		cfg.metricsURL = ""
+	case "":
+		// Scrape by default only a server whose /metrics is an inference server's.
+		if u, err := servermetrics.DefaultURL(cfg.url); err == nil {
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			if _, err := servermetrics.Probe(pctx, u, side); err == nil {
+				cfg.metricsURL = u
+			}
+			cancel()
+		}
+	}
+	if cfg.metricsURL != "" {
+		if cfg.metricsClient, err = metricsClient(ccfg, cfg.metricsURL, side); err != nil {
+			return usageError(err)
+		}
+	}
+	if tok == nil {
+		if tok, err = loadTokenizer(ctx, cfg.tokenizer, cfg.url, side, cfg.apiKey != ""); err != nil {
+			return err
+		}
+	}
+	if !cfg.keepAlive {
+		warnPortLimit(stdio, cfg.levels)
+	}
+	ccfg.Tokenizer = tok
 	cl, err := client.New(ccfg)
 	if err != nil {
 		return usageError(err)
@@ -117,6 +136,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			return usageError(err)
 		}
 	}
+	cfg.connStats = cl.ConnStats
 	defer cl.Close()
 	src, err := workload.New(cfg.workload, tok)
 	if err != nil {
@@ -153,12 +173,84 @@ func waitForStart(ctx context.Context, at time.Time) (time.Time, error) {
 	return time.Now(), nil
 }
 
-// loadTokenizer loads --tokenizer; "server" asks the target.
-func loadTokenizer(spec, url string) (tokenizer.Tokenizer, error) {
-	if spec == "server" {
-		return tokenizer.NewServer(url, http.DefaultClient), nil
+// loadTokenizer loads --tokenizer; "server" asks the target's /tokenize through hc, once
+// at once, so that a server that cannot tokenize stops the run before it starts, with a
+// message that says what to do.
+func loadTokenizer(ctx context.Context, spec, url string, hc *http.Client, keyGiven bool) (tokenizer.Tokenizer, error) {
+	if spec != "server" {
+		tok, err := tokenizer.Load(spec)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--tokenizer: %w", err))
+		}
+		return tok, nil
 	}
-	return tokenizer.Load(spec)
+	s := tokenizer.NewServer(url, hc)
+	if _, err := s.(*tokenizer.Server).Tokenize(ctx, "Hello"); err != nil {
+		msg := "--tokenizer server: " + err.Error()
+		var he *tokenizer.HTTPError
+		if errors.As(err, &he) {
+			switch hint := client.HTTPHint(he.Status, keyGiven); {
+			case hint != "":
+				msg += ": " + hint
+			case he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed || he.Status == http.StatusNotImplemented:
+				msg += ": this server has no /tokenize (vLLM and llama.cpp have one; Ollama has none): give --tokenizer a tokenizer.json file or an encoding (o200k_base, cl100k_base)"
+			}
+		}
+		return nil, withCode(ExitFailure, errors.New(msg))
+	}
+	return s, nil
+}
+
+// loadURLTokenizer is loadTokenizer for the commands whose only word on the target is
+// --url (dataset, tokenize).
+func loadURLTokenizer(ctx context.Context, spec, url string) (tokenizer.Tokenizer, error) {
+	if spec != "server" {
+		return loadTokenizer(ctx, spec, "", nil, false)
+	}
+	if url == "" {
+		return nil, usageError(errors.New("--tokenizer server needs --url (the server whose /tokenize to ask)"))
+	}
+	hc, err := client.SideClient(client.Config{BaseURL: url, API: client.APIOpenAIChat})
+	if err != nil {
+		return nil, usageError(fmt.Errorf("--url: %w", err))
+	}
+	return loadTokenizer(ctx, spec, url, hc, false)
+}
+
+// metricsClient is the client for the /metrics scrape: the target's own (key and headers
+// included) when the endpoint is on the target's host, else one with the same TLS and proxy
+// settings but no credentials, which are the target's alone.
+func metricsClient(target client.Config, metricsURL string, side *http.Client) (*http.Client, error) {
+	tu, err1 := neturl.Parse(target.BaseURL)
+	mu, err2 := neturl.Parse(metricsURL)
+	if err1 == nil && err2 == nil && tu.Host == mu.Host {
+		return side, nil
+	}
+	target.APIKey, target.Headers = "", nil
+	return client.SideClient(target)
+}
+
+// serverClosesNote is said once when the client finds the server closing every connection.
+func serverClosesNote(closed int) string {
+	return fmt.Sprintf("note: the server closed each connection right after its response (%d so far), although it offers keep-alive; "+
+		"llmbench re-sent each request that met a closed connection (levels[i].retried) and now opens a new connection for every request, "+
+		"as --keep-alive=false does (docs/real-servers.md)", closed)
+}
+
+// warnPortLimit warns when the open-loop rate of new connections is more than the local
+// ports can sustain (TIME_WAIT holds each port for a minute).
+func warnPortLimit(stdio Stdio, levels []engine.Level) {
+	ports, perSecond, ok := client.EphemeralPorts()
+	if !ok {
+		return
+	}
+	for _, l := range levels {
+		if l.Rate > perSecond*0.8 {
+			fmt.Fprintf(stdio.Err, "warning: --keep-alive=false at %g req/s: each request opens a new connection, and %d local ports sustain about %.0f new connections/s to one server (each stays in TIME_WAIT for 60 s); connects may fail with EADDRNOTAVAIL (docs/real-servers.md)\n",
+				l.Rate, ports, perSecond)
+			return
+		}
+	}
 }
 
 // startInProcessSim serves the simulator on a loopback port until stop is called.
@@ -174,7 +266,7 @@ func startInProcessSim(ctx context.Context, profile string, seed int64, countTok
 	}
 	opts := simServerOptions(p, seed)
 	opts.CountTokens = countTokens
-	s, err := startSimServer(ctx, ln, p, opts)
+	s, err := startSimServer(ctx, ln, p, opts, nil)
 	if err != nil {
 		return "", nil, err
 	}
@@ -200,7 +292,9 @@ type simServer struct {
 
 // startSimServer runs profile p's engine and serves it on ln. The engine outlives ctx's
 // cancellation until stop, so an interrupted run can still finish its requests' records.
-func startSimServer(ctx context.Context, ln net.Listener, p sim.Profile, opts server.Options) (*simServer, error) {
+// closeAfter, when set, closes each connection that long after every response (serve
+// --close-after).
+func startSimServer(ctx context.Context, ln net.Listener, p sim.Profile, opts server.Options, closeAfter *time.Duration) (*simServer, error) {
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	eng := sim.NewEngine(p)
 	go eng.Start(ectx)
@@ -211,6 +305,9 @@ func startSimServer(ctx context.Context, ln net.Listener, p sim.Profile, opts se
 		return nil, usageError(err)
 	}
 	s := &simServer{h: h, srv: server.HTTPServer("", h), cancel: cancel, errc: make(chan error, 1)}
+	if closeAfter != nil {
+		server.CloseAfterResponses(s.srv, *closeAfter)
+	}
 	go func() { s.errc <- s.srv.Serve(ln) }()
 	return s, nil
 }

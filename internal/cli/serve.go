@@ -19,6 +19,7 @@ func newServeCmd(stdio Stdio) *cobra.Command {
 	var (
 		listen, profile, truth, faults, apiKey, apiKeyFile, modelName string
 		seed                                                          int64
+		closeAfter                                                    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -27,7 +28,8 @@ func newServeCmd(stdio Stdio) *cobra.Command {
 /v1/completions, /v1/models, /health and /metrics (vLLM's metric names). --truth writes
 the instant of every token event it sent, the ground truth for 'llmbench fidelity'.`,
 		Example: `  llmbench serve --listen 127.0.0.1:8000 --sim textbook
-  llmbench serve --listen 127.0.0.1:0 --truth truth.jsonl --faults http500=0.01,stall=0.01:5s`,
+  llmbench serve --listen 127.0.0.1:0 --truth truth.jsonl --faults http500=0.01,stall=0.01:5s
+  llmbench serve --listen 127.0.0.1:8000 --close-after 0s    # a server that closes every connection`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var errs []error
@@ -56,7 +58,14 @@ the instant of every token event it sent, the ground truth for 'llmbench fidelit
 			if modelName != "" {
 				opts.ModelName = modelName
 			}
-			return serve(cmd.Context(), stdio, listen, p, truth, opts)
+			var closing *time.Duration
+			if cmd.Flags().Changed("close-after") {
+				if closeAfter < 0 {
+					return usageError(errors.New("--close-after must not be negative"))
+				}
+				closing = &closeAfter
+			}
+			return serve(cmd.Context(), stdio, listen, p, truth, opts, closing)
 		},
 	}
 	fl := cmd.Flags()
@@ -68,10 +77,11 @@ the instant of every token event it sent, the ground truth for 'llmbench fidelit
 	fl.StringVar(&apiKeyFile, "api-key-file", "", "read the required API key from this file")
 	fl.StringVar(&modelName, "model-name", "", "model id to serve (default: the profile's model)")
 	fl.Int64Var(&seed, "seed", 1, "seed for the engine and fault injection")
+	fl.DurationVar(&closeAfter, "close-after", 0, "close each connection this long after every response, while offering keep-alive, as llama.cpp's server does (0s: at once); for testing clients")
 	return cmd
 }
 
-func serve(ctx context.Context, stdio Stdio, listen string, p sim.Profile, truthPath string, opts server.Options) error {
+func serve(ctx context.Context, stdio Stdio, listen string, p sim.Profile, truthPath string, opts server.Options, closeAfter *time.Duration) error {
 	if truthPath != "" {
 		f, err := os.Create(truthPath)
 		if err != nil {
@@ -84,7 +94,7 @@ func serve(ctx context.Context, stdio Stdio, listen string, p sim.Profile, truth
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	s, err := startSimServer(ctx, ln, p, opts)
+	s, err := startSimServer(ctx, ln, p, opts, closeAfter)
 	if err != nil {
 		return err
 	}

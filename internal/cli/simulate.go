@@ -59,15 +59,16 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
 	var clock time.Duration // the run's virtual timeline: levels follow one another
 	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (string, error) {
-		end, err := sim.Simulate(ctx, p, lvl, clock, src, sink)
+		srv, err := sim.NewVirtual(p)
+		if err != nil {
+			return "", usageError(fmt.Errorf("--sim: %w", err))
+		}
+		end, reason, err := engine.RunVirtual(ctx, lvl, clock, src, srv, sink)
 		clock = end
 		if err != nil {
 			return string(engine.EndInterrupted), err
 		}
-		if lvl.Duration > 0 {
-			return string(engine.EndDuration), nil
-		}
-		return string(engine.EndRequests), nil
+		return string(reason), nil
 	}
 	return execute(ctx, stdio, cfg, time.Now(), runLevel)
 }

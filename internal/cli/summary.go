@@ -34,6 +34,7 @@ type loadConfig struct {
 	Insecure       bool          `json:"insecure_tls,omitempty"`
 	HTTP2          bool          `json:"http2,omitempty"`
 	ReadStamps     bool          `json:"read_stamps,omitempty"` // events timed at read, not kernel receive
+	KeepAlive      *bool         `json:"keep_alive,omitempty"`  // run: whether connections were reused
 	Headers        []string      `json:"headers,omitempty"`
 	ExtraBody      any           `json:"extra_body,omitempty"`
 }
@@ -95,6 +96,7 @@ func newSummary(cfg *benchConfig, start time.Time) *report.Summary {
 	}
 	if cfg.live {
 		lc.Timeout, lc.IdleTimeout = durString(cfg.timeout), durString(cfg.idleTimeout)
+		lc.KeepAlive = &cfg.keepAlive
 		for k, vs := range cfg.headers {
 			for _, v := range vs {
 				if client.SecretHeader(k) {

@@ -22,9 +22,9 @@ func newTokenizeCmd(stdio Stdio) *cobra.Command {
   llmbench tokenize --tokenizer ./tokenizer.json --jsonl < texts.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tok, err := loadTokenizer(spec, url)
+			tok, err := loadURLTokenizer(cmd.Context(), spec, url)
 			if err != nil {
-				return usageError(fmt.Errorf("--tokenizer: %w", err))
+				return err
 			}
 			out := bufio.NewWriter(stdio.Out)
 			defer out.Flush()

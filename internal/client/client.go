@@ -7,7 +7,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -49,6 +48,11 @@ type Config struct {
 	// ReadStamps stamps events when our goroutine reads them, not with the kernel's receive
 	// time of their bytes (used where the kernel offers it: Linux, HTTP/1.1; rxstamp.go).
 	ReadStamps bool
+	// DisableKeepAlive opens a new connection for every request (--keep-alive=false).
+	DisableKeepAlive bool
+	// OnServerCloses, when set, is called once when the client finds that the server
+	// closes every connection after its response (conn.go), with the count so far.
+	OnServerCloses func(closed int)
 }
 
 // Names of the supported APIs.
@@ -160,8 +164,11 @@ func loadCAs(path string) (*x509.CertPool, error) {
 type Client struct {
 	cfg       Config
 	spec      *apiSpec
-	http      *http.Client
-	transport *http.Transport
+	http      *http.Client    // kept-alive connections
+	httpFresh *http.Client    // a new connection per request (re-sends, --keep-alive=false)
+	transport *http.Transport // http's
+	fresh     *http.Transport // httpFresh's
+	conns     *connTracker
 	url       string // the streaming endpoint
 	modelsURL string
 	header    http.Header // template, cloned per request
@@ -177,55 +184,26 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	spec := apiSpecs[cfg.API]
-	tlsCfg := &tls.Config{InsecureSkipVerify: cfg.Insecure} //nolint:gosec // the user asked, and is warned
-	if cfg.CACert != "" {
-		pool, err := loadCAs(cfg.CACert)
-		if err != nil {
-			return nil, err
-		}
-		tlsCfg.RootCAs = pool
+	tlsCfg, err := tlsConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
-	idle := cfg.MaxConns
-	if idle == 0 {
-		idle = 1024
-	}
-	protos := new(http.Protocols)
-	protos.SetHTTP1(true)
-	if cfg.HTTP2 {
-		// h2 is negotiated by ALPN over TLS; plain http needs HTTP/1 off to use h2c.
-		protos.SetHTTP2(true)
-		if strings.HasPrefix(cfg.BaseURL, "http:") {
-			protos.SetHTTP1(false)
-			protos.SetUnencryptedHTTP2(true)
-		}
-	}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	dial := dialer.DialContext
+	conns := &connTracker{base: time.Now(), onHabit: cfg.OnServerCloses}
+	// Kernel receive stamps on every connection (rxstamp.go); the kept-alive ones are also
+	// watched for the server closing them (conn.go).
+	dial := dialFunc(baseDialer.DialContext)
 	if !cfg.ReadStamps && kernelStamps {
+		inner := dial
 		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dialer.DialContext(ctx, network, addr)
+			conn, err := inner(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
 			return wrapRx(conn), nil
 		}
 	}
-	tr := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         dial,
-		TLSClientConfig:     tlsCfg,
-		TLSHandshakeTimeout: 30 * time.Second,
-		// One connection per concurrent stream, all kept alive between requests, so
-		// connection set-up does not land in the measured latencies.
-		MaxConnsPerHost:     cfg.MaxConns,
-		MaxIdleConns:        idle,
-		MaxIdleConnsPerHost: idle,
-		IdleConnTimeout:     90 * time.Second,
-		// A compressed stream would be buffered by the decompressor and hide event times.
-		DisableCompression: true,
-		ForceAttemptHTTP2:  cfg.HTTP2,
-		Protocols:          protos,
-	}
+	tr := newTransport(cfg, tlsCfg, conns.wrap(dial), true)
+	fresh := newTransport(cfg, tlsCfg, dial, false)
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	if strings.HasPrefix(spec.path, "/v1/") {
 		base = strings.TrimSuffix(base, "/v1")
@@ -234,16 +212,19 @@ func New(cfg Config) (*Client, error) {
 		cfg:       cfg,
 		spec:      spec,
 		transport: tr,
+		fresh:     fresh,
+		conns:     conns,
 		http:      &http.Client{Transport: tr},
+		httpFresh: &http.Client{Transport: fresh},
 		url:       base + spec.path,
 		modelsURL: base + spec.modelsPath,
 		tok:       cfg.Tokenizer,
 		base:      time.Now(),
 	}
-	c.http.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.http.CheckRedirect, c.httpFresh.CheckRedirect = noRedirect, noRedirect
 	c.header = c.makeHeader()
 	c.redactor = c.makeRedactor()
-	var err error
 	if c.body, err = newBodyTemplate(spec, cfg); err != nil {
 		return nil, err
 	}
@@ -251,7 +232,19 @@ func New(cfg Config) (*Client, error) {
 }
 
 // Close releases idle connections.
-func (c *Client) Close() { c.transport.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.transport.CloseIdleConnections()
+	c.fresh.CloseIdleConnections()
+}
+
+// ConnStats says what the client saw of the server's connections so far.
+func (c *Client) ConnStats() ConnStats {
+	return ConnStats{ClosedConnections: int(c.conns.closed.Load()), ClosesConnections: c.conns.habit.Load(),
+		Retried: int(c.conns.retried.Load())}
+}
+
+// reuse says whether the next request may take a kept-alive connection.
+func (c *Client) reuse() bool { return !c.cfg.DisableKeepAlive && !c.conns.habit.Load() }
 
 // Model is the model requests name.
 func (c *Client) Model() string { return c.cfg.Model }
@@ -261,13 +254,24 @@ func (c *Client) makeHeader() http.Header {
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", c.spec.accept)
 	h.Set("User-Agent", "llmbench")
-	if c.cfg.APIKey != "" {
-		c.spec.auth(h, c.cfg.APIKey)
-	}
 	for k, v := range c.spec.headers {
 		h.Set(k, v)
 	}
-	for k, vs := range c.cfg.Headers {
+	for k, vs := range authHeader(c.spec, c.cfg) {
+		h[k] = vs
+	}
+	return h
+}
+
+// authHeader is what every call to the target carries: the API key in the API's way and
+// the --header values (which override it).
+func authHeader(spec *apiSpec, cfg Config) http.Header {
+	h := http.Header{}
+	h.Set("User-Agent", "llmbench")
+	if cfg.APIKey != "" {
+		spec.auth(h, cfg.APIKey)
+	}
+	for k, vs := range cfg.Headers {
 		h.Del(k)
 		for _, v := range vs {
 			h.Add(k, v)

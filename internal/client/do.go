@@ -3,12 +3,15 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +53,7 @@ type streamState struct {
 	timings            serverTimings
 	firstContent       time.Duration
 	hasContent         bool
+	firstAt            time.Time // when the first token event's bytes arrived
 }
 
 var statePool = sync.Pool{New: func() any { return new(streamState) }}
@@ -60,6 +64,7 @@ func (st *streamState) reset() {
 	st.usageN, st.promptN = 0, 0
 	st.timings = serverTimings{}
 	st.firstContent, st.hasContent = 0, false
+	st.firstAt = time.Time{}
 	st.dec.text = st.dec.text[:0]
 	if cap(st.dec.text) > 1<<20 {
 		st.dec.text = nil
@@ -137,53 +142,33 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 		defer cancelT()
 	}
 
-	// Sent is when net/http's write loop began writing the request (its first header
-	// field), which under thousands of starts can be milliseconds after the connection was
-	// in hand: that wait, like the wait for a connection, is the client's (schedule lag),
-	// not the server's (TTFT). Without that trace, it is when the connection was in hand.
-	var gotConn, wrote atomic.Int64 // ns since start + 1; 0 = not yet
-	var rx atomic.Pointer[rxStamps]
-	trace := &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			gotConn.CompareAndSwap(0, int64(time.Since(start))+1)
-			if c := rxConnOf(info.Conn); c != nil {
-				rx.Store(c.claim())
-			}
-		},
-		WroteHeaderField: func(string, []string) {
-			if wrote.Load() == 0 {
-				wrote.CompareAndSwap(0, int64(time.Since(start))+1)
-			}
-		},
+	resp, at := c.send(ctx, rctx, start, body, c.reuse())
+	if at.err != nil && at.reused && at.firstByte == 0 && closedConnErr(at.err) && rctx.Err() == nil {
+		// The server had closed the kept-alive connection: the re-send rule (conn.go).
+		c.conns.retried.Add(1)
+		rec.Retried = true
+		resp, at = c.send(ctx, rctx, start, body, false)
 	}
-	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		now := record.Since(start, time.Now())
-		rec.Sent, rec.Done = now, now
-		rec.Error = &record.Error{Kind: record.KindConnect, Message: c.message(err.Error())}
-		return
-	}
-	hreq.Header = c.header.Clone()
-
-	t0 := time.Now()
-	resp, err := c.http.Do(hreq)
-	rec.Sent = record.Since(start, t0)
-	if w := wrote.Load(); w > 0 {
-		rec.Sent = time.Duration(w - 1).Truncate(time.Microsecond)
-	} else if g := gotConn.Load(); g > 0 {
-		rec.Sent = time.Duration(g - 1).Truncate(time.Microsecond)
-	}
+	rec.Sent = at.sent
 	rec.Events.Base = rec.Sent
-	if err != nil {
+	rec.Phases = at.phases()
+	if at.err != nil {
 		rec.Done = record.Since(start, time.Now())
 		kind := record.KindConnect
-		if gotConn.Load() > 0 {
+		if at.gotConn > 0 {
 			kind = record.KindDisconnect // connected, then lost before a response
 		}
-		rec.Error = c.failure(ctx, rctx, kind, unwrapURLError(err))
+		rec.Error = c.failure(ctx, rctx, kind, unwrapURLError(at.err))
+		if kind == record.KindConnect && portsExhausted(at.err) {
+			rec.Error.Message = c.message(portsMessage(unwrapURLError(at.err)))
+		}
 		return
 	}
 	defer resp.Body.Close()
+	complete := false
+	if at.conn != nil {
+		defer func() { at.conn.responseDone(complete) }() // before the body's Close (LIFO)
+	}
 
 	if resp.StatusCode/100 != 2 {
 		// The error body is read whole (bounded in size and time): it is the message.
@@ -198,7 +183,9 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 		if m == "" {
 			m = http.StatusText(resp.StatusCode)
 		}
-		rec.Error = &record.Error{Kind: record.KindHTTPStatus, Status: resp.StatusCode, Message: c.message(m)}
+		rec.Error = &record.Error{Kind: record.KindHTTPStatus, Status: resp.StatusCode, Message: c.message(m),
+			RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+		complete = rerr == nil
 		return
 	}
 
@@ -223,20 +210,192 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	}
 	now := time.Now
 	var lag time.Duration
-	if stamps := rx.Load(); stamps != nil && resp.ProtoMajor == 1 {
+	if stamps := at.rx; stamps != nil && resp.ProtoMajor == 1 {
 		// HTTP/1.1: the connection carries this stream alone, so its stamps are the stream's.
+		var lastK int64
+		var lastT time.Time
 		now = func() time.Time {
-			t, age, ok := stamps.stamp()
-			if ok {
-				rec.KernelStamps = true
-				lag = max(lag, age)
+			t, k, age, ok := stamps.stamp()
+			if !ok {
+				return t
 			}
+			rec.KernelStamps = true
+			lag = max(lag, age)
+			// Bytes of one stamp are one arrival: give them one time, so that events that
+			// shared a read and a stamp are seen to (TTFTUpperBound).
+			if k == lastK {
+				return lastT
+			}
+			lastK, lastT = k, t
 			return t
 		}
 	}
 	c.readStream(ctx, rctx, cancel, start, resp.Body, now, idle, st, rec)
 	rec.ReadLag = lag.Truncate(time.Microsecond)
+	complete = rec.Error == nil && st.sawDone
 	finish(st, c.tok, rec)
+}
+
+// attempt is what one send of a request saw (httptrace), as ns since the run start + 1
+// (0: it did not happen).
+type attempt struct {
+	err                       error
+	reused                    bool
+	conn                      *trackedConn // the kept-alive connection it went on; nil on a new-per-request one
+	rx                        *rxStamps
+	sent                      time.Duration
+	gotConn, wrote, wroteAll  int64
+	firstByte                 int64
+	dnsStart, dnsDone         int64
+	connectStart, connectDone int64
+	tlsStart, tlsDone         int64
+	firstByteStamp            time.Duration // the kernel's receive time of the first response byte
+	firstByteStamped          bool
+}
+
+// send sends the request once, on a kept-alive connection when reuse is true and on a new
+// one that is closed after the response otherwise.
+func (c *Client) send(ctx, rctx context.Context, start time.Time, body []byte, reuse bool) (*http.Response, *attempt) {
+	at := &attempt{}
+	since := func() int64 { return int64(time.Since(start)) + 1 }
+	// Sent is when net/http's write loop began writing the request (its first header
+	// field), which under thousands of starts can be milliseconds after the connection was
+	// in hand: that wait, like the wait for a connection, is the client's (schedule lag),
+	// not the server's (TTFT). Without that trace, it is when the connection was in hand.
+	// The trace's hooks run on net/http's goroutines, hence the atomics.
+	var gotConn, wrote, wroteAll, firstByte atomic.Int64
+	var dnsStart, dnsDone, connectStart, connectDone, tlsStart, tlsDone atomic.Int64
+	var reused atomic.Bool
+	var conn atomic.Pointer[trackedConn]
+	var rx atomic.Pointer[rxStamps]
+	var fbStamp atomic.Int64 // kernel time of the first response byte, ns since start + 1
+	trace := &httptrace.ClientTrace{
+		DNSStart:          func(httptrace.DNSStartInfo) { dnsStart.CompareAndSwap(0, since()) },
+		DNSDone:           func(httptrace.DNSDoneInfo) { dnsDone.Store(since()) },
+		ConnectStart:      func(string, string) { connectStart.CompareAndSwap(0, since()) },
+		ConnectDone:       func(_, _ string, err error) { connectDoneOK(&connectDone, err, since) },
+		TLSHandshakeStart: func() { tlsStart.CompareAndSwap(0, since()) },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { tlsDone.Store(since()) },
+		GotConn: func(info httptrace.GotConnInfo) {
+			if !gotConn.CompareAndSwap(0, since()) {
+				return
+			}
+			reused.Store(info.Reused)
+			if tc := trackedOf(info.Conn); tc != nil {
+				conn.Store(tc)
+			}
+			if c := rxConnOf(info.Conn); c != nil {
+				rx.Store(c.claim())
+			}
+		},
+		WroteHeaderField: func(string, []string) {
+			if wrote.Load() == 0 {
+				wrote.CompareAndSwap(0, since())
+			}
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) { wroteAll.CompareAndSwap(0, since()) },
+		GotFirstResponseByte: func() {
+			firstByte.CompareAndSwap(0, since())
+			if tc := conn.Load(); tc != nil {
+				tc.responseStarted()
+			}
+			if s := rx.Load(); s != nil {
+				if t, _, _, ok := s.stamp(); ok {
+					fbStamp.Store(int64(t.Sub(start)) + 1)
+				}
+			}
+		},
+	}
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		at.sent = record.Since(start, time.Now())
+		at.err = err
+		return nil, at
+	}
+	hreq.Header = c.header.Clone()
+	hc := c.http
+	if !reuse {
+		hc = c.httpFresh
+	}
+	t0 := time.Now()
+	resp, err := hc.Do(hreq)
+	at.err = err
+	at.sent = record.Since(start, t0)
+	at.gotConn, at.wrote, at.wroteAll, at.firstByte = gotConn.Load(), wrote.Load(), wroteAll.Load(), firstByte.Load()
+	at.dnsStart, at.dnsDone = dnsStart.Load(), dnsDone.Load()
+	at.connectStart, at.connectDone = connectStart.Load(), connectDone.Load()
+	at.tlsStart, at.tlsDone = tlsStart.Load(), tlsDone.Load()
+	at.reused, at.conn, at.rx = reused.Load(), conn.Load(), rx.Load()
+	if fb := fbStamp.Load(); fb > 0 {
+		at.firstByteStamp, at.firstByteStamped = time.Duration(fb-1), true
+	}
+	if at.wrote > 0 {
+		at.sent = time.Duration(at.wrote - 1).Truncate(time.Microsecond)
+	} else if at.gotConn > 0 {
+		at.sent = time.Duration(at.gotConn - 1).Truncate(time.Microsecond)
+	}
+	if err != nil && at.conn != nil {
+		at.conn.responseDone(false)
+	}
+	return resp, at
+}
+
+func connectDoneOK(done *atomic.Int64, err error, since func() int64) {
+	if err == nil {
+		done.Store(since())
+	}
+}
+
+// phases turns the attempt's trace into the record's phases; nil when none happened.
+func (at *attempt) phases() *record.Phases {
+	p := &record.Phases{}
+	span := func(from, to int64) time.Duration {
+		return (time.Duration(to-1).Truncate(time.Microsecond) - time.Duration(from-1).Truncate(time.Microsecond))
+	}
+	if at.dnsStart > 0 && at.dnsDone >= at.dnsStart {
+		p.DNS, p.Has = span(at.dnsStart, at.dnsDone), p.Has|record.PhaseDNS
+	}
+	if at.connectStart > 0 && at.connectDone >= at.connectStart {
+		p.Connect, p.Has = span(at.connectStart, at.connectDone), p.Has|record.PhaseConnect
+	}
+	if at.tlsStart > 0 && at.tlsDone >= at.tlsStart {
+		p.TLS, p.Has = span(at.tlsStart, at.tlsDone), p.Has|record.PhaseTLS
+	}
+	written := time.Duration(0)
+	if at.wroteAll > 0 {
+		written = time.Duration(at.wroteAll - 1).Truncate(time.Microsecond)
+		p.Write, p.Has = max(written-at.sent, 0), p.Has|record.PhaseWrite
+	}
+	if at.firstByte > 0 && at.wroteAll > 0 {
+		fb := time.Duration(at.firstByte - 1).Truncate(time.Microsecond)
+		if at.firstByteStamped {
+			fb = at.firstByteStamp.Truncate(time.Microsecond)
+		}
+		p.Headers, p.Has = max(fb-written, 0), p.Has|record.PhaseHeaders
+	}
+	if p.Has == 0 {
+		return nil
+	}
+	return p
+}
+
+// retryAfter reads a Retry-After header (delay seconds or an HTTP date) as a delay; 0 when
+// absent or unreadable.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 || n > 1<<31 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now).Truncate(time.Second)
+	}
+	return 0
 }
 
 // failure classifies an error that ended a request. The run's own cancellation wins over
@@ -326,6 +485,13 @@ func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelC
 				ev.cum = int32(ci.completion)
 			}
 			st.events = append(st.events, ev)
+			switch len(st.events) {
+			case 1:
+				st.firstAt = t
+			case 2:
+				// One read, one stamp for the first two: the first's own arrival is unknown.
+				rec.TTFTUpperBound = t.Equal(st.firstAt)
+			}
 			if ci.content && !st.hasContent {
 				st.hasContent, st.firstContent = true, off
 			}
@@ -375,7 +541,7 @@ func excerpt(b []byte) string {
 }
 
 // finish turns the stream's events into the record's token events and output count
-// (DESIGN.md §1): N from usage, else the tokenizer, else the number of events; n_k from
+// (docs/design.md §1): N from usage, else the tokenizer, else the number of events; n_k from
 // the server's per-chunk cumulative usage, else the tokenizer's count of the delta, else 1.
 func finish(st *streamState, tok tokenizer.Tokenizer, rec *record.Record) {
 	evs := st.events

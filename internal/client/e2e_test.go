@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -47,10 +49,18 @@ func (l *memListener) Close() error {
 
 func (l *memListener) Addr() net.Addr { return memAddr{} }
 
-func (l *memListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+// dial connects through a pipe, telling the request's trace of it as net.Dialer does.
+func (l *memListener) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	a, b := net.Pipe()
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.ConnectStart != nil {
+		trace.ConnectStart(network, addr)
+	}
 	select {
 	case l.conns <- b:
+		if trace != nil && trace.ConnectDone != nil {
+			trace.ConnectDone(network, addr, nil)
+		}
 		return a, nil
 	case <-l.closed:
 		return nil, fmt.Errorf("dial llm.test: connection refused")
@@ -69,7 +79,9 @@ func inBubble(t *testing.T, h http.Handler, cfg Config, f func(t *testing.T, c *
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		l := newMemListener()
-		srv := &http.Server{Handler: h}
+		srv := &http.Server{Handler: h, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		}}
 		go srv.Serve(l)
 		if cfg.BaseURL == "" {
 			cfg.BaseURL = "http://llm.test"
@@ -81,13 +93,25 @@ func inBubble(t *testing.T, h http.Handler, cfg Config, f func(t *testing.T, c *
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.transport.Proxy = nil
-		c.transport.DialContext = l.dial
+		c.setDial(l.dial)
 		f(t, c, l)
 		c.Close()
 		srv.Close()
 		synctest.Wait()
 	})
+}
+
+// connKey is the request context's key of the server's connection (connOf).
+type connKey struct{}
+
+// connOf is the server side of r's connection in inBubble, so a handler can close it.
+func connOf(r *http.Request) net.Conn { return r.Context().Value(connKey{}).(net.Conn) }
+
+// setDial makes both of c's transports dial with d (no proxy), the kept-alive one through
+// its connection tracker as New does.
+func (c *Client) setDial(d dialFunc) {
+	c.transport.Proxy, c.fresh.Proxy = nil, nil
+	c.transport.DialContext, c.fresh.DialContext = c.conns.wrap(d), d
 }
 
 // step is one write of a scripted SSE server: wait, then write raw bytes and flush.
@@ -204,10 +228,10 @@ func TestDoKeepAlive(t *testing.T) {
 	}
 	dials := 0
 	inBubble(t, http.HandlerFunc(h), Config{MaxConns: 1}, func(t *testing.T, c *Client, l *memListener) {
-		c.transport.DialContext = func(ctx context.Context, n, a string) (net.Conn, error) {
+		c.setDial(func(ctx context.Context, n, a string) (net.Conn, error) {
 			dials++
 			return l.dial(ctx, n, a)
-		}
+		})
 		start := time.Now()
 		for i := 0; i < 5; i++ {
 			var rec record.Record
@@ -389,7 +413,22 @@ func TestDoOutcomes(t *testing.T) {
 			kind:    record.KindCanceled, events: 3, done: 250 * ms},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inBubble(t, tc.handler, tc.cfg, func(t *testing.T, c *Client, _ *memListener) {
+			// Each failure comes on a kept-alive connection that carried a good response
+			// first, so that the re-send rule could apply: none of these may be re-sent.
+			var served atomic.Int32
+			ok := scripted(tokenStream(ms, ms, 2)...)
+			h := func(w http.ResponseWriter, r *http.Request) {
+				if served.Add(1) == 1 {
+					ok(w, r)
+					return
+				}
+				tc.handler(w, r)
+			}
+			inBubble(t, http.HandlerFunc(h), tc.cfg, func(t *testing.T, c *Client, _ *memListener) {
+				var first record.Record
+				if c.Do(context.Background(), time.Now(), testReq, &first); first.Error != nil {
+					t.Fatalf("first request: %+v", first.Error)
+				}
 				ctx := context.Background()
 				if tc.cancel > 0 {
 					var cancel context.CancelFunc
@@ -416,6 +455,9 @@ func TestDoOutcomes(t *testing.T) {
 				}
 				if rec.Done < rec.Sent {
 					t.Errorf("done %v before sent %v", rec.Done, rec.Sent)
+				}
+				if rec.Retried || c.ConnStats().Retried != 0 || served.Load() != 2 {
+					t.Errorf("re-sent (retried %v, %d re-sends, server saw %d requests)", rec.Retried, c.ConnStats().Retried, served.Load())
 				}
 			})
 		})

@@ -119,11 +119,7 @@ func TestTLS(t *testing.T) {
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
 	srv.StartTLS()
 	defer srv.Close()
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	if err := os.WriteFile(caFile, pemBytes, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	caFile := writeCA(t, srv)
 	for _, tc := range []struct {
 		name  string
 		cfg   Config
@@ -172,4 +168,15 @@ func TestTLS(t *testing.T) {
 	if err := (Config{BaseURL: srv.URL, API: APIOpenAIChat, CACert: bad}).Validate(); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Errorf("bad CA file: %v", err)
 	}
+}
+
+// writeCA writes srv's certificate as a PEM CA file and returns its path.
+func writeCA(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(caFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return caFile
 }

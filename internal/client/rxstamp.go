@@ -47,19 +47,20 @@ func (c *rxConn) claim() *rxStamps {
 // stamp is the monotonic instant at which the newest bytes read arrived, and how long ago
 // that was: their age, taken on the wall clock (which the kernel's stamp is on) in one
 // reading with the monotonic clock, so that a clock step between runs does not matter.
-// Without a believable stamp it is the current time, and ok is false.
-func (s *rxStamps) stamp() (t time.Time, age time.Duration, ok bool) {
+// k is the kernel's stamp itself (Unix ns), which bytes of one arrival share. Without a
+// believable stamp it is the current time, and ok is false.
+func (s *rxStamps) stamp() (t time.Time, k int64, age time.Duration, ok bool) {
 	t = time.Now()
-	k := s.last.Load()
+	k = s.last.Load()
 	if k == 0 {
-		return t, 0, false
+		return t, 0, 0, false
 	}
 	a := t.UnixNano() - k
 	if a < 0 || a > int64(maxRxAge) {
 		// A stamp from the future or of long ago: the wall clock was stepped since.
-		return t, 0, false
+		return t, 0, 0, false
 	}
-	return t.Add(-time.Duration(a)), time.Duration(a), true
+	return t.Add(-time.Duration(a)), k, time.Duration(a), true
 }
 
 // KernelStampsSupported says whether this build asks the kernel for receive times (Linux).
@@ -69,10 +70,13 @@ func KernelStampsSupported() bool { return kernelStamps }
 // maxRxAge bounds how old a stamp may be and still be believed (see stamp).
 const maxRxAge = time.Hour
 
-// rxConnOf returns the rxConn under c (a plain or TLS connection), or nil.
+// rxConnOf returns the rxConn under c (a plain or TLS connection, tracked or not), or nil.
 func rxConnOf(c net.Conn) *rxConn {
 	if t, ok := c.(*tls.Conn); ok {
 		c = t.NetConn()
+	}
+	if t, ok := c.(*trackedConn); ok {
+		c = t.Conn
 	}
 	rc, _ := c.(*rxConn)
 	return rc

@@ -86,7 +86,7 @@ func TestKernelStampIsArrivalNotRead(t *testing.T) {
 	if n, err := conn.Read(make([]byte, 16)); n != 5 || err != nil {
 		t.Fatalf("read %d, %v", n, err)
 	}
-	at, age, ok := stamps.stamp()
+	at, _, age, ok := stamps.stamp()
 	if !ok {
 		// gVisor and some sandboxes accept SO_TIMESTAMPNS and never deliver it: llmbench
 		// then times events when read, and should say so (run --read-stamps there).
@@ -174,7 +174,7 @@ func TestRxStampsFollowTheRequest(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // stamping switches on from a work queue
 	next <- true
 	rc.Read(buf)
-	t1, _, ok := first.stamp()
+	t1, _, _, ok := first.stamp()
 	if !ok {
 		t.Fatal("no kernel receive timestamp")
 	}
@@ -183,10 +183,10 @@ func TestRxStampsFollowTheRequest(t *testing.T) {
 	next <- true
 	rc.Read(buf)
 	// (Each conversion reads the clocks anew: equal to the ns, give or take a few.)
-	if again, _, _ := first.stamp(); again.Sub(t1).Abs() > time.Microsecond {
+	if again, _, _, _ := first.stamp(); again.Sub(t1).Abs() > time.Microsecond {
 		t.Errorf("the first request's stamp moved from %v to %v with the second's read", t1, again)
 	}
-	if t2, _, ok := second.stamp(); !ok || t2.Sub(t1) < 10*time.Millisecond {
+	if t2, _, _, ok := second.stamp(); !ok || t2.Sub(t1) < 10*time.Millisecond {
 		t.Errorf("second request's stamp %v (ok %v), only %v after the first's", t2, ok, t2.Sub(t1))
 	}
 	// A read that fails (here: times out) is timed when read, not by older bytes.
@@ -194,7 +194,7 @@ func TestRxStampsFollowTheRequest(t *testing.T) {
 	if _, err := rc.Read(buf); err == nil {
 		t.Fatal("read past the deadline succeeded")
 	}
-	if _, _, ok := second.stamp(); ok {
+	if _, _, _, ok := second.stamp(); ok {
 		t.Error("a failed read kept the previous stamp")
 	}
 }

@@ -123,15 +123,16 @@ func TestJoin(t *testing.T) {
 	}
 	recs[3].Error = &record.Error{Kind: record.KindConnect}
 	recs[2].Error = &record.Error{Kind: record.KindDisconnect}
+	recs[1].TTFTUpperBound = true // its first event shared a read with its second
 	j := NewJoin(tr, time.UnixMicro(t0), Options{})
 	for i := range recs {
 		j.Add(&recs[i])
 	}
 	r := j.Report()
 	want := Report{Records: 6, Matched: 3, NoResponseID: 1, NoTruth: 1, Duplicate: 1, CountMismatch: 1,
-		UnmatchedTruth: 1, Events: 7, Requests: 3}
+		UnmatchedTruth: 1, Events: 7, Requests: 3, TTFTUpperBound: 1}
 	got := r
-	got.EventTime, got.TTFT, got.ITL, got.SendDelay = Stats{}, Stats{}, Stats{}, Stats{}
+	got.EventTime, got.TTFT, got.ITL, got.SendDelay, got.FirstEvent = Stats{}, Stats{}, Stats{}, Stats{}, Stats{}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("counts = %+v\nwant     %+v", got, want)
 	}
@@ -144,6 +145,10 @@ func TestJoin(t *testing.T) {
 	// TTFT errors: a (50.3-10)-(50-10.2)=0.5; b 20.5-20=0.5; c 10-10=0.
 	if tt := r.TTFT; tt.Count != 3 || !near(tt.Min, 0) || !near(tt.Max, 0.5) || !near(tt.P50, 0.5) {
 		t.Errorf("ttft = %+v", tt)
+	}
+	// First-event errors of the exact TTFTs: a 0.3, c 0 (b is an upper bound).
+	if fe := r.FirstEvent; fe.Count != 2 || !near(fe.Min, 0) || !near(fe.Max, 0.3) {
+		t.Errorf("first event = %+v", fe)
 	}
 	// ITL samples: a 19.8-20=-0.2, 20.8-20=0.8; b two samples of 15-14.5=0.5; c 10.002-10=0.002.
 	if it := r.ITL; it.Count != 5 || !near(it.Min, -0.2) || !near(it.Max, 0.8) || !near(it.P50, 0.5) ||

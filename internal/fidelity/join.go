@@ -19,9 +19,10 @@ type Join struct {
 	start int64 // Start in Unix ns
 	seen  map[string]bool
 
-	records, warmup, matched, noID, noTruth, duplicate, mismatch, noEvents, kernel int
+	records, warmup, matched, noID, noTruth, duplicate, mismatch, noEvents, kernel, upper int
 	// Signed errors in ns, kept whole and sorted at the end: percentiles are exact.
 	event, ttft, itl, send []int64
+	first                  []int64 // the first event's error, of records whose TTFT is exact
 	// second[s] holds the event errors read in second s of the run (with BySecond).
 	second [][]int64
 }
@@ -83,6 +84,9 @@ func (j *Join) Add(r *record.Record) {
 	}
 	sent := j.wall(r.Sent)
 	j.send = append(j.send, t.Received*1000-sent)
+	if r.TTFTUpperBound {
+		j.upper++
+	}
 	var prevC, prevS int64
 	r.Events.Each(func(i int, at time.Duration, nc int) {
 		if i >= n {
@@ -100,12 +104,15 @@ func (j *Join) Add(r *record.Record) {
 		if i == 0 {
 			// TTFT as the client measured it minus TTFT as the server served it.
 			j.ttft = append(j.ttft, (c-sent)-(s-t.Received*1000))
+			if !r.TTFTUpperBound {
+				j.first = append(j.first, c-s)
+			}
 		} else {
 			ns := 1
 			if t.Tokens != nil {
 				ns = int(t.Tokens[i])
 			}
-			// Each gap carrying nc tokens gives nc ITL samples of gap/nc (DESIGN.md §2);
+			// Each gap carrying nc tokens gives nc ITL samples of gap/nc (docs/design.md §2);
 			// the truth's sample is the server's gap over the tokens it sent.
 			e := float64(c-prevC)/float64(nc) - float64(s-prevS)/float64(ns)
 			for range nc {
@@ -141,6 +148,11 @@ type Report struct {
 	ITL Stats `json:"itl_error_ms"`
 	// SendDelay: the server's receipt of the request minus the client's sent.
 	SendDelay Stats `json:"send_delay_ms"`
+	// FirstEvent: the first token event's time error, over the requests whose TTFT is
+	// exact; TTFTUpperBound counts the paired requests left out of it, whose first event
+	// shared a read and a receive stamp with a later one (their TTFT is an upper bound).
+	FirstEvent     Stats `json:"first_event_error_ms"`
+	TTFTUpperBound int   `json:"ttft_upper_bound"`
 
 	// Early counts events the client read before the server's stamp. The stamp is taken
 	// after the write and flush return, so the client can read the bytes first: a few
@@ -192,6 +204,7 @@ func (j *Join) Report() Report {
 		Duplicate: j.duplicate, CountMismatch: j.mismatch, NoEvents: j.noEvents,
 		UnmatchedTruth: len(j.truth) - len(j.seen), Events: len(j.event), Requests: len(j.ttft), KernelStamped: j.kernel,
 		EventTime: statsOf(j.event), TTFT: statsOf(j.ttft), ITL: statsOf(j.itl), SendDelay: statsOf(j.send),
+		FirstEvent: statsOf(j.first), TTFTUpperBound: j.upper,
 	}
 	for i, v := range j.second {
 		if len(v) > 0 {

@@ -44,6 +44,7 @@ func WriteText(w io.Writer, r Report) error {
 	}
 	row("event time", r.EventTime)
 	row("TTFT", r.TTFT)
+	row("first event (exact)", r.FirstEvent)
 	row("ITL (per token)", r.ITL)
 	row("send delay", r.SendDelay)
 	if len(r.PerSecond) > 0 {
@@ -51,6 +52,9 @@ func WriteText(w io.Writer, r Report) error {
 		for _, s := range r.PerSecond {
 			fmt.Fprintf(b, "%-8d %9d %9s %9s %9s %9s\n", s.Second, s.Count, formatMs(s.P50), formatMs(s.P99), formatMs(s.P999), formatMs(s.Max))
 		}
+	}
+	if r.TTFTUpperBound > 0 {
+		fmt.Fprintf(b, "\n%d requests had their first token event in the same read, with the same receive stamp, as a later one:\ntheir TTFT is an upper bound (levels[i].ttft_upper_bound), and the first-event row leaves them out\n", r.TTFTUpperBound)
 	}
 	if r.Early > 0 {
 		fmt.Fprintf(b, "\n%d events arrived before the server's stamp, which it takes after its write returns (on one host the kernel stamps\nthe bytes inside that write): the server's own delay, at most %s ms\n",

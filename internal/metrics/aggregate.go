@@ -1,4 +1,4 @@
-// Package metrics turns per-request records into per-level figures exactly as DESIGN.md §2
+// Package metrics turns per-request records into per-level figures exactly as docs/design.md §2
 // defines them: latency statistics with confidence intervals, throughputs, goodput, SLO
 // verdicts, and the sweet spot and SLO limit of a ladder.
 package metrics

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ func AppendJSON(b []byte, r *Record) []byte {
 	}
 	b = append(b, `,"warmup":`...)
 	b = strconv.AppendBool(b, r.Warmup)
+	if r.Retried {
+		b = append(b, `,"retried":true`...)
+	}
 	b = append(b, `,"scheduled_s":`...)
 	b = appendSeconds(b, r.Scheduled)
 	b = append(b, `,"sent_s":`...)
@@ -75,9 +79,30 @@ func AppendJSON(b []byte, r *Record) []byte {
 		b = append(b, `,"first_content_s":`...)
 		b = appendSeconds(b, r.FirstContent)
 	}
+	if r.TTFTUpperBound {
+		b = append(b, `,"ttft_upper_bound":true`...)
+	}
 	if r.KernelStamps {
 		b = append(b, `,"read_lag_s":`...)
 		b = appendSeconds(b, r.ReadLag)
+	}
+	if p := r.Phases; p != nil && p.Has != 0 {
+		b = append(b, `,"phases":{`...)
+		n := 0
+		for _, f := range phaseFields(p) {
+			if p.Has&f.bit == 0 {
+				continue
+			}
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
+			b = append(b, '"')
+			b = append(b, f.key...)
+			b = append(b, `":`...)
+			b = appendSeconds(b, *f.d)
+		}
+		b = append(b, '}')
 	}
 	if st := r.Server; st != nil {
 		b = append(b, `,"server":{`...)
@@ -130,6 +155,10 @@ func AppendJSON(b []byte, r *Record) []byte {
 		if r.Error.Message != "" {
 			b = append(b, `,"message":`...)
 			b = appendString(b, r.Error.Message)
+		}
+		if r.Error.RetryAfter > 0 {
+			b = append(b, `,"retry_after_s":`...)
+			b = appendSeconds(b, r.Error.RetryAfter)
 		}
 		b = append(b, '}')
 	}
@@ -208,27 +237,51 @@ func ParseMicros(s string) (int64, error) {
 	return v, nil
 }
 
+// phaseField names one phase in records.jsonl.
+type phaseField struct {
+	key string
+	bit PhaseSet
+	d   *time.Duration
+}
+
+func phaseFields(p *Phases) [5]phaseField {
+	return [5]phaseField{
+		{"dns_s", PhaseDNS, &p.DNS}, {"connect_s", PhaseConnect, &p.Connect}, {"tls_s", PhaseTLS, &p.TLS},
+		{"write_s", PhaseWrite, &p.Write}, {"headers_s", PhaseHeaders, &p.Headers},
+	}
+}
+
 type jsonRecord struct {
-	Level              *int             `json:"level"`
-	Index              int              `json:"index"`
-	Conversation       int              `json:"conversation"`
-	Turn               int              `json:"turn"`
-	Warmup             bool             `json:"warmup"`
-	Scheduled          json.Number      `json:"scheduled_s"`
-	Sent               json.Number      `json:"sent_s"`
-	FirstToken         *json.Number     `json:"first_token_s"`
-	LastToken          *json.Number     `json:"last_token_s"`
-	Done               json.Number      `json:"done_s"`
-	ResponseID         string           `json:"response_id"`
-	InputTokens        int              `json:"input_tokens"`
-	ServerPromptTokens int              `json:"server_prompt_tokens"`
-	OutputTokens       int              `json:"output_tokens"`
-	OutputTokensSource string           `json:"output_tokens_source"`
-	Events             [][2]json.Number `json:"events"`
-	FirstContent       *json.Number     `json:"first_content_s"`
-	ReadLag            *json.Number     `json:"read_lag_s"`
-	Server             *jsonServer      `json:"server"`
-	Error              *Error           `json:"error"`
+	Level              *int                   `json:"level"`
+	Index              int                    `json:"index"`
+	Conversation       int                    `json:"conversation"`
+	Turn               int                    `json:"turn"`
+	Warmup             bool                   `json:"warmup"`
+	Retried            bool                   `json:"retried"`
+	TTFTUpperBound     bool                   `json:"ttft_upper_bound"`
+	Phases             map[string]json.Number `json:"phases"`
+	Scheduled          json.Number            `json:"scheduled_s"`
+	Sent               json.Number            `json:"sent_s"`
+	FirstToken         *json.Number           `json:"first_token_s"`
+	LastToken          *json.Number           `json:"last_token_s"`
+	Done               json.Number            `json:"done_s"`
+	ResponseID         string                 `json:"response_id"`
+	InputTokens        int                    `json:"input_tokens"`
+	ServerPromptTokens int                    `json:"server_prompt_tokens"`
+	OutputTokens       int                    `json:"output_tokens"`
+	OutputTokensSource string                 `json:"output_tokens_source"`
+	Events             [][2]json.Number       `json:"events"`
+	FirstContent       *json.Number           `json:"first_content_s"`
+	ReadLag            *json.Number           `json:"read_lag_s"`
+	Server             *jsonServer            `json:"server"`
+	Error              *jsonError             `json:"error"`
+}
+
+type jsonError struct {
+	Kind       string       `json:"kind"`
+	Status     int          `json:"status"`
+	Message    string       `json:"message"`
+	RetryAfter *json.Number `json:"retry_after_s"`
 }
 
 type jsonServer struct {
@@ -261,7 +314,34 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	*r = Record{
 		Level: *j.Level, Index: j.Index, Conversation: j.Conversation, Turn: j.Turn, Warmup: j.Warmup, ResponseID: j.ResponseID,
 		InputTokens: j.InputTokens, ServerPromptTokens: j.ServerPromptTokens,
-		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource, Error: j.Error,
+		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource,
+		Retried: j.Retried, TTFTUpperBound: j.TTFTUpperBound,
+	}
+	if je := j.Error; je != nil {
+		r.Error = &Error{Kind: je.Kind, Status: je.Status, Message: je.Message}
+		if je.RetryAfter != nil {
+			var err error
+			if r.Error.RetryAfter, err = parseSeconds(*je.RetryAfter); err != nil {
+				return fmt.Errorf("error.retry_after_s: %w", err)
+			}
+		}
+	}
+	if len(j.Phases) > 0 {
+		p := &Phases{}
+		fields := phaseFields(p)
+		for k, v := range j.Phases {
+			i := slices.IndexFunc(fields[:], func(f phaseField) bool { return f.key == k })
+			if i < 0 {
+				return fmt.Errorf("phases: unknown phase %q", k)
+			}
+			d, err := parseSeconds(v)
+			if err != nil {
+				return fmt.Errorf("phases.%s: %w", k, err)
+			}
+			*fields[i].d = d
+			p.Has |= fields[i].bit
+		}
+		r.Phases = p
 	}
 	for _, f := range []struct {
 		dst  *time.Duration

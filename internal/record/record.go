@@ -1,5 +1,5 @@
 // Package record holds the raw per-request record: the one flat fact from which every
-// figure is recomputed (DESIGN.md §7.1). Times are offsets from the run's start, taken as
+// figure is recomputed (docs/design.md §7.1). Times are offsets from the run's start, taken as
 // t.Sub(runStart) on Go's monotonic clock, never via wall-clock round trips.
 package record
 
@@ -21,7 +21,7 @@ const (
 	KindCanceled       = "canceled"
 )
 
-// Output token count sources (DESIGN.md §1).
+// Output token count sources (docs/design.md §1).
 const (
 	SourceUsage     = "usage"
 	SourceTokenizer = "tokenizer"
@@ -33,6 +33,9 @@ type Error struct {
 	Kind    string `json:"kind"`
 	Status  int    `json:"status,omitempty"`
 	Message string `json:"message,omitempty"`
+	// RetryAfter is the server's Retry-After (429, 503), as a delay; 0 when it gave none.
+	// llmbench never re-sends such a request: it is a failure the server chose.
+	RetryAfter time.Duration `json:"-"`
 }
 
 // Record is one request's outcome. A zero Sent with Error set means it was never sent.
@@ -44,6 +47,13 @@ type Record struct {
 	// KernelStamps says the event times are the kernel's receive times of their bytes
 	// (Linux, HTTP/1.1), not the times our goroutine read them (see ReadLag).
 	KernelStamps bool
+	// Retried says the request was sent a second time, on a new connection, because its
+	// first send met a connection the server had closed before any byte of a response came
+	// back (the client's rule: docs/real-servers.md). Sent is the re-send's.
+	Retried bool
+	// TTFTUpperBound says the first token event arrived in the same read, with the same
+	// receive stamp, as a later one: its own arrival is unknown, and TTFT is at most this.
+	TTFTUpperBound bool
 
 	// Turn is the request's 1-based turn in a multi-turn conversation (1 = the first
 	// request of the conversation) and Conversation that conversation's number in the
@@ -74,7 +84,36 @@ type Record struct {
 	// for the client to read them: the client's own lateness, which the kernel's stamps
 	// keep out of the figures.
 	ReadLag time.Duration
+
+	// Phases are the request's HTTP phases (httptrace); nil when none were measured (the
+	// virtual-clock simulator, records of older runs).
+	Phases *Phases
 }
+
+// Phases are the HTTP phases of one request, each measured only when it happened: DNS,
+// Connect and TLS only on a new connection (they are before Sent, so they are the
+// client's time, not TTFT), Write and Headers on every request that got that far.
+// Sent + Write + Headers is when the response headers arrived.
+type Phases struct {
+	DNS     time.Duration // name resolution
+	Connect time.Duration // TCP connect
+	TLS     time.Duration // TLS handshake
+	Write   time.Duration // Sent to the whole request written
+	Headers time.Duration // request written to the first byte of the response (its headers)
+	Has     PhaseSet      // which of the above were measured
+}
+
+// PhaseSet is a set of measured phases.
+type PhaseSet uint8
+
+// The phases of a request, in the order they happen.
+const (
+	PhaseDNS PhaseSet = 1 << iota
+	PhaseConnect
+	PhaseTLS
+	PhaseWrite
+	PhaseHeaders
+)
 
 // ServerTimings are a server's own figures for one request (llama.cpp "timings", Ollama
 // eval_count/eval_duration, TGI details), set beside the client's to show how much of

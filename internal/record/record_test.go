@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -149,5 +150,43 @@ func TestJSONRoundTripTurns(t *testing.T) {
 		if err := x.UnmarshalJSON([]byte(in)); err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("%s: error %v, want %q", in, err, want)
 		}
+	}
+}
+
+func TestJSONRoundTripConnectionFields(t *testing.T) {
+	r := sample()
+	r.Retried, r.TTFTUpperBound = true, true
+	r.Phases = &Phases{Connect: 180 * time.Microsecond, Write: 12 * time.Microsecond, Headers: 3 * time.Millisecond,
+		Has: PhaseConnect | PhaseWrite | PhaseHeaders}
+	failed := sample()
+	failed.Events = Events{}
+	failed.Error = &Error{Kind: KindHTTPStatus, Status: 429, Message: "slow down", RetryAfter: 2 * time.Second}
+	line := AppendJSON(nil, &r)
+	for _, want := range []string{`"warmup":false,"retried":true,`, `"ttft_upper_bound":true,`,
+		`"phases":{"connect_s":0.000180,"write_s":0.000012,"headers_s":0.003000}`} {
+		if !bytes.Contains(line, []byte(want)) {
+			t.Errorf("json %s lacks %s", line, want)
+		}
+	}
+	fline := AppendJSON(nil, &failed)
+	if want := `"error":{"kind":"http_status","status":429,"message":"slow down","retry_after_s":2.000000}`; !bytes.Contains(fline, []byte(want)) {
+		t.Errorf("json %s lacks %s", fline, want)
+	}
+	for _, c := range []struct {
+		line []byte
+		want Record
+	}{{line, r}, {fline, failed}} {
+		var got Record
+		if err := got.UnmarshalJSON(c.line); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("round trip:\n got %+v\nwant %+v", got, c.want)
+		}
+	}
+	var bad Record
+	if err := bad.UnmarshalJSON([]byte(`{"level":0,"sent_s":0,"scheduled_s":0,"done_s":0,"phases":{"dnss_s":0.1}}`)); err == nil ||
+		!strings.Contains(err.Error(), `unknown phase "dnss_s"`) {
+		t.Errorf("unknown phase: err %v", err)
 	}
 }

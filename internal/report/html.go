@@ -494,7 +494,7 @@ func errorKinds(v any) string {
 }
 
 // percentileCell shows a percentile with its 95% CI as a tooltip, flagged when the sample was
-// too small to bound it (ci95 side null), as DESIGN.md §2 asks.
+// too small to bound it (ci95 side null), as docs/design.md §2 asks.
 func percentileCell(mets map[string]any, metric, p string) cell {
 	st, _ := mets[metric].(map[string]any)
 	c := cell{Text: fmtNum(num(st[p]))}

@@ -18,7 +18,7 @@ import (
 // synthRun builds a small but realistic closed-loop ladder: a server whose prefill queues and
 // whose decode slows as concurrency grows, a few multi-token chunks, warm-up requests and, at
 // the heaviest level, some failures. It returns summary.json's bytes (figures computed from
-// the records with the DESIGN.md definitions) and the records, so tests need no other package.
+// the records with the docs/design.md definitions) and the records, so tests need no other package.
 func synthRun(concurrencies []int, perLevel int, seed uint64) ([]byte, []record.Record) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var recs []record.Record
@@ -86,7 +86,7 @@ func synthRun(concurrencies []int, perLevel int, seed uint64) ([]byte, []record.
 	return b, recs
 }
 
-// synthLevel computes a level's summary figures the way DESIGN.md §2 defines them.
+// synthLevel computes a level's summary figures the way docs/design.md §2 defines them.
 func synthLevel(recs []record.Record, c int) map[string]any {
 	var ttft, tpot, itl, e2el, lag []float64
 	first, last := time.Duration(math.MaxInt64), time.Duration(0)

@@ -23,7 +23,7 @@ import (
 )
 
 // The CDFs the page draws agree with the percentiles in summary.json (computed here by
-// synthLevel from the same records with the DESIGN.md definitions).
+// synthLevel from the same records with the docs/design.md definitions).
 func TestPrepareRecordsCDFMatchesSummaryPercentiles(t *testing.T) {
 	sum, recs := synthRun([]int{1, 8, 32}, 60, 11)
 	var b bytes.Buffer

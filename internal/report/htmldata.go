@@ -272,7 +272,7 @@ func (p *preparer) add(r *record.Record) {
 		return
 	}
 	lv.OK++
-	// DESIGN.md §2 definitions, in ms.
+	// docs/design.md §2 definitions, in ms.
 	first, ok := r.FirstToken()
 	if !ok {
 		return

@@ -48,6 +48,11 @@ type Target struct {
 	URL   string `json:"url"`
 	API   string `json:"api"`
 	Model string `json:"model"`
+	// ClosesConnections says the server closed every connection after its response (while
+	// offering keep-alive), so the client stopped reusing them; ClosedConnections counts the
+	// kept-alive connections it closed after a response. Both zero for the simulator.
+	ClosesConnections bool `json:"closes_connections"`
+	ClosedConnections int  `json:"closed_connections"`
 }
 
 // NewTarget describes the target with any user:password removed from the URL and the values

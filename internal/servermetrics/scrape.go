@@ -67,9 +67,13 @@ type Scraper struct {
 
 // Start scrapes url at once and then every interval (DefaultInterval when <= 0) until Stop
 // or ctx ends. Each scrape times out after one interval; failures are counted, never fatal.
-// runStart is the run's t = 0, for the samples' times.
-func Start(ctx context.Context, url string, interval time.Duration, runStart time.Time) *Scraper {
-	return start(ctx, url, interval, runStart, newClient())
+// runStart is the run's t = 0, for the samples' times. hc is the client to scrape with (the
+// target's transport, so TLS, proxy and credentials are the benchmark's); nil: a plain one.
+func Start(ctx context.Context, url string, interval time.Duration, runStart time.Time, hc *http.Client) *Scraper {
+	if hc == nil {
+		hc = newClient()
+	}
+	return start(ctx, url, interval, runStart, hc)
 }
 
 func start(ctx context.Context, url string, interval time.Duration, runStart time.Time, c *http.Client) *Scraper {
@@ -205,11 +209,13 @@ func (s *Scraper) add(smp Sample) {
 // Probe fetches url once and reports which server family its Prometheus text comes from;
 // an error when it does not answer, is not Prometheus text, or carries none of the known
 // servers' metrics. The CLI scrapes the target's /metrics by default only when Probe
-// succeeds.
-func Probe(ctx context.Context, url string) (string, error) {
-	c := newClient()
-	defer c.CloseIdleConnections()
-	fam, _, err := fetch(ctx, c, url)
+// succeeds. hc is as for Start.
+func Probe(ctx context.Context, url string, hc *http.Client) (string, error) {
+	if hc == nil {
+		hc = newClient()
+		defer hc.CloseIdleConnections()
+	}
+	fam, _, err := fetch(ctx, hc, url)
 	if err != nil {
 		return "", err
 	}

@@ -222,7 +222,7 @@ func TestScraperOverHTTP(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	s := Start(t.Context(), srv.URL+"/metrics", 10*time.Millisecond, time.Now())
+	s := Start(t.Context(), srv.URL+"/metrics", 10*time.Millisecond, time.Now(), nil)
 	time.Sleep(60 * time.Millisecond)
 	ser := s.Stop()
 	if ser.Failed != 0 || len(ser.Samples) < 2 || ser.Family != FamilyVLLM {
@@ -241,7 +241,7 @@ func TestScraperOverHTTP(t *testing.T) {
 		"/openmetrics": "OpenMetrics",
 		"/nope":        "HTTP 404",
 	} {
-		s := Start(t.Context(), srv.URL+path, 10*time.Millisecond, time.Now())
+		s := Start(t.Context(), srv.URL+path, 10*time.Millisecond, time.Now(), nil)
 		time.Sleep(25 * time.Millisecond)
 		ser := s.Stop()
 		if ser.Failed == 0 || ser.Failed != ser.Scrapes || !strings.Contains(ser.LastError, want) {
@@ -280,7 +280,7 @@ func TestProbe(t *testing.T) {
 		{deadURL + "/metrics", "", "connection refused"},
 		{"::not a url", "", "metrics URL"},
 	} {
-		fam, err := Probe(t.Context(), tc.url)
+		fam, err := Probe(t.Context(), tc.url, nil)
 		if tc.err == "" {
 			if err != nil || fam != tc.family {
 				t.Errorf("Probe(%s) = %q, %v; want %q", tc.url, fam, err, tc.family)

@@ -32,12 +32,12 @@ func TestScrapeSimulator(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	if fam, err := Probe(t.Context(), srv.URL+"/metrics"); err != nil || fam != FamilyVLLM {
+	if fam, err := Probe(t.Context(), srv.URL+"/metrics", nil); err != nil || fam != FamilyVLLM {
 		t.Fatalf("Probe = %q, %v; want vllm", fam, err)
 	}
 	const reqs, outTokens = 16, 32
 	runStart := time.Now()
-	s := Start(t.Context(), srv.URL+"/metrics", 25*time.Millisecond, runStart)
+	s := Start(t.Context(), srv.URL+"/metrics", 25*time.Millisecond, runStart, nil)
 	shared := strings.Repeat("shared ", 200)
 	send := func(i int) {
 		body := fmt.Sprintf(`{"model":%q,"prompt":"%s request %d","max_tokens":%d,"ignore_eos":true,"stream":true}`,

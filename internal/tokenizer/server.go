@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -88,7 +89,7 @@ func (s *Server) Tokenize(ctx context.Context, text string) ([]int, error) {
 		return nil, err
 	}
 	if resp.Tokens == nil {
-		return nil, errors.New("tokenizer server: /tokenize response has no \"tokens\"")
+		return nil, errors.New(`/tokenize: the response has no "tokens"`)
 	}
 	ids := make([]int, len(resp.Tokens))
 	for i, raw := range resp.Tokens {
@@ -98,7 +99,7 @@ func (s *Server) Tokenize(ctx context.Context, text string) ([]int, error) {
 				ID *int `json:"id"`
 			}
 			if json.Unmarshal(raw, &withPiece) != nil || withPiece.ID == nil {
-				return nil, fmt.Errorf("tokenizer server: /tokenize token %d is %s, not an id", i, raw)
+				return nil, fmt.Errorf("/tokenize: token %d is %s, not an id", i, raw)
 			}
 			ids[i] = *withPiece.ID
 		}
@@ -128,7 +129,50 @@ func (s *Server) Detokenize(ctx context.Context, ids []int) (string, error) {
 	case resp.Content != nil:
 		return *resp.Content, nil
 	}
-	return "", errors.New("tokenizer server: /detokenize response has neither \"prompt\" nor \"content\"")
+	return "", errors.New(`/detokenize: the response has neither "prompt" nor "content"`)
+}
+
+// HTTPError is a /tokenize or /detokenize call the server answered with an error status.
+type HTTPError struct {
+	Path    string // "/tokenize"
+	Status  int
+	Message string // the server's own message, from its JSON error body when it has one
+}
+
+func (e *HTTPError) Error() string {
+	msg := fmt.Sprintf("%s: HTTP %d", e.Path, e.Status)
+	if e.Message != "" {
+		msg += " " + e.Message
+	}
+	return msg
+}
+
+// errorMessage is the message of a JSON error body ({"error":{"message":…}}, {"error":…},
+// {"message":…}, {"detail":…}), else the body itself, bounded.
+func errorMessage(body []byte) string {
+	var j struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  any             `json:"detail"`
+	}
+	if json.Unmarshal(body, &j) == nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		var str string
+		switch {
+		case json.Unmarshal(j.Error, &inner) == nil && inner.Message != "":
+			return inner.Message
+		case json.Unmarshal(j.Error, &str) == nil && str != "":
+			return str
+		case j.Message != "":
+			return j.Message
+		}
+		if d, ok := j.Detail.(string); ok && d != "" {
+			return d
+		}
+	}
+	return string(bytes.TrimSpace(truncate(body, 300)))
 }
 
 func (s *Server) post(ctx context.Context, path string, body, out any) error {
@@ -144,23 +188,27 @@ func (s *Server) post(ctx context.Context, path string, body, out any) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.BaseURL+path, bytes.NewReader(b))
 	if err != nil {
-		return fmt.Errorf("tokenizer server: %w", err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("tokenizer server: %w", err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is the target's, named by the caller
+		}
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("tokenizer server: %s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("tokenizer server: %s: HTTP %d: %s", path, resp.StatusCode, bytes.TrimSpace(truncate(data, 300)))
+		return &HTTPError{Path: path, Status: resp.StatusCode, Message: errorMessage(data)}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("tokenizer server: %s: bad JSON: %w", path, err)
+		return fmt.Errorf("%s: the response is not JSON: %w", path, err)
 	}
 	return nil
 }

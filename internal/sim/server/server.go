@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -334,4 +335,53 @@ func HTTPServer(addr string, h http.Handler) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+}
+
+// CloseAfterResponses makes srv close each connection d after every complete response,
+// while the responses offer keep-alive: the habit of llama.cpp's server (d = 0) and of
+// proxies with short idle timeouts, for testing clients against it. A request that arrives
+// on such a connection in the gap is not served: the connection is closed under it with
+// nothing sent back, as a closed socket would. Call before srv serves.
+func CloseAfterResponses(srv *http.Server, d time.Duration) {
+	type key struct{}
+	var conns sync.Map // net.Conn -> *atomic.Bool: it served a response, and is closing
+	prevCtx, prevState := srv.ConnContext, srv.ConnState
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if prevCtx != nil {
+			ctx = prevCtx(ctx, c)
+		}
+		closing := new(atomic.Bool)
+		conns.Store(c, closing)
+		return context.WithValue(ctx, key{}, closing)
+	}
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		if prevState != nil {
+			prevState(c, st)
+		}
+		switch st {
+		case http.StateIdle: // the response is out, to its last byte
+			if v, ok := conns.Load(c); ok && v.(*atomic.Bool).Load() {
+				time.AfterFunc(d, func() { c.Close() })
+			}
+		case http.StateClosed, http.StateHijacked:
+			conns.Delete(c)
+		}
+	}
+	h := srv.Handler
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		closing, _ := r.Context().Value(key{}).(*atomic.Bool)
+		if closing == nil || r.ProtoMajor != 1 { // HTTP/2 is another habit
+			h.ServeHTTP(w, r)
+			return
+		}
+		if closing.Load() {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		w.Header().Set("Keep-Alive", "timeout=5, max=100")
+		h.ServeHTTP(w, r)
+		closing.Store(true)
+	})
 }

@@ -1,4 +1,4 @@
-package sim
+package engine
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/engine"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -20,12 +19,12 @@ import (
 // 8 × (1 + 0.12 × (c − 1)) ms. So TPOT is the step time and the throughput is
 // c × 100 tokens per E2EL = 10.24 + 99 × step.
 func TestTextbookTable(t *testing.T) {
-	p := mustProfile(t, "textbook")
+	p := simProfile(t, "textbook")
 	for _, tc := range []struct {
 		c          int
 		tpot, tput float64
 	}{{1, 8.00, 125}, {4, 10.88, 368}, {16, 22.40, 718}, {64, 68.48, 943}} {
-		lvl := engine.Level{Concurrency: tc.c, Requests: 20 * tc.c, Warmup: tc.c}
+		lvl := Level{Concurrency: tc.c, Requests: 20 * tc.c, Warmup: tc.c}
 		recs, _ := simulate(t, p, lvl, fixedSource{in: 512, out: 100})
 		var tpots []float64
 		var measured = recs[:0:0]
@@ -53,14 +52,14 @@ func TestTextbookTable(t *testing.T) {
 // TestSimulateRecords: the records carry what a live run's would: indices, warm-up marks,
 // times on the run's timeline (from levelStart), events based at Sent, usage counts.
 func TestSimulateRecords(t *testing.T) {
-	p := mustProfile(t, "h200-llama-3.1-8b")
-	lvl := engine.Level{Index: 3, Concurrency: 4, Requests: 20, Warmup: 4}
+	p := simProfile(t, "h200-llama-3.1-8b")
+	lvl := Level{Index: 3, Concurrency: 4, Requests: 20, Warmup: 4}
 	src := funcSource(func(i int) workload.Request {
 		return workload.Request{InputTokens: 200 + 10*i, OutputTokens: 30 + i}
 	})
 	start := 5 * time.Second
 	var recs []*record.Record
-	end, err := Simulate(context.Background(), p, lvl, start, src, func(r *record.Record) { recs = append(recs, r) })
+	end, _, err := simulateLevel(context.Background(), p, lvl, start, src, func(r *record.Record) { recs = append(recs, r) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +104,12 @@ func TestSimulateRecords(t *testing.T) {
 // TestSimulateDeterministic: the same inputs give identical records.
 func TestSimulateDeterministic(t *testing.T) {
 	run := func() string {
-		p := mustProfile(t, "h200-llama-3.1-8b")
+		p := simProfile(t, "h200-llama-3.1-8b")
 		p.Engine.KVCacheTokens = 20000 // force preemptions too
 		src := funcSource(func(i int) workload.Request {
 			return workload.Request{InputTokens: 100 + (i*7919)%3000, OutputTokens: 20 + (i*104729)%700}
 		})
-		recs, _ := simulate(t, p, engine.Level{Rate: 40, Requests: 300, Seed: 9}, src)
+		recs, _ := simulate(t, p, Level{Rate: 40, Requests: 300, Seed: 9}, src)
 		var b []byte
 		for _, r := range recs {
 			b = record.AppendJSON(b, r)
@@ -127,8 +126,8 @@ func TestSimulateDeterministic(t *testing.T) {
 // TestSimulateOpenLoop: requests are sent at the plan's due times; with a concurrency cap,
 // late ones wait for a slot (schedule lag) but keep their due time as Scheduled.
 func TestSimulateOpenLoop(t *testing.T) {
-	p := mustProfile(t, "textbook")
-	lvl := engine.Level{Rate: 50, Arrival: schedule.Arrival{Kind: schedule.Constant}, Requests: 40}
+	p := simProfile(t, "textbook")
+	lvl := Level{Rate: 50, Arrival: schedule.Arrival{Kind: schedule.Constant}, Requests: 40}
 	recs, _ := simulate(t, p, lvl, fixedSource{in: 100, out: 20})
 	for i, r := range recs {
 		want := time.Duration(i) * 20 * time.Millisecond
@@ -156,8 +155,8 @@ func TestSimulateOpenLoop(t *testing.T) {
 // TestSimulateDuration: a timed level stops sending at its duration and waits for the
 // requests in flight.
 func TestSimulateDuration(t *testing.T) {
-	p := mustProfile(t, "textbook")
-	recs, end := simulate(t, p, engine.Level{Concurrency: 2, Duration: 2 * time.Second}, fixedSource{in: 512, out: 100})
+	p := simProfile(t, "textbook")
+	recs, end := simulate(t, p, Level{Concurrency: 2, Duration: 2 * time.Second}, fixedSource{in: 512, out: 100})
 	for _, r := range recs {
 		if r.Sent >= 2*time.Second {
 			t.Errorf("request %d sent at %v, after the duration", r.Index, r.Sent)
@@ -174,7 +173,7 @@ func TestSimulateInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var recs []*record.Record
 	n := 0
-	_, err := Simulate(ctx, mustProfile(t, "textbook"), engine.Level{Concurrency: 8, Requests: 1_000_000}, 0, fixedSource{in: 10, out: 10}, func(r *record.Record) {
+	_, _, err := simulateLevel(ctx, simProfile(t, "textbook"), Level{Concurrency: 8, Requests: 1_000_000}, 0, fixedSource{in: 10, out: 10}, func(r *record.Record) {
 		recs = append(recs, r)
 		if n++; n == 100 {
 			cancel()
@@ -197,12 +196,12 @@ func TestSimulateInterrupted(t *testing.T) {
 // BenchmarkSimulate1M is the wall time of simulating 1,000,000 requests (issue 3's target
 // is 5 s): the default roofline profile, concurrency 256, 512 input and 128 output tokens.
 func BenchmarkSimulate1M(b *testing.B) {
-	p := mustProfile(b, "h200-llama-3.1-8b")
-	lvl := engine.Level{Concurrency: 256, Requests: 1_000_000}
+	p := simProfile(b, "h200-llama-3.1-8b")
+	lvl := Level{Concurrency: 256, Requests: 1_000_000}
 	src := fixedSource{in: 512, out: 128}
 	for b.Loop() {
 		n := 0
-		if _, err := Simulate(context.Background(), p, lvl, 0, src, func(*record.Record) { n++ }); err != nil {
+		if _, _, err := simulateLevel(context.Background(), p, lvl, 0, src, func(*record.Record) { n++ }); err != nil {
 			b.Fatal(err)
 		}
 		if n != 1_000_000 {
