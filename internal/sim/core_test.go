@@ -264,7 +264,7 @@ func TestPrefixCaching(t *testing.T) {
 	p.Engine.PrefixCaching = true
 	hashes := make([]uint64, 30) // 480 tokens of shared prefix
 	for i := range hashes {
-		hashes[i] = uint64(7<<32 | i)
+		hashes[i] = uint64(7)<<32 | uint64(i)
 	}
 	var arr []arrival
 	for i := range 5 {
