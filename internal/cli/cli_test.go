@@ -70,7 +70,7 @@ func TestSimulateTextbookLadderAndSearch(t *testing.T) {
 	wantTPOT := []float64{8.00, 10.88, 22.40, 68.48}
 	wantTput := []float64{125, 368, 718, 943}
 	for i, l := range s.Levels {
-		p50, _ := l.Metrics.TPOT.Get(50)
+		p50, _ := l.Metrics.Stat("tpot").Get(50)
 		if d := p50.Value/wantTPOT[i] - 1; d > 0.02 || d < -0.02 {
 			t.Errorf("level %d TPOT P50 %.2f, want %.2f", i, p50.Value, wantTPOT[i])
 		}
@@ -174,9 +174,9 @@ func TestRunMeasuresKnownTiming(t *testing.T) {
 	if l.Completed != 12 || l.Failed != 0 {
 		t.Fatalf("completed %d failed %d", l.Completed, l.Failed)
 	}
-	ttft, _ := l.Metrics.TTFT.Get(50)
-	tpot, _ := l.Metrics.TPOT.Get(50)
-	itl, _ := l.Metrics.ITL.Get(50)
+	ttft, _ := l.Metrics.Stat("ttft").Get(50)
+	tpot, _ := l.Metrics.Stat("tpot").Get(50)
+	itl, _ := l.Metrics.Stat("itl").Get(50)
 	if ttft.Value < 60 || ttft.Value > 90 {
 		t.Errorf("TTFT P50 %.2f ms, want 60..90", ttft.Value)
 	}
@@ -241,8 +241,8 @@ func TestLiveRunAgreesWithSimulate(t *testing.T) {
 	sim, live := readSummaryT(t, simDir), readSummaryT(t, runDir)
 	for i := range sim.Levels {
 		s, l := sim.Levels[i], live.Levels[i]
-		sp, _ := s.Metrics.TPOT.Get(50)
-		lp, _ := l.Metrics.TPOT.Get(50)
+		sp, _ := s.Metrics.Stat("tpot").Get(50)
+		lp, _ := l.Metrics.Stat("tpot").Get(50)
 		for name, pair := range map[string][2]float64{
 			"TPOT P50":          {sp.Value, lp.Value},
 			"output throughput": {s.OutputThroughput, l.OutputThroughput},

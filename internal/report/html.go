@@ -9,11 +9,12 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llmbench/llmbench/internal/metrics"
 )
 
 // The page's template, script and style, and the chart library vendored from the npm
@@ -30,31 +31,20 @@ var pageTemplate = template.Must(template.New("report.html.tmpl").Funcs(template
 // WriteHTML writes report.html: one self-contained page with the run's charts and tables.
 //
 // summaryJSON is summary.json as written (schema llmbench/summary/v1); the page reads it
-// loosely, so missing or extra fields only hide or add detail. recordsPath names
-// records.jsonl, streamed once in bounded memory for the per-request charts (CDFs, request
-// anatomy, throughput and in-flight requests over time); "" leaves those charts out.
-// Nothing is written to w unless the whole page was built.
+// loosely, so missing or extra fields only hide or add detail. charts holds the per-request
+// charts' data (CDFs, request anatomy, throughput and in-flight requests over time) from the
+// Collector that aggregated the run; nil leaves those charts out. Nothing is written to w
+// unless the whole page was built.
 //
 // Optional server-side metrics are drawn over time when summary.json carries them, either as
 // levels[i].server.series or as a top-level server_series, each a table of columns
 // ({"t_s": [...], "running": [...], ...}) or a list of rows ([{"t_s": 0.5, "running": 3}, ...]),
 // t_s in seconds since the run's start.
-func WriteHTML(w io.Writer, summaryJSON []byte, recordsPath string) error {
-	var recs *recordData
-	if recordsPath != "" {
-		f, err := os.Open(recordsPath)
-		if err != nil {
-			return fmt.Errorf("report.html: %w", err)
-		}
-		defer f.Close()
-		if recs, err = prepareRecords(f); err != nil {
-			return fmt.Errorf("report.html: %s: %w", recordsPath, err)
-		}
-	}
-	return writeHTML(w, summaryJSON, recs)
+func WriteHTML(w io.Writer, summaryJSON []byte, charts *Charts) error {
+	return writeHTML(w, summaryJSON, charts)
 }
 
-func writeHTML(w io.Writer, summaryJSON []byte, recs *recordData) error {
+func writeHTML(w io.Writer, summaryJSON []byte, recs *Charts) error {
 	sum, err := parseSummary(summaryJSON)
 	if err != nil {
 		return fmt.Errorf("report.html: summary.json: %w", err)
@@ -64,7 +54,7 @@ func writeHTML(w io.Writer, summaryJSON []byte, recs *recordData) error {
 
 	payload := struct {
 		Summary map[string]any `json:"summary"`
-		Records *recordData    `json:"records"`
+		Records *Charts        `json:"records"`
 	}{sum, recs}
 	data, err := json.Marshal(payload)
 	if err != nil {
@@ -218,22 +208,27 @@ type metricRow struct {
 	Cells []cell
 }
 
-// metricTitles are the tables of per-level statistics, in page order. level marks the ones
-// kept on the level itself rather than under its "metrics".
-var metricTitles = []struct {
+// metricTitles are the tables of per-level statistics, in page order: the registry's
+// primary metrics, then the others, then those kept on the level itself rather than under
+// its "metrics" (level).
+var metricTitles = func() []struct {
 	key, title string
 	level      bool
-}{
-	{"ttft_ms", "TTFT: time to first token", false},
-	{"tpot_ms", "TPOT: time per output token", false},
-	{"itl_ms", "ITL: inter-token latency (per token)", false},
-	{"e2el_ms", "E2EL: end-to-end latency", false},
-	{"chunk_gap_ms", "Chunk gap: raw gap between stream events", false},
-	{"schedule_lag_ms", "Schedule lag: sent minus scheduled", false},
-	{"ttft_from_schedule_ms", "TTFT from schedule", false},
-	{"e2el_from_schedule_ms", "E2EL from schedule", false},
-	{"read_lag_ms", "Client read lag: longest wait of arrived bytes for the client, per request (kept out of the figures above by kernel stamps)", true},
-}
+} {
+	type t = struct {
+		key, title string
+		level      bool
+	}
+	var out []t
+	for _, pass := range []int{0, 1, 2} {
+		for _, m := range metrics.Registry {
+			if (pass == 0 && m.Primary && !m.OnLevel) || (pass == 1 && !m.Primary && !m.OnLevel) || (pass == 2 && m.OnLevel) {
+				out = append(out, t{m.JSON, m.Description, m.OnLevel})
+			}
+		}
+	}
+	return out
+}()
 
 func buildView(sum map[string]any) *view {
 	v := &view{

@@ -188,3 +188,5 @@ func writeSynthRun(t testing.TB, dir string, concurrencies []int, perLevel int) 
 	}
 	return sum, recordsPath
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
