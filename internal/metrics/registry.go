@@ -64,8 +64,10 @@ type Metric struct {
 	Headline bool
 	// Primary metrics lead report.html's tables and are compared by llmbench compare.
 	Primary bool
-	// CDF metrics are drawn as distributions on report.html.
-	CDF bool
+	// CDF metrics are drawn as distributions on report.html, CDFAxis naming the x axis
+	// (default: "Short (Unit)").
+	CDF     bool
+	CDFAxis string
 	// Bound metrics may carry a per-request SLO bound (ttft<=500ms): a request meets it
 	// when every one of its samples is within the bound.
 	Bound bool
@@ -101,7 +103,7 @@ var Registry = []*Metric{
 			}
 		}},
 	{Key: KeyITL, Title: "Inter-token Latency", Short: "ITL", Description: "ITL: inter-token latency (per token)",
-		Headline: true, Primary: true, CDF: true, Bound: true,
+		Headline: true, Primary: true, CDF: true, CDFAxis: "ITL (ms, per token)", Bound: true,
 		// A gap g ending in an event of k tokens is k samples of g/k: a request's samples
 		// sum to last - first.
 		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
@@ -175,6 +177,9 @@ func init() {
 		}
 		if m.Unit == "" {
 			m.Unit = "ms"
+		}
+		if m.CDFAxis == "" {
+			m.CDFAxis = m.Short + " (" + m.Unit + ")"
 		}
 		m.index = i
 		if _, dup := registryIndex[m.Key]; dup {

@@ -160,6 +160,7 @@ type view struct {
 	HasSLO       bool
 	HasGoodput   bool
 	Metrics      []metricTable
+	CDFs         []cdfFigure
 	Config       []kv
 	CSS          template.CSS
 	UPlotCSS     template.CSS
@@ -169,6 +170,9 @@ type view struct {
 }
 
 type kv struct{ K, V string }
+
+// cdfFigure is one CDF chart: the registry's metric (JSON key), its label and axis.
+type cdfFigure struct{ Key, Label, Axis string }
 
 type card struct {
 	Label, Value, Detail string
@@ -270,11 +274,14 @@ func buildView(sum map[string]any) *view {
 		row.ReqS = fmtNum(num(lm["request_throughput"]))
 		row.OutTokS = fmtNum(num(lm["output_throughput"]))
 		mets, _ := lm["metrics"].(map[string]any)
-		pc := func(metric, p string) cell { return percentileCell(mets, metric, p) }
-		row.TTFT50, row.TTFT99 = pc("ttft_ms", "p50"), pc("ttft_ms", "p99")
-		row.TPOT50, row.TPOT99 = pc("tpot_ms", "p50"), pc("tpot_ms", "p99")
-		row.ITL99 = pc("itl_ms", "p99")
-		row.E2EL50, row.E2EL99 = pc("e2el_ms", "p50"), pc("e2el_ms", "p99")
+		pc := func(key, p string) cell {
+			m, _ := metrics.Lookup(key)
+			return percentileCell(mets, m.JSON, p)
+		}
+		row.TTFT50, row.TTFT99 = pc(metrics.KeyTTFT, "p50"), pc(metrics.KeyTTFT, "p99")
+		row.TPOT50, row.TPOT99 = pc(metrics.KeyTPOT, "p50"), pc(metrics.KeyTPOT, "p99")
+		row.ITL99 = pc(metrics.KeyITL, "p99")
+		row.E2EL50, row.E2EL99 = pc(metrics.KeyE2EL, "p50"), pc(metrics.KeyE2EL, "p99")
 		if g, ok := lm["goodput"]; ok && g != nil {
 			v.HasGoodput = true
 			row.Goodput = cell{Text: fmtNum(num(g))}
@@ -348,6 +355,9 @@ func buildView(sum map[string]any) *view {
 		}
 	}
 
+	for _, m := range cdfMetrics {
+		v.CDFs = append(v.CDFs, cdfFigure{m.JSON, m.Short, m.CDFAxis})
+	}
 	v.Config = configRows(sum)
 	return v
 }

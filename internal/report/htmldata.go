@@ -58,8 +58,6 @@ type Charts struct {
 	OverTime *overTime    `json:"over_time"`
 	Notes    []string     `json:"notes,omitempty"` // problems worth telling the reader
 	Records  int          `json:"records"`
-	// CDFLabels names the metrics of the CDF charts (ttft_ms: TTFT), from the registry.
-	CDFLabels map[string]string `json:"cdf_labels"`
 }
 
 // levelData is one level's per-request view.
@@ -213,10 +211,7 @@ func (c *Collector) Aggregator(i int) *metrics.Aggregator { return c.levels[i] }
 // Charts builds report.html's per-request data from the summary's levels (whose figures
 // came from this collector's Level) and the series over time.
 func (c *Collector) Charts(sum *Summary) *Charts {
-	out := &Charts{CDFGrid: cdfGrid, OverTime: c.ot.finish(), Notes: c.notes, Records: c.n, CDFLabels: map[string]string{}}
-	for _, m := range cdfMetrics {
-		out.CDFLabels[m.JSON] = m.Short
-	}
+	out := &Charts{CDFGrid: cdfGrid, OverTime: c.ot.finish(), Notes: c.notes, Records: c.n}
 	for i := range sum.Levels {
 		lv := &sum.Levels[i].Level
 		an := lv.Anatomy
