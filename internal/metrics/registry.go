@@ -141,10 +141,10 @@ var Registry = []*Metric{
 			}
 		}},
 	phase(KeyDNS, "DNS", "DNS: name resolution (new connections)", record.PhaseDNS, func(p *record.Phases) time.Duration { return p.DNS }),
-	phase(KeyConnect, "connect", "Connect: TCP connect (new connections)", record.PhaseConnect, func(p *record.Phases) time.Duration { return p.Connect }),
+	phase(KeyConnect, "Connect", "Connect: TCP connect (new connections)", record.PhaseConnect, func(p *record.Phases) time.Duration { return p.Connect }),
 	phase(KeyTLS, "TLS", "TLS: handshake (new connections)", record.PhaseTLS, func(p *record.Phases) time.Duration { return p.TLS }),
-	phase(KeyWrite, "write", "Write: sent to the whole request written", record.PhaseWrite, func(p *record.Phases) time.Duration { return p.Write }),
-	phase(KeyHeaders, "headers", "Headers: request written to the response's first byte", record.PhaseHeaders, func(p *record.Phases) time.Duration { return p.Headers }),
+	phase(KeyWrite, "Write", "Write: sent to the whole request written", record.PhaseWrite, func(p *record.Phases) time.Duration { return p.Write }),
+	phase(KeyHeaders, "Headers", "Headers: request written to the response's first byte", record.PhaseHeaders, func(p *record.Phases) time.Duration { return p.Headers }),
 	{Key: KeyReadLag, Title: "Client Read Lag (longest per request)", Short: "read lag",
 		Description: "Client read lag: longest wait of arrived bytes for the client, per request (kept out of the figures above by kernel stamps)",
 		Optional:    true, OnLevel: true, Scope: ScopeSent,
