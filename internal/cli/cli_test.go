@@ -120,10 +120,33 @@ func TestReportRoundTrip(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("report did not reproduce summary.json:\n%s\n----\n%s", a, b)
 	}
+	// The page comes from the same aggregation whether the run or report fed it.
 	for _, f := range []string{"summary.csv", "report.html"} {
-		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
-			t.Error(err)
+		a, _ := os.ReadFile(filepath.Join(dir, f))
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("report did not reproduce %s (%v)", f, err)
 		}
+	}
+
+	// A killed writer's unterminated last line is left out and noted, by the figures and
+	// the page alike.
+	recs := filepath.Join(dir, "records.jsonl")
+	f, err := os.OpenFile(recs, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"level":1,"index":99999,"warm`)
+	f.Close()
+	code, _, stderr := runCLI(t, context.Background(), "report", dir, "--output-dir", out)
+	if code != 0 || !strings.Contains(stderr, "truncated") {
+		t.Fatalf("report of a truncated records.jsonl: exit %d, stderr %s", code, stderr)
+	}
+	if b, _ = os.ReadFile(filepath.Join(out, "summary.json")); !bytes.Equal(a, b) {
+		t.Error("the truncated line changed the figures")
+	}
+	if page, _ := os.ReadFile(filepath.Join(out, "report.html")); !bytes.Contains(page, []byte("truncated")) {
+		t.Error("report.html does not note the truncated line")
 	}
 }
 
