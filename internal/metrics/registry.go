@@ -87,11 +87,7 @@ type Metric struct {
 var Registry = []*Metric{
 	{Key: KeyTTFT, Title: "Time to First Token", Short: "TTFT", Description: "TTFT: time to first token",
 		Headline: true, Primary: true, CDF: true, Bound: true, VLLM: "ttft",
-		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
-			if f, _, ok := tokenSpan(r); ok {
-				add(f-us(r.Sent), 1, 1)
-			}
-		}},
+		Samples: tokenSince(false, sentAt)},
 	{Key: KeyTPOT, Title: "Time per Output Token (excl. 1st token)", Short: "TPOT", Description: "TPOT: time per output token",
 		Headline: true, Primary: true, CDF: true, Bound: true, VLLM: "tpot",
 		// (last - first) / (N - 1), only when N >= 2: one-token outputs have none.
@@ -116,30 +112,16 @@ var Registry = []*Metric{
 		}},
 	{Key: KeyE2EL, Title: "End-to-end Latency", Short: "E2EL", Description: "E2EL: end-to-end latency",
 		Headline: true, Primary: true, Bound: true, VLLM: "e2el",
-		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
-			if _, l, ok := tokenSpan(r); ok {
-				add(l-us(r.Sent), 1, 1)
-			}
-		}},
+		Samples: tokenSince(true, sentAt)},
 	{Key: KeyScheduleLag, Title: "Schedule Lag", Short: "lag", Description: "Schedule lag: sent minus scheduled",
 		Headline: true,
 		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
 			add(us(r.Sent)-us(r.Scheduled), 1, 1)
 		}},
 	{Key: KeyTTFTFromSchedule, Title: "TTFT from Schedule", Short: "TTFT sched", Description: "TTFT from schedule",
-		Bound: true,
-		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
-			if f, _, ok := tokenSpan(r); ok {
-				add(f-us(r.Scheduled), 1, 1)
-			}
-		}},
+		Bound: true, Samples: tokenSince(false, scheduledAt)},
 	{Key: KeyE2ELFromSchedule, Title: "E2EL from Schedule", Short: "E2EL sched", Description: "E2EL from schedule",
-		Bound: true,
-		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
-			if _, l, ok := tokenSpan(r); ok {
-				add(l-us(r.Scheduled), 1, 1)
-			}
-		}},
+		Bound: true, Samples: tokenSince(true, scheduledAt)},
 	phase(KeyDNS, "DNS", "DNS: name resolution (new connections)", record.PhaseDNS, func(p *record.Phases) time.Duration { return p.DNS }),
 	phase(KeyConnect, "Connect", "Connect: TCP connect (new connections)", record.PhaseConnect, func(p *record.Phases) time.Duration { return p.Connect }),
 	phase(KeyTLS, "TLS", "TLS: handshake (new connections)", record.PhaseTLS, func(p *record.Phases) time.Duration { return p.TLS }),
@@ -210,6 +192,21 @@ var MetricNames = func() []string {
 	}
 	return out
 }()
+
+// tokenSince derives the first (or last) token's arrival minus an instant of the request.
+func tokenSince(last bool, from func(*record.Record) time.Duration) func(*record.Record, func(int64, int64, uint64)) {
+	return func(r *record.Record, add func(int64, int64, uint64)) {
+		if f, l, ok := tokenSpan(r); ok {
+			if last {
+				f = l
+			}
+			add(f-us(from(r)), 1, 1)
+		}
+	}
+}
+
+func sentAt(r *record.Record) time.Duration      { return r.Sent }
+func scheduledAt(r *record.Record) time.Duration { return r.Scheduled }
 
 // tokenSpan is a record's first and last token arrival, whole µs.
 func tokenSpan(r *record.Record) (first, last int64, ok bool) {

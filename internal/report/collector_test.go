@@ -1,10 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"testing"
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -41,6 +43,21 @@ func prepareRecords(r io.Reader) (*Charts, error) {
 		return nil, err
 	}
 	return col.Charts(sum), nil
+}
+
+// chartsOf builds the page's charts from records, through their records.jsonl lines.
+func chartsOf(t *testing.T, recs []record.Record) *Charts {
+	t.Helper()
+	var b bytes.Buffer
+	for i := range recs {
+		b.Write(record.AppendJSON(nil, &recs[i]))
+		b.WriteByte('\n')
+	}
+	d, err := prepareRecords(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // writeHTMLRecords writes report.html with the charts of the records at path ("" for none).

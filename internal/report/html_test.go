@@ -26,15 +26,7 @@ import (
 // synthLevel from the same records with the docs/design.md definitions).
 func TestPrepareRecordsCDFMatchesSummaryPercentiles(t *testing.T) {
 	sum, recs := synthRun([]int{1, 8, 32}, 60, 11)
-	var b bytes.Buffer
-	for i := range recs {
-		b.Write(record.AppendJSON(nil, &recs[i]))
-		b.WriteByte('\n')
-	}
-	d, err := prepareRecords(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := chartsOf(t, recs)
 	var s struct {
 		Levels []struct {
 			Completed int
@@ -95,16 +87,7 @@ func TestTimelineSampleDeterministicAndUniform(t *testing.T) {
 	}
 	recs := mk(10000)
 	prep := func(order []record.Record) *levelData {
-		var b bytes.Buffer
-		for i := range order {
-			b.Write(record.AppendJSON(nil, &order[i]))
-			b.WriteByte('\n')
-		}
-		d, err := prepareRecords(&b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d.Levels[0]
+		return chartsOf(t, order).Levels[0]
 	}
 	a := prep(recs)
 	shuffled := slices.Clone(recs)

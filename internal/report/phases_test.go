@@ -146,16 +146,7 @@ func TestSummaryJSONPhases(t *testing.T) {
 func TestAnatomySamplePhases(t *testing.T) {
 	recs := connRecords(2 * time.Millisecond)
 	recs[1].Phases = nil
-	var b bytes.Buffer
-	for i := range recs {
-		b.Write(record.AppendJSON(nil, &recs[i]))
-		b.WriteByte('\n')
-	}
-	d, err := prepareRecords(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, _ := json.Marshal(d.Levels[0].Sample)
+	js, _ := json.Marshal(chartsOf(t, recs).Levels[0].Sample)
 	var rows [][]any
 	if err := json.Unmarshal(js, &rows); err != nil {
 		t.Fatal(err)
