@@ -136,7 +136,9 @@ func (a *Aggregator) Add(r *record.Record) {
 	a.first, a.last = min(a.first, s), max(a.last, d)
 	a.starts, a.ends = append(a.starts, s), append(a.ends, d)
 	a.busy += d - s
-	a.peak.origin = min(a.peak.origin, s)
+	if !a.peak.frozen {
+		a.peak.origin = min(a.peak.origin, s)
+	}
 	a.derive(r, ScopeSent)
 	a.windows.samples(r, ScopeSent)
 	if r.Error != nil {
@@ -172,9 +174,11 @@ func (a *Aggregator) Add(r *record.Record) {
 	a.windows.completed(r, n)
 }
 
-// Level returns the level's figures. The distributions in Level.Dists are the
-// aggregator's own, frozen: adding more records afterwards changes them.
+// Level returns the level's figures, once its records are in. The distributions in
+// Level.Dists are the aggregator's own, frozen; records added afterwards change them, and
+// count towards the peak output throughput with its buckets' origin fixed by now.
 func (a *Aggregator) Level() Level {
+	a.peak.freeze()
 	lv := a.lv
 	lv.Errors = maps(a.lv.Errors)
 	lv.PeakOutputThroughput = float64(a.peak.max())
@@ -274,7 +278,7 @@ func (a *Aggregator) addFirstContent(r *record.Record) {
 // requests in a 1 s bucket of event time, buckets counted from the window's first sent.
 // That origin is known only once every record is in, so token events are held exactly
 // until pendingMax of them are; then the origin is fixed at the earliest sent seen so far
-// and events go straight into buckets. Records arrive in about done order, so the first
+// and events go straight into buckets (Level fixes it too). Records arrive in about done order, so the first
 // request sent is in long before: a request sent earlier still, arriving later, has its
 // early tokens counted in the first bucket.
 type peakTokens struct {
@@ -289,7 +293,8 @@ type tokenAt struct {
 	n int32
 }
 
-const pendingMax = 1 << 20
+// pendingMax is how many token events peakTokens holds before fixing its origin (a var for tests).
+var pendingMax = 1 << 20
 
 func (p *peakTokens) add(r *record.Record) {
 	r.Events.Each(func(_ int, t time.Duration, k int) {
@@ -305,6 +310,9 @@ func (p *peakTokens) add(r *record.Record) {
 }
 
 func (p *peakTokens) freeze() {
+	if p.frozen {
+		return
+	}
 	p.frozen = true
 	for _, e := range p.pending {
 		p.bucket(e.t, int64(e.n))
@@ -320,20 +328,7 @@ func (p *peakTokens) bucket(t, n int64) {
 	p.buckets[b] += n
 }
 
-func (p *peakTokens) max() int64 {
-	if !p.frozen {
-		if p.origin == math.MaxInt64 {
-			return 0
-		}
-		// Fixed here for the figure, but kept open: more records may come.
-		q := peakTokens{origin: p.origin}
-		for _, e := range p.pending {
-			q.bucket(e.t, int64(e.n))
-		}
-		return slices.Max(append(q.buckets, 0))
-	}
-	return slices.Max(append(p.buckets, 0))
-}
+func (p *peakTokens) max() int64 { return slices.Max(append(p.buckets, 0)) }
 
 // SampleSize is how many requests per level Anatomy.Sample holds.
 const SampleSize = 2000

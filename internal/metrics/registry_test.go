@@ -243,3 +243,32 @@ func TestAggregatorWindow(t *testing.T) {
 		t.Error("a window without Config.Window")
 	}
 }
+
+// Past pendingMax token events the peak output throughput's origin is fixed at the earliest
+// sent seen: exact as long as the first request sent came in before.
+func TestPeakTokensFrozenOrigin(t *testing.T) {
+	defer func(n int) { pendingMax = n }(pendingMax)
+	recs := streamRecords()
+	want := Aggregate(recs, Config{}).PeakOutputThroughput
+	slices.SortStableFunc(recs, func(a, b record.Record) int { return int(a.Done - b.Done) })
+	events := 0
+	for _, r := range recs {
+		if r.Error == nil {
+			events += r.Events.Len()
+		}
+		if r.Index == 0 {
+			break
+		}
+	}
+	pendingMax = events + 1
+	a := NewAggregator(Config{})
+	for i := range recs {
+		a.Add(&recs[i])
+	}
+	if !a.peak.frozen || a.peak.pending != nil {
+		t.Fatal("the origin was not fixed before the end")
+	}
+	if got := a.Level().PeakOutputThroughput; got != want || want == 0 {
+		t.Errorf("peak output throughput %v, want %v", got, want)
+	}
+}
