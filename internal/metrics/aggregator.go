@@ -282,29 +282,49 @@ func (a *Aggregator) addFirstContent(r *record.Record) {
 // request sent is in long before: a request sent earlier still, arriving later, has its
 // early tokens counted in the first bucket.
 type peakTokens struct {
-	origin  int64
-	pending []tokenAt
-	frozen  bool
+	origin int64
+	frozen bool
+	// Until frozen: the token events, 4 bytes each as µs from base (base is 2^31 µs
+	// before the first event, so ±35 minutes around it fit), in fixed-size chunks (no
+	// copying as they grow), with the counts other than 1 apart.
+	base    int64
+	pending [][]uint32
+	held    int
+	multi   []multiTokens
 	buckets []int64
 }
 
-type tokenAt struct {
-	t int64
-	n int32
-}
+type multiTokens struct{ i, n uint32 }
 
 // pendingMax is how many token events peakTokens holds before fixing its origin (a var for tests).
 var pendingMax = 1 << 20
 
+const pendingChunk = 1 << 14
+
 func (p *peakTokens) add(r *record.Record) {
 	r.Events.Each(func(_ int, t time.Duration, k int) {
-		if p.frozen {
-			p.bucket(us(t), int64(k))
-			return
+		e := us(t)
+		if !p.frozen {
+			if p.held == 0 {
+				p.base = e - 1<<31
+			}
+			if off := e - p.base; off >= 0 && off <= math.MaxUint32 {
+				if k != 1 {
+					p.multi = append(p.multi, multiTokens{uint32(p.held), uint32(k)})
+				}
+				if p.held%pendingChunk == 0 {
+					p.pending = append(p.pending, make([]uint32, 0, pendingChunk))
+				}
+				c := &p.pending[len(p.pending)-1]
+				*c = append(*c, uint32(off))
+				p.held++
+				return
+			}
+			p.freeze() // an event too far from the first to hold: fix the origin now
 		}
-		p.pending = append(p.pending, tokenAt{us(t), int32(k)})
+		p.bucket(e, int64(k))
 	})
-	if !p.frozen && len(p.pending) >= pendingMax {
+	if !p.frozen && p.held >= pendingMax {
 		p.freeze()
 	}
 }
@@ -314,10 +334,19 @@ func (p *peakTokens) freeze() {
 		return
 	}
 	p.frozen = true
-	for _, e := range p.pending {
-		p.bucket(e.t, int64(e.n))
+	i, m := 0, 0
+	for _, c := range p.pending {
+		for _, off := range c {
+			n := int64(1)
+			if m < len(p.multi) && p.multi[m].i == uint32(i) {
+				n = int64(p.multi[m].n)
+				m++
+			}
+			p.bucket(p.base+int64(off), n)
+			i++
+		}
 	}
-	p.pending = nil
+	p.pending, p.multi, p.held = nil, nil, 0
 }
 
 func (p *peakTokens) bucket(t, n int64) {

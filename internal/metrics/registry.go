@@ -103,12 +103,12 @@ var Registry = []*Metric{
 		// A gap g ending in an event of k tokens is k samples of g/k: a request's samples
 		// sum to last - first.
 		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
-			eachGap(r, func(g int64, k int) { add(g, int64(k), uint64(k)) })
+			r.Events.EachGap(func(g int64, k int) { add(g, int64(k), uint64(k)) })
 		}},
 	{Key: KeyChunkGap, Title: "Chunk Gap (raw inter-event)", Short: "chunk gap", Description: "Chunk gap: raw gap between stream events",
 		Bound: true, VLLM: "itl",
 		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
-			eachGap(r, func(g int64, _ int) { add(g, 1, 1) })
+			r.Events.EachGap(func(g int64, _ int) { add(g, 1, 1) })
 		}},
 	{Key: KeyE2EL, Title: "End-to-end Latency", Short: "E2EL", Description: "E2EL: end-to-end latency",
 		Headline: true, Primary: true, Bound: true, VLLM: "e2el",
@@ -216,19 +216,6 @@ func tokenSpan(r *record.Record) (first, last int64, ok bool) {
 	}
 	lt, _ := r.LastToken()
 	return us(ft), us(lt), true
-}
-
-// eachGap calls f with each gap between consecutive token events (µs) and the later
-// event's token count.
-func eachGap(r *record.Record, f func(gap int64, tokens int)) {
-	var prev int64
-	r.Events.Each(func(i int, t time.Duration, k int) {
-		et := us(t)
-		if i > 0 {
-			f(et-prev, k)
-		}
-		prev = et
-	})
 }
 
 // Metrics holds the statistics of each metric under levels[i].metrics, keyed by the
