@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +189,28 @@ func TestJSONRoundTripConnectionFields(t *testing.T) {
 	if err := bad.UnmarshalJSON([]byte(`{"level":0,"sent_s":0,"scheduled_s":0,"done_s":0,"phases":{"dnss_s":0.1}}`)); err == nil ||
 		!strings.Contains(err.Error(), `unknown phase "dnss_s"`) {
 		t.Errorf("unknown phase: err %v", err)
+	}
+}
+
+// EachGap gives the gaps Each's times imply, with the later event's token count.
+func TestEventsEachGap(t *testing.T) {
+	var e Events
+	e.Base = 1500 * time.Nanosecond // not µs-aligned: gaps are whole µs all the same
+	at := e.Base
+	for i := range 50 {
+		at += time.Duration(i*37%11) * time.Microsecond
+		e.Append(at, 1+i%3/2)
+	}
+	var want, got [][2]int64
+	var prev time.Duration
+	e.Each(func(i int, t time.Duration, n int) {
+		if i > 0 {
+			want = append(want, [2]int64{int64(t/time.Microsecond - prev/time.Microsecond), int64(n)})
+		}
+		prev = t
+	})
+	e.EachGap(func(g int64, n int) { got = append(got, [2]int64{g, int64(n)}) })
+	if !slices.Equal(got, want) || len(got) != 49 {
+		t.Errorf("EachGap %v\nwant %v", got, want)
 	}
 }
