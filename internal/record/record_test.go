@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -94,6 +95,25 @@ func TestReadAllNamesBadLine(t *testing.T) {
 	}
 	if want := "line 2"; !bytes.Contains([]byte(err.Error()), []byte(want)) {
 		t.Errorf("error %q does not name %q", err, want)
+	}
+}
+
+// A killed writer's unterminated last line is skipped with ErrTruncated, after every
+// complete record; a bad line anywhere else is an error of its own.
+func TestEachTruncatedLastLine(t *testing.T) {
+	r := sample()
+	line := string(AppendJSON(nil, &r)) + "\n"
+	got, err := ReadAll(strings.NewReader(line + line + line[:30]))
+	if len(got) != 2 || !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("got %d records, err %v", len(got), err)
+	}
+	for _, in := range []string{line + line[:30] + "\n", line + line[:30] + "\n" + line} {
+		if _, err := ReadAll(strings.NewReader(in)); err == nil || errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%q: err %v, want a bad line 2", in, err)
+		}
+	}
+	if got, err := ReadAll(strings.NewReader(line + strings.Repeat(" ", 1<<17) + "\n\n" + line)); err != nil || len(got) != 2 {
+		t.Errorf("blank and long lines: %d records, %v", len(got), err)
 	}
 }
 
