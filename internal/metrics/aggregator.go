@@ -32,10 +32,9 @@ type Aggregator struct {
 	intendedSum, serverSum int64
 	peak                   peakTokens
 
-	server       serverTimingsAcc
-	turns        turnsAcc
-	firstContent *Dist
-	contentLater bool
+	server  serverTimingsAcc
+	turns   turnsAcc
+	present []bool // by registry index: Metric.Present held for some record
 
 	anatomy Anatomy
 	sampler sampler
@@ -44,7 +43,7 @@ type Aggregator struct {
 
 // NewAggregator starts a level's aggregation.
 func NewAggregator(cfg Config) *Aggregator {
-	a := &Aggregator{cfg: cfg, first: math.MaxInt64, last: math.MinInt64, firstContent: NewDist(),
+	a := &Aggregator{cfg: cfg, first: math.MaxInt64, last: math.MinInt64, present: make([]bool, len(Registry)),
 		lv:    Level{Errors: map[string]int{}, Dists: map[string]*Dist{}},
 		peak:  peakTokens{origin: math.MaxInt64},
 		dists: make([]*Dist, len(Registry)), limits: make([]int64, len(Registry))}
@@ -93,6 +92,9 @@ func (a *Aggregator) derive(r *record.Record, scope Scope) {
 		if m.Scope == scope {
 			a.cur = i
 			m.Samples(r, a.add)
+			if m.Present != nil && !a.present[i] && m.Present(r) {
+				a.present[i] = true
+			}
 		}
 	}
 }
@@ -169,7 +171,6 @@ func (a *Aggregator) Add(r *record.Record) {
 	}
 	a.peak.add(r)
 	a.server.add(r)
-	a.addFirstContent(r)
 	a.windows.samples(r, ScopeCompleted)
 	a.windows.completed(r, n)
 }
@@ -212,16 +213,12 @@ func (a *Aggregator) Level() Level {
 		lv.GoodFraction = ptr(frac)
 	}
 	ps := a.cfg.percentiles()
-	setStats(&lv, a.dists, ps)
+	setStats(&lv, a.dists, a.present, ps)
 	if e2el := a.dists[registryIndex[KeyE2EL].index]; e2el.Count() > 0 {
 		mean, _ := e2el.MeanStd()
 		lv.LittlesLawConcurrency = lv.RequestThroughput * mean / 1000
 	}
 	lv.SLO = evaluate(a.cfg.SLOs, lv.Dists, lv.GoodFraction)
-	if a.contentLater {
-		s := StatsOf(a.firstContent, ps)
-		lv.FirstContent = &s
-	}
 	lv.ServerTimings = a.server.result()
 	lv.Turns = a.turns.result(ps)
 	an := a.anatomy
@@ -231,18 +228,21 @@ func (a *Aggregator) Level() Level {
 }
 
 // setStats fills a level's Metrics (and its OnLevel metrics) from distributions by
-// registry index: optional metrics only when they have samples.
-func setStats(lv *Level, dists []*Dist, ps []float64) {
+// registry index: optional metrics only when they have samples (and, with Present, when
+// present says so).
+func setStats(lv *Level, dists []*Dist, present []bool, ps []float64) {
 	lv.Metrics = Metrics{}
 	for i, m := range Registry {
 		d := dists[i]
-		if m.Optional && d.Count() == 0 {
+		if m.Optional && (d.Count() == 0 || (m.Present != nil && !present[i])) {
 			continue
 		}
 		st := StatsOf(d, ps)
 		switch m.Key {
 		case KeyReadLag:
 			lv.ReadLag = &st
+		case KeyFirstContent:
+			lv.FirstContent = &st
 		default:
 			lv.Metrics.Set(m.Key, st)
 		}
@@ -255,23 +255,6 @@ func maps(m map[string]int) map[string]int {
 		out[k] = v
 	}
 	return out
-}
-
-// addFirstContent adds levels[i].first_content_ms's sample: time from sent to the first
-// event with answer text, over completed requests with a token. A request whose first token
-// was already content (FirstContent 0) counts with its TTFT, so the figure compares with
-// TTFT request for request; the figure is given only when some request's first content
-// came after its first token.
-func (a *Aggregator) addFirstContent(r *record.Record) {
-	ft, ok := r.FirstToken()
-	if !ok {
-		return
-	}
-	t := ft
-	if r.FirstContent > ft {
-		t, a.contentLater = r.FirstContent, true
-	}
-	a.firstContent.AddMicros(us(t) - us(r.Sent))
 }
 
 // peakTokens finds the peak output throughput: the most output tokens of completed

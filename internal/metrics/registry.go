@@ -25,6 +25,7 @@ const (
 	KeyTLS              = "tls"
 	KeyWrite            = "write"
 	KeyHeaders          = "headers"
+	KeyFirstContent     = "first_content"
 	KeyReadLag          = "read_lag"
 )
 
@@ -55,6 +56,9 @@ type Metric struct {
 	// no record gave a sample (HTTP phases are measured only by some clients); the others
 	// are always present, with count 0 and null figures when empty.
 	Optional bool
+	// Present, when set, makes an Optional metric present only if it holds for some record
+	// of its scope (besides having samples).
+	Present func(r *record.Record) bool
 	// OnLevel metrics are kept on the level (levels[i].read_lag_ms), not under "metrics".
 	OnLevel bool
 	Scope   Scope
@@ -127,6 +131,21 @@ var Registry = []*Metric{
 	phase(KeyTLS, "TLS", "TLS: handshake (new connections)", record.PhaseTLS, func(p *record.Phases) time.Duration { return p.TLS }),
 	phase(KeyWrite, "Write", "Write: sent to the whole request written", record.PhaseWrite, func(p *record.Phases) time.Duration { return p.Write }),
 	phase(KeyHeaders, "Headers", "Headers: request written to the response's first byte", record.PhaseHeaders, func(p *record.Phases) time.Duration { return p.Headers }),
+	{Key: KeyFirstContent, Title: "Time to First Content Token", Short: "TTFC",
+		Description: "Time to first content token: the first answer text after any reasoning (reasoning models)",
+		Optional:    true, OnLevel: true,
+		// first_content - sent, over the same requests as TTFT: a request whose first token
+		// was already content counts with its TTFT. Given only when some request's first
+		// content came after its first token.
+		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
+			if ft, ok := r.FirstToken(); ok {
+				add(us(max(r.FirstContent, ft))-us(r.Sent), 1, 1)
+			}
+		},
+		Present: func(r *record.Record) bool {
+			ft, ok := r.FirstToken()
+			return ok && r.FirstContent > ft
+		}},
 	{Key: KeyReadLag, Title: "Client Read Lag (longest per request)", Short: "read lag",
 		Description: "Client read lag: longest wait of arrived bytes for the client, per request (kept out of the figures above by kernel stamps)",
 		Optional:    true, OnLevel: true, Scope: ScopeSent,

@@ -207,7 +207,7 @@ func gapOf(client, server, gap *Dist) *ServerGap {
 	return g
 }
 
-// firstContentStats is levels[i].first_content_ms of records (Aggregator.addFirstContent).
+// firstContentStats is levels[i].first_content_ms of records (the registry's first_content).
 func firstContentStats(recs []record.Record, percentiles []float64) *Stats {
 	a := NewAggregator(Config{Percentiles: percentiles})
 	for i := range recs {

@@ -99,7 +99,7 @@ func (a *Aggregator) Window(from, to time.Duration) Level {
 	lv := Level{Errors: map[string]int{}, Dists: map[string]*Dist{}}
 	w := a.windows
 	if w == nil || to <= from {
-		setStats(&lv, make([]*Dist, len(Registry)), a.cfg.percentiles())
+		setStats(&lv, make([]*Dist, len(Registry)), a.present, a.cfg.percentiles())
 		return lv
 	}
 	lo, hi := int64(from/w.width), int64((to+w.width-1)/w.width)
@@ -129,6 +129,6 @@ func (a *Aggregator) Window(from, to time.Duration) Level {
 	lv.RequestThroughput = float64(lv.Completed) / dur
 	lv.OutputThroughput = float64(lv.TotalOutputTokens) / dur
 	lv.TotalTokenThroughput = float64(lv.TotalInputTokens+lv.TotalOutputTokens) / dur
-	setStats(&lv, dists, a.cfg.percentiles())
+	setStats(&lv, dists, a.present, a.cfg.percentiles())
 	return lv
 }

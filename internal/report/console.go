@@ -159,7 +159,8 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 		b.stats(m.Title, m.Short, st, opts)
 		if m.Key == metrics.KeyTTFT && l.FirstContent != nil {
 			// Reasoning models: the answer starts later than the first (reasoning) token.
-			b.stats("Time to First Content Token", "TTFC", l.FirstContent, opts)
+			fc, _ := metrics.Lookup(metrics.KeyFirstContent)
+			b.stats(fc.Title, fc.Short, l.FirstContent, opts)
 		}
 	}
 	if l.ReadLag != nil {
