@@ -33,7 +33,7 @@ const (
 type Scope int
 
 const (
-	// ScopeCompleted: completed requests only (every latency figure, DESIGN.md §2).
+	// ScopeCompleted: completed requests only (every latency figure, docs/design.md §2).
 	ScopeCompleted Scope = iota
 	// ScopeSent: every measured request that was sent, failed ones included.
 	ScopeSent
