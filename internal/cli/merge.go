@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -69,6 +68,7 @@ type shardResult struct {
 	start         time.Time      // the shard's t = 0, µs-truncated like its offsets
 	shard, shards int            // 0/1 when the run was not sharded
 	recs          []record.Record
+	notes         []string // a truncated records.jsonl, taken as it stands
 }
 
 func readShard(dir string) (*shardResult, error) {
@@ -96,7 +96,7 @@ func readShard(dir string) (*shardResult, error) {
 	}
 	delete(s.load, "shard")
 	err = eachRecord(filepath.Join(dir, "records.jsonl"), func(r *record.Record) { s.recs = append(s.recs, *r) })
-	if err != nil {
+	if err = tolerateTruncated(err, func(n string) { s.notes = append(s.notes, n) }); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -264,8 +264,9 @@ func rebase(r *record.Record, shift time.Duration) {
 }
 
 // mergeShards puts every shard's records on the earliest shard's timeline and builds the
-// merged summary; records come back sorted by level, then finish time.
-func mergeShards(sh []*shardResult, force bool, p *mergeProblems) (*report.Summary, []record.Record, error) {
+// merged summary from them, fed through one collector like a run's; records come back
+// sorted by level, then finish time.
+func mergeShards(sh []*shardResult, force bool, p *mergeProblems) (*report.Summary, []record.Record, *report.Collector, error) {
 	t0 := sh[0].start
 	for _, s := range sh {
 		if s.start.Before(t0) {
@@ -297,7 +298,7 @@ func mergeShards(sh []*shardResult, force bool, p *mergeProblems) (*report.Summa
 		p.conflict("... %d repeated requests in all", dups)
 	}
 	if len(p.conflicts) > 0 && !force {
-		return nil, nil, errors.New("the shards do not belong to one run:\n" + strings.Join(p.conflicts, "\n") + "\n(--force merges them anyway)")
+		return nil, nil, nil, errors.New("the shards do not belong to one run:\n" + strings.Join(p.conflicts, "\n") + "\n(--force merges them anyway)")
 	}
 	slices.SortStableFunc(all, func(a, b record.Record) int {
 		return cmp.Or(cmp.Compare(a.Level, b.Level), cmp.Compare(a.Done, b.Done), cmp.Compare(a.Index, b.Index))
@@ -306,9 +307,12 @@ func mergeShards(sh []*shardResult, force bool, p *mergeProblems) (*report.Summa
 	ref := sh[0].sum
 	slos, err := metrics.ParseSLOs(ref.SLO)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: summary.json slo: %w", sh[0].dir, err)
+		return nil, nil, nil, fmt.Errorf("%s: summary.json slo: %w", sh[0].dir, err)
 	}
-	mcfg := metrics.Config{Percentiles: ref.Percentiles, SLOs: slos}
+	col := report.NewCollector(metrics.Config{Percentiles: ref.Percentiles, SLOs: slos})
+	for i := range all {
+		col.Add(&all[i])
+	}
 	load := map[string]any{}
 	for k, v := range sh[0].load {
 		load[k] = v
@@ -342,8 +346,6 @@ func mergeShards(sh []*shardResult, force bool, p *mergeProblems) (*report.Summa
 		nLevels = max(nLevels, len(s.sum.Levels))
 	}
 	for i := range nLevels {
-		lo := sort.Search(len(all), func(j int) bool { return all[j].Level >= i })
-		hi := sort.Search(len(all), func(j int) bool { return all[j].Level > i })
 		var l report.Level
 		for _, s := range sh {
 			if i < len(s.sum.Levels) {
@@ -354,11 +356,11 @@ func mergeShards(sh []*shardResult, force bool, p *mergeProblems) (*report.Summa
 				l.Partial = l.Partial || sl.Partial
 			}
 		}
-		l.Level = metrics.Aggregate(all[lo:hi], mcfg)
+		l.Level = col.Level(i)
 		sum.Levels = append(sum.Levels, l)
 	}
 	sum.Judge()
-	return sum, all, nil
+	return sum, all, col, nil
 }
 
 func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, force bool) error {
@@ -378,7 +380,12 @@ func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, f
 		return withCode(ExitFailure, errors.Join(errs...))
 	}
 	p := checkShards(shards, tolerance)
-	sum, recs, err := mergeShards(shards, force, p)
+	for _, s := range shards {
+		for _, n := range s.notes {
+			p.warn("%s", n)
+		}
+	}
+	sum, recs, col, err := mergeShards(shards, force, p)
 	if err != nil {
 		return withCode(ExitFailure, err)
 	}
@@ -403,7 +410,7 @@ func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, f
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("records.jsonl: %w", err)
 	}
-	if err := writeResults(out, out, "", sum); err != nil {
+	if err := writeResults(out, "", sum, col); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdio.Out, "Merged %d shards (%d requests) on one timeline from %s\n\n", len(shards), len(recs), sum.StartedAt.Format(time.RFC3339Nano))

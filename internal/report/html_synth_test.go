@@ -60,6 +60,16 @@ func synthRun(concurrencies []int, perLevel int, seed uint64) ([]byte, []record.
 				r.Done = last + 200*time.Microsecond
 				r.OutputTokens, r.OutputTokensSource = n, record.SourceUsage
 			}
+			// HTTP phases as a client measures them: write and headers on every request,
+			// DNS, connect and TLS on each slot's first (a new connection); none at the
+			// heaviest level, as from a client that measures none.
+			if c < 64 {
+				r.Phases = &record.Phases{Write: 50 * time.Microsecond, Headers: ttft / 4, Has: record.PhaseWrite | record.PhaseHeaders}
+				if i < c {
+					r.Phases.DNS, r.Phases.Connect, r.Phases.TLS = 300*time.Microsecond, time.Millisecond, 4*time.Millisecond
+					r.Phases.Has |= record.PhaseDNS | record.PhaseConnect | record.PhaseTLS
+				}
+			}
 			slots[s] = r.Done
 			levelEnd = max(levelEnd, r.Done)
 			lvRecs = append(lvRecs, r)
@@ -188,3 +198,5 @@ func writeSynthRun(t testing.TB, dir string, concurrencies []int, perLevel int) 
 	}
 	return sum, recordsPath
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
