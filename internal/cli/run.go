@@ -189,6 +189,10 @@ func loadTokenizer(ctx context.Context, spec, url string, hc *http.Client, keyGi
 		msg := "--tokenizer server: " + err.Error()
 		var he *tokenizer.HTTPError
 		if errors.As(err, &he) {
+			msg = fmt.Sprintf("--tokenizer server: %s: HTTP %d", he.Path, he.Status)
+			if m := client.ErrorMessage(he.Body); m != "" {
+				msg += " " + m
+			}
 			switch hint := client.HTTPHint(he.Status, keyGiven); {
 			case hint != "":
 				msg += ": " + hint

@@ -1,8 +1,10 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -144,6 +146,34 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return t.base.RoundTrip(r)
+}
+
+// ErrorMessage is the message of an error response's body: {"error":{"message":…}} (OpenAI,
+// vLLM, llama.cpp), {"error":"…"} (Ollama, TGI), {"message":…}, {"detail":…} (FastAPI), else
+// the body itself.
+func ErrorMessage(body []byte) string {
+	var j struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &j) == nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		var str string
+		switch {
+		case json.Unmarshal(j.Error, &inner) == nil && inner.Message != "":
+			return inner.Message
+		case json.Unmarshal(j.Error, &str) == nil && str != "":
+			return str
+		case j.Message != "":
+			return j.Message
+		case json.Unmarshal(j.Detail, &str) == nil && str != "":
+			return str
+		}
+	}
+	return string(bytes.TrimSpace(body))
 }
 
 // HTTPHint says what to do about an HTTP error status from the target, or "".

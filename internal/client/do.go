@@ -176,7 +176,7 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 		msg, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		t.Stop()
 		rec.Done = record.Since(start, time.Now())
-		m := string(bytes.TrimSpace(msg))
+		m := ErrorMessage(msg)
 		if m == "" && rerr != nil {
 			m = rerr.Error()
 		}

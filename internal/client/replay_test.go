@@ -137,9 +137,11 @@ func TestReplayedCaptures(t *testing.T) {
 				var rec record.Record
 				cl.Do(context.Background(), time.Now(), testReq, &rec)
 				if c.status != 200 {
+					// The message is the server's own, taken out of its JSON error body.
+					want := ErrorMessage([]byte(strings.Join(c.lines, "\n")))
 					if rec.Error == nil || rec.Error.Kind != record.KindHTTPStatus || rec.Error.Status != c.status ||
-						!strings.Contains(rec.Error.Message, `"error"`) {
-						t.Errorf("error %+v, want http_status %d with the JSON body", rec.Error, c.status)
+						rec.Error.Message != want || strings.Contains(want, `"error"`) {
+						t.Errorf("error %+v, want http_status %d with the body's message %q", rec.Error, c.status, want)
 					}
 					return
 				}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/record"
@@ -57,6 +58,9 @@ type Level struct {
 	Failed    int            `json:"failed"`   // errors other than canceled
 	Canceled  int            `json:"canceled"` // cut off by the end of the run; neither good nor failed
 	Errors    map[string]int `json:"errors"`   // failed requests by error kind
+	// ErrorDetails breaks the failures down by kind and HTTP status, most common first, each
+	// with the message of the first sent and what to do about it.
+	ErrorDetails []ErrorDetail `json:"error_details"`
 
 	// Retried counts the measured requests that were sent a second time on a new
 	// connection (record.Record.Retried); TTFTUpperBound those whose first token arrived in
@@ -123,6 +127,21 @@ func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
 // sent reports whether a record was put on the wire (a zero Sent with an error: never sent).
 func sent(r *record.Record) bool { return !(r.Error != nil && r.Sent == 0) }
 
+// ErrorDetail is one kind of failure of a level: a kind and, for HTTP errors, a status.
+type ErrorDetail struct {
+	Kind         string `json:"kind"`
+	Status       int    `json:"status,omitempty"`
+	Count        int    `json:"count"`
+	FirstMessage string `json:"first_message"`
+	Hint         string `json:"hint,omitempty"`
+	// RetryAfterS is the longest Retry-After the server gave with this status (429, 503),
+	// seconds; absent when it gave none.
+	RetryAfterS float64 `json:"retry_after_s,omitempty"`
+
+	first      time.Duration // Sent of the request FirstMessage is from
+	firstIndex int
+}
+
 func countOutcome(lv *Level, r *record.Record) {
 	if r.Error.Kind == record.KindCanceled {
 		lv.Canceled++
@@ -134,6 +153,32 @@ func countOutcome(lv *Level, r *record.Record) {
 		kind = "unknown"
 	}
 	lv.Errors[kind]++
+	i := slices.IndexFunc(lv.ErrorDetails, func(d ErrorDetail) bool { return d.Kind == kind && d.Status == r.Error.Status })
+	if i < 0 {
+		lv.ErrorDetails = append(lv.ErrorDetails, ErrorDetail{Kind: kind, Status: r.Error.Status, first: r.Sent})
+		i = len(lv.ErrorDetails) - 1
+	}
+	d := &lv.ErrorDetails[i]
+	d.Count++
+	d.RetryAfterS = max(d.RetryAfterS, r.Error.RetryAfter.Seconds())
+	// The first by send time (then index), so the order records arrive in does not matter.
+	if d.Count == 1 || r.Sent < d.first || r.Sent == d.first && r.Index < d.firstIndex {
+		d.first, d.firstIndex = r.Sent, r.Index
+		d.FirstMessage, d.Hint = r.Error.Message, r.Error.Hint()
+	}
+}
+
+// sortErrorDetails orders a level's failures most common first.
+func sortErrorDetails(ds []ErrorDetail) {
+	slices.SortStableFunc(ds, func(a, b ErrorDetail) int {
+		switch {
+		case a.Count != b.Count:
+			return b.Count - a.Count
+		case a.Kind != b.Kind:
+			return strings.Compare(a.Kind, b.Kind)
+		}
+		return a.Status - b.Status
+	})
 }
 
 // PeakOverlap is the most intervals open at once (requests in flight), each in flight over [sent, done):

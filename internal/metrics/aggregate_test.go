@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -285,5 +286,49 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{}).Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// Failures are broken down by kind and status, most common first, each with the message of
+// the first sent, the longest Retry-After and a hint, whatever order the records come in.
+func TestErrorDetails(t *testing.T) {
+	fail := func(i int, sent time.Duration, kind string, status int, msg string, retry time.Duration) record.Record {
+		return record.Record{Index: i, Sent: sent, Done: sent + time.Millisecond,
+			Error: &record.Error{Kind: kind, Status: status, Message: msg, RetryAfter: retry}}
+	}
+	recs := []record.Record{
+		fail(0, 30*time.Millisecond, record.KindHTTPStatus, 429, "slow down (later)", time.Second),
+		fail(1, 10*time.Millisecond, record.KindHTTPStatus, 429, "slow down", 2*time.Second),
+		fail(2, 20*time.Millisecond, record.KindHTTPStatus, 500, "boom", 0),
+		fail(3, 5*time.Millisecond, record.KindHTTPStatus, 429, "slow down (third)", 0),
+		fail(4, 1*time.Millisecond, record.KindConnect, 0, "dial tcp: connection refused", 0),
+		fail(5, 2*time.Millisecond, record.KindCanceled, 0, "interrupted", 0),
+	}
+	want := []ErrorDetail{
+		{Kind: record.KindHTTPStatus, Status: 429, Count: 3, FirstMessage: "slow down (third)", RetryAfterS: 2,
+			Hint: (&record.Error{Kind: record.KindHTTPStatus, Status: 429}).Hint()},
+		{Kind: record.KindConnect, Count: 1, FirstMessage: "dial tcp: connection refused",
+			Hint: "nothing listens there: is the server up, and is --url its address and port?"},
+		{Kind: record.KindHTTPStatus, Status: 500, Count: 1, FirstMessage: "boom"},
+	}
+	for _, order := range [][]int{{0, 1, 2, 3, 4, 5}, {5, 4, 3, 2, 1, 0}, {2, 0, 4, 1, 5, 3}} {
+		var in []record.Record
+		for _, i := range order {
+			in = append(in, recs[i])
+		}
+		lv := Aggregate(in, Config{})
+		got := lv.ErrorDetails
+		for i := range got {
+			got[i].first, got[i].firstIndex = 0, 0
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("order %v:\n got %+v\nwant %+v", order, got, want)
+		}
+		if lv.Errors[record.KindHTTPStatus] != 4 || lv.Canceled != 1 {
+			t.Errorf("errors %v canceled %d", lv.Errors, lv.Canceled)
+		}
+	}
+	if lv := Aggregate(nil, Config{}); lv.ErrorDetails == nil || len(lv.ErrorDetails) != 0 {
+		t.Errorf("no failures: %#v, want an empty list", lv.ErrorDetails)
 	}
 }

@@ -182,6 +182,8 @@ func (a *Aggregator) Level() Level {
 	a.peak.freeze()
 	lv := a.lv
 	lv.Errors = maps(a.lv.Errors)
+	lv.ErrorDetails = append([]ErrorDetail{}, a.lv.ErrorDetails...) // [] in JSON when none
+	sortErrorDetails(lv.ErrorDetails)
 	lv.PeakOutputThroughput = float64(a.peak.max())
 	if a.first != math.MaxInt64 && a.last > a.first {
 		dur := float64(a.last-a.first) / 1e6

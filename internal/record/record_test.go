@@ -234,3 +234,27 @@ func TestEventsEachGap(t *testing.T) {
 		t.Errorf("EachGap %v\nwant %v", got, want)
 	}
 }
+
+func TestErrorHints(t *testing.T) {
+	for _, c := range []struct {
+		e    Error
+		want string // substring; "" means no hint
+	}{
+		{Error{Kind: KindHTTPStatus, Status: 401, Message: "Invalid API Key"}, "--api-key"},
+		{Error{Kind: KindHTTPStatus, Status: 404, Message: "The model `x` does not exist"}, "--model"},
+		{Error{Kind: KindHTTPStatus, Status: 404, Message: "404 page not found"}, "--api"},
+		{Error{Kind: KindHTTPStatus, Status: 501, Message: "Unsupported method"}, "--api"},
+		{Error{Kind: KindHTTPStatus, Status: 429, Message: "slow down"}, "never re-sends"},
+		{Error{Kind: KindHTTPStatus, Status: 400, Message: "exceeds the available context size"}, "--input-tokens"},
+		{Error{Kind: KindHTTPStatus, Status: 500, Message: "boom"}, ""},
+		{Error{Kind: KindConnect, Message: "dial tcp 127.0.0.1:1: connect: connection refused"}, "is the server up"},
+		{Error{Kind: KindConnect, Message: "tls: failed to verify certificate"}, "--ca-cert"},
+		{Error{Kind: KindTimeout}, "--timeout"},
+		{Error{Kind: KindDisconnect, Message: "unexpected EOF"}, ""},
+	} {
+		h := c.e.Hint()
+		if (c.want == "") != (h == "") || !strings.Contains(h, c.want) {
+			t.Errorf("%+v: hint %q, want one containing %q", c.e, h, c.want)
+		}
+	}
+}

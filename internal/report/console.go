@@ -113,13 +113,23 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 		total := l.Completed + l.Failed
 		b.line("Failed requests:", strconv.Itoa(l.Failed),
 			fmt.Sprintf("<-- FAILURES: %.1f%% of requests", 100*float64(l.Failed)/float64(total)))
-		kinds := make([]string, 0, len(l.Errors))
-		for k := range l.Errors {
-			kinds = append(kinds, k)
-		}
-		slices.Sort(kinds)
-		for _, k := range kinds {
-			b.line("  "+k+":", strconv.Itoa(l.Errors[k]))
+		if len(l.ErrorDetails) > 0 {
+			for _, d := range l.ErrorDetails {
+				name := d.Kind
+				if d.Status != 0 {
+					name += " " + strconv.Itoa(d.Status)
+				}
+				b.line("  "+name+":", strconv.Itoa(d.Count), errorNote(d))
+			}
+		} else { // a summary written before error details
+			kinds := make([]string, 0, len(l.Errors))
+			for k := range l.Errors {
+				kinds = append(kinds, k)
+			}
+			slices.Sort(kinds)
+			for _, k := range kinds {
+				b.line("  "+k+":", strconv.Itoa(l.Errors[k]))
+			}
 		}
 	} else {
 		b.line("Failed requests:", "0")
@@ -424,4 +434,24 @@ func consoleLadder(w *bufio.Writer, s *Summary) {
 	if judged {
 		pickLine("SLO limit:  ", s.SLOLimit, "none: no level meets the SLOs")
 	}
+}
+
+// errorNote is the first message of a kind of failure (bounded), its Retry-After and what
+// to do about it, for the line beside its count.
+func errorNote(d metrics.ErrorDetail) string {
+	msg := d.FirstMessage
+	if r := []rune(msg); len(r) > 100 {
+		msg = string(r[:100]) + "…"
+	}
+	note := "first: " + strconv.Quote(msg)
+	if msg == "" {
+		note = ""
+	}
+	if d.RetryAfterS > 0 {
+		note += fmt.Sprintf(" (Retry-After %gs)", d.RetryAfterS)
+	}
+	if d.Hint != "" {
+		note += "; " + d.Hint
+	}
+	return strings.TrimPrefix(note, "; ")
 }

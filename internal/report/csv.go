@@ -53,7 +53,7 @@ func WriteCSV(w io.Writer, s *Summary) error {
 	columns([]*metrics.Metric{readLag})
 	head = append(head, "slo_pass", "errors", "sweet_spot", "slo_limit")
 	columns(csvTail)
-	head = append(head, "retried", "ttft_upper_bound")
+	head = append(head, "retried", "ttft_upper_bound", "error_statuses")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
 		return err
@@ -94,7 +94,7 @@ func WriteCSV(w io.Writer, s *Summary) error {
 			st, _ := l.Metrics.Get(m.Key)
 			stats(st)
 		}
-		row = append(row, strconv.Itoa(l.Retried), strconv.Itoa(l.TTFTUpperBound))
+		row = append(row, strconv.Itoa(l.Retried), strconv.Itoa(l.TTFTUpperBound), csvErrorDetails(l.ErrorDetails))
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -116,6 +116,19 @@ func csvErrors(m map[string]int) string {
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
 		parts[i] = k + "=" + strconv.Itoa(m[k])
+	}
+	return strings.Join(parts, ";")
+}
+
+// csvErrorDetails is "kind status=count;..." most common first (kind alone without a status).
+func csvErrorDetails(ds []metrics.ErrorDetail) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Kind
+		if d.Status != 0 {
+			parts[i] += " " + strconv.Itoa(d.Status)
+		}
+		parts[i] += "=" + strconv.Itoa(d.Count)
 	}
 	return strings.Join(parts, ";")
 }

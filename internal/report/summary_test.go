@@ -143,7 +143,7 @@ func TestLadderGolden(t *testing.T) {
 		"---------------Time to First Token----------------",
 		"-----Time per Output Token (excl. 1st token)------",
 		"Failed requests:                         26         <-- FAILURES: 10.2% of requests",
-		"  http_status:                           26",
+		`  http_status 503:                       26         first: "overloaded"; the server is overloaded or starting`,
 		"<- sweet spot <- SLO limit",
 	} {
 		if !strings.Contains(con.String(), want) {

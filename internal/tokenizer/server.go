@@ -134,45 +134,17 @@ func (s *Server) Detokenize(ctx context.Context, ids []int) (string, error) {
 
 // HTTPError is a /tokenize or /detokenize call the server answered with an error status.
 type HTTPError struct {
-	Path    string // "/tokenize"
-	Status  int
-	Message string // the server's own message, from its JSON error body when it has one
+	Path   string // "/tokenize"
+	Status int
+	Body   []byte // the response body, bounded
 }
 
 func (e *HTTPError) Error() string {
 	msg := fmt.Sprintf("%s: HTTP %d", e.Path, e.Status)
-	if e.Message != "" {
-		msg += " " + e.Message
+	if b := bytes.TrimSpace(e.Body); len(b) > 0 {
+		msg += " " + string(b)
 	}
 	return msg
-}
-
-// errorMessage is the message of a JSON error body ({"error":{"message":…}}, {"error":…},
-// {"message":…}, {"detail":…}), else the body itself, bounded.
-func errorMessage(body []byte) string {
-	var j struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Detail  any             `json:"detail"`
-	}
-	if json.Unmarshal(body, &j) == nil {
-		var inner struct {
-			Message string `json:"message"`
-		}
-		var str string
-		switch {
-		case json.Unmarshal(j.Error, &inner) == nil && inner.Message != "":
-			return inner.Message
-		case json.Unmarshal(j.Error, &str) == nil && str != "":
-			return str
-		case j.Message != "":
-			return j.Message
-		}
-		if d, ok := j.Detail.(string); ok && d != "" {
-			return d
-		}
-	}
-	return string(bytes.TrimSpace(truncate(body, 300)))
 }
 
 func (s *Server) post(ctx context.Context, path string, body, out any) error {
@@ -205,7 +177,7 @@ func (s *Server) post(ctx context.Context, path string, body, out any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return &HTTPError{Path: path, Status: resp.StatusCode, Message: errorMessage(data)}
+		return &HTTPError{Path: path, Status: resp.StatusCode, Body: truncate(data, 4096)}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("%s: the response is not JSON: %w", path, err)
