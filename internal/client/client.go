@@ -403,7 +403,11 @@ func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("listing models at %s: %s", c.redactedURL(c.modelsURL), c.message(err.Error()))
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("listing models at %s: HTTP %d: %s", c.redactedURL(c.modelsURL), resp.StatusCode, c.message(string(body)))
+		msg := fmt.Sprintf("listing models at %s: HTTP %d %s", c.redactedURL(c.modelsURL), resp.StatusCode, c.message(ErrorMessage(body)))
+		if hint := HTTPHint(resp.StatusCode, c.cfg.APIKey != ""); hint != "" {
+			msg += ": " + hint
+		}
+		return nil, errors.New(msg)
 	}
 	var list struct {
 		Data []struct {
