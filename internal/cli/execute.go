@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/search"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 )
 
@@ -213,11 +213,10 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 	return &r.sum.Levels[len(r.sum.Levels)-1], err
 }
 
-// search finds the largest load whose percentile SLOs pass: grow geometrically until a
-// verdict fails, then bisect to the nearest integer concurrency or within 5% rate. Every
-// probe is kept as a level of the run.
+// search finds the largest load whose percentile SLOs pass (search.Largest). Every probe is
+// kept as a level of the run.
 func (r *levelLoop) search() error {
-	probe := func(load float64) (bool, error) {
+	_, err := search.Largest(r.ctx, search.Axis(r.cfg.search), r.cfg.searchMax, func(load float64) (bool, error) {
 		lvl := r.cfg.base
 		if r.cfg.search == "concurrency" {
 			lvl.Concurrency, lvl.Rate = int(load), 0
@@ -230,53 +229,6 @@ func (r *levelLoop) search() error {
 			return false, err
 		}
 		return l.SLO != nil && l.SLO.Pass, nil
-	}
-	lo, hi := 0.0, 0.0 // largest passing and smallest failing load seen
-	load := 1.0
-	for {
-		if r.ctx.Err() != nil {
-			return nil
-		}
-		load = math.Min(load, r.cfg.searchMax)
-		ok, err := probe(load)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			hi = load
-			break
-		}
-		lo = load
-		if load >= r.cfg.searchMax {
-			return nil // the bound passes: the answer is at least --search-max
-		}
-		load *= 2
-	}
-	for r.ctx.Err() == nil {
-		var mid float64
-		if r.cfg.search == "concurrency" {
-			if hi-lo <= 1 {
-				return nil
-			}
-			mid = math.Floor((lo + hi) / 2)
-		} else {
-			if lo > 0 && hi <= lo*1.05 {
-				return nil
-			}
-			if lo == 0 && hi <= 0.01 {
-				return nil
-			}
-			mid = (lo + hi) / 2
-		}
-		ok, err := probe(mid)
-		if err != nil {
-			return err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return nil
+	})
+	return err
 }
