@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -496,14 +495,8 @@ func TestTLSVerification(t *testing.T) {
 	if !strings.Contains(fr.stderr, "warning: --insecure") {
 		t.Errorf("--insecure does not warn on stderr:\n%s", fr.stderr)
 	}
-	var load map[string]any
-	if raw, ok := fr.sum.Load.(json.RawMessage); ok {
-		json.Unmarshal(raw, &load)
-	} else if m, ok := fr.sum.Load.(map[string]any); ok {
-		load = m
-	}
-	if load["insecure_tls"] != true {
-		t.Errorf("summary.json load %v does not record insecure_tls", load)
+	if !fr.sum.Load.Insecure {
+		t.Errorf("summary.json load %+v does not record insecure_tls", fr.sum.Load)
 	}
 }
 

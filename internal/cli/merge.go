@@ -18,6 +18,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/rundesc"
 )
 
 func newMergeCmd(stdio Stdio) *cobra.Command {
@@ -65,9 +66,9 @@ clocks disagree, or one started late, and their timelines cannot be trusted to t
 type shardResult struct {
 	dir           string
 	sum           *report.Summary
-	load          map[string]any // summary.json "load" without "shard"
-	start         time.Time      // the shard's t = 0, µs-truncated like its offsets
-	shard, shards int            // 0/1 when the run was not sharded
+	load          rundesc.Load // summary.json "load" without "shard"
+	start         time.Time    // the shard's t = 0, µs-truncated like its offsets
+	shard, shards int          // 0/1 when the run was not sharded
 	recs          []record.Record
 }
 
@@ -86,37 +87,16 @@ func readShard(dir string) (*shardResult, error) {
 		return nil, fmt.Errorf("%s: summary.json has no started_at, so its records cannot be placed on a common timeline", dir)
 	}
 	s.start = sum.StartedAt.Truncate(time.Microsecond)
-	if s.load, err = jsonObject(sum.Load); err != nil {
-		return nil, fmt.Errorf("%s: summary.json load: %w", dir, err)
+	s.load = sum.Load
+	if s.shard, s.shards, err = rundesc.ParseShard(s.load.Shard); err != nil {
+		return nil, fmt.Errorf("%s: summary.json load.shard: %w", dir, err)
 	}
-	if sh, ok := s.load["shard"].(string); ok && sh != "" {
-		if s.shard, s.shards, err = parseShard(sh); err != nil {
-			return nil, fmt.Errorf("%s: summary.json load.shard: %w", dir, err)
-		}
-	}
-	delete(s.load, "shard")
+	s.load.Shard = ""
 	err = eachRecord(filepath.Join(dir, "records.jsonl"), func(r *record.Record) { s.recs = append(s.recs, *r) })
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-// jsonObject reads a summary's configuration (a map, a struct or raw JSON, depending on who
-// built the Summary) as a JSON object; null is an empty one.
-func jsonObject(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	if m == nil {
-		m = map[string]any{}
-	}
-	return m, nil
 }
 
 // mergeProblems are what merge found wrong with the shards: conflicts make the union
@@ -195,7 +175,7 @@ func checkShards(sh []*shardResult, tolerance time.Duration) *mergeProblems {
 		var missing []string
 		for i := range ref.shards {
 			if _, ok := seen[i]; !ok {
-				missing = append(missing, engineShard(i, ref.shards))
+				missing = append(missing, rundesc.ShardString(i, ref.shards))
 			}
 		}
 		if len(missing) > 0 {
@@ -205,7 +185,7 @@ func checkShards(sh []*shardResult, tolerance time.Duration) *mergeProblems {
 
 	// Clocks. With --start-at every shard meant to start at one instant: a shard that
 	// started further from it either woke late or has a clock that disagrees.
-	startAt, _ := ref.load["start_at"].(string)
+	startAt := ref.load.StartAt
 	if startAt != "" {
 		at, err := time.Parse(time.RFC3339Nano, startAt)
 		if err == nil {
@@ -239,10 +219,8 @@ func checkShards(sh []*shardResult, tolerance time.Duration) *mergeProblems {
 // own in-process simulator on a random port: the port is not part of what was measured.
 func targetOf(s *shardResult) report.Target {
 	t := s.sum.Target
-	if p, _ := s.load["sim_profile"].(string); p != "" {
-		if m, _ := s.load["mode"].(string); m == "run" {
-			t.URL = "(in-process simulator)"
-		}
+	if s.load.SimProfile != "" && s.load.Mode == rundesc.ModeRun {
+		t.URL = "(in-process simulator)"
 	}
 	return t
 }
@@ -309,20 +287,17 @@ func mergeShards(sh []*shardResult, force bool, p *mergeProblems) (*report.Summa
 		return nil, nil, fmt.Errorf("%s: summary.json slo: %w", sh[0].dir, err)
 	}
 	mcfg := metrics.Config{Percentiles: ref.Percentiles, SLOs: slos}
-	load := map[string]any{}
-	for k, v := range sh[0].load {
-		load[k] = v
-	}
+	load := sh[0].load
 	var names []string
 	for _, s := range sh {
 		if s.shards > 1 {
-			names = append(names, engineShard(s.shard, s.shards))
+			names = append(names, rundesc.ShardString(s.shard, s.shards))
 		}
 	}
 	slices.Sort(names)
-	load["merged_shards"] = names
+	load.MergedShards = names
 	if w := append(slices.Clone(p.conflicts), p.warnings...); len(w) > 0 {
-		load["merge_warnings"] = w
+		load.MergeWarnings = w
 	}
 	sum := &report.Summary{
 		Schema: report.SchemaV1, Version: Version, StartedAt: t0.UTC(),

@@ -15,6 +15,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/rundesc"
 )
 
 // mergeRunRecords is one synthetic unsharded run: two closed-loop levels with completed,
@@ -84,18 +85,12 @@ func writeShardDir(t *testing.T, dir string, sum *report.Summary, recs []record.
 }
 
 func shardSummary(start time.Time, startAt string, shard string, levels int) *report.Summary {
-	load := map[string]any{"mode": "run", "requests": 60, "ignore_eos": true, "levels": []any{
-		map[string]any{"concurrency": 8, "requests": 60}, map[string]any{"concurrency": 16, "requests": 60}}}
-	if shard != "" {
-		load["shard"] = shard
-	}
-	if startAt != "" {
-		load["start_at"] = startAt
-	}
+	load := rundesc.Load{Mode: rundesc.ModeRun, Requests: 60, IgnoreEOS: true, Shard: shard, StartAt: startAt,
+		Levels: []rundesc.Level{{Concurrency: 8, Requests: 60}, {Concurrency: 16, Requests: 60}}}
 	s := &report.Summary{Schema: report.SchemaV1, Version: "test", StartedAt: start.UTC(),
 		RunStartUnix: float64(start.UnixMicro()) / 1e6, Seed: 7, EndReason: "completed",
 		Target:   report.NewTarget("http://127.0.0.1:8000", "openai-chat", "m"),
-		Workload: map[string]any{"dataset": "random", "input_tokens": "16", "output_tokens": "uniform:2:21"},
+		Workload: rundesc.Workload{Dataset: "random", InputTokens: "16", OutputTokens: "uniform:2:21"},
 		Load:     load, Percentiles: metrics.DefaultPercentiles, SLO: "ttft<=30ms,tpot:p99<=20ms"}
 	for i := range levels {
 		c := []int{8, 16}[i]
@@ -119,7 +114,7 @@ func splitShards(t *testing.T, root string, seed uint64, t0 time.Time, skews []t
 			}
 		}
 		dir := filepath.Join(root, "shard-"+string(rune('0'+k)))
-		writeShardDir(t, dir, shardSummary(t0.Add(skews[k]), startAt, engineShard(k, n), 2), part)
+		writeShardDir(t, dir, shardSummary(t0.Add(skews[k]), startAt, rundesc.ShardString(k, n), 2), part)
 		dirs = append(dirs, dir)
 	}
 	return dirs
@@ -209,14 +204,10 @@ func TestMergeEqualsUnion(t *testing.T) {
 			t.Errorf("level %d concurrency %d", level, c)
 		}
 	}
-	load, err := jsonObject(sum.Load)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := load["shard"]; ok {
+	if sum.Load.Shard != "" {
 		t.Error("merged load still names a shard")
 	}
-	if ms, _ := json.Marshal(load["merged_shards"]); string(ms) != `["0/3","1/3","2/3"]` {
+	if ms, _ := json.Marshal(sum.Load.MergedShards); string(ms) != `["0/3","1/3","2/3"]` {
 		t.Errorf("merged_shards = %s", ms)
 	}
 	for _, f := range []string{"summary.csv", "report.html"} {
@@ -241,7 +232,7 @@ func TestMergeProblems(t *testing.T) {
 		{name: "clean", code: 0},
 		{name: "workload differs", code: 1, edit: func(t *testing.T, dirs []string) []string {
 			s := shardSummary(t0, "2026-03-01T12:00:00Z", "1/3", 2)
-			s.Workload = map[string]any{"dataset": "random", "input_tokens": "32", "output_tokens": "uniform:2:21"}
+			s.Workload.InputTokens = "32"
 			rewriteSummary(t, dirs[1], s)
 			return dirs
 		}, stderr: []string{"differ in workload", `"input_tokens":"16"`, "--force"}},
@@ -267,7 +258,7 @@ func TestMergeProblems(t *testing.T) {
 		}, stderr: []string{"started 80ms from its --start-at", "span 80ms"}},
 		{name: "no start-at", code: 0, edit: func(t *testing.T, dirs []string) []string {
 			for k, d := range dirs {
-				rewriteSummary(t, d, shardSummary(t0.Add(time.Duration(k)*time.Second), "", engineShard(k, 3), 2))
+				rewriteSummary(t, d, shardSummary(t0.Add(time.Duration(k)*time.Second), "", rundesc.ShardString(k, 3), 2))
 			}
 			return dirs
 		}, stderr: []string{"without --start-at and 2s apart"}},
@@ -279,8 +270,8 @@ func TestMergeProblems(t *testing.T) {
 		}, stderr: []string{"differ in target", "10.0.0.9"}},
 		{name: "in-process simulators on their own ports", code: 0, edit: func(t *testing.T, dirs []string) []string {
 			for k, d := range dirs {
-				s := shardSummary(t0, "2026-03-01T12:00:00Z", engineShard(k, 3), 2)
-				s.Load.(map[string]any)["sim_profile"] = "textbook"
+				s := shardSummary(t0, "2026-03-01T12:00:00Z", rundesc.ShardString(k, 3), 2)
+				s.Load.SimProfile = "textbook"
 				s.Target = report.NewTarget(fmt.Sprintf("http://127.0.0.1:%d", 40000+k), "openai-chat", "m")
 				rewriteSummary(t, d, s)
 			}
@@ -315,8 +306,7 @@ func TestMergeProblems(t *testing.T) {
 			}
 			if code == 0 && len(c.stderr) > 0 {
 				sum, _ := readMerged(t, filepath.Join(root, "out"))
-				load, _ := jsonObject(sum.Load)
-				if w, _ := json.Marshal(load["merge_warnings"]); !strings.Contains(string(w), strings.Trim(strings.TrimPrefix(c.stderr[len(c.stderr)-1], "warning (--force):"), " ")) {
+				if w, _ := json.Marshal(sum.Load.MergeWarnings); !strings.Contains(string(w), strings.Trim(strings.TrimPrefix(c.stderr[len(c.stderr)-1], "warning (--force):"), " ")) {
 					t.Errorf("summary's merge_warnings %s lack the warning", w)
 				}
 			}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -105,7 +104,7 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config) error {
 	if sum.EndReason == endRunning {
 		sum.EndReason = "killed: recomputed from records.jsonl"
 	}
-	planned := plannedLevels(sum)
+	planned := sum.Load.Levels
 	for lvl := range byLevel {
 		switch {
 		case lvl < 0:
@@ -116,7 +115,7 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config) error {
 			// configuration; its figures are partial.
 			for len(sum.Levels) <= lvl {
 				p := planned[len(sum.Levels)]
-				sum.Levels = append(sum.Levels, report.Level{Name: p.name(), Concurrency: p.Concurrency, Rate: p.Rate, Partial: true})
+				sum.Levels = append(sum.Levels, report.Level{Name: p.Name(), Concurrency: p.Concurrency, Rate: p.Rate, Partial: true})
 			}
 		default:
 			return fmt.Errorf("records.jsonl: level %d is not in summary.json (it lists %d levels)", lvl, len(sum.Levels))
@@ -127,16 +126,6 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config) error {
 	}
 	sum.Judge()
 	return nil
-}
-
-// plannedLevels is the ladder the run meant to run, from summary.json's load config.
-func plannedLevels(sum *report.Summary) []levelConfig {
-	var lc loadConfig
-	b, err := json.Marshal(sum.Load)
-	if err == nil {
-		json.Unmarshal(b, &lc)
-	}
-	return lc.Levels
 }
 
 // readRecordsByLevel reads a records.jsonl file into per-level slices.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 )
 
@@ -30,12 +31,11 @@ type Summary struct {
 	Seed         int64     `json:"seed"`
 	EndReason    string    `json:"end_reason"` // e.g. "completed", "interrupted", "duration"
 	Target       Target    `json:"target"`
-	// Workload and Load are the run's configuration as the CLI describes it (structs or maps
-	// that marshal to JSON objects); read back they are map[string]any.
-	Workload    any       `json:"workload"`
-	Load        any       `json:"load"`
-	Percentiles []float64 `json:"percentiles"`
-	SLO         string    `json:"slo,omitempty"` // the --slo terms as given
+	// Workload and Load are the run's configuration (package rundesc).
+	Workload    rundesc.Workload `json:"workload"`
+	Load        rundesc.Load     `json:"load"`
+	Percentiles []float64        `json:"percentiles"`
+	SLO         string           `json:"slo,omitempty"` // the --slo terms as given
 
 	Levels    []Level       `json:"levels"`
 	SweetSpot *metrics.Pick `json:"sweet_spot"`
@@ -156,12 +156,6 @@ func ReadJSON(r io.Reader) (*Summary, error) {
 	var s Summary
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("summary.json: %w", err)
-	}
-	// Keep the configuration exactly as written (field order included), so a summary
-	// recomputed from it is byte-identical.
-	var cfg struct{ Workload, Load json.RawMessage }
-	if err := json.Unmarshal(data, &cfg); err == nil {
-		s.Workload, s.Load = cfg.Workload, cfg.Load
 	}
 	if s.Schema != SchemaV1 {
 		if strings.HasPrefix(s.Schema, "llmbench/summary/") {

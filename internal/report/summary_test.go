@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/rundesc"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -90,12 +91,13 @@ func ladderSummary(t *testing.T, sloSpec string, concs []int) *Summary {
 		Seed:         42,
 		EndReason:    "completed",
 		Target:       NewTarget("http://user:pw@127.0.0.1:8000?api_key=sk-123", "openai-chat", "test-model"),
-		Workload:     map[string]any{"input_tokens": "256", "output_tokens": "20", "dataset": "random"},
-		Load:         map[string]any{"concurrency": concs, "requests": 60, "warmup": "1 per slot"},
+		Workload:     rundesc.Workload{Dataset: "random", Tokenizer: "o200k_base", InputTokens: "256", OutputTokens: "20"},
+		Load:         rundesc.Load{Mode: rundesc.ModeSimulate, Requests: 60},
 		Percentiles:  cfg.Percentiles,
 		SLO:          sloSpec,
 	}
 	for i, c := range concs {
+		s.Load.Levels = append(s.Load.Levels, rundesc.Level{Concurrency: c, Requests: 60})
 		fail := 0
 		if c == 64 {
 			fail = 10
