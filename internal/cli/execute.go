@@ -22,7 +22,7 @@ import (
 
 // levelRunner runs one level and calls sink for every finished request. run drives the
 // engine in real time; simulate drives the simulator on a virtual clock.
-type levelRunner func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (endReason string, err error)
+type levelRunner func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (engine.EndReason, error)
 
 // execute runs cfg's levels (or its search), streams records to records.jsonl, prints each
 // level as it ends, and writes the summary files. Whatever happens, what was measured is kept.
@@ -37,7 +37,7 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	sum := newSummary(cfg, start)
 	// summary.json exists from the start and is rewritten after every level, so a run
 	// killed outright still leaves its configuration for 'llmbench report'.
-	sum.EndReason = endRunning
+	sum.EndReason = report.EndRunning
 	if err := writeSummaryJSON(cfg.outputDir, sum); err != nil {
 		return err
 	}
@@ -58,12 +58,12 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	if err := w.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("records.jsonl: %w", err)
 	}
-	sum.EndReason = "completed"
+	sum.EndReason = report.EndCompleted
 	switch {
 	case ctx.Err() != nil:
-		sum.EndReason = "interrupted"
+		sum.EndReason = report.EndInterrupted
 	case runErr != nil:
-		sum.EndReason = "error: " + runErr.Error()
+		sum.EndReason = report.EndError(runErr)
 	}
 	sum.Judge()
 	if err := writeResults(cfg.outputDir, cfg.outputDir, cfg.resultFormat, sum); err != nil {
@@ -134,10 +134,6 @@ func writeResults(dir, recordsDir, resultFormat string, sum *report.Summary) err
 	return errors.Join(errs...)
 }
 
-// endRunning is summary.json's end_reason while the run is going on; a summary that still
-// says so after the run belongs to a killed process.
-const endRunning = "running"
-
 // writeSummaryJSON writes dir/summary.json atomically.
 func writeSummaryJSON(dir string, sum *report.Summary) error {
 	return report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return report.WriteJSON(w, sum) })
@@ -195,7 +191,7 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 		err = fmt.Errorf("records.jsonl: %w", writeErr)
 	}
 	l := newLevel(lvl, metrics.Aggregate(recs, r.cfg.metrics))
-	l.Partial = reason == string(engine.EndInterrupted)
+	l.Partial = reason == engine.EndInterrupted
 	l.Server = server
 	r.sum.Levels = append(r.sum.Levels, l)
 	if r.cfg.connStats != nil {

@@ -202,7 +202,7 @@ func checkAccounting(t *testing.T, fr faultRun, requests int, want map[string]in
 	if l.TotalOutputTokens != okTokens {
 		t.Errorf("total_output_tokens %d, completed requests carry %d", l.TotalOutputTokens, okTokens)
 	}
-	if fr.sum.EndReason != "completed" {
+	if fr.sum.EndReason != report.EndCompleted {
 		t.Errorf("end_reason %q", fr.sum.EndReason)
 	}
 	wantCode := 0
@@ -548,7 +548,7 @@ func TestKilledRunLeavesValidRecords(t *testing.T) {
 		}
 	}
 	// summary.json is written when the run starts, so its configuration survives a kill.
-	if s := readSummaryT(t, dir); s.EndReason != endRunning || len(s.Levels) != 0 {
+	if s := readSummaryT(t, dir); s.EndReason != report.EndRunning || len(s.Levels) != 0 {
 		t.Errorf("a killed run's summary.json: end_reason %q, %d levels", s.EndReason, len(s.Levels))
 	}
 	out := t.TempDir()
@@ -560,7 +560,7 @@ func TestKilledRunLeavesValidRecords(t *testing.T) {
 	if len(s.Levels) != 1 || s.Levels[0].Completed != len(recs) || !s.Levels[0].Partial || s.Levels[0].Concurrency != 4 {
 		t.Errorf("report rebuilt %d levels %+v; want 1 partial level at concurrency 4 with %d completed", len(s.Levels), s.Levels, len(recs))
 	}
-	if !strings.HasPrefix(s.EndReason, "killed") {
+	if s.EndReason != report.EndKilled {
 		t.Errorf("end_reason %q", s.EndReason)
 	}
 }

@@ -101,8 +101,8 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config) error {
 	if err != nil {
 		return err
 	}
-	if sum.EndReason == endRunning {
-		sum.EndReason = "killed: recomputed from records.jsonl"
+	if sum.EndReason == report.EndRunning {
+		sum.EndReason = report.EndKilled
 	}
 	planned := sum.Load.Levels
 	for lvl := range byLevel {

@@ -58,16 +58,13 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
 	var clock time.Duration // the run's virtual timeline: levels follow one another
-	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (string, error) {
-		end, err := sim.Simulate(ctx, p, lvl, clock, src, sink)
+	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (engine.EndReason, error) {
+		end, reason, err := sim.Simulate(ctx, p, lvl, clock, src, sink)
 		clock = end
 		if err != nil {
-			return string(engine.EndInterrupted), err
+			return engine.EndInterrupted, err
 		}
-		if lvl.Duration > 0 {
-			return string(engine.EndDuration), nil
-		}
-		return string(engine.EndRequests), nil
+		return reason, nil
 	}
 	return execute(ctx, stdio, cfg, time.Now(), runLevel)
 }

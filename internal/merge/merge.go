@@ -271,13 +271,11 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 		RunStartUnix: float64(t0.UnixMicro()) / 1e6, Seed: ref.Seed, Target: ref.Target,
 		Workload: ref.Workload, Load: load, Percentiles: ref.Percentiles, SLO: ref.SLO,
 	}
-	var reasons []string
+	var reasons []report.EndReason
 	for _, s := range sh {
-		if !slices.Contains(reasons, s.sum.EndReason) {
-			reasons = append(reasons, s.sum.EndReason)
-		}
+		reasons = append(reasons, s.sum.EndReason)
 	}
-	sum.EndReason = strings.Join(reasons, "; ")
+	sum.EndReason = report.JoinEndReasons(reasons)
 
 	nLevels := 0
 	for _, s := range sh {

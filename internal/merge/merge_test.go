@@ -86,7 +86,7 @@ func shardSummary(start time.Time, startAt string, shard string, levels int) *re
 	load := rundesc.Load{Mode: rundesc.ModeRun, Requests: 60, IgnoreEOS: true, Shard: shard, StartAt: startAt,
 		Levels: []rundesc.Level{{Concurrency: 8, Requests: 60}, {Concurrency: 16, Requests: 60}}}
 	s := &report.Summary{Schema: report.SchemaV1, Version: "test", StartedAt: start.UTC(),
-		RunStartUnix: float64(start.UnixMicro()) / 1e6, Seed: 7, EndReason: "completed",
+		RunStartUnix: float64(start.UnixMicro()) / 1e6, Seed: 7, EndReason: report.EndCompleted,
 		Target:   report.NewTarget("http://127.0.0.1:8000", "openai-chat", "m"),
 		Workload: rundesc.Workload{Dataset: "random", InputTokens: "16", OutputTokens: "uniform:2:21"},
 		Load:     load, Percentiles: metrics.DefaultPercentiles, SLO: "ttft<=30ms,tpot:p99<=20ms"}

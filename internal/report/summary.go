@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,34 @@ import (
 // SchemaV1 identifies summary.json's layout; readers refuse other major versions.
 const SchemaV1 = "llmbench/summary/v1"
 
+// EndReason is why the run ended (summary.json end_reason).
+type EndReason string
+
+// End reasons of a run. A run stopped by an error ends with EndError; a merged run with
+// JoinEndReasons of its shards'.
+const (
+	// EndRunning is written when the run starts; a summary that still says so after the run
+	// belongs to a killed process.
+	EndRunning     EndReason = "running"
+	EndCompleted   EndReason = "completed"
+	EndInterrupted EndReason = "interrupted"                           // SIGINT or SIGTERM
+	EndKilled      EndReason = "killed: recomputed from records.jsonl" // llmbench report of a killed run
+)
+
+// EndError is the end reason of a run stopped by err.
+func EndError(err error) EndReason { return EndReason("error: " + err.Error()) }
+
+// JoinEndReasons is a merged run's end reason: the distinct reasons in order, joined by "; ".
+func JoinEndReasons(rs []EndReason) EndReason {
+	var distinct []string
+	for _, r := range rs {
+		if !slices.Contains(distinct, string(r)) {
+			distinct = append(distinct, string(r))
+		}
+	}
+	return EndReason(strings.Join(distinct, "; "))
+}
+
 // Summary is summary.json: the run described (config, version, seed, start, end reason) and
 // its per-level figures. docs/metrics.md documents every field.
 type Summary struct {
@@ -29,7 +58,7 @@ type Summary struct {
 	StartedAt    time.Time `json:"started_at"`     // wall clock at t = 0, UTC
 	RunStartUnix float64   `json:"run_start_unix"` // the same instant as float Unix seconds
 	Seed         int64     `json:"seed"`
-	EndReason    string    `json:"end_reason"` // e.g. "completed", "interrupted", "duration"
+	EndReason    EndReason `json:"end_reason"`
 	Target       Target    `json:"target"`
 	// Workload and Load are the run's configuration (package rundesc).
 	Workload    rundesc.Workload `json:"workload"`

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -228,5 +229,18 @@ func TestRedactURL(t *testing.T) {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestEndReasons(t *testing.T) {
+	if got := EndError(errors.New("records.jsonl: disk full")); got != "error: records.jsonl: disk full" {
+		t.Errorf("EndError = %q", got)
+	}
+	got := JoinEndReasons([]EndReason{EndCompleted, EndInterrupted, EndCompleted, EndKilled})
+	if want := EndReason("completed; interrupted; killed: recomputed from records.jsonl"); got != want {
+		t.Errorf("JoinEndReasons = %q, want %q", got, want)
+	}
+	if got := JoinEndReasons([]EndReason{EndCompleted, EndCompleted}); got != EndCompleted {
+		t.Errorf("JoinEndReasons of alike shards = %q", got)
 	}
 }

@@ -38,7 +38,7 @@ func mustProfile(t testing.TB, name string) Profile {
 func simulate(t testing.TB, p Profile, lvl engine.Level, src workload.Source) ([]*record.Record, time.Duration) {
 	t.Helper()
 	var recs []*record.Record
-	end, err := Simulate(context.Background(), p, lvl, 0, src, func(r *record.Record) { recs = append(recs, r) })
+	end, _, err := Simulate(context.Background(), p, lvl, 0, src, func(r *record.Record) { recs = append(recs, r) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,9 @@ import (
 // records are those a live run against serve would produce with a zero-latency network
 // (requests use max_tokens with ignore_eos, as the benchmark sends them). levelStart is
 // the level's start on the run's virtual timeline; Simulate returns the level's end (the
-// last request's Done). sink, if not nil, gets each record as its request finishes.
+// last request's Done) and why it ended, as engine.Run says it: its requests, its duration,
+// the end of a replayed trace, or engine.EndInterrupted with ctx's error. sink, if not nil,
+// gets each record as its request finishes.
 //
 // The level follows the same plan as engine.Run: the same indices, due times, warm-up
 // marks and stopping rules, multi-turn conversations included (engine.Conversations: turn
@@ -27,12 +29,12 @@ import (
 // With prefix caching, a request's prompt blocks are keyed as a server keys them: a
 // trace's block hashes (PrefixHashes), a shared prefix group's, or a conversation's, whose
 // turns each extend the one before, so a later turn finds its history cached.
-func Simulate(ctx context.Context, p Profile, lvl engine.Level, levelStart time.Duration, src workload.Source, sink func(*record.Record)) (time.Duration, error) {
+func Simulate(ctx context.Context, p Profile, lvl engine.Level, levelStart time.Duration, src workload.Source, sink func(*record.Record)) (time.Duration, engine.EndReason, error) {
 	if err := lvl.Validate(); err != nil {
-		return levelStart, fmt.Errorf("level %d: %w", lvl.Index, err)
+		return levelStart, "", fmt.Errorf("level %d: %w", lvl.Index, err)
 	}
 	if src == nil {
-		return levelStart, errors.New("sim.Simulate: nil workload source")
+		return levelStart, "", errors.New("sim.Simulate: nil workload source")
 	}
 	if sink == nil {
 		sink = func(*record.Record) {}
@@ -41,18 +43,38 @@ func Simulate(ctx context.Context, p Profile, lvl engine.Level, levelStart time.
 	// Request 0 says whether the level is multi-turn, as in engine.Run.
 	v.first = src.Request(lvl.Index, 0)
 	if v.first.Turns > 1 && v.first.HasArrival {
-		return levelStart, fmt.Errorf("level %d: a replayed trace cannot have multi-turn conversations", lvl.Index)
+		return levelStart, "", fmt.Errorf("level %d: a replayed trace cannot have multi-turn conversations", lvl.Index)
 	}
 	c, err := newCore(p, v.emit)
 	if err != nil {
-		return levelStart, err
+		return levelStart, "", err
 	}
 	c.vemit = v
 	v.c = c
 	if c.cache != nil {
 		v.bs = c.bs
 	}
-	return v.run(ctx)
+	end, err := v.run(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return end, engine.EndInterrupted, err
+	case err != nil:
+		return end, "", err
+	}
+	return end, v.reason(), nil
+}
+
+// reason is why the level's plan stopped sending.
+func (v *vsim) reason() engine.EndReason {
+	switch {
+	case v.conv != nil:
+		return v.conv.Reason()
+	case v.closed != nil:
+		return v.closed.Reason()
+	case v.open != nil:
+		return v.open.Reason()
+	}
+	return ""
 }
 
 // vsim is one level on the virtual clock.

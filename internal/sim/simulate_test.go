@@ -60,9 +60,12 @@ func TestSimulateRecords(t *testing.T) {
 	})
 	start := 5 * time.Second
 	var recs []*record.Record
-	end, err := Simulate(context.Background(), p, lvl, start, src, func(r *record.Record) { recs = append(recs, r) })
+	end, reason, err := Simulate(context.Background(), p, lvl, start, src, func(r *record.Record) { recs = append(recs, r) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if reason != engine.EndRequests {
+		t.Errorf("end reason %q, want %q", reason, engine.EndRequests)
 	}
 	if len(recs) != 24 {
 		t.Fatalf("%d records, want 24", len(recs))
@@ -174,14 +177,14 @@ func TestSimulateInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var recs []*record.Record
 	n := 0
-	_, err := Simulate(ctx, mustProfile(t, "textbook"), engine.Level{Concurrency: 8, Requests: 1_000_000}, 0, fixedSource{in: 10, out: 10}, func(r *record.Record) {
+	_, reason, err := Simulate(ctx, mustProfile(t, "textbook"), engine.Level{Concurrency: 8, Requests: 1_000_000}, 0, fixedSource{in: 10, out: 10}, func(r *record.Record) {
 		recs = append(recs, r)
 		if n++; n == 100 {
 			cancel()
 		}
 	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("error %v, want context.Canceled", err)
+	if !errors.Is(err, context.Canceled) || reason != engine.EndInterrupted {
+		t.Fatalf("error %v, end reason %q; want context.Canceled, %q", err, reason, engine.EndInterrupted)
 	}
 	cancelled := 0
 	for _, r := range recs {
@@ -194,6 +197,39 @@ func TestSimulateInterrupted(t *testing.T) {
 	}
 }
 
+// traceSource is a replayed trace of n requests, one every 10 ms.
+type traceSource int
+
+func (n traceSource) Request(level, i int) workload.Request {
+	return workload.Request{InputTokens: 50, OutputTokens: 5, Arrival: time.Duration(i) * 10 * time.Millisecond, HasArrival: true}
+}
+func (n traceSource) Len() int { return int(n) }
+
+// TestSimulateEndReasons: a level ends as engine.Run's would, and says so: its requests, its
+// duration, or the end of the trace it replays.
+func TestSimulateEndReasons(t *testing.T) {
+	p := mustProfile(t, "textbook")
+	for _, c := range []struct {
+		name string
+		lvl  engine.Level
+		src  workload.Source
+		want engine.EndReason
+		n    int
+	}{
+		{"closed requests", engine.Level{Concurrency: 2, Requests: 6}, fixedSource{in: 10, out: 5}, engine.EndRequests, 6},
+		{"closed duration", engine.Level{Concurrency: 2, Duration: time.Second}, fixedSource{in: 10, out: 5}, engine.EndDuration, 0},
+		{"open duration", engine.Level{Rate: 20, Duration: time.Second}, fixedSource{in: 10, out: 5}, engine.EndDuration, 0},
+		{"trace runs out", engine.Level{Rate: 100, Requests: 50}, traceSource(12), engine.EndTrace, 12},
+		{"trace cut by requests", engine.Level{Rate: 100, Requests: 5}, traceSource(12), engine.EndRequests, 5},
+	} {
+		n := 0
+		_, reason, err := Simulate(context.Background(), p, c.lvl, 0, c.src, func(*record.Record) { n++ })
+		if err != nil || reason != c.want || (c.n > 0 && n != c.n) {
+			t.Errorf("%s: %d records, end reason %q, %v; want %d, %q", c.name, n, reason, err, c.n, c.want)
+		}
+	}
+}
+
 // BenchmarkSimulate1M is the wall time of simulating 1,000,000 requests (issue 3's target
 // is 5 s): the default roofline profile, concurrency 256, 512 input and 128 output tokens.
 func BenchmarkSimulate1M(b *testing.B) {
@@ -202,7 +238,7 @@ func BenchmarkSimulate1M(b *testing.B) {
 	src := fixedSource{in: 512, out: 128}
 	for b.Loop() {
 		n := 0
-		if _, err := Simulate(context.Background(), p, lvl, 0, src, func(*record.Record) { n++ }); err != nil {
+		if _, _, err := Simulate(context.Background(), p, lvl, 0, src, func(*record.Record) { n++ }); err != nil {
 			b.Fatal(err)
 		}
 		if n != 1_000_000 {
