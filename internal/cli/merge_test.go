@@ -94,7 +94,7 @@ func TestMergeCommand(t *testing.T) {
 		r.Events.Base = r.Sent
 		r.Events.Append(10*time.Millisecond, 1)
 		r.Events.Append(20*time.Millisecond, 1)
-		sum := &report.Summary{Schema: report.SchemaV1, StartedAt: t0, Seed: int64(7 + k), EndReason: report.EndCompleted,
+		sum := &report.Summary{Schema: report.SchemaV2, StartedAt: t0, Seed: int64(7 + k), EndReason: report.EndCompleted,
 			Load:   rundesc.Load{Mode: rundesc.ModeRun, Shard: rundesc.ShardString(k, 2), Levels: []rundesc.Level{{Concurrency: 1}}},
 			Levels: []report.Level{{Name: "concurrency 1", Concurrency: 1}}, Percentiles: metrics.DefaultPercentiles}
 		dirs = append(dirs, filepath.Join(root, "shard-"+strconv.Itoa(k)))

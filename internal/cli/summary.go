@@ -26,7 +26,7 @@ func newSummary(cfg *benchConfig, start time.Time) *report.Summary {
 		pcts = metrics.DefaultPercentiles
 	}
 	return &report.Summary{
-		Schema:       report.SchemaV1,
+		Schema:       report.SchemaV2,
 		Version:      Version,
 		StartedAt:    start.UTC(),
 		RunStartUnix: float64(start.UnixMicro()) / 1e6,

@@ -267,7 +267,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 		load.MergeWarnings = w
 	}
 	sum := &report.Summary{
-		Schema: report.SchemaV1, Version: version, StartedAt: t0.UTC(),
+		Schema: report.SchemaV2, Version: version, StartedAt: t0.UTC(),
 		RunStartUnix: float64(t0.UnixMicro()) / 1e6, Seed: ref.Seed, Target: ref.Target,
 		Workload: ref.Workload, Load: load, Percentiles: ref.Percentiles, SLO: ref.SLO,
 	}

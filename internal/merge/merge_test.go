@@ -85,7 +85,7 @@ func writeShardDir(t *testing.T, dir string, sum *report.Summary, recs []record.
 func shardSummary(start time.Time, startAt string, shard string, levels int) *report.Summary {
 	load := rundesc.Load{Mode: rundesc.ModeRun, Requests: 60, IgnoreEOS: true, Shard: shard, StartAt: startAt,
 		Levels: []rundesc.Level{{Concurrency: 8, Requests: 60}, {Concurrency: 16, Requests: 60}}}
-	s := &report.Summary{Schema: report.SchemaV1, Version: "test", StartedAt: start.UTC(),
+	s := &report.Summary{Schema: report.SchemaV2, Version: "test", StartedAt: start.UTC(),
 		RunStartUnix: float64(start.UnixMicro()) / 1e6, Seed: 7, EndReason: report.EndCompleted,
 		Target:   report.NewTarget("http://127.0.0.1:8000", "openai-chat", "m"),
 		Workload: rundesc.Workload{Dataset: "random", InputTokens: "16", OutputTokens: "uniform:2:21"},

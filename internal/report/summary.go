@@ -19,8 +19,15 @@ import (
 	"github.com/llmbench/llmbench/internal/servermetrics"
 )
 
-// SchemaV1 identifies summary.json's layout; readers refuse other major versions.
-const SchemaV1 = "llmbench/summary/v1"
+// Schemas of summary.json. This llmbench writes SchemaV2; ReadJSON also reads SchemaV1,
+// migrating it, and refuses other versions.
+const (
+	// SchemaV2: the run description (load, workload) and the end reason are typed
+	// (rundesc.Load, rundesc.Workload, EndReason), with v1's keys and values.
+	SchemaV2 = "llmbench/summary/v2"
+	// SchemaV1: the same keys, written from untyped configuration (llmbench before v2).
+	SchemaV1 = "llmbench/summary/v1"
+)
 
 // EndReason is why the run ended (summary.json end_reason).
 type EndReason string
@@ -132,7 +139,7 @@ func (l Level) Load() metrics.Load { return metrics.Load{Concurrency: l.Concurre
 // describe a steady state; indexes still refer to Levels.
 func (s *Summary) Judge() {
 	if s.Schema == "" {
-		s.Schema = SchemaV1
+		s.Schema = SchemaV2
 	}
 	var lv []metrics.Level
 	var loads []metrics.Load
@@ -176,23 +183,39 @@ func WriteJSON(w io.Writer, s *Summary) error {
 	return nil
 }
 
-// ReadJSON reads a summary.json, refusing other schemas.
+// ReadJSON reads a summary.json of any schema this llmbench knows, migrated to SchemaV2,
+// and refuses others.
 func ReadJSON(r io.Reader) (*Summary, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("summary.json: %w", err)
 	}
-	var s Summary
-	if err := json.Unmarshal(data, &s); err != nil {
+	var head struct{ Schema string }
+	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, fmt.Errorf("summary.json: %w", err)
 	}
-	if s.Schema != SchemaV1 {
-		if strings.HasPrefix(s.Schema, "llmbench/summary/") {
-			return nil, fmt.Errorf("summary.json: schema %q is not supported by this llmbench (it reads %s)", s.Schema, SchemaV1)
+	migrate, ok := migrations[head.Schema]
+	if !ok {
+		if strings.HasPrefix(head.Schema, "llmbench/summary/") {
+			return nil, fmt.Errorf("summary.json: schema %q is not supported by this llmbench (it reads %s and %s)", head.Schema, SchemaV2, SchemaV1)
 		}
-		return nil, errors.New("summary.json: not an llmbench summary (schema " + fmt.Sprintf("%q", s.Schema) + ")")
+		return nil, errors.New("summary.json: not an llmbench summary (schema " + fmt.Sprintf("%q", head.Schema) + ")")
 	}
+	var s Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("summary.json (%s): %w", head.Schema, err)
+	}
+	migrate(&s)
 	return &s, nil
+}
+
+// migrations bring a summary read as its own schema up to SchemaV2, by schema.
+var migrations = map[string]func(*Summary){
+	SchemaV2: func(*Summary) {},
+	// v1 has v2's keys and values: what it wrote from untyped configuration is what v2's
+	// types hold (rundesc's tests check that against summaries v1 wrote), and its end
+	// reasons are v2's. Only the schema changes.
+	SchemaV1: func(s *Summary) { s.Schema = SchemaV2 },
 }
 
 // Save writes summary.json and summary.csv into dir, each atomically.
