@@ -17,13 +17,14 @@
 #                              under it in ollama-v0.6.5/, keyed by version
 #   LLMBENCH_OLLAMA_PORT       port (default 11435, beside Ollama's usual 11434)
 #   LLMBENCH_OLLAMA_STATE      model, Modelfile, models dir, log, pid (default $LLMBENCH_CACHE/ollama-run)
-#   LLMBENCH_GGUF_TOKENIZER    tokenizer.json for the model's vocabulary (default
-#                              ../shared/tokenizers/llama3/tokenizer.json when present; "none":
-#                              ggufgen's made-up ~1000-token vocabulary)
+#   LLMBENCH_GGUF_TOKENIZER    tokenizer.json(.gz) for the model's vocabulary (default the
+#                              committed internal/tokenizer/testdata/llama3/tokenizer.json.gz;
+#                              "none": ggufgen's made-up ~1000-token vocabulary)
 set -euo pipefail
 
 OLLAMA_VERSION=v0.6.5 # later versions' module zips lack the vendored ggml headers
 MODEL=llmbench-tiny
+NAME=ollama.sh
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${LLMBENCH_CACHE:-$HOME/.cache/llmbench}
@@ -35,8 +36,8 @@ ADDR=127.0.0.1:$PORT
 PID_FILE=$STATE/serve.pid
 LOG=$STATE/serve.log
 
-say() { echo "ollama.sh: $*" >&2; }
-die() { say "error: $*"; exit 1; }
+# shellcheck source=.ci/lib.sh
+. "$ROOT/.ci/lib.sh"
 
 # build installs ollama into the cache unless it is already there. The CPU backend needs
 # -march=x86-64-v3 (AVX2, FMA, F16C): without it ggml falls back to scalar code, 3x slower.
@@ -46,16 +47,8 @@ build() {
     return
   fi
   command -v go >/dev/null || die "go is not installed"
-  if ! command -v g++ >/dev/null; then
-    # ollama's ggml is C and C++; Debian's gcc package has no C++ compiler.
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-      say "installing g++ (apt-get)"
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >&2 ||
-        { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >&2; }
-    else
-      die "g++ is needed to build ollama (apt-get install g++)"
-    fi
-  fi
+  # ollama's ggml is C and C++; Debian's gcc package has no C++ compiler.
+  need_pkg g++ g++ "g++ is needed to build ollama"
   local tmp start=$SECONDS
   mkdir -p "$CACHE"
   tmp=$(mktemp -d "$CACHE/.ollama-build.XXXXXX")
@@ -64,45 +57,20 @@ build() {
     CGO_CFLAGS="-O3 -march=x86-64-v3" CGO_CXXFLAGS="-O3 -march=x86-64-v3" GOFLAGS=-mod=mod \
     go install "github.com/ollama/ollama@$OLLAMA_VERSION" 2>"$tmp/build.log"; then
     # the build prints many harmless C++ warnings; show them only when it fails
-    tail -n 40 "$tmp/build.log" >&2
-    rm -rf "$tmp"
-    die "go install github.com/ollama/ollama@$OLLAMA_VERSION failed"
+    build_failed "$tmp" "go install github.com/ollama/ollama@$OLLAMA_VERSION"
   fi
-  mkdir -p "$BIN_DIR"
-  mv "$tmp/ollama" "$OLLAMA" # atomic: a half-built binary is never cached
-  rm -rf "$tmp"
-  say "built $OLLAMA in $((SECONDS - start)) s"
+  cache_built "$tmp" "$tmp/ollama" "$OLLAMA" "$start"
 }
 
 # ollama_cli runs the ollama client against our server only.
 ollama_cli() { OLLAMA_HOST=$ADDR "$OLLAMA" "$@"; }
 
-running() { [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null; }
+running() { pid_running "$PID_FILE"; }
 answering() { ollama_cli list >/dev/null 2>&1; }
 
-tokenizer() {
-  local t=${LLMBENCH_GGUF_TOKENIZER-}
-  if [ -z "$t" ] && [ -f "$ROOT/../shared/tokenizers/llama3/tokenizer.json" ]; then
-    t=$ROOT/../shared/tokenizers/llama3/tokenizer.json
-  fi
-  [ "$t" = none ] && t=
-  echo "$t"
-}
-
-# model writes the GGUF and the Modelfile. Regenerated every start: it takes a second and
-# keeps the served model in step with tools/ggufgen.
+# model writes the GGUF and the Modelfile.
 model() {
-  mkdir -p "$STATE"
-  local tok args=()
-  tok=$(tokenizer)
-  if [ -n "$tok" ]; then
-    [ -f "$tok" ] || die "tokenizer $tok not found"
-    args=(-tokenizer "$tok")
-    say "vocabulary: $tok"
-  else
-    say "vocabulary: ggufgen's made-up one"
-  fi
-  (cd "$ROOT" && go run ./tools/ggufgen -out "$STATE/model.gguf" -seed 1 "${args[@]}") >&2
+  gguf_model "$STATE/model.gguf"
   # Sampling, not greedy decoding: greedy decoding of random weights repeats one token and
   # Ollama aborts a stream after 31 repeats. The fixed seed makes a given prompt's answer
   # reproducible. num_predict caps requests that send no limit (the model never stops by
@@ -149,13 +117,7 @@ start() {
       OLLAMA_KEEP_ALIVE=-1 OLLAMA_NOPRUNE=1 CUDA_VISIBLE_DEVICES= HIP_VISIBLE_DEVICES= \
       nohup "$OLLAMA" serve >"$LOG" 2>&1 </dev/null &
     echo $! >"$PID_FILE"
-    local i
-    for i in $(seq 1 300); do
-      answering && break
-      running || { tail -n 30 "$LOG" >&2; die "ollama serve exited"; }
-      sleep 0.2
-    done
-    answering || { tail -n 30 "$LOG" >&2; die "ollama serve did not answer on $ADDR within 60 s"; }
+    wait_answering "ollama serve on $ADDR" "$PID_FILE" "$LOG" 60
     say "ollama serve answers (pid $(cat "$PID_FILE"))"
   fi
   (cd "$STATE" && ollama_cli create "$MODEL" -f Modelfile >"$STATE/create.log" 2>&1) ||
@@ -168,43 +130,7 @@ start() {
   env_lines
 }
 
-stop() {
-  if ! running; then
-    say "no ollama serve running (pid file $PID_FILE)"
-    rm -f "$PID_FILE"
-    return
-  fi
-  local pid i
-  pid=$(cat "$PID_FILE")
-  say "stopping ollama serve (pid $pid)"
-  kill "$pid" # SIGTERM: serve stops its runner subprocess before exiting
-  for i in $(seq 1 50); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "still running after 10 s; SIGKILL"
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$PID_FILE"
-}
+# SIGTERM: serve stops its runner subprocess before exiting.
+stop() { stop_pid "ollama serve" "$PID_FILE"; }
 
-case "${1:-start}" in
-build)
-  build
-  echo "$OLLAMA"
-  ;;
-start) start ;;
-stop) stop ;;
-test)
-  trap stop EXIT
-  envs=$(start) # an assignment keeps start's exit status, so set -e stops here on failure
-  eval "$envs"
-  say "go test ./e2e/ against $LLMBENCH_OLLAMA_URL"
-  (cd "$ROOT" && go test -count=1 -v ./e2e/)
-  ;;
-*)
-  echo "usage: $0 [start|stop|test|build]" >&2
-  exit 2
-  ;;
-esac
+verb "${1:-start}" "$OLLAMA"

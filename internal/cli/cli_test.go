@@ -104,7 +104,7 @@ func TestSimulateTextbookLadderAndSearch(t *testing.T) {
 	wantTPOT := []float64{8.00, 10.88, 22.40, 68.48}
 	wantTput := []float64{125, 368, 718, 943}
 	for i, l := range s.Levels {
-		p50, _ := l.Metrics.TPOT.Get(50)
+		p50, _ := l.Metrics.Stat("tpot").Get(50)
 		if d := p50.Value/wantTPOT[i] - 1; d > 0.02 || d < -0.02 {
 			t.Errorf("level %d TPOT P50 %.2f, want %.2f", i, p50.Value, wantTPOT[i])
 		}
@@ -154,10 +154,33 @@ func TestReportRoundTrip(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("report did not reproduce summary.json:\n%s\n----\n%s", a, b)
 	}
+	// The page comes from the same aggregation whether the run or report fed it.
 	for _, f := range []string{"summary.csv", "report.html"} {
-		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
-			t.Error(err)
+		a, _ := os.ReadFile(filepath.Join(dir, f))
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("report did not reproduce %s (%v)", f, err)
 		}
+	}
+
+	// A killed writer's unterminated last line is left out and noted, by the figures and
+	// the page alike.
+	recs := filepath.Join(dir, "records.jsonl")
+	f, err := os.OpenFile(recs, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"level":1,"index":99999,"warm`)
+	f.Close()
+	code, _, stderr := runCLI(t, context.Background(), "report", dir, "--output-dir", out)
+	if code != 0 || !strings.Contains(stderr, "truncated") {
+		t.Fatalf("report of a truncated records.jsonl: exit %d, stderr %s", code, stderr)
+	}
+	if b, _ = os.ReadFile(filepath.Join(out, "summary.json")); !bytes.Equal(a, b) {
+		t.Error("the truncated line changed the figures")
+	}
+	if page, _ := os.ReadFile(filepath.Join(out, "report.html")); !bytes.Contains(page, []byte("truncated")) {
+		t.Error("report.html does not note the truncated line")
 	}
 }
 
@@ -208,9 +231,9 @@ func TestRunMeasuresKnownTiming(t *testing.T) {
 	if l.Completed != 12 || l.Failed != 0 {
 		t.Fatalf("completed %d failed %d", l.Completed, l.Failed)
 	}
-	ttft, _ := l.Metrics.TTFT.Get(50)
-	tpot, _ := l.Metrics.TPOT.Get(50)
-	itl, _ := l.Metrics.ITL.Get(50)
+	ttft, _ := l.Metrics.Stat("ttft").Get(50)
+	tpot, _ := l.Metrics.Stat("tpot").Get(50)
+	itl, _ := l.Metrics.Stat("itl").Get(50)
 	if ttft.Value < 60 || ttft.Value > 90 {
 		t.Errorf("TTFT P50 %.2f ms, want 60..90", ttft.Value)
 	}
@@ -275,8 +298,8 @@ func TestLiveRunAgreesWithSimulate(t *testing.T) {
 	sim, live := readSummaryT(t, simDir), readSummaryT(t, runDir)
 	for i := range sim.Levels {
 		s, l := sim.Levels[i], live.Levels[i]
-		sp, _ := s.Metrics.TPOT.Get(50)
-		lp, _ := l.Metrics.TPOT.Get(50)
+		sp, _ := s.Metrics.Stat("tpot").Get(50)
+		lp, _ := l.Metrics.Stat("tpot").Get(50)
 		for name, pair := range map[string][2]float64{
 			"TPOT P50":          {sp.Value, lp.Value},
 			"output throughput": {s.OutputThroughput, l.OutputThroughput},

@@ -76,7 +76,7 @@ func loadRun(dir string) (*report.Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: summary.json slo: %w", dir, err)
 	}
-	if err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}); err != nil {
+	if _, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	return sum, nil
@@ -151,11 +151,13 @@ func compareLevels(a, b *report.Level, ia, ib int, alpha float64) levelCompariso
 		plain("goodput (req/s)", *a.Goodput, *b.Goodput)
 	}
 	plain("failed requests", float64(a.Failed), float64(b.Failed))
-	for _, m := range []struct{ key, label string }{{"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2el", "E2EL"}} {
-		sa, _ := a.Metrics.Get(m.key)
-		sb, _ := b.Metrics.Get(m.key)
+	for _, m := range metrics.Registry {
+		if !m.Primary {
+			continue
+		}
+		sa, sb := a.Metrics.Stat(m.Key), b.Metrics.Stat(m.Key)
 		var p *float64
-		if da, db := a.Dists[m.key], b.Dists[m.key]; da != nil && db != nil && da.Count() > 0 && db.Count() > 0 {
+		if da, db := a.Dists[m.Key], b.Dists[m.Key]; da != nil && db != nil && da.Count() > 0 && db.Count() > 0 {
 			p = num(metrics.SignificantDist(da, db))
 		}
 		for _, q := range []float64{50, 99} {
@@ -164,7 +166,7 @@ func compareLevels(a, b *report.Level, ia, ib int, alpha float64) levelCompariso
 			if !okA || !okB {
 				continue
 			}
-			plain(fmt.Sprintf("%s P%v (ms)", m.label, q), pa.Value, pb.Value)
+			plain(fmt.Sprintf("%s P%v (%s)", m.Short, q, m.Unit), pa.Value, pb.Value)
 			f := &lc.Figures[len(lc.Figures)-1]
 			if p != nil {
 				sig := *p < alpha

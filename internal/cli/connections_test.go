@@ -83,7 +83,7 @@ func TestServerThatClosesEveryConnection(t *testing.T) {
 			}
 			// Re-sends cost the client time, never TTFT: within 10% of a server that keeps
 			// its connections (the textbook profile's TTFT is milliseconds of prefill).
-			got, want := p50(t, lvl.Metrics.TTFT), p50(t, ref.sum.Levels[0].Metrics.TTFT)
+			got, want := p50(t, lvl.Metrics.Stat("ttft")), p50(t, ref.sum.Levels[0].Metrics.Stat("ttft"))
 			if got > want*1.1+1 {
 				t.Errorf("TTFT P50 %.2f ms against %.2f ms from a server that keeps connections", got, want)
 			}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/engine"
-	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/search"
@@ -41,7 +40,8 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	if err := writeSummaryJSON(cfg.outputDir, sum); err != nil {
 		return err
 	}
-	r := &levelLoop{ctx: ctx, stdio: stdio, cfg: cfg, w: w, runLevel: runLevel, sum: sum, start: start}
+	r := &levelLoop{ctx: ctx, stdio: stdio, cfg: cfg, w: w, runLevel: runLevel, sum: sum, start: start,
+		col: report.NewCollector(cfg.metrics)}
 	var runErr error
 	if cfg.search != "" {
 		runErr = r.search()
@@ -66,7 +66,7 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 		sum.EndReason = report.EndError(runErr)
 	}
 	sum.Judge()
-	if err := writeResults(cfg.outputDir, cfg.outputDir, cfg.resultFormat, sum); err != nil {
+	if err := writeResults(cfg.outputDir, cfg.resultFormat, sum, r.col); err != nil {
 		return err
 	}
 	if cfg.live && !cfg.readStamps && !cfg.http2 && client.KernelStampsSupported() && !kernelStamped(sum) {
@@ -115,8 +115,8 @@ func exitStatus(ctx context.Context, sum *report.Summary, runErr error) error {
 }
 
 // writeResults writes summary.json, summary.csv, report.html (and vllm.json when asked)
-// into dir, each atomically; the page reads the records from recordsDir.
-func writeResults(dir, recordsDir, resultFormat string, sum *report.Summary) error {
+// into dir, each atomically; the page's charts come from col, which aggregated sum's levels.
+func writeResults(dir, resultFormat string, sum *report.Summary, col *report.Collector) error {
 	var js bytes.Buffer
 	if err := report.WriteJSON(&js, sum); err != nil {
 		return err
@@ -125,7 +125,7 @@ func writeResults(dir, recordsDir, resultFormat string, sum *report.Summary) err
 		report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { _, err := w.Write(js.Bytes()); return err }),
 		report.WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return report.WriteCSV(w, sum) }),
 		report.WriteFileAtomic(filepath.Join(dir, "report.html"), func(w io.Writer) error {
-			return report.WriteHTML(w, js.Bytes(), filepath.Join(recordsDir, "records.jsonl"))
+			return report.WriteHTML(w, js.Bytes(), col.Charts(sum))
 		}),
 	}
 	if resultFormat == "vllm" {
@@ -147,21 +147,14 @@ type levelLoop struct {
 	w        *record.Writer
 	runLevel levelRunner
 	sum      *report.Summary
-	start    time.Time // the run's t = 0
+	start    time.Time         // the run's t = 0
+	col      *report.Collector // every record, as it finishes: the levels' figures and the page's charts
 }
 
 // run runs one level, aggregates it, prints it and appends it to the summary.
 func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 	lvl.Index = len(r.sum.Levels)
-	var (
-		mu   sync.Mutex
-		recs []record.Record
-	)
-	if n := lvl.Requests + lvl.Warmup; lvl.Requests > 0 {
-		// Sized once: growing by doubling would hold the old and new arrays together at
-		// the largest step (a million records: ~350 MB at once).
-		recs = make([]record.Record, 0, min(n, 1<<22))
-	}
+	var mu sync.Mutex
 	bar := newProgress(r.stdio.Err, loadName(lvl), lvl.Requests+lvl.Warmup, lvl.Duration, r.cfg.noProgress)
 	var writeErr error
 	sink := func(rec *record.Record) {
@@ -171,7 +164,7 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 			mu.Unlock()
 		}
 		mu.Lock()
-		recs = append(recs, *rec)
+		r.col.Add(rec)
 		mu.Unlock()
 		bar.add()
 	}
@@ -190,7 +183,7 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 	if err == nil && writeErr != nil {
 		err = fmt.Errorf("records.jsonl: %w", writeErr)
 	}
-	l := newLevel(lvl, metrics.Aggregate(recs, r.cfg.metrics))
+	l := newLevel(lvl, r.col.Level(lvl.Index))
 	l.Partial = reason == engine.EndInterrupted
 	l.Server = server
 	r.sum.Levels = append(r.sum.Levels, l)

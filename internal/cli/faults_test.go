@@ -193,8 +193,8 @@ func checkAccounting(t *testing.T, fr faultRun, requests int, want map[string]in
 	}
 	// Failures are excluded from the latency figures, not folded in (nor silently dropped:
 	// they are counted above).
-	for name, st := range map[string]int{"ttft": l.Metrics.TTFT.Count, "tpot": l.Metrics.TPOT.Count,
-		"e2el": l.Metrics.E2EL.Count} {
+	for name, st := range map[string]int{"ttft": l.Metrics.Stat("ttft").Count, "tpot": l.Metrics.Stat("tpot").Count,
+		"e2el": l.Metrics.Stat("e2el").Count} {
 		if st != l.Completed {
 			t.Errorf("%s computed over %d requests, want the %d completed", name, st, l.Completed)
 		}

@@ -103,7 +103,8 @@ func runFidelity(records, truthPath string, start time.Time, opts fidelity.Optio
 		return fidelity.Report{}, fmt.Errorf("--truth %s: %w", truthPath, err)
 	}
 	j := fidelity.NewJoin(truth, start, opts)
-	if err := eachRecord(path, func(r *record.Record) { j.Add(r) }); err != nil {
+	err = eachRecord(path, func(r *record.Record) { j.Add(r) })
+	if err := tolerateTruncated(err, func(string) {}); err != nil {
 		return fidelity.Report{}, fmt.Errorf("--records: %w", err)
 	}
 	return j.Report(), nil

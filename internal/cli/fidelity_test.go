@@ -143,8 +143,8 @@ func TestShardsAgainstServe(t *testing.T) {
 	if l.DurationS < longest || l.PeakConcurrency < peak || l.PeakConcurrency > 6 {
 		t.Errorf("merged duration %.3f s, peak %d; shards' longest %.3f s, peak %d", l.DurationS, l.PeakConcurrency, longest, peak)
 	}
-	if l.Concurrency != 6 || sum.Levels[0].Metrics.TTFT.Count != requests {
-		t.Errorf("merged level: concurrency %d, %d TTFT samples", l.Concurrency, sum.Levels[0].Metrics.TTFT.Count)
+	if l.Concurrency != 6 || sum.Levels[0].Metrics.Stat("ttft").Count != requests {
+		t.Errorf("merged level: concurrency %d, %d TTFT samples", l.Concurrency, sum.Levels[0].Metrics.Stat("ttft").Count)
 	}
 
 	stop()

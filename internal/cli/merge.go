@@ -72,7 +72,7 @@ func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, f
 		return withCode(ExitFailure, errors.Join(errs...))
 	}
 	p := merge.Check(shards, tolerance)
-	sum, recs, err := merge.Combine(shards, force, p, Version)
+	sum, recs, col, err := merge.Combine(shards, force, p, Version)
 	if err != nil {
 		return withCode(ExitFailure, err)
 	}
@@ -97,7 +97,7 @@ func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, f
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("records.jsonl: %w", err)
 	}
-	if err := writeResults(out, out, "", sum); err != nil {
+	if err := writeResults(out, "", sum, col); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdio.Out, "Merged %d shards (%d requests) on one timeline from %s\n\n", len(shards), len(recs), sum.StartedAt.Format(time.RFC3339Nano))

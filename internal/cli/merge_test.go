@@ -57,16 +57,7 @@ func readMerged(t *testing.T, dir string) (*report.Summary, []record.Record) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rf, err := os.Open(filepath.Join(dir, "records.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rf.Close()
-	recs, err := record.ReadAll(rf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sum, recs
+	return sum, readRecords(t, dir)
 }
 
 func TestMergeUsage(t *testing.T) {

@@ -51,8 +51,12 @@ with other percentiles or SLOs.`,
 			if len(errs) > 0 {
 				return usageError(errors.Join(errs...))
 			}
-			if err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}); err != nil {
+			col, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos})
+			if err != nil {
 				return withCode(ExitFailure, err)
+			}
+			for _, n := range col.Notes() {
+				fmt.Fprintf(stdio.Err, "warning: %s\n", n)
 			}
 			if outDir == "" {
 				outDir = dir
@@ -60,7 +64,7 @@ with other percentiles or SLOs.`,
 			if err := os.MkdirAll(outDir, 0o755); err != nil {
 				return err
 			}
-			if err := writeResults(outDir, dir, resultFormat, sum); err != nil {
+			if err := writeResults(outDir, resultFormat, sum, col); err != nil {
 				return err
 			}
 			if err := report.Console(stdio.Out, sum, report.ConsoleOptions{}); err != nil {
@@ -95,20 +99,21 @@ func readSummary(dir string) (*report.Summary, error) {
 }
 
 // recompute replaces every level's figures in sum by those aggregated from dir's
-// records.jsonl, keeping each level's load description.
-func recompute(dir string, sum *report.Summary, cfg metrics.Config) error {
-	byLevel, err := readRecordsByLevel(filepath.Join(dir, "records.jsonl"))
-	if err != nil {
-		return err
+// records.jsonl, read once, keeping each level's load description; the collector it
+// returns holds report.html's charts.
+func recompute(dir string, sum *report.Summary, cfg metrics.Config) (*report.Collector, error) {
+	col := report.NewCollector(cfg)
+	if err := tolerateTruncated(eachRecord(filepath.Join(dir, "records.jsonl"), col.Add), col.Note); err != nil {
+		return nil, err
 	}
 	if sum.EndReason == report.EndRunning {
 		sum.EndReason = report.EndKilled
 	}
 	planned := sum.Load.Levels
-	for lvl := range byLevel {
+	for _, lvl := range col.Indices() {
 		switch {
 		case lvl < 0:
-			return fmt.Errorf("records.jsonl: negative level %d", lvl)
+			return nil, fmt.Errorf("records.jsonl: negative level %d", lvl)
 		case lvl < len(sum.Levels):
 		case lvl < len(planned):
 			// A level the run had started when it was killed: its load comes from the
@@ -118,19 +123,22 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config) error {
 				sum.Levels = append(sum.Levels, report.Level{Name: p.Name(), Concurrency: p.Concurrency, Rate: p.Rate, Partial: true})
 			}
 		default:
-			return fmt.Errorf("records.jsonl: level %d is not in summary.json (it lists %d levels)", lvl, len(sum.Levels))
+			return nil, fmt.Errorf("records.jsonl: level %d is not in summary.json (it lists %d levels)", lvl, len(sum.Levels))
 		}
 	}
 	for i := range sum.Levels {
-		sum.Levels[i].Level = metrics.Aggregate(byLevel[i], cfg)
+		sum.Levels[i].Level = col.Level(i)
 	}
 	sum.Judge()
-	return nil
+	return col, nil
 }
 
-// readRecordsByLevel reads a records.jsonl file into per-level slices.
-func readRecordsByLevel(path string) (map[int][]record.Record, error) {
-	out := map[int][]record.Record{}
-	err := eachRecord(path, func(r *record.Record) { out[r.Level] = append(out[r.Level], *r) })
-	return out, err
+// tolerateTruncated takes a records.jsonl whose last line a killed writer cut short as it
+// stands, passing the fact to note; other errors stay errors.
+func tolerateTruncated(err error, note func(string)) error {
+	if errors.Is(err, record.ErrTruncated) {
+		note(err.Error())
+		return nil
+	}
+	return err
 }

@@ -51,15 +51,19 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	cfg.adaptToSource(stdio, workload.Describe(src))
 	cfg.model = p.ModelName()
 	if os.Getenv("GOGC") == "" {
-		// A level's records stay in memory until it is aggregated, and nothing here is timed
-		// against a wall clock: a heap 1.25x the live records instead of Go's default 2x
-		// keeps a million requests under 1.5 GiB, for ~8% more CPU (docs/performance.md).
+		// Nothing here is timed against a wall clock: a heap 1.25x the live data (the
+		// levels' distributions, the record writer's buffers) instead of Go's default 2x
+		// keeps the peak low for little CPU (docs/performance.md).
 		defer debug.SetGCPercent(debug.SetGCPercent(25))
 	}
 	fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
 	var clock time.Duration // the run's virtual timeline: levels follow one another
 	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (engine.EndReason, error) {
-		end, reason, err := sim.Simulate(ctx, p, lvl, clock, src, sink)
+		srv, err := sim.NewVirtual(p)
+		if err != nil {
+			return "", usageError(fmt.Errorf("--sim: %w", err))
+		}
+		end, reason, err := engine.RunVirtual(ctx, lvl, clock, src, srv, sink)
 		clock = end
 		if err != nil {
 			return engine.EndInterrupted, err

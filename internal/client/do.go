@@ -541,7 +541,7 @@ func excerpt(b []byte) string {
 }
 
 // finish turns the stream's events into the record's token events and output count
-// (DESIGN.md §1): N from usage, else the tokenizer, else the number of events; n_k from
+// (docs/design.md §1): N from usage, else the tokenizer, else the number of events; n_k from
 // the server's per-chunk cumulative usage, else the tokenizer's count of the delta, else 1.
 func finish(st *streamState, tok tokenizer.Tokenizer, rec *record.Record) {
 	evs := st.events

@@ -62,6 +62,11 @@ type Target interface {
 // t = 0, the origin of every record time. sink is called once per finished request, from
 // any goroutine, so it must be safe for concurrent use; nil discards records.
 //
+// Run is Dispatch's wall-clock driver: one goroutine keeps the time and asks Dispatch what
+// to send, each request runs in a goroutine of its own, so a slow request never delays
+// the next dispatch, and a request's slot frees (the next is dispatched) before its record
+// is handed to sink.
+//
 // When the level stops sending (Requests sent, or Duration elapsed), Run waits for the
 // requests in flight to finish rather than cancelling them: cutting them off would turn
 // them into failures, or drop the slowest ones and flatter the figures. Their length is
@@ -80,22 +85,19 @@ func Run(ctx context.Context, start time.Time, lvl Level, src workload.Source, t
 	if sink == nil {
 		sink = func(*record.Record) {}
 	}
-	r := &runner{start: start, lvl: lvl, src: src, target: t, sink: sink}
 	// Request 0 says what kind of level this is: a replayed trace carries arrivals, a
 	// multi-turn workload its number of turns. It is built once and reused.
 	first := src.Request(lvl.Index, 0)
 	if first.Turns > 1 && first.HasArrival {
 		return "", fmt.Errorf("level %d: a replayed trace cannot have multi-turn conversations", lvl.Index)
 	}
-	var reason EndReason
-	switch {
-	case first.Turns > 1:
-		reason = r.conversations(ctx, first)
-	case lvl.Closed():
-		reason = r.closed(ctx, first)
-	default:
-		reason = r.open(ctx, first)
-	}
+	pctx, stopPrefetch := context.WithCancel(ctx)
+	defer stopPrefetch()
+	d := NewDispatch(lvl, prefetch(pctx, lvl, src, first), first)
+	r := &runner{start: start, lvl: lvl, target: t, sink: sink, finished: make(chan finished, 64)}
+	r.levelStart = time.Now()
+	r.levelOff = r.levelStart.Sub(start)
+	reason := r.loop(ctx, d)
 	r.wg.Wait()
 	if ctx.Err() != nil {
 		return EndInterrupted, nil
@@ -105,22 +107,67 @@ func Run(ctx context.Context, start time.Time, lvl Level, src workload.Source, t
 
 type runner struct {
 	start, levelStart time.Time
+	levelOff          time.Duration // levelStart - start
 	lvl               Level
-	src               workload.Source
 	target            Target
 	sink              func(*record.Record)
-	wg                sync.WaitGroup // requests in flight (and closed-loop workers)
+	finished          chan finished
+	wg                sync.WaitGroup // requests whose records are not yet handed to sink
 }
 
-// newRecord is a record with the engine's fields set; scheduled is the instant it was due.
-func (r *runner) newRecord(i int, warm bool, scheduled time.Time, req *workload.Request) *record.Record {
-	return &record.Record{
-		Level:       r.lvl.Index,
-		Index:       i,
-		Warmup:      warm,
-		Scheduled:   record.Since(r.start, scheduled),
-		InputTokens: req.InputTokens,
+// finished is a request's end as its goroutine tells the dispatching one.
+type finished struct {
+	send   *Send
+	failed bool
+	done   time.Duration // its recorded end, from the level's start
+	freed  time.Duration // when its slot freed, from the level's start
+}
+
+// loop keeps the level's time: it sends what Dispatch says at the instants it says, and
+// what each finished request frees, until the level is over.
+func (r *runner) loop(ctx context.Context, d *Dispatch) EndReason {
+	launch := func(s Send) { r.launch(ctx, s) }
+	d.Start(launch)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for !d.Done() {
+		var due <-chan time.Time
+		if at, ok := d.NextDue(); ok {
+			wait := time.Until(r.levelStart.Add(at))
+			if wait <= 0 {
+				d.Due(time.Since(r.levelStart), launch)
+				continue
+			}
+			timer.Reset(wait)
+			due = timer.C
+		}
+		select {
+		case f := <-r.finished:
+			d.Finished(f.send, f.failed, f.done, f.freed, launch)
+		case <-due:
+			d.Due(time.Since(r.levelStart), launch)
+		case <-ctx.Done():
+			d.Interrupt()
+			for d.InFlight() > 0 { // they see ctx cancelled, and end soon
+				f := <-r.finished
+				d.Finished(f.send, f.failed, f.done, f.freed, func(Send) {})
+			}
+			return EndInterrupted
+		}
 	}
+	return d.Reason()
+}
+
+// launch sends s in a goroutine of its own.
+func (r *runner) launch(ctx context.Context, s Send) {
+	rec := s.Record(r.lvl.Index, r.levelOff+s.Scheduled)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		freed := r.send(ctx, rec, s.Request)
+		r.finished <- finished{send: &s, failed: rec.Error != nil, done: rec.Done - r.levelOff, freed: freed.Sub(r.levelStart)}
+		r.report(rec)
+	}()
 }
 
 // send sends one request; it returns the instant the target finished, which is when a
@@ -147,152 +194,92 @@ func (r *runner) report(rec *record.Record) {
 	}
 }
 
-// closed runs ShardConcurrency workers; each sends its next request when its last ends.
-// Requests are built ahead, in the order the workers claim them, so building a prompt is
-// not part of the schedule lag when many slots free at once (a round of requests ending).
-func (r *runner) closed(ctx context.Context, first workload.Request) EndReason {
-	cl := NewClosedLoop(r.lvl)
-	pctx, stopPrefetch := context.WithCancel(ctx)
-	defer stopPrefetch()
-	ahead := min(lookahead, max(16, 2*r.lvl.ShardConcurrency()))
-	if t := r.lvl.Total(); t > 0 {
-		ahead = min(ahead, t)
-	}
-	built := make(chan workload.Request, ahead)
-	shard, n := r.lvl.sharded()
-	go func() {
-		defer close(built)
-		for k := 0; ; k++ {
-			i := shard + n*k // the order ClosedLoop.Next hands out indices
-			req := first
-			if i != 0 {
-				req = r.src.Request(r.lvl.Index, i)
-			}
-			select {
-			case built <- req:
-			case <-pctx.Done():
-				return
-			}
-		}
-	}()
-	r.levelStart = time.Now()
-	var mu sync.Mutex // guards cl and built: workers claim indices, and their requests, in turn
-	for range r.lvl.ShardConcurrency() {
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			freed := r.levelStart
-			for ctx.Err() == nil {
-				mu.Lock()
-				i, warm, ok := cl.Next(freed.Sub(r.levelStart))
-				var req workload.Request
-				if ok {
-					req, ok = <-built
-				}
-				mu.Unlock()
-				if !ok {
-					return
-				}
-				// Scheduled is when the slot freed: whatever delays the send after that
-				// (reporting the last request, waiting for a build) is schedule lag.
-				rec := r.newRecord(i, warm, freed, &req)
-				freed = r.send(ctx, rec, req)
-				r.report(rec)
-			}
-		}()
-	}
-	r.wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	return cl.Reason()
-}
-
-// lookahead is how many planned requests are built ahead of their due times, so a slow
+// lookahead is how many requests are built ahead of their due times, so that a slow
 // Source (prompt synthesis) does not make the dispatcher late.
 const lookahead = 256
 
-// open dispatches each request at its absolute due time, one goroutine per request, so a
-// slow request never delays the next dispatch.
-func (r *runner) open(ctx context.Context, first workload.Request) EndReason {
-	plan := newOpenLoop(r.lvl, r.src, first)
-	pctx, stopPlan := context.WithCancel(ctx)
-	defer stopPlan()
-	items := make(chan Planned, lookahead)
-	// The first request is built before the level's clock starts, so the cost of setting
-	// up the plan and source is not counted as the first request's lag.
-	if p, ok := plan.Next(); ok {
-		items <- p
+// prefetch builds a single-turn level's requests ahead, in a goroutine, in the order
+// Dispatch will ask for them (a closed loop's slots claim indices in order; an open loop's
+// plan takes its shard's, a trace every one), so that many slots freeing at once, or a
+// high rate, do not wait for prompt synthesis. A multi-turn level asks in an order that
+// depends on its replies: its requests are built on demand.
+func prefetch(ctx context.Context, lvl Level, src workload.Source, first workload.Request) workload.Source {
+	if first.Turns > 1 {
+		return src
 	}
-	r.levelStart = time.Now()
+	shard, n := lvl.sharded()
+	if first.HasArrival {
+		shard, n = 0, 1 // a trace's plan reads every request's arrival
+	}
+	ahead := lookahead
+	if lvl.Closed() {
+		ahead = min(lookahead, max(16, 2*lvl.ShardConcurrency()))
+	}
+	total := -1 // indices to build: unbounded
+	if t := lvl.Total(); t > 0 && lvl.Duration == 0 && !first.HasArrival {
+		total = t
+	}
+	if first.HasArrival {
+		total = src.Len()
+	}
+	if total >= 0 {
+		ahead = min(ahead, max(total, 1))
+	}
+	p := &prefetched{src: src, ch: make(chan built, ahead)}
 	go func() {
-		defer close(items)
-		for {
-			p, ok := plan.Next()
-			if !ok {
+		defer close(p.ch)
+		for k, made := 0, 0; total < 0 || made < total; k++ {
+			i := shard + n*k
+			if total >= 0 && first.HasArrival && i >= total {
 				return
 			}
+			made++
+			if i == 0 {
+				continue // Dispatch has it
+			}
+			b := built{i: i, req: src.Request(lvl.Index, i)}
 			select {
-			case items <- p:
-			case <-pctx.Done():
+			case p.ch <- b:
+			case <-ctx.Done():
 				return
 			}
 		}
 	}()
-	var sem chan struct{}
-	if n := r.lvl.ShardMaxConcurrency(); n > 0 {
-		sem = make(chan struct{}, n)
-	}
-	var levelEnd <-chan time.Time // when a slot wait must give up
-	if r.lvl.Duration > 0 {
-		end := time.NewTimer(time.Until(r.levelStart.Add(r.lvl.Duration)))
-		defer end.Stop()
-		levelEnd = end.C
-	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	drain := func() {
-		stopPlan()
-		for range items { // let the producer exit
-		}
-	}
-	for p := range items {
-		due := r.levelStart.Add(p.Due)
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				drain()
-				return EndInterrupted
-			}
-		}
-		if ctx.Err() != nil {
-			drain()
-			return EndInterrupted
-		}
-		if sem != nil {
-			// No free slot: wait for one. The wait is part of this request's schedule lag
-			// (Scheduled stays the due time), and later requests queue behind it in order.
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				drain()
-				return EndInterrupted
-			case <-levelEnd:
-				drain()
-				return EndDuration
-			}
-		}
-		rec := r.newRecord(p.Index, p.Warmup, due, &p.Request)
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			r.send(ctx, rec, p.Request)
-			if sem != nil {
-				<-sem
-			}
-			r.report(rec)
-		}()
-	}
-	return plan.Reason() // items is closed: the producer is done with plan
+	return p
 }
+
+// prefetched is a Source whose requests come built from prefetch's goroutine; one asked
+// out of the expected order is built on the spot.
+type prefetched struct {
+	src  workload.Source
+	ch   chan built
+	head *built
+}
+
+type built struct {
+	i   int
+	req workload.Request
+}
+
+func (p *prefetched) Request(level, i int) workload.Request {
+	for {
+		if p.head == nil {
+			b, ok := <-p.ch
+			if !ok {
+				return p.src.Request(level, i)
+			}
+			p.head = &b
+		}
+		switch h := p.head; {
+		case h.i == i:
+			p.head = nil
+			return h.req
+		case h.i < i:
+			p.head = nil // passed over (a plan stopped there)
+		default:
+			return p.src.Request(level, i)
+		}
+	}
+}
+
+func (p *prefetched) Len() int { return p.src.Len() }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 )
 
@@ -87,7 +88,6 @@ func (j *Join) Add(r *record.Record) {
 	if r.TTFTUpperBound {
 		j.upper++
 	}
-	var prevC, prevS int64
 	r.Events.Each(func(i int, at time.Duration, nc int) {
 		if i >= n {
 			return
@@ -107,20 +107,43 @@ func (j *Join) Add(r *record.Record) {
 			if !r.TTFTUpperBound {
 				j.first = append(j.first, c-s)
 			}
-		} else {
-			ns := 1
-			if t.Tokens != nil {
-				ns = int(t.Tokens[i])
-			}
-			// Each gap carrying nc tokens gives nc ITL samples of gap/nc (DESIGN.md §2);
-			// the truth's sample is the server's gap over the tokens it sent.
-			e := float64(c-prevC)/float64(nc) - float64(s-prevS)/float64(ns)
-			for range nc {
-				j.itl = append(j.itl, int64(math.Round(e)))
-			}
 		}
-		prevC, prevS = c, s
 	})
+	// ITL: the registry's samples of the record against those of the truth's own events,
+	// gap for gap: each gap carrying nc tokens gives nc samples of gap/nc (docs/design.md §2).
+	var truthITL []itlSample
+	itl.Samples(truthRecord(t, n), func(num, den int64, w uint64) { truthITL = append(truthITL, itlSample{num, den}) })
+	k := 0
+	itl.Samples(r, func(num, den int64, w uint64) {
+		if k >= len(truthITL) {
+			return
+		}
+		s := truthITL[k]
+		k++
+		e := float64(num*1000)/float64(den) - float64(s.num*1000)/float64(s.den)
+		for range w {
+			j.itl = append(j.itl, int64(math.Round(e)))
+		}
+	})
+}
+
+// itl is the registry's per-token ITL.
+var itl, _ = metrics.Lookup(metrics.KeyITL)
+
+type itlSample struct{ num, den int64 }
+
+// truthRecord holds the truth's first n events (µs from its first) as a record's.
+func truthRecord(t *Truth, n int) *record.Record {
+	r := &record.Record{}
+	r.Events.Grow(n)
+	for i := range n {
+		k := 1
+		if t.Tokens != nil {
+			k = int(t.Tokens[i])
+		}
+		r.Events.Append(time.Duration(t.Events[i]-t.Events[0])*time.Microsecond, k)
+	}
+	return r
 }
 
 // Report is the outcome of a join. Errors are client minus server, in ms: positive means

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -32,6 +31,7 @@ type Shard struct {
 	start         time.Time    // the shard's t = 0, µs-truncated like its offsets
 	shard, shards int          // 0/1 when the run was not sharded
 	recs          []record.Record
+	notes         []string // a truncated records.jsonl, taken as it stands
 }
 
 // Read reads a shard's results folder: summary.json and records.jsonl.
@@ -55,7 +55,7 @@ func Read(dir string) (*Shard, error) {
 		return nil, fmt.Errorf("%s: summary.json load.shard: %w", dir, err)
 	}
 	s.load.Shard = ""
-	if s.recs, err = readRecords(filepath.Join(dir, "records.jsonl")); err != nil {
+	if s.recs, s.notes, err = readRecords(filepath.Join(dir, "records.jsonl")); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -79,6 +79,11 @@ func (p *Problems) warn(format string, a ...any) {
 // common --start-at) differ by more than tolerance.
 func Check(sh []*Shard, tolerance time.Duration) *Problems {
 	p := &Problems{}
+	for _, s := range sh {
+		for _, n := range s.notes {
+			p.warn("%s", n)
+		}
+	}
 	ref := sh[0]
 	same := func(a, b any) bool {
 		// Compare as JSON values: the configs were read back from JSON, and numbers or
@@ -210,7 +215,7 @@ func rebase(r *record.Record, shift time.Duration) {
 // says it was written by llmbench version. Repeated requests are conflicts added to p (the
 // first copy is kept); with conflicts (Check's included) Combine refuses unless force.
 // Records come back sorted by level, then finish time.
-func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summary, []record.Record, error) {
+func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summary, []record.Record, *report.Collector, error) {
 	t0 := sh[0].start
 	for _, s := range sh {
 		if s.start.Before(t0) {
@@ -242,7 +247,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 		p.conflict("... %d repeated requests in all", dups)
 	}
 	if len(p.Conflicts) > 0 && !force {
-		return nil, nil, errors.New("the shards do not belong to one run:\n" + strings.Join(p.Conflicts, "\n") + "\n(--force merges them anyway)")
+		return nil, nil, nil, errors.New("the shards do not belong to one run:\n" + strings.Join(p.Conflicts, "\n") + "\n(--force merges them anyway)")
 	}
 	slices.SortStableFunc(all, func(a, b record.Record) int {
 		return cmp.Or(cmp.Compare(a.Level, b.Level), cmp.Compare(a.Done, b.Done), cmp.Compare(a.Index, b.Index))
@@ -251,9 +256,12 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 	ref := sh[0].sum
 	slos, err := metrics.ParseSLOs(ref.SLO)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: summary.json slo: %w", sh[0].dir, err)
+		return nil, nil, nil, fmt.Errorf("%s: summary.json slo: %w", sh[0].dir, err)
 	}
-	mcfg := metrics.Config{Percentiles: ref.Percentiles, SLOs: slos}
+	col := report.NewCollector(metrics.Config{Percentiles: ref.Percentiles, SLOs: slos})
+	for i := range all {
+		col.Add(&all[i])
+	}
 	load := sh[0].load
 	var names []string
 	for _, s := range sh {
@@ -282,8 +290,6 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 		nLevels = max(nLevels, len(s.sum.Levels))
 	}
 	for i := range nLevels {
-		lo := sort.Search(len(all), func(j int) bool { return all[j].Level >= i })
-		hi := sort.Search(len(all), func(j int) bool { return all[j].Level > i })
 		var l report.Level
 		for _, s := range sh {
 			if i < len(s.sum.Levels) {
@@ -294,23 +300,28 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 				l.Partial = l.Partial || sl.Partial
 			}
 		}
-		l.Level = metrics.Aggregate(all[lo:hi], mcfg)
+		l.Level = col.Level(i)
 		sum.Levels = append(sum.Levels, l)
 	}
 	sum.Judge()
-	return sum, all, nil
+	return sum, all, col, nil
 }
 
-// readRecords reads a shard's records.jsonl.
-func readRecords(path string) ([]record.Record, error) {
+// readRecords reads a shard's records.jsonl; one whose last line a killed writer cut short
+// is taken as it stands, with a note saying so.
+func readRecords(path string) (recs []record.Record, notes []string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	var recs []record.Record
-	if err := record.Each(f, func(r *record.Record) error { recs = append(recs, *r); return nil }); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	err = record.Each(f, func(r *record.Record) error { recs = append(recs, *r); return nil })
+	if err != nil {
+		err = fmt.Errorf("%s: %w", path, err)
+		if !errors.Is(err, record.ErrTruncated) {
+			return nil, nil, err
+		}
+		notes = append(notes, err.Error())
 	}
-	return recs, nil
+	return recs, notes, nil
 }

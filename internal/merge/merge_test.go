@@ -130,7 +130,7 @@ func combine(t *testing.T, dirs []string, force bool) (*report.Summary, []record
 		sh = append(sh, s)
 	}
 	p := Check(sh, 50*time.Millisecond)
-	sum, recs, err := Combine(sh, force, p, "test")
+	sum, recs, _, err := Combine(sh, force, p, "test")
 	return sum, recs, p, err
 }
 

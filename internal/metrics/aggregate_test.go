@@ -97,17 +97,17 @@ func TestAggregateHandComputed(t *testing.T) {
 		p, _ := s.Get(50)
 		near(t, name+" p50", p.Value, p50)
 	}
-	check("ttft", m.TTFT, 2, 40, 30, 50, 40)
-	check("e2el", m.E2EL, 2, 55, 30, 80, 55)
-	check("tpot", m.TPOT, 1, 10, 10, 10, 10)
-	check("itl", m.ITL, 3, 10, 10, 10, 10)
-	check("chunk_gap", m.ChunkGap, 2, 15, 10, 20, 15)
-	check("schedule_lag", m.ScheduleLag, 2, 5, 0, 10, 5)
-	check("ttft_from_schedule", m.TTFTFromSchedule, 2, 45, 30, 60, 45)
-	check("e2el_from_schedule", m.E2ELFromSchedule, 2, 60, 30, 90, 60)
-	p90, _ := m.TTFT.Get(90)
+	check("ttft", m.Stat("ttft"), 2, 40, 30, 50, 40)
+	check("e2el", m.Stat("e2el"), 2, 55, 30, 80, 55)
+	check("tpot", m.Stat("tpot"), 1, 10, 10, 10, 10)
+	check("itl", m.Stat("itl"), 3, 10, 10, 10, 10)
+	check("chunk_gap", m.Stat("chunk_gap"), 2, 15, 10, 20, 15)
+	check("schedule_lag", m.Stat("schedule_lag"), 2, 5, 0, 10, 5)
+	check("ttft_from_schedule", m.Stat("ttft_from_schedule"), 2, 45, 30, 60, 45)
+	check("e2el_from_schedule", m.Stat("e2el_from_schedule"), 2, 60, 30, 90, 60)
+	p90, _ := m.Stat("ttft").Get(90)
 	near(t, "ttft p90", p90.Value, 48) // 30 + 0.9 x 20
-	near(t, "ttft std", m.TTFT.Std, 10)
+	near(t, "ttft std", m.Stat("ttft").Std, 10)
 
 	// Goodput: ttft<=40ms keeps r2 only; the failed r3 and connect failure are judged, never good.
 	if lv.GoodRequests == nil || *lv.GoodRequests != 1 {
@@ -181,14 +181,14 @@ func TestAggregateBucketsAndConcurrency(t *testing.T) {
 	near(t, "duration", lv.DurationS, 3.5)
 	near(t, "mean concurrency", lv.MeanConcurrency, (2.5+1+0.4)/3.5)
 	// ITL of a: gaps 600 (1 tok), 200 (1), 90 (2 tok -> 45, 45), 110 (1), 1100 (1).
-	near(t, "itl max", lv.Metrics.ITL.Max, 1100)
-	if lv.Metrics.ITL.Count != 6 || lv.Metrics.ChunkGap.Count != 5 {
-		t.Errorf("itl count %d chunk gaps %d", lv.Metrics.ITL.Count, lv.Metrics.ChunkGap.Count)
+	near(t, "itl max", lv.Metrics.Stat("itl").Max, 1100)
+	if lv.Metrics.Stat("itl").Count != 6 || lv.Metrics.Stat("chunk_gap").Count != 5 {
+		t.Errorf("itl count %d chunk gaps %d", lv.Metrics.Stat("itl").Count, lv.Metrics.Stat("chunk_gap").Count)
 	}
-	near(t, "itl mean", lv.Metrics.ITL.Mean, (2700.0-600)/6) // ITL samples sum to last - first
-	near(t, "tpot", lv.Metrics.TPOT.Max, (2700.0-600)/8)     // N = 9 from usage
-	if lv.Metrics.TPOT.Count != 1 {
-		t.Errorf("tpot count %d (b and c have one token)", lv.Metrics.TPOT.Count)
+	near(t, "itl mean", lv.Metrics.Stat("itl").Mean, (2700.0-600)/6) // ITL samples sum to last - first
+	near(t, "tpot", lv.Metrics.Stat("tpot").Max, (2700.0-600)/8)     // N = 9 from usage
+	if lv.Metrics.Stat("tpot").Count != 1 {
+		t.Errorf("tpot count %d (b and c have one token)", lv.Metrics.Stat("tpot").Count)
 	}
 }
 
@@ -211,7 +211,7 @@ func TestPromptTokenMismatch(t *testing.T) {
 
 func TestAggregateEmptyAndAllFailed(t *testing.T) {
 	lv := Aggregate(nil, Config{})
-	if lv.DurationS != 0 || lv.RequestThroughput != 0 || lv.Metrics.TTFT.Count != 0 {
+	if lv.DurationS != 0 || lv.RequestThroughput != 0 || lv.Metrics.Stat("ttft").Count != 0 {
 		t.Errorf("empty: %+v", lv)
 	}
 	f := rec(0, 0, 10*ms, 0)

@@ -46,7 +46,7 @@ func benchAggregate(b *testing.B, n int) {
 	for b.Loop() {
 		lv = Aggregate(recs, cfg)
 	}
-	b.ReportMetric(float64(lv.Metrics.ITL.Count), "itl_samples")
+	b.ReportMetric(float64(lv.Metrics.Stat("itl").Count), "itl_samples")
 	b.ReportMetric(float64(lv.Dists["itl"].Distinct()), "itl_distinct")
 }
 

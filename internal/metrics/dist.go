@@ -91,6 +91,10 @@ func (d *Dist) AddRatio(num, den int64, count uint64) {
 	if count == 0 {
 		return
 	}
+	if den == 1 { // the common case: whole microseconds, no division
+		d.addInt(num, count)
+		return
+	}
 	if den <= 0 {
 		panic("metrics: AddRatio with den <= 0")
 	}

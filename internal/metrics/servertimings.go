@@ -68,73 +68,90 @@ func outputTokensOf(r *record.Record) int {
 	return r.Events.Tokens()
 }
 
-// compareServerTimings builds levels[i].server_timings; nil when no completed measured
-// record carries server timings.
+// compareServerTimings builds levels[i].server_timings from records; nil when no completed
+// measured record carries server timings.
 func compareServerTimings(recs []record.Record) *ServerTimings {
-	var (
-		st                                 ServerTimings
-		tc, ts, tg                         = NewDist(), NewDist(), NewDist() // TTFT client, server, gap
-		pc, ps, pg                         = NewDist(), NewDist(), NewDist() // TPOT client, server, gap
-		ec, es, eg                         = NewDist(), NewDist(), NewDist() // total client, server, gap
-		perTok                             kahan
-		hasTTFT, hasTPOT, hasTotal, hasAny bool
-	)
+	var acc serverTimingsAcc
 	for i := range recs {
-		r := &recs[i]
-		sv := r.Server
-		if sv == nil || !countsForLatency(r) {
-			continue
-		}
-		hasAny = true
-		st.Requests++
-		n := outputTokensOf(r)
-		if sv.OutputTokens > 0 && sv.OutputTokens != n {
-			st.OutputTokensDiffer++
-		}
-		s := us(r.Sent)
-		if sv.Total > 0 {
-			hasTotal = true
-			d, srv := max(us(r.Done), s), us(sv.Total)
-			ec.AddMicros(d - s)
-			es.AddMicros(srv)
-			eg.AddMicros(d - s - srv)
-		}
-		ft, ok := r.FirstToken()
-		if !ok {
-			continue
-		}
-		lt, _ := r.LastToken()
-		f, l := us(ft), us(lt)
-		// Zero fields were not reported (record.ServerTimings), so a server that gives no
-		// prefill time is left out rather than counted as an instant prefill.
-		if sv.Prefill > 0 || sv.Queue > 0 {
-			hasTTFT = true
-			srv := us(sv.Queue + sv.Prefill)
-			tc.AddMicros(f - s)
-			ts.AddMicros(srv)
-			tg.AddMicros(f - s - srv)
-		}
-		if n >= 2 && sv.OutputTokens >= 2 && sv.Decode > 0 {
-			hasTPOT = true
-			d, cn, sn := us(sv.Decode), int64(n-1), int64(sv.OutputTokens-1)
-			pc.AddRatio(l-f, cn, 1)
-			ps.AddRatio(d, sn, 1)
-			addDiff(pg, l-f, cn, d, sn)
-			perTok.add(float64(d) / float64(sv.OutputTokens) / 1000)
+		if countsForLatency(&recs[i]) {
+			acc.add(&recs[i])
 		}
 	}
-	if !hasAny {
+	return acc.result()
+}
+
+// serverTimingsAcc accumulates levels[i].server_timings over completed measured records.
+// The client's side of each comparison is the registry's own TTFT and TPOT of the request.
+type serverTimingsAcc struct {
+	st                                 ServerTimings
+	tc, ts, tg                         *Dist // TTFT client, server, gap
+	pc, ps, pg                         *Dist // TPOT client, server, gap
+	ec, es, eg                         *Dist // total client, server, gap
+	perTok                             kahan
+	hasTTFT, hasTPOT, hasTotal, hasAny bool
+}
+
+func (a *serverTimingsAcc) add(r *record.Record) {
+	sv := r.Server
+	if sv == nil {
+		return
+	}
+	if !a.hasAny {
+		a.hasAny = true
+		a.tc, a.ts, a.tg = NewDist(), NewDist(), NewDist()
+		a.pc, a.ps, a.pg = NewDist(), NewDist(), NewDist()
+		a.ec, a.es, a.eg = NewDist(), NewDist(), NewDist()
+	}
+	a.st.Requests++
+	n := outputTokensOf(r)
+	if sv.OutputTokens > 0 && sv.OutputTokens != n {
+		a.st.OutputTokensDiffer++
+	}
+	s := us(r.Sent)
+	if sv.Total > 0 {
+		a.hasTotal = true
+		d, srv := max(us(r.Done), s), us(sv.Total)
+		a.ec.AddMicros(d - s)
+		a.es.AddMicros(srv)
+		a.eg.AddMicros(d - s - srv)
+	}
+	// Zero fields were not reported (record.ServerTimings), so a server that gives no
+	// prefill time is left out rather than counted as an instant prefill.
+	if sv.Prefill > 0 || sv.Queue > 0 {
+		srv := us(sv.Queue + sv.Prefill)
+		registryIndex[KeyTTFT].Samples(r, func(num, den int64, w uint64) {
+			a.hasTTFT = true
+			a.tc.AddRatio(num, den, w)
+			a.ts.AddMicros(srv)
+			a.tg.AddRatio(num-srv*den, den, w)
+		})
+	}
+	if sv.OutputTokens >= 2 && sv.Decode > 0 {
+		d, sn := us(sv.Decode), int64(sv.OutputTokens-1)
+		registryIndex[KeyTPOT].Samples(r, func(num, den int64, w uint64) {
+			a.hasTPOT = true
+			a.pc.AddRatio(num, den, w)
+			a.ps.AddRatio(d, sn, 1)
+			addDiff(a.pg, num, den, d, sn)
+			a.perTok.add(float64(d) / float64(sv.OutputTokens) / 1000)
+		})
+	}
+}
+
+func (a *serverTimingsAcc) result() *ServerTimings {
+	if !a.hasAny {
 		return nil
 	}
-	if hasTTFT {
-		st.TTFT = gapOf(tc, ts, tg)
+	st := a.st
+	if a.hasTTFT {
+		st.TTFT = gapOf(a.tc, a.ts, a.tg)
 	}
-	if hasTPOT {
-		st.TPOT = gapOf(pc, ps, pg)
-		st.ServerPerTokenMean = ptr(perTok.sum() / float64(pc.Count()))
+	if a.hasTPOT {
+		st.TPOT = gapOf(a.pc, a.ps, a.pg)
+		st.ServerPerTokenMean = ptr(a.perTok.sum() / float64(a.pc.Count()))
 	}
-	if hasTotal {
-		st.Total = gapOf(ec, es, eg)
+	if a.hasTotal {
+		st.Total = gapOf(a.ec, a.es, a.eg)
 	}
 	return &st
 }
@@ -190,31 +207,11 @@ func gapOf(client, server, gap *Dist) *ServerGap {
 	return g
 }
 
-// firstContentStats builds levels[i].first_content_ms: time from sent to the first event
-// with answer text, over completed requests with a token. A request whose first token was
-// already content (FirstContent 0) counts with its TTFT, so the figure compares with TTFT
-// request for request. Nil when no record's first content came after its first token.
+// firstContentStats is levels[i].first_content_ms of records (the registry's first_content).
 func firstContentStats(recs []record.Record, percentiles []float64) *Stats {
-	d := NewDist()
-	later := false
+	a := NewAggregator(Config{Percentiles: percentiles})
 	for i := range recs {
-		r := &recs[i]
-		if !countsForLatency(r) {
-			continue
-		}
-		ft, ok := r.FirstToken()
-		if !ok {
-			continue
-		}
-		t := ft
-		if r.FirstContent > ft {
-			t, later = r.FirstContent, true
-		}
-		d.AddMicros(us(t) - us(r.Sent))
+		a.Add(&recs[i])
 	}
-	if !later {
-		return nil
-	}
-	s := StatsOf(d, percentiles)
-	return &s
+	return a.Level().FirstContent
 }

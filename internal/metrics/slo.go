@@ -24,7 +24,7 @@ const (
 // SLO is one parsed term of --slo.
 type SLO struct {
 	Kind   SLOKind
-	Metric string        // bound/percentile: ttft, tpot, itl, e2el (percentile terms: any metric name)
+	Metric string        // a registry key: Bound metrics for bounds, any for percentile terms
 	P      float64       // SLOPercentile: the percentile, 0..100; NaN for the mean
 	Limit  time.Duration // SLOBound, SLOPercentile: the inclusive upper bound
 	Min    float64       // SLOGoodput: the inclusive lower bound on the good fraction
@@ -64,8 +64,26 @@ type TermCheck struct {
 	Pass  bool     `json:"pass"`
 }
 
-// boundMetrics may carry a per-request bound; their per-request meaning is in Aggregate.
-var boundMetrics = []string{"ttft", "tpot", "itl", "e2el"}
+// boundMetrics are the registry's metrics that may carry a per-request bound: a request
+// meets one when each of its samples of the metric is within it.
+var boundMetrics = func() []string {
+	var out []string
+	for _, m := range Registry {
+		if m.Bound {
+			out = append(out, m.Key)
+		}
+	}
+	return out
+}()
+
+// verdictMetrics are every registry metric: any may carry a percentile or mean verdict.
+var verdictMetrics = func() []string {
+	out := make([]string, len(Registry))
+	for i, m := range Registry {
+		out[i] = m.Key
+	}
+	return out
+}()
 
 // ParseSLOs parses a comma list of terms:
 //
@@ -139,8 +157,8 @@ func parseTerm(term string) (SLO, error) {
 		}
 		return SLO{Kind: SLOBound, Metric: metric, Limit: d, text: metric + "<=" + rhs}, nil
 	}
-	if !contains(MetricNames, metric) {
-		return SLO{}, bad("unknown metric %q (want one of %s)", metric, strings.Join(MetricNames, ", "))
+	if !contains(verdictMetrics, metric) {
+		return SLO{}, bad("unknown metric %q (want one of %s)", metric, strings.Join(verdictMetrics, ", "))
 	}
 	stat = strings.TrimSpace(stat)
 	p := math.NaN()

@@ -16,43 +16,46 @@ type TurnStats struct {
 	InputTokensMean *float64 `json:"input_tokens_mean"`
 }
 
-// byTurn computes the per-turn figures of the measured records that carry a turn (the
-// same requests Aggregate measures); nil when none does.
-func byTurn(recs []record.Record, ps []float64) []TurnStats {
-	type acc struct {
-		completed, failed int
-		input             int64
-		ttft, e2el        *Dist
+// turnsAcc accumulates the per-turn figures of the measured records that carry a turn
+// (the same requests the level measures).
+type turnsAcc []turnAcc
+
+type turnAcc struct {
+	completed, failed int
+	input             int64
+	ttft, e2el        *Dist
+}
+
+func (t *turnsAcc) add(r *record.Record) {
+	if r.Turn <= 0 {
+		return
 	}
-	var turns []acc
-	for i := range recs {
-		r := &recs[i]
-		if r.Warmup || r.Turn <= 0 {
-			continue
-		}
-		for len(turns) < r.Turn {
-			turns = append(turns, acc{ttft: NewDist(), e2el: NewDist()})
-		}
-		a := &turns[r.Turn-1]
-		if r.Error != nil {
-			if r.Error.Kind != record.KindCanceled {
-				a.failed++
-			}
-			continue
-		}
-		a.completed++
-		a.input += int64(r.InputTokens)
-		if ft, ok := r.FirstToken(); ok {
-			lt, _ := r.LastToken()
-			a.ttft.AddMicros(us(ft) - us(r.Sent))
-			a.e2el.AddMicros(us(lt) - us(r.Sent))
-		}
+	for len(*t) < r.Turn {
+		*t = append(*t, turnAcc{ttft: NewDist(), e2el: NewDist()})
 	}
-	if turns == nil {
+	a := &(*t)[r.Turn-1]
+	if r.Error != nil {
+		if r.Error.Kind != record.KindCanceled {
+			a.failed++
+		}
+		return
+	}
+	a.completed++
+	a.input += int64(r.InputTokens)
+	add := func(d *Dist) func(num, den int64, w uint64) {
+		return func(num, den int64, w uint64) { d.AddRatio(num, den, w) }
+	}
+	registryIndex[KeyTTFT].Samples(r, add(a.ttft))
+	registryIndex[KeyE2EL].Samples(r, add(a.e2el))
+}
+
+// result is nil when no record carried a turn.
+func (t turnsAcc) result(ps []float64) []TurnStats {
+	if t == nil {
 		return nil
 	}
-	out := make([]TurnStats, len(turns))
-	for k, a := range turns {
+	out := make([]TurnStats, len(t))
+	for k, a := range t {
 		out[k] = TurnStats{Turn: k + 1, Completed: a.completed, Failed: a.failed,
 			TTFT: StatsOf(a.ttft, ps), E2EL: StatsOf(a.e2el, ps)}
 		if a.completed > 0 {

@@ -90,3 +90,20 @@ func (e *Events) Each(f func(i int, t time.Duration, n int)) {
 		f(i, t, n)
 	}
 }
+
+// EachGap calls f for each gap between consecutive events, in whole microseconds (event
+// times are kept at µs precision, so these are exactly the stored deltas), with the token
+// count of the later event.
+func (e *Events) EachGap(f func(gap int64, n int)) {
+	m := 0
+	for i, d := range e.deltas {
+		n := 1
+		if m < len(e.multi) && e.multi[m].idx == uint32(i) {
+			n = int(e.multi[m].n)
+			m++
+		}
+		if i > 0 {
+			f(int64(d), n)
+		}
+	}
+}

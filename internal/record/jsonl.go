@@ -399,29 +399,61 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 // MarshalJSON encodes r in the records.jsonl schema.
 func (r Record) MarshalJSON() ([]byte, error) { return AppendJSON(nil, &r), nil }
 
+// ErrTruncated marks a records.jsonl whose last line was cut short, unterminated and
+// undecodable: the writer was killed mid-line. Each returns it (wrapped, naming the line)
+// after handing every complete record to f, so a reader may take the run as it stands.
+var ErrTruncated = errors.New("the last line is truncated (the writer was killed mid-line) and was ignored")
+
 // Each decodes a records.jsonl stream one record at a time, so a huge run never sits in
 // memory as JSON; f's record is only valid during the call unless copied. Errors name the
-// line; a truncated last line (a killed writer) is reported with its line number after the
-// records before it were handed to f. An error from f stops the reading and is returned.
+// line. A truncated last line (a killed writer) is skipped: Each returns ErrTruncated,
+// wrapped with its line number, after the records before it were handed to f; any other
+// undecodable line, even a newline-terminated last one, is an error. An error from f
+// stops the reading and is returned.
 func Each(rd io.Reader, f func(*Record) error) error {
-	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
+	br := bufio.NewReaderSize(rd, 1<<16)
+	var pending error // a bad line is fatal only when another line follows it
 	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
+	for {
+		b, err := readLine(br)
+		if len(b) > 0 || err == nil {
+			line++
 		}
-		var r Record
-		if err := r.UnmarshalJSON(b); err != nil {
+		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
-		if err := f(&r); err != nil {
-			return err
+		if t := bytes.TrimSpace(b); len(t) > 0 {
+			if pending != nil {
+				return pending
+			}
+			var r Record
+			if derr := r.UnmarshalJSON(t); derr != nil {
+				if errors.Is(err, io.EOF) && b[len(b)-1] != '\n' {
+					return fmt.Errorf("line %d: %w", line, ErrTruncated)
+				}
+				pending = fmt.Errorf("line %d: %w", line, derr)
+			} else if ferr := f(&r); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return pending
 		}
 	}
-	return sc.Err()
+}
+
+// readLine returns the next line including its '\n' (absent on the last line), of any length.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	buf := append([]byte(nil), line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line, err = br.ReadSlice('\n')
+		buf = append(buf, line...)
+	}
+	return buf, err
 }
 
 // ReadAll decodes a whole records.jsonl stream; on an error it returns the records before it.

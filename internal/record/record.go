@@ -1,5 +1,5 @@
 // Package record holds the raw per-request record: the one flat fact from which every
-// figure is recomputed (DESIGN.md §7.1). Times are offsets from the run's start, taken as
+// figure is recomputed (docs/design.md §7.1). Times are offsets from the run's start, taken as
 // t.Sub(runStart) on Go's monotonic clock, never via wall-clock round trips.
 package record
 
@@ -21,7 +21,7 @@ const (
 	KindCanceled       = "canceled"
 )
 
-// Output token count sources (DESIGN.md §1).
+// Output token count sources (docs/design.md §1).
 const (
 	SourceUsage     = "usage"
 	SourceTokenizer = "tokenizer"

@@ -2,9 +2,11 @@ package record
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +95,25 @@ func TestReadAllNamesBadLine(t *testing.T) {
 	}
 	if want := "line 2"; !bytes.Contains([]byte(err.Error()), []byte(want)) {
 		t.Errorf("error %q does not name %q", err, want)
+	}
+}
+
+// A killed writer's unterminated last line is skipped with ErrTruncated, after every
+// complete record; a bad line anywhere else is an error of its own.
+func TestEachTruncatedLastLine(t *testing.T) {
+	r := sample()
+	line := string(AppendJSON(nil, &r)) + "\n"
+	got, err := ReadAll(strings.NewReader(line + line + line[:30]))
+	if len(got) != 2 || !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("got %d records, err %v", len(got), err)
+	}
+	for _, in := range []string{line + line[:30] + "\n", line + line[:30] + "\n" + line} {
+		if _, err := ReadAll(strings.NewReader(in)); err == nil || errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%q: err %v, want a bad line 2", in, err)
+		}
+	}
+	if got, err := ReadAll(strings.NewReader(line + strings.Repeat(" ", 1<<17) + "\n\n" + line)); err != nil || len(got) != 2 {
+		t.Errorf("blank and long lines: %d records, %v", len(got), err)
 	}
 }
 
@@ -188,5 +209,28 @@ func TestJSONRoundTripConnectionFields(t *testing.T) {
 	if err := bad.UnmarshalJSON([]byte(`{"level":0,"sent_s":0,"scheduled_s":0,"done_s":0,"phases":{"dnss_s":0.1}}`)); err == nil ||
 		!strings.Contains(err.Error(), `unknown phase "dnss_s"`) {
 		t.Errorf("unknown phase: err %v", err)
+	}
+}
+
+// EachGap gives the gaps Each's times imply, with the later event's token count.
+func TestEventsEachGap(t *testing.T) {
+	var e Events
+	e.Base = 1500 * time.Nanosecond // not µs-aligned: gaps are whole µs all the same
+	at := e.Base
+	for i := range 50 {
+		at += time.Duration(i*37%11) * time.Microsecond
+		e.Append(at, 1+i%3/2)
+	}
+	var want, got [][2]int64
+	var prev time.Duration
+	e.Each(func(i int, t time.Duration, n int) {
+		if i > 0 {
+			want = append(want, [2]int64{int64(t/time.Microsecond - prev/time.Microsecond), int64(n)})
+		}
+		prev = t
+	})
+	e.EachGap(func(g int64, n int) { got = append(got, [2]int64{g, int64(n)}) })
+	if !slices.Equal(got, want) || len(got) != 49 {
+		t.Errorf("EachGap %v\nwant %v", got, want)
 	}
 }

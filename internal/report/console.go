@@ -127,6 +127,10 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	if l.Canceled > 0 {
 		b.line("Canceled requests (run ended):", strconv.Itoa(l.Canceled))
 	}
+	if l.Retried > 0 || l.TTFTUpperBound > 0 {
+		b.line("Retried / TTFT upper-bound requests:", fmt.Sprintf("%d / %d", l.Retried, l.TTFTUpperBound),
+			"(re-sent on a new connection / first token coalesced with a later one)")
+	}
 	b.line("Benchmark duration (s):", consoleFloat(l.DurationS))
 	b.line("Total input tokens:", strconv.Itoa(l.TotalInputTokens))
 	b.line("Total generated tokens:", strconv.Itoa(l.TotalOutputTokens))
@@ -150,32 +154,22 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 		b.line("Good requests (met every SLO):", fmt.Sprintf("%d (%.1f%%)", *l.GoodRequests, 100**l.GoodFraction))
 	}
 
-	sections := []struct{ key, title, short string }{
-		{"ttft", "Time to First Token", "TTFT"},
-		{"tpot", "Time per Output Token (excl. 1st token)", "TPOT"},
-		{"itl", "Inter-token Latency", "ITL"},
-		{"e2el", "End-to-end Latency", "E2EL"},
-		{"schedule_lag", "Schedule Lag", "lag"},
-	}
-	if opts.Verbose {
-		sections = append(sections,
-			struct{ key, title, short string }{"chunk_gap", "Chunk Gap (raw inter-event)", "chunk gap"},
-			struct{ key, title, short string }{"ttft_from_schedule", "TTFT from Schedule", "TTFT sched"},
-			struct{ key, title, short string }{"e2el_from_schedule", "E2EL from Schedule", "E2EL sched"})
-	}
-	for _, sec := range sections {
-		st, _ := l.Metrics.Get(sec.key)
-		b.stats(sec.title, sec.short, st, opts)
-		if sec.key == "ttft" && l.FirstContent != nil {
+	for _, m := range consoleSections(opts.Verbose) {
+		st, _ := l.Metrics.Get(m.Key)
+		b.stats(m.Title, m.Short, st, opts)
+		if m.Key == metrics.KeyTTFT && l.FirstContent != nil {
 			// Reasoning models: the answer starts later than the first (reasoning) token.
-			b.stats("Time to First Content Token", "TTFC", l.FirstContent, opts)
+			fc, _ := metrics.Lookup(metrics.KeyFirstContent)
+			b.stats(fc.Title, fc.Short, l.FirstContent, opts)
 		}
 	}
 	if l.ReadLag != nil {
 		// The client's own lateness: how long arrived bytes waited for it (kernel stamps
 		// keep this wait out of the figures above).
-		b.stats("Client Read Lag (longest per request)", "read lag", l.ReadLag, opts)
+		m, _ := metrics.Lookup(metrics.KeyReadLag)
+		b.stats(m.Title, m.Short, l.ReadLag, opts)
 	}
+	b.phases(l)
 	if l.ServerTimings != nil {
 		b.serverTimings(l.ServerTimings)
 	}
@@ -194,6 +188,62 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	if b.note {
 		w.WriteString("(low n) too few samples to bound this percentile's 95% confidence interval;\n" +
 			"        treat it as indicative (P99 needs >= 368 samples, P90 >= 36).\n")
+	}
+}
+
+// consoleSections are the registry's metrics printed as sections of a level block: the
+// headline ones, then with verbose the others (optional and level-kept metrics have
+// blocks of their own).
+func consoleSections(verbose bool) []*metrics.Metric {
+	var out []*metrics.Metric
+	for _, pass := range []bool{true, false} {
+		if !pass && !verbose {
+			break
+		}
+		for _, m := range metrics.Registry {
+			if !m.Optional && !m.OnLevel && m.Headline == pass {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// phases prints the HTTP phases, one line each (mean, P50, P99), when the connection
+// set-up is not negligible: DNS + connect + TLS at the median above 1 ms or above 5% of
+// the median TTFT.
+func (b *consoleBlock) phases(l *Level) {
+	setup := 0.0
+	measured := false
+	for _, k := range []string{metrics.KeyDNS, metrics.KeyConnect, metrics.KeyTLS} {
+		if st, ok := l.Metrics.Get(k); ok && st.Count > 0 {
+			p, _ := st.Get(50)
+			if !math.IsNaN(p.Value) {
+				setup += p.Value
+				measured = true
+			}
+		}
+	}
+	ttft, _ := l.Metrics.Stat(metrics.KeyTTFT).Get(50)
+	if !measured || !(setup > 1 || (!math.IsNaN(ttft.Value) && setup > 0.05*ttft.Value)) {
+		return
+	}
+	b.w.WriteString(consoleRule("HTTP Phases", '-') + "\n")
+	for _, k := range metrics.PhaseKeys {
+		st, ok := l.Metrics.Get(k)
+		if !ok || st.Count == 0 {
+			continue
+		}
+		m, _ := metrics.Lookup(k)
+		p50, _ := st.Get(50)
+		p99, ok99 := st.Get(99)
+		v := consoleFloat(st.Mean) + " / " + consoleFloat(p50.Value)
+		label := m.Short + " mean / P50"
+		if ok99 {
+			v += " / " + consoleFloat(p99.Value)
+			label += " / P99"
+		}
+		b.line(label+" (ms):", v, fmt.Sprintf("(%d requests)", st.Count))
 	}
 }
 
@@ -342,9 +392,10 @@ func consoleLadder(w *bufio.Writer, s *Summary) {
 		if s.SLOLimit != nil && s.SLOLimit.Index == i {
 			marks = append(marks, "<- SLO limit")
 		}
-		m := &l.Metrics
+		m := func(key string) metrics.Stats { return l.Metrics.Stat(key) }
+		ttft, tpot, itl, e2el := m(metrics.KeyTTFT), m(metrics.KeyTPOT), m(metrics.KeyITL), m(metrics.KeyE2EL)
 		t.AppendRow(table.Row{i, load, strconv.FormatFloat(l.RequestThroughput, 'f', 2, 64), strconv.FormatFloat(l.OutputThroughput, 'f', 1, 64),
-			cell(m.TTFT, 50), cell(m.TTFT, 99), cell(m.TPOT, 50), cell(m.TPOT, 99), cell(m.ITL, 99), cell(m.E2EL, 50), cell(m.E2EL, 99),
+			cell(ttft, 50), cell(ttft, 99), cell(tpot, 50), cell(tpot, 99), cell(itl, 99), cell(e2el, 50), cell(e2el, 99),
 			l.Failed, good, verdict, strings.Join(marks, " ")})
 	}
 	cfg := []table.ColumnConfig{}

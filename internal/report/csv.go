@@ -12,8 +12,21 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 )
 
-// csvMetrics are the latency metrics summary.csv carries (mean and every percentile each).
-var csvMetrics = []string{"ttft", "tpot", "itl", "e2el", "schedule_lag"}
+// csvLead and csvTail are the registry's metrics in summary.csv (mean and every percentile
+// each): the headline ones lead, as the file always had them; the client's read lag
+// follows, then after the original columns every optional metric (the HTTP phases), empty
+// where not measured. New metrics go at the end, so readers of older files keep working.
+var csvLead, csvTail = func() (lead, tail []*metrics.Metric) {
+	for _, m := range metrics.Registry {
+		switch {
+		case m.Headline:
+			lead = append(lead, m)
+		case m.Optional && !m.OnLevel:
+			tail = append(tail, m)
+		}
+	}
+	return lead, tail
+}()
 
 // WriteCSV writes summary.csv: one row per level with the headline figures. Columns for
 // percentiles follow the summary's percentile list; empty cells mean "not measured".
@@ -26,18 +39,21 @@ func WriteCSV(w io.Writer, s *Summary) error {
 		"duration_s", "request_throughput", "output_throughput", "total_token_throughput", "peak_output_throughput",
 		"goodput", "goodput_token_throughput", "good_fraction", "total_input_tokens", "total_output_tokens",
 		"peak_concurrency", "mean_concurrency"}
-	for _, m := range csvMetrics {
-		head = append(head, m+"_mean_ms")
-		for _, p := range ps {
-			head = append(head, m+"_"+metrics.Key(p)+"_ms")
+	columns := func(ms []*metrics.Metric) {
+		for _, m := range ms {
+			head = append(head, m.Key+"_mean_ms")
+			for _, p := range ps {
+				head = append(head, m.Key+"_"+metrics.Key(p)+"_ms")
+			}
 		}
 	}
+	readLag, _ := metrics.Lookup(metrics.KeyReadLag)
+	columns(csvLead)
 	// The client's read lag (levels[i].read_lag_ms): empty unless the kernel stamped events.
-	head = append(head, "read_lag_mean_ms")
-	for _, p := range ps {
-		head = append(head, "read_lag_"+metrics.Key(p)+"_ms")
-	}
+	columns([]*metrics.Metric{readLag})
 	head = append(head, "slo_pass", "errors", "sweet_spot", "slo_limit")
+	columns(csvTail)
+	head = append(head, "retried", "ttft_upper_bound")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
 		return err
@@ -62,8 +78,8 @@ func WriteCSV(w io.Writer, s *Summary) error {
 				row = append(row, csvNumOK(pc.Value, ok))
 			}
 		}
-		for _, name := range csvMetrics {
-			st, _ := l.Metrics.Get(name)
+		for _, m := range csvLead {
+			st, _ := l.Metrics.Get(m.Key)
 			stats(st)
 		}
 		stats(l.ReadLag)
@@ -74,6 +90,11 @@ func WriteCSV(w io.Writer, s *Summary) error {
 		row = append(row, verdict, csvErrors(l.Errors),
 			strconv.FormatBool(s.SweetSpot != nil && s.SweetSpot.Index == i),
 			strconv.FormatBool(s.SLOLimit != nil && s.SLOLimit.Index == i))
+		for _, m := range csvTail {
+			st, _ := l.Metrics.Get(m.Key)
+			stats(st)
+		}
+		row = append(row, strconv.Itoa(l.Retried), strconv.Itoa(l.TTFTUpperBound))
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -9,11 +9,12 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llmbench/llmbench/internal/metrics"
 )
 
 // The page's template, script and style, and the chart library vendored from the npm
@@ -30,31 +31,20 @@ var pageTemplate = template.Must(template.New("report.html.tmpl").Funcs(template
 // WriteHTML writes report.html: one self-contained page with the run's charts and tables.
 //
 // summaryJSON is summary.json as written (schema llmbench/summary/v1); the page reads it
-// loosely, so missing or extra fields only hide or add detail. recordsPath names
-// records.jsonl, streamed once in bounded memory for the per-request charts (CDFs, request
-// anatomy, throughput and in-flight requests over time); "" leaves those charts out.
-// Nothing is written to w unless the whole page was built.
+// loosely, so missing or extra fields only hide or add detail. charts holds the per-request
+// charts' data (CDFs, request anatomy, throughput and in-flight requests over time) from the
+// Collector that aggregated the run; nil leaves those charts out. Nothing is written to w
+// unless the whole page was built.
 //
 // Optional server-side metrics are drawn over time when summary.json carries them, either as
 // levels[i].server.series or as a top-level server_series, each a table of columns
 // ({"t_s": [...], "running": [...], ...}) or a list of rows ([{"t_s": 0.5, "running": 3}, ...]),
 // t_s in seconds since the run's start.
-func WriteHTML(w io.Writer, summaryJSON []byte, recordsPath string) error {
-	var recs *recordData
-	if recordsPath != "" {
-		f, err := os.Open(recordsPath)
-		if err != nil {
-			return fmt.Errorf("report.html: %w", err)
-		}
-		defer f.Close()
-		if recs, err = prepareRecords(f); err != nil {
-			return fmt.Errorf("report.html: %s: %w", recordsPath, err)
-		}
-	}
-	return writeHTML(w, summaryJSON, recs)
+func WriteHTML(w io.Writer, summaryJSON []byte, charts *Charts) error {
+	return writeHTML(w, summaryJSON, charts)
 }
 
-func writeHTML(w io.Writer, summaryJSON []byte, recs *recordData) error {
+func writeHTML(w io.Writer, summaryJSON []byte, recs *Charts) error {
 	sum, err := parseSummary(summaryJSON)
 	if err != nil {
 		return fmt.Errorf("report.html: summary.json: %w", err)
@@ -64,7 +54,7 @@ func writeHTML(w io.Writer, summaryJSON []byte, recs *recordData) error {
 
 	payload := struct {
 		Summary map[string]any `json:"summary"`
-		Records *recordData    `json:"records"`
+		Records *Charts        `json:"records"`
 	}{sum, recs}
 	data, err := json.Marshal(payload)
 	if err != nil {
@@ -170,6 +160,7 @@ type view struct {
 	HasSLO       bool
 	HasGoodput   bool
 	Metrics      []metricTable
+	CDFs         []cdfFigure
 	Config       []kv
 	CSS          template.CSS
 	UPlotCSS     template.CSS
@@ -179,6 +170,9 @@ type view struct {
 }
 
 type kv struct{ K, V string }
+
+// cdfFigure is one CDF chart: the registry's metric (JSON key), its label and axis.
+type cdfFigure struct{ Key, Label, Axis string }
 
 type card struct {
 	Label, Value, Detail string
@@ -218,22 +212,27 @@ type metricRow struct {
 	Cells []cell
 }
 
-// metricTitles are the tables of per-level statistics, in page order. level marks the ones
-// kept on the level itself rather than under its "metrics".
-var metricTitles = []struct {
+// metricTitles are the tables of per-level statistics, in page order: the registry's
+// primary metrics, then the others, then those kept on the level itself rather than under
+// its "metrics" (level).
+var metricTitles = func() []struct {
 	key, title string
 	level      bool
-}{
-	{"ttft_ms", "TTFT: time to first token", false},
-	{"tpot_ms", "TPOT: time per output token", false},
-	{"itl_ms", "ITL: inter-token latency (per token)", false},
-	{"e2el_ms", "E2EL: end-to-end latency", false},
-	{"chunk_gap_ms", "Chunk gap: raw gap between stream events", false},
-	{"schedule_lag_ms", "Schedule lag: sent minus scheduled", false},
-	{"ttft_from_schedule_ms", "TTFT from schedule", false},
-	{"e2el_from_schedule_ms", "E2EL from schedule", false},
-	{"read_lag_ms", "Client read lag: longest wait of arrived bytes for the client, per request (kept out of the figures above by kernel stamps)", true},
-}
+} {
+	type t = struct {
+		key, title string
+		level      bool
+	}
+	var out []t
+	for _, pass := range []int{0, 1, 2} {
+		for _, m := range metrics.Registry {
+			if (pass == 0 && m.Primary && !m.OnLevel) || (pass == 1 && !m.Primary && !m.OnLevel) || (pass == 2 && m.OnLevel) {
+				out = append(out, t{m.JSON, m.Description, m.OnLevel})
+			}
+		}
+	}
+	return out
+}()
 
 func buildView(sum map[string]any) *view {
 	v := &view{
@@ -275,11 +274,14 @@ func buildView(sum map[string]any) *view {
 		row.ReqS = fmtNum(num(lm["request_throughput"]))
 		row.OutTokS = fmtNum(num(lm["output_throughput"]))
 		mets, _ := lm["metrics"].(map[string]any)
-		pc := func(metric, p string) cell { return percentileCell(mets, metric, p) }
-		row.TTFT50, row.TTFT99 = pc("ttft_ms", "p50"), pc("ttft_ms", "p99")
-		row.TPOT50, row.TPOT99 = pc("tpot_ms", "p50"), pc("tpot_ms", "p99")
-		row.ITL99 = pc("itl_ms", "p99")
-		row.E2EL50, row.E2EL99 = pc("e2el_ms", "p50"), pc("e2el_ms", "p99")
+		pc := func(key, p string) cell {
+			m, _ := metrics.Lookup(key)
+			return percentileCell(mets, m.JSON, p)
+		}
+		row.TTFT50, row.TTFT99 = pc(metrics.KeyTTFT, "p50"), pc(metrics.KeyTTFT, "p99")
+		row.TPOT50, row.TPOT99 = pc(metrics.KeyTPOT, "p50"), pc(metrics.KeyTPOT, "p99")
+		row.ITL99 = pc(metrics.KeyITL, "p99")
+		row.E2EL50, row.E2EL99 = pc(metrics.KeyE2EL, "p50"), pc(metrics.KeyE2EL, "p99")
 		if g, ok := lm["goodput"]; ok && g != nil {
 			v.HasGoodput = true
 			row.Goodput = cell{Text: fmtNum(num(g))}
@@ -353,6 +355,9 @@ func buildView(sum map[string]any) *view {
 		}
 	}
 
+	for _, m := range cdfMetrics {
+		v.CDFs = append(v.CDFs, cdfFigure{m.JSON, m.Short, m.CDFAxis})
+	}
 	v.Config = configRows(sum)
 	return v
 }
@@ -494,7 +499,7 @@ func errorKinds(v any) string {
 }
 
 // percentileCell shows a percentile with its 95% CI as a tooltip, flagged when the sample was
-// too small to bound it (ci95 side null), as DESIGN.md §2 asks.
+// too small to bound it (ci95 side null), as docs/design.md §2 asks.
 func percentileCell(mets map[string]any, metric, p string) cell {
 	st, _ := mets[metric].(map[string]any)
 	c := cell{Text: fmtNum(num(st[p]))}

@@ -104,7 +104,7 @@ func TestReportHTMLInChromium(t *testing.T) {
 	}
 	page := filepath.Join(dir, "report.html")
 	var b bytes.Buffer
-	if err := WriteHTML(&b, sum, recordsPath); err != nil {
+	if err := writeHTMLRecords(&b, sum, recordsPath); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {

@@ -18,7 +18,7 @@ import (
 // synthRun builds a small but realistic closed-loop ladder: a server whose prefill queues and
 // whose decode slows as concurrency grows, a few multi-token chunks, warm-up requests and, at
 // the heaviest level, some failures. It returns summary.json's bytes (figures computed from
-// the records with the DESIGN.md definitions) and the records, so tests need no other package.
+// the records with the docs/design.md definitions) and the records, so tests need no other package.
 func synthRun(concurrencies []int, perLevel int, seed uint64) ([]byte, []record.Record) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var recs []record.Record
@@ -60,6 +60,16 @@ func synthRun(concurrencies []int, perLevel int, seed uint64) ([]byte, []record.
 				r.Done = last + 200*time.Microsecond
 				r.OutputTokens, r.OutputTokensSource = n, record.SourceUsage
 			}
+			// HTTP phases as a client measures them: write and headers on every request,
+			// DNS, connect and TLS on each slot's first (a new connection); none at the
+			// heaviest level, as from a client that measures none.
+			if c < 64 {
+				r.Phases = &record.Phases{Write: 50 * time.Microsecond, Headers: ttft / 4, Has: record.PhaseWrite | record.PhaseHeaders}
+				if i < c {
+					r.Phases.DNS, r.Phases.Connect, r.Phases.TLS = 300*time.Microsecond, time.Millisecond, 4*time.Millisecond
+					r.Phases.Has |= record.PhaseDNS | record.PhaseConnect | record.PhaseTLS
+				}
+			}
 			slots[s] = r.Done
 			levelEnd = max(levelEnd, r.Done)
 			lvRecs = append(lvRecs, r)
@@ -86,7 +96,7 @@ func synthRun(concurrencies []int, perLevel int, seed uint64) ([]byte, []record.
 	return b, recs
 }
 
-// synthLevel computes a level's summary figures the way DESIGN.md §2 defines them.
+// synthLevel computes a level's summary figures the way docs/design.md §2 defines them.
 func synthLevel(recs []record.Record, c int) map[string]any {
 	var ttft, tpot, itl, e2el, lag []float64
 	first, last := time.Duration(math.MaxInt64), time.Duration(0)
@@ -188,3 +198,5 @@ func writeSynthRun(t testing.TB, dir string, concurrencies []int, perLevel int) 
 	}
 	return sum, recordsPath
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -23,18 +23,10 @@ import (
 )
 
 // The CDFs the page draws agree with the percentiles in summary.json (computed here by
-// synthLevel from the same records with the DESIGN.md definitions).
+// synthLevel from the same records with the docs/design.md definitions).
 func TestPrepareRecordsCDFMatchesSummaryPercentiles(t *testing.T) {
 	sum, recs := synthRun([]int{1, 8, 32}, 60, 11)
-	var b bytes.Buffer
-	for i := range recs {
-		b.Write(record.AppendJSON(nil, &recs[i]))
-		b.WriteByte('\n')
-	}
-	d, err := prepareRecords(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := chartsOf(t, recs)
 	var s struct {
 		Levels []struct {
 			Completed int
@@ -58,7 +50,8 @@ func TestPrepareRecordsCDFMatchesSummaryPercentiles(t *testing.T) {
 		if lv.OK != s.Levels[li].Completed || lv.Failed != s.Levels[li].Failed || lv.Requests != 62 || lv.Measured != 60 {
 			t.Errorf("level %d counts: %+v", li, lv)
 		}
-		for _, m := range cdfMetrics {
+		for _, cm := range cdfMetrics {
+			m := cm.JSON
 			c := lv.CDF[m]
 			if c == nil {
 				t.Fatalf("level %d %s: no CDF", li, m)
@@ -94,18 +87,14 @@ func TestTimelineSampleDeterministicAndUniform(t *testing.T) {
 	}
 	recs := mk(10000)
 	prep := func(order []record.Record) *levelData {
-		p := newPreparer()
-		for i := range order {
-			p.add(&order[i])
-		}
-		return p.finish().Levels[0]
+		return chartsOf(t, order).Levels[0]
 	}
 	a := prep(recs)
 	shuffled := slices.Clone(recs)
 	rand.New(rand.NewPCG(9, 9)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	b := prep(shuffled)
-	if len(a.Sample) != timelineSample {
-		t.Fatalf("sample of %d, want %d", len(a.Sample), timelineSample)
+	if len(a.Sample) != metrics.SampleSize {
+		t.Fatalf("sample of %d, want %d", len(a.Sample), metrics.SampleSize)
 	}
 	ja, _ := json.Marshal(a.Sample)
 	jb, _ := json.Marshal(b.Sample)
@@ -122,10 +111,10 @@ func TestTimelineSampleDeterministicAndUniform(t *testing.T) {
 		sum += float64(s.Index)
 		seen[s.Index] = true
 	}
-	if len(seen) != timelineSample {
+	if len(seen) != metrics.SampleSize {
 		t.Fatal("duplicate requests in the sample")
 	}
-	if mean := sum / timelineSample; math.Abs(mean-4999.5) > 250 {
+	if mean := sum / metrics.SampleSize; math.Abs(mean-4999.5) > 250 {
 		t.Fatalf("sample mean index %.0f, population 4999.5: not uniform", mean)
 	}
 	// Small levels are kept whole.
@@ -194,47 +183,40 @@ func TestOverTimeBuckets(t *testing.T) {
 }
 
 // A 200,000-request level keeps a bounded state: a 2,000 sample, and distributions that
-// grow with distinct values (here a few hundred), not with the 3.2 million samples.
-func TestPrepareBoundedState(t *testing.T) {
-	p := newPreparer()
-	recs := make([]record.Record, 200000)
-	for i := range recs {
-		r := &recs[i]
-		*r = record.Record{Level: 0, Index: i, Scheduled: time.Duration(i) * time.Millisecond}
+// grow with distinct values (here a few hundred), not with the 3.2 million samples; the
+// page's CDFs are the summary's own distributions.
+func TestCollectorBoundedState(t *testing.T) {
+	col := NewCollector(metrics.Config{Percentiles: []float64{50, 99, 99.9}})
+	for i := range 200000 {
+		r := record.Record{Level: 0, Index: i, Scheduled: time.Duration(i) * time.Millisecond}
 		r.Sent = r.Scheduled
 		r.Events.Base = r.Sent
 		for k := range 16 {
 			r.Events.Append(r.Sent+time.Duration(20000+k*(7000+i%5*311)+i%13*17)*time.Microsecond, 1)
 		}
 		r.Done, r.OutputTokens = r.Sent+time.Second, 16
-		p.add(r)
+		col.Add(&r)
 	}
-	// Far past any exact-sample cap, the CDF still equals summary.json's percentiles.
-	sum := metrics.Aggregate(recs, metrics.Config{Percentiles: []float64{50, 99, 99.9}})
-	lv := p.levels[0]
-	for _, m := range cdfMetrics {
-		st, _ := sum.Metrics.Get(strings.TrimSuffix(m, "_ms"))
-		for _, pc := range st.Percentiles {
-			got, _ := lv.q[m].Percentile(pc.P)
-			if math.Abs(got-pc.Value) > 1e-9 {
-				t.Errorf("%s p%v: report %v, summary %v", m, pc.P, got, pc.Value)
-			}
-		}
-	}
-	if len(lv.sampler.items) != timelineSample {
-		t.Fatalf("sample holds %d", len(lv.sampler.items))
+	sum := &Summary{Levels: []Level{{Level: col.Level(0)}}}
+	lv := sum.Levels[0]
+	if len(lv.Anatomy.Sample) != metrics.SampleSize {
+		t.Fatalf("sample holds %d", len(lv.Anatomy.Sample))
 	}
 	for _, m := range cdfMetrics {
-		if q := lv.q[m]; q.Distinct() > 5000 {
-			t.Fatalf("%s: %d distinct values kept", m, q.Distinct())
+		if q := lv.Dists[m.Key]; q.Distinct() > 5000 {
+			t.Fatalf("%s: %d distinct values kept", m.Key, q.Distinct())
 		}
 	}
-	if len(p.ot.tokens) > maxCollectBuckets {
-		t.Fatalf("%d over-time buckets", len(p.ot.tokens))
+	if len(col.ot.tokens) > maxCollectBuckets {
+		t.Fatalf("%d over-time buckets", len(col.ot.tokens))
 	}
-	d := p.finish()
+	d := col.Charts(sum)
 	if c := d.Levels[0].CDF["itl_ms"]; c.N != 200000*15 {
 		t.Fatalf("ITL CDF: n %d", c.N)
+	}
+	p99 := lv.Metrics.Stat(metrics.KeyITL)
+	if p, _ := p99.Get(99); d.Levels[0].CDF["itl_ms"].Values[slices.Index(cdfGrid, 0.99)] != roundSig(p.Value) {
+		t.Errorf("ITL CDF at 0.99 differs from the summary's P99 %v", p.Value)
 	}
 }
 
@@ -272,7 +254,7 @@ func TestWriteHTMLEscapesAndRedacts(t *testing.T) {
 	   "metrics":{"ttft_ms":{"count":3,"p50":12.5,"p99":30,"ci95":{"p50":[10,14],"p99":[20,null]}}}}],
 	 "sweet_spot":{"index":0,"concurrency":4,"reason":"only <level>"},"slo_limit":null,"extra_field":{"nested":[1,2]}}`
 	var b bytes.Buffer
-	if err := WriteHTML(&b, []byte(sum), ""); err != nil {
+	if err := WriteHTML(&b, []byte(sum), nil); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -305,7 +287,7 @@ func TestWriteHTMLEscapesAndRedacts(t *testing.T) {
 			Headers map[string]string
 			Levels  []struct{ Name string }
 		}
-		Records *recordData
+		Records *Charts
 	}
 	if err := json.Unmarshal([]byte(m[1]), &data); err != nil {
 		t.Fatalf("embedded data: %v", err)
@@ -338,7 +320,7 @@ func TestWriteHTMLSelfContained(t *testing.T) {
 	dir := t.TempDir()
 	sum, recordsPath := writeSynthRun(t, dir, []int{1, 4}, 20)
 	var b bytes.Buffer
-	if err := WriteHTML(&b, sum, recordsPath); err != nil {
+	if err := writeHTMLRecords(&b, sum, recordsPath); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -366,7 +348,7 @@ func TestWriteHTMLErrors(t *testing.T) {
 		{`{}`, filepath.Join(dir, "missing.jsonl"), "missing.jsonl"},
 	} {
 		var b bytes.Buffer
-		err := WriteHTML(&b, []byte(tc.summary), tc.records)
+		err := writeHTMLRecords(&b, []byte(tc.summary), tc.records)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want one mentioning %q", tc.summary, err, tc.want)
 		}
@@ -378,12 +360,12 @@ func TestWriteHTMLErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("{}\n{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(&bytes.Buffer{}, []byte(`{}`), bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl") || !strings.Contains(err.Error(), "line 1") {
+	if err := writeHTMLRecords(&bytes.Buffer{}, []byte(`{}`), bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl") || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("corrupt records: %v", err)
 	}
 	// A minimal summary with no levels and no records still renders.
 	var b bytes.Buffer
-	if err := WriteHTML(&b, []byte(`{}`), ""); err != nil || !strings.Contains(b.String(), "lists no levels") {
+	if err := WriteHTML(&b, []byte(`{}`), nil); err != nil || !strings.Contains(b.String(), "lists no levels") {
 		t.Fatalf("empty summary: %v", err)
 	}
 }
@@ -474,7 +456,7 @@ func TestWriteHTMLReadLag(t *testing.T) {
 	} {
 		sum := `{"schema":"llmbench/summary/v1","levels":[` + fmt.Sprintf(level, c.extra) + `]}`
 		var b bytes.Buffer
-		if err := WriteHTML(&b, []byte(sum), ""); err != nil {
+		if err := WriteHTML(&b, []byte(sum), nil); err != nil {
 			t.Fatal(err)
 		}
 		page := b.String()

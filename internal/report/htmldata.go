@@ -1,14 +1,7 @@
 package report
 
 import (
-	"bufio"
-	"bytes"
-	"container/heap"
-	"errors"
-	"fmt"
-	"io"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -17,17 +10,13 @@ import (
 	"github.com/llmbench/llmbench/internal/record"
 )
 
-// Limits that keep the report's memory bounded whatever the size of the run: one pass over
-// records.jsonl, a fixed-size sample per level, bounded quantile estimators, bounded buckets.
+// Limits that keep the report's memory bounded whatever the size of the run: bounded
+// buckets over time (the per-level sample and distributions are the aggregation's).
 const (
-	// timelineSample is how many requests per level the request-anatomy chart draws.
-	timelineSample = 2000
 	// maxCollectBuckets bounds the over-time arrays while reading; the width coarsens past it.
 	maxCollectBuckets = 20000
 	// maxShownBuckets bounds the points of the over-time chart.
 	maxShownBuckets = 3000
-	// sampleSeed makes the per-level timeline sample reproducible.
-	sampleSeed = 0x6c6c6d62656e6368 // "llmbench"
 )
 
 // bucketWidths is the ladder of over-time bucket widths (s); each divides the next, so
@@ -50,11 +39,20 @@ var cdfGrid = func() []float64 {
 	return append(q, 1)
 }()
 
-// cdfMetrics are the per-level distributions drawn as CDFs, in display order.
-var cdfMetrics = []string{"ttft_ms", "tpot_ms", "itl_ms"}
+// cdfMetrics are the registry's metrics drawn as CDFs, in display order.
+var cdfMetrics = func() []*metrics.Metric {
+	var out []*metrics.Metric
+	for _, m := range metrics.Registry {
+		if m.CDF {
+			out = append(out, m)
+		}
+	}
+	return out
+}()
 
-// recordData is what the page's per-request charts need, prepared from records.jsonl.
-type recordData struct {
+// Charts is what the page's per-request charts need: per level the aggregation's
+// distributions and sample of requests, and run-wide series over time (Collector).
+type Charts struct {
 	Levels   []*levelData `json:"levels"`
 	CDFGrid  []float64    `json:"cdf_q"`
 	OverTime *overTime    `json:"over_time"`
@@ -71,15 +69,10 @@ type levelData struct {
 	Failed   int     `json:"failed"`   // measured, failed (not canceled)
 	Start    float64 `json:"start_s"`  // first scheduled/sent of the level
 	End      float64 `json:"end_s"`    // last done of the level
-	// Sample holds up to timelineSample requests, ordered by sent time.
+	// Sample holds up to metrics.SampleSize requests, ordered by sent time.
 	Sample []sampleReq `json:"sample"`
 	// CDF maps a metric (ttft_ms, tpot_ms, itl_ms) to its values at cdfGrid.
 	CDF map[string]*cdfData `json:"cdf"`
-
-	sampler *bottomK
-	// q holds the exact distributions behind CDF, the same as summary.json's (metrics.Dist:
-	// memory grows with distinct values, not samples).
-	q map[string]*metrics.Dist
 }
 
 // cdfData is one distribution sampled at cdfGrid.
@@ -90,19 +83,9 @@ type cdfData struct {
 
 // sampleReq is one request of a timeline sample. It marshals as a compact array:
 // [index, scheduled_s, sent_s, first_token_s|null, last_token_s|null, done_s, output_tokens,
-// warmup (0/1), error kind|null].
-type sampleReq struct {
-	Index        int
-	Scheduled    time.Duration
-	Sent         time.Duration
-	First, Last  time.Duration
-	HasTokens    bool
-	Done         time.Duration
-	OutputTokens int
-	Warmup       bool
-	ErrKind      string
-	key          uint64 // sampling priority; smallest keys are kept
-}
+// warmup (0/1), error kind|null], then, only when the request's HTTP phases were measured,
+// [dns_s, connect_s, tls_s, write_s, headers_s] with null for a phase not measured.
+type sampleReq metrics.SampledRequest
 
 func (s sampleReq) MarshalJSON() ([]byte, error) {
 	b := []byte{'['}
@@ -132,6 +115,23 @@ func (s sampleReq) MarshalJSON() ([]byte, error) {
 	} else {
 		b = strconv.AppendQuote(b, s.ErrKind) // kinds are short ASCII identifiers
 	}
+	if p := s.Phases; p != nil {
+		b = append(b, ",["...)
+		for i, ph := range []struct {
+			has record.PhaseSet
+			d   time.Duration
+		}{{record.PhaseDNS, p.DNS}, {record.PhaseConnect, p.Connect}, {record.PhaseTLS, p.TLS}, {record.PhaseWrite, p.Write}, {record.PhaseHeaders, p.Headers}} {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if p.Has&ph.has == 0 {
+				b = append(b, "null"...)
+				continue
+			}
+			b = strconv.AppendFloat(b, ph.d.Seconds(), 'f', -1, 64)
+		}
+		b = append(b, ']')
+	}
 	return append(b, ']'), nil
 }
 
@@ -143,188 +143,99 @@ type overTime struct {
 	FailedPerS []float64 `json:"failed_per_s"`        // failed requests (by done time) per second
 }
 
-// prepareRecords reads records.jsonl in one pass with memory bounded independently of the
-// number of records. A truncated last line (a killed writer) is skipped and noted; any other
-// undecodable line is an error naming it.
-func prepareRecords(r io.Reader) (*recordData, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	p := newPreparer()
-	var pending error // a bad line is fatal only when another line follows it
-	lineNo := 0
-	for {
-		line, err := readLine(br)
-		if len(line) > 0 || err == nil {
-			lineNo++
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("records.jsonl: %w", err)
-		}
-		if b := bytes.TrimSpace(line); len(b) > 0 {
-			if pending != nil {
-				return nil, pending
-			}
-			var rec record.Record
-			if derr := rec.UnmarshalJSON(b); derr != nil {
-				pending = fmt.Errorf("records.jsonl line %d: %w", lineNo, derr)
-				if errors.Is(err, io.EOF) && line[len(line)-1] != '\n' {
-					// Unterminated last line: the writer was killed mid-line.
-					p.notes = append(p.notes, fmt.Sprintf("records.jsonl: last line %d is truncated and was ignored", lineNo))
-					pending = nil
-				}
-			} else {
-				p.add(&rec)
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-	}
-	if pending != nil {
-		// A bad, newline-terminated last line is still a corrupt file, not a killed writer.
-		return nil, pending
-	}
-	return p.finish(), nil
-}
-
-// readLine returns the next line including its '\n' (absent on the last line), of any length.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if !errors.Is(err, bufio.ErrBufferFull) {
-		return line, err
-	}
-	buf := append([]byte(nil), line...)
-	for errors.Is(err, bufio.ErrBufferFull) {
-		line, err = br.ReadSlice('\n')
-		buf = append(buf, line...)
-	}
-	return buf, err
-}
-
-type preparer struct {
-	levels map[int]*levelData
+// Collector gathers a run's figures from its records, one record at a time and each
+// once: a metrics.Aggregator per level, and the run-wide series over time for
+// report.html. run, simulate, report and merge all feed one, so the page and the summary
+// come from the same aggregation. Memory is bounded independently of the number of
+// records (metrics.Aggregator). Not safe for concurrent use.
+type Collector struct {
+	cfg    metrics.Config
+	levels map[int]*metrics.Aggregator
 	ot     *bucketer
-	notes  []string
 	n      int
+	notes  []string
 }
 
-func newPreparer() *preparer {
-	return &preparer{levels: map[int]*levelData{}, ot: newBucketer()}
+// NewCollector starts collecting with cfg for every level.
+func NewCollector(cfg metrics.Config) *Collector {
+	return &Collector{cfg: cfg, levels: map[int]*metrics.Aggregator{}, ot: newBucketer()}
 }
 
-func (p *preparer) level(i int) *levelData {
-	lv := p.levels[i]
-	if lv == nil {
-		lv = &levelData{Level: i, Start: math.Inf(1), End: math.Inf(-1), sampler: &bottomK{k: timelineSample}, q: map[string]*metrics.Dist{}}
-		for _, m := range cdfMetrics {
-			lv.q[m] = metrics.NewDist()
-		}
-		p.levels[i] = lv
+// Add takes one record of any level.
+func (c *Collector) Add(r *record.Record) {
+	c.n++
+	a := c.levels[r.Level]
+	if a == nil {
+		a = metrics.NewAggregator(c.cfg)
+		c.levels[r.Level] = a
 	}
-	return lv
-}
-
-func (p *preparer) add(r *record.Record) {
-	p.n++
-	lv := p.level(r.Level)
-	lv.Requests++
-	sent := r.Error == nil || r.Sent > 0 // a zero Sent with an error: never sent
-	start := r.Scheduled
-	if sent && r.Sent < start {
-		start = r.Sent
-	}
-	lv.Start = min(lv.Start, start.Seconds())
-	lv.End = max(lv.End, r.Done.Seconds())
-
-	s := sampleReq{
-		Index: r.Index, Scheduled: r.Scheduled, Sent: r.Sent, Done: r.Done,
-		OutputTokens: r.OutputTokens, Warmup: r.Warmup,
-		key: splitmix(sampleSeed ^ uint64(r.Level)<<40 ^ uint64(r.Index)),
-	}
-	if !sent {
-		s.Sent = r.Scheduled
-	}
-	if first, ok := r.FirstToken(); ok {
-		s.First, s.HasTokens = first, true
-		s.Last, _ = r.LastToken()
-	}
-	if r.Error != nil {
-		s.ErrKind = r.Error.Kind
-	}
-	lv.sampler.offer(s)
-
+	a.Add(r)
 	// Over time: what the server saw, warm-up included.
-	if sent {
-		p.ot.addInterval(r.Sent, r.Done)
+	if r.Error == nil || r.Sent > 0 { // a zero Sent with an error: never sent
+		c.ot.addInterval(r.Sent, r.Done)
 	}
-	r.Events.Each(func(_ int, t time.Duration, n int) { p.ot.addTokens(t, n) })
+	r.Events.Each(func(_ int, t time.Duration, n int) { c.ot.addTokens(t, n) })
 	if r.Error != nil && r.Error.Kind != record.KindCanceled {
-		p.ot.addFailure(r.Done)
+		c.ot.addFailure(r.Done)
 	}
-
-	if r.Warmup {
-		return
-	}
-	lv.Measured++
-	if r.Error != nil {
-		if r.Error.Kind != record.KindCanceled {
-			lv.Failed++
-		}
-		return
-	}
-	lv.OK++
-	// DESIGN.md §2 definitions, in ms.
-	first, ok := r.FirstToken()
-	if !ok {
-		return
-	}
-	lv.q["ttft_ms"].AddMicros(micros(first - r.Sent))
-	last, _ := r.LastToken()
-	n := r.OutputTokens
-	if n <= 0 {
-		n = r.Events.Tokens() // as metrics.Aggregate counts N
-	}
-	if n >= 2 {
-		lv.q["tpot_ms"].AddRatio(micros(last-first), int64(n-1), 1)
-	}
-	prev := first
-	r.Events.Each(func(i int, t time.Duration, n int) {
-		if i > 0 {
-			// A gap carrying n tokens is n ITL samples of gap/n.
-			lv.q["itl_ms"].AddRatio(micros(t-prev), int64(n), uint64(n))
-		}
-		prev = t
-	})
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// Note records a problem worth telling the page's reader (a truncated records.jsonl).
+func (c *Collector) Note(s string) { c.notes = append(c.notes, s) }
 
-func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
+// Notes are the problems noted so far.
+func (c *Collector) Notes() []string { return c.notes }
 
-func (p *preparer) finish() *recordData {
-	out := &recordData{CDFGrid: cdfGrid, OverTime: p.ot.finish(), Notes: p.notes, Records: p.n}
-	idx := make([]int, 0, len(p.levels))
-	for i := range p.levels {
-		idx = append(idx, i)
+// Indices are the levels that have records, in order.
+func (c *Collector) Indices() []int {
+	out := make([]int, 0, len(c.levels))
+	for i := range c.levels {
+		out = append(out, i)
 	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		lv := p.levels[i]
-		lv.Sample = lv.sampler.sorted()
-		lv.CDF = map[string]*cdfData{}
+	sort.Ints(out)
+	return out
+}
+
+// Level returns level i's figures (those of no records when it has none).
+func (c *Collector) Level(i int) metrics.Level {
+	if a := c.levels[i]; a != nil {
+		return a.Level()
+	}
+	return metrics.NewAggregator(c.cfg).Level()
+}
+
+// Aggregator returns level i's aggregator (nil when it has no records), for figures over
+// a sub-window of the level (metrics.Config.Window).
+func (c *Collector) Aggregator(i int) *metrics.Aggregator { return c.levels[i] }
+
+// Charts builds report.html's per-request data from the summary's levels (whose figures
+// came from this collector's Level) and the series over time.
+func (c *Collector) Charts(sum *Summary) *Charts {
+	out := &Charts{CDFGrid: cdfGrid, OverTime: c.ot.finish(), Notes: c.notes, Records: c.n}
+	for i := range sum.Levels {
+		lv := &sum.Levels[i].Level
+		an := lv.Anatomy
+		if an == nil || an.Requests == 0 {
+			continue
+		}
+		ld := &levelData{Level: i, Requests: an.Requests, Measured: an.Measured, OK: an.OK, Failed: an.Failed,
+			Start: an.Start.Seconds(), End: an.End.Seconds(), CDF: map[string]*cdfData{}}
+		for _, s := range an.Sample {
+			ld.Sample = append(ld.Sample, sampleReq(s))
+		}
 		for _, m := range cdfMetrics {
-			q := lv.q[m]
+			q := lv.Dists[m.Key]
 			if q.Count() == 0 {
 				continue
 			}
-			c := &cdfData{N: q.Count(), Values: make([]float64, len(cdfGrid))}
+			cd := &cdfData{N: q.Count(), Values: make([]float64, len(cdfGrid))}
 			for j, f := range cdfGrid {
 				v, _ := q.Percentile(f * 100)
-				c.Values[j] = roundSig(v)
+				cd.Values[j] = roundSig(v)
 			}
-			lv.CDF[m] = c
+			ld.CDF[m.JSON] = cd
 		}
-		lv.sampler, lv.q = nil, nil
-		out.Levels = append(out.Levels, lv)
+		out.Levels = append(out.Levels, ld)
 	}
 	return out
 }
@@ -336,57 +247,6 @@ func roundSig(v float64) float64 {
 	}
 	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 7, 64), 64)
 	return f
-}
-
-// splitmix is SplitMix64's finaliser: a well-mixed 64-bit hash, so the smallest keys form a
-// uniform sample that depends only on (level, index), not on the order of the file.
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
-}
-
-// bottomK keeps the k offered items with the smallest keys (a max-heap on key).
-type bottomK struct {
-	k     int
-	items []sampleReq
-}
-
-func (b *bottomK) Len() int           { return len(b.items) }
-func (b *bottomK) Less(i, j int) bool { return b.items[i].key > b.items[j].key }
-func (b *bottomK) Swap(i, j int)      { b.items[i], b.items[j] = b.items[j], b.items[i] }
-func (b *bottomK) Push(x any)         { b.items = append(b.items, x.(sampleReq)) }
-func (b *bottomK) Pop() any {
-	x := b.items[len(b.items)-1]
-	b.items = b.items[:len(b.items)-1]
-	return x
-}
-
-func (b *bottomK) offer(s sampleReq) {
-	if len(b.items) < b.k {
-		heap.Push(b, s)
-		return
-	}
-	if s.key < b.items[0].key {
-		b.items[0] = s
-		heap.Fix(b, 0)
-	}
-}
-
-// sorted returns the sample in the order the timeline draws it: by sent time, then index.
-func (b *bottomK) sorted() []sampleReq {
-	out := slices.Clone(b.items)
-	slices.SortFunc(out, func(x, y sampleReq) int {
-		if x.Sent != y.Sent {
-			if x.Sent < y.Sent {
-				return -1
-			}
-			return 1
-		}
-		return x.Index - y.Index
-	})
-	return out
 }
 
 // bucketer accumulates whole-run series in buckets of a width from bucketWidths, coarsening

@@ -195,7 +195,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	if a.String() != b.String() {
 		t.Errorf("round trip changed summary.json:\n%s\n---\n%s", a.String(), b.String())
 	}
-	if back.Levels[1].Metrics.TTFT.Count != s.Levels[1].Metrics.TTFT.Count || back.Levels[2].SLO == nil {
+	if back.Levels[1].Metrics.Stat("ttft").Count != s.Levels[1].Metrics.Stat("ttft").Count || back.Levels[2].SLO == nil {
 		t.Error("levels lost in the round trip")
 	}
 	for _, c := range []struct{ in, err string }{

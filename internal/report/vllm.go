@@ -38,10 +38,14 @@ func VLLMResult(l *Level, percentiles []float64) map[string]any {
 	}
 	out["max_output_tokens_per_s"] = l.PeakOutputThroughput
 	out["max_concurrent_requests"] = l.PeakConcurrency
-	for _, m := range []struct {
-		vllm string
-		s    *metrics.Stats
-	}{{"ttft", &l.Metrics.TTFT}, {"tpot", &l.Metrics.TPOT}, {"itl", &l.Metrics.ChunkGap}, {"e2el", &l.Metrics.E2EL}} {
+	for _, d := range metrics.Registry {
+		if d.VLLM == "" {
+			continue
+		}
+		m := struct {
+			vllm string
+			s    metrics.Stats
+		}{d.VLLM, l.Metrics.Stat(d.Key)}
 		out["mean_"+m.vllm+"_ms"] = finite(m.s.Mean)
 		out["std_"+m.vllm+"_ms"] = finite(m.s.Std)
 		med, ok := m.s.Get(50)

@@ -3,8 +3,6 @@ package sim
 import (
 	"fmt"
 	"time"
-
-	"github.com/llmbench/llmbench/internal/record"
 )
 
 // The core is the engine without a clock: a discrete-event scheduler that both the
@@ -44,11 +42,10 @@ type seq struct {
 	prefillEnd  time.Duration // disaggregated: when its prefill finishes
 
 	// Driver data.
-	ch           chan Step
-	pending      int // wall clock: tokens not yet delivered (slow consumer)
-	stop         func() bool
-	rec          *record.Record
-	lprev, lnext *seq // virtual clock: the in-flight list
+	ch      chan Step
+	pending int // wall clock: tokens not yet delivered (slow consumer)
+	stop    func() bool
+	id      uint64 // virtual clock: the driver's name for it
 }
 
 // cacheEntry is a prefix-cache block: held by refs sequences, or on the LRU list when 0.
@@ -87,7 +84,7 @@ type core struct {
 	emit func(s *seq, t time.Duration, n int, done bool)
 	// vemit, when set, replaces emit with a direct call (the virtual clock's hot path),
 	// and finished sequences are recycled.
-	vemit *vsim
+	vemit *Virtual
 	free  []*seq
 }
 
@@ -245,7 +242,7 @@ func (c *core) emitTo(s *seq, t time.Duration, n int, done bool) {
 		c.emit(s, t, n, done)
 		return
 	}
-	c.vemit.emit(s, t, n, done)
+	c.vemit.emitSeq(s, t, n, done)
 	if done {
 		c.free = append(c.free, s)
 	}

@@ -262,7 +262,10 @@ func TestDisaggregatedDecodeNeverWaits(t *testing.T) {
 func TestPrefixCaching(t *testing.T) {
 	p := smallProfile(t, PrefillColocated, 100000)
 	p.Engine.PrefixCaching = true
-	hashes := prefixHashes(7, 30) // 480 tokens of shared prefix
+	hashes := make([]uint64, 30) // 480 tokens of shared prefix
+	for i := range hashes {
+		hashes[i] = uint64(7)<<32 | uint64(i)
+	}
 	var arr []arrival
 	for i := range 5 {
 		arr = append(arr, arrival{at: time.Duration(i) * time.Second, req: SeqRequest{PromptTokens: 500, MaxTokens: 3, IgnoreEOS: true, PrefixHashes: hashes}})

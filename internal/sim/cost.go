@@ -72,8 +72,8 @@ func (l Linear) Step(w StepWork) time.Duration {
 // Prefill implements CostModel.
 func (l Linear) Prefill(n int) time.Duration { return ms(l.PrefillMsPerToken * float64(n)) }
 
-// Roofline efficiency factors, calibrated once against ../shared/calibration/
-// h200-llama-3.1-8b.json (docs/simulator.md shows the derivation) and used unchanged for
+// Roofline efficiency factors, calibrated once against testdata/h200-llama-3.1-8b.json
+// (docs/simulator.md shows the derivation) and used unchanged for
 // every model and GPU, so predictions carry to shapes nobody measured.
 const (
 	// ComputeEfficiency is the fraction of the datasheet tensor FLOP/s that matmuls and

@@ -394,7 +394,7 @@ func (p Profile) validate() []error {
 	case CostRoofline:
 	case CostTable:
 		if c.File == "" {
-			add("cost.file", "kind table needs a file of measured step times (the shape of ../shared/calibration/*.json)")
+			add("cost.file", "kind table needs a file of measured step times (the shape of internal/sim/testdata/h200-llama-3.1-8b.json)")
 		} else if p.table == nil {
 			add("cost.file", "%q was not loaded (use LoadProfile or ParseProfile)", c.File)
 		}

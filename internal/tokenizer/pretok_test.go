@@ -2,8 +2,6 @@ package tokenizer
 
 import (
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -112,13 +110,11 @@ func TestFastPretokenizerAllRunes(t *testing.T) {
 	}
 }
 
-// TestFastPretokenizerCorpus compares on the shared reference texts.
+// TestFastPretokenizerCorpus compares on the reference texts.
 func TestFastPretokenizerCorpus(t *testing.T) {
-	needShared(t)
-	ref := filepath.Join(sharedDir, "reference")
 	var texts []string
 	for _, f := range []string{"texts", "corpus", "edge", "patho"} {
-		texts = append(texts, readJSON[[]string](t, filepath.Join(ref, f+".json"))...)
+		texts = append(texts, readRef[[]string](t, f)...)
 	}
 	for name, pat := range knownPatterns {
 		re := regexp2.MustCompile(pat, regexp2.None)
@@ -132,11 +128,9 @@ func TestFastPretokenizerCorpus(t *testing.T) {
 
 // TestFastMatcherSelected: the shipped files use the hand-written matchers.
 func TestFastMatcherSelected(t *testing.T) {
-	specs := []string{"o200k_base", "cl100k_base", qwenFixture}
-	if _, err := os.Stat(sharedDir); err == nil {
-		for _, m := range []string{"llama3", "qwen3", "gpt4o"} {
-			specs = append(specs, filepath.Join(sharedDir, m, "tokenizer.json"))
-		}
+	specs := []string{"o200k_base", "cl100k_base"}
+	for _, m := range models {
+		specs = append(specs, tokenizerFile(m))
 	}
 	for _, spec := range specs {
 		tok, err := Load(spec)

@@ -15,7 +15,7 @@ import (
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
-const qwenFixture = "testdata/qwen3/tokenizer.json.gz"
+var qwenFixture = tokenizerFile("qwen3")
 
 type fixtureCase struct {
 	Set  string `json:"set"`
@@ -236,15 +236,10 @@ func TestConcurrentEncode(t *testing.T) {
 
 // Benchmarks: go test -bench . -run '^$' ./internal/tokenizer/
 func BenchmarkEncode(b *testing.B) {
-	corpus := filepath.Join(sharedDir, "reference", "corpus.json")
-	patho := filepath.Join(sharedDir, "reference", "patho.json")
-	if _, err := os.Stat(corpus); err != nil {
-		b.Skip("shared data absent")
-	}
-	texts := readJSON[[]string](b, corpus)
-	words := readJSON[[]string](b, patho)
+	texts := readRef[[]string](b, "corpus")
+	words := readRef[[]string](b, "patho")
 	joined := strings.Join(texts, "\n")
-	for _, spec := range []string{"o200k_base", filepath.Join(sharedDir, "llama3", "tokenizer.json"), filepath.Join(sharedDir, "qwen3", "tokenizer.json")} {
+	for _, spec := range []string{"o200k_base", tokenizerFile("llama3"), tokenizerFile("qwen3")} {
 		tok, err := Load(spec)
 		if err != nil {
 			b.Fatal(err)
@@ -273,11 +268,7 @@ func BenchmarkEncode(b *testing.B) {
 // BenchmarkTiktokenGoPatho is the baseline the merge loop replaces: tiktoken-go's own
 // quadratic byte-pair merge on the 20k-character words (o200k_base).
 func BenchmarkTiktokenGoPatho(b *testing.B) {
-	patho := filepath.Join(sharedDir, "reference", "patho.json")
-	if _, err := os.Stat(patho); err != nil {
-		b.Skip("shared data absent")
-	}
-	words := readJSON[[]string](b, patho)
+	words := readRef[[]string](b, "patho")
 	tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
 	enc, err := tiktoken.GetEncoding("o200k_base")
 	if err != nil {

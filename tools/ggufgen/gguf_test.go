@@ -426,13 +426,11 @@ var (
 	llama3Err  error
 )
 
-// llama3Vocab loads ../shared's Llama 3 tokenizer once for all tests; skips without it.
+// llama3Vocab loads the committed Llama 3 tokenizer (internal/tokenizer's test data) once
+// for all tests.
 func llama3Vocab(t *testing.T) *Vocab {
 	t.Helper()
-	const path = "../../../shared/tokenizers/llama3/tokenizer.json"
-	if _, err := os.Stat(path); err != nil {
-		t.Skip("../shared not present:", err)
-	}
+	const path = "../../internal/tokenizer/testdata/llama3/tokenizer.json.gz"
 	llama3Once.Do(func() { llama3, llama3Err = loadTokenizerJSON(path) })
 	if llama3Err != nil {
 		t.Fatal(llama3Err)

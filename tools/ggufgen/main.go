@@ -6,7 +6,7 @@
 // max_tokens printable tokens. Sample it with temperature: greedy decoding of random
 // weights repeats one token, and Ollama aborts a stream after 31 repeats.
 //
-//	go run ./tools/ggufgen -out model.gguf [-tokenizer ../shared/tokenizers/llama3/tokenizer.json]
+//	go run ./tools/ggufgen -out model.gguf [-tokenizer internal/tokenizer/testdata/llama3/tokenizer.json.gz]
 package main
 
 import (
@@ -27,7 +27,7 @@ func main() {
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("ggufgen", flag.ContinueOnError)
 	out := fs.String("out", "model.gguf", "output `file`")
-	tokPath := fs.String("tokenizer", "", "byte-level BPE tokenizer.json with Llama 3 special tokens (e.g. ../shared/tokenizers/llama3/tokenizer.json); empty: a made-up ~1000-token vocabulary")
+	tokPath := fs.String("tokenizer", "", "byte-level BPE tokenizer.json (or .json.gz) with Llama 3 special tokens (e.g. internal/tokenizer/testdata/llama3/tokenizer.json.gz); empty: a made-up ~1000-token vocabulary")
 	var c Config
 	fs.IntVar(&c.Layers, "layers", 2, "transformer blocks")
 	fs.IntVar(&c.Embd, "embd", 64, "hidden size")

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"unicode"
@@ -155,10 +158,17 @@ type hfTokenizer struct {
 	} `json:"model"`
 }
 
-// loadTokenizerJSON reads a byte-level BPE tokenizer.json (Llama 3's, GPT-2's, ...).
-// Merges may be "a b" strings or ["a", "b"] pairs (newer tokenizers library versions).
+// loadTokenizerJSON reads a byte-level BPE tokenizer.json (Llama 3's, GPT-2's, ...), or a
+// gzipped one whose name ends in .gz. Merges may be "a b" strings or ["a", "b"] pairs
+// (newer tokenizers library versions).
 func loadTokenizerJSON(path string) (*Vocab, error) {
 	data, err := os.ReadFile(path)
+	if err == nil && strings.HasSuffix(path, ".gz") {
+		var zr *gzip.Reader
+		if zr, err = gzip.NewReader(bytes.NewReader(data)); err == nil {
+			data, err = io.ReadAll(zr)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@
     fg: "#1d2330", muted: "#5d6677", grid: "#eef0f4", tick: "#dfe3ea",
     accent: "#7b3fc4", good: "#1a7f4b", bad: "#c62f2f",
     queue: "#b8bfcc", prefill: "#f28e2b", decode: "#4e79a7", tail: "#9fc4e6",
+    setup: "#76b7b2", headers: "#edc948",
   };
   var PCT_COLORS = { p50: "#4e79a7", p90: "#59a14f", p95: "#edc948", p99: "#e15759", "p99.9": "#7b3fc4" };
   var CAT = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
@@ -213,10 +214,12 @@
 
   // ---- CDFs --------------------------------------------------------------------------------
 
-  var CDF_LABEL = { ttft_ms: "TTFT", tpot_ms: "TPOT", itl_ms: "ITL" };
+  // The CDF charts are the page's figures named cdf-METRIC, labelled by the metric registry.
+  function cdfFigures() { return Array.prototype.slice.call(document.querySelectorAll('figure[data-chart^="cdf-"]')); }
 
-  function cdf(metric, logX) {
-    var name = "cdf-" + metric;
+  function cdf(fig, logX) {
+    var name = fig.getAttribute("data-chart"), metric = name.slice(4);
+    var label = fig.getAttribute("data-label") || metric, axisLabel = fig.getAttribute("data-axis") || label;
     if (!R) { noData(name, "Per-request data (records.jsonl) was not given."); return; }
     var q = R.cdf_q || [];
     // xy mode: each level keeps its own x values, so a step (many samples at one latency)
@@ -242,15 +245,15 @@
         facets: [{ scale: "x", auto: true }, { scale: "y", auto: false }],
       });
     });
-    if (data.length < 2) { noData(name, "No successful request has " + CDF_LABEL[metric] + " samples."); return; }
+    if (data.length < 2) { noData(name, "No successful request has " + label + " samples."); return; }
     var cap = figure(name).querySelector("figcaption");
-    cap.textContent = CDF_LABEL[metric] + " distribution";
+    cap.textContent = label + " distribution";
     var pad = hi > lo ? (hi - lo) * 0.05 : Math.abs(hi) * 0.1 || 1;
     var xr = logX ? [lo / 1.15, hi * 1.15] : [Math.max(0, lo - pad), hi + pad];
     make(name, {
       mode: 2,
       scales: { x: { time: false, distr: logX ? 3 : 1, range: function () { return xr; } }, y: { range: function () { return [0, 1]; } } },
-      axes: [axis(CDF_LABEL[metric] + " (ms" + (metric === "itl_ms" ? ", per token" : "") + ")"),
+      axes: [axis(axisLabel),
         axis("fraction of samples", { size: 50, values: function (u, v) { return v.map(function (x) { return Math.round(x * 100) + "%"; }); } })],
       series: series,
       legend: { live: false },
@@ -261,7 +264,7 @@
   function cdfs() {
     var box = document.getElementById("cdf-log");
     var logX = !!(box && box.checked);
-    ["ttft_ms", "tpot_ms", "itl_ms"].forEach(function (m) { cdf(m, logX); });
+    cdfFigures().forEach(function (f) { cdf(f, logX); });
   }
 
   // ---- request anatomy ---------------------------------------------------------------------
@@ -270,16 +273,25 @@
 
   function anatomyLevels() { return R ? R.levels.filter(function (l) { return l.sample && l.sample.length; }) : []; }
 
+  // phases sums a sample row's measured HTTP phases: setup (DNS + connect + TLS, before
+  // the send) and after (write + headers, from the send to the response headers), in s.
+  function phases(r) {
+    var p = r[9], v = function (i) { return p && isNum(p[i]) ? p[i] : 0; };
+    return { setup: v(0) + v(1) + v(2), after: v(3) + v(4) };
+  }
+
   function anatomy() {
     if (!R) { noData("anatomy", "Per-request data (records.jsonl) was not given."); return; }
     var sel = document.getElementById("anatomy-level");
     var lvls = anatomyLevels();
     if (!lvls.length) { noData("anatomy", "records.jsonl holds no requests."); return; }
     var lv = lvls.filter(function (l) { return String(l.level) === sel.value; })[0] || lvls[0];
-    var rows = lv.sample; // [index, scheduled, sent, first|null, last|null, done, tokens, warmup, error|null]
+    // [index, scheduled, sent, first|null, last|null, done, tokens, warmup, error|null,
+    //  then, when measured, [dns, connect, tls, write, headers] (null: not measured)]
+    var rows = lv.sample;
     var n = rows.length;
     var lo = Infinity, hi = -Infinity;
-    rows.forEach(function (r) { lo = Math.min(lo, r[1], r[2]); hi = Math.max(hi, r[5]); });
+    rows.forEach(function (r) { lo = Math.min(lo, r[1], r[2] - phases(r).setup); hi = Math.max(hi, r[5]); });
     if (!(hi > lo)) hi = lo + 1;
     var info = document.getElementById("anatomy-info");
     info.textContent = (n < lv.requests ? "a uniform sample of " + n + " of " + lv.requests + " requests" : n + " requests") +
@@ -314,13 +326,16 @@
             y = Math.round(u.bbox.top + k * rowH);
             h = Math.max(1, Math.round(u.bbox.top + (k + 1) * rowH) - y - gap);
             ctx.globalAlpha = r[7] ? 0.35 : 1;
-            seg(r[1], r[2], C.queue);
+            var ph = phases(r), from = r[2];
+            seg(r[1], r[2] - ph.setup, C.queue);
+            if (ph.setup > 0) seg(r[2] - ph.setup, r[2], C.setup);
             if (r[8]) { seg(r[2], r[5], C.bad); return; }
+            if (ph.after > 0) { from = r[2] + ph.after; seg(r[2], Math.min(from, isNum(r[3]) ? r[3] : r[5]), C.headers); }
             if (isNum(r[3])) {
-              seg(r[2], r[3], C.prefill);
+              seg(Math.min(from, r[3]), r[3], C.prefill);
               seg(r[3], r[4], C.decode);
               seg(r[4], r[5], C.tail);
-            } else seg(r[2], r[5], C.prefill);
+            } else seg(Math.min(from, r[5]), r[5], C.prefill);
           });
           ctx.restore();
         }],
@@ -333,6 +348,8 @@
           var ms = function (a, b) { return isNum(a) && isNum(b) ? fmt((b - a) * 1000, "ms") : "—"; };
           var parts = ["request " + r[0] + (r[7] ? " (warm-up)" : ""), "sent at " + r[2].toFixed(3) + " s",
             "waited " + ms(r[1], r[2])];
+          var p = r[9];
+          if (p) ["DNS", "connect", "TLS", "write", "headers"].forEach(function (n, i) { if (isNum(p[i])) parts.push(n + " " + fmt(p[i] * 1000, "ms")); });
           if (r[8]) parts.push("failed: " + r[8] + " after " + ms(r[2], r[5]));
           else parts.push("TTFT " + ms(r[2], r[3]), "decode " + ms(r[3], r[4]), "E2EL " + ms(r[2], r[4]), r[6] + " output tokens");
           hover.textContent = parts.join(" · ");

@@ -1,4 +1,4 @@
-package sim
+package engine
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/engine"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -42,15 +41,15 @@ func (r replayTarget) Do(ctx context.Context, start time.Time, req workload.Requ
 }
 
 // TestSimulateTurnsFollowThePlan: the simulator sends a multi-turn level exactly as
-// engine.Run does. Run against a target that answers each request in the time the
+// Run does. Run against a target that answers each request in the time the
 // simulator took for it must reproduce the simulator's records: the same indices, marks,
 // due times and send times. And every later turn is due at the previous one's Done plus
 // the think time.
 func TestSimulateTurnsFollowThePlan(t *testing.T) {
 	const turns, think = 3, 400 * time.Millisecond
-	p := mustProfile(t, "h200-llama-3.1-8b")
+	p := simProfile(t, "h200-llama-3.1-8b")
 	src := turnWorkload(t, turns, think, 600, 120)
-	for _, lvl := range []engine.Level{
+	for _, lvl := range []Level{
 		{Concurrency: 4, Requests: 30, Warmup: 2},
 		{Rate: 6, Requests: 40, Seed: 4},
 		{Rate: 12, Arrival: schedule.Arrival{Kind: schedule.Gamma, Burstiness: 0.5}, Requests: 40, MaxConcurrency: 3, Seed: 8},
@@ -90,7 +89,7 @@ func TestSimulateTurnsFollowThePlan(t *testing.T) {
 			var mu sync.Mutex
 			var live []*record.Record
 			synctest.Test(t, func(t *testing.T) {
-				if _, err := engine.Run(t.Context(), time.Now(), lvl, src, replayTarget{took}, func(r *record.Record) {
+				if _, err := Run(t.Context(), time.Now(), lvl, src, replayTarget{took}, func(r *record.Record) {
 					mu.Lock()
 					live = append(live, r)
 					mu.Unlock()
@@ -99,12 +98,12 @@ func TestSimulateTurnsFollowThePlan(t *testing.T) {
 				}
 			})
 			if len(live) != len(sim) {
-				t.Errorf("engine.Run sent %d requests, the simulator %d", len(live), len(sim))
+				t.Errorf("Run sent %d requests, the simulator %d", len(live), len(sim))
 			}
 			for _, r := range live {
 				s, ok := byIdx[r.Index]
 				if !ok {
-					t.Errorf("engine.Run sent %d, the simulator did not", r.Index)
+					t.Errorf("Run sent %d, the simulator did not", r.Index)
 					continue
 				}
 				if r.Scheduled != s.Scheduled || r.Sent != s.Sent || r.Done != s.Done || r.Warmup != s.Warmup || r.Turn != s.Turn || r.Conversation != s.Conversation {
@@ -122,9 +121,9 @@ func TestSimulateTurnsPrefixCache(t *testing.T) {
 	const turns = 4
 	src := turnWorkload(t, turns, time.Second, 1000, 200)
 	// One user at a time, so each turn's TTFT is its own prefill and nothing else.
-	lvl := engine.Level{Concurrency: 1, Requests: 16}
+	lvl := Level{Concurrency: 1, Requests: 16}
 	ttft := func(caching bool) []time.Duration {
-		p := mustProfile(t, "h200-llama-3.1-8b")
+		p := simProfile(t, "h200-llama-3.1-8b")
 		p.Engine.PrefixCaching = caching
 		recs, _ := simulate(t, p, lvl, src)
 		sum := make([]time.Duration, turns)
@@ -184,12 +183,12 @@ func TestTraceHashes(t *testing.T) {
 		t.Errorf("%d blocks past a 100-token hashed prefix, want 6 (96 tokens)", n)
 	}
 	// A trace request's hashes reach the cache: the second of two alike prompts hits it.
-	p := mustProfile(t, "h200-llama-3.1-8b")
+	p := simProfile(t, "h200-llama-3.1-8b")
 	p.Engine.PrefixCaching = true
 	src := funcSource(func(i int) workload.Request {
 		return workload.Request{InputTokens: 2048, OutputTokens: 4, PrefixHashes: []uint64{5, 6, 7, 8}, BlockTokens: 512}
 	})
-	recs, _ := simulate(t, p, engine.Level{Concurrency: 1, Requests: 2}, src)
+	recs, _ := simulate(t, p, Level{Concurrency: 1, Requests: 2}, src)
 	first := func(r *record.Record) time.Duration { ft, _ := r.FirstToken(); return ft - r.Sent }
 	if a, b := first(recs[0]), first(recs[1]); b >= a/4 {
 		t.Errorf("TTFT %v then %v: the repeated trace prompt missed the cache", a, b)

@@ -1,4 +1,4 @@
-package sim
+package engine
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/engine"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -20,12 +19,12 @@ import (
 // 8 × (1 + 0.12 × (c − 1)) ms. So TPOT is the step time and the throughput is
 // c × 100 tokens per E2EL = 10.24 + 99 × step.
 func TestTextbookTable(t *testing.T) {
-	p := mustProfile(t, "textbook")
+	p := simProfile(t, "textbook")
 	for _, tc := range []struct {
 		c          int
 		tpot, tput float64
 	}{{1, 8.00, 125}, {4, 10.88, 368}, {16, 22.40, 718}, {64, 68.48, 943}} {
-		lvl := engine.Level{Concurrency: tc.c, Requests: 20 * tc.c, Warmup: tc.c}
+		lvl := Level{Concurrency: tc.c, Requests: 20 * tc.c, Warmup: tc.c}
 		recs, _ := simulate(t, p, lvl, fixedSource{in: 512, out: 100})
 		var tpots []float64
 		var measured = recs[:0:0]
@@ -53,19 +52,19 @@ func TestTextbookTable(t *testing.T) {
 // TestSimulateRecords: the records carry what a live run's would: indices, warm-up marks,
 // times on the run's timeline (from levelStart), events based at Sent, usage counts.
 func TestSimulateRecords(t *testing.T) {
-	p := mustProfile(t, "h200-llama-3.1-8b")
-	lvl := engine.Level{Index: 3, Concurrency: 4, Requests: 20, Warmup: 4}
+	p := simProfile(t, "h200-llama-3.1-8b")
+	lvl := Level{Index: 3, Concurrency: 4, Requests: 20, Warmup: 4}
 	src := funcSource(func(i int) workload.Request {
 		return workload.Request{InputTokens: 200 + 10*i, OutputTokens: 30 + i}
 	})
 	start := 5 * time.Second
 	var recs []*record.Record
-	end, reason, err := Simulate(context.Background(), p, lvl, start, src, func(r *record.Record) { recs = append(recs, r) })
+	end, reason, err := simulateLevel(context.Background(), p, lvl, start, src, func(r *record.Record) { recs = append(recs, r) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reason != engine.EndRequests {
-		t.Errorf("end reason %q, want %q", reason, engine.EndRequests)
+	if reason != EndRequests {
+		t.Errorf("end reason %q, want %q", reason, EndRequests)
 	}
 	if len(recs) != 24 {
 		t.Fatalf("%d records, want 24", len(recs))
@@ -108,12 +107,12 @@ func TestSimulateRecords(t *testing.T) {
 // TestSimulateDeterministic: the same inputs give identical records.
 func TestSimulateDeterministic(t *testing.T) {
 	run := func() string {
-		p := mustProfile(t, "h200-llama-3.1-8b")
+		p := simProfile(t, "h200-llama-3.1-8b")
 		p.Engine.KVCacheTokens = 20000 // force preemptions too
 		src := funcSource(func(i int) workload.Request {
 			return workload.Request{InputTokens: 100 + (i*7919)%3000, OutputTokens: 20 + (i*104729)%700}
 		})
-		recs, _ := simulate(t, p, engine.Level{Rate: 40, Requests: 300, Seed: 9}, src)
+		recs, _ := simulate(t, p, Level{Rate: 40, Requests: 300, Seed: 9}, src)
 		var b []byte
 		for _, r := range recs {
 			b = record.AppendJSON(b, r)
@@ -130,8 +129,8 @@ func TestSimulateDeterministic(t *testing.T) {
 // TestSimulateOpenLoop: requests are sent at the plan's due times; with a concurrency cap,
 // late ones wait for a slot (schedule lag) but keep their due time as Scheduled.
 func TestSimulateOpenLoop(t *testing.T) {
-	p := mustProfile(t, "textbook")
-	lvl := engine.Level{Rate: 50, Arrival: schedule.Arrival{Kind: schedule.Constant}, Requests: 40}
+	p := simProfile(t, "textbook")
+	lvl := Level{Rate: 50, Arrival: schedule.Arrival{Kind: schedule.Constant}, Requests: 40}
 	recs, _ := simulate(t, p, lvl, fixedSource{in: 100, out: 20})
 	for i, r := range recs {
 		want := time.Duration(i) * 20 * time.Millisecond
@@ -159,8 +158,8 @@ func TestSimulateOpenLoop(t *testing.T) {
 // TestSimulateDuration: a timed level stops sending at its duration and waits for the
 // requests in flight.
 func TestSimulateDuration(t *testing.T) {
-	p := mustProfile(t, "textbook")
-	recs, end := simulate(t, p, engine.Level{Concurrency: 2, Duration: 2 * time.Second}, fixedSource{in: 512, out: 100})
+	p := simProfile(t, "textbook")
+	recs, end := simulate(t, p, Level{Concurrency: 2, Duration: 2 * time.Second}, fixedSource{in: 512, out: 100})
 	for _, r := range recs {
 		if r.Sent >= 2*time.Second {
 			t.Errorf("request %d sent at %v, after the duration", r.Index, r.Sent)
@@ -177,14 +176,14 @@ func TestSimulateInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var recs []*record.Record
 	n := 0
-	_, reason, err := Simulate(ctx, mustProfile(t, "textbook"), engine.Level{Concurrency: 8, Requests: 1_000_000}, 0, fixedSource{in: 10, out: 10}, func(r *record.Record) {
+	_, reason, err := simulateLevel(ctx, simProfile(t, "textbook"), Level{Concurrency: 8, Requests: 1_000_000}, 0, fixedSource{in: 10, out: 10}, func(r *record.Record) {
 		recs = append(recs, r)
 		if n++; n == 100 {
 			cancel()
 		}
 	})
-	if !errors.Is(err, context.Canceled) || reason != engine.EndInterrupted {
-		t.Fatalf("error %v, end reason %q; want context.Canceled, %q", err, reason, engine.EndInterrupted)
+	if !errors.Is(err, context.Canceled) || reason != EndInterrupted {
+		t.Fatalf("error %v, end reason %q; want context.Canceled, %q", err, reason, EndInterrupted)
 	}
 	cancelled := 0
 	for _, r := range recs {
@@ -205,25 +204,25 @@ func (n traceSource) Request(level, i int) workload.Request {
 }
 func (n traceSource) Len() int { return int(n) }
 
-// TestSimulateEndReasons: a level ends as engine.Run's would, and says so: its requests, its
+// TestVirtualEndReasons: a level ends as Run's would, and says so: its requests, its
 // duration, or the end of the trace it replays.
-func TestSimulateEndReasons(t *testing.T) {
-	p := mustProfile(t, "textbook")
+func TestVirtualEndReasons(t *testing.T) {
+	p := simProfile(t, "textbook")
 	for _, c := range []struct {
 		name string
-		lvl  engine.Level
+		lvl  Level
 		src  workload.Source
-		want engine.EndReason
+		want EndReason
 		n    int
 	}{
-		{"closed requests", engine.Level{Concurrency: 2, Requests: 6}, fixedSource{in: 10, out: 5}, engine.EndRequests, 6},
-		{"closed duration", engine.Level{Concurrency: 2, Duration: time.Second}, fixedSource{in: 10, out: 5}, engine.EndDuration, 0},
-		{"open duration", engine.Level{Rate: 20, Duration: time.Second}, fixedSource{in: 10, out: 5}, engine.EndDuration, 0},
-		{"trace runs out", engine.Level{Rate: 100, Requests: 50}, traceSource(12), engine.EndTrace, 12},
-		{"trace cut by requests", engine.Level{Rate: 100, Requests: 5}, traceSource(12), engine.EndRequests, 5},
+		{"closed requests", Level{Concurrency: 2, Requests: 6}, fixedSource{in: 10, out: 5}, EndRequests, 6},
+		{"closed duration", Level{Concurrency: 2, Duration: time.Second}, fixedSource{in: 10, out: 5}, EndDuration, 0},
+		{"open duration", Level{Rate: 20, Duration: time.Second}, fixedSource{in: 10, out: 5}, EndDuration, 0},
+		{"trace runs out", Level{Rate: 100, Requests: 50}, traceSource(12), EndTrace, 12},
+		{"trace cut by requests", Level{Rate: 100, Requests: 5}, traceSource(12), EndRequests, 5},
 	} {
 		n := 0
-		_, reason, err := Simulate(context.Background(), p, c.lvl, 0, c.src, func(*record.Record) { n++ })
+		_, reason, err := simulateLevel(context.Background(), p, c.lvl, 0, c.src, func(*record.Record) { n++ })
 		if err != nil || reason != c.want || (c.n > 0 && n != c.n) {
 			t.Errorf("%s: %d records, end reason %q, %v; want %d, %q", c.name, n, reason, err, c.n, c.want)
 		}
@@ -233,12 +232,12 @@ func TestSimulateEndReasons(t *testing.T) {
 // BenchmarkSimulate1M is the wall time of simulating 1,000,000 requests (issue 3's target
 // is 5 s): the default roofline profile, concurrency 256, 512 input and 128 output tokens.
 func BenchmarkSimulate1M(b *testing.B) {
-	p := mustProfile(b, "h200-llama-3.1-8b")
-	lvl := engine.Level{Concurrency: 256, Requests: 1_000_000}
+	p := simProfile(b, "h200-llama-3.1-8b")
+	lvl := Level{Concurrency: 256, Requests: 1_000_000}
 	src := fixedSource{in: 512, out: 128}
 	for b.Loop() {
 		n := 0
-		if _, _, err := Simulate(context.Background(), p, lvl, 0, src, func(*record.Record) { n++ }); err != nil {
+		if _, _, err := simulateLevel(context.Background(), p, lvl, 0, src, func(*record.Record) { n++ }); err != nil {
 			b.Fatal(err)
 		}
 		if n != 1_000_000 {

@@ -1,0 +1,369 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// Dispatch is a level's dispatch policy with no clock: a driver says what time it is and
+// which requests finished, and Dispatch hands it (out) what to send, one at a time, as it
+// decides, so that the first is on its way while the next is being built. The policies — a closed loop,
+// an open loop (a plan or a replayed trace) under an optional in-flight cap, multi-turn
+// conversations of either — are written here once; Run drives them on the wall clock and
+// RunVirtual on the simulator's virtual clock, so live runs and simulations cannot drift
+// apart. Times are offsets from the level's start. Not safe for concurrent use.
+type Dispatch struct {
+	lvl   Level
+	src   workload.Source
+	first *workload.Request // request 0, built to learn the kind of level; used once
+
+	closed *ClosedLoop
+	open   *OpenLoop
+	next   Planned // open loop: the next arrival
+	has    bool    // next is set
+
+	conv     *Conversations
+	turns    map[int]Turn // multi-turn: in flight, by index
+	startDue time.Duration
+	hasStart bool // open-loop conversations: startDue is set
+	follows  followHeap
+	nfollow  uint64
+
+	cap      int    // in-flight cap (open loop), 0 = none
+	inflight int    // sent and not finished
+	queue    []Send // due, waiting for a slot under the cap
+	qhead    int
+
+	reason      EndReason // set when Dispatch itself ended the level (a capped queue at Duration)
+	interrupted bool
+}
+
+// Send is one request to send now: index, mark, due time and the request.
+type Send struct {
+	Index     int
+	Warmup    bool
+	Scheduled time.Duration // when it was due (an offset from the level's start)
+	Request   workload.Request
+	turn      Turn // multi-turn levels
+	multi     bool
+}
+
+// NewDispatch plans a validated level; first is the source's request 0, which says what
+// kind of level it is (a trace carries arrivals, a multi-turn workload its turns). An
+// open loop's first request is built here, so that building it is not its lateness.
+func NewDispatch(lvl Level, src workload.Source, first workload.Request) *Dispatch {
+	d := &Dispatch{lvl: lvl, src: src, first: &first}
+	switch {
+	case first.Turns > 1:
+		d.conv = NewConversations(lvl, first.Turns)
+		d.turns = map[int]Turn{}
+		if !lvl.Closed() {
+			d.cap = lvl.ShardMaxConcurrency()
+			d.startDue, d.hasStart = d.conv.NextStart()
+		}
+	case lvl.Closed():
+		d.closed = NewClosedLoop(lvl)
+	default:
+		d.open = newOpenLoop(lvl, src, first)
+		d.first = nil // the plan took it
+		d.cap = lvl.ShardMaxConcurrency()
+		d.next, d.has = d.open.Next()
+	}
+	return d
+}
+
+// Record is a new record of s with the dispatcher's fields set: level, index, warm-up
+// mark, intended input tokens and, in a multi-turn level, conversation and turn. scheduled
+// is s's due time on the run's timeline.
+func (s *Send) Record(level int, scheduled time.Duration) *record.Record {
+	rec := &record.Record{Level: level, Index: s.Index, Warmup: s.Warmup,
+		Scheduled: scheduled.Truncate(time.Microsecond), InputTokens: s.Request.InputTokens}
+	if s.multi {
+		rec.Conversation, rec.Turn = s.turn.Conversation, s.turn.Turn+1
+	}
+	return rec
+}
+
+// Start is what is sent at the level's start (t = 0): a closed loop's slots, each with
+// its first request or conversation. An open loop sends at its due times (Due).
+func (d *Dispatch) Start(out func(Send)) {
+	if !d.lvl.Closed() {
+		return
+	}
+	for range d.lvl.ShardConcurrency() {
+		if d.conv != nil {
+			d.startConversation(0, out)
+		} else {
+			d.closedNext(0, out)
+		}
+	}
+}
+
+// NextDue is when something next falls due: an arrival, a conversation start, a turn
+// after its think time, or (a capped queue under a Duration) the level's end. ok is false
+// when only finishing requests can make anything happen.
+func (d *Dispatch) NextDue() (at time.Duration, ok bool) {
+	if d.interrupted {
+		return 0, false
+	}
+	consider := func(t time.Duration) {
+		if !ok || t < at {
+			at, ok = t, true
+		}
+	}
+	if d.has {
+		consider(d.next.Due)
+	}
+	if d.hasStart {
+		consider(d.startDue)
+	}
+	if len(d.follows) > 0 {
+		consider(d.follows[0].at)
+	}
+	if d.queued() > 0 && d.lvl.Duration > 0 {
+		consider(d.lvl.Duration)
+	}
+	return at, ok
+}
+
+// Due is what falls due by now (the instant NextDue said, or later on a late wall
+// clock): arrivals, conversation starts and later turns, in that order; those that find no
+// slot under the cap wait for one, behind earlier ones.
+func (d *Dispatch) Due(now time.Duration, out func(Send)) {
+	if d.interrupted {
+		return
+	}
+	if d.lvl.Duration > 0 && now >= d.lvl.Duration && d.queued() > 0 {
+		d.dropQueue() // the level's time is up for requests still waiting for a slot
+	}
+	for d.has && d.next.Due <= now {
+		p := d.next
+		d.has = false
+		// Sent before the next is planned: planning builds its request.
+		d.dispatch(Send{Index: p.Index, Warmup: p.Warmup, Scheduled: p.Due, Request: p.Request}, out)
+		d.next, d.has = d.open.Next()
+	}
+	for d.hasStart && d.startDue <= now {
+		if tt, ok := d.conv.Start(d.startDue); ok {
+			d.dispatch(d.turnSend(tt, d.request(tt.Index)), out)
+		}
+		d.startDue, d.hasStart = d.conv.NextStart()
+	}
+	for len(d.follows) > 0 && d.follows[0].at <= now {
+		f := d.follows.pop()
+		d.dispatch(d.turnSend(f.turn, f.req), out)
+	}
+	// A turn may have ended the level's starts (its quota reached).
+	if d.hasStart {
+		d.startDue, d.hasStart = d.conv.NextStart()
+	}
+}
+
+// Finished is told that s finished (failed says whether it failed) and its slot freed at
+// now; done is its recorded end, from which a next turn's think time counts. It returns
+// what that sends now: a closed loop's next request, a request that waited for the slot.
+func (d *Dispatch) Finished(s *Send, failed bool, done, now time.Duration, out func(Send)) {
+	d.inflight--
+	if d.interrupted {
+		return
+	}
+	if d.closed != nil {
+		d.closedNext(now, out)
+		return
+	}
+	if d.queued() > 0 {
+		if d.lvl.Duration > 0 && now >= d.lvl.Duration {
+			d.dropQueue()
+		} else {
+			q := d.queue[d.qhead]
+			d.queue[d.qhead] = Send{}
+			d.qhead++
+			if d.qhead == len(d.queue) {
+				d.queue, d.qhead = d.queue[:0], 0
+			}
+			d.send(q, out)
+		}
+	}
+	if s.multi {
+		d.followUp(s, failed, done, now, out)
+	}
+}
+
+// Interrupt stops the level: nothing more is sent, and turns waiting for their time or a
+// slot are abandoned. Requests in flight are the driver's to cancel.
+func (d *Dispatch) Interrupt() {
+	d.interrupted = true
+	d.has, d.hasStart = false, false
+	for _, f := range d.follows {
+		d.conv.Abandon(f.turn)
+	}
+	d.follows = nil
+	d.dropQueue()
+}
+
+// Done reports whether the level is over: nothing in flight, and nothing that could
+// still be sent.
+func (d *Dispatch) Done() bool {
+	if d.inflight > 0 {
+		return false
+	}
+	_, pending := d.NextDue()
+	return !pending && d.queued() == 0
+}
+
+// InFlight is the number of requests sent and not yet finished.
+func (d *Dispatch) InFlight() int { return d.inflight }
+
+// Reason is why the level stopped sending: its plan's reason, or EndDuration when the
+// level's time ran out on requests waiting for a slot.
+func (d *Dispatch) Reason() EndReason {
+	switch {
+	case d.reason != "":
+		return d.reason
+	case d.conv != nil:
+		return d.conv.Reason()
+	case d.closed != nil:
+		return d.closed.Reason()
+	}
+	return d.open.Reason()
+}
+
+func (d *Dispatch) queued() int { return len(d.queue) - d.qhead }
+
+func (d *Dispatch) dropQueue() {
+	for _, q := range d.queue[d.qhead:] {
+		if q.multi {
+			d.conv.Abandon(q.turn)
+		}
+	}
+	if d.queued() > 0 && d.conv == nil && !d.interrupted {
+		d.reason = EndDuration
+	}
+	d.queue, d.qhead = nil, 0
+}
+
+// request is request i of the level (request 0 as built to learn the level's kind).
+func (d *Dispatch) request(i int) workload.Request {
+	if i == 0 && d.first != nil {
+		r := *d.first
+		d.first = nil
+		return r
+	}
+	return d.src.Request(d.lvl.Index, i)
+}
+
+// send hands s out and counts it in flight.
+func (d *Dispatch) send(s Send, out func(Send)) {
+	d.inflight++
+	if s.multi {
+		d.turns[s.Index] = s.turn
+	}
+	out(s)
+}
+
+// dispatch sends s now, or queues it behind earlier ones when the cap is reached.
+func (d *Dispatch) dispatch(s Send, out func(Send)) {
+	if d.cap > 0 && d.inflight >= d.cap {
+		d.queue = append(d.queue, s)
+		return
+	}
+	d.send(s, out)
+}
+
+// closedNext gives a closed-loop slot that freed at now its next request, if the level
+// has one; it is due at now.
+func (d *Dispatch) closedNext(now time.Duration, out func(Send)) {
+	if i, warm, ok := d.closed.Next(now); ok {
+		d.send(Send{Index: i, Warmup: warm, Scheduled: now, Request: d.request(i)}, out)
+	}
+}
+
+func (d *Dispatch) turnSend(tt Turn, req workload.Request) Send {
+	return Send{Index: tt.Index, Warmup: tt.Warmup, Scheduled: tt.Scheduled, Request: req, turn: tt, multi: true}
+}
+
+// startConversation starts a closed-loop worker's next conversation at now, if any.
+func (d *Dispatch) startConversation(now time.Duration, out func(Send)) {
+	if tt, ok := d.conv.Start(now); ok {
+		d.send(d.turnSend(tt, d.request(tt.Index)), out)
+	}
+}
+
+// followUp plans the turn after s's, which ended at done: due at done plus the think time
+// (Conversations decides whether it is sent). A closed-loop worker whose conversation
+// ended starts the next one at now.
+func (d *Dispatch) followUp(s *Send, failed bool, done, now time.Duration, out func(Send)) {
+	tt := d.turns[s.Index]
+	delete(d.turns, s.Index)
+	more := !failed && tt.Turn+1 < d.conv.Turns()
+	var req workload.Request
+	var due time.Duration
+	if more {
+		// Built now rather than when due, so building is not lateness.
+		req = d.src.Request(d.lvl.Index, tt.Index+1)
+		due = done + req.ThinkTime
+	}
+	nt, ok := d.conv.Next(tt, !more, due)
+	switch {
+	case ok:
+		d.nfollow++
+		d.follows.push(follow{at: due, no: d.nfollow, turn: nt, req: req})
+	case d.lvl.Closed():
+		d.startConversation(now, out)
+	}
+}
+
+// follow is a later turn waiting for its due time.
+type follow struct {
+	at   time.Duration
+	no   uint64 // ties go in the order the turns were scheduled
+	turn Turn
+	req  workload.Request
+}
+
+// followHeap is a min-heap of follows by (at, no).
+type followHeap []follow
+
+func (h followHeap) less(i, j int) bool {
+	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].no < h[j].no
+}
+
+func (h *followHeap) push(f follow) {
+	*h = append(*h, f)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *followHeap) pop() follow {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a[n] = follow{}
+	a = a[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && a.less(l, m) {
+			m = l
+		}
+		if l+1 < n && a.less(l+1, m) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}

@@ -1,0 +1,277 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// VirtualServer is an inference engine on a virtual clock that its driver owns: the
+// simulator's (sim.Virtual). RunVirtual moves its time.
+type VirtualServer interface {
+	// BlockSize is the prompt block of its prefix cache in tokens; 0 without one.
+	BlockSize() int
+	// Submit queues request id at t: prompt tokens with the hashes of its full blocks,
+	// exactly maxTokens to generate. An error is a request the server would refuse (400).
+	Submit(id uint64, prompt int, hashes []uint64, maxTokens int, t time.Duration) error
+	// Next is the time of its next event; ok is false when it has nothing to do.
+	Next() (t time.Duration, ok bool)
+	// Process handles the events due at t, reporting n tokens of request id at at (done on
+	// its last) to emit.
+	Process(t time.Duration, emit func(id uint64, at time.Duration, n int, done bool))
+	// Kick starts its next step at t if it is free and has work.
+	Kick(t time.Duration)
+	// Live is the number of requests submitted and not finished.
+	Live() int
+}
+
+// RunVirtual runs one level against srv on a virtual clock: the same dispatch as Run
+// (Dispatch), with no goroutines and no sleeping, and the records a live run against the
+// simulator's server would give with a zero-latency network (every request asks for
+// exactly its output tokens, as the benchmark's ignore_eos does). levelStart is the level's
+// start on the run's virtual timeline; RunVirtual returns the level's end (its last
+// request's Done) and why it ended. sink, if not nil, gets each record as its request
+// finishes. When ctx is cancelled the requests in flight are reported as cancelled and
+// ctx's error is returned.
+//
+// With a prefix cache, a request's prompt blocks are keyed as a server keys them: a
+// trace's block hashes, a shared prefix group's, or a conversation's, whose turns each
+// extend the one before, so that a later turn finds its history cached.
+func RunVirtual(ctx context.Context, lvl Level, levelStart time.Duration, src workload.Source, srv VirtualServer,
+	sink func(*record.Record)) (end time.Duration, reason EndReason, err error) {
+	if err := lvl.Validate(); err != nil {
+		return levelStart, "", fmt.Errorf("level %d: %w", lvl.Index, err)
+	}
+	if src == nil || srv == nil {
+		return levelStart, "", errors.New("engine.RunVirtual: nil workload source or server")
+	}
+	if sink == nil {
+		sink = func(*record.Record) {}
+	}
+	first := src.Request(lvl.Index, 0)
+	if first.Turns > 1 && first.HasArrival {
+		return levelStart, "", fmt.Errorf("level %d: a replayed trace cannot have multi-turn conversations", lvl.Index)
+	}
+	v := &vrun{lvl: lvl, start: levelStart, end: levelStart, srv: srv, sink: sink, bs: srv.BlockSize(),
+		d: NewDispatch(lvl, src, first)}
+	v.emitFn = v.emit
+	v.outFn = func(s Send) { v.pending = append(v.pending, s) }
+	return v.run(ctx)
+}
+
+// vrun is one level on the virtual clock.
+type vrun struct {
+	lvl   Level
+	d     *Dispatch
+	srv   VirtualServer
+	sink  func(*record.Record)
+	start time.Duration // the level's start on the run's timeline
+	end   time.Duration
+	bs    int // block size for synthetic prefix hashes; 0 without prefix caching
+
+	live    []vreq   // in flight, by id
+	free    []uint64 // ids to reuse
+	pending []Send   // to submit at the current time (a worklist, not recursion)
+	now     time.Duration
+	outFn   func(Send)
+	emitFn  func(id uint64, at time.Duration, n int, done bool)
+}
+
+// vreq is a request in flight.
+type vreq struct {
+	send Send
+	rec  *record.Record
+}
+
+func (v *vrun) run(ctx context.Context) (time.Duration, EndReason, error) {
+	t := v.start
+	v.now = t
+	v.d.Start(v.outFn)
+	v.submit()
+	v.srv.Kick(t)
+	for iter := 0; ; iter++ {
+		if iter&1023 == 0 && ctx.Err() != nil {
+			v.interrupt(t)
+			return v.end, EndInterrupted, ctx.Err()
+		}
+		tc, okc := v.srv.Next()
+		ta, oka := v.d.NextDue()
+		ta += v.start
+		switch {
+		case okc && (!oka || tc <= ta):
+			t = tc
+		case oka:
+			t = ta
+		default:
+			if n := v.srv.Live(); n > 0 {
+				return v.end, "", fmt.Errorf("sim: engine stalled with %d sequences unfinished", n)
+			}
+			return v.end, v.d.Reason(), nil
+		}
+		v.now = t
+		if okc && tc == t {
+			v.srv.Process(t, v.emitFn) // completions send closed-loop follow-ups at t
+		}
+		if oka && ta == t {
+			v.d.Due(t-v.start, v.outFn)
+			v.submit()
+		}
+		v.srv.Kick(t)
+	}
+}
+
+// submit sends what is pending at the current time, and what their ends send.
+func (v *vrun) submit() {
+	t := v.now
+	for i := 0; i < len(v.pending); i++ { // finish may append
+		s := v.pending[i]
+		rec := s.Record(v.lvl.Index, v.start+s.Scheduled)
+		rec.Sent = t.Truncate(time.Microsecond)
+		rec.ServerPromptTokens, rec.OutputTokensSource = s.Request.InputTokens, record.SourceUsage
+		rec.ResponseID = responseID(v.lvl.Index, s.Index)
+		rec.Events.Base = rec.Sent
+		rec.Events.Grow(s.Request.OutputTokens)
+		id := v.id()
+		v.live[id] = vreq{send: s, rec: rec}
+		if err := v.srv.Submit(id, s.Request.InputTokens, v.hashes(&s.Request), s.Request.OutputTokens, t); err != nil {
+			// The server would answer 400: a failed request, not a failed simulation. What
+			// its end sends joins the pending ones.
+			rec.Done = rec.Sent
+			rec.Error = &record.Error{Kind: record.KindHTTPStatus, Status: 400, Message: err.Error()}
+			v.finish(id, t)
+		}
+	}
+	v.pending = v.pending[:0]
+}
+
+func (v *vrun) id() uint64 {
+	if n := len(v.free); n > 0 {
+		id := v.free[n-1]
+		v.free = v.free[:n-1]
+		return id
+	}
+	v.live = append(v.live, vreq{})
+	return uint64(len(v.live) - 1)
+}
+
+// hashes are the request's prompt block hashes as the server's prefix cache keys them.
+func (v *vrun) hashes(req *workload.Request) []uint64 {
+	switch {
+	case v.bs == 0:
+		return nil
+	case req.Turns > 1:
+		return conversationHashes(v.lvl.Index, req.Conversation, req.InputTokens/v.bs)
+	case len(req.PrefixHashes) > 0:
+		return traceHashes(req.PrefixHashes, req.BlockTokens, v.bs, req.InputTokens)
+	case req.PrefixTokens >= v.bs:
+		return prefixHashes(req.PrefixGroup, req.PrefixTokens/v.bs)
+	}
+	return nil
+}
+
+// emit records tokens; on the last one the request is done and its slot frees at t.
+func (v *vrun) emit(id uint64, t time.Duration, n int, done bool) {
+	rec := v.live[id].rec
+	rec.Events.Append(t, n)
+	if !done {
+		return
+	}
+	rec.Done = t.Truncate(time.Microsecond)
+	rec.OutputTokens = rec.Events.Tokens()
+	v.finish(id, t)
+	v.submit()
+}
+
+// finish reports request id's record, frees its id, and has the dispatcher queue what its
+// end sends at t.
+func (v *vrun) finish(id uint64, t time.Duration) {
+	r := v.live[id]
+	v.live[id] = vreq{}
+	v.free = append(v.free, id)
+	if r.rec.Done > v.end {
+		v.end = r.rec.Done
+	}
+	v.sink(r.rec)
+	// From Done as recorded (µs), so a next turn's Scheduled is exactly Done + think time.
+	v.d.Finished(&r.send, r.rec.Error != nil, r.rec.Done-v.start, t-v.start, v.outFn)
+}
+
+// interrupt reports the requests in flight as cancelled at t, as Run does.
+func (v *vrun) interrupt(t time.Duration) {
+	v.d.Interrupt()
+	for id := range v.live {
+		rec := v.live[id].rec
+		if rec == nil {
+			continue
+		}
+		rec.Done = t.Truncate(time.Microsecond)
+		rec.OutputTokens = rec.Events.Tokens()
+		rec.Error = &record.Error{Kind: record.KindCanceled, Message: "interrupted"}
+		v.sink(rec)
+		v.live[id] = vreq{}
+	}
+}
+
+func responseID(level, i int) string {
+	b := make([]byte, 0, 24)
+	b = append(b, "cmpl-sim-"...)
+	b = strconv.AppendInt(b, int64(level), 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(i), 10)
+	return string(b)
+}
+
+// prefixHashes are the block hashes of a shared prefix: equal for every request of the
+// group, so the prefix cache sees them as one prompt prefix.
+func prefixHashes(group, blocks int) []uint64 {
+	h := make([]uint64, blocks)
+	x := mix64(uint64(group) + 0x5eed)
+	for i := range h {
+		x = mix64(x ^ uint64(i))
+		h[i] = x
+	}
+	return h
+}
+
+// conversationHashes are the block hashes of a conversation's prompt: every turn's prompt
+// starts with the one before it (history, reply, then the new message), so block j is the
+// same in every turn of the conversation and a later turn finds its history cached.
+func conversationHashes(level, conv, blocks int) []uint64 {
+	h := make([]uint64, blocks)
+	x := mix64(uint64(level)<<32 ^ uint64(conv) ^ 0xc0ffee<<40)
+	for i := range h {
+		x = mix64(x ^ uint64(i))
+		h[i] = x
+	}
+	return h
+}
+
+// traceHashes turns a trace's hashes of blocks of bt tokens into hashes of the engine's
+// blocks of bs tokens. Trace hashes cover their whole prefix, so an engine block is keyed
+// by the trace block holding its last token and its own position: equal keys then mean
+// equal prompts up to the end of the block. Blocks past the hashed ones (unique text) or
+// past the prompt get none.
+func traceHashes(trace []uint64, bt, bs, promptTokens int) []uint64 {
+	if bt <= 0 {
+		bt = bs
+	}
+	n := min(promptTokens, len(trace)*bt) / bs
+	h := make([]uint64, n)
+	for j := range h {
+		h[j] = mix64(trace[((j+1)*bs-1)/bt] ^ mix64(uint64(j)+0x7ace))
+	}
+	return h
+}
+
+// mix64 is splitmix64's finaliser: a tiny, well-mixed hash for synthetic block keys.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}

@@ -1,0 +1,65 @@
+package sim
+
+import "time"
+
+// Virtual is the engine on a virtual clock that its caller owns: no goroutines and no
+// sleeping, time moves when the caller says. The load generator's virtual-clock driver
+// (engine.RunVirtual, behind `llmbench simulate`) submits requests and asks for the
+// engine's next event; the engine knows nothing of the load, records or workloads.
+// Not safe for concurrent use.
+type Virtual struct {
+	c    *core
+	emit func(id uint64, at time.Duration, n int, done bool) // Process's, while it runs
+}
+
+// NewVirtual makes the engine of profile p on a virtual clock.
+func NewVirtual(p Profile) (*Virtual, error) {
+	c, err := newCore(p, nil)
+	if err != nil {
+		return nil, err
+	}
+	v := &Virtual{c: c}
+	c.vemit = v
+	return v, nil
+}
+
+// BlockSize is the prompt block of the engine's prefix cache, in tokens; 0 without one.
+func (v *Virtual) BlockSize() int {
+	if v.c.cache == nil {
+		return 0
+	}
+	return v.c.bs
+}
+
+// Submit queues sequence id at t: a prompt of prompt tokens (with the hashes of its full
+// blocks, for the prefix cache; may be nil), generating exactly maxTokens (ignore_eos, as
+// the benchmark asks). An error is a request the server would refuse with 400. It does
+// not start a step: Kick does, once everything due at t is in.
+func (v *Virtual) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, t time.Duration) error {
+	s, err := v.c.newSeq(&SeqRequest{PromptTokens: prompt, PrefixHashes: hashes, MaxTokens: maxTokens, IgnoreEOS: true})
+	if err != nil {
+		return err
+	}
+	s.id = id
+	v.c.submit(s, t)
+	return nil
+}
+
+// Next is the time of the engine's next event; ok is false when it has nothing to do.
+func (v *Virtual) Next() (time.Duration, bool) { return v.c.next() }
+
+// Process handles the engine's events due at t (the time Next returned), reporting each
+// sequence's tokens to emit: n tokens of sequence id at at, done on its last.
+func (v *Virtual) Process(t time.Duration, emit func(id uint64, at time.Duration, n int, done bool)) {
+	v.emit = emit
+	v.c.process(t)
+	v.emit = nil
+}
+
+// Kick starts an engine step at t if the engine is free and has work.
+func (v *Virtual) Kick(t time.Duration) { v.c.kick(t) }
+
+// Live is the number of sequences submitted and not yet finished.
+func (v *Virtual) Live() int { return v.c.nLive }
+
+func (v *Virtual) emitSeq(s *seq, t time.Duration, n int, done bool) { v.emit(s.id, t, n, done) }
