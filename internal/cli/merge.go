@@ -85,16 +85,7 @@ func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, f
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
 	}
-	w, err := record.Create(filepath.Join(out, "records.jsonl"))
-	if err != nil {
-		return fmt.Errorf("--output-dir: %w", err)
-	}
-	for i := range recs {
-		if err := w.Write(&recs[i]); err != nil {
-			break // sticky: Close reports it
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := record.WriteFile(filepath.Join(out, "records.jsonl"), recs); err != nil {
 		return fmt.Errorf("records.jsonl: %w", err)
 	}
 	if err := writeResults(out, "", sum, col); err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,22 +21,8 @@ import (
 // the shard's own start, and a summary.json describing it.
 func writeShardDir(t *testing.T, dir string, sum *report.Summary, recs []record.Record) {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w, err := record.Create(filepath.Join(dir, "records.jsonl"))
+	err := errors.Join(os.MkdirAll(dir, 0o755), record.WriteFile(filepath.Join(dir, "records.jsonl"), recs), report.Save(dir, sum))
 	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range recs {
-		if err := w.Write(&recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := report.Save(dir, sum); err != nil {
 		t.Fatal(err)
 	}
 }

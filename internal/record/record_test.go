@@ -234,3 +234,24 @@ func TestEventsEachGap(t *testing.T) {
 		t.Errorf("EachGap %v\nwant %v", got, want)
 	}
 }
+
+func TestWriteFile(t *testing.T) {
+	a, b := sample(), sample()
+	b.Index = 8
+	p := filepath.Join(t.TempDir(), "records.jsonl")
+	if err := WriteFile(p, []Record{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := ReadAll(f)
+	if err != nil || len(got) != 2 || got[1].Index != 8 || !reflect.DeepEqual(got[0], a) {
+		t.Errorf("read back %d records, %v", len(got), err)
+	}
+	if err := WriteFile(filepath.Join(t.TempDir(), "no", "such", "dir"), nil); err == nil {
+		t.Error("WriteFile into a missing folder: no error")
+	}
+}
