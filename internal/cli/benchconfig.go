@@ -6,13 +6,13 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/engine"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -296,8 +296,5 @@ func defaultRequests(l engine.Level) int {
 
 // loadName describes a level's load for the console and summary.
 func loadName(l engine.Level) string {
-	if l.Concurrency > 0 {
-		return "concurrency " + strconv.Itoa(l.Concurrency)
-	}
-	return "rate " + strconv.FormatFloat(l.Rate, 'g', 4, 64) + "/s"
+	return rundesc.Level{Concurrency: l.Concurrency, Rate: l.Rate}.Name()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/rundesc"
 )
 
 // benchFlags are the flags shared by run and simulate, as typed by the user.
@@ -159,16 +160,11 @@ func parseWarmup(s string) (n int, d time.Duration, err error) {
 	return 0, d, nil
 }
 
-// parseShard reads I/N.
+// parseShard reads --shard I/N.
 func parseShard(s string) (i, n int, err error) {
-	if s == "" {
-		return 0, 1, nil
-	}
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
-		return 0, 0, fmt.Errorf("--shard: %q must be I/N with 0 <= I < N", s)
+	i, n, err = rundesc.ParseShard(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("--shard: %w", err)
 	}
 	return i, n, nil
 }

@@ -70,8 +70,16 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// usageError reports invalid input: exit code 2, with a hint.
-func usageError(err error) error { return &exitError{code: ExitUsage, err: err} }
+// UsageError is invalid input (flags, arguments, an unknown command): exit code 2, with a
+// hint. Every usage error a command returns, cobra's own included, is one: flag errors
+// through the root's FlagErrorFunc, argument errors through each command's Args.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// usageError marks err as invalid input.
+func usageError(err error) error { return &UsageError{Err: err} }
 
 // withCode attaches an exit code to err.
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
@@ -83,19 +91,26 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 	root.SetIn(stdio.In)
 	root.SetOut(stdio.Out)
 	root.SetErr(stdio.Err)
-	err := root.ExecuteContext(ctx)
+	err := findCommand(root, args)
+	if err == nil {
+		err = root.ExecuteContext(ctx)
+	}
 	if err == nil {
 		return ExitOK
 	}
-	var ee *exitError
+	var (
+		ee *exitError
+		ue *UsageError
+	)
 	code := ExitFailure
-	if errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ue):
+		code = ExitUsage
+	case errors.As(err, &ee):
 		code = ee.code
 		if ee.err == nil {
 			return code
 		}
-	} else if isCobraUsage(err) {
-		code = ExitUsage
 	}
 	msg := err.Error()
 	fmt.Fprintf(stdio.Err, "llmbench: %s\n", strings.ReplaceAll(msg, "\n", "\n  "))
@@ -105,15 +120,28 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 	return code
 }
 
-// isCobraUsage recognises cobra's own flag and argument errors, which are usage errors.
-func isCobraUsage(err error) bool {
-	s := err.Error()
-	for _, p := range []string{"unknown flag", "unknown shorthand", "unknown command", "invalid argument", "flag needs an argument", "accepts ", "requires at least", "requires at most", "bad flag syntax"} {
-		if strings.Contains(s, p) {
-			return true
+// usageArgs makes a command's argument errors usage errors.
+func usageArgs(args cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := args(cmd, a); err != nil {
+			return usageError(err)
 		}
+		return nil
 	}
-	return false
+}
+
+// findCommand finds the command args name, as cobra's Execute will: its only error is a
+// first argument that names no command, which is a usage error. (Cobra returns it from
+// Execute untyped, and a root command that ran its own Args check would change the help.)
+func findCommand(root *cobra.Command, args []string) error {
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		return nil // shell completion: cobra adds that command during Execute
+	}
+	root.InitDefaultHelpCmd()
+	if _, _, err := root.Find(args); err != nil {
+		return usageError(err)
+	}
+	return nil
 }
 
 func newRoot(stdio Stdio) *cobra.Command {
@@ -127,6 +155,7 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 		SilenceErrors: true,
 		Version:       Version,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
 		newRunCmd(stdio),
@@ -138,5 +167,15 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 		newCompareCmd(stdio),
 		newFidelityCmd(stdio), newMergeCmd(stdio),
 	)
+	var wrap func(*cobra.Command)
+	wrap = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Args != nil {
+				sub.Args = usageArgs(sub.Args)
+			}
+			wrap(sub)
+		}
+	}
+	wrap(root)
 	return root
 }

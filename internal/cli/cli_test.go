@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -53,6 +55,38 @@ func TestUsageErrorsAllAtOnce(t *testing.T) {
 func TestUnknownFlagIsUsageError(t *testing.T) {
 	if code, _, _ := runCLI(t, context.Background(), "run", "--no-such-flag"); code != ExitUsage {
 		t.Fatalf("exit code %d, want %d", code, ExitUsage)
+	}
+}
+
+// Usage errors, cobra's own included, are *UsageError; other failures are not.
+func TestUsageErrorsAreTyped(t *testing.T) {
+	exec := func(args ...string) error {
+		root := newRoot(Stdio{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+		root.SetArgs(args)
+		err := findCommand(root, args)
+		if err == nil {
+			err = root.Execute()
+		}
+		return err
+	}
+	for _, args := range [][]string{
+		{"nope"}, {"rn"}, {"--nope"}, {"run", "--nope"}, {"simulate", "-Z"}, {"simulate", "--no-progress=maybe"},
+		{"simulate", "--output-dir"}, {"report"}, {"report", "a", "b"}, {"dataset", "x"}, {"merge"},
+		{"simulate", "--concurrency", "0"},
+	} {
+		var ue *UsageError
+		if err := exec(args...); !errors.As(err, &ue) {
+			t.Errorf("%q: error %v (%T), want a *UsageError", args, err, err)
+		}
+	}
+	var ue *UsageError
+	if err := exec("report", t.TempDir()); err == nil || errors.As(err, &ue) {
+		t.Errorf("report of an empty folder: error %v, want a failure that is not a usage error", err)
+	}
+	for _, args := range [][]string{{}, {"help"}, {"help", "run"}, {"run", "--help"}} {
+		if err := exec(args...); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,12 +15,13 @@ import (
 	"github.com/llmbench/llmbench/internal/engine"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/search"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 )
 
 // levelRunner runs one level and calls sink for every finished request. run drives the
 // engine in real time; simulate drives the simulator on a virtual clock.
-type levelRunner func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (endReason string, err error)
+type levelRunner func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (engine.EndReason, error)
 
 // execute runs cfg's levels (or its search), streams records to records.jsonl, prints each
 // level as it ends, and writes the summary files. Whatever happens, what was measured is kept.
@@ -36,7 +36,7 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	sum := newSummary(cfg, start)
 	// summary.json exists from the start and is rewritten after every level, so a run
 	// killed outright still leaves its configuration for 'llmbench report'.
-	sum.EndReason = endRunning
+	sum.EndReason = report.EndRunning
 	if err := writeSummaryJSON(cfg.outputDir, sum); err != nil {
 		return err
 	}
@@ -58,12 +58,12 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	if err := w.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("records.jsonl: %w", err)
 	}
-	sum.EndReason = "completed"
+	sum.EndReason = report.EndCompleted
 	switch {
 	case ctx.Err() != nil:
-		sum.EndReason = "interrupted"
+		sum.EndReason = report.EndInterrupted
 	case runErr != nil:
-		sum.EndReason = "error: " + runErr.Error()
+		sum.EndReason = report.EndError(runErr)
 	}
 	sum.Judge()
 	if err := writeResults(cfg.outputDir, cfg.resultFormat, sum, r.col); err != nil {
@@ -134,10 +134,6 @@ func writeResults(dir, resultFormat string, sum *report.Summary, col *report.Col
 	return errors.Join(errs...)
 }
 
-// endRunning is summary.json's end_reason while the run is going on; a summary that still
-// says so after the run belongs to a killed process.
-const endRunning = "running"
-
 // writeSummaryJSON writes dir/summary.json atomically.
 func writeSummaryJSON(dir string, sum *report.Summary) error {
 	return report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return report.WriteJSON(w, sum) })
@@ -188,7 +184,7 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 		err = fmt.Errorf("records.jsonl: %w", writeErr)
 	}
 	l := newLevel(lvl, r.col.Level(lvl.Index))
-	l.Partial = reason == string(engine.EndInterrupted)
+	l.Partial = reason == engine.EndInterrupted
 	l.Server = server
 	r.sum.Levels = append(r.sum.Levels, l)
 	if r.cfg.connStats != nil {
@@ -206,11 +202,10 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 	return &r.sum.Levels[len(r.sum.Levels)-1], err
 }
 
-// search finds the largest load whose percentile SLOs pass: grow geometrically until a
-// verdict fails, then bisect to the nearest integer concurrency or within 5% rate. Every
-// probe is kept as a level of the run.
+// search finds the largest load whose percentile SLOs pass (search.Largest). Every probe is
+// kept as a level of the run.
 func (r *levelLoop) search() error {
-	probe := func(load float64) (bool, error) {
+	_, err := search.Largest(r.ctx, search.Axis(r.cfg.search), r.cfg.searchMax, func(load float64) (bool, error) {
 		lvl := r.cfg.base
 		if r.cfg.search == "concurrency" {
 			lvl.Concurrency, lvl.Rate = int(load), 0
@@ -223,53 +218,6 @@ func (r *levelLoop) search() error {
 			return false, err
 		}
 		return l.SLO != nil && l.SLO.Pass, nil
-	}
-	lo, hi := 0.0, 0.0 // largest passing and smallest failing load seen
-	load := 1.0
-	for {
-		if r.ctx.Err() != nil {
-			return nil
-		}
-		load = math.Min(load, r.cfg.searchMax)
-		ok, err := probe(load)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			hi = load
-			break
-		}
-		lo = load
-		if load >= r.cfg.searchMax {
-			return nil // the bound passes: the answer is at least --search-max
-		}
-		load *= 2
-	}
-	for r.ctx.Err() == nil {
-		var mid float64
-		if r.cfg.search == "concurrency" {
-			if hi-lo <= 1 {
-				return nil
-			}
-			mid = math.Floor((lo + hi) / 2)
-		} else {
-			if lo > 0 && hi <= lo*1.05 {
-				return nil
-			}
-			if lo == 0 && hi <= 0.01 {
-				return nil
-			}
-			mid = (lo + hi) / 2
-		}
-		ok, err := probe(mid)
-		if err != nil {
-			return err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return nil
+	})
+	return err
 }

@@ -190,7 +190,7 @@ func TestFidelityCommand(t *testing.T) {
 	r.Events.Base = r.Sent
 	r.Events.Append(30*time.Millisecond, 1)
 	r.Events.Append(50*time.Millisecond+500*time.Microsecond, 1)
-	writeShardDir(t, dir, &report.Summary{Schema: report.SchemaV1, StartedAt: start}, []record.Record{r})
+	writeShardDir(t, dir, &report.Summary{Schema: report.SchemaV2, StartedAt: start}, []record.Record{r})
 	truth := filepath.Join(dir, "truth.jsonl")
 	su := start.UnixMicro()
 	line := fmt.Sprintf(`{"id":"x","received_unix":%d.010000,"event_unix":[%d.029800,%d.050000]}`+"\n", su/1e6, su/1e6, su/1e6)
@@ -218,7 +218,7 @@ func TestFidelityCommand(t *testing.T) {
 	// A warm-up record is left out unless --include-warmup.
 	warm := t.TempDir()
 	r.Warmup = true
-	writeShardDir(t, warm, &report.Summary{Schema: report.SchemaV1, StartedAt: start}, []record.Record{r})
+	writeShardDir(t, warm, &report.Summary{Schema: report.SchemaV2, StartedAt: start}, []record.Record{r})
 	for _, c := range []struct {
 		flag       string
 		warm, pair int

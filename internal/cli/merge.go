@@ -1,20 +1,15 @@
 package cli
 
 import (
-	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/merge"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 )
@@ -60,316 +55,13 @@ clocks disagree, or one started late, and their timelines cannot be trusted to t
 	return cmd
 }
 
-// shardResult is one shard's results folder.
-type shardResult struct {
-	dir           string
-	sum           *report.Summary
-	load          map[string]any // summary.json "load" without "shard"
-	start         time.Time      // the shard's t = 0, µs-truncated like its offsets
-	shard, shards int            // 0/1 when the run was not sharded
-	recs          []record.Record
-	notes         []string // a truncated records.jsonl, taken as it stands
-}
-
-func readShard(dir string) (*shardResult, error) {
-	f, err := os.Open(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		return nil, err
-	}
-	sum, err := report.ReadJSON(f)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	s := &shardResult{dir: dir, sum: sum, shards: 1}
-	if sum.StartedAt.IsZero() {
-		return nil, fmt.Errorf("%s: summary.json has no started_at, so its records cannot be placed on a common timeline", dir)
-	}
-	s.start = sum.StartedAt.Truncate(time.Microsecond)
-	if s.load, err = jsonObject(sum.Load); err != nil {
-		return nil, fmt.Errorf("%s: summary.json load: %w", dir, err)
-	}
-	if sh, ok := s.load["shard"].(string); ok && sh != "" {
-		if s.shard, s.shards, err = parseShard(sh); err != nil {
-			return nil, fmt.Errorf("%s: summary.json load.shard: %w", dir, err)
-		}
-	}
-	delete(s.load, "shard")
-	err = eachRecord(filepath.Join(dir, "records.jsonl"), func(r *record.Record) { s.recs = append(s.recs, *r) })
-	if err = tolerateTruncated(err, func(n string) { s.notes = append(s.notes, n) }); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// jsonObject reads a summary's configuration (a map, a struct or raw JSON, depending on who
-// built the Summary) as a JSON object; null is an empty one.
-func jsonObject(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	if m == nil {
-		m = map[string]any{}
-	}
-	return m, nil
-}
-
-// mergeProblems are what merge found wrong with the shards: conflicts make the union
-// meaningless (refused unless --force); warnings make its timeline imprecise.
-type mergeProblems struct {
-	conflicts, warnings []string
-}
-
-func (p *mergeProblems) conflict(format string, a ...any) {
-	p.conflicts = append(p.conflicts, fmt.Sprintf(format, a...))
-}
-func (p *mergeProblems) warn(format string, a ...any) {
-	p.warnings = append(p.warnings, fmt.Sprintf(format, a...))
-}
-
-// checkShards compares every shard with the first.
-func checkShards(sh []*shardResult, tolerance time.Duration) *mergeProblems {
-	p := &mergeProblems{}
-	ref := sh[0]
-	same := func(a, b any) bool {
-		// Compare as JSON values: the configs were read back from JSON, and numbers or
-		// nested objects must compare by value.
-		ja, _ := json.Marshal(a)
-		jb, _ := json.Marshal(b)
-		var va, vb any
-		json.Unmarshal(ja, &va)
-		json.Unmarshal(jb, &vb)
-		return reflect.DeepEqual(va, vb)
-	}
-	for _, s := range sh[1:] {
-		for _, c := range []struct {
-			name string
-			a, b any
-		}{
-			{"workload", ref.sum.Workload, s.sum.Workload},
-			{"load (apart from shard)", ref.load, s.load},
-			{"seed", ref.sum.Seed, s.sum.Seed},
-			{"target", targetOf(ref), targetOf(s)},
-			{"percentiles", ref.sum.Percentiles, s.sum.Percentiles},
-			{"slo", ref.sum.SLO, s.sum.SLO},
-		} {
-			if !same(c.a, c.b) {
-				ja, _ := json.Marshal(c.a)
-				jb, _ := json.Marshal(c.b)
-				p.conflict("%s and %s differ in %s: %s vs %s", ref.dir, s.dir, c.name, ja, jb)
-			}
-		}
-		if len(s.sum.Levels) != len(ref.sum.Levels) {
-			p.conflict("%s has %d levels, %s has %d", ref.dir, len(ref.sum.Levels), s.dir, len(s.sum.Levels))
-		} else {
-			for i := range s.sum.Levels {
-				if a, b := ref.sum.Levels[i], s.sum.Levels[i]; a.Name != b.Name {
-					p.conflict("level %d is %q in %s but %q in %s", i, a.Name, ref.dir, b.Name, s.dir)
-				}
-			}
-		}
-	}
-
-	// Shard numbering: the same N, distinct I, all present.
-	seen := map[int]string{}
-	for _, s := range sh {
-		if s.shards <= 1 {
-			p.conflict("%s is not a shard (its run had no --shard), so its requests would repeat another run's", s.dir)
-			continue
-		}
-		if s.shards != ref.shards {
-			p.conflict("%s is shard %d/%d but %s is of %d shards", s.dir, s.shard, s.shards, ref.dir, ref.shards)
-			continue
-		}
-		if d, dup := seen[s.shard]; dup {
-			p.conflict("%s and %s are both shard %d/%d", d, s.dir, s.shard, s.shards)
-		}
-		seen[s.shard] = s.dir
-	}
-	if ref.shards > 1 {
-		var missing []string
-		for i := range ref.shards {
-			if _, ok := seen[i]; !ok {
-				missing = append(missing, engineShard(i, ref.shards))
-			}
-		}
-		if len(missing) > 0 {
-			p.warn("shards %s are missing: the merged run is only part of the plan", strings.Join(missing, ", "))
-		}
-	}
-
-	// Clocks. With --start-at every shard meant to start at one instant: a shard that
-	// started further from it either woke late or has a clock that disagrees.
-	startAt, _ := ref.load["start_at"].(string)
-	if startAt != "" {
-		at, err := time.Parse(time.RFC3339Nano, startAt)
-		if err == nil {
-			for _, s := range sh {
-				if d := s.start.Sub(at); d.Abs() > tolerance {
-					p.warn("%s started %s from its --start-at %s (tolerance %s): its clock disagrees with the others' or it woke late", s.dir, d.Round(time.Microsecond), startAt, tolerance)
-				}
-			}
-		}
-	}
-	lo, hi := sh[0], sh[0]
-	for _, s := range sh {
-		if s.start.Before(lo.start) {
-			lo = s
-		}
-		if s.start.After(hi.start) {
-			hi = s
-		}
-	}
-	if spread := hi.start.Sub(lo.start); spread > tolerance {
-		if startAt == "" {
-			p.warn("shards were started without --start-at and %s apart (%s first, %s last): their loads did not overlap as one run's would", spread.Round(time.Microsecond), lo.dir, hi.dir)
-		} else {
-			p.warn("shards' start instants span %s (%s first, %s last), more than the tolerance %s", spread.Round(time.Microsecond), lo.dir, hi.dir, tolerance)
-		}
-	}
-	return p
-}
-
-// targetOf is the shard's target for comparison. A shard run with no --url benchmarks its
-// own in-process simulator on a random port: the port is not part of what was measured.
-func targetOf(s *shardResult) report.Target {
-	t := s.sum.Target
-	if p, _ := s.load["sim_profile"].(string); p != "" {
-		if m, _ := s.load["mode"].(string); m == "run" {
-			t.URL = "(in-process simulator)"
-		}
-	}
-	return t
-}
-
-// rebase moves a record's offsets by shift (the shard's t = 0 minus the merged t = 0).
-func rebase(r *record.Record, shift time.Duration) {
-	neverSent := r.Error != nil && r.Sent == 0 // keep the "never sent" marker
-	r.Scheduled += shift
-	if !neverSent {
-		r.Sent += shift
-	}
-	r.Done += shift
-	if r.FirstContent != 0 {
-		r.FirstContent += shift
-	}
-	ev := record.Events{Base: r.Events.Base + shift}
-	r.Events.Each(func(_ int, t time.Duration, n int) { ev.Append(t+shift, n) })
-	r.Events = ev
-}
-
-// mergeShards puts every shard's records on the earliest shard's timeline and builds the
-// merged summary from them, fed through one collector like a run's; records come back
-// sorted by level, then finish time.
-func mergeShards(sh []*shardResult, force bool, p *mergeProblems) (*report.Summary, []record.Record, *report.Collector, error) {
-	t0 := sh[0].start
-	for _, s := range sh {
-		if s.start.Before(t0) {
-			t0 = s.start
-		}
-	}
-	type key struct{ level, index int }
-	owner := map[key]string{}
-	var all []record.Record
-	dups := 0
-	for _, s := range sh {
-		shift := s.start.Sub(t0)
-		for i := range s.recs {
-			r := &s.recs[i]
-			k := key{r.Level, r.Index}
-			if d, dup := owner[k]; dup {
-				if dups < 5 {
-					p.conflict("level %d request %d is in both %s and %s", r.Level, r.Index, d, s.dir)
-				}
-				dups++
-				continue
-			}
-			owner[k] = s.dir
-			rebase(r, shift)
-			all = append(all, *r)
-		}
-	}
-	if dups > 5 {
-		p.conflict("... %d repeated requests in all", dups)
-	}
-	if len(p.conflicts) > 0 && !force {
-		return nil, nil, nil, errors.New("the shards do not belong to one run:\n" + strings.Join(p.conflicts, "\n") + "\n(--force merges them anyway)")
-	}
-	slices.SortStableFunc(all, func(a, b record.Record) int {
-		return cmp.Or(cmp.Compare(a.Level, b.Level), cmp.Compare(a.Done, b.Done), cmp.Compare(a.Index, b.Index))
-	})
-
-	ref := sh[0].sum
-	slos, err := metrics.ParseSLOs(ref.SLO)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: summary.json slo: %w", sh[0].dir, err)
-	}
-	col := report.NewCollector(metrics.Config{Percentiles: ref.Percentiles, SLOs: slos})
-	for i := range all {
-		col.Add(&all[i])
-	}
-	load := map[string]any{}
-	for k, v := range sh[0].load {
-		load[k] = v
-	}
-	var names []string
-	for _, s := range sh {
-		if s.shards > 1 {
-			names = append(names, engineShard(s.shard, s.shards))
-		}
-	}
-	slices.Sort(names)
-	load["merged_shards"] = names
-	if w := append(slices.Clone(p.conflicts), p.warnings...); len(w) > 0 {
-		load["merge_warnings"] = w
-	}
-	sum := &report.Summary{
-		Schema: report.SchemaV1, Version: Version, StartedAt: t0.UTC(),
-		RunStartUnix: float64(t0.UnixMicro()) / 1e6, Seed: ref.Seed, Target: ref.Target,
-		Workload: ref.Workload, Load: load, Percentiles: ref.Percentiles, SLO: ref.SLO,
-	}
-	var reasons []string
-	for _, s := range sh {
-		if !slices.Contains(reasons, s.sum.EndReason) {
-			reasons = append(reasons, s.sum.EndReason)
-		}
-	}
-	sum.EndReason = strings.Join(reasons, "; ")
-
-	nLevels := 0
-	for _, s := range sh {
-		nLevels = max(nLevels, len(s.sum.Levels))
-	}
-	for i := range nLevels {
-		var l report.Level
-		for _, s := range sh {
-			if i < len(s.sum.Levels) {
-				sl := s.sum.Levels[i]
-				if l.Name == "" {
-					l.Name, l.Concurrency, l.Rate = sl.Name, sl.Concurrency, sl.Rate
-				}
-				l.Partial = l.Partial || sl.Partial
-			}
-		}
-		l.Level = col.Level(i)
-		sum.Levels = append(sum.Levels, l)
-	}
-	sum.Judge()
-	return sum, all, col, nil
-}
-
 func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, force bool) error {
 	var (
-		shards []*shardResult
+		shards []*merge.Shard
 		errs   []error
 	)
 	for _, d := range dirs {
-		s, err := readShard(d)
+		s, err := merge.Read(d)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -379,35 +71,21 @@ func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, f
 	if len(errs) > 0 {
 		return withCode(ExitFailure, errors.Join(errs...))
 	}
-	p := checkShards(shards, tolerance)
-	for _, s := range shards {
-		for _, n := range s.notes {
-			p.warn("%s", n)
-		}
-	}
-	sum, recs, col, err := mergeShards(shards, force, p)
+	p := merge.Check(shards, tolerance)
+	sum, recs, col, err := merge.Combine(shards, force, p, Version)
 	if err != nil {
 		return withCode(ExitFailure, err)
 	}
-	for _, c := range p.conflicts {
+	for _, c := range p.Conflicts {
 		fmt.Fprintf(stdio.Err, "warning (--force): %s\n", c)
 	}
-	for _, w := range p.warnings {
+	for _, w := range p.Warnings {
 		fmt.Fprintf(stdio.Err, "warning: %s\n", w)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
 	}
-	w, err := record.Create(filepath.Join(out, "records.jsonl"))
-	if err != nil {
-		return fmt.Errorf("--output-dir: %w", err)
-	}
-	for i := range recs {
-		if err := w.Write(&recs[i]); err != nil {
-			break // sticky: Close reports it
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := record.WriteFile(filepath.Join(out, "records.jsonl"), recs); err != nil {
 		return fmt.Errorf("records.jsonl: %w", err)
 	}
 	if err := writeResults(out, "", sum, col); err != nil {

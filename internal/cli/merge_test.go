@@ -3,11 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"math/rand/v2"
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,114 +14,17 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/rundesc"
 )
-
-// mergeRunRecords is one synthetic unsharded run: two closed-loop levels with completed,
-// failed, never-sent and warm-up requests, offsets from the run's t = 0. Request i's times
-// are moved earlier by shift(i), to build a shard whose clock started that much later.
-func mergeRunRecords(seed uint64, shift func(i int) time.Duration) []record.Record {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	var recs []record.Record
-	clock := 40 * time.Millisecond
-	for level := range 2 {
-		for i := range 60 {
-			r := record.Record{Level: level, Index: i, Warmup: i < 3, InputTokens: 16 + i%5}
-			r.Scheduled = clock + time.Duration(rng.IntN(50_000))*time.Microsecond - shift(i)
-			r.Sent = r.Scheduled + time.Duration(rng.IntN(300))*time.Microsecond
-			r.ResponseID = "chatcmpl-" + string(rune('a'+level)) + "-" + string(rune('A'+i%26)) + string(rune('A'+i/26))
-			r.Events.Base = r.Sent
-			t := r.Sent + time.Duration(5_000+rng.IntN(40_000))*time.Microsecond
-			n := 2 + rng.IntN(20)
-			for k := range n {
-				tokens := 1
-				if k%7 == 3 {
-					tokens = 2 // a coalesced read
-				}
-				r.Events.Append(t, tokens)
-				t += time.Duration(1_000+rng.IntN(30_000)) * time.Microsecond
-			}
-			r.Done = t
-			r.OutputTokens, r.OutputTokensSource = r.Events.Tokens(), record.SourceUsage
-			switch i % 17 {
-			case 5:
-				r.Error = &record.Error{Kind: record.KindHTTPStatus, Status: 500, Message: "boom"}
-				r.Events = record.Events{}
-				r.OutputTokens = 0
-			case 11: // never sent
-				r.Error = &record.Error{Kind: record.KindConnect, Message: "refused"}
-				r.Sent, r.Done, r.Events, r.OutputTokens = 0, r.Scheduled+time.Millisecond, record.Events{}, 0
-			}
-			recs = append(recs, r)
-		}
-		clock += 3 * time.Second
-	}
-	return recs
-}
 
 // writeShardDir writes one shard's results folder as run would: records with offsets from
 // the shard's own start, and a summary.json describing it.
 func writeShardDir(t *testing.T, dir string, sum *report.Summary, recs []record.Record) {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w, err := record.Create(filepath.Join(dir, "records.jsonl"))
+	err := errors.Join(os.MkdirAll(dir, 0o755), record.WriteFile(filepath.Join(dir, "records.jsonl"), recs), report.Save(dir, sum))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range recs {
-		if err := w.Write(&recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := report.Save(dir, sum); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func shardSummary(start time.Time, startAt string, shard string, levels int) *report.Summary {
-	load := map[string]any{"mode": "run", "requests": 60, "ignore_eos": true, "levels": []any{
-		map[string]any{"concurrency": 8, "requests": 60}, map[string]any{"concurrency": 16, "requests": 60}}}
-	if shard != "" {
-		load["shard"] = shard
-	}
-	if startAt != "" {
-		load["start_at"] = startAt
-	}
-	s := &report.Summary{Schema: report.SchemaV1, Version: "test", StartedAt: start.UTC(),
-		RunStartUnix: float64(start.UnixMicro()) / 1e6, Seed: 7, EndReason: "completed",
-		Target:   report.NewTarget("http://127.0.0.1:8000", "openai-chat", "m"),
-		Workload: map[string]any{"dataset": "random", "input_tokens": "16", "output_tokens": "uniform:2:21"},
-		Load:     load, Percentiles: metrics.DefaultPercentiles, SLO: "ttft<=30ms,tpot:p99<=20ms"}
-	for i := range levels {
-		c := []int{8, 16}[i]
-		s.Levels = append(s.Levels, report.Level{Name: "concurrency " + []string{"8", "16"}[i], Concurrency: c})
-	}
-	return s
-}
-
-// splitShards writes the run mergeRunRecords(seed) as n shards (index i % n) whose starts
-// lie skews[k] after the run's t0, each with offsets from its own start.
-func splitShards(t *testing.T, root string, seed uint64, t0 time.Time, skews []time.Duration, startAt string) []string {
-	t.Helper()
-	n := len(skews)
-	all := mergeRunRecords(seed, func(i int) time.Duration { return skews[i%n] })
-	var dirs []string
-	for k := range n {
-		var part []record.Record
-		for _, r := range all {
-			if r.Index%n == k {
-				part = append(part, r)
-			}
-		}
-		dir := filepath.Join(root, "shard-"+string(rune('0'+k)))
-		writeShardDir(t, dir, shardSummary(t0.Add(skews[k]), startAt, engineShard(k, n), 2), part)
-		dirs = append(dirs, dir)
-	}
-	return dirs
 }
 
 func mainCapture(args ...string) (code int, stdout, stderr string) {
@@ -145,183 +47,6 @@ func readMerged(t *testing.T, dir string) (*report.Summary, []record.Record) {
 	return sum, readRecords(t, dir)
 }
 
-// The merged figures are exactly those of one machine computing over the union: the same
-// records on the same timeline give the same summary, bit for bit.
-func TestMergeEqualsUnion(t *testing.T) {
-	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	recs := mergeRunRecords(1, func(int) time.Duration { return 0 })
-	root := t.TempDir()
-	// Shard 1 started first, 2.5 ms before the others' t0 would be; shard 2 started 7 ms late.
-	skews := []time.Duration{2500 * time.Microsecond, 0, 9500 * time.Microsecond}
-	dirs := splitShards(t, root, 1, t0, skews, "2026-03-01T12:00:00Z")
-	out := filepath.Join(root, "merged")
-	code, stdout, stderr := mainCapture(append([]string{"merge", "--output-dir", out}, dirs...)...)
-	if code != 0 {
-		t.Fatalf("merge exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	if stderr != "" {
-		t.Errorf("unexpected warnings: %s", stderr)
-	}
-	sum, got := readMerged(t, out)
-	if !sum.StartedAt.Equal(t0) {
-		t.Errorf("started_at %s, want the earliest shard's %s", sum.StartedAt, t0)
-	}
-	if len(got) != len(recs) {
-		t.Fatalf("%d merged records, want %d", len(got), len(recs))
-	}
-	// Every record is back at its original place on the timeline.
-	byKey := map[[2]int]string{}
-	for _, r := range recs {
-		byKey[[2]int{r.Level, r.Index}] = string(record.AppendJSON(nil, &r))
-	}
-	for _, r := range got {
-		if want := byKey[[2]int{r.Level, r.Index}]; string(record.AppendJSON(nil, &r)) != want {
-			t.Errorf("merged record\n%s\nwant\n%s", record.AppendJSON(nil, &r), want)
-		}
-	}
-	slos, _ := metrics.ParseSLOs("ttft<=30ms,tpot:p99<=20ms")
-	cfg := metrics.Config{Percentiles: metrics.DefaultPercentiles, SLOs: slos}
-	if len(sum.Levels) != 2 {
-		t.Fatalf("%d levels, want 2", len(sum.Levels))
-	}
-	for level := range 2 {
-		var mine []record.Record
-		for _, r := range recs {
-			if r.Level == level {
-				mine = append(mine, r)
-			}
-		}
-		want, _ := json.Marshal(metrics.Aggregate(mine, cfg))
-		gotJS, _ := json.Marshal(sum.Levels[level].Level)
-		if string(want) != string(gotJS) {
-			t.Errorf("level %d:\n got %s\nwant %s", level, gotJS, want)
-		}
-		if c := sum.Levels[level].Concurrency; c != []int{8, 16}[level] {
-			t.Errorf("level %d concurrency %d", level, c)
-		}
-	}
-	load, err := jsonObject(sum.Load)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := load["shard"]; ok {
-		t.Error("merged load still names a shard")
-	}
-	if ms, _ := json.Marshal(load["merged_shards"]); string(ms) != `["0/3","1/3","2/3"]` {
-		t.Errorf("merged_shards = %s", ms)
-	}
-	for _, f := range []string{"summary.csv", "report.html"} {
-		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
-			t.Error(err)
-		}
-	}
-	if !strings.Contains(stdout, "Merged 3 shards (120 requests)") {
-		t.Errorf("stdout: %s", stdout)
-	}
-}
-
-func TestMergeProblems(t *testing.T) {
-	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		name   string
-		edit   func(t *testing.T, dirs []string) []string
-		force  bool
-		code   int
-		stderr []string
-	}{
-		{name: "clean", code: 0},
-		{name: "workload differs", code: 1, edit: func(t *testing.T, dirs []string) []string {
-			s := shardSummary(t0, "2026-03-01T12:00:00Z", "1/3", 2)
-			s.Workload = map[string]any{"dataset": "random", "input_tokens": "32", "output_tokens": "uniform:2:21"}
-			rewriteSummary(t, dirs[1], s)
-			return dirs
-		}, stderr: []string{"differ in workload", `"input_tokens":"16"`, "--force"}},
-		{name: "forced", code: 0, force: true, edit: func(t *testing.T, dirs []string) []string {
-			s := shardSummary(t0, "2026-03-01T12:00:00Z", "1/3", 2)
-			s.Seed = 8
-			rewriteSummary(t, dirs[1], s)
-			return dirs
-		}, stderr: []string{"warning (--force):", "differ in seed: 7 vs 8"}},
-		{name: "same shard twice", code: 1, edit: func(t *testing.T, dirs []string) []string {
-			return []string{dirs[0], dirs[1], dirs[2], dirs[1]}
-		}, stderr: []string{"are both shard 1/3", "request 1 is in both"}},
-		{name: "shard missing", code: 0, edit: func(t *testing.T, dirs []string) []string {
-			return dirs[:2]
-		}, stderr: []string{"shards 2/3 are missing"}},
-		{name: "not a shard", code: 1, edit: func(t *testing.T, dirs []string) []string {
-			rewriteSummary(t, dirs[0], shardSummary(t0, "2026-03-01T12:00:00Z", "", 2))
-			return dirs
-		}, stderr: []string{"is not a shard"}},
-		{name: "late clock", code: 0, edit: func(t *testing.T, dirs []string) []string {
-			rewriteSummary(t, dirs[2], shardSummary(t0.Add(80*time.Millisecond), "2026-03-01T12:00:00Z", "2/3", 2))
-			return dirs
-		}, stderr: []string{"started 80ms from its --start-at", "span 80ms"}},
-		{name: "no start-at", code: 0, edit: func(t *testing.T, dirs []string) []string {
-			for k, d := range dirs {
-				rewriteSummary(t, d, shardSummary(t0.Add(time.Duration(k)*time.Second), "", engineShard(k, 3), 2))
-			}
-			return dirs
-		}, stderr: []string{"without --start-at and 2s apart"}},
-		{name: "target differs", code: 1, edit: func(t *testing.T, dirs []string) []string {
-			s := shardSummary(t0, "2026-03-01T12:00:00Z", "2/3", 2)
-			s.Target = report.NewTarget("http://10.0.0.9:8000", "openai-chat", "m")
-			rewriteSummary(t, dirs[2], s)
-			return dirs
-		}, stderr: []string{"differ in target", "10.0.0.9"}},
-		{name: "in-process simulators on their own ports", code: 0, edit: func(t *testing.T, dirs []string) []string {
-			for k, d := range dirs {
-				s := shardSummary(t0, "2026-03-01T12:00:00Z", engineShard(k, 3), 2)
-				s.Load.(map[string]any)["sim_profile"] = "textbook"
-				s.Target = report.NewTarget(fmt.Sprintf("http://127.0.0.1:%d", 40000+k), "openai-chat", "m")
-				rewriteSummary(t, d, s)
-			}
-			return dirs
-		}},
-		{name: "levels differ", code: 1, edit: func(t *testing.T, dirs []string) []string {
-			rewriteSummary(t, dirs[0], shardSummary(t0, "2026-03-01T12:00:00Z", "0/3", 1))
-			return dirs
-		}, stderr: []string{"has 1 levels"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			root := t.TempDir()
-			dirs := splitShards(t, root, 2, t0, []time.Duration{0, 0, 0}, "2026-03-01T12:00:00Z")
-			if c.edit != nil {
-				dirs = c.edit(t, dirs)
-			}
-			args := append([]string{"merge", "--output-dir", filepath.Join(root, "out")}, dirs...)
-			if c.force {
-				args = append(args, "--force")
-			}
-			code, _, stderr := mainCapture(args...)
-			if code != c.code {
-				t.Fatalf("exit %d, want %d\n%s", code, c.code, stderr)
-			}
-			for _, s := range c.stderr {
-				if !strings.Contains(stderr, s) {
-					t.Errorf("stderr lacks %q:\n%s", s, stderr)
-				}
-			}
-			if len(c.stderr) == 0 && stderr != "" {
-				t.Errorf("unexpected stderr: %s", stderr)
-			}
-			if code == 0 && len(c.stderr) > 0 {
-				sum, _ := readMerged(t, filepath.Join(root, "out"))
-				load, _ := jsonObject(sum.Load)
-				if w, _ := json.Marshal(load["merge_warnings"]); !strings.Contains(string(w), strings.Trim(strings.TrimPrefix(c.stderr[len(c.stderr)-1], "warning (--force):"), " ")) {
-					t.Errorf("summary's merge_warnings %s lack the warning", w)
-				}
-			}
-		})
-	}
-}
-
-func rewriteSummary(t *testing.T, dir string, s *report.Summary) {
-	t.Helper()
-	if err := report.Save(dir, s); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestMergeUsage(t *testing.T) {
 	if code, _, stderr := mainCapture("merge", "x"); code != ExitUsage || !strings.Contains(stderr, "--output-dir") {
 		t.Errorf("no --output-dir: exit %d, %s", code, stderr)
@@ -332,5 +57,42 @@ func TestMergeUsage(t *testing.T) {
 	code, _, stderr := mainCapture("merge", "--output-dir", t.TempDir(), filepath.Join(t.TempDir(), "nope"))
 	if code != ExitFailure || !strings.Contains(stderr, "summary.json") {
 		t.Errorf("missing folder: exit %d, %s", code, stderr)
+	}
+}
+
+// The command's side of merge: exit 1 on conflicts, which --force turns into warnings on
+// stderr, and the merged folder with its console summary.
+func TestMergeCommand(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	root := t.TempDir()
+	var dirs []string
+	for k := range 2 {
+		r := record.Record{Level: 0, Index: k, Scheduled: time.Millisecond, Sent: time.Millisecond,
+			Done: 30 * time.Millisecond, InputTokens: 8, OutputTokens: 2, OutputTokensSource: record.SourceUsage}
+		r.Events.Base = r.Sent
+		r.Events.Append(10*time.Millisecond, 1)
+		r.Events.Append(20*time.Millisecond, 1)
+		sum := &report.Summary{Schema: report.SchemaV2, StartedAt: t0, Seed: int64(7 + k), EndReason: report.EndCompleted,
+			Load:   rundesc.Load{Mode: rundesc.ModeRun, Shard: rundesc.ShardString(k, 2), Levels: []rundesc.Level{{Concurrency: 1}}},
+			Levels: []report.Level{{Name: "concurrency 1", Concurrency: 1}}, Percentiles: metrics.DefaultPercentiles}
+		dirs = append(dirs, filepath.Join(root, "shard-"+strconv.Itoa(k)))
+		writeShardDir(t, dirs[k], sum, []record.Record{r})
+	}
+	out := filepath.Join(root, "merged")
+	code, _, stderr := mainCapture(append([]string{"merge", "--output-dir", out}, dirs...)...)
+	if code != ExitFailure || !strings.Contains(stderr, "differ in seed: 7 vs 8") || !strings.Contains(stderr, "--force") {
+		t.Errorf("seeds differ: exit %d, %s", code, stderr)
+	}
+	code, stdout, stderr := mainCapture(append([]string{"merge", "--output-dir", out, "--force"}, dirs...)...)
+	if code != 0 || !strings.Contains(stderr, "warning (--force): ") || !strings.Contains(stdout, "Merged 2 shards (2 requests)") {
+		t.Fatalf("--force: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, f := range []string{"records.jsonl", "summary.json", "summary.csv", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if sum, recs := readMerged(t, out); len(recs) != 2 || len(sum.Load.MergedShards) != 2 || sum.Levels[0].Completed != 2 {
+		t.Errorf("merged %d records, shards %v, %d completed", len(recs), sum.Load.MergedShards, sum.Levels[0].Completed)
 	}
 }

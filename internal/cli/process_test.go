@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
 )
 
 // buildBinary builds cmd/llmbench once per test binary run.
@@ -68,7 +69,7 @@ func TestSIGINTKeepsResults(t *testing.T) {
 		t.Fatalf("exit: %v, want code %d; stderr:\n%s", err, ExitInterrupted, stderr.String())
 	}
 	s := readSummaryT(t, dir)
-	if s.EndReason != "interrupted" || len(s.Levels) != 1 || !s.Levels[0].Partial {
+	if s.EndReason != report.EndInterrupted || len(s.Levels) != 1 || !s.Levels[0].Partial {
 		t.Errorf("end_reason %q, %d levels, partial %v", s.EndReason, len(s.Levels), s.Levels[0].Partial)
 	}
 	f, err := os.Open(recordsPath)

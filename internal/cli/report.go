@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -107,10 +106,10 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config) (*report.Col
 	if err := tolerateTruncated(eachRecord(filepath.Join(dir, "records.jsonl"), col.Add), col.Note); err != nil {
 		return nil, err
 	}
-	if sum.EndReason == endRunning {
-		sum.EndReason = "killed: recomputed from records.jsonl"
+	if sum.EndReason == report.EndRunning {
+		sum.EndReason = report.EndKilled
 	}
-	planned := plannedLevels(sum)
+	planned := sum.Load.Levels
 	for _, lvl := range col.Indices() {
 		switch {
 		case lvl < 0:
@@ -121,7 +120,7 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config) (*report.Col
 			// configuration; its figures are partial.
 			for len(sum.Levels) <= lvl {
 				p := planned[len(sum.Levels)]
-				sum.Levels = append(sum.Levels, report.Level{Name: p.name(), Concurrency: p.Concurrency, Rate: p.Rate, Partial: true})
+				sum.Levels = append(sum.Levels, report.Level{Name: p.Name(), Concurrency: p.Concurrency, Rate: p.Rate, Partial: true})
 			}
 		default:
 			return nil, fmt.Errorf("records.jsonl: level %d is not in summary.json (it lists %d levels)", lvl, len(sum.Levels))
@@ -142,14 +141,4 @@ func tolerateTruncated(err error, note func(string)) error {
 		return nil
 	}
 	return err
-}
-
-// plannedLevels is the ladder the run meant to run, from summary.json's load config.
-func plannedLevels(sum *report.Summary) []levelConfig {
-	var lc loadConfig
-	b, err := json.Marshal(sum.Load)
-	if err == nil {
-		json.Unmarshal(b, &lc)
-	}
-	return lc.Levels
 }

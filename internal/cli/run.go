@@ -147,9 +147,8 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if err != nil {
 		return err
 	}
-	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (string, error) {
-		reason, err := engine.Run(ctx, start, lvl, src, cl, sink)
-		return string(reason), err
+	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (engine.EndReason, error) {
+		return engine.Run(ctx, start, lvl, src, cl, sink)
 	}
 	return execute(ctx, stdio, cfg, start, runLevel)
 }

@@ -58,7 +58,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
 	var clock time.Duration // the run's virtual timeline: levels follow one another
-	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (string, error) {
+	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (engine.EndReason, error) {
 		srv, err := sim.NewVirtual(p)
 		if err != nil {
 			return "", usageError(fmt.Errorf("--sim: %w", err))
@@ -66,9 +66,9 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		end, reason, err := engine.RunVirtual(ctx, lvl, clock, src, srv, sink)
 		clock = end
 		if err != nil {
-			return string(engine.EndInterrupted), err
+			return engine.EndInterrupted, err
 		}
-		return string(reason), nil
+		return reason, nil
 	}
 	return execute(ctx, stdio, cfg, time.Now(), runLevel)
 }

@@ -59,9 +59,12 @@ func TestSimulateRecords(t *testing.T) {
 	})
 	start := 5 * time.Second
 	var recs []*record.Record
-	end, _, err := simulateLevel(context.Background(), p, lvl, start, src, func(r *record.Record) { recs = append(recs, r) })
+	end, reason, err := simulateLevel(context.Background(), p, lvl, start, src, func(r *record.Record) { recs = append(recs, r) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if reason != EndRequests {
+		t.Errorf("end reason %q, want %q", reason, EndRequests)
 	}
 	if len(recs) != 24 {
 		t.Fatalf("%d records, want 24", len(recs))
@@ -173,14 +176,14 @@ func TestSimulateInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var recs []*record.Record
 	n := 0
-	_, _, err := simulateLevel(ctx, simProfile(t, "textbook"), Level{Concurrency: 8, Requests: 1_000_000}, 0, fixedSource{in: 10, out: 10}, func(r *record.Record) {
+	_, reason, err := simulateLevel(ctx, simProfile(t, "textbook"), Level{Concurrency: 8, Requests: 1_000_000}, 0, fixedSource{in: 10, out: 10}, func(r *record.Record) {
 		recs = append(recs, r)
 		if n++; n == 100 {
 			cancel()
 		}
 	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("error %v, want context.Canceled", err)
+	if !errors.Is(err, context.Canceled) || reason != EndInterrupted {
+		t.Fatalf("error %v, end reason %q; want context.Canceled, %q", err, reason, EndInterrupted)
 	}
 	cancelled := 0
 	for _, r := range recs {
@@ -190,6 +193,39 @@ func TestSimulateInterrupted(t *testing.T) {
 	}
 	if cancelled != 8 {
 		t.Errorf("%d cancelled records, want the 8 in flight", cancelled)
+	}
+}
+
+// traceSource is a replayed trace of n requests, one every 10 ms.
+type traceSource int
+
+func (n traceSource) Request(level, i int) workload.Request {
+	return workload.Request{InputTokens: 50, OutputTokens: 5, Arrival: time.Duration(i) * 10 * time.Millisecond, HasArrival: true}
+}
+func (n traceSource) Len() int { return int(n) }
+
+// TestVirtualEndReasons: a level ends as Run's would, and says so: its requests, its
+// duration, or the end of the trace it replays.
+func TestVirtualEndReasons(t *testing.T) {
+	p := simProfile(t, "textbook")
+	for _, c := range []struct {
+		name string
+		lvl  Level
+		src  workload.Source
+		want EndReason
+		n    int
+	}{
+		{"closed requests", Level{Concurrency: 2, Requests: 6}, fixedSource{in: 10, out: 5}, EndRequests, 6},
+		{"closed duration", Level{Concurrency: 2, Duration: time.Second}, fixedSource{in: 10, out: 5}, EndDuration, 0},
+		{"open duration", Level{Rate: 20, Duration: time.Second}, fixedSource{in: 10, out: 5}, EndDuration, 0},
+		{"trace runs out", Level{Rate: 100, Requests: 50}, traceSource(12), EndTrace, 12},
+		{"trace cut by requests", Level{Rate: 100, Requests: 5}, traceSource(12), EndRequests, 5},
+	} {
+		n := 0
+		_, reason, err := simulateLevel(context.Background(), p, c.lvl, 0, c.src, func(*record.Record) { n++ })
+		if err != nil || reason != c.want || (c.n > 0 && n != c.n) {
+			t.Errorf("%s: %d records, end reason %q, %v; want %d, %q", c.name, n, reason, err, c.n, c.want)
+		}
 	}
 }
 

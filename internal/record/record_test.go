@@ -258,3 +258,24 @@ func TestErrorHints(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteFile(t *testing.T) {
+	a, b := sample(), sample()
+	b.Index = 8
+	p := filepath.Join(t.TempDir(), "records.jsonl")
+	if err := WriteFile(p, []Record{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := ReadAll(f)
+	if err != nil || len(got) != 2 || got[1].Index != 8 || !reflect.DeepEqual(got[0], a) {
+		t.Errorf("read back %d records, %v", len(got), err)
+	}
+	if err := WriteFile(filepath.Join(t.TempDir(), "no", "such", "dir"), nil); err == nil {
+		t.Error("WriteFile into a missing folder: no error")
+	}
+}

@@ -40,6 +40,20 @@ func Create(path string) (*Writer, error) {
 	return w, nil
 }
 
+// WriteFile writes recs as a new records.jsonl at path (a merged run's, a test's).
+func WriteFile(path string, recs []Record) error {
+	w, err := Create(path)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		if err := w.Write(&recs[i]); err != nil {
+			break // sticky: Close reports it
+		}
+	}
+	return w.Close()
+}
+
 func (w *Writer) loop() {
 	defer close(w.done)
 	t := time.NewTicker(FlushInterval)

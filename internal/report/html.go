@@ -30,7 +30,7 @@ var pageTemplate = template.Must(template.New("report.html.tmpl").Funcs(template
 
 // WriteHTML writes report.html: one self-contained page with the run's charts and tables.
 //
-// summaryJSON is summary.json as written (schema llmbench/summary/v1); the page reads it
+// summaryJSON is summary.json as written (schema llmbench/summary/v2); the page reads it
 // loosely, so missing or extra fields only hide or add detail. charts holds the per-request
 // charts' data (CDFs, request anatomy, throughput and in-flight requests over time) from the
 // Collector that aggregated the run; nil leaves those charts out. Nothing is written to w

@@ -10,15 +10,52 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 )
 
-// SchemaV1 identifies summary.json's layout; readers refuse other major versions.
-const SchemaV1 = "llmbench/summary/v1"
+// Schemas of summary.json. This llmbench writes SchemaV2; ReadJSON also reads SchemaV1,
+// migrating it, and refuses other versions.
+const (
+	// SchemaV2: the run description (load, workload) and the end reason are typed
+	// (rundesc.Load, rundesc.Workload, EndReason), with v1's keys and values.
+	SchemaV2 = "llmbench/summary/v2"
+	// SchemaV1: the same keys, written from untyped configuration (llmbench before v2).
+	SchemaV1 = "llmbench/summary/v1"
+)
+
+// EndReason is why the run ended (summary.json end_reason).
+type EndReason string
+
+// End reasons of a run. A run stopped by an error ends with EndError; a merged run with
+// JoinEndReasons of its shards'.
+const (
+	// EndRunning is written when the run starts; a summary that still says so after the run
+	// belongs to a killed process.
+	EndRunning     EndReason = "running"
+	EndCompleted   EndReason = "completed"
+	EndInterrupted EndReason = "interrupted"                           // SIGINT or SIGTERM
+	EndKilled      EndReason = "killed: recomputed from records.jsonl" // llmbench report of a killed run
+)
+
+// EndError is the end reason of a run stopped by err.
+func EndError(err error) EndReason { return EndReason("error: " + err.Error()) }
+
+// JoinEndReasons is a merged run's end reason: the distinct reasons in order, joined by "; ".
+func JoinEndReasons(rs []EndReason) EndReason {
+	var distinct []string
+	for _, r := range rs {
+		if !slices.Contains(distinct, string(r)) {
+			distinct = append(distinct, string(r))
+		}
+	}
+	return EndReason(strings.Join(distinct, "; "))
+}
 
 // Summary is summary.json: the run described (config, version, seed, start, end reason) and
 // its per-level figures. docs/metrics.md documents every field.
@@ -28,14 +65,13 @@ type Summary struct {
 	StartedAt    time.Time `json:"started_at"`     // wall clock at t = 0, UTC
 	RunStartUnix float64   `json:"run_start_unix"` // the same instant as float Unix seconds
 	Seed         int64     `json:"seed"`
-	EndReason    string    `json:"end_reason"` // e.g. "completed", "interrupted", "duration"
+	EndReason    EndReason `json:"end_reason"`
 	Target       Target    `json:"target"`
-	// Workload and Load are the run's configuration as the CLI describes it (structs or maps
-	// that marshal to JSON objects); read back they are map[string]any.
-	Workload    any       `json:"workload"`
-	Load        any       `json:"load"`
-	Percentiles []float64 `json:"percentiles"`
-	SLO         string    `json:"slo,omitempty"` // the --slo terms as given
+	// Workload and Load are the run's configuration (package rundesc).
+	Workload    rundesc.Workload `json:"workload"`
+	Load        rundesc.Load     `json:"load"`
+	Percentiles []float64        `json:"percentiles"`
+	SLO         string           `json:"slo,omitempty"` // the --slo terms as given
 
 	Levels    []Level       `json:"levels"`
 	SweetSpot *metrics.Pick `json:"sweet_spot"`
@@ -103,7 +139,7 @@ func (l Level) Load() metrics.Load { return metrics.Load{Concurrency: l.Concurre
 // describe a steady state; indexes still refer to Levels.
 func (s *Summary) Judge() {
 	if s.Schema == "" {
-		s.Schema = SchemaV1
+		s.Schema = SchemaV2
 	}
 	var lv []metrics.Level
 	var loads []metrics.Load
@@ -147,29 +183,39 @@ func WriteJSON(w io.Writer, s *Summary) error {
 	return nil
 }
 
-// ReadJSON reads a summary.json, refusing other schemas.
+// ReadJSON reads a summary.json of any schema this llmbench knows, migrated to SchemaV2,
+// and refuses others.
 func ReadJSON(r io.Reader) (*Summary, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("summary.json: %w", err)
 	}
-	var s Summary
-	if err := json.Unmarshal(data, &s); err != nil {
+	var head struct{ Schema string }
+	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, fmt.Errorf("summary.json: %w", err)
 	}
-	// Keep the configuration exactly as written (field order included), so a summary
-	// recomputed from it is byte-identical.
-	var cfg struct{ Workload, Load json.RawMessage }
-	if err := json.Unmarshal(data, &cfg); err == nil {
-		s.Workload, s.Load = cfg.Workload, cfg.Load
-	}
-	if s.Schema != SchemaV1 {
-		if strings.HasPrefix(s.Schema, "llmbench/summary/") {
-			return nil, fmt.Errorf("summary.json: schema %q is not supported by this llmbench (it reads %s)", s.Schema, SchemaV1)
+	migrate, ok := migrations[head.Schema]
+	if !ok {
+		if strings.HasPrefix(head.Schema, "llmbench/summary/") {
+			return nil, fmt.Errorf("summary.json: schema %q is not supported by this llmbench (it reads %s and %s)", head.Schema, SchemaV2, SchemaV1)
 		}
-		return nil, errors.New("summary.json: not an llmbench summary (schema " + fmt.Sprintf("%q", s.Schema) + ")")
+		return nil, errors.New("summary.json: not an llmbench summary (schema " + fmt.Sprintf("%q", head.Schema) + ")")
 	}
+	var s Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("summary.json (%s): %w", head.Schema, err)
+	}
+	migrate(&s)
 	return &s, nil
+}
+
+// migrations bring a summary read as its own schema up to SchemaV2, by schema.
+var migrations = map[string]func(*Summary){
+	SchemaV2: func(*Summary) {},
+	// v1 has v2's keys and values: what it wrote from untyped configuration is what v2's
+	// types hold (rundesc's tests check that against summaries v1 wrote), and its end
+	// reasons are v2's. Only the schema changes.
+	SchemaV1: func(s *Summary) { s.Schema = SchemaV2 },
 }
 
 // Save writes summary.json and summary.csv into dir, each atomically.

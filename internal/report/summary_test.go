@@ -2,9 +2,12 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/rundesc"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -90,12 +94,13 @@ func ladderSummary(t *testing.T, sloSpec string, concs []int) *Summary {
 		Seed:         42,
 		EndReason:    "completed",
 		Target:       NewTarget("http://user:pw@127.0.0.1:8000?api_key=sk-123", "openai-chat", "test-model"),
-		Workload:     map[string]any{"input_tokens": "256", "output_tokens": "20", "dataset": "random"},
-		Load:         map[string]any{"concurrency": concs, "requests": 60, "warmup": "1 per slot"},
+		Workload:     rundesc.Workload{Dataset: "random", Tokenizer: "o200k_base", InputTokens: "256", OutputTokens: "20"},
+		Load:         rundesc.Load{Mode: rundesc.ModeSimulate, Requests: 60},
 		Percentiles:  cfg.Percentiles,
 		SLO:          sloSpec,
 	}
 	for i, c := range concs {
+		s.Load.Levels = append(s.Load.Levels, rundesc.Level{Concurrency: c, Requests: 60})
 		fail := 0
 		if c == 64 {
 			fail = 10
@@ -194,7 +199,8 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Error("levels lost in the round trip")
 	}
 	for _, c := range []struct{ in, err string }{
-		{`{"schema":"llmbench/summary/v2"}`, `schema "llmbench/summary/v2" is not supported`},
+		{`{"schema":"llmbench/summary/v3"}`, `schema "llmbench/summary/v3" is not supported`},
+		{`{"schema":"llmbench/summary/v2","load":{"levels":3}}`, "summary.json (llmbench/summary/v2): json: cannot unmarshal"},
 		{`{"schema":"other"}`, "not an llmbench summary"},
 		{`{`, "unexpected end of JSON input"},
 	} {
@@ -225,6 +231,63 @@ func TestRedactURL(t *testing.T) {
 	} {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestEndReasons(t *testing.T) {
+	if got := EndError(errors.New("records.jsonl: disk full")); got != "error: records.jsonl: disk full" {
+		t.Errorf("EndError = %q", got)
+	}
+	got := JoinEndReasons([]EndReason{EndCompleted, EndInterrupted, EndCompleted, EndKilled})
+	if want := EndReason("completed; interrupted; killed: recomputed from records.jsonl"); got != want {
+		t.Errorf("JoinEndReasons = %q, want %q", got, want)
+	}
+	if got := JoinEndReasons([]EndReason{EndCompleted, EndCompleted}); got != EndCompleted {
+		t.Errorf("JoinEndReasons of alike shards = %q", got)
+	}
+}
+
+// A v1 summary (as llmbench wrote it before v2, abridged to one level) reads as v2, its
+// description typed, and writes again with v1's keys and values under the v2 schema.
+func TestReadV1(t *testing.T) {
+	v1 := `{
+  "schema": "llmbench/summary/v1",
+  "llmbench_version": "dev",
+  "started_at": "2026-12-01T08:47:23.067422513Z",
+  "run_start_unix": 1796114843.067422,
+  "seed": 1,
+  "end_reason": "completed",
+  "target": {"url": "", "api": "", "model": "textbook", "closes_connections": false, "closed_connections": 0},
+  "workload": {"dataset": "random", "tokenizer": "o200k_base", "input_tokens": "512", "output_tokens": "128", "trace_speed": 1},
+  "load": {"mode": "simulate", "levels": [{"concurrency": 1, "requests": 8}], "requests": 8, "sim_profile": "textbook", "ignore_eos": false},
+  "percentiles": [50, 90, 95, 99, 99.9],
+  "levels": [{"name": "concurrency 1", "concurrency": 1, "partial": false, "completed": 8, "failed": 0}],
+  "sweet_spot": null,
+  "slo_limit": null
+}`
+	s, err := ReadJSON(strings.NewReader(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Schema != SchemaV2 || s.EndReason != EndCompleted || s.Load.Mode != rundesc.ModeSimulate ||
+		len(s.Load.Levels) != 1 || s.Load.Levels[0].Requests != 8 || s.Workload.InputTokens != "512" ||
+		s.Levels[0].Completed != 8 || s.Target.Model != "textbook" {
+		t.Errorf("read back %+v", s)
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	var in, out map[string]any
+	json.Unmarshal([]byte(v1), &in)
+	json.Unmarshal(b.Bytes(), &out)
+	if out["schema"] != SchemaV2 {
+		t.Errorf("written as %v", out["schema"])
+	}
+	for _, k := range []string{"workload", "load", "target", "end_reason", "started_at", "seed", "percentiles"} {
+		if !reflect.DeepEqual(in[k], out[k]) {
+			t.Errorf("%s: v1 %v, written back %v", k, in[k], out[k])
 		}
 	}
 }

@@ -1,0 +1,143 @@
+package rundesc
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// Descriptions written by llmbench before they were typed (summary.json v1), from
+//
+//	run --rate 20 --arrival gamma:0.5 --max-concurrency 4 --requests 6 --warmup 2 --header ... --extra-body ...
+//	    --shard 0/2 --read-stamps --keep-alive=false --start-at 2026-12-01T09:00:00Z   (in-process simulator)
+//	simulate --concurrency 2 --duration 2s --warmup 1s --cooldown 500ms --turns 2 --think-time 100ms
+//	simulate --sim textbook --search rate --search-max 8 --prefix-tokens 64 --prefix-groups 3 --requests 20
+//
+// except that headers are now sorted by name (they came in map order).
+var v1 = []struct {
+	name     string
+	run      Run
+	workload string
+	load     string
+}{
+	{name: "run", run: Run{Live: true, InProcess: true, Levels: []engine.Level{{Rate: 20, Requests: 6}},
+		Base: engine.Level{Arrival: schedule.Arrival{Kind: "gamma", Burstiness: 0.5}, MaxConcurrency: 4, Warmup: 2,
+			Shard: 0, Shards: 2}, Requests: 6, StartAt: time.Date(2026, 12, 1, 10, 0, 0, 0, time.FixedZone("CET", 3600)),
+		SimProfile: "h200-llama-3.1-8b", Timeout: 10 * time.Minute, IdleTimeout: time.Minute, IgnoreEOS: true,
+		ReadStamps: true, Headers: http.Header{"X-Team": {"a"}, "Authorization": {"Bearer sk-x"}, "X-Api-Key": {"s"}},
+		ExtraBody: map[string]any{"temperature": 0.5, "top_k": 3.0},
+		Workload:  workload.Config{InputTokens: dist("512"), OutputTokens: dist("128"), TraceSpeed: 1}, Tokenizer: "o200k_base"},
+		workload: `{"dataset": "random", "tokenizer": "o200k_base", "input_tokens": "512", "output_tokens": "128", "trace_speed": 1}`,
+		load: `{"mode": "run", "levels": [{"rate": 20, "requests": 6}], "arrival": "gamma:0.5", "max_concurrency": 4, "requests": 6,
+			"warmup": 2, "shard": "0/2", "start_at": "2026-12-01T09:00:00Z", "sim_profile": "h200-llama-3.1-8b", "timeout": "10m0s",
+			"idle_timeout": "1m0s", "ignore_eos": true, "read_stamps": true, "keep_alive": false,
+			"headers": ["Authorization: REDACTED", "X-Api-Key: REDACTED", "X-Team: a"], "extra_body": {"temperature": 0.5, "top_k": 3}}`},
+	{name: "simulate turns", run: Run{Levels: []engine.Level{{Concurrency: 2}},
+		Base:       engine.Level{Duration: 2 * time.Second, WarmupTime: time.Second, Cooldown: 500 * time.Millisecond},
+		SimProfile: "h200-llama-3.1-8b", Timeout: time.Minute, Headers: http.Header{"X-Team": {"a"}},
+		Workload: workload.Config{InputTokens: dist("512"), OutputTokens: dist("128"), TraceSpeed: 1, Turns: 2,
+			ThinkTime: 100 * time.Millisecond, PrefixGroups: 1}, Tokenizer: "o200k_base"},
+		workload: `{"dataset": "random", "tokenizer": "o200k_base", "input_tokens": "512", "output_tokens": "128", "trace_speed": 1, "turns": 2, "think_time": "100ms"}`,
+		load: `{"mode": "simulate", "levels": [{"concurrency": 2}], "duration": "2s", "warmup_time": "1s", "cooldown": "500ms",
+			"sim_profile": "h200-llama-3.1-8b", "ignore_eos": false}`},
+	{name: "simulate search", run: Run{Search: "rate", SearchMax: 8, Requests: 20, SimProfile: "textbook",
+		Workload: workload.Config{Dataset: "random", InputTokens: dist("512"), OutputTokens: dist("128"), TraceSpeed: 1,
+			PrefixTokens: 64, PrefixGroups: 3, Turns: 1, ThinkTime: time.Second}, Tokenizer: "o200k_base"},
+		workload: `{"dataset": "random", "tokenizer": "o200k_base", "input_tokens": "512", "output_tokens": "128", "prefix_tokens": 64, "prefix_groups": 3, "trace_speed": 1}`,
+		load:     `{"mode": "simulate", "levels": null, "search": "rate", "search_max": 8, "arrival": "poisson", "requests": 20, "sim_profile": "textbook", "ignore_eos": false}`},
+}
+
+func dist(s string) workload.Dist {
+	d, err := workload.ParseDist(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func compact(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// Describe writes what llmbench wrote before the description was typed: the same keys, in
+// the same order, with the same settings left out.
+func TestDescribeAsBefore(t *testing.T) {
+	for _, c := range v1 {
+		load, wl := c.run.Describe()
+		gotL, _ := json.Marshal(load)
+		gotW, _ := json.Marshal(wl)
+		if want := compact(t, c.load); string(gotL) != want {
+			t.Errorf("%s: load\n got %s\nwant %s", c.name, gotL, want)
+		}
+		if want := compact(t, c.workload); string(gotW) != want {
+			t.Errorf("%s: workload\n got %s\nwant %s", c.name, gotW, want)
+		}
+	}
+}
+
+// What was written reads back typed and writes again byte for byte.
+func TestRoundTrip(t *testing.T) {
+	for _, c := range v1 {
+		var l Load
+		var w Workload
+		if err := json.Unmarshal([]byte(c.load), &l); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(c.workload), &w); err != nil {
+			t.Fatal(err)
+		}
+		gotL, _ := json.Marshal(l)
+		gotW, _ := json.Marshal(w)
+		if string(gotL) != compact(t, c.load) || string(gotW) != compact(t, c.workload) {
+			t.Errorf("%s: round trip\n%s\n%s", c.name, gotL, gotW)
+		}
+	}
+	var l Load
+	json.Unmarshal([]byte(v1[0].load), &l)
+	if l.Mode != ModeRun || l.KeepAlive == nil || *l.KeepAlive || l.Levels[0].Name() != "rate 20/s" {
+		t.Errorf("read back %+v", l)
+	}
+}
+
+func TestLevelName(t *testing.T) {
+	for _, c := range []struct {
+		l    Level
+		want string
+	}{
+		{Level{Concurrency: 16}, "concurrency 16"},
+		{Level{Rate: 2.5}, "rate 2.5/s"},
+		{Level{Rate: 1.0 / 3}, "rate 0.3333/s"},
+	} {
+		if got := c.l.Name(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.l, got, c.want)
+		}
+	}
+}
+
+func TestShard(t *testing.T) {
+	for _, s := range []string{"0/1", "2/3", "7/8"} {
+		i, n, err := ParseShard(s)
+		if err != nil || ShardString(i, n) != s {
+			t.Errorf("%q: %d/%d, %v", s, i, n, err)
+		}
+	}
+	if i, n, err := ParseShard(""); err != nil || i != 0 || n != 1 {
+		t.Errorf(`"": %d/%d, %v; want the whole run`, i, n, err)
+	}
+	for _, s := range []string{"3/3", "-1/2", "1", "a/b", "0/0"} {
+		if _, _, err := ParseShard(s); err == nil {
+			t.Errorf("%q: no error", s)
+		}
+	}
+}

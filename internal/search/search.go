@@ -1,0 +1,77 @@
+// Package search finds the largest load that meets a verdict (llmbench run --search): grow
+// the load geometrically from 1 until a verdict fails, then bisect between the largest
+// passing and the smallest failing load. It knows nothing of HTTP or levels: a Probe runs
+// one load and says whether it passed.
+package search
+
+import (
+	"context"
+	"math"
+)
+
+// Axis is what the search varies.
+type Axis string
+
+// Axes.
+const (
+	Concurrency Axis = "concurrency" // integer loads; stops when the bracket is one apart
+	Rate        Axis = "rate"        // real loads (req/s); stops within 5%
+)
+
+// Probe runs one load and reports whether its verdict passed. An error stops the search.
+type Probe func(load float64) (passed bool, err error)
+
+// Largest probes loads 1, 2, 4, ... (capped at limit) until one fails, then bisects to the
+// nearest integer concurrency or to within 5% of the rate (or below 0.01 req/s when nothing
+// passed). It returns the largest load that passed (0 when none did) and stops early, with
+// what it has, when ctx is done. When limit itself passes, the answer is at least limit.
+func Largest(ctx context.Context, axis Axis, limit float64, probe Probe) (float64, error) {
+	lo, hi := 0.0, 0.0 // largest passing and smallest failing load seen
+	load := 1.0
+	for {
+		if ctx.Err() != nil {
+			return lo, nil
+		}
+		load = math.Min(load, limit)
+		ok, err := probe(load)
+		if err != nil {
+			return lo, err
+		}
+		if !ok {
+			hi = load
+			break
+		}
+		lo = load
+		if load >= limit {
+			return lo, nil // the bound passes: the answer is at least limit
+		}
+		load *= 2
+	}
+	for ctx.Err() == nil {
+		var mid float64
+		if axis == Concurrency {
+			if hi-lo <= 1 {
+				return lo, nil
+			}
+			mid = math.Floor((lo + hi) / 2)
+		} else {
+			if lo > 0 && hi <= lo*1.05 {
+				return lo, nil
+			}
+			if lo == 0 && hi <= 0.01 {
+				return lo, nil
+			}
+			mid = (lo + hi) / 2
+		}
+		ok, err := probe(mid)
+		if err != nil {
+			return lo, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
