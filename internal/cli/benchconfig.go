@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/schedule"
@@ -36,10 +36,10 @@ type benchConfig struct {
 	sloSpec                 string
 
 	// Load: the ladder, in order. A search adds levels as it probes.
-	levels        []engine.Level
-	base          engine.Level // the flags' load settings, for levels a search adds
-	requests      int          // --requests (0: a default per level)
-	search        string       // "", "concurrency" or "rate"
+	levels        []load.Level
+	base          load.Level // the flags' load settings, for levels a search adds
+	requests      int        // --requests (0: a default per level)
+	search        string     // "", "concurrency" or "rate"
 	searchMax     float64
 	startAt       time.Time
 	shard, shards int
@@ -83,7 +83,7 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 	if l.Duration == 0 && c.requests == 0 {
 		l.Requests = info.Rows
 	}
-	c.levels = []engine.Level{c.finishLevel(l, 0, c.requests)}
+	c.levels = []load.Level{c.finishLevel(l, 0, c.requests)}
 	if l.Requests > 0 {
 		c.levels[0].Requests = l.Requests
 	}
@@ -245,7 +245,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		concurrency = []float64{1, 4, 16, 64, 256}
 		c.defaultLoad = true
 	}
-	base := engine.Level{Arrival: arrival, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
+	base := load.Level{Arrival: arrival, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
 		Warmup: warmN, WarmupTime: warmD, Cooldown: f.cooldown, Shard: c.shard, Shards: c.shards}
 	c.base, c.requests = base, f.requests
 	for _, n := range concurrency {
@@ -271,7 +271,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 }
 
 // finishLevel numbers a level, seeds it and gives it a default length.
-func (c *benchConfig) finishLevel(l engine.Level, index, requests int) engine.Level {
+func (c *benchConfig) finishLevel(l load.Level, index, requests int) load.Level {
 	l.Index = index
 	l.Seed = c.seed + int64(index)*7919 // distinct arrivals per level, still fixed by --seed
 	if l.Duration == 0 {
@@ -284,7 +284,7 @@ func (c *benchConfig) finishLevel(l engine.Level, index, requests int) engine.Le
 }
 
 // defaultRequests keeps a default level short but big enough for stable medians.
-func defaultRequests(l engine.Level) int {
+func defaultRequests(l load.Level) int {
 	if l.Concurrency > 0 {
 		// Whole rounds (a multiple of the concurrency), at least two and at least 10
 		// requests: a last partial round would understate throughput.
@@ -295,6 +295,6 @@ func defaultRequests(l engine.Level) int {
 }
 
 // loadName describes a level's load for the console and summary.
-func loadName(l engine.Level) string {
+func loadName(l load.Level) string {
 	return rundesc.Level{Concurrency: l.Concurrency, Rate: l.Rate}.Name()
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/search"
@@ -21,7 +21,7 @@ import (
 
 // levelRunner runs one level and calls sink for every finished request. run drives the
 // engine in real time; simulate drives the simulator on a virtual clock.
-type levelRunner func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (engine.EndReason, error)
+type levelRunner func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error)
 
 // execute runs cfg's levels (or its search), streams records to records.jsonl, prints each
 // level as it ends, and writes the summary files. Whatever happens, what was measured is kept.
@@ -152,7 +152,7 @@ type levelLoop struct {
 }
 
 // run runs one level, aggregates it, prints it and appends it to the summary.
-func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
+func (r *levelLoop) run(lvl load.Level) (*report.Level, error) {
 	lvl.Index = len(r.sum.Levels)
 	var mu sync.Mutex
 	bar := newProgress(r.stdio.Err, loadName(lvl), lvl.Requests+lvl.Warmup, lvl.Duration, r.cfg.noProgress)
@@ -184,7 +184,7 @@ func (r *levelLoop) run(lvl engine.Level) (*report.Level, error) {
 		err = fmt.Errorf("records.jsonl: %w", writeErr)
 	}
 	l := newLevel(lvl, r.col.Level(lvl.Index))
-	l.Partial = reason == engine.EndInterrupted
+	l.Partial = reason == load.EndInterrupted
 	l.Server = server
 	r.sum.Levels = append(r.sum.Levels, l)
 	if r.cfg.connStats != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -147,8 +147,8 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if err != nil {
 		return err
 	}
-	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (engine.EndReason, error) {
-		return engine.Run(ctx, start, lvl, src, cl, sink)
+	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
+		return load.Run(ctx, start, lvl, src, cl, sink)
 	}
 	return execute(ctx, stdio, cfg, start, runLevel)
 }
@@ -242,7 +242,7 @@ func serverClosesNote(closed int) string {
 
 // warnPortLimit warns when the open-loop rate of new connections is more than the local
 // ports can sustain (TIME_WAIT holds each port for a minute).
-func warnPortLimit(stdio Stdio, levels []engine.Level) {
+func warnPortLimit(stdio Stdio, levels []load.Level) {
 	ports, perSecond, ok := client.EphemeralPorts()
 	if !ok {
 		return

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -58,15 +58,15 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
 	var clock time.Duration // the run's virtual timeline: levels follow one another
-	runLevel := func(ctx context.Context, lvl engine.Level, sink func(*record.Record)) (engine.EndReason, error) {
+	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 		srv, err := sim.NewVirtual(p)
 		if err != nil {
 			return "", usageError(fmt.Errorf("--sim: %w", err))
 		}
-		end, reason, err := engine.RunVirtual(ctx, lvl, clock, src, srv, sink)
+		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, sink)
 		clock = end
 		if err != nil {
-			return engine.EndInterrupted, err
+			return load.EndInterrupted, err
 		}
 		return reason, nil
 	}

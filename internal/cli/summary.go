@@ -3,7 +3,7 @@ package cli
 import (
 	"time"
 
-	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/rundesc"
@@ -40,6 +40,6 @@ func newSummary(cfg *benchConfig, start time.Time) *report.Summary {
 }
 
 // newLevel names a level and attaches its figures.
-func newLevel(l engine.Level, m metrics.Level) report.Level {
+func newLevel(l load.Level, m metrics.Level) report.Level {
 	return report.Level{Name: loadName(l), Concurrency: l.Concurrency, Rate: l.Rate, Level: m}
 }

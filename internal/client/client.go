@@ -1,7 +1,7 @@
 // Package client sends benchmark requests to an LLM serving endpoint and measures each
 // one: HTTP API adapters (OpenAI chat and completions, and native APIs) over our own SSE
 // and NDJSON readers, which stamp every stream event with the time its bytes were read.
-// *Client implements engine.Target.
+// *Client implements load.Target.
 package client
 
 import (

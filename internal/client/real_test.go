@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 )
 
-var _ engine.Target = (*Client)(nil)
+var _ load.Target = (*Client)(nil)
 
 // TestRealTiming runs over real TCP and the real clock: 4 concurrent streams, TTFT 60 ms,
 // then a token every 15 ms. Tolerances are wide because the test machine is shared.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -87,12 +87,12 @@ type Workload struct {
 
 // Run is what a run or simulate was asked to do, as the CLI resolved it from its flags.
 type Run struct {
-	Live      bool           // run over HTTP (else simulate)
-	InProcess bool           // run against the in-process simulator (no --url)
-	Levels    []engine.Level // the ladder; empty for a search
-	Base      engine.Level   // the load settings every level shares (shard included)
-	Requests  int            // --requests (0: a default per level)
-	Search    string         // "", "concurrency" or "rate"
+	Live      bool         // run over HTTP (else simulate)
+	InProcess bool         // run against the in-process simulator (no --url)
+	Levels    []load.Level // the ladder; empty for a search
+	Base      load.Level   // the load settings every level shares (shard included)
+	Requests  int          // --requests (0: a default per level)
+	Search    string       // "", "concurrency" or "rate"
 	SearchMax float64
 	StartAt   time.Time
 	// Target settings.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/engine"
+	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -26,8 +26,8 @@ var v1 = []struct {
 	workload string
 	load     string
 }{
-	{name: "run", run: Run{Live: true, InProcess: true, Levels: []engine.Level{{Rate: 20, Requests: 6}},
-		Base: engine.Level{Arrival: schedule.Arrival{Kind: "gamma", Burstiness: 0.5}, MaxConcurrency: 4, Warmup: 2,
+	{name: "run", run: Run{Live: true, InProcess: true, Levels: []load.Level{{Rate: 20, Requests: 6}},
+		Base: load.Level{Arrival: schedule.Arrival{Kind: "gamma", Burstiness: 0.5}, MaxConcurrency: 4, Warmup: 2,
 			Shard: 0, Shards: 2}, Requests: 6, StartAt: time.Date(2026, 12, 1, 10, 0, 0, 0, time.FixedZone("CET", 3600)),
 		SimProfile: "h200-llama-3.1-8b", Timeout: 10 * time.Minute, IdleTimeout: time.Minute, IgnoreEOS: true,
 		ReadStamps: true, Headers: http.Header{"X-Team": {"a"}, "Authorization": {"Bearer sk-x"}, "X-Api-Key": {"s"}},
@@ -38,8 +38,8 @@ var v1 = []struct {
 			"warmup": 2, "shard": "0/2", "start_at": "2026-12-01T09:00:00Z", "sim_profile": "h200-llama-3.1-8b", "timeout": "10m0s",
 			"idle_timeout": "1m0s", "ignore_eos": true, "read_stamps": true, "keep_alive": false,
 			"headers": ["Authorization: REDACTED", "X-Api-Key: REDACTED", "X-Team: a"], "extra_body": {"temperature": 0.5, "top_k": 3}}`},
-	{name: "simulate turns", run: Run{Levels: []engine.Level{{Concurrency: 2}},
-		Base:       engine.Level{Duration: 2 * time.Second, WarmupTime: time.Second, Cooldown: 500 * time.Millisecond},
+	{name: "simulate turns", run: Run{Levels: []load.Level{{Concurrency: 2}},
+		Base:       load.Level{Duration: 2 * time.Second, WarmupTime: time.Second, Cooldown: 500 * time.Millisecond},
 		SimProfile: "h200-llama-3.1-8b", Timeout: time.Minute, Headers: http.Header{"X-Team": {"a"}},
 		Workload: workload.Config{InputTokens: dist("512"), OutputTokens: dist("128"), TraceSpeed: 1, Turns: 2,
 			ThinkTime: 100 * time.Millisecond, PrefixGroups: 1}, Tokenizer: "o200k_base"},

@@ -4,7 +4,7 @@ import "time"
 
 // Virtual is the engine on a virtual clock that its caller owns: no goroutines and no
 // sleeping, time moves when the caller says. The load generator's virtual-clock driver
-// (engine.RunVirtual, behind `llmbench simulate`) submits requests and asks for the
+// (load.RunVirtual, behind `llmbench simulate`) submits requests and asks for the
 // engine's next event; the engine knows nothing of the load, records or workloads.
 // Not safe for concurrent use.
 type Virtual struct {

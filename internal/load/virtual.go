@@ -1,4 +1,4 @@
-package engine
+package load
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func RunVirtual(ctx context.Context, lvl Level, levelStart time.Duration, src wo
 		return levelStart, "", fmt.Errorf("level %d: %w", lvl.Index, err)
 	}
 	if src == nil || srv == nil {
-		return levelStart, "", errors.New("engine.RunVirtual: nil workload source or server")
+		return levelStart, "", errors.New("load.RunVirtual: nil workload source or server")
 	}
 	if sink == nil {
 		sink = func(*record.Record) {}

@@ -1,6 +1,9 @@
-// Package engine runs one load level in real time against a Target: a closed loop of
-// Concurrency workers, or an open loop that dispatches requests at absolute due times from
-// a seeded plan. It sets each record's Level, Index, Scheduled, Warmup and InputTokens (and
+// Package load generates the benchmark's load: one load level at a time, a closed loop of
+// Concurrency slots, or an open loop that dispatches requests at absolute due times from a
+// seeded plan (or a trace's arrivals), under an optional in-flight cap, single requests or
+// multi-turn conversations. Dispatch decides what to send when, with no clock of its own;
+// Run drives it on the wall clock against a Target (the HTTP client), RunVirtual on a
+// virtual clock against the simulated inference engine. It sets each record's Level, Index, Scheduled, Warmup and InputTokens (and
 // Conversation and Turn in a multi-turn level); the Target fills in the rest.
 //
 // # Multi-turn levels
@@ -36,7 +39,7 @@
 //     time are not sent.
 //
 // Conversations holds these rules without a clock; the simulator drives the same code.
-package engine
+package load
 
 import (
 	"context"
@@ -80,7 +83,7 @@ func Run(ctx context.Context, start time.Time, lvl Level, src workload.Source, t
 		return "", fmt.Errorf("level %d: %w", lvl.Index, err)
 	}
 	if src == nil || t == nil {
-		return "", errors.New("engine.Run: nil workload source or target")
+		return "", errors.New("load.Run: nil workload source or target")
 	}
 	if sink == nil {
 		sink = func(*record.Record) {}
