@@ -3,8 +3,9 @@
 // seeded plan (or a trace's arrivals), under an optional in-flight cap, single requests or
 // multi-turn conversations. Dispatch decides what to send when, with no clock of its own;
 // Run drives it on the wall clock against a Target (the HTTP client), RunVirtual on a
-// virtual clock against the simulated inference engine. It sets each record's Level, Index, Scheduled, Warmup and InputTokens (and
-// Conversation and Turn in a multi-turn level); the Target fills in the rest.
+// virtual clock against the simulated inference engine. It sets each record's Level,
+// Index, Scheduled, Warmup and InputTokens (and Conversation and Turn in a multi-turn
+// level); the Target fills in the rest.
 //
 // # Multi-turn levels
 //
