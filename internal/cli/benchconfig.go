@@ -12,6 +12,7 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -50,6 +51,7 @@ type benchConfig struct {
 	outputDir    string
 	noProgress   bool
 	resultFormat string
+	records      record.Format
 	seed         int64
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
@@ -229,6 +231,12 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		add(c.workload.Validate())
 	}
 
+	switch rf := record.Format(f.records); rf {
+	case record.FormatJSONL, record.FormatCompact:
+		c.records = rf
+	default:
+		add(fmt.Errorf("--records: %q is not jsonl or compact", f.records))
+	}
 	switch f.resultFormat {
 	case "", "vllm":
 		c.resultFormat = f.resultFormat

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/rundesc"
 )
 
@@ -57,6 +58,7 @@ type benchFlags struct {
 	outputDir        string
 	noProgress       bool
 	resultFormat     string
+	records          string // --records: jsonl or compact
 	metricsURL       string
 	metricsInterval  time.Duration
 }
@@ -103,6 +105,11 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.StringVar(&f.outputDir, "output-dir", "", "results folder (default llmbench-results/<UTC timestamp>)")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	fs.StringVar(&f.resultFormat, "result-format", "", "also write vllm.json with vLLM's result keys: vllm")
+	defRecords := record.FormatJSONL
+	if !live {
+		defRecords = record.FormatCompact // millions of requests: a fifteenth of the bytes
+	}
+	fs.StringVar(&f.records, "records", string(defRecords), "format of the raw records: jsonl (records.jsonl, one JSON object per line) or compact (records.bin, docs/metrics.md)")
 }
 
 // bindWorkload binds the flags that shape the requests (shared with dataset).

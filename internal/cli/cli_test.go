@@ -22,7 +22,7 @@ import (
 )
 
 // runCLI runs llmbench with args and returns its exit code and output.
-func runCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+func runCLI(t testing.TB, ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Main(ctx, args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
@@ -138,13 +138,22 @@ func TestExitCode3WhenNoLevelMeetsSLOs(t *testing.T) {
 	}
 }
 
-// report recomputes the same figures from records.jsonl.
+// report recomputes the same figures from the records, in either format.
 func TestReportRoundTrip(t *testing.T) {
+	for _, format := range record.Formats() {
+		t.Run(string(format), func(t *testing.T) { testReportRoundTrip(t, format) })
+	}
+}
+
+func testReportRoundTrip(t *testing.T, format record.Format) {
 	dir, out := t.TempDir(), t.TempDir()
 	if code, _, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook",
 		"--concurrency", "2,8", "--output-tokens", "uniform:10:60", "--input-tokens", "normal:300:50",
-		"--slo", "ttft<=20ms,tpot:p90<=15ms", "--output-dir", dir); code != 0 {
+		"--slo", "ttft<=20ms,tpot:p90<=15ms", "--records", string(format), "--output-dir", dir); code != 0 {
 		t.Fatalf("simulate: %s", stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, format.FileName())); err != nil {
+		t.Fatalf("simulate --records %s: %v", format, err)
 	}
 	if code, _, stderr := runCLI(t, context.Background(), "report", dir, "--output-dir", out); code != 0 {
 		t.Fatalf("report: %s", stderr)
@@ -165,12 +174,16 @@ func TestReportRoundTrip(t *testing.T) {
 
 	// A killed writer's unterminated last line is left out and noted, by the figures and
 	// the page alike.
-	recs := filepath.Join(dir, "records.jsonl")
+	recs := filepath.Join(dir, format.FileName())
 	f, err := os.OpenFile(recs, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString(`{"level":1,"index":99999,"warm`)
+	if format == record.FormatCompact {
+		f.Write([]byte{40, 0, 1, 2}) // a frame of 40 bytes, cut after 3
+	} else {
+		f.WriteString(`{"level":1,"index":99999,"warm`)
+	}
 	f.Close()
 	code, _, stderr := runCLI(t, context.Background(), "report", dir, "--output-dir", out)
 	if code != 0 || !strings.Contains(stderr, "truncated") {

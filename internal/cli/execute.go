@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
@@ -29,7 +28,7 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	if err := os.MkdirAll(cfg.outputDir, 0o755); err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
 	}
-	w, err := record.Create(filepath.Join(cfg.outputDir, "records.jsonl"))
+	w, err := record.Create(filepath.Join(cfg.outputDir, cfg.records.FileName()))
 	if err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
 	}
@@ -154,18 +153,24 @@ type levelLoop struct {
 // run runs one level, aggregates it, prints it and appends it to the summary.
 func (r *levelLoop) run(lvl load.Level) (*report.Level, error) {
 	lvl.Index = len(r.sum.Levels)
-	var mu sync.Mutex
 	bar := newProgress(r.stdio.Err, loadName(lvl), lvl.Requests+lvl.Warmup, lvl.Duration, r.cfg.noProgress)
+	// Records are written and aggregated by a goroutine of their own, so that neither the
+	// load generator (a request's goroutine, or the virtual clock's loop) nor the figures
+	// wait for the other; a record is not touched by its producer once handed over.
+	recs := make(chan *record.Record, 8192)
 	var writeErr error
-	sink := func(rec *record.Record) {
-		if err := r.w.Write(rec); err != nil {
-			mu.Lock()
-			writeErr = err
-			mu.Unlock()
+	stored := make(chan struct{})
+	go func() {
+		defer close(stored)
+		for rec := range recs {
+			if err := r.w.Write(rec); err != nil && writeErr == nil {
+				writeErr = err
+			}
+			r.col.Add(rec)
 		}
-		mu.Lock()
-		r.col.Add(rec)
-		mu.Unlock()
+	}()
+	sink := func(rec *record.Record) {
+		recs <- rec
 		bar.add()
 	}
 	var scraper *servermetrics.Scraper
@@ -173,15 +178,15 @@ func (r *levelLoop) run(lvl load.Level) (*report.Level, error) {
 		scraper = servermetrics.Start(r.ctx, r.cfg.metricsURL, r.cfg.metricsInterval, r.start, r.cfg.metricsClient)
 	}
 	reason, err := r.runLevel(r.ctx, lvl, sink)
+	close(recs) // runLevel returns once every record is handed to sink
+	<-stored
 	bar.finish()
 	var server *servermetrics.Summary
 	if scraper != nil {
 		server = servermetrics.Summarize(scraper.Stop())
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if err == nil && writeErr != nil {
-		err = fmt.Errorf("records.jsonl: %w", writeErr)
+		err = fmt.Errorf("%s: %w", r.cfg.records.FileName(), writeErr)
 	}
 	l := newLevel(lvl, r.col.Level(lvl.Index))
 	l.Partial = reason == load.EndInterrupted

@@ -76,8 +76,9 @@ when client and server share a machine (see docs/performance.md for the subtleti
 // runFidelity reads the truth into memory and streams the records through the join.
 func runFidelity(records, truthPath string, start time.Time, opts fidelity.Options) (fidelity.Report, error) {
 	path, dir := records, records
+	var findErr error // said after summary.json's, the folder's first file
 	if st, err := os.Stat(records); err == nil && st.IsDir() {
-		path = filepath.Join(records, "records.jsonl")
+		path, findErr = record.Find(records)
 	} else {
 		dir = filepath.Dir(records)
 	}
@@ -92,6 +93,9 @@ func runFidelity(records, truthPath string, start time.Time, opts fidelity.Optio
 			return fidelity.Report{}, fmt.Errorf("--records: %w", err)
 		}
 		start = s.StartedAt
+	}
+	if findErr != nil {
+		return fidelity.Report{}, fmt.Errorf("--records: %w", findErr)
 	}
 	tf, err := os.Open(truthPath)
 	if err != nil {

@@ -85,8 +85,10 @@ func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, f
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
 	}
-	if err := record.WriteFile(filepath.Join(out, "records.jsonl"), recs); err != nil {
-		return fmt.Errorf("records.jsonl: %w", err)
+	// The merged records are in the shards' format (the first shard's, should they differ).
+	name := shards[0].Format().FileName()
+	if err := record.WriteFile(filepath.Join(out, name), recs); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if err := writeResults(out, "", sum, col); err != nil {
 		return err

@@ -103,7 +103,11 @@ func readSummary(dir string) (*report.Summary, error) {
 // returns holds report.html's charts.
 func recompute(dir string, sum *report.Summary, cfg metrics.Config) (*report.Collector, error) {
 	col := report.NewCollector(cfg)
-	if err := tolerateTruncated(eachRecord(filepath.Join(dir, "records.jsonl"), col.Add), col.Note); err != nil {
+	path, err := record.Find(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := tolerateTruncated(eachRecord(path, col.Add), col.Note); err != nil {
 		return nil, err
 	}
 	if sum.EndReason == report.EndRunning {

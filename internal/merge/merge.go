@@ -31,8 +31,12 @@ type Shard struct {
 	start         time.Time    // the shard's t = 0, µs-truncated like its offsets
 	shard, shards int          // 0/1 when the run was not sharded
 	recs          []record.Record
-	notes         []string // a truncated records.jsonl, taken as it stands
+	notes         []string // a truncated records file, taken as it stands
+	format        record.Format
 }
+
+// Format is the format of the shard's records file.
+func (s *Shard) Format() record.Format { return s.format }
 
 // Read reads a shard's results folder: summary.json and records.jsonl.
 func Read(dir string) (*Shard, error) {
@@ -55,7 +59,12 @@ func Read(dir string) (*Shard, error) {
 		return nil, fmt.Errorf("%s: summary.json load.shard: %w", dir, err)
 	}
 	s.load.Shard = ""
-	if s.recs, s.notes, err = readRecords(filepath.Join(dir, "records.jsonl")); err != nil {
+	path, err := record.Find(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.format = record.FormatOf(path)
+	if s.recs, s.notes, err = readRecords(path); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -410,8 +410,16 @@ var ErrTruncated = errors.New("the last line is truncated (the writer was killed
 // wrapped with its line number, after the records before it were handed to f; any other
 // undecodable line, even a newline-terminated last one, is an error. An error from f
 // stops the reading and is returned.
+//
+// A records.bin stream (the compact format, compact.go) is recognised by its first bytes
+// and read the same way: a cut last record is ErrTruncated too.
 func Each(rd io.Reader, f func(*Record) error) error {
 	br := bufio.NewReaderSize(rd, 1<<16)
+	if compact, err := isCompact(br); err != nil {
+		return err
+	} else if compact {
+		return eachCompact(br, f)
+	}
 	var pending error // a bad line is fatal only when another line follows it
 	line := 0
 	for {

@@ -279,3 +279,70 @@ func TestWriteFile(t *testing.T) {
 		t.Error("WriteFile into a missing folder: no error")
 	}
 }
+
+// The compact format (records.bin) holds every field records.jsonl does, and is read by
+// Each as records.jsonl is, a cut last record included.
+func TestCompactRoundTrip(t *testing.T) {
+	rich := sample()
+	rich.Warmup, rich.KernelStamps, rich.ReadLag, rich.Retried, rich.TTFTUpperBound = true, true, 1234*time.Microsecond, true, true
+	rich.Conversation, rich.Turn, rich.FirstContent = 3, 2, 80*time.Millisecond
+	rich.Server = &ServerTimings{PromptTokens: 510, Prefill: 41250 * time.Microsecond, OutputTokens: 4, Total: 70 * time.Millisecond}
+	rich.Phases = &Phases{DNS: 5 * time.Microsecond, Write: 12 * time.Microsecond, Headers: 3 * time.Millisecond,
+		Has: PhaseDNS | PhaseWrite | PhaseHeaders}
+	failed := sample()
+	failed.Events = Events{}
+	failed.Scheduled, failed.Sent = -time.Second, -time.Second+5*time.Microsecond // before the run's t = 0
+	failed.Error = &Error{Kind: KindHTTPStatus, Status: 429, Message: "slow down ✓", RetryAfter: 2 * time.Second}
+	never := Record{Level: 2, Index: 1 << 20, Error: &Error{Kind: KindConnect, Message: "refused"}}
+	p := filepath.Join(t.TempDir(), FormatCompact.FileName())
+	want := []Record{rich, failed, never}
+	if err := WriteFile(p, want); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadAll(bytes.NewReader(b))
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip (%v):\n got %+v\nwant %+v", err, got, want)
+	}
+	var jsonl []byte
+	for i := range want {
+		jsonl = append(AppendJSON(jsonl, &want[i]), '\n')
+	}
+	if len(b)*2 > len(jsonl) {
+		t.Errorf("compact %d bytes, JSONL %d: want less than half", len(b), len(jsonl))
+	}
+	for cut := len(compactMagic) + 1; cut < len(b); cut++ {
+		got, err := ReadAll(bytes.NewReader(b[:cut]))
+		if !errors.Is(err, ErrTruncated) && err != nil {
+			t.Fatalf("cut at %d: %v, want ErrTruncated", cut, err)
+		}
+		for i := range got {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("cut at %d: record %d differs", cut, i)
+			}
+		}
+	}
+	v2 := slices.Clone(b)
+	v2[len(compactMagic)-1] = 2
+	if _, err := ReadAll(bytes.NewReader(v2)); err == nil || !strings.Contains(err.Error(), "version 2") {
+		t.Errorf("a later version: %v", err)
+	}
+}
+
+func TestFind(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Find(dir); err == nil || !strings.Contains(err.Error(), "not a run folder") {
+		t.Errorf("empty folder: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "records.bin"), compactMagic, 0o644)
+	if p, err := Find(dir); err != nil || FormatOf(p) != FormatCompact {
+		t.Errorf("records.bin: %q %v", p, err)
+	}
+	os.WriteFile(filepath.Join(dir, "records.jsonl"), nil, 0o644)
+	if _, err := Find(dir); err == nil || !strings.Contains(err.Error(), "both") {
+		t.Errorf("both: %v", err)
+	}
+}

@@ -19,6 +19,7 @@ const flushSize = 256 << 10
 // the disk, and a killed process leaves only complete lines, missing at most the last
 // FlushInterval. Safe for concurrent use.
 type Writer struct {
+	compact bool // records.bin (AppendCompact), else records.jsonl lines
 	mu      sync.Mutex
 	f       *os.File
 	pending []byte
@@ -29,18 +30,23 @@ type Writer struct {
 	closed  bool
 }
 
-// Create opens path for appending records, truncating any previous file.
+// Create opens path for appending records, truncating any previous file, in the format its
+// name says (FormatOf: records.bin is compact, anything else JSONL).
 func Create(path string) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{f: f, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &Writer{f: f, kick: make(chan struct{}, 1), done: make(chan struct{}), compact: FormatOf(path) == FormatCompact}
+	if w.compact {
+		w.pending = append(w.pending, compactMagic...)
+	}
 	go w.loop()
 	return w, nil
 }
 
-// WriteFile writes recs as a new records.jsonl at path (a merged run's, a test's).
+// WriteFile writes recs as a new records file at path (a merged run's, a test's), in the
+// format its name says.
 func WriteFile(path string, recs []Record) error {
 	w, err := Create(path)
 	if err != nil {
@@ -97,7 +103,11 @@ func (w *Writer) Write(r *Record) error {
 	if w.err != nil {
 		return w.err
 	}
-	w.pending = append(AppendJSON(w.pending, r), '\n')
+	if w.compact {
+		w.pending = AppendCompact(w.pending, r)
+	} else {
+		w.pending = append(AppendJSON(w.pending, r), '\n')
+	}
 	if len(w.pending) >= flushSize && !w.closed {
 		select {
 		case w.kick <- struct{}{}:
