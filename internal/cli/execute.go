@@ -124,7 +124,7 @@ func writeResults(dir, resultFormat string, sum *report.Summary, col *report.Col
 		report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { _, err := w.Write(js.Bytes()); return err }),
 		report.WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return report.WriteCSV(w, sum) }),
 		report.WriteFileAtomic(filepath.Join(dir, "report.html"), func(w io.Writer) error {
-			return report.WriteHTML(w, js.Bytes(), col.Charts(sum))
+			return report.WriteHTML(w, sum, col.Charts(sum))
 		}),
 	}
 	if resultFormat == "vllm" {

@@ -251,6 +251,19 @@ func setStats(lv *Level, dists []*Dist, present []bool, ps []float64) {
 	}
 }
 
+// Stats returns the level's statistics of a registry metric by key: an OnLevel metric's
+// from the level itself (ReadLag, FirstContent), the others' from Metrics.Get; false when
+// the level has none.
+func (l *Level) Stats(key string) (*Stats, bool) {
+	switch key {
+	case KeyReadLag:
+		return l.ReadLag, l.ReadLag != nil
+	case KeyFirstContent:
+		return l.FirstContent, l.FirstContent != nil
+	}
+	return l.Metrics.Get(key)
+}
+
 func maps(m map[string]int) map[string]int {
 	out := make(map[string]int, len(m))
 	for k, v := range m {
