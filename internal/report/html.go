@@ -236,8 +236,11 @@ func buildView(s *Summary) (*view, error) {
 	}
 	v.Cards = append(v.Cards, card{Label: "Failed requests", Value: strconv.Itoa(totalFailed), Tone: failTone, Detail: "counted, never dropped"})
 	v.Cards = append(v.Cards, pickCard("Sweet spot", s.SweetSpot, s.Levels, "accent", "no knee found"))
-	// Always: summary.json always has slo_limit (null when no level is the limit).
-	v.Cards = append(v.Cards, pickCard("SLO limit", s.SLOLimit, s.Levels, "good", "no level meets the SLOs"))
+	// Only with SLO verdict terms: without them no level can be the limit, and saying that
+	// none meets the SLOs would be wrong.
+	if _, judged := s.SLOPassed(); judged {
+		v.Cards = append(v.Cards, pickCard("SLO limit", s.SLOLimit, s.Levels, "good", "no level meets the SLOs"))
+	}
 
 	for _, m := range tableMetrics {
 		if t, ok := metricTableOf(m, s.Levels); ok {

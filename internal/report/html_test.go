@@ -595,3 +595,24 @@ func TestJSONFloatAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// The SLO limit card shows only when SLO verdict terms were given: without them no level
+// can be the limit, and "no level meets the SLOs" would be wrong.
+func TestSLOLimitCardOnlyWithVerdicts(t *testing.T) {
+	for _, c := range []struct {
+		slo  string
+		want bool
+	}{{"", false}, {"ttft<=300ms", false}, {"tpot:p99<=20ms", true}} {
+		v, err := buildView(ladderSummary(t, c.slo, []int{1, 4}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		has := false
+		for _, cd := range v.Cards {
+			has = has || cd.Label == "SLO limit"
+		}
+		if has != c.want {
+			t.Errorf("--slo %q: SLO limit card %v, want %v", c.slo, has, c.want)
+		}
+	}
+}
