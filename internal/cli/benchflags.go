@@ -104,7 +104,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.StringVar(&f.slo, "slo", "", "SLOs, quoted for the shell: per-request bounds 'ttft<=500ms,tpot<=50ms' (goodput) and level verdicts 'ttft:p99<=1s,goodput>=0.95'")
 	fs.StringVar(&f.outputDir, "output-dir", "", "results folder (default llmbench-results/<UTC timestamp>)")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
-	fs.StringVar(&f.resultFormat, "result-format", "", "also write vllm.json with vLLM's result keys: vllm")
+	fs.StringVar(&f.resultFormat, "result-format", "", "also write vLLM's result files, per-request arrays included (vllm.json, or vllm-<level>.json for each level of a ladder): vllm")
 	defRecords := record.FormatJSONL
 	if !live {
 		defRecords = record.FormatCompact // millions of requests: a fifteenth of the bytes

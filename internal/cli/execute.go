@@ -41,6 +41,9 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	}
 	r := &levelLoop{ctx: ctx, stdio: stdio, cfg: cfg, w: w, runLevel: runLevel, sum: sum, start: start,
 		col: report.NewCollector(cfg.metrics)}
+	if cfg.resultFormat == "vllm" {
+		r.col.KeepVLLMRequests()
+	}
 	var runErr error
 	if cfg.search != "" {
 		runErr = r.search()
@@ -128,7 +131,11 @@ func writeResults(dir, resultFormat string, sum *report.Summary, col *report.Col
 		}),
 	}
 	if resultFormat == "vllm" {
-		errs = append(errs, report.WriteFileAtomic(filepath.Join(dir, "vllm.json"), func(w io.Writer) error { return report.WriteVLLM(w, sum) }))
+		for i := range sum.Levels {
+			errs = append(errs, report.WriteFileAtomic(filepath.Join(dir, report.VLLMFile(sum, i)), func(w io.Writer) error {
+				return report.WriteVLLM(w, sum, i, col.VLLMRequests(i))
+			}))
+		}
 	}
 	return errors.Join(errs...)
 }

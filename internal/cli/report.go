@@ -51,7 +51,7 @@ with other percentiles or SLOs.`,
 			if len(errs) > 0 {
 				return usageError(errors.Join(errs...))
 			}
-			col, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos})
+			col, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}, resultFormat == "vllm")
 			if err != nil {
 				return withCode(ExitFailure, err)
 			}
@@ -80,7 +80,7 @@ with other percentiles or SLOs.`,
 	cmd.Flags().StringVar(&outDir, "output-dir", "", "write the recomputed files here (default: DIR itself)")
 	cmd.Flags().StringVar(&percentiles, "percentiles", "", "percentiles to report (default: the run's)")
 	cmd.Flags().StringVar(&slo, "slo", "", "SLOs to judge the run by (default: the run's)")
-	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vllm.json: vllm")
+	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vLLM's result files (vllm.json, or vllm-<level>.json for a ladder): vllm")
 	return cmd
 }
 
@@ -101,8 +101,13 @@ func readSummary(dir string) (*report.Summary, error) {
 // recompute replaces every level's figures in sum by those aggregated from dir's
 // records.jsonl, read once, keeping each level's load description; the collector it
 // returns holds report.html's charts.
-func recompute(dir string, sum *report.Summary, cfg metrics.Config) (*report.Collector, error) {
+//
+// With vllm the collector also keeps each level's requests for vllm.json's arrays.
+func recompute(dir string, sum *report.Summary, cfg metrics.Config, vllm bool) (*report.Collector, error) {
 	col := report.NewCollector(cfg)
+	if vllm {
+		col.KeepVLLMRequests()
+	}
 	path, err := record.Find(dir)
 	if err != nil {
 		return nil, err
