@@ -24,13 +24,13 @@ func VLLMResult(s *Summary, l *Level, reqs *VLLMRequests) map[string]VLLMValue {
 	count := func(n int) VLLMValue { return vllmNumber(float64(n)) }
 	text := func(v string) VLLMValue { return VLLMValue{str: v, isStr: true} }
 	out := map[string]VLLMValue{
-		"date":         text(s.StartedAt.UTC().Format("20060102-150405")),
-		"backend":      text(vllmBackend(s.Target.API)),
-		"model_id":     text(s.Target.Model),
-		"tokenizer_id": text(s.Workload.Tokenizer),
-		"best_of":      count(1),
-		"num_prompts":  count(l.Completed + l.Failed),
-		"burstiness":   vllmBurstiness(s.Load.Arrival),
+		"date":                   text(s.StartedAt.UTC().Format("20060102-150405")),
+		"backend":                text(vllmBackend(s.Target.API)),
+		"model_id":               text(s.Target.Model),
+		"tokenizer_id":           text(s.Workload.Tokenizer),
+		"best_of":                count(1),
+		"num_prompts":            count(l.Completed + l.Failed),
+		"burstiness":             vllmBurstiness(s.Load.Arrival),
 		"completed":              count(l.Completed),
 		"failed":                 count(l.Failed),
 		"total_input_tokens":     count(l.TotalInputTokens),
