@@ -52,6 +52,7 @@ type benchConfig struct {
 	noProgress   bool
 	resultFormat string
 	records      record.Format
+	overwrite    bool // --overwrite: replace the run in outputDir
 	seed         int64
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
@@ -247,6 +248,10 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c.outputDir = f.outputDir
 	if c.outputDir == "" {
 		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
+	}
+	c.overwrite = f.overwrite
+	if files := runFiles(c.outputDir); len(files) > 0 && !f.overwrite {
+		add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.outputDir, strings.Join(files, ", ")))
 	}
 
 	if len(concurrency) == 0 && len(rates) == 0 && c.search == "" {

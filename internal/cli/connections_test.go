@@ -230,3 +230,43 @@ func TestVLLMFilesPerLevel(t *testing.T) {
 		t.Errorf("one level: %v", err)
 	}
 }
+
+// A run never replaces another: a folder holding a run is refused (with --overwrite the
+// earlier run's files go, both record formats included), an empty folder is used, and
+// report --output-dir makes a whole run folder that report and compare read again.
+func TestNothingOverwritten(t *testing.T) {
+	dir := t.TempDir() // exists and is empty: used as given
+	args := []string{"simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "4", "--output-tokens", "3", "--output-dir", dir}
+	if code, _, stderr := runCLI(t, t.Context(), args...); code != 0 {
+		t.Fatalf("into an empty folder: exit %d %s", code, stderr)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "records.bin"))
+	code, _, stderr := runCLI(t, t.Context(), args...)
+	if code != ExitUsage || !strings.Contains(stderr, "already holds a run") || !strings.Contains(stderr, "--overwrite") {
+		t.Errorf("into a run: exit %d, %s", code, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "records.bin")); !bytes.Equal(before, after) {
+		t.Error("the refused run touched the records")
+	}
+	if code, _, stderr := runCLI(t, t.Context(), append(args, "--overwrite", "--records", "jsonl")...); code != 0 {
+		t.Fatalf("--overwrite: exit %d %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "records.bin")); err == nil {
+		t.Error("--overwrite left the earlier run's records.bin beside the new records.jsonl")
+	}
+	out := filepath.Join(t.TempDir(), "copy")
+	if code, _, stderr := runCLI(t, t.Context(), "report", dir, "--output-dir", out); code != 0 {
+		t.Fatalf("report --output-dir: %s", stderr)
+	}
+	for _, f := range []string{"records.jsonl", "summary.json", "summary.csv", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("report --output-dir: %v", err)
+		}
+	}
+	if code, _, stderr := runCLI(t, t.Context(), "report", out); code != 0 {
+		t.Errorf("report of report's folder: %s", stderr)
+	}
+	if code, _, stderr := runCLI(t, t.Context(), "compare", dir, out); code != 0 {
+		t.Errorf("compare with report's folder: exit %d %s", code, stderr)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
@@ -27,6 +28,14 @@ type levelRunner func(ctx context.Context, lvl load.Level, sink func(*record.Rec
 func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time, runLevel levelRunner) error {
 	if err := os.MkdirAll(cfg.outputDir, 0o755); err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
+	}
+	if cfg.overwrite {
+		// The earlier run's files go, so that none of them is taken for this run's.
+		for _, f := range runFiles(cfg.outputDir) {
+			if err := os.Remove(filepath.Join(cfg.outputDir, f)); err != nil {
+				return fmt.Errorf("--overwrite: %w", err)
+			}
+		}
 	}
 	w, err := record.Create(filepath.Join(cfg.outputDir, cfg.records.FileName()))
 	if err != nil {
@@ -138,6 +147,28 @@ func writeResults(dir, resultFormat string, sum *report.Summary, col *report.Col
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// runFiles lists the files of a run in dir (records, summaries, report.html, vLLM results);
+// none when dir does not exist or holds no run. An empty folder is not a run: scripts
+// create them.
+func runFiles(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		n := e.Name()
+		switch {
+		case e.IsDir():
+		case n == record.FormatJSONL.FileName(), n == record.FormatCompact.FileName(),
+			n == "summary.json", n == "summary.csv", n == "report.html", n == "vllm.json",
+			strings.HasPrefix(n, "vllm-") && strings.HasSuffix(n, ".json"):
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // writeSummaryJSON writes dir/summary.json atomically.

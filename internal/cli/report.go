@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -64,6 +65,9 @@ with other percentiles or SLOs.`,
 			if err := os.MkdirAll(outDir, 0o755); err != nil {
 				return err
 			}
+			if err := copyRecords(dir, outDir); err != nil {
+				return withCode(ExitFailure, err)
+			}
 			if err := writeResults(outDir, resultFormat, sum, col); err != nil {
 				return err
 			}
@@ -82,6 +86,42 @@ with other percentiles or SLOs.`,
 	cmd.Flags().StringVar(&slo, "slo", "", "SLOs to judge the run by (default: the run's)")
 	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vLLM's result files (vllm.json, or vllm-<level>.json for a ladder): vllm")
 	return cmd
+}
+
+// copyRecords puts the run's records beside the recomputed files when they go to another
+// folder, so that it is a whole run that report, compare and merge read again. In place,
+// the records are never touched.
+func copyRecords(dir, outDir string) error {
+	src, err := record.Find(dir)
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(outDir, filepath.Base(src))
+	if a, b := mustAbs(src), mustAbs(dst); a == b {
+		return nil
+	}
+	if st, err := os.Stat(dst); err == nil {
+		if sst, err := os.Stat(src); err == nil && os.SameFile(st, sst) {
+			return nil // linked there by an earlier report
+		}
+		return fmt.Errorf("--output-dir %s already holds another run's records (%s): give another folder", outDir, filepath.Base(dst))
+	}
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return report.WriteFileAtomic(dst, func(w io.Writer) error { _, err := io.Copy(w, in); return err })
+}
+
+func mustAbs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // readSummary reads DIR/summary.json.
