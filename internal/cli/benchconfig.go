@@ -112,7 +112,12 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 			c.url = strings.TrimRight(f.url, "/")
 		}
 		if !slices.Contains(client.APIs(), f.api) {
-			add(fmt.Errorf("--api: %q is not one of %s", f.api, strings.Join(client.APIs(), ", ")))
+			hint := didYouMean(f.api, client.APIs())
+			switch strings.ToLower(f.api) {
+			case "vllm", "sglang", "openai", "lmdeploy", "trt-llm", "tensorrt-llm", "llama.cpp", "llama-server":
+				hint = " (--api names the API, not the server: " + f.api + " serves openai-chat and openai-completions)"
+			}
+			add(fmt.Errorf("--api: %q is not one of %s%s", f.api, strings.Join(client.APIs(), ", "), hint))
 		} else if f.url == "" && f.api != client.APIOpenAIChat && f.api != client.APIOpenAICompletions {
 			add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks openai-chat and openai-completions", f.api))
 		}
@@ -228,7 +233,12 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
 		TraceSpeed: f.traceSpeed, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
-	if err == nil && errIn == nil {
+	if !live && f.tokenizer == "server" {
+		add(errors.New("--tokenizer server: simulate has no server to ask (it needs lengths only): drop it, or give a tokenizer.json or an encoding"))
+	}
+	if f.turns < 1 {
+		add(fmt.Errorf("--turns %d: a conversation has at least one turn (1: single requests)", f.turns))
+	} else if err == nil && errIn == nil {
 		add(c.workload.Validate())
 	}
 

@@ -96,8 +96,10 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.DurationVar(&f.cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded")
 	fs.StringVar(&f.search, "search", "", "find the largest load meeting the percentile SLOs: concurrency or rate")
 	fs.Float64Var(&f.searchMax, "search-max", 0, "upper bound for --search (default 1024 concurrency or 1000 req/s)")
-	fs.StringVar(&f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)")
-	fs.StringVar(&f.startAt, "start-at", "", "start at this RFC 3339 instant (to start shards together)")
+	if live { // a simulation has no machines to share the load among
+		fs.StringVar(&f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)")
+		fs.StringVar(&f.startAt, "start-at", "", "start at this RFC 3339 instant (to start shards together)")
+	}
 
 	f.bindWorkload(fs)
 

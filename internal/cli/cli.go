@@ -151,11 +151,17 @@ func newRoot(stdio Stdio) *cobra.Command {
 		Long: `llmbench sends a controlled load of streaming requests to an OpenAI-compatible (or native)
 LLM endpoint and reports TTFT, TPOT, ITL, end-to-end latency, throughput and goodput as
 percentiles per load level. With no --url it benchmarks its built-in simulated inference server.`,
+		Example: `  llmbench run                                              # the built-in simulator: a ladder in ~30 s
+  llmbench run --url http://127.0.0.1:8000 --concurrency 1,4,16,64 --requests 200
+  llmbench simulate --sim textbook --rate 1,2,4,8 --slo 'tpot:p99<=50ms'
+  llmbench serve --listen 127.0.0.1:8000                    # the simulator over HTTP
+  llmbench report llmbench-results/20261201T093000Z         # recompute a run's figures
+  llmbench compare before/ after/`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(flagError)
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
 		newRunCmd(stdio),
