@@ -27,6 +27,7 @@ type benchConfig struct {
 	headers                 http.Header
 	extraBody               map[string]any
 	ignoreEOS               bool
+	temperature, topP       *float64 // --temperature, --top-p when given
 	timeout, idleTimeout    time.Duration
 	caCert                  string
 	insecure, http2         bool
@@ -233,6 +234,20 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
 		TraceSpeed: f.traceSpeed, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
+	if live && f.fs != nil {
+		if f.fs.Changed("temperature") {
+			if f.temperature < 0 || math.IsNaN(f.temperature) {
+				add(fmt.Errorf("--temperature %v: must be 0 or more", f.temperature))
+			}
+			c.temperature = &f.temperature
+		}
+		if f.fs.Changed("top-p") {
+			if !(f.topP > 0 && f.topP <= 1) {
+				add(fmt.Errorf("--top-p %v: must be in (0, 1]", f.topP))
+			}
+			c.topP = &f.topP
+		}
+	}
 	if !live && f.tokenizer == "server" {
 		add(errors.New("--tokenizer server: simulate has no server to ask (it needs lengths only): drop it, or give a tokenizer.json or an encoding"))
 	}

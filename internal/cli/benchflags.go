@@ -26,6 +26,8 @@ type benchFlags struct {
 	headers                             []string
 	extraBody                           string
 	ignoreEOS                           bool
+	temperature, topP                   float64 // used when set (Changed)
+	fs                                  *pflag.FlagSet
 	timeout, idleTimeout                time.Duration
 	caCert                              string
 	insecure, http2, readStamps         bool
@@ -65,6 +67,7 @@ type benchFlags struct {
 }
 
 func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
+	f.fs = fs
 	if live {
 		fs.StringVar(&f.url, "url", "", "base URL of the server, e.g. http://127.0.0.1:8000 (default: the built-in simulator, in-process)")
 		fs.StringVar(&f.api, "api", "openai-chat", "API: "+strings.Join(client.APIs(), ", "))
@@ -74,6 +77,8 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
 		fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
 		fs.BoolVar(&f.ignoreEOS, "ignore-eos", true, "send ignore_eos so outputs have exactly --output-tokens (turn off for hosted APIs that reject it)")
+		fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature to send (default: none sent, the server's own)")
+		fs.Float64Var(&f.topP, "top-p", 0, "nucleus sampling top_p to send, in (0, 1] (default: none sent)")
 		fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "per-request time limit (whole request)")
 		fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "fail a request when its stream sends no bytes for this long")
 		fs.StringVar(&f.caCert, "ca-cert", "", "PEM file with an extra CA certificate for https targets")
