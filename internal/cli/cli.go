@@ -19,6 +19,7 @@ const (
 	ExitFailure     = 1 // the run could not be done
 	ExitUsage       = 2 // invalid flags or arguments
 	ExitSLOFailed   = 3 // SLOs were given and no level met them
+	ExitRegression  = 5 // compare --fail-on-regression: a figure got worse beyond noise and the threshold
 	ExitInterrupted = 130
 )
 

@@ -19,7 +19,7 @@ func newReportCmd(stdio Stdio) *cobra.Command {
 	var percentiles, slo string
 	cmd := &cobra.Command{
 		Use:   "report DIR",
-		Short: "Recompute summary.json, summary.csv and report.html from a run's records.jsonl",
+		Short: "Recompute summary.json, summary.csv and report.html from a run's records",
 		Long: `report recomputes every figure of a run from its raw records (DIR/records.jsonl) and the
 configuration stored in DIR/summary.json, and writes summary.json, summary.csv and
 report.html again (into DIR, or --output-dir). --percentiles and --slo re-judge the run
