@@ -96,6 +96,11 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 
 // resolve validates every flag and reports all problems at once.
 func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
+	if f.config != "" && f.fs != nil {
+		if err := applyConfig(f.fs, f.config); err != nil {
+			return nil, usageError(err)
+		}
+	}
 	c := &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,

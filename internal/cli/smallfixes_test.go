@@ -41,3 +41,30 @@ func TestTopLevelHelpHasExamples(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, stdout)
 	}
 }
+
+// --config holds any flag for a repeatable scenario; the command line wins; secrets and
+// unknown keys are refused, each with its line.
+func TestRunConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeTemp(t, "concurrency: [1, 2]\nrequests: 4\noutput-tokens: 3\nsim: textbook\n")
+	code, _, stderr := runCLI(t, t.Context(), "simulate", "--config", cfg, "--requests", "2", "--output-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	s := readSummaryT(t, dir)
+	if len(s.Levels) != 2 || s.Levels[1].Concurrency != 2 || s.Load.Requests != 2 || s.Load.SimProfile != "textbook" {
+		t.Errorf("levels %d, requests %d, profile %q: want the file's ladder and profile, the command line's requests",
+			len(s.Levels), s.Load.Requests, s.Load.SimProfile)
+	}
+	bad := writeTemp(t, "concurency: 4\napi-key: sk-1234\nheader: ['Authorization: Bearer x', 'X-Team: a']\nrequests: many\n")
+	code, _, stderr = runCLI(t, t.Context(), "run", "--config", bad, "--output-dir", t.TempDir())
+	for _, want := range []string{":1: \"concurency\" is not a flag of this command (did you mean concurrency?)",
+		":2: api-key: no secrets in a config file", ":3: header Authorization: no secrets", ":4: requests:"} {
+		if code != ExitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "sk-1234") {
+		t.Error("the refused key is echoed")
+	}
+}
