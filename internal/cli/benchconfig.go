@@ -54,6 +54,7 @@ type benchConfig struct {
 	resultFormat string
 	records      record.Format
 	overwrite    bool // --overwrite: replace the run in outputDir
+	wide         bool // --wide: the whole ladder table
 	seed         int64
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
@@ -279,7 +280,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	if c.outputDir == "" {
 		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
 	}
-	c.overwrite = f.overwrite
+	c.overwrite, c.wide = f.overwrite, f.wide
 	if files := runFiles(c.outputDir); len(files) > 0 && !f.overwrite {
 		add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.outputDir, strings.Join(files, ", ")))
 	}

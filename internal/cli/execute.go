@@ -85,7 +85,7 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	}
 	if len(sum.Levels) > 1 {
 		fmt.Fprintln(stdio.Out)
-		report.ConsoleLadder(stdio.Out, sum)
+		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: cfg.wide})
 	}
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
 	return exitStatus(ctx, sum, runErr)

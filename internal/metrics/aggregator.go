@@ -200,7 +200,7 @@ func (a *Aggregator) Level() Level {
 		p.ServerMean = float64(a.serverSum) / float64(p.Requests)
 		lv.PromptTokens = &p
 	}
-	if len(a.cfg.SLOs) > 0 {
+	if definesGoodput(a.cfg.SLOs) {
 		lv.GoodRequests = ptr(a.good)
 		var gp, gt float64
 		if lv.DurationS > 0 {
