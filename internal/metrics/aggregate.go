@@ -38,7 +38,7 @@ func (c Config) Validate() error {
 		seen[p] = true
 	}
 	for _, s := range c.SLOs {
-		if s.Kind < SLOBound || s.Kind > SLOGoodput {
+		if s.Kind < SLOBound || s.Kind > SLOErrorRate {
 			errs = append(errs, fmt.Errorf("slo %q: unknown kind (build SLOs with ParseSLOs)", s.String()))
 		}
 	}

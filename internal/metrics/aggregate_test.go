@@ -339,3 +339,30 @@ func TestErrorDetails(t *testing.T) {
 		t.Errorf("no failures: %#v, want an empty list", lv.ErrorDetails)
 	}
 }
+
+// error_rate<=F is a verdict term on the failed fraction, as a fraction or a percentage.
+func TestErrorRateSLO(t *testing.T) {
+	recs := handCase() // two completed, two failed (one canceled is neither)
+	for _, c := range []struct {
+		slo  string
+		pass bool
+	}{{"error_rate<=50%", true}, {"error_rate<=0.5", true}, {"error_rate<=10%", false}} {
+		slos, err := ParseSLOs(c.slo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lv := Aggregate(recs, Config{SLOs: slos})
+		want := float64(lv.Failed) / float64(lv.Completed+lv.Failed)
+		if lv.SLO == nil || lv.SLO.Pass != c.pass || lv.SLO.Terms[0].Value == nil || *lv.SLO.Terms[0].Value != want {
+			t.Errorf("%s: verdict %+v, want pass %v at %v", c.slo, lv.SLO, c.pass, want)
+		}
+		if lv.GoodRequests != nil {
+			t.Errorf("%s: an error-rate term alone defines no goodput", c.slo)
+		}
+	}
+	for _, bad := range []string{"error_rate<=2", "error_rate<=x%", "error_rate>=0.1"} {
+		if _, err := ParseSLOs(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

@@ -220,7 +220,11 @@ func (a *Aggregator) Level() Level {
 		mean, _ := e2el.MeanStd()
 		lv.LittlesLawConcurrency = lv.RequestThroughput * mean / 1000
 	}
-	lv.SLO = evaluate(a.cfg.SLOs, lv.Dists, lv.GoodFraction)
+	var errorRate *float64
+	if judged := lv.Completed + lv.Failed; judged > 0 {
+		errorRate = ptr(float64(lv.Failed) / float64(judged))
+	}
+	lv.SLO = evaluate(a.cfg.SLOs, lv.Dists, lv.GoodFraction, errorRate)
 	lv.ServerTimings = a.server.result()
 	lv.Turns = a.turns.result(ps)
 	an := a.anatomy
