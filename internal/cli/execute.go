@@ -87,6 +87,9 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 		fmt.Fprintln(stdio.Out)
 		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: cfg.wide})
 	}
+	if len(cfg.metrics.SLOs) > 0 && !metrics.HasVerdict(cfg.metrics.SLOs) {
+		fmt.Fprintln(stdio.Err, "note: --slo's per-request bounds define goodput but judge no level, so they never fail the run: add goodput>=0.95 (or a percentile term such as ttft:p99<=1s) to make them a gate (exit 3)")
+	}
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
 	return exitStatus(ctx, sum, runErr)
 }

@@ -68,3 +68,17 @@ func TestRunConfigFile(t *testing.T) {
 		t.Error("the refused key is echoed")
 	}
 }
+
+// Per-request bounds alone are no gate, and the run says how to make them one.
+func TestBoundsAloneSayHowToGate(t *testing.T) {
+	code, _, stderr := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "4",
+		"--output-tokens", "3", "--slo", "ttft<=1us", "--output-dir", t.TempDir())
+	if code != 0 || !strings.Contains(stderr, "add goodput>=0.95") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+	code, _, _ = runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "4",
+		"--output-tokens", "3", "--slo", "ttft<=1us,goodput>=0.95", "--output-dir", t.TempDir())
+	if code != ExitSLOFailed {
+		t.Errorf("with goodput>=0.95: exit %d, want %d", code, ExitSLOFailed)
+	}
+}
