@@ -184,7 +184,7 @@ func (a *Aggregator) Level() Level {
 	lv.Errors = maps(a.lv.Errors)
 	lv.ErrorDetails = append([]ErrorDetail{}, a.lv.ErrorDetails...) // [] in JSON when none
 	sortErrorDetails(lv.ErrorDetails)
-	lv.PeakOutputThroughput = float64(a.peak.max())
+	lv.PeakOutputThroughput = a.peak.max(a.last)
 	if a.first != math.MaxInt64 && a.last > a.first {
 		dur := float64(a.last-a.first) / 1e6
 		lv.DurationS = dur
@@ -359,7 +359,35 @@ func (p *peakTokens) bucket(t, n int64) {
 	p.buckets[b] += n
 }
 
-func (p *peakTokens) max() int64 { return slices.Max(append(p.buckets, 0)) }
+// max is the peak rate over the buckets, tokens per second of each bucket's own length. The
+// level's window ends at end (µs): its last bucket is partial, and is merged into the one
+// before it (or is the only one), so that every rate is over at least a second — a burst in
+// the last milliseconds is not a peak — and the bucket rates, weighted by their lengths,
+// average to the level's output throughput, of which the peak is then never below.
+func (p *peakTokens) max(end int64) float64 {
+	n := len(p.buckets)
+	if n == 0 || p.origin == math.MaxInt64 {
+		return 0
+	}
+	span := func(b int) float64 { // bucket b's length in seconds, the last one cut at end
+		from, to := p.origin+int64(b)*1_000_000, p.origin+int64(b+1)*1_000_000
+		return float64(min(to, max(end, from))-from) / 1e6
+	}
+	best := 0.0
+	for b := 0; b < n; b++ {
+		tokens, length := float64(p.buckets[b]), span(b)
+		if b == n-2 && length == 1 && span(n-1) < 1 { // the partial last joins this one
+			tokens, length = tokens+float64(p.buckets[n-1]), length+span(n-1)
+			b++
+		}
+		if length > 0 {
+			best = max(best, tokens/length)
+		} else {
+			best = max(best, tokens) // no window (one instant): the count itself
+		}
+	}
+	return best
+}
 
 // SampleSize is how many requests per level Anatomy.Sample holds.
 const SampleSize = 2000
