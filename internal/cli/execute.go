@@ -212,8 +212,8 @@ func (r *levelLoop) run(lvl load.Level) (*report.Level, error) {
 		}
 	}()
 	sink := func(rec *record.Record) {
+		bar.add(rec) // before it is handed over: the records goroutine owns it then
 		recs <- rec
-		bar.add()
 	}
 	var scraper *servermetrics.Scraper
 	if r.cfg.metricsURL != "" {
