@@ -15,6 +15,7 @@ import (
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -33,7 +34,11 @@ type benchConfig struct {
 	readStamps              bool
 	keepAlive               bool // reuse connections (--keep-alive)
 	simProfile              string
-	inProcess               bool // run without --url: the simulator in-process
+	inProcess               bool   // run without --url: the simulator in-process
+	noStream                bool   // --stream=false
+	endpoint                string // --endpoint
+	batchSize, documents    int    // embeddings inputs, rerank documents per request
+	queryTokens             int    // rerank query length
 	sloSpec                 string
 
 	// Load: the ladder, in order. A search adds levels as it probes.
@@ -92,12 +97,63 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 	fmt.Fprintf(stdio.Err, "replaying the trace's %d arrivals over %s (no --concurrency or --rate given)\n", info.Rows, info.Span.Round(time.Millisecond))
 }
 
+// simAPIs are the APIs the built-in simulator serves (the OpenAI-style ones).
+var simAPIs = []string{client.APIOpenAIChat, client.APIOpenAICompletions, client.APIOpenAIResponses,
+	client.APIOpenAIEmbeddings, client.APIRerank}
+
+// resolveInputs checks the flags of the APIs that send several inputs per request.
+func (c *benchConfig) resolveInputs(f *benchFlags) error {
+	var errs []error
+	embed, rerank := client.Embeddings(f.api), f.api == client.APIRerank
+	if f.batchSize < 1 {
+		errs = append(errs, fmt.Errorf("--batch-size %d: must be at least 1", f.batchSize))
+	} else if f.batchSize > 1 && !embed {
+		errs = append(errs, fmt.Errorf("--batch-size is for the embeddings APIs (%s, %s), not %s", client.APIOpenAIEmbeddings, client.APIOllamaEmbed, f.api))
+	}
+	if f.documents < 1 || f.queryTokens < 1 {
+		errs = append(errs, fmt.Errorf("--documents %d, --query-tokens %d: each must be at least 1", f.documents, f.queryTokens))
+	}
+	if !f.stream && (embed || rerank) {
+		errs = append(errs, fmt.Errorf("--stream=false: %s never streams; leave --stream out", f.api))
+	}
+	if (embed || rerank) && f.turns > 1 {
+		errs = append(errs, fmt.Errorf("--turns is for chat APIs, not %s", f.api))
+	}
+	if embed {
+		c.batchSize = f.batchSize
+	}
+	if rerank {
+		c.documents, c.queryTokens = f.documents, f.queryTokens
+	}
+	return errors.Join(errs...)
+}
+
+// wrapSource shapes the workload's requests for the API: batches of inputs (embeddings)
+// or a query with documents (rerank).
+func (c *benchConfig) wrapSource(src workload.Source, tok tokenizer.Tokenizer) (workload.Source, error) {
+	switch {
+	case c.batchSize > 0:
+		return workload.Batched(src, c.batchSize), nil
+	case c.documents > 0:
+		qc := c.workload
+		qc.InputTokens, qc.Seed = workload.Fixed(c.queryTokens), c.workload.Seed^0x7175657279 // "query"
+		qc.PrefixTokens, qc.PrefixGroups = 0, 1
+		q, err := workload.New(qc, tok)
+		if err != nil {
+			return nil, err
+		}
+		return workload.Reranked(q, src, c.documents), nil
+	}
+	return src, nil
+}
+
 // resolve validates every flag and reports all problems at once.
 func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c := &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
-		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, sloSpec: f.slo}
+		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, sloSpec: f.slo,
+		noStream: live && !f.stream, endpoint: f.endpoint}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -112,9 +168,10 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		}
 		if !slices.Contains(client.APIs(), f.api) {
 			add(fmt.Errorf("--api: %q is not one of %s", f.api, strings.Join(client.APIs(), ", ")))
-		} else if f.url == "" && f.api != client.APIOpenAIChat && f.api != client.APIOpenAICompletions {
-			add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks openai-chat and openai-completions", f.api))
+		} else if f.url == "" && !slices.Contains(simAPIs, f.api) {
+			add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(simAPIs, ", ")))
 		}
+		add(c.resolveInputs(f))
 		var err error
 		c.apiKey, err = f.resolveAPIKey()
 		add(err)

@@ -31,6 +31,9 @@ type benchFlags struct {
 	insecure, http2, readStamps         bool
 	keepAlive                           bool
 	sim                                 string
+	stream                              bool   // --stream (generation APIs; false: one JSON document)
+	endpoint                            string // --endpoint: the API's path
+	batchSize, documents, queryTokens   int    // embeddings, rerank
 
 	// Load.
 	concurrency, rate, arrival string
@@ -72,6 +75,11 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
 		fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
 		fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
+		fs.BoolVar(&f.stream, "stream", true, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL")
+		fs.StringVar(&f.endpoint, "endpoint", "", "the API's path on the server, e.g. /rerank (default: the API's own, e.g. /v1/rerank)")
+		fs.IntVar(&f.batchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
+		fs.IntVar(&f.documents, "documents", 8, "rerank: documents per request, each of --input-tokens tokens")
+		fs.IntVar(&f.queryTokens, "query-tokens", 32, "rerank: the query's length in tokens")
 		fs.BoolVar(&f.ignoreEOS, "ignore-eos", true, "send ignore_eos so outputs have exactly --output-tokens (turn off for hosted APIs that reject it)")
 		fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "per-request time limit (whole request)")
 		fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "fail a request when its stream sends no bytes for this long")

@@ -126,6 +126,13 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	if rec.InputTokens == 0 {
 		rec.InputTokens = req.InputTokens
 	}
+	rec.Unstreamed = c.unstreamed
+	switch {
+	case Embeddings(c.cfg.API):
+		rec.Inputs = len(batchOf(req))
+	case c.cfg.API == APIRerank:
+		rec.Documents = len(req.Documents)
+	}
 	body, err := c.body.build(req)
 	if err != nil {
 		now := record.Since(start, time.Now())
@@ -189,6 +196,11 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 		return
 	}
 
+	if c.unstreamed {
+		c.readWholeResponse(ctx, rctx, start, resp, at, req, rec)
+		complete = rec.Error == nil || rec.Error.Kind == record.KindMismatch || rec.Error.Kind == record.KindEmpty
+		return
+	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" && !c.spec.ndjson {
 		// A JSON document instead of a stream: the server ignored "stream": true.
 		t := time.AfterFunc(2*time.Second, func() { cancel(errDrain) })
@@ -234,6 +246,30 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	rec.ReadLag = lag.Truncate(time.Microsecond)
 	complete = rec.Error == nil && st.sawDone
 	finish(st, c.tok, rec)
+}
+
+// readWholeResponse reads a response that is one JSON document and fills rec from it, its
+// arrival stamped like a stream event's (the kernel's receive time where there is one).
+func (c *Client) readWholeResponse(parent, rctx context.Context, start time.Time, resp *http.Response, at *attempt,
+	req workload.Request, rec *record.Record) {
+	now := time.Now
+	if stamps := at.rx; stamps != nil && resp.ProtoMajor == 1 {
+		now = func() time.Time {
+			t, _, age, ok := stamps.stamp()
+			if ok {
+				rec.KernelStamps = true
+				rec.ReadLag = max(rec.ReadLag, age.Truncate(time.Microsecond))
+			}
+			return t
+		}
+	}
+	body, t, err := readWhole(resp.Body, now)
+	if err != nil {
+		rec.Done = record.Since(start, time.Now())
+		rec.Error = c.failure(parent, rctx, record.KindDisconnect, err)
+		return
+	}
+	c.whole(body, record.Since(start, t), req, rec)
 }
 
 // attempt is what one send of a request saw (httptrace), as ns since the run start + 1
@@ -444,8 +480,11 @@ func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelC
 			if err == io.EOF {
 				rec.Done = record.Since(start, t)
 				if !st.sawDone && !st.sawFinish {
-					rec.Error = &record.Error{Kind: record.KindIncomplete,
-						Message: "stream ended without an end marker or a finish reason"}
+					end := c.spec.end
+					if end == "" {
+						end = "an end marker or a finish reason"
+					}
+					rec.Error = &record.Error{Kind: record.KindIncomplete, Message: "stream ended without " + end}
 				}
 				return
 			}

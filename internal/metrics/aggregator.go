@@ -34,7 +34,10 @@ type Aggregator struct {
 
 	server  serverTimingsAcc
 	turns   turnsAcc
-	present []bool // by registry index: Metric.Present held for some record
+	present []bool // by registry index: Metric.Present held for some record; Streamed: some request streamed, or none was measured
+	// streamed, unstreamed: some measured request had a stream, resp. came as one document.
+	streamed, unstreamed bool
+	inputs, documents    int // of completed requests (embeddings, rerank)
 
 	anatomy Anatomy
 	sampler sampler
@@ -51,6 +54,7 @@ func NewAggregator(cfg Config) *Aggregator {
 		a.dists[i] = NewDist()
 		a.lv.Dists[m.Key] = a.dists[i]
 		a.limits[i] = -1
+		a.present[i] = m.Streamed
 	}
 	for _, s := range cfg.SLOs {
 		if m, ok := Lookup(s.Metric); ok && s.Kind == SLOBound {
@@ -120,6 +124,7 @@ func (a *Aggregator) Add(r *record.Record) {
 		return
 	}
 	a.turns.add(r)
+	a.noteStream(r)
 	if r.Retried {
 		a.lv.Retried++
 	}
@@ -152,6 +157,8 @@ func (a *Aggregator) Add(r *record.Record) {
 	n := outputTokensOf(r)
 	a.lv.TotalInputTokens += r.InputTokens
 	a.lv.TotalOutputTokens += n
+	a.inputs += r.Inputs
+	a.documents += r.Documents
 	if r.ServerPromptTokens > 0 {
 		a.prompt.Requests++
 		a.intendedSum += int64(r.InputTokens)
@@ -160,7 +167,7 @@ func (a *Aggregator) Add(r *record.Record) {
 	a.failed = false
 	a.derive(r, ScopeCompleted)
 	ok := !a.failed // meets every per-request bound
-	if r.Events.Len() == 0 {
+	if r.Events.Len() == 0 && !r.Unstreamed {
 		// Completed without any token event: nothing to time, and it cannot meet a
 		// latency bound.
 		ok = a.nBound == 0
@@ -191,6 +198,15 @@ func (a *Aggregator) Level() Level {
 		lv.RequestThroughput = float64(lv.Completed) / dur
 		lv.OutputThroughput = float64(lv.TotalOutputTokens) / dur
 		lv.TotalTokenThroughput = float64(lv.TotalInputTokens+lv.TotalOutputTokens) / dur
+		lv.InputThroughput = float64(lv.TotalInputTokens) / dur
+	}
+	if a.inputs > 0 {
+		lv.InputsPerS = ptr(float64(a.inputs) / max(lv.DurationS, 1e-9))
+	}
+	if a.documents > 0 {
+		lv.DocumentsPerS = ptr(float64(a.documents) / max(lv.DurationS, 1e-9))
+	}
+	if a.first != math.MaxInt64 && a.last > a.first {
 		lv.MeanConcurrency = float64(a.busy) / float64(a.last-a.first)
 	}
 	lv.PeakConcurrency = PeakOverlap(a.starts, a.ends)
@@ -214,6 +230,7 @@ func (a *Aggregator) Level() Level {
 		}
 		lv.GoodFraction = ptr(frac)
 	}
+	lv.Unstreamed = a.unstreamed && !a.streamed
 	ps := a.cfg.percentiles()
 	setStats(&lv, a.dists, a.present, ps)
 	if e2el := a.dists[registryIndex[KeyE2EL].index]; e2el.Count() > 0 {
@@ -236,7 +253,7 @@ func setStats(lv *Level, dists []*Dist, present []bool, ps []float64) {
 	lv.Metrics = Metrics{}
 	for i, m := range Registry {
 		d := dists[i]
-		if m.Optional && (d.Count() == 0 || (m.Present != nil && !present[i])) {
+		if m.Optional && (d.Count() == 0 || (m.Present != nil && !present[i])) || m.Streamed && !present[i] {
 			continue
 		}
 		st := StatsOf(d, ps)
@@ -247,6 +264,25 @@ func setStats(lv *Level, dists []*Dist, present []bool, ps []float64) {
 			lv.FirstContent = &st
 		default:
 			lv.Metrics.Set(m.Key, st)
+		}
+	}
+}
+
+// noteStream keeps the Streamed metrics present unless every measured request so far came
+// without a stream.
+func (a *Aggregator) noteStream(r *record.Record) {
+	seen := &a.streamed
+	if r.Unstreamed {
+		seen = &a.unstreamed
+	}
+	if *seen {
+		return
+	}
+	*seen = true
+	on := a.streamed || !a.unstreamed
+	for i, m := range Registry {
+		if m.Streamed {
+			a.present[i] = on
 		}
 	}
 }

@@ -33,6 +33,17 @@ func AppendJSON(b []byte, r *Record) []byte {
 	if r.Retried {
 		b = append(b, `,"retried":true`...)
 	}
+	if r.Unstreamed {
+		b = append(b, `,"unstreamed":true`...)
+	}
+	if r.Inputs > 0 {
+		b = append(b, `,"inputs":`...)
+		b = strconv.AppendInt(b, int64(r.Inputs), 10)
+	}
+	if r.Documents > 0 {
+		b = append(b, `,"documents":`...)
+		b = strconv.AppendInt(b, int64(r.Documents), 10)
+	}
 	b = append(b, `,"scheduled_s":`...)
 	b = appendSeconds(b, r.Scheduled)
 	b = append(b, `,"sent_s":`...)
@@ -258,6 +269,9 @@ type jsonRecord struct {
 	Turn               int                    `json:"turn"`
 	Warmup             bool                   `json:"warmup"`
 	Retried            bool                   `json:"retried"`
+	Unstreamed         bool                   `json:"unstreamed"`
+	Inputs             int                    `json:"inputs"`
+	Documents          int                    `json:"documents"`
 	TTFTUpperBound     bool                   `json:"ttft_upper_bound"`
 	Phases             map[string]json.Number `json:"phases"`
 	Scheduled          json.Number            `json:"scheduled_s"`
@@ -316,6 +330,10 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 		InputTokens: j.InputTokens, ServerPromptTokens: j.ServerPromptTokens,
 		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource,
 		Retried: j.Retried, TTFTUpperBound: j.TTFTUpperBound,
+		Unstreamed: j.Unstreamed, Inputs: j.Inputs, Documents: j.Documents,
+	}
+	if j.Inputs < 0 || j.Documents < 0 {
+		return fmt.Errorf("inputs %d documents %d: must not be negative", j.Inputs, j.Documents)
 	}
 	if je := j.Error; je != nil {
 		r.Error = &Error{Kind: je.Kind, Status: je.Status, Message: je.Message}

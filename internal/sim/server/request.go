@@ -78,6 +78,7 @@ type wireMessage struct {
 // genRequest is a validated generation request.
 type genRequest struct {
 	chat            bool
+	responses       bool // /v1/responses (chat is set too: the input is messages)
 	stream          bool
 	includeUsage    bool
 	continuousUsage bool

@@ -1,5 +1,6 @@
-// Package server is the simulator's OpenAI-compatible HTTP surface: /v1/chat/completions and
-// /v1/completions (streaming and not), /v1/models, /health and /metrics (vLLM's metric
+// Package server is the simulator's OpenAI-compatible HTTP surface: /v1/chat/completions,
+// /v1/completions and /v1/responses (streaming and not), /v1/embeddings and /v1/rerank
+// (prefill-only work on the same engine), /v1/models, /health and /metrics (vLLM's metric
 // names), driven by any Generator (normally sim.Engine). It also injects faults and writes
 // the ground-truth file against which a client's measurement error is measured.
 package server
@@ -218,7 +219,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !allow(w, r, http.MethodPost) {
 			return
 		}
-		s.handleGenerate(w, r, path == "/v1/chat/completions")
+		s.handleGenerate(w, r, path == "/v1/chat/completions", false)
+	case "/v1/responses":
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
+		s.handleGenerate(w, r, true, true)
+	case "/v1/embeddings", "/v1/rerank", "/rerank":
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
+		s.handlePrefill(w, r, path != "/v1/embeddings")
 	case "/v1/models":
 		if !allow(w, r, http.MethodGet) {
 			return
