@@ -102,3 +102,37 @@ func TestAPIUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateAPIs: simulate gives embeddings, rerank and --stream=false levels the shape
+// run gives them (inputs and documents per second, no stream metrics).
+func TestSimulateAPIs(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		perS   string
+		stream bool
+	}{
+		{[]string{"--api", "openai-embeddings", "--batch-size", "8"}, "inputs_per_s", false},
+		{[]string{"--api", "rerank", "--documents", "4"}, "documents_per_s", false},
+		{[]string{"--api", "openai-chat", "--stream=false"}, "", false},
+		{[]string{"--api", "openai-responses"}, "", true},
+	} {
+		dir := t.TempDir()
+		args := append([]string{"simulate", "--sim", "textbook", "--concurrency", "4", "--requests", "40", "--input-tokens", "128",
+			"--output-tokens", "16", "--no-progress", "--output-dir", dir}, tc.args...)
+		if code, _, stderr := runCLI(t, context.Background(), args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		s := readSummaryT(t, dir)
+		l := s.Levels[0]
+		if l.Completed != 40 || l.Metrics.Has("ttft") != tc.stream || !l.Metrics.Has("e2el") ||
+			(l.InputsPerS != nil) != (tc.perS == "inputs_per_s") || (l.DocumentsPerS != nil) != (tc.perS == "documents_per_s") {
+			t.Errorf("%v: completed %d, ttft %v, inputs/s %v, documents/s %v", tc.args, l.Completed, l.Metrics.Has("ttft"), l.InputsPerS, l.DocumentsPerS)
+		}
+		if !tc.stream && tc.perS == "" && l.TotalOutputTokens != 40*16 {
+			t.Errorf("%v: %d output tokens, want %d", tc.args, l.TotalOutputTokens, 40*16)
+		}
+	}
+	if code, _, stderr := runCLI(t, context.Background(), "simulate", "--api", "ollama-embed"); code != ExitUsage || !strings.Contains(stderr, "simulate speaks") {
+		t.Errorf("simulate --api ollama-embed: exit %d, %s", code, stderr)
+	}
+}

@@ -147,13 +147,33 @@ func (c *benchConfig) wrapSource(src workload.Source, tok tokenizer.Tokenizer) (
 	return src, nil
 }
 
+// shapeVirtual makes a simulated record what run would have recorded for the API: the
+// engine streams every request, so without a stream its tokens become one event at the
+// end, and an embeddings or rerank request (a prefill) carries its inputs and no output.
+func (c *benchConfig) shapeVirtual(r *record.Record) {
+	if !client.Unstreamed(c.api, c.noStream) {
+		return
+	}
+	r.Unstreamed = true
+	n := r.Events.Tokens()
+	r.Events = record.Events{}
+	switch {
+	case c.batchSize > 0 || c.documents > 0:
+		r.Inputs, r.Documents = c.batchSize, c.documents
+		r.OutputTokens, r.OutputTokensSource = 0, ""
+	case n > 0 && r.Error == nil:
+		r.Events.Base = r.Sent
+		r.Events.Append(r.Done, n)
+	}
+}
+
 // resolve validates every flag and reports all problems at once.
 func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c := &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
 		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, sloSpec: f.slo,
-		noStream: live && !f.stream, endpoint: f.endpoint}
+		noStream: !f.stream, endpoint: f.endpoint}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -171,7 +191,6 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		} else if f.url == "" && !slices.Contains(simAPIs, f.api) {
 			add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(simAPIs, ", ")))
 		}
-		add(c.resolveInputs(f))
 		var err error
 		c.apiKey, err = f.resolveAPIKey()
 		add(err)
@@ -255,6 +274,10 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	if f.searchMax < 0 {
 		add(errors.New("--search-max must not be negative"))
 	}
+	if !live && !slices.Contains(simAPIs, f.api) {
+		add(fmt.Errorf("--api: simulate speaks %s, not %q", strings.Join(simAPIs, ", "), f.api))
+	}
+	add(c.resolveInputs(f))
 	c.searchMax = f.searchMax
 	if c.searchMax == 0 {
 		c.searchMax = map[string]float64{"concurrency": 1024, "rate": 1000}[c.search]

@@ -69,17 +69,12 @@ type benchFlags struct {
 func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	if live {
 		fs.StringVar(&f.url, "url", "", "base URL of the server, e.g. http://127.0.0.1:8000 (default: the built-in simulator, in-process)")
-		fs.StringVar(&f.api, "api", "openai-chat", "API: "+strings.Join(client.APIs(), ", "))
 		fs.StringVar(&f.model, "model", "", "model name (default: the first id from /v1/models)")
 		fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
 		fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
 		fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
 		fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
-		fs.BoolVar(&f.stream, "stream", true, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL")
 		fs.StringVar(&f.endpoint, "endpoint", "", "the API's path on the server, e.g. /rerank (default: the API's own, e.g. /v1/rerank)")
-		fs.IntVar(&f.batchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
-		fs.IntVar(&f.documents, "documents", 8, "rerank: documents per request, each of --input-tokens tokens")
-		fs.IntVar(&f.queryTokens, "query-tokens", 32, "rerank: the query's length in tokens")
 		fs.BoolVar(&f.ignoreEOS, "ignore-eos", true, "send ignore_eos so outputs have exactly --output-tokens (turn off for hosted APIs that reject it)")
 		fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "per-request time limit (whole request)")
 		fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "fail a request when its stream sends no bytes for this long")
@@ -91,6 +86,15 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.BoolVar(&f.keepAlive, "keep-alive", true, "reuse connections between requests; false opens a new one per request, as vLLM's client does (a request that meets a connection the server closed is re-sent once either way: docs/real-servers.md)")
 		fs.BoolVar(&f.readStamps, "read-stamps", false, "time token events when llmbench reads them, not by the kernel's receive time of their bytes (the default on Linux over HTTP/1.1)")
 	}
+	if live {
+		fs.StringVar(&f.api, "api", "openai-chat", "API: "+strings.Join(client.APIs(), ", "))
+	} else {
+		fs.StringVar(&f.api, "api", "openai-chat", "API whose requests to simulate: "+strings.Join(simAPIs, ", "))
+	}
+	fs.BoolVar(&f.stream, "stream", true, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL")
+	fs.IntVar(&f.batchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
+	fs.IntVar(&f.documents, "documents", 8, "rerank: documents per request, each of --input-tokens tokens")
+	fs.IntVar(&f.queryTokens, "query-tokens", 32, "rerank: the query's length in tokens")
 	fs.StringVar(&f.sim, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file (used when there is no --url)")
 
 	fs.StringVar(&f.concurrency, "concurrency", "", "closed loop: concurrent requests, or a ladder `N,N,...` (default 1,4,16,64,256 when neither this nor --rate is given)")

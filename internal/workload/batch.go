@@ -18,12 +18,14 @@ type grouped struct {
 }
 
 func (g *grouped) Request(level, i int) Request {
-	out := Request{}
+	// The work is the prompt's prefill: a simulator runs it as a prompt with one output
+	// token (nothing is generated, and no output length is sent).
+	out := Request{OutputTokens: 1}
 	parts := make([]string, g.n)
 	for k := range g.n {
 		r := g.src.Request(level, i*g.n+k)
 		if k == 0 {
-			out.OutputTokens, out.Arrival, out.HasArrival = r.OutputTokens, r.Arrival, r.HasArrival
+			out.Arrival, out.HasArrival = r.Arrival, r.HasArrival
 		}
 		parts[k] = r.Prompt
 		out.InputTokens += r.InputTokens
