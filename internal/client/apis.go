@@ -63,14 +63,8 @@ var apiSpecs = map[string]*apiSpec{
 	// OpenAI's Responses API: typed events, usage in response.completed, no [DONE].
 	APIOpenAIResponses: {
 		path: "/v1/responses", modelsPath: "/v1/models", accept: "text/event-stream",
-		auth: bearer,
-		static: func(cfg Config) map[string]any {
-			m := modelStream(cfg)
-			if cfg.IgnoreEOS {
-				m["ignore_eos"] = true
-			}
-			return m
-		},
+		auth:        bearer,
+		static:      modelStreamEOS,
 		requestKeys: []string{"max_output_tokens", "input"},
 		perRequest: func(req workload.Request) map[string]any {
 			m := map[string]any{"input": chatMessages(req)}
@@ -149,14 +143,8 @@ var apiSpecs = map[string]*apiSpec{
 	// and the server's timings.
 	APILlamaCpp: {
 		path: "/completion", modelsPath: "/v1/models", accept: "text/event-stream",
-		auth: bearer,
-		static: func(cfg Config) map[string]any {
-			m := modelStream(cfg)
-			if cfg.IgnoreEOS {
-				m["ignore_eos"] = true
-			}
-			return m
-		},
+		auth:        bearer,
+		static:      modelStreamEOS,
 		requestKeys: []string{"n_predict", "prompt"},
 		perRequest: func(req workload.Request) map[string]any {
 			m := map[string]any{"prompt": req.Prompt}
@@ -220,6 +208,15 @@ var apiSpecs = map[string]*apiSpec{
 func modelStream(cfg Config) map[string]any {
 	m := modelOnly(cfg)
 	m["stream"] = !cfg.NoStream
+	return m
+}
+
+// modelStreamEOS is modelStream with ignore_eos when asked for.
+func modelStreamEOS(cfg Config) map[string]any {
+	m := modelStream(cfg)
+	if cfg.IgnoreEOS {
+		m["ignore_eos"] = true
+	}
 	return m
 }
 

@@ -85,22 +85,7 @@ func (d *decoder) responseObject() {
 		case "id":
 			d.ci.id, _ = s.optStr()
 		case "usage":
-			if !s.obj() {
-				continue
-			}
-			f := true
-			out, in := 0, 0
-			for k2, ok2 := s.member(&f); ok2; k2, ok2 = s.member(&f) {
-				switch string(k2) {
-				case "output_tokens":
-					out = s.int()
-				case "input_tokens":
-					in = s.int()
-				default:
-					s.skip()
-				}
-			}
-			d.addCount(out, in)
+			d.openAIUsage()
 		case "error":
 			if !s.null() {
 				d.errorValue()
