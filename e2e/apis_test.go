@@ -84,7 +84,7 @@ func (run *benchRun) checkInputs(t *testing.T, field string, n, tokens int, perS
 		if field == "documents" {
 			got = r.Documents
 		}
-		if r.Error != nil || got != n || r.InputTokens != tokens || r.ServerPromptTokens == 0 {
+		if r.Error != nil || int(got) != n || r.InputTokens != tokens || r.ServerPromptTokens == 0 {
 			t.Errorf("request %d: error %+v, %s %d, input_tokens %d, server prompt tokens %d; want none, %d, %d, > 0",
 				r.Index, r.Error, field, got, r.InputTokens, r.ServerPromptTokens, n, tokens)
 		}

@@ -94,6 +94,9 @@ func TestAPIUsageErrors(t *testing.T) {
 		{[]string{"--api", "openai-chat", "--batch-size", "4"}, "--batch-size is for the embeddings APIs"},
 		{[]string{"--api", "ollama-embed"}, "needs --url"},
 		{[]string{"--api", "rerank", "--documents", "0"}, "at least 1"},
+		{[]string{"--api", "openai-completions", "--images", "1"}, "--images is for openai-chat and openai-responses"},
+		{[]string{"--images", "1", "--image-size", "12"}, "--image-size"},
+		{[]string{"--images", "1", "--image-format", "gif"}, "png or jpeg"},
 		{[]string{"--api", "rerank", "--endpoint", "rerank", "--url", "http://127.0.0.1:1"}, "must be a path starting with /"},
 	} {
 		code, _, stderr := runCLI(t, context.Background(), append([]string{"run", "--requests", "1", "--concurrency", "1"}, tc.args...)...)
@@ -134,5 +137,32 @@ func TestSimulateAPIs(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, context.Background(), "simulate", "--api", "ollama-embed"); code != ExitUsage || !strings.Contains(stderr, "simulate speaks") {
 		t.Errorf("simulate --api ollama-embed: exit %d, %s", code, stderr)
+	}
+}
+
+// TestRunWithImages: --images adds synthetic images to chat and Responses prompts; the
+// simulator charges them by its patch rule, so the server's prompt tokens exceed the
+// intended (text-only) ones by exactly that, and the records count the images and bytes.
+func TestRunWithImages(t *testing.T) {
+	for _, api := range []string{"openai-chat", "openai-responses"} {
+		dir := t.TempDir()
+		code, stdout, stderr := runCLI(t, context.Background(), "run", "--sim", "textbook", "--api", api, "--images", "2", "--image-size", "448x224",
+			"--concurrency", "2", "--requests", "4", "--input-tokens", "32", "--output-tokens", "4", "--no-progress", "--metrics-url", "none", "--output-dir", dir)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", api, code, stderr)
+		}
+		s := readSummaryT(t, dir)
+		p := s.Levels[0].PromptTokens
+		// 448 x 224 px: 32 x 16 patches of 14 px, merged 2 x 2: 128 tokens an image.
+		if p == nil || p.IntendedMean != 32 || p.ServerMean != 32+2*128 || p.ImagesMean != 2 {
+			t.Errorf("%s: prompt tokens %+v, want intended 32, server 288, 2 images", api, p)
+		}
+		if !strings.Contains(stdout, "includes 2.0 images per request") {
+			t.Errorf("%s: the console does not say the images count:\n%s", api, stdout)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "records.jsonl"))
+		if !strings.Contains(string(b), `"images":2,"image_bytes":`) {
+			t.Errorf("%s: records without images: %.300s", api, b)
+		}
 	}
 }

@@ -39,6 +39,7 @@ type benchConfig struct {
 	endpoint                string // --endpoint
 	batchSize, documents    int    // embeddings inputs, rerank documents per request
 	queryTokens             int    // rerank query length
+	images                  workload.ImageConfig
 	sloSpec                 string
 
 	// Load: the ladder, in order. A search adds levels as it probes.
@@ -119,6 +120,19 @@ func (c *benchConfig) resolveInputs(f *benchFlags) error {
 	if (embed || rerank) && f.turns > 1 {
 		errs = append(errs, fmt.Errorf("--turns is for chat APIs, not %s", f.api))
 	}
+	if f.images != 0 {
+		w, h, err := workload.ParseImageSize(f.imageSize)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--image-size: %w", err))
+		}
+		c.images = workload.ImageConfig{N: f.images, Width: w, Height: h, Format: f.imageFormat, Seed: f.seed}
+		if err := c.images.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--images, --image-format: %w", err))
+		}
+		if f.api != client.APIOpenAIChat && f.api != client.APIOpenAIResponses {
+			errs = append(errs, fmt.Errorf("--images is for %s and %s, not %s", client.APIOpenAIChat, client.APIOpenAIResponses, f.api))
+		}
+	}
 	if embed {
 		c.batchSize = f.batchSize
 	}
@@ -128,10 +142,12 @@ func (c *benchConfig) resolveInputs(f *benchFlags) error {
 	return errors.Join(errs...)
 }
 
-// wrapSource shapes the workload's requests for the API: batches of inputs (embeddings)
-// or a query with documents (rerank).
+// wrapSource shapes the workload's requests for the API: batches of inputs (embeddings),
+// a query with documents (rerank), or prompts with images.
 func (c *benchConfig) wrapSource(src workload.Source, tok tokenizer.Tokenizer) (workload.Source, error) {
 	switch {
+	case c.images.N > 0:
+		return workload.WithImages(src, c.images), nil
 	case c.batchSize > 0:
 		return workload.Batched(src, c.batchSize), nil
 	case c.documents > 0:
@@ -159,7 +175,7 @@ func (c *benchConfig) shapeVirtual(r *record.Record) {
 	r.Events = record.Events{}
 	switch {
 	case c.batchSize > 0 || c.documents > 0:
-		r.Inputs, r.Documents = c.batchSize, c.documents
+		r.Inputs, r.Documents = int32(c.batchSize), int32(c.documents)
 		r.OutputTokens, r.OutputTokensSource = 0, ""
 	case n > 0 && r.Error == nil:
 		r.Events.Base = r.Sent

@@ -34,6 +34,8 @@ type benchFlags struct {
 	stream                              bool   // --stream (generation APIs; false: one JSON document)
 	endpoint                            string // --endpoint: the API's path
 	batchSize, documents, queryTokens   int    // embeddings, rerank
+	images                              int    // --images per request
+	imageSize, imageFormat              string // --image-size WxH, --image-format png|jpeg
 
 	// Load.
 	concurrency, rate, arrival string
@@ -74,6 +76,9 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
 		fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
 		fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
+		fs.IntVar(&f.images, "images", 0, "chat and Responses: synthetic images per request, sent as data URLs in image content parts (deterministic by --seed)")
+		fs.StringVar(&f.imageSize, "image-size", "512x512", "with --images: each image's size `WxH` in pixels")
+		fs.StringVar(&f.imageFormat, "image-format", "png", "with --images: png or jpeg")
 		fs.StringVar(&f.endpoint, "endpoint", "", "the API's path on the server, e.g. /rerank (default: the API's own, e.g. /v1/rerank)")
 		fs.BoolVar(&f.ignoreEOS, "ignore-eos", true, "send ignore_eos so outputs have exactly --output-tokens (turn off for hosted APIs that reject it)")
 		fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "per-request time limit (whole request)")

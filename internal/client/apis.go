@@ -38,7 +38,7 @@ var apiSpecs = map[string]*apiSpec{
 		static:      openAIStatic,
 		requestKeys: []string{"max_tokens", "messages"},
 		perRequest: func(req workload.Request) map[string]any {
-			m := map[string]any{"messages": chatMessages(req)}
+			m := map[string]any{"messages": chatInput(req, false)}
 			if req.OutputTokens > 0 {
 				m["max_tokens"] = req.OutputTokens
 			}
@@ -67,7 +67,7 @@ var apiSpecs = map[string]*apiSpec{
 		static:      modelStreamEOS,
 		requestKeys: []string{"max_output_tokens", "input"},
 		perRequest: func(req workload.Request) map[string]any {
-			m := map[string]any{"input": chatMessages(req)}
+			m := map[string]any{"input": chatInput(req, true)}
 			if req.OutputTokens > 0 {
 				m["max_output_tokens"] = req.OutputTokens
 			}
@@ -250,6 +250,38 @@ func openAIStatic(cfg Config) map[string]any {
 		m["ignore_eos"] = true
 	}
 	return m
+}
+
+// chatInput is the conversation of the chat APIs: chatMessages, with the request's images
+// as content parts after the last user message's text, in OpenAI's shape: image_url parts
+// for chat completions, input_text and input_image parts for the Responses API.
+func chatInput(req workload.Request, responses bool) any {
+	msgs := chatMessages(req)
+	if len(req.Images) == 0 {
+		return msgs
+	}
+	out := make([]map[string]any, len(msgs))
+	last := len(msgs) - 1
+	for i, m := range msgs {
+		out[i] = map[string]any{"role": m.Role, "content": m.Content}
+		if m.Role == "user" {
+			last = i
+		}
+	}
+	text := map[string]any{"type": "text", "text": msgs[last].Content}
+	if responses {
+		text["type"] = "input_text"
+	}
+	parts := []any{text}
+	for _, im := range req.Images {
+		if responses {
+			parts = append(parts, map[string]any{"type": "input_image", "image_url": im.URL})
+		} else {
+			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]any{"url": im.URL}})
+		}
+	}
+	out[last]["content"] = parts
+	return out
 }
 
 // chatMessages is the request's conversation, or its prompt as one user message.

@@ -152,7 +152,7 @@ func TestWholeResponses(t *testing.T) {
 			if tc.endpoint != "" && path != tc.endpoint {
 				t.Errorf("sent to %s, want %s", path, tc.endpoint)
 			}
-			if !rec.Unstreamed || rec.Inputs != tc.inputs || rec.Documents != tc.docs || rec.ServerPromptTokens != tc.prompt {
+			if !rec.Unstreamed || int(rec.Inputs) != tc.inputs || int(rec.Documents) != tc.docs || rec.ServerPromptTokens != tc.prompt {
 				t.Errorf("unstreamed %v, inputs %d, documents %d, server prompt %d; want true, %d, %d, %d",
 					rec.Unstreamed, rec.Inputs, rec.Documents, rec.ServerPromptTokens, tc.inputs, tc.docs, tc.prompt)
 			}
@@ -191,6 +191,25 @@ func TestRequestBodies(t *testing.T) {
 		var m map[string]any
 		if json.Unmarshal(b, &m) != nil {
 			t.Errorf("%s: not JSON", tc.cfg.API)
+		}
+	}
+	// Images go after the last user message's text, in each API's content-part shape.
+	img := workload.Request{Messages: []workload.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "hi"}},
+		OutputTokens: 2, Images: []workload.Image{{URL: "data:image/png;base64,AA=="}}}
+	for api, want := range map[string]string{
+		APIOpenAIChat:      `"messages":[{"content":"s","role":"system"},{"content":[{"text":"hi","type":"text"},{"image_url":{"url":"data:image/png;base64,AA=="},"type":"image_url"}],"role":"user"}]`,
+		APIOpenAIResponses: `"input":[{"content":"s","role":"system"},{"content":[{"text":"hi","type":"input_text"},{"image_url":"data:image/png;base64,AA==","type":"input_image"}],"role":"user"}]`,
+	} {
+		c, _ := New(Config{BaseURL: "http://127.0.0.1:1", API: api})
+		if b, err := c.body.build(img); err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s with an image: %s (%v)\nwant %s", api, b, err, want)
+		}
+		var rec record.Record
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		c.Do(ctx, time.Now(), workload.Request{Prompt: "x", Images: []workload.Image{{Bytes: 10}, {Bytes: 5}}}, &rec)
+		if rec.Images != 2 || rec.ImageBytes != 15 {
+			t.Errorf("%s: record images %d (%d bytes), want 2 (15)", api, rec.Images, rec.ImageBytes)
 		}
 	}
 	if err := (Config{BaseURL: "http://x", API: APIRerank, Endpoint: "rerank"}).Validate(); err == nil {

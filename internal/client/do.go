@@ -127,11 +127,15 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 		rec.InputTokens = req.InputTokens
 	}
 	rec.Unstreamed = c.unstreamed
+	rec.Images, rec.ImageBytes = int32(len(req.Images)), 0
+	for _, im := range req.Images {
+		rec.ImageBytes += int32(im.Bytes)
+	}
 	switch {
 	case Embeddings(c.cfg.API):
-		rec.Inputs = len(batchOf(req))
+		rec.Inputs = int32(len(batchOf(req)))
 	case c.cfg.API == APIRerank:
-		rec.Documents = len(req.Documents)
+		rec.Documents = int32(len(req.Documents))
 	}
 	body, err := c.body.build(req)
 	if err != nil {

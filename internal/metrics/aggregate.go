@@ -128,6 +128,9 @@ type PromptTokens struct {
 	Requests     int     `json:"requests"`
 	IntendedMean float64 `json:"intended_mean"`
 	ServerMean   float64 `json:"server_mean"`
+	// ImagesMean is the mean number of images those requests carried (absent without
+	// any): the server's count includes their tokens, the intended one does not.
+	ImagesMean float64 `json:"images_mean,omitempty"`
 }
 
 func us(d time.Duration) int64 { return int64(d / time.Microsecond) }

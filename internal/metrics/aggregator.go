@@ -30,6 +30,7 @@ type Aggregator struct {
 	busy                   int64 // sum of (done - sent), µs
 	prompt                 PromptTokens
 	intendedSum, serverSum int64
+	imagesSum              int64 // images of the requests in prompt
 	peak                   peakTokens
 
 	server  serverTimingsAcc
@@ -157,12 +158,13 @@ func (a *Aggregator) Add(r *record.Record) {
 	n := outputTokensOf(r)
 	a.lv.TotalInputTokens += r.InputTokens
 	a.lv.TotalOutputTokens += n
-	a.inputs += r.Inputs
-	a.documents += r.Documents
+	a.inputs += int(r.Inputs)
+	a.documents += int(r.Documents)
 	if r.ServerPromptTokens > 0 {
 		a.prompt.Requests++
 		a.intendedSum += int64(r.InputTokens)
 		a.serverSum += int64(r.ServerPromptTokens)
+		a.imagesSum += int64(r.Images)
 	}
 	a.failed = false
 	a.derive(r, ScopeCompleted)
@@ -214,6 +216,7 @@ func (a *Aggregator) Level() Level {
 		p := a.prompt
 		p.IntendedMean = float64(a.intendedSum) / float64(p.Requests)
 		p.ServerMean = float64(a.serverSum) / float64(p.Requests)
+		p.ImagesMean = float64(a.imagesSum) / float64(p.Requests)
 		lv.PromptTokens = &p
 	}
 	if len(a.cfg.SLOs) > 0 {

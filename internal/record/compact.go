@@ -34,6 +34,7 @@ import (
 //	          [uvarint(phase set) uvarint(phase)...]         flags&hasPhases, in PhaseSet order
 //	          [string(kind) uvarint(status) string(message) uvarint(retry_after)]  flags&hasError
 //	          [uvarint(inputs) uvarint(documents)]           flags&hasInputs
+//	          [uvarint(images) uvarint(image bytes)]         flags&hasImages
 //
 // flags&unstreamed marks a response that came as one document (Record.Unstreamed).
 //	string  = uvarint(len) bytes
@@ -103,6 +104,7 @@ const (
 	cfError
 	cfUnstreamed
 	cfInputs
+	cfImages
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -127,6 +129,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfError, r.Error != nil)
 	set(cfUnstreamed, r.Unstreamed)
 	set(cfInputs, r.Inputs > 0 || r.Documents > 0)
+	set(cfImages, r.Images > 0)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -200,6 +203,10 @@ func AppendCompact(b []byte, r *Record) []byte {
 	if r.Inputs > 0 || r.Documents > 0 {
 		b = binary.AppendUvarint(b, uint64(max(r.Inputs, 0)))
 		b = binary.AppendUvarint(b, uint64(max(r.Documents, 0)))
+	}
+	if r.Images > 0 {
+		b = binary.AppendUvarint(b, uint64(r.Images))
+		b = binary.AppendUvarint(b, uint64(max(r.ImageBytes, 0)))
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -385,7 +392,10 @@ func decodeCompact(p []byte, r *Record) error {
 	}
 	r.Unstreamed = flags&cfUnstreamed != 0
 	if flags&cfInputs != 0 {
-		r.Inputs, r.Documents = c.int("inputs"), c.int("documents")
+		r.Inputs, r.Documents = int32(c.int("inputs")), int32(c.int("documents"))
+	}
+	if flags&cfImages != 0 {
+		r.Images, r.ImageBytes = int32(c.int("images")), int32(c.int("image bytes"))
 	}
 	if c.err == nil && len(c.b) > 0 {
 		c.fail("%d bytes after the record", len(c.b))

@@ -75,7 +75,10 @@ type Record struct {
 	Unstreamed bool
 	// Inputs is the number of inputs of an embeddings request and Documents that of a
 	// rerank request (0 for generation requests).
-	Inputs, Documents int
+	Inputs, Documents int32
+	// Images is the number of images the request carried and ImageBytes their encoded size
+	// (before base64); InputTokens counts the text only.
+	Images, ImageBytes int32
 
 	ResponseID         string
 	InputTokens        int // tokens the client intended to send (every input; a rerank's query and documents)

@@ -294,6 +294,7 @@ func TestCompactRoundTrip(t *testing.T) {
 	failed.Scheduled, failed.Sent = -time.Second, -time.Second+5*time.Microsecond // before the run's t = 0
 	failed.Error = &Error{Kind: KindHTTPStatus, Status: 429, Message: "slow down ✓", RetryAfter: 2 * time.Second}
 	never := Record{Level: 2, Index: 1 << 20, Error: &Error{Kind: KindConnect, Message: "refused"}}
+	rich.Images, rich.ImageBytes = 2, 123456
 	embed := Record{Level: 1, Index: 3, Sent: time.Millisecond, Done: 9 * time.Millisecond, Unstreamed: true, Inputs: 8, InputTokens: 256}
 	rerank := Record{Level: 1, Index: 4, Sent: time.Millisecond, Done: 9 * time.Millisecond, Unstreamed: true, Documents: 8, InputTokens: 300}
 	p := filepath.Join(t.TempDir(), FormatCompact.FileName())

@@ -145,8 +145,11 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.line("Total input tokens:", strconv.Itoa(l.TotalInputTokens))
 	b.line("Total generated tokens:", strconv.Itoa(l.TotalOutputTokens))
 	if p := l.PromptTokens; p != nil && math.Abs(p.ServerMean-p.IntendedMean) > 0.5 {
-		b.line("Mean input tokens (client/server):", fmt.Sprintf("%.1f / %.1f", p.IntendedMean, p.ServerMean),
-			"<-- the server counts prompts differently")
+		note := "<-- the server counts prompts differently"
+		if p.ImagesMean > 0 {
+			note = fmt.Sprintf("<-- the server's count includes %.1f images per request", p.ImagesMean)
+		}
+		b.line("Mean input tokens (client/server):", fmt.Sprintf("%.1f / %.1f", p.IntendedMean, p.ServerMean), note)
 	}
 	b.line("Request throughput (req/s):", consoleFloat(l.RequestThroughput))
 	if l.Goodput != nil {

@@ -42,6 +42,9 @@ type Request struct {
 	// and every document.
 	Query     string
 	Documents []string
+	// Images go with the prompt (the last user message) as image content parts
+	// (WithImages); InputTokens counts the text only.
+	Images []Image
 	// Arrival is the request's offset from the level start in a replayed trace.
 	Arrival    time.Duration
 	HasArrival bool

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // TestResponsesEndpoint: /v1/responses streams typed events that end with
@@ -79,5 +81,37 @@ func TestPrefillEndpoints(t *testing.T) {
 	resp = post(t, ts, "/v1/rerank", `{"documents":["a"]}`)
 	if decodeError(t, resp); resp.StatusCode != 400 {
 		t.Errorf("rerank without a query: %d", resp.StatusCode)
+	}
+}
+
+// TestImageParts: image content parts cost ceil(W/14)·ceil(H/14)/4 prompt tokens each (the
+// default patch rule), in chat and Responses requests; a part that is not an image is a 400.
+func TestImageParts(t *testing.T) {
+	_, ts := newTestServer(t, &fakeGen{}, Options{CountTokens: func(s string) int { return len(strings.Fields(s)) }})
+	img := workload.SyntheticImage(workload.ImageConfig{Width: 512, Height: 512, Format: "png"}, 1).URL
+	small := workload.SyntheticImage(workload.ImageConfig{Width: 20, Height: 10, Format: "jpeg"}, 2).URL
+	for _, tc := range []struct {
+		path, body string
+		want       int
+	}{
+		// 37 × 37 patches of 14 px, merged 2 × 2: 343 tokens; 2 × 1 patches: 1 token.
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"text","text":"a b"},{"type":"image_url","image_url":{"url":"` + img + `"}},{"type":"image_url","image_url":{"url":"` + small + `"}}]}],"max_tokens":1}`, 2 + 343 + 1},
+		{"/v1/responses", `{"input":[{"role":"user","content":[{"type":"input_text","text":"a b c"},{"type":"input_image","image_url":"` + img + `"}]}],"max_output_tokens":1}`, 3 + 343},
+	} {
+		resp := post(t, ts, tc.path, tc.body)
+		b := readAll(t, resp.Body)
+		var doc struct {
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+				InputTokens  int `json:"input_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || max(doc.Usage.PromptTokens, doc.Usage.InputTokens) != tc.want {
+			t.Errorf("%s: %v %s; want %d prompt tokens", tc.path, err, b, tc.want)
+		}
+	}
+	resp := post(t, ts, "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,aGVsbG8="}}]}]}`)
+	if e := decodeError(t, resp); resp.StatusCode != 400 || !strings.Contains(e.Message, "not a PNG, JPEG or GIF image") {
+		t.Errorf("not an image: %d %+v", resp.StatusCode, e)
 	}
 }

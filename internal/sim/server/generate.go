@@ -100,6 +100,16 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat, re
 		return
 	}
 
+	if g.images > 0 && s.opts.ImageEncode > 0 {
+		// The vision encoder runs before the prompt's prefill is queued.
+		t := time.NewTimer(time.Duration(g.images) * s.opts.ImageEncode)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
 	rq.id = s.newID(chat, n)
 	if responses {
 		rq.id = "resp_" + rq.id[len("chatcmpl-"):]

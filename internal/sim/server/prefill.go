@@ -60,11 +60,13 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 			return nil, badRequest("input", "input: expected a string or an array of messages: %v", err)
 		}
 		for i, m := range msgs {
-			text, err := messageText(m.Content)
+			text, images, err := messageContent(m.Content, lim)
 			if err != nil {
 				return nil, badRequest(fmt.Sprintf("input[%d].content", i), "input[%d].content: %v", i, err)
 			}
 			add(text)
+			g.promptTokens += images.tokens
+			g.images += images.n
 		}
 	default:
 		return nil, badRequest("input", "input is required: a string or an array of messages")

@@ -71,6 +71,12 @@ type Options struct {
 	Faults Faults
 	// Seed fixes fault choices and the generated text.
 	Seed int64
+	// ImagePatch (default 14 pixels) and ImageMerge (default 2) are the vision encoder's
+	// patches and merge factor: an image of W × H pixels costs ceil(W/P)·ceil(H/P)/M²
+	// prompt tokens (rounded up), as Qwen2-VL-style encoders count them; ImageEncode is the
+	// encoder's time per image, spent before the request's prefill is queued.
+	ImagePatch, ImageMerge int
+	ImageEncode            time.Duration
 }
 
 // Validate reports every problem with o.
@@ -120,6 +126,12 @@ func (o Options) withDefaults() Options {
 	if o.Faults.RetryAfter <= 0 {
 		o.Faults.RetryAfter = time.Second
 	}
+	if o.ImagePatch <= 0 {
+		o.ImagePatch = 14
+	}
+	if o.ImageMerge <= 0 {
+		o.ImageMerge = 2
+	}
 	return o
 }
 
@@ -158,6 +170,7 @@ func New(g Generator, opts Options) (*Server, error) {
 		lim: limits{
 			model: opts.ModelName, maxTokens: opts.MaxTokensLimit,
 			defaultMaxTokens: opts.DefaultMaxTokens, countTokens: opts.CountTokens,
+			imagePatch: opts.ImagePatch, imageMerge: opts.ImageMerge,
 		},
 		keyHash:   sha256.Sum256([]byte(opts.APIKey)),
 		idPrefix:  hex.EncodeToString(rnd[:]),
