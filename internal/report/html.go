@@ -159,6 +159,7 @@ type view struct {
 	Levels       []levelRow
 	HasSLO       bool
 	HasGoodput   bool
+	Unstreamed   bool // some level had no streams: no TTFT, TPOT or ITL
 	Metrics      []metricTable
 	CDFs         []cdfFigure
 	Config       []kv
@@ -271,6 +272,9 @@ func buildView(sum map[string]any) *view {
 			row.Failed.Title = strings.TrimPrefix(row.Failed.Title+"; ", "; ") + fmtCount(c) + " canceled by the end of the run (not failures)"
 		}
 		row.Partial, _ = lm["partial"].(bool)
+		if u, _ := lm["unstreamed"].(bool); u {
+			v.Unstreamed = true
+		}
 		row.ReqS = fmtNum(num(lm["request_throughput"]))
 		row.OutTokS = fmtNum(num(lm["output_throughput"]))
 		mets, _ := lm["metrics"].(map[string]any)
