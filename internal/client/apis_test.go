@@ -125,9 +125,12 @@ func TestWholeResponses(t *testing.T) {
 			reply: `{"id":"c1","choices":[{"mess`, kind: record.KindMalformedEvent, msg: "not the expected JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var path string
+			paths := make(chan string, 1)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				path = r.URL.Path
+				select {
+				case paths <- r.URL.Path:
+				default:
+				}
 				b, _ := io.ReadAll(r.Body)
 				if tc.sent != "" && string(b) != tc.sent {
 					t.Errorf("sent %s\nwant %s", b, tc.sent)
@@ -149,7 +152,7 @@ func TestWholeResponses(t *testing.T) {
 			if kind != tc.kind || (tc.msg != "" && !strings.Contains(rec.Error.Message, tc.msg)) {
 				t.Errorf("error %+v, want kind %q with %q", rec.Error, tc.kind, tc.msg)
 			}
-			if tc.endpoint != "" && path != tc.endpoint {
+			if path := <-paths; tc.endpoint != "" && path != tc.endpoint {
 				t.Errorf("sent to %s, want %s", path, tc.endpoint)
 			}
 			if !rec.Unstreamed || int(rec.Inputs) != tc.inputs || int(rec.Documents) != tc.docs || rec.ServerPromptTokens != tc.prompt {
