@@ -39,13 +39,14 @@ func VLLMResult(l *Level, percentiles []float64) map[string]any {
 	out["max_output_tokens_per_s"] = l.PeakOutputThroughput
 	out["max_concurrent_requests"] = l.PeakConcurrency
 	for _, d := range metrics.Registry {
-		if d.VLLM == "" {
-			continue
+		st, ok := l.Metrics.Get(d.Key)
+		if d.VLLM == "" || !ok {
+			continue // absent: no stream to time (--stream=false, embeddings, rerank)
 		}
 		m := struct {
 			vllm string
 			s    metrics.Stats
-		}{d.VLLM, l.Metrics.Stat(d.Key)}
+		}{d.VLLM, *st}
 		out["mean_"+m.vllm+"_ms"] = finite(m.s.Mean)
 		out["std_"+m.vllm+"_ms"] = finite(m.s.Std)
 		med, ok := m.s.Get(50)
