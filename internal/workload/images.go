@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	_ "image/gif" // checkImageFile
 	"image/jpeg"
 	"image/png"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -48,6 +50,31 @@ func (c ImageConfig) Validate() error {
 		return fmt.Errorf("image format %q: want png or jpeg", c.Format)
 	}
 	return nil
+}
+
+// checkImageFile makes sure a dataset's image file is a PNG, JPEG or GIF image.
+func checkImageFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, _, err := image.DecodeConfig(f); err != nil {
+		return fmt.Errorf("not a PNG, JPEG or GIF image (%v)", err)
+	}
+	return nil
+}
+
+// imageFile is a dataset's image file as it is sent (read at each request, so a large
+// dataset's images are not all held in memory; checkImageFile vetted it at load).
+func imageFile(path string) Image {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Image{URL: "data:,", Bytes: 0} // gone since the load: the server will say so
+	}
+	c, format, _ := image.DecodeConfig(bytes.NewReader(b))
+	return Image{URL: "data:image/" + format + ";base64," + base64.StdEncoding.EncodeToString(b),
+		Bytes: len(b), Width: c.Width, Height: c.Height}
 }
 
 // WithImages adds cfg.N images to every request of src.

@@ -6,6 +6,8 @@ import (
 	"image"
 	_ "image/jpeg"
 	_ "image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -46,3 +48,31 @@ type fixedSource struct{}
 
 func (fixedSource) Request(level, i int) Request { return Request{Prompt: "p", InputTokens: 1} }
 func (fixedSource) Len() int                     { return 0 }
+
+// TestDatasetImages: a jsonl row's "images" are files beside the dataset, sent as data URLs;
+// a file that is not an image stops the load with its line and name.
+func TestDatasetImages(t *testing.T) {
+	dir := t.TempDir()
+	im := SyntheticImage(ImageConfig{Width: 30, Height: 20, Format: "png"}, 1)
+	_, data, _ := strings.Cut(im.URL, ",")
+	raw, _ := base64.StdEncoding.DecodeString(data)
+	os.WriteFile(filepath.Join(dir, "a.png"), raw, 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello"), 0o644)
+	good := filepath.Join(dir, "good.jsonl")
+	os.WriteFile(good, []byte(`{"prompt":"look at this","images":["a.png"]}`+"\n"), 0o644)
+	tok := loadTok(t, "o200k_base")
+	src, err := New(Config{Dataset: "jsonl:" + good, InputTokens: Fixed(1), OutputTokens: Fixed(4), Seed: 1}, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := src.Request(0, 0)
+	if len(r.Images) != 1 || r.Images[0].URL != im.URL || r.Images[0].Bytes != len(raw) || r.Images[0].Width != 30 {
+		t.Errorf("images %+v", r.Images)
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"prompt":"x"}`+"\n"+`{"prompt":"y","images":["notes.txt"]}`+"\n"), 0o644)
+	_, err = New(Config{Dataset: "jsonl:" + bad, InputTokens: Fixed(1), OutputTokens: Fixed(4), Seed: 1}, tok)
+	if err == nil || !strings.Contains(err.Error(), "2") || !strings.Contains(err.Error(), "notes.txt") || !strings.Contains(err.Error(), "not a PNG, JPEG or GIF image") {
+		t.Errorf("a text file as an image: %v", err)
+	}
+}
