@@ -201,16 +201,18 @@ func (a *Aggregator) Level() Level {
 		lv.OutputThroughput = float64(lv.TotalOutputTokens) / dur
 		lv.TotalTokenThroughput = float64(lv.TotalInputTokens+lv.TotalOutputTokens) / dur
 		lv.InputThroughput = float64(lv.TotalInputTokens) / dur
-	}
-	if a.inputs > 0 {
-		lv.InputsPerS = ptr(float64(a.inputs) / max(lv.DurationS, 1e-9))
-	}
-	if a.documents > 0 {
-		lv.DocumentsPerS = ptr(float64(a.documents) / max(lv.DurationS, 1e-9))
-	}
-	if a.first != math.MaxInt64 && a.last > a.first {
 		lv.MeanConcurrency = float64(a.busy) / float64(a.last-a.first)
 	}
+	perS := func(n int) *float64 {
+		if n == 0 {
+			return nil // not an embeddings (rerank) level
+		}
+		if lv.DurationS == 0 {
+			return ptr(0.0)
+		}
+		return ptr(float64(n) / lv.DurationS)
+	}
+	lv.InputsPerS, lv.DocumentsPerS = perS(a.inputs), perS(a.documents)
 	lv.PeakConcurrency = PeakOverlap(a.starts, a.ends)
 	if a.prompt.Requests > 0 {
 		p := a.prompt
