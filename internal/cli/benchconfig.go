@@ -28,6 +28,7 @@ type benchConfig struct {
 	headers                 http.Header
 	extraBody               map[string]any
 	ignoreEOS               bool
+	temperature, topP       *float64 // --temperature, --top-p when given
 	timeout, idleTimeout    time.Duration
 	caCert                  string
 	insecure, http2         bool
@@ -58,6 +59,8 @@ type benchConfig struct {
 	noProgress   bool
 	resultFormat string
 	records      record.Format
+	overwrite    bool // --overwrite: replace the run in outputDir
+	wide         bool // --wide: the whole ladder table
 	seed         int64
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
@@ -185,6 +188,11 @@ func (c *benchConfig) shapeVirtual(r *record.Record) {
 
 // resolve validates every flag and reports all problems at once.
 func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
+	if f.config != "" && f.fs != nil {
+		if err := applyConfig(f.fs, f.config); err != nil {
+			return nil, usageError(err)
+		}
+	}
 	c := &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
@@ -203,7 +211,12 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 			c.url = strings.TrimRight(f.url, "/")
 		}
 		if !slices.Contains(client.APIs(), f.api) {
-			add(fmt.Errorf("--api: %q is not one of %s", f.api, strings.Join(client.APIs(), ", ")))
+			hint := didYouMean(f.api, client.APIs())
+			switch strings.ToLower(f.api) {
+			case "vllm", "sglang", "openai", "lmdeploy", "trt-llm", "tensorrt-llm", "llama.cpp", "llama-server":
+				hint = " (--api names the API, not the server: " + f.api + " serves openai-chat and openai-completions)"
+			}
+			add(fmt.Errorf("--api: %q is not one of %s%s", f.api, strings.Join(client.APIs(), ", "), hint))
 		} else if f.url == "" && !slices.Contains(simAPIs, f.api) {
 			add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(simAPIs, ", ")))
 		}
@@ -323,7 +336,26 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
 		TraceSpeed: f.traceSpeed, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
-	if err == nil && errIn == nil {
+	if live && f.fs != nil {
+		if f.fs.Changed("temperature") {
+			if f.temperature < 0 || math.IsNaN(f.temperature) {
+				add(fmt.Errorf("--temperature %v: must be 0 or more", f.temperature))
+			}
+			c.temperature = &f.temperature
+		}
+		if f.fs.Changed("top-p") {
+			if !(f.topP > 0 && f.topP <= 1) {
+				add(fmt.Errorf("--top-p %v: must be in (0, 1]", f.topP))
+			}
+			c.topP = &f.topP
+		}
+	}
+	if !live && f.tokenizer == "server" {
+		add(errors.New("--tokenizer server: simulate has no server to ask (it needs lengths only): drop it, or give a tokenizer.json or an encoding"))
+	}
+	if f.turns < 1 {
+		add(fmt.Errorf("--turns %d: a conversation has at least one turn (1: single requests)", f.turns))
+	} else if err == nil && errIn == nil {
 		add(c.workload.Validate())
 	}
 
@@ -343,6 +375,10 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c.outputDir = f.outputDir
 	if c.outputDir == "" {
 		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
+	}
+	c.overwrite, c.wide = f.overwrite, f.wide
+	if files := runFiles(c.outputDir); len(files) > 0 && !f.overwrite {
+		add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.outputDir, strings.Join(files, ", ")))
 	}
 
 	if len(concurrency) == 0 && len(rates) == 0 && c.search == "" {

@@ -26,6 +26,8 @@ type benchFlags struct {
 	headers                             []string
 	extraBody                           string
 	ignoreEOS                           bool
+	temperature, topP                   float64 // used when set (Changed)
+	fs                                  *pflag.FlagSet
 	timeout, idleTimeout                time.Duration
 	caCert                              string
 	insecure, http2, readStamps         bool
@@ -62,6 +64,9 @@ type benchFlags struct {
 	percentiles, slo string
 	outputDir        string
 	noProgress       bool
+	wide             bool
+	overwrite        bool
+	config           string // --config: flags from a YAML file
 	resultFormat     string
 	records          string // --records: jsonl or compact
 	metricsURL       string
@@ -69,6 +74,7 @@ type benchFlags struct {
 }
 
 func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
+	f.fs = fs
 	if live {
 		fs.StringVar(&f.url, "url", "", "base URL of the server, e.g. http://127.0.0.1:8000 (default: the built-in simulator, in-process)")
 		fs.StringVar(&f.model, "model", "", "model name (default: the first id from /v1/models)")
@@ -81,6 +87,8 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.StringVar(&f.imageFormat, "image-format", "png", "with --images: png or jpeg")
 		fs.StringVar(&f.endpoint, "endpoint", "", "the API's path on the server, e.g. /rerank (default: the API's own, e.g. /v1/rerank)")
 		fs.BoolVar(&f.ignoreEOS, "ignore-eos", true, "send ignore_eos so outputs have exactly --output-tokens (turn off for hosted APIs that reject it)")
+		fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature to send (default: none sent, the server's own)")
+		fs.Float64Var(&f.topP, "top-p", 0, "nucleus sampling top_p to send, in (0, 1] (default: none sent)")
 		fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "per-request time limit (whole request)")
 		fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "fail a request when its stream sends no bytes for this long")
 		fs.StringVar(&f.caCert, "ca-cert", "", "PEM file with an extra CA certificate for https targets")
@@ -112,8 +120,10 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.DurationVar(&f.cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded")
 	fs.StringVar(&f.search, "search", "", "find the largest load meeting the percentile SLOs: concurrency or rate")
 	fs.Float64Var(&f.searchMax, "search-max", 0, "upper bound for --search (default 1024 concurrency or 1000 req/s)")
-	fs.StringVar(&f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)")
-	fs.StringVar(&f.startAt, "start-at", "", "start at this RFC 3339 instant (to start shards together)")
+	if live { // a simulation has no machines to share the load among
+		fs.StringVar(&f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)")
+		fs.StringVar(&f.startAt, "start-at", "", "start at this RFC 3339 instant (to start shards together)")
+	}
 
 	f.bindWorkload(fs)
 
@@ -121,7 +131,10 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.StringVar(&f.slo, "slo", "", "SLOs, quoted for the shell: per-request bounds 'ttft<=500ms,tpot<=50ms' (goodput) and level verdicts 'ttft:p99<=1s,goodput>=0.95'")
 	fs.StringVar(&f.outputDir, "output-dir", "", "results folder (default llmbench-results/<UTC timestamp>)")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
-	fs.StringVar(&f.resultFormat, "result-format", "", "also write vllm.json with vLLM's result keys: vllm")
+	fs.BoolVar(&f.wide, "wide", false, "print every column of the ladder table (by default it fits 100 columns)")
+	fs.StringVar(&f.config, "config", "", "read flags from a YAML run configuration (`concurrency: [1, 4, 16]`, ...); flags given on the command line win; no secrets in it")
+	fs.BoolVar(&f.overwrite, "overwrite", false, "replace the run already in --output-dir (without it, a folder that holds a run is refused)")
+	fs.StringVar(&f.resultFormat, "result-format", "", "also write vLLM's result files, per-request arrays included (vllm.json, or vllm-<level>.json for each level of a ladder): vllm")
 	defRecords := record.FormatJSONL
 	if !live {
 		defRecords = record.FormatCompact // millions of requests: a fifteenth of the bytes

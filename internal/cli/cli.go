@@ -19,6 +19,7 @@ const (
 	ExitFailure     = 1 // the run could not be done
 	ExitUsage       = 2 // invalid flags or arguments
 	ExitSLOFailed   = 3 // SLOs were given and no level met them
+	ExitRegression  = 5 // compare --fail-on-regression: a figure got worse beyond noise and the threshold
 	ExitInterrupted = 130
 )
 
@@ -151,11 +152,17 @@ func newRoot(stdio Stdio) *cobra.Command {
 		Long: `llmbench sends a controlled load of streaming requests to an OpenAI-compatible (or native)
 LLM endpoint and reports TTFT, TPOT, ITL, end-to-end latency, throughput and goodput as
 percentiles per load level. With no --url it benchmarks its built-in simulated inference server.`,
+		Example: `  llmbench run                                              # the built-in simulator: a ladder in ~30 s
+  llmbench run --url http://127.0.0.1:8000 --concurrency 1,4,16,64 --requests 200
+  llmbench simulate --sim textbook --rate 1,2,4,8 --slo 'tpot:p99<=50ms'
+  llmbench serve --listen 127.0.0.1:8000                    # the simulator over HTTP
+  llmbench report llmbench-results/20261201T093000Z         # recompute a run's figures
+  llmbench compare before/ after/`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(flagError)
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
 		newRunCmd(stdio),

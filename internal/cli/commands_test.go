@@ -75,6 +75,36 @@ func TestCompareIdenticalAndShifted(t *testing.T) {
 	if code, _, _ := runCLI(t, context.Background(), "compare", a, b, "--format", "yaml"); code != ExitUsage {
 		t.Errorf("--format yaml: exit %d, want %d", code, ExitUsage)
 	}
+
+	// It names both runs, and says the lengths differ.
+	if shifted.A != a || shifted.B != b || shifted.RunA.Model == "" || len(shifted.Warnings) != 1 ||
+		!strings.Contains(shifted.Warnings[0], "input lengths") || shifted.Targets != "" {
+		t.Errorf("runs %q %q %+v, warnings %q, targets %q", shifted.A, shifted.B, shifted.RunA, shifted.Warnings, shifted.Targets)
+	}
+	if len(same.Warnings) != 0 {
+		t.Errorf("identical runs: warnings %q", same.Warnings)
+	}
+	// A CI gate: 4x prompts make TTFT a regression beyond 5% and beyond noise; a run against
+	// itself is none.
+	code, out, stderr = runCLI(t, context.Background(), "compare", a, b, "--fail-on-regression", "5%")
+	if code != ExitRegression || !strings.Contains(out, "REGRESSION: concurrency 4 TTFT P50") || !strings.Contains(stderr, "regressions beyond 5%") {
+		t.Errorf("--fail-on-regression on a slower B: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, out, _ := runCLI(t, context.Background(), "compare", a, a, "--fail-on-regression", "0.05"); code != 0 || !strings.Contains(out, "no regression beyond 5.0%") {
+		t.Errorf("--fail-on-regression on the same run: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runCLI(t, context.Background(), "compare", a, b, "--fail-on-regression", "lots"); code != ExitUsage {
+		t.Errorf("--fail-on-regression lots: exit %d", code)
+	}
+	// Different targets are said to be a comparison of targets.
+	c2 := t.TempDir()
+	if code, _, stderr := runCLI(t, context.Background(), append(common, "--sim", "textbook", "--input-tokens", "normal:400:100", "--output-dir", c2)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	code, out, _ = runCLI(t, context.Background(), "compare", a, c2, "--format", "json")
+	if c := decode(out); code != 0 || !strings.Contains(c.Targets, "two targets") {
+		t.Errorf("different profiles: exit %d, targets %q", code, c.Targets)
+	}
 }
 
 // llmbench tokenize --jsonl prints the reference implementations' ids, for the tokenizer

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -16,7 +17,7 @@ import (
 )
 
 func newCompareCmd(stdio Stdio) *cobra.Command {
-	var format string
+	var format, failOn string
 	var alpha float64
 	cmd := &cobra.Command{
 		Use:   "compare A B",
@@ -24,9 +25,16 @@ func newCompareCmd(stdio Stdio) *cobra.Command {
 		Long: `compare matches the levels of two runs by load (concurrency or rate) and prints, for each,
 the headline figures of A and B, the absolute and relative change, and — for latencies —
 whether the change is larger than noise: a two-sided Mann–Whitney U test on the per-request
-values recomputed from both runs' records.jsonl (significant when p < --alpha).`,
+values recomputed from both runs' records (significant when p < --alpha).
+
+Comparing two servers, models or configurations under the same load is what it is for; it
+says so when the targets differ, and warns when the workload, the lengths, the API or the
+load differ, since the figures then measure different things. With --fail-on-regression it
+is a CI gate: exit 5 when a latency got worse by more than the threshold and beyond noise, or
+a throughput fell by more than it.`,
 		Example: `  llmbench compare llmbench-results/before llmbench-results/after
-  llmbench compare before after --format markdown >> pr-comment.md`,
+  llmbench compare before after --format markdown >> pr-comment.md
+  llmbench compare baseline/ candidate/ --fail-on-regression 5%   # exit 5 on a regression`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "table" && format != "json" && format != "markdown" {
@@ -34,6 +42,14 @@ values recomputed from both runs' records.jsonl (significant when p < --alpha).`
 			}
 			if alpha <= 0 || alpha >= 1 {
 				return usageError(fmt.Errorf("--alpha: %v must be between 0 and 1", alpha))
+			}
+			threshold := -1.0
+			if failOn != "" {
+				f, err := parseFraction(failOn)
+				if err != nil || f < 0 {
+					return usageError(fmt.Errorf("--fail-on-regression: %q is not a fraction (0.05) or a percentage (5%%)", failOn))
+				}
+				threshold = f
 			}
 			a, err := loadRun(args[0])
 			if err != nil {
@@ -44,8 +60,13 @@ values recomputed from both runs' records.jsonl (significant when p < --alpha).`
 				return withCode(ExitFailure, err)
 			}
 			cmp := compareRuns(a, b, alpha)
+			cmp.A, cmp.B = args[0], args[1]
 			if len(cmp.Levels) == 0 {
 				return withCode(ExitFailure, errors.New("the two runs have no load level in common"))
+			}
+			if threshold >= 0 {
+				cmp.Threshold = &threshold
+				cmp.Regressions = regressions(cmp, threshold)
 			}
 			switch format {
 			case "json":
@@ -57,9 +78,13 @@ values recomputed from both runs' records.jsonl (significant when p < --alpha).`
 			default:
 				writeComparison(stdio.Out, cmp, false)
 			}
+			if len(cmp.Regressions) > 0 {
+				return withCode(ExitRegression, fmt.Errorf("%d regressions beyond %s: %s", len(cmp.Regressions), failOn, strings.Join(cmp.Regressions, "; ")))
+			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&failOn, "fail-on-regression", "", "exit 5 when a latency rises by more than this (beyond noise) or a throughput falls by more: a fraction (0.05) or a percentage (5%)")
 	cmd.Flags().StringVar(&format, "format", "table", "output: table, json or markdown")
 	cmd.Flags().Float64Var(&alpha, "alpha", 0.05, "significance level of the Mann–Whitney test")
 	return cmd
@@ -76,7 +101,7 @@ func loadRun(dir string) (*report.Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: summary.json slo: %w", dir, err)
 	}
-	if _, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}); err != nil {
+	if _, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}, false); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	return sum, nil
@@ -84,10 +109,89 @@ func loadRun(dir string) (*report.Summary, error) {
 
 // comparison is compare's result, also its JSON output.
 type comparison struct {
-	A      string            `json:"a"`
-	B      string            `json:"b"`
-	Alpha  float64           `json:"alpha"`
-	Levels []levelComparison `json:"levels"`
+	A     string  `json:"a"` // the run folders as given
+	B     string  `json:"b"`
+	RunA  runInfo `json:"run_a"`
+	RunB  runInfo `json:"run_b"`
+	Alpha float64 `json:"alpha"`
+	// Targets says that A and B measured different targets (servers, models, profiles):
+	// a comparison of those, under the same load.
+	Targets  string            `json:"targets,omitempty"`
+	Warnings []string          `json:"warnings"` // what differs besides the target
+	Levels   []levelComparison `json:"levels"`
+	// With --fail-on-regression: the threshold and what passed it.
+	Threshold   *float64 `json:"fail_on_regression,omitempty"`
+	Regressions []string `json:"regressions,omitempty"`
+}
+
+// runInfo names one side of a comparison.
+type runInfo struct {
+	Target     string `json:"target"` // URL, or the simulator's profile
+	API        string `json:"api"`
+	Model      string `json:"model"`
+	StartedAt  string `json:"started_at"`
+	Mode       string `json:"mode"`
+	SimProfile string `json:"sim_profile,omitempty"`
+}
+
+func describeRun(s *report.Summary) runInfo {
+	r := runInfo{Target: s.Target.URL, API: s.Target.API, Model: s.Target.Model,
+		StartedAt: s.StartedAt.Format("2006-01-02T15:04:05Z07:00"), Mode: string(s.Load.Mode), SimProfile: s.Load.SimProfile}
+	if r.Target == "" {
+		r.Target = "simulator " + s.Load.SimProfile
+	}
+	return r
+}
+
+// differences are what two runs did differently besides their target, each a warning.
+func differences(a, b *report.Summary) []string {
+	var out []string
+	diff := func(what, x, y string) {
+		if x != y {
+			out = append(out, fmt.Sprintf("%s differ (%q in A, %q in B)", what, x, y))
+		}
+	}
+	wa, wb := a.Workload, b.Workload
+	diff("dataset", wa.Dataset, wb.Dataset)
+	diff("input lengths", wa.InputTokens, wb.InputTokens)
+	diff("output lengths", wa.OutputTokens, wb.OutputTokens)
+	diff("tokenizer", wa.Tokenizer, wb.Tokenizer)
+	diff("turns and think time", fmt.Sprint(wa.Turns, " ", wa.ThinkTime), fmt.Sprint(wb.Turns, " ", wb.ThinkTime))
+	diff("shared prefix", fmt.Sprint(wa.PrefixTokens, "x", wa.PrefixGroups), fmt.Sprint(wb.PrefixTokens, "x", wb.PrefixGroups))
+	diff("APIs", a.Target.API, b.Target.API)
+	la, lb := a.Load, b.Load
+	diff("arrivals", la.Arrival, lb.Arrival)
+	diff("requests per level", fmt.Sprint(la.Requests), fmt.Sprint(lb.Requests))
+	diff("level duration", la.Duration, lb.Duration)
+	diff("warm-up", fmt.Sprint(la.Warmup, " ", la.WarmupTime), fmt.Sprint(lb.Warmup, " ", lb.WarmupTime))
+	diff("in-flight cap", fmt.Sprint(la.MaxConcurrency), fmt.Sprint(lb.MaxConcurrency))
+	diff("ignore_eos settings", fmt.Sprint(la.IgnoreEOS), fmt.Sprint(lb.IgnoreEOS))
+	return out
+}
+
+// regressions lists the figures of c that got worse by more than threshold: a latency up
+// (and beyond noise), a throughput or goodput down.
+func regressions(c comparison, threshold float64) []string {
+	var out []string
+	for _, l := range c.Levels {
+		for _, f := range l.Figures {
+			if f.Relative == nil {
+				continue
+			}
+			r := *f.Relative
+			worse := false
+			switch {
+			case f.Significant != nil: // a latency percentile
+				worse = *f.Significant && r > threshold
+			case strings.Contains(f.Name, "throughput") || strings.HasPrefix(f.Name, "goodput"):
+				worse = r < -threshold
+			}
+			if worse {
+				out = append(out, fmt.Sprintf("%s %s %+.1f%%", l.Load, f.Name, 100*r))
+			}
+		}
+	}
+	return out
 }
 
 type levelComparison struct {
@@ -118,7 +222,13 @@ func num(v float64) *float64 {
 
 // compareRuns matches levels by load; levels of A with no counterpart in B are left out.
 func compareRuns(a, b *report.Summary, alpha float64) comparison {
-	out := comparison{A: a.Target.URL, B: b.Target.URL, Alpha: alpha}
+	out := comparison{RunA: describeRun(a), RunB: describeRun(b), Alpha: alpha, Warnings: differences(a, b)}
+	if ra, rb := out.RunA, out.RunB; ra.Target != rb.Target || ra.Model != rb.Model {
+		out.Targets = fmt.Sprintf("A is %s (model %s), B is %s (model %s): a comparison of two targets under the same load", ra.Target, ra.Model, rb.Target, rb.Model)
+	}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
 	for ia := range a.Levels {
 		la := &a.Levels[ia]
 		for ib := range b.Levels {
@@ -178,6 +288,15 @@ func compareLevels(a, b *report.Level, ia, ib int, alpha float64) levelCompariso
 }
 
 func writeComparison(w io.Writer, c comparison, markdown bool) {
+	fmt.Fprintf(w, "A: %s — %s, %s, started %s\nB: %s — %s, %s, started %s\n", c.A, c.RunA.Target, c.RunA.Model, c.RunA.StartedAt,
+		c.B, c.RunB.Target, c.RunB.Model, c.RunB.StartedAt)
+	if c.Targets != "" {
+		fmt.Fprintf(w, "note: %s\n", c.Targets)
+	}
+	for _, warn := range c.Warnings {
+		fmt.Fprintf(w, "warning: %s: the figures measure different things\n", warn)
+	}
+	fmt.Fprintln(w)
 	for i, l := range c.Levels {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -198,6 +317,14 @@ func writeComparison(w io.Writer, c comparison, markdown bool) {
 		}
 	}
 	fmt.Fprintf(w, "\nbeyond noise: two-sided Mann–Whitney U test on per-request values, p < %v\n", c.Alpha)
+	if c.Threshold != nil {
+		if len(c.Regressions) == 0 {
+			fmt.Fprintf(w, "no regression beyond %.1f%%\n", 100**c.Threshold)
+		}
+		for _, r := range c.Regressions {
+			fmt.Fprintf(w, "REGRESSION: %s\n", r)
+		}
+	}
 }
 
 func fmtNum(v *float64) string {
@@ -244,4 +371,18 @@ func fmtSig(b *bool) string {
 	default:
 		return "no"
 	}
+}
+
+// parseFraction reads "0.05" or "5%" as 0.05.
+func parseFraction(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	scale := 1.0
+	if t, ok := strings.CutSuffix(s, "%"); ok {
+		s, scale = t, 0.01
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return f * scale, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -178,5 +179,94 @@ func TestTokenizerServerWithKeyOverTLS(t *testing.T) {
 	want := "--tokenizer server: /tokenize: HTTP 401 Invalid API Key: give the key with --api-key"
 	if code != ExitFailure || !strings.Contains(stderr, want) || strings.Count(stderr, "/tokenize") != 1 || strings.Contains(stderr, "--help") {
 		t.Errorf("without the key: exit %d, stderr:\n%s\nwant exit %d and %q alone", code, stderr, ExitFailure, want)
+	}
+}
+
+// --result-format vllm writes one vLLM result per level — vllm.json for one level,
+// vllm-<index>.json for each level of a ladder — with the per-request arrays, from run and
+// from report alike.
+func TestVLLMFilesPerLevel(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "1,4",
+		"--requests", "8", "--output-tokens", "5", "--result-format", "vllm", "--output-dir", dir); code != 0 {
+		t.Fatalf("simulate: %s", stderr)
+	}
+	for i, c := range []int{1, 4} {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("vllm-%d.json", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			MaxConcurrency int       `json:"max_concurrency"`
+			NumPrompts     int       `json:"num_prompts"`
+			TTFTs          []float64 `json:"ttfts"`
+			ITLs           [][]float64
+			Backend        string `json:"backend"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil || v.MaxConcurrency != c || v.NumPrompts != 8 || len(v.TTFTs) != 8 || v.Backend == "" {
+			t.Errorf("vllm-%d.json: %+v (%v)", i, v, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "vllm.json")); err == nil {
+		t.Error("a ladder wrote vllm.json")
+	}
+	out := t.TempDir()
+	if code, _, stderr := runCLI(t, t.Context(), "report", dir, "--output-dir", out, "--result-format", "vllm"); code != 0 {
+		t.Fatalf("report: %s", stderr)
+	}
+	for i := range 2 {
+		a, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("vllm-%d.json", i)))
+		b, _ := os.ReadFile(filepath.Join(out, fmt.Sprintf("vllm-%d.json", i)))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("report's vllm-%d.json differs from the run's", i)
+		}
+	}
+	one := t.TempDir()
+	if code, _, stderr := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "2",
+		"--requests", "4", "--output-tokens", "5", "--result-format", "vllm", "--output-dir", one); code != 0 {
+		t.Fatalf("simulate: %s", stderr)
+	}
+	if _, err := os.Stat(filepath.Join(one, "vllm.json")); err != nil {
+		t.Errorf("one level: %v", err)
+	}
+}
+
+// A run never replaces another: a folder holding a run is refused (with --overwrite the
+// earlier run's files go, both record formats included), an empty folder is used, and
+// report --output-dir makes a whole run folder that report and compare read again.
+func TestNothingOverwritten(t *testing.T) {
+	dir := t.TempDir() // exists and is empty: used as given
+	args := []string{"simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "4", "--output-tokens", "3", "--output-dir", dir}
+	if code, _, stderr := runCLI(t, t.Context(), args...); code != 0 {
+		t.Fatalf("into an empty folder: exit %d %s", code, stderr)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "records.bin"))
+	code, _, stderr := runCLI(t, t.Context(), args...)
+	if code != ExitUsage || !strings.Contains(stderr, "already holds a run") || !strings.Contains(stderr, "--overwrite") {
+		t.Errorf("into a run: exit %d, %s", code, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "records.bin")); !bytes.Equal(before, after) {
+		t.Error("the refused run touched the records")
+	}
+	if code, _, stderr := runCLI(t, t.Context(), append(args, "--overwrite", "--records", "jsonl")...); code != 0 {
+		t.Fatalf("--overwrite: exit %d %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "records.bin")); err == nil {
+		t.Error("--overwrite left the earlier run's records.bin beside the new records.jsonl")
+	}
+	out := filepath.Join(t.TempDir(), "copy")
+	if code, _, stderr := runCLI(t, t.Context(), "report", dir, "--output-dir", out); code != 0 {
+		t.Fatalf("report --output-dir: %s", stderr)
+	}
+	for _, f := range []string{"records.jsonl", "summary.json", "summary.csv", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("report --output-dir: %v", err)
+		}
+	}
+	if code, _, stderr := runCLI(t, t.Context(), "report", out); code != 0 {
+		t.Errorf("report of report's folder: %s", stderr)
+	}
+	if code, _, stderr := runCLI(t, t.Context(), "compare", dir, out); code != 0 {
+		t.Errorf("compare with report's folder: exit %d %s", code, stderr)
 	}
 }

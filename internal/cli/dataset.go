@@ -66,7 +66,7 @@ shared, and fed back with --dataset jsonl:FILE.`,
 			if n == 0 {
 				n = 100
 			}
-			err = report.WriteFileAtomic(output, func(w io.Writer) error {
+			write := func(w io.Writer) error {
 				bw := bufio.NewWriter(w)
 				for i := 0; i < n; i++ {
 					if err := cmd.Context().Err(); err != nil {
@@ -77,8 +77,11 @@ shared, and fed back with --dataset jsonl:FILE.`,
 					}
 				}
 				return bw.Flush()
-			})
-			if err != nil {
+			}
+			if output == "-" {
+				return write(stdio.Out)
+			}
+			if err := report.WriteFileAtomic(output, write); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdio.Err, "wrote %d requests to %s\n", n, output)
@@ -89,6 +92,6 @@ shared, and fed back with --dataset jsonl:FILE.`,
 	f.bindWorkload(fl)
 	fl.StringVar(&f.url, "url", "", "server for --tokenizer server")
 	fl.IntVar(&requests, "requests", 0, "requests to write (default: every row of a dataset, or 100)")
-	fl.StringVar(&output, "output", "", "output JSONL file")
+	fl.StringVar(&output, "output", "", "output JSONL file (- for standard output)")
 	return cmd
 }

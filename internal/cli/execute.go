@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
@@ -28,6 +29,14 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	if err := os.MkdirAll(cfg.outputDir, 0o755); err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
 	}
+	if cfg.overwrite {
+		// The earlier run's files go, so that none of them is taken for this run's.
+		for _, f := range runFiles(cfg.outputDir) {
+			if err := os.Remove(filepath.Join(cfg.outputDir, f)); err != nil {
+				return fmt.Errorf("--overwrite: %w", err)
+			}
+		}
+	}
 	w, err := record.Create(filepath.Join(cfg.outputDir, cfg.records.FileName()))
 	if err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
@@ -41,6 +50,9 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	}
 	r := &levelLoop{ctx: ctx, stdio: stdio, cfg: cfg, w: w, runLevel: runLevel, sum: sum, start: start,
 		col: report.NewCollector(cfg.metrics)}
+	if cfg.resultFormat == "vllm" {
+		r.col.KeepVLLMRequests()
+	}
 	var runErr error
 	if cfg.search != "" {
 		runErr = r.search()
@@ -73,7 +85,7 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	}
 	if len(sum.Levels) > 1 {
 		fmt.Fprintln(stdio.Out)
-		report.ConsoleLadder(stdio.Out, sum)
+		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: cfg.wide})
 	}
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
 	return exitStatus(ctx, sum, runErr)
@@ -124,13 +136,39 @@ func writeResults(dir, resultFormat string, sum *report.Summary, col *report.Col
 		report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { _, err := w.Write(js.Bytes()); return err }),
 		report.WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return report.WriteCSV(w, sum) }),
 		report.WriteFileAtomic(filepath.Join(dir, "report.html"), func(w io.Writer) error {
-			return report.WriteHTML(w, js.Bytes(), col.Charts(sum))
+			return report.WriteHTML(w, sum, col.Charts(sum))
 		}),
 	}
 	if resultFormat == "vllm" {
-		errs = append(errs, report.WriteFileAtomic(filepath.Join(dir, "vllm.json"), func(w io.Writer) error { return report.WriteVLLM(w, sum) }))
+		for i := range sum.Levels {
+			errs = append(errs, report.WriteFileAtomic(filepath.Join(dir, report.VLLMFile(sum, i)), func(w io.Writer) error {
+				return report.WriteVLLM(w, sum, i, col.VLLMRequests(i))
+			}))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// runFiles lists the files of a run in dir (records, summaries, report.html, vLLM results);
+// none when dir does not exist or holds no run. An empty folder is not a run: scripts
+// create them.
+func runFiles(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		n := e.Name()
+		switch {
+		case e.IsDir():
+		case n == record.FormatJSONL.FileName(), n == record.FormatCompact.FileName(),
+			n == "summary.json", n == "summary.csv", n == "report.html", n == "vllm.json",
+			strings.HasPrefix(n, "vllm-") && strings.HasSuffix(n, ".json"):
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // writeSummaryJSON writes dir/summary.json atomically.

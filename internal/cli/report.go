@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -18,7 +19,7 @@ func newReportCmd(stdio Stdio) *cobra.Command {
 	var percentiles, slo string
 	cmd := &cobra.Command{
 		Use:   "report DIR",
-		Short: "Recompute summary.json, summary.csv and report.html from a run's records.jsonl",
+		Short: "Recompute summary.json, summary.csv and report.html from a run's records",
 		Long: `report recomputes every figure of a run from its raw records (DIR/records.jsonl) and the
 configuration stored in DIR/summary.json, and writes summary.json, summary.csv and
 report.html again (into DIR, or --output-dir). --percentiles and --slo re-judge the run
@@ -51,7 +52,7 @@ with other percentiles or SLOs.`,
 			if len(errs) > 0 {
 				return usageError(errors.Join(errs...))
 			}
-			col, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos})
+			col, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}, resultFormat == "vllm")
 			if err != nil {
 				return withCode(ExitFailure, err)
 			}
@@ -63,6 +64,9 @@ with other percentiles or SLOs.`,
 			}
 			if err := os.MkdirAll(outDir, 0o755); err != nil {
 				return err
+			}
+			if err := copyRecords(dir, outDir); err != nil {
+				return withCode(ExitFailure, err)
 			}
 			if err := writeResults(outDir, resultFormat, sum, col); err != nil {
 				return err
@@ -80,8 +84,44 @@ with other percentiles or SLOs.`,
 	cmd.Flags().StringVar(&outDir, "output-dir", "", "write the recomputed files here (default: DIR itself)")
 	cmd.Flags().StringVar(&percentiles, "percentiles", "", "percentiles to report (default: the run's)")
 	cmd.Flags().StringVar(&slo, "slo", "", "SLOs to judge the run by (default: the run's)")
-	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vllm.json: vllm")
+	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vLLM's result files (vllm.json, or vllm-<level>.json for a ladder): vllm")
 	return cmd
+}
+
+// copyRecords puts the run's records beside the recomputed files when they go to another
+// folder, so that it is a whole run that report, compare and merge read again. In place,
+// the records are never touched.
+func copyRecords(dir, outDir string) error {
+	src, err := record.Find(dir)
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(outDir, filepath.Base(src))
+	if a, b := mustAbs(src), mustAbs(dst); a == b {
+		return nil
+	}
+	if st, err := os.Stat(dst); err == nil {
+		if sst, err := os.Stat(src); err == nil && os.SameFile(st, sst) {
+			return nil // linked there by an earlier report
+		}
+		return fmt.Errorf("--output-dir %s already holds another run's records (%s): give another folder", outDir, filepath.Base(dst))
+	}
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return report.WriteFileAtomic(dst, func(w io.Writer) error { _, err := io.Copy(w, in); return err })
+}
+
+func mustAbs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // readSummary reads DIR/summary.json.
@@ -101,8 +141,13 @@ func readSummary(dir string) (*report.Summary, error) {
 // recompute replaces every level's figures in sum by those aggregated from dir's
 // records.jsonl, read once, keeping each level's load description; the collector it
 // returns holds report.html's charts.
-func recompute(dir string, sum *report.Summary, cfg metrics.Config) (*report.Collector, error) {
+//
+// With vllm the collector also keeps each level's requests for vllm.json's arrays.
+func recompute(dir string, sum *report.Summary, cfg metrics.Config, vllm bool) (*report.Collector, error) {
 	col := report.NewCollector(cfg)
+	if vllm {
+		col.KeepVLLMRequests()
+	}
 	path, err := record.Find(dir)
 	if err != nil {
 		return nil, err

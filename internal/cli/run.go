@@ -77,6 +77,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	ccfg := client.Config{
 		BaseURL: cfg.url, API: cfg.api, Model: cfg.model, APIKey: cfg.apiKey, Headers: cfg.headers,
 		ExtraBody: cfg.extraBody, IgnoreEOS: cfg.ignoreEOS, NoStream: cfg.noStream, Endpoint: cfg.endpoint, Timeout: cfg.timeout,
+		Temperature: cfg.temperature, TopP: cfg.topP,
 		IdleTimeout: cfg.idleTimeout, MaxConns: maxConns,
 		CACert: cfg.caCert, Insecure: cfg.insecure, HTTP2: cfg.http2, ReadStamps: cfg.readStamps,
 		DisableKeepAlive: !cfg.keepAlive,

@@ -41,6 +41,9 @@ type Config struct {
 	NoStream bool
 	// Endpoint, when set, replaces the API's path (e.g. /rerank for /v1/rerank).
 	Endpoint string
+	// Temperature and TopP, when set, are sent as each API names them (--temperature,
+	// --top-p); the extra body wins over them.
+	Temperature, TopP *float64
 
 	Timeout     time.Duration // whole request; 0 = none
 	IdleTimeout time.Duration // no bytes for this long once the response began; 0 = none
@@ -122,6 +125,12 @@ func (c Config) Validate() error {
 	}
 	if c.IdleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("idle timeout %v is negative", c.IdleTimeout))
+	}
+	if t := c.Temperature; t != nil && !(*t >= 0) {
+		errs = append(errs, fmt.Errorf("temperature %v: must be 0 or more", *t))
+	}
+	if p := c.TopP; p != nil && !(*p > 0 && *p <= 1) {
+		errs = append(errs, fmt.Errorf("top_p %v: must be in (0, 1]", *p))
 	}
 	if c.MaxConns < 0 {
 		errs = append(errs, fmt.Errorf("max connections %d is negative", c.MaxConns))
@@ -258,6 +267,9 @@ func New(cfg Config) (*Client, error) {
 	c.http.CheckRedirect, c.httpFresh.CheckRedirect = noRedirect, noRedirect
 	c.header = c.makeHeader()
 	c.redactor = c.makeRedactor()
+	if s := sampling(cfg); s != nil {
+		cfg.ExtraBody = deepMerge(s, cfg.ExtraBody)
+	}
 	if c.body, err = newBodyTemplate(spec, cfg); err != nil {
 		return nil, err
 	}
@@ -498,6 +510,30 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// sampling is --temperature and --top-p in the API's body: top level for OpenAI's APIs,
+// llama.cpp's and Anthropic's, under "options" for Ollama's, "parameters" for TGI's.
+func sampling(cfg Config) map[string]any {
+	m := map[string]any{}
+	if cfg.Temperature != nil {
+		m["temperature"] = *cfg.Temperature
+	}
+	if cfg.TopP != nil {
+		m["top_p"] = *cfg.TopP
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	switch cfg.API {
+	case APIOpenAIEmbeddings, APIOllamaEmbed, APIRerank:
+		return nil // nothing is sampled
+	case APIOllama, APIOllamaGenerate:
+		return map[string]any{"options": m}
+	case APITGI:
+		return map[string]any{"parameters": m}
+	}
+	return m
 }
 
 // bodyTemplate builds request bodies. The fixed part (model, stream options, extra body)

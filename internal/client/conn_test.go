@@ -379,3 +379,36 @@ func TestTTFTUpperBound(t *testing.T) {
 		})
 	}
 }
+
+// --temperature and --top-p go where each API reads them, beside its per-request fields,
+// and an explicit extra body wins.
+func TestSamplingInTheBody(t *testing.T) {
+	temp, topP := 0.7, 0.9
+	for _, c := range []struct {
+		api   string
+		extra map[string]any
+		want  string // a fragment of the body
+		also  string
+	}{
+		{APIOpenAIChat, nil, `"temperature":0.7`, `"top_p":0.9`},
+		{APILlamaCpp, nil, `"temperature":0.7`, `"n_predict"`},
+		{APIOllama, nil, `"options":{"num_predict":8,"temperature":0.7,"top_p":0.9}`, `"messages"`},
+		{APITGI, nil, `"temperature":0.7`, `"max_new_tokens":8`},
+		{APIOpenAIChat, map[string]any{"temperature": 0.1}, `"temperature":0.1`, `"top_p":0.9`},
+	} {
+		cl, err := New(Config{BaseURL: "http://127.0.0.1:1", API: c.api, Model: "m", Temperature: &temp, TopP: &topP, ExtraBody: c.extra})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := cl.body.build(testReq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), c.want) || !strings.Contains(string(b), c.also) {
+			t.Errorf("%s %v: body %s lacks %s or %s", c.api, c.extra, b, c.want, c.also)
+		}
+	}
+	if err := (Config{BaseURL: "http://x", API: APIOpenAIChat, TopP: new(float64)}).Validate(); err == nil {
+		t.Error("top_p 0 accepted")
+	}
+}

@@ -144,19 +144,26 @@ func TestGoodputBounds(t *testing.T) {
 		slo  string
 		good int
 	}{
-		{"tpot<=9ms", 1},    // r1's TPOT is 10; r2 has none (one token) and passes
-		{"tpot<=10ms", 2},   // bounds are inclusive
-		{"itl<=9ms", 1},     // r1's largest ITL sample is 10 (20 ms over 2 tokens)
-		{"itl<=10ms", 2},    // a 20 ms chunk of 2 tokens is within 10 ms per token
-		{"e2el<=30ms", 1},   // r2 only
-		{"ttft<=1s", 2},     // every completed request; the failures never
-		{"ttft:p99<=1s", 2}, // verdict terms alone: every completed request is good
+		{"tpot<=9ms", 1},     // r1's TPOT is 10; r2 has none (one token) and passes
+		{"tpot<=10ms", 2},    // bounds are inclusive
+		{"itl<=9ms", 1},      // r1's largest ITL sample is 10 (20 ms over 2 tokens)
+		{"itl<=10ms", 2},     // a 20 ms chunk of 2 tokens is within 10 ms per token
+		{"e2el<=30ms", 1},    // r2 only
+		{"ttft<=1s", 2},      // every completed request; the failures never
+		{"goodput>=0.5", 2},  // a goodput term alone: every completed request is good
+		{"ttft:p99<=1s", -1}, // percentile terms alone judge levels, not requests: no goodput
 	} {
 		slos, err := ParseSLOs(c.slo)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lv := Aggregate(recs, Config{SLOs: slos})
+		if c.good < 0 {
+			if lv.GoodRequests != nil || lv.Goodput != nil || lv.GoodFraction != nil {
+				t.Errorf("%s: goodput %v, want none", c.slo, lv.GoodRequests)
+			}
+			continue
+		}
 		if *lv.GoodRequests != c.good {
 			t.Errorf("%s: good %d, want %d", c.slo, *lv.GoodRequests, c.good)
 		}

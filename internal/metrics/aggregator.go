@@ -221,7 +221,7 @@ func (a *Aggregator) Level() Level {
 		p.ImagesMean = float64(a.imagesSum) / float64(p.Requests)
 		lv.PromptTokens = &p
 	}
-	if len(a.cfg.SLOs) > 0 {
+	if definesGoodput(a.cfg.SLOs) {
 		lv.GoodRequests = ptr(a.good)
 		var gp, gt float64
 		if lv.DurationS > 0 {
@@ -290,6 +290,19 @@ func (a *Aggregator) noteStream(r *record.Record) {
 			a.present[i] = on
 		}
 	}
+}
+
+// Stats returns the level's statistics of a registry metric by key: an OnLevel metric's
+// from the level itself (ReadLag, FirstContent), the others' from Metrics.Get; false when
+// the level has none.
+func (l *Level) Stats(key string) (*Stats, bool) {
+	switch key {
+	case KeyReadLag:
+		return l.ReadLag, l.ReadLag != nil
+	case KeyFirstContent:
+		return l.FirstContent, l.FirstContent != nil
+	}
+	return l.Metrics.Get(key)
 }
 
 func maps(m map[string]int) map[string]int {

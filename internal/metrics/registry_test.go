@@ -272,3 +272,30 @@ func TestPeakTokensFrozenOrigin(t *testing.T) {
 		t.Errorf("peak output throughput %v, want %v", got, want)
 	}
 }
+
+// Level.Stats reaches every registry metric by key, the OnLevel ones on the level itself:
+// the same figures as the distributions behind them, absent when an optional one was not
+// measured.
+func TestLevelStatsByKey(t *testing.T) {
+	r := rec(0, 10*ms, 95*ms, 2, ev{60 * ms, 1}, ev{80 * ms, 1})
+	r.KernelStamps, r.ReadLag = true, 3*ms
+	lv := Aggregate([]record.Record{r}, Config{})
+	for _, m := range Registry {
+		st, ok := lv.Stats(m.Key)
+		measured := lv.Dists[m.Key].Count() > 0
+		switch {
+		case !m.Optional && !ok, m.Key == KeyReadLag && !ok:
+			t.Errorf("%s: absent", m.Key)
+		case m.Optional && m.Key != KeyReadLag && ok:
+			t.Errorf("%s: present without a measurement", m.Key)
+		case ok && measured && uint64(st.Count) != lv.Dists[m.Key].Count():
+			t.Errorf("%s: count %d, distribution %d", m.Key, st.Count, lv.Dists[m.Key].Count())
+		}
+	}
+	if st, _ := lv.Stats(KeyReadLag); st != lv.ReadLag || st.Max != 3 {
+		t.Errorf("read lag %+v, level's %+v", st, lv.ReadLag)
+	}
+	if _, ok := lv.Stats("nonesuch"); ok {
+		t.Error("an unknown key has statistics")
+	}
+}

@@ -235,3 +235,15 @@ func evaluate(slos []SLO, dists map[string]*Dist, goodFraction *float64) *Verdic
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// definesGoodput reports whether slos say which requests are good: a per-request bound, or
+// a goodput verdict term (then every completed request is). Percentile terms alone judge
+// levels, not requests: goodput is then null, not a 100% that means nothing.
+func definesGoodput(slos []SLO) bool {
+	for _, s := range slos {
+		if s.Kind == SLOBound || s.Kind == SLOGoodput {
+			return true
+		}
+	}
+	return false
+}

@@ -428,7 +428,7 @@ func (r Record) MarshalJSON() ([]byte, error) { return AppendJSON(nil, &r), nil 
 // ErrTruncated marks a records.jsonl whose last line was cut short, unterminated and
 // undecodable: the writer was killed mid-line. Each returns it (wrapped, naming the line)
 // after handing every complete record to f, so a reader may take the run as it stands.
-var ErrTruncated = errors.New("the last line is truncated (the writer was killed mid-line) and was ignored")
+var ErrTruncated = errors.New("the last record is truncated (the writer was killed mid-write) and was ignored")
 
 // Each decodes a records.jsonl stream one record at a time, so a huge run never sits in
 // memory as JSON; f's record is only valid during the call unless copied. Errors name the

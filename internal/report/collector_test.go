@@ -60,8 +60,13 @@ func chartsOf(t *testing.T, recs []record.Record) *Charts {
 	return d
 }
 
-// writeHTMLRecords writes report.html with the charts of the records at path ("" for none).
+// writeHTMLRecords writes report.html of a summary.json with the charts of the records at
+// path ("" for none).
 func writeHTMLRecords(w io.Writer, summaryJSON []byte, path string) error {
+	sum, err := ReadJSON(bytes.NewReader(summaryJSON))
+	if err != nil {
+		return err
+	}
 	var ch *Charts
 	if path != "" {
 		f, err := os.Open(path)
@@ -73,5 +78,5 @@ func writeHTMLRecords(w io.Writer, summaryJSON []byte, path string) error {
 			return fmt.Errorf("report.html: %s: %w", path, err)
 		}
 	}
-	return WriteHTML(w, summaryJSON, ch)
+	return WriteHTML(w, sum, ch)
 }

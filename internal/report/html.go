@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmbench/llmbench/internal/metrics"
 )
@@ -30,32 +32,25 @@ var pageTemplate = template.Must(template.New("report.html.tmpl").Funcs(template
 
 // WriteHTML writes report.html: one self-contained page with the run's charts and tables.
 //
-// summaryJSON is summary.json as written (schema llmbench/summary/v2); the page reads it
-// loosely, so missing or extra fields only hide or add detail. charts holds the per-request
-// charts' data (CDFs, request anatomy, throughput and in-flight requests over time) from the
-// Collector that aggregated the run; nil leaves those charts out. Nothing is written to w
-// unless the whole page was built.
+// Every figure on the page comes from sum, the typed summary the console and summary.csv
+// print, through the metric registry. charts holds the per-request charts' data (CDFs,
+// request anatomy, throughput and in-flight requests over time) from the Collector that
+// aggregated the run; nil leaves those charts out. The page's script reads the levels, the
+// ladder's picks and charts as JSON embedded in the page; the configuration it does not
+// read is rendered on the server side only. Nothing is written to w unless the whole page
+// was built.
 //
-// Optional server-side metrics are drawn over time when summary.json carries them, either as
-// levels[i].server.series or as a top-level server_series, each a table of columns
-// ({"t_s": [...], "running": [...], ...}) or a list of rows ([{"t_s": 0.5, "running": 3}, ...]),
-// t_s in seconds since the run's start.
-func WriteHTML(w io.Writer, summaryJSON []byte, charts *Charts) error {
-	return writeHTML(w, summaryJSON, charts)
-}
-
-func writeHTML(w io.Writer, summaryJSON []byte, recs *Charts) error {
-	sum, err := parseSummary(summaryJSON)
-	if err != nil {
-		return fmt.Errorf("report.html: summary.json: %w", err)
+// Server-side metrics scraped during a level (levels[i].server.series) are drawn over time.
+func WriteHTML(w io.Writer, sum *Summary, charts *Charts) error {
+	if sum == nil {
+		return errors.New("report.html: no summary")
 	}
-	redactSecrets(sum)
-	view := buildView(sum)
-
-	payload := struct {
-		Summary map[string]any `json:"summary"`
-		Records *Charts        `json:"records"`
-	}{sum, recs}
+	view, err := buildView(sum)
+	if err != nil {
+		return fmt.Errorf("report.html: %w", err)
+	}
+	payload := pageData{Records: charts}
+	payload.Summary.Levels, payload.Summary.SweetSpot, payload.Summary.SLOLimit = sum.Levels, sum.SweetSpot, sum.SLOLimit
 	data, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("report.html: encoding chart data: %w", err)
@@ -70,6 +65,17 @@ func writeHTML(w io.Writer, summaryJSON []byte, recs *Charts) error {
 	return err
 }
 
+// pageData is the JSON embedded in the page for its script (assets/report.js): the summary's
+// levels and picks as summary.json writes them, and the per-request charts.
+type pageData struct {
+	Summary struct {
+		Levels    []Level       `json:"levels"`
+		SweetSpot *metrics.Pick `json:"sweet_spot"`
+		SLOLimit  *metrics.Pick `json:"slo_limit"`
+	} `json:"summary"`
+	Records *Charts `json:"records"`
+}
+
 // escapeScriptJSON makes JSON safe inside <script type="application/json">: the element ends
 // at the first "</", so no "<" may appear raw. encoding/json already writes <, >, & as
 // \u003c etc.; this is the belt to that pair of braces, and keeps "<!--" out too.
@@ -78,75 +84,13 @@ func escapeScriptJSON(b []byte) string {
 	return strings.ReplaceAll(s, "<!--", `\u003c!--`)
 }
 
-func parseSummary(b []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber() // keep numbers as written: seeds and counts must not round through float64
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	// Not dec.More(): it says false for a stray ']' or '}', which is trailing data too.
-	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
-		return nil, errors.New("trailing data after the JSON object")
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("want a JSON object, got %s", jsonKind(v))
-	}
-	if lv, ok := m["levels"]; ok && lv != nil {
-		if _, ok := lv.([]any); !ok {
-			return nil, fmt.Errorf(`"levels" must be a list, got %s`, jsonKind(lv))
-		}
-	}
-	return m, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // secretKey matches field names whose values are credentials. summary.json is written
-// without them (issue 7), so this is defence in depth for hand-made or older summaries: the
-// page must never show a key even if the file it is given holds one.
+// without them (issue 7), so this is defence in depth for hand-made or older summaries and
+// free-form fields (load.extra_body): the page must never show a key even if the summary
+// it is given holds one.
 var secretKey = regexp.MustCompile(`(?i)^(authorization|proxy[-_]?authorization|cookie|set[-_]?cookie|token|bearer|password|passwd|secret|x[-_]api[-_]key|api[-_]?key|(access|auth|refresh|session)[-_]?token|client[-_]?secret|.*[-_](api[-_]?key|secret|password|access[-_]token|auth[-_]token|bearer[-_]token))$`)
 
 const redacted = "[redacted]"
-
-func redactSecrets(v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			if secretKey.MatchString(k) {
-				if s, ok := e.(string); ok && (s == "" || s == redacted) {
-					continue
-				}
-				if e != nil {
-					x[k] = redacted
-				}
-				continue
-			}
-			redactSecrets(e)
-		}
-	case []any:
-		for _, e := range x {
-			redactSecrets(e)
-		}
-	}
-}
 
 // view is what the template renders on the server side: the parts of the page that must read
 // well without script (title, ladder, percentile tables, configuration).
@@ -213,29 +157,22 @@ type metricRow struct {
 	Cells []cell
 }
 
-// metricTitles are the tables of per-level statistics, in page order: the registry's
-// primary metrics, then the others, then those kept on the level itself rather than under
-// its "metrics" (level).
-var metricTitles = func() []struct {
-	key, title string
-	level      bool
-} {
-	type t = struct {
-		key, title string
-		level      bool
-	}
-	var out []t
+// tableMetrics are the metrics with a table of per-level statistics, in page order: the
+// registry's primary metrics, then the others, then those kept on the level itself rather
+// than under its "metrics" (OnLevel).
+var tableMetrics = func() []*metrics.Metric {
+	var out []*metrics.Metric
 	for _, pass := range []int{0, 1, 2} {
 		for _, m := range metrics.Registry {
 			if (pass == 0 && m.Primary && !m.OnLevel) || (pass == 1 && !m.Primary && !m.OnLevel) || (pass == 2 && m.OnLevel) {
-				out = append(out, t{m.JSON, m.Description, m.OnLevel})
+				out = append(out, m)
 			}
 		}
 	}
 	return out
 }()
 
-func buildView(sum map[string]any) *view {
+func buildView(s *Summary) (*view, error) {
 	v := &view{
 		CSS:      template.CSS(mustAsset("assets/report.css")),
 		UPlotCSS: template.CSS(mustAsset("assets/uPlot.min.css")),
@@ -243,127 +180,120 @@ func buildView(sum map[string]any) *view {
 		JS:       template.JS(mustAsset("assets/report.js")),
 	}
 	v.UPlotVersion = strings.TrimSpace(mustAsset("assets/uPlot.VERSION"))
-	v.Version = str(sum["llmbench_version"])
-	target, _ := sum["target"].(map[string]any)
-	model, url := str(target["model"]), str(target["url"])
+	v.Version = s.Version
 	v.Title = "llmbench report"
-	if model != "" {
-		v.Title += " — " + model
+	if s.Target.Model != "" {
+		v.Title += " — " + s.Target.Model
 	}
-	for _, f := range []kv{{"model", model}, {"target", url}, {"api", str(target["api"])}, {"started", str(sum["started_at"])}, {"end", str(sum["end_reason"])}} {
+	for _, f := range []kv{{"model", s.Target.Model}, {"target", s.Target.URL}, {"api", s.Target.API}, {"started", s.StartedAt.Format(time.RFC3339Nano)}, {"end", string(s.EndReason)}} {
 		if f.V != "" {
 			v.Subtitle = append(v.Subtitle, f)
 		}
 	}
 
-	levels, _ := sum["levels"].([]any)
-	sweet := pickIndex(sum["sweet_spot"])
-	limit := pickIndex(sum["slo_limit"])
-	totalDone, totalFailed := 0.0, 0.0
-	for i, l := range levels {
-		lm, _ := l.(map[string]any)
-		row := levelRow{Index: i, Name: levelName(lm, i), Load: loadText(lm), SweetSpot: i == sweet, SLOLimit: i == limit}
-		completed, failed := num(lm["completed"]), num(lm["failed"])
-		totalDone += zeroNaN(completed)
-		totalFailed += zeroNaN(failed)
-		row.Completed = cell{Text: fmtCount(completed)}
-		row.Failed = cell{Text: fmtCount(failed), Flag: failed > 0, Title: errorKinds(lm["errors"])}
-		if c := num(lm["canceled"]); c > 0 {
-			row.Failed.Title = strings.TrimPrefix(row.Failed.Title+"; ", "; ") + fmtCount(c) + " canceled by the end of the run (not failures)"
+	sweet, limit := pickIndex(s.SweetSpot), pickIndex(s.SLOLimit)
+	totalDone, totalFailed := 0, 0
+	for i := range s.Levels {
+		l := &s.Levels[i]
+		row := levelRow{Index: i, Name: levelName(s.Levels, i), Load: loadText(l.Concurrency, l.Rate), SweetSpot: i == sweet, SLOLimit: i == limit}
+		totalDone += l.Completed
+		totalFailed += l.Failed
+		row.Completed = cell{Text: strconv.Itoa(l.Completed)}
+		row.Failed = cell{Text: strconv.Itoa(l.Failed), Flag: l.Failed > 0, Title: errorKinds(l.Errors)}
+		if l.Canceled > 0 {
+			row.Failed.Title = strings.TrimPrefix(row.Failed.Title+"; ", "; ") + strconv.Itoa(l.Canceled) + " canceled by the end of the run (not failures)"
 		}
-		row.Partial, _ = lm["partial"].(bool)
-		if u, _ := lm["unstreamed"].(bool); u {
+		row.Partial = l.Partial
+		if l.Unstreamed {
 			v.Unstreamed = true
 		}
-		row.ReqS = fmtNum(num(lm["request_throughput"]))
-		row.OutTokS = fmtNum(num(lm["output_throughput"]))
-		mets, _ := lm["metrics"].(map[string]any)
-		pc := func(key, p string) cell {
-			m, _ := metrics.Lookup(key)
-			return percentileCell(mets, m.JSON, p)
+		row.ReqS = fmtNum(l.RequestThroughput)
+		row.OutTokS = fmtNum(l.OutputThroughput)
+		pc := func(key string, p float64) cell {
+			st, _ := l.Stats(key)
+			return percentileCell(st, p)
 		}
-		row.TTFT50, row.TTFT99 = pc(metrics.KeyTTFT, "p50"), pc(metrics.KeyTTFT, "p99")
-		row.TPOT50, row.TPOT99 = pc(metrics.KeyTPOT, "p50"), pc(metrics.KeyTPOT, "p99")
-		row.ITL99 = pc(metrics.KeyITL, "p99")
-		row.E2EL50, row.E2EL99 = pc(metrics.KeyE2EL, "p50"), pc(metrics.KeyE2EL, "p99")
-		if g, ok := lm["goodput"]; ok && g != nil {
+		row.TTFT50, row.TTFT99 = pc(metrics.KeyTTFT, 50), pc(metrics.KeyTTFT, 99)
+		row.TPOT50, row.TPOT99 = pc(metrics.KeyTPOT, 50), pc(metrics.KeyTPOT, 99)
+		row.ITL99 = pc(metrics.KeyITL, 99)
+		row.E2EL50, row.E2EL99 = pc(metrics.KeyE2EL, 50), pc(metrics.KeyE2EL, 99)
+		if l.Goodput != nil {
 			v.HasGoodput = true
-			row.Goodput = cell{Text: fmtNum(num(g))}
-			if gf := num(lm["good_fraction"]); !math.IsNaN(gf) {
-				row.Goodput.Title = strconv.FormatFloat(gf*100, 'f', 1, 64) + "% of requests met every per-request SLO"
+			row.Goodput = cell{Text: fmtNum(*l.Goodput)}
+			if gf := l.GoodFraction; gf != nil && !math.IsNaN(*gf) {
+				row.Goodput.Title = strconv.FormatFloat(*gf*100, 'f', 1, 64) + "% of requests met every per-request SLO"
 			}
 		}
-		if slo, ok := lm["slo"].(map[string]any); ok {
+		if l.SLO != nil {
 			v.HasSLO = true
 			row.VerdictSet = true
-			pass, _ := slo["pass"].(bool)
-			row.VerdictPass = pass
-			row.Verdict, row.FailingTerms = verdictCell(slo, pass)
+			row.VerdictPass = l.SLO.Pass
+			row.Verdict, row.FailingTerms = verdictCell(l.SLO)
 		}
 		v.Levels = append(v.Levels, row)
 	}
 
-	v.Cards = append(v.Cards, card{Label: "Levels", Value: strconv.Itoa(len(levels)), Detail: fmtCount(totalDone) + " requests completed"})
+	v.Cards = append(v.Cards, card{Label: "Levels", Value: strconv.Itoa(len(s.Levels)), Detail: strconv.Itoa(totalDone) + " requests completed"})
 	failTone := ""
 	if totalFailed > 0 {
 		failTone = "bad"
 	}
-	v.Cards = append(v.Cards, card{Label: "Failed requests", Value: fmtCount(totalFailed), Tone: failTone, Detail: "counted, never dropped"})
-	v.Cards = append(v.Cards, pickCard("Sweet spot", sum["sweet_spot"], levels, "accent", "no knee found"))
-	if _, ok := sum["slo_limit"]; ok || v.HasSLO {
-		v.Cards = append(v.Cards, pickCard("SLO limit", sum["slo_limit"], levels, "good", "no level meets the SLOs"))
+	v.Cards = append(v.Cards, card{Label: "Failed requests", Value: strconv.Itoa(totalFailed), Tone: failTone, Detail: "counted, never dropped"})
+	v.Cards = append(v.Cards, pickCard("Sweet spot", s.SweetSpot, s.Levels, "accent", "no knee found"))
+	// Only with SLO verdict terms: without them no level can be the limit, and saying that
+	// none meets the SLOs would be wrong.
+	if _, judged := s.SLOPassed(); judged {
+		v.Cards = append(v.Cards, pickCard("SLO limit", s.SLOLimit, s.Levels, "good", "no level meets the SLOs"))
 	}
 
-	for _, mt := range metricTitles {
-		t := metricTable{Key: mt.key, Title: mt.title, Primary: len(v.Metrics) < 4}
-		var ps []string
-		statsOf := func(lm map[string]any) map[string]any {
-			if mt.level {
-				return lm
-			}
-			mets, _ := lm["metrics"].(map[string]any)
-			return mets
-		}
-		for _, l := range levels {
-			lm, _ := l.(map[string]any)
-			st, _ := statsOf(lm)[mt.key].(map[string]any)
-			ps = append(ps, percentileKeys(st)...)
-		}
-		ps = uniqPercentiles(ps)
-		t.Columns = append([]string{"count", "mean", "std", "min"}, ps...)
-		t.Columns = append(t.Columns, "max")
-		found := false
-		for i, l := range levels {
-			lm, _ := l.(map[string]any)
-			mets := statsOf(lm)
-			st, ok := mets[mt.key].(map[string]any)
-			if !ok {
-				continue
-			}
-			found = true
-			r := metricRow{Name: levelName(lm, i)}
-			for _, c := range t.Columns {
-				switch {
-				case c == "count":
-					r.Cells = append(r.Cells, cell{Text: fmtCount(num(st[c]))})
-				case strings.HasPrefix(c, "p"):
-					r.Cells = append(r.Cells, percentileCell(mets, mt.key, c))
-				default:
-					r.Cells = append(r.Cells, cell{Text: fmtNum(num(st[c]))})
-				}
-			}
-			t.Rows = append(t.Rows, r)
-		}
-		if found {
+	for _, m := range tableMetrics {
+		if t, ok := metricTableOf(m, s.Levels); ok {
+			t.Primary = len(v.Metrics) < 4
 			v.Metrics = append(v.Metrics, t)
 		}
 	}
-
 	for _, m := range cdfMetrics {
 		v.CDFs = append(v.CDFs, cdfFigure{m.JSON, m.Short, m.CDFAxis})
 	}
-	v.Config = configRows(sum)
-	return v
+	var err error
+	if v.Config, err = configRows(s); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return v, nil
+}
+
+// metricTableOf is metric m's table: a row per level that has statistics of it, a column
+// per percentile any level has; false when no level has any.
+func metricTableOf(m *metrics.Metric, levels []Level) (metricTable, bool) {
+	t := metricTable{Key: m.JSON, Title: m.Description}
+	var ps []float64
+	for i := range levels {
+		if st, ok := levels[i].Stats(m.Key); ok {
+			for _, p := range st.Percentiles {
+				ps = append(ps, p.P)
+			}
+		}
+	}
+	slices.Sort(ps)
+	ps = slices.Compact(ps)
+	t.Columns = []string{"count", "mean", "std", "min"}
+	for _, p := range ps {
+		t.Columns = append(t.Columns, metrics.Key(p))
+	}
+	t.Columns = append(t.Columns, "max")
+	for i := range levels {
+		st, ok := levels[i].Stats(m.Key)
+		if !ok {
+			continue
+		}
+		r := metricRow{Name: levelName(levels, i), Cells: []cell{{Text: strconv.Itoa(st.Count)}, {Text: fmtNum(st.Mean)}, {Text: fmtNum(st.Std)}, {Text: fmtNum(st.Min)}}}
+		for _, p := range ps {
+			r.Cells = append(r.Cells, percentileCell(st, p))
+		}
+		r.Cells = append(r.Cells, cell{Text: fmtNum(st.Max)})
+		t.Rows = append(t.Rows, r)
+	}
+	return t, len(t.Rows) > 0
 }
 
 func mustAsset(name string) string {
@@ -372,45 +302,6 @@ func mustAsset(name string) string {
 		panic(err) // embedded at build time: cannot be missing
 	}
 	return string(b)
-}
-
-func str(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case json.Number:
-		return x.String()
-	case bool:
-		return strconv.FormatBool(x)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-// num reads a JSON number; NaN when absent, null or not a number.
-func num(v any) float64 {
-	if n, ok := v.(json.Number); ok {
-		if f, err := n.Float64(); err == nil {
-			return f
-		}
-	}
-	return math.NaN()
-}
-
-func zeroNaN(f float64) float64 {
-	if math.IsNaN(f) {
-		return 0
-	}
-	return f
-}
-
-func fmtCount(f float64) string {
-	if math.IsNaN(f) {
-		return "—"
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // fmtNum prints about four significant figures, never in exponent form.
@@ -438,115 +329,100 @@ func fmtNum(f float64) string {
 	return strconv.FormatFloat(f, 'f', digits, 64)
 }
 
-func levelName(lm map[string]any, i int) string {
-	if n := str(lm["name"]); n != "" {
-		return n
+// levelName is levels[i]'s name, else its load, else "level i".
+func levelName(levels []Level, i int) string {
+	l := &levels[i]
+	if l.Name != "" {
+		return l.Name
 	}
-	if l := loadText(lm); l != "" {
-		return l
+	if lt := loadText(l.Concurrency, l.Rate); lt != "" {
+		return lt
 	}
 	return "level " + strconv.Itoa(i)
 }
 
-func loadText(lm map[string]any) string {
-	if c := num(lm["concurrency"]); !math.IsNaN(c) && c > 0 {
-		return "concurrency " + fmtCount(c)
+func loadText(concurrency int, rate float64) string {
+	if concurrency > 0 {
+		return "concurrency " + strconv.Itoa(concurrency)
 	}
-	if r := num(lm["rate"]); !math.IsNaN(r) && r > 0 {
-		return "rate " + strconv.FormatFloat(r, 'f', -1, 64) + " req/s"
+	if rate > 0 {
+		return "rate " + strconv.FormatFloat(rate, 'f', -1, 64) + " req/s"
 	}
 	return ""
 }
 
-func pickIndex(v any) int {
-	m, ok := v.(map[string]any)
-	if !ok {
+func pickIndex(p *metrics.Pick) int {
+	if p == nil || p.Index < 0 {
 		return -1
 	}
-	if i := num(m["index"]); !math.IsNaN(i) {
-		return int(i)
-	}
-	return -1
+	return p.Index
 }
 
-func pickCard(label string, v any, levels []any, tone, none string) card {
-	i := pickIndex(v)
+func pickCard(label string, p *metrics.Pick, levels []Level, tone, none string) card {
+	i := pickIndex(p)
 	if i < 0 {
 		return card{Label: label, Value: "none", Detail: none}
 	}
-	m := v.(map[string]any)
 	name := "level " + strconv.Itoa(i)
 	if i < len(levels) {
-		lm, _ := levels[i].(map[string]any)
-		name = levelName(lm, i)
-	} else if lt := loadText(m); lt != "" {
+		name = levelName(levels, i)
+	} else if lt := loadText(p.Concurrency, p.Rate); lt != "" {
 		name = lt
 	}
-	return card{Label: label, Value: name, Detail: str(m["reason"]), Tone: tone}
+	return card{Label: label, Value: name, Detail: p.Reason, Tone: tone}
 }
 
-func errorKinds(v any) string {
-	m, ok := v.(map[string]any)
-	if !ok || len(m) == 0 {
-		return ""
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, k+": "+str(m[k]))
+// errorKinds is "kind: n, ..." in kind order.
+func errorKinds(errs map[string]int) string {
+	parts := make([]string, 0, len(errs))
+	for _, k := range slices.Sorted(maps.Keys(errs)) {
+		parts = append(parts, k+": "+strconv.Itoa(errs[k]))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// percentileCell shows a percentile with its 95% CI as a tooltip, flagged when the sample was
-// too small to bound it (ci95 side null), as docs/design.md §2 asks.
-func percentileCell(mets map[string]any, metric, p string) cell {
-	st, _ := mets[metric].(map[string]any)
-	c := cell{Text: fmtNum(num(st[p]))}
-	ci, ok := st["ci95"].(map[string]any)
-	if !ok || math.IsNaN(num(st[p])) {
-		return c
+// percentileCell shows percentile p of st with its 95% CI as a tooltip, flagged when the
+// sample was too small to bound it (an unbounded CI side), as docs/design.md §2 asks; "—"
+// when st is nil, lacks p or had no samples.
+func percentileCell(st *metrics.Stats, p float64) cell {
+	if st == nil {
+		return cell{Text: fmtNum(math.NaN())}
 	}
-	pair, ok := ci[p].([]any)
-	if !ok || len(pair) != 2 {
-		return c
+	pc, ok := st.Get(p)
+	if !ok || math.IsNaN(pc.Value) {
+		return cell{Text: fmtNum(math.NaN())}
 	}
-	lo, hi := num(pair[0]), num(pair[1])
-	if math.IsNaN(lo) || math.IsNaN(hi) {
+	c := cell{Text: fmtNum(pc.Value)}
+	if !pc.Reliable() {
 		c.Flag = true
-		c.Title = "95% CI unbounded: too few samples for " + strings.ToUpper(p[:1]) + p[1:]
+		c.Title = "95% CI unbounded: too few samples for P" + metrics.Key(p)[1:]
 		return c
 	}
-	c.Title = "95% CI " + fmtNum(lo) + " – " + fmtNum(hi) + " ms"
+	c.Title = "95% CI " + fmtNum(pc.Lo) + " – " + fmtNum(pc.Hi) + " ms"
 	return c
 }
 
-func verdictCell(slo map[string]any, pass bool) (cell, string) {
+// verdictCell is a level's SLO verdict with its terms as a tooltip, and the names of the
+// failing terms shown beside a failed verdict.
+func verdictCell(slo *metrics.Verdict) (cell, string) {
 	c := cell{Text: "pass"}
-	if !pass {
+	if !slo.Pass {
 		c = cell{Text: "fail", Flag: true}
 	}
-	terms, _ := slo["terms"].([]any)
 	var failing, all, names []string
-	for _, t := range terms {
-		tm, _ := t.(map[string]any)
-		name := str(tm["term"])
-		if name == "" {
+	for _, t := range slo.Terms {
+		if t.Term == "" {
 			continue
 		}
-		desc := name
-		if v := num(tm["value"]); !math.IsNaN(v) {
-			desc += " (was " + fmtNum(v) + ")"
+		desc := t.Term
+		if t.Value != nil && !math.IsNaN(*t.Value) {
+			desc += " (was " + fmtNum(*t.Value) + ")"
 		}
 		all = append(all, desc)
-		if ok, _ := tm["pass"].(bool); !ok {
+		if !t.Pass {
 			failing = append(failing, desc)
 			// "tpot:p99<=30ms" -> "tpot:p99": the bound is in the tooltip.
-			name, _, _ = strings.Cut(name, "<")
+			name, _, _ := strings.Cut(t.Term, "<")
 			name, _, _ = strings.Cut(name, ">")
 			names = append(names, name)
 		}
@@ -556,134 +432,8 @@ func verdictCell(slo map[string]any, pass bool) (cell, string) {
 	} else if len(all) > 0 {
 		c.Title = strings.Join(all, "; ")
 	}
-	if pass {
+	if slo.Pass {
 		names = nil
 	}
 	return c, strings.Join(names, ", ")
-}
-
-var percentileKey = regexp.MustCompile(`^p[0-9]+(\.[0-9]+)?$`)
-
-func percentileKeys(st map[string]any) []string {
-	var out []string
-	for k := range st {
-		if percentileKey.MatchString(k) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-func uniqPercentiles(ps []string) []string {
-	slices.SortFunc(ps, func(a, b string) int {
-		x, _ := strconv.ParseFloat(a[1:], 64)
-		y, _ := strconv.ParseFloat(b[1:], 64)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
-	})
-	return slices.Compact(ps)
-}
-
-// configRows flattens the run's configuration: the known fields first, then whatever else
-// the summary carries at top level (so newer fields still show), minus the per-level results.
-func configRows(sum map[string]any) []kv {
-	var rows []kv
-	skip := map[string]bool{"levels": true, "sweet_spot": true, "slo_limit": true, "server_series": true}
-	order := []string{"llmbench_version", "schema", "started_at", "run_start_unix", "end_reason", "seed", "target", "workload", "load", "slo", "slos", "percentiles"}
-	done := map[string]bool{}
-	for _, k := range order {
-		if v, ok := sum[k]; ok {
-			rows = flatten(rows, k, v)
-			done[k] = true
-		}
-	}
-	rest := make([]string, 0, len(sum))
-	for k := range sum {
-		if !done[k] && !skip[k] {
-			rest = append(rest, k)
-		}
-	}
-	slices.Sort(rest)
-	for _, k := range rest {
-		rows = flatten(rows, k, sum[k])
-	}
-	return rows
-}
-
-func flatten(rows []kv, prefix string, v any) []kv {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		if len(keys) == 0 {
-			return append(rows, kv{prefix, "{}"})
-		}
-		for _, k := range keys {
-			rows = flatten(rows, prefix+"."+k, x[k])
-		}
-		return rows
-	case string:
-		if x == "" {
-			return append(rows, kv{prefix, "—"})
-		}
-		return append(rows, kv{prefix, x})
-	case []any:
-		scalar := true
-		parts := make([]string, 0, len(x))
-		for _, e := range x {
-			switch e.(type) {
-			case map[string]any, []any:
-				scalar = false
-			}
-			parts = append(parts, str(e))
-		}
-		if scalar {
-			return append(rows, kv{prefix, strings.Join(parts, ", ")})
-		}
-		if flat := flatObjects(x); flat != "" {
-			return append(rows, kv{prefix, flat})
-		}
-		for i, e := range x {
-			rows = flatten(rows, prefix+"["+strconv.Itoa(i)+"]", e)
-		}
-		return rows
-	case nil:
-		return append(rows, kv{prefix, "null"})
-	}
-	return append(rows, kv{prefix, str(v)})
-}
-
-// flatObjects renders a list of flat objects (a ladder's levels) on one line,
-// "concurrency=1 requests=200; concurrency=4 requests=200"; "" when an element is not flat.
-func flatObjects(list []any) string {
-	parts := make([]string, 0, len(list))
-	for _, e := range list {
-		m, ok := e.(map[string]any)
-		if !ok {
-			return ""
-		}
-		keys := make([]string, 0, len(m))
-		for k, v := range m {
-			switch v.(type) {
-			case map[string]any, []any:
-				return ""
-			}
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		fields := make([]string, 0, len(keys))
-		for _, k := range keys {
-			fields = append(fields, k+"="+str(m[k]))
-		}
-		parts = append(parts, strings.Join(fields, " "))
-	}
-	return strings.Join(parts, "; ")
 }

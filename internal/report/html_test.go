@@ -14,12 +14,14 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/rundesc"
 )
 
 // The CDFs the page draws agree with the percentiles in summary.json (computed here by
@@ -248,13 +250,22 @@ func TestPrepareRecordsBadLines(t *testing.T) {
 
 func TestWriteHTMLEscapesAndRedacts(t *testing.T) {
 	evil := `</script><script>alert(1)</script><!--`
-	sum := `{"schema":"llmbench/summary/v1","llmbench_version":"v1<b>","target":{"url":"http://h/?a=1&b=2","api":"openai-chat","model":` + jsonString(evil) + `,"api_key":"sk-SECRET-1"},
-	 "headers":{"Authorization":"Bearer sk-SECRET-2","X-Trace":"ok"},"seed":18446744073709551615,
-	 "levels":[{"name":` + jsonString(`<img src=x onerror=alert(2)>`) + `,"concurrency":4,"completed":3,"failed":1,"errors":{"http_status":1},"output_throughput":120.5,
-	   "metrics":{"ttft_ms":{"count":3,"p50":12.5,"p99":30,"ci95":{"p50":[10,14],"p99":[20,null]}}}}],
-	 "sweet_spot":{"index":0,"concurrency":4,"reason":"only <level>"},"slo_limit":null,"extra_field":{"nested":[1,2]}}`
+	lv := Level{Name: `<img src=x onerror=alert(2)>`, Concurrency: 4}
+	lv.Completed, lv.Failed, lv.Errors, lv.OutputThroughput = 3, 1, map[string]int{"http_status": 1}, 120.5
+	inf := math.Inf(1)
+	lv.Metrics.Set(metrics.KeyTTFT, metrics.Stats{Count: 3, Mean: 15, Std: 1, Min: 10, Max: 30,
+		Percentiles: []metrics.Percentile{{P: 50, Value: 12.5, Lo: 10, Hi: 14}, {P: 99, Value: 30, Lo: 20, Hi: inf}}})
+	sum := &Summary{Schema: SchemaV2, Version: "v1<b>", Seed: math.MaxInt64, // not exact as a float64
+		Target: Target{URL: "http://h/?a=1&b=2", API: "openai-chat", Model: evil},
+		Load: rundesc.Load{Headers: []string{"X-Trace: ok"}, ExtraBody: map[string]any{
+			"api_key": "sk-SECRET-1", "max_tokens": 5.0,
+			"nested": map[string]any{"password": "sk-SECRET-2", "k": []any{1.0, 2.0}},
+		}},
+		Levels:    []Level{lv},
+		SweetSpot: &metrics.Pick{Index: 0, Concurrency: 4, Reason: "only <level>"},
+	}
 	var b bytes.Buffer
-	if err := WriteHTML(&b, []byte(sum), nil); err != nil {
+	if err := WriteHTML(&b, sum, nil); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -271,32 +282,121 @@ func TestWriteHTMLEscapesAndRedacts(t *testing.T) {
 	if n := strings.Count(page, "</script>"); n != 4 { // error hook, data, uPlot, report.js
 		t.Errorf("%d </script> in the page, want 4", n)
 	}
-	for _, want := range []string{"&lt;/script&gt;&lt;script&gt;alert(1)", "&lt;img src=x onerror=alert(2)&gt;", "http://h/?a=1&amp;b=2", "18446744073709551615", "X-Trace", "extra_field.nested", "1, 2", `class="flag"`, "95% CI 10.00 – 14.00 ms", "http_status: 1"} {
+	for _, want := range []string{"&lt;/script&gt;&lt;script&gt;alert(1)", "&lt;img src=x onerror=alert(2)&gt;", "http://h/?a=1&amp;b=2", "9223372036854775807", "X-Trace: ok",
+		"load.extra_body.api_key</th><td>[redacted]", "load.extra_body.nested.k</th><td>1, 2", "load.extra_body.max_tokens</th><td>5",
+		`class="flag"`, "95% CI 10.00 – 14.00 ms", "too few samples for P99", "http_status: 1"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
 	}
-	// The embedded data decodes back to the summary's values.
+	// The embedded data decodes back to the summary's levels and picks.
 	m := regexp.MustCompile(`(?s)<script type="application/json" id="llmbench-data">(.*?)</script>`).FindStringSubmatch(page)
 	if m == nil {
 		t.Fatal("no data element")
 	}
 	var data struct {
 		Summary struct {
-			Target  map[string]string
-			Headers map[string]string
-			Levels  []struct{ Name string }
+			Levels    []Level
+			SweetSpot *metrics.Pick `json:"sweet_spot"`
 		}
 		Records *Charts
 	}
 	if err := json.Unmarshal([]byte(m[1]), &data); err != nil {
 		t.Fatalf("embedded data: %v", err)
 	}
-	if data.Summary.Target["model"] != evil || data.Summary.Levels[0].Name != `<img src=x onerror=alert(2)>` || data.Records != nil {
+	if len(data.Summary.Levels) != 1 || data.Summary.Levels[0].Name != lv.Name || data.Summary.SweetSpot.Reason != "only <level>" || data.Records != nil {
 		t.Fatalf("embedded data did not round-trip: %+v", data)
 	}
-	if data.Summary.Target["api_key"] != redacted || data.Summary.Headers["Authorization"] != redacted || data.Summary.Headers["X-Trace"] != "ok" {
-		t.Fatalf("redaction: %+v", data.Summary)
+	if p, _ := data.Summary.Levels[0].Metrics.Stat(metrics.KeyTTFT).Get(99); p.Value != 30 || p.Reliable() {
+		t.Fatalf("embedded TTFT P99 %+v", p)
+	}
+}
+
+// The configuration table reads the typed summary by summary.json's names, as summary.json
+// writes the values: omitempty fields left out, null and empty values shown as such, numbers
+// in JSON's form, lists of flat objects on one line, secret-looking names redacted.
+func TestConfigRows(t *testing.T) {
+	sum := &Summary{Schema: SchemaV2, Version: "v9", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC), RunStartUnix: 1767323045.0000006,
+		EndReason: EndCompleted, Target: NewTarget("http://h:1", "openai-chat", "m"), Percentiles: []float64{50, 99.9},
+		Workload: rundesc.Workload{Dataset: "random", InputTokens: "256"},
+		Load: rundesc.Load{Mode: rundesc.ModeRun, Levels: []rundesc.Level{{Concurrency: 1, Requests: 8}, {Rate: 2.5}}, Headers: []string{},
+			ExtraBody: map[string]any{"tiny": 1e-7, "huge": 1e22, "client_secret": map[string]any{"a": 1.0}, "token": "", "auth_token": nil,
+				"list": []any{map[string]any{"a": 1.0}, []any{true}}}},
+		Levels: []Level{{Name: "x"}}, SweetSpot: &metrics.Pick{Reason: "r"},
+	}
+	rows, err := configRows(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	var keys []string
+	for _, r := range rows {
+		got[r.K] = r.V
+		keys = append(keys, r.K)
+	}
+	for k, want := range map[string]string{
+		"llmbench_version": "v9", "started_at": "2026-01-02T03:04:05.0000006Z", "run_start_unix": "1767323045.0000007", "seed": "0",
+		"end_reason": "completed", "target.closes_connections": "false", "workload.tokenizer": "—", "workload.input_tokens": "256",
+		"percentiles": "50, 99.9", "load.levels": "concurrency=1 requests=8; rate=2.5", "load.headers": "", "load.ignore_eos": "false",
+		"load.extra_body.tiny": "1e-7", "load.extra_body.huge": "1e+22", "load.extra_body.client_secret": redacted,
+		"load.extra_body.token": "—", "load.extra_body.auth_token": "null",
+		"load.extra_body.list[0].a": "1", "load.extra_body.list[1]": "true",
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %q, want %q", k, got[k], want)
+		}
+	}
+	for _, k := range []string{"slo", "load.search", "load.keep_alive", "levels", "sweet_spot", "slo_limit", "load.extra_body.client_secret.a"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("%s shown: %q", k, got[k])
+		}
+	}
+	if want := []string{"llmbench_version", "schema", "started_at", "run_start_unix", "end_reason", "seed", "target.api"}; !slices.Equal(keys[:len(want)], want) {
+		t.Errorf("rows in order %v, want %v first", keys, want)
+	}
+	// A search has no planned ladder: null, as summary.json writes it.
+	sum.Load = rundesc.Load{Search: "concurrency"}
+	if rows, err = configRows(sum); err != nil || !slices.Contains(rows, kv{"load.levels", "null"}) || !slices.Contains(rows, kv{"load.search", "concurrency"}) {
+		t.Errorf("search: %v %v", err, rows)
+	}
+}
+
+// The page shows the figures the console prints, from the same typed summary: here each
+// level's TTFT P50 in the ladder table and the console's "Median TTFT" line.
+func TestHTMLShowsConsoleFigures(t *testing.T) {
+	s := ladderSummary(t, "ttft<=300ms,tpot:p99<=20ms", []int{1, 4, 16})
+	var con bytes.Buffer
+	if err := Console(&con, s, ConsoleOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	medians := regexp.MustCompile(`Median TTFT \(ms\):\s+([0-9.]+)`).FindAllStringSubmatch(con.String(), -1)
+	v, err := buildView(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(medians) != len(s.Levels) || len(v.Levels) != len(s.Levels) {
+		t.Fatalf("%d console medians, %d page rows, %d levels", len(medians), len(v.Levels), len(s.Levels))
+	}
+	var page bytes.Buffer
+	if err := WriteHTML(&page, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, row := range v.Levels {
+		p, _ := s.Levels[i].Metrics.Stat(metrics.KeyTTFT).Get(50)
+		if row.TTFT50.Text != fmtNum(p.Value) {
+			t.Errorf("level %d: page TTFT P50 %s, summary %v", i, row.TTFT50.Text, p.Value)
+		}
+		c, err1 := strconv.ParseFloat(medians[i][1], 64)
+		h, err2 := strconv.ParseFloat(row.TTFT50.Text, 64)
+		if err1 != nil || err2 != nil || math.Abs(c-h) > 0.005+math.Abs(h)*5e-4 { // each rounded for print
+			t.Errorf("level %d: console median TTFT %s, page %s", i, medians[i][1], row.TTFT50.Text)
+		}
+		if !strings.Contains(page.String(), ">"+row.TTFT50.Text+"</td>") {
+			t.Errorf("level %d: the page lacks TTFT P50 %s", i, row.TTFT50.Text)
+		}
+	}
+	if !v.HasSLO || !v.HasGoodput || v.Levels[0].Verdict.Text == "" {
+		t.Errorf("verdict and goodput columns: %v %v %+v", v.HasSLO, v.HasGoodput, v.Levels[0])
 	}
 }
 
@@ -339,33 +439,31 @@ func TestWriteHTMLSelfContained(t *testing.T) {
 
 func TestWriteHTMLErrors(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct{ summary, records, want string }{
-		{`{`, "", "summary.json"},
-		{`[1]`, "", "want a JSON object"},
-		{`{"levels":{}}`, "", `"levels" must be a list`},
-		{`{} {}`, "", "trailing data"},
-		{`{}]`, "", "trailing data"},
-		{`{}`, filepath.Join(dir, "missing.jsonl"), "missing.jsonl"},
-	} {
-		var b bytes.Buffer
-		err := writeHTMLRecords(&b, []byte(tc.summary), tc.records)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err %v, want one mentioning %q", tc.summary, err, tc.want)
-		}
-		if b.Len() != 0 {
-			t.Errorf("%s: wrote %d bytes despite the error", tc.summary, b.Len())
-		}
-	}
+	empty := []byte(`{"schema":"llmbench/summary/v2"}`)
 	bad := filepath.Join(dir, "bad.jsonl")
 	if err := os.WriteFile(bad, []byte("{}\n{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeHTMLRecords(&bytes.Buffer{}, []byte(`{}`), bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl") || !strings.Contains(err.Error(), "line 1") {
-		t.Fatalf("corrupt records: %v", err)
+	for _, tc := range []struct{ records, want string }{
+		{filepath.Join(dir, "missing.jsonl"), "missing.jsonl"},
+		{bad, "bad.jsonl: line 1"},
+	} {
+		var b bytes.Buffer
+		if err := writeHTMLRecords(&b, empty, tc.records); err == nil || !strings.Contains(err.Error(), tc.want) || b.Len() != 0 {
+			t.Errorf("%s: err %v with %d bytes written, want one mentioning %q and none", tc.records, err, b.Len(), tc.want)
+		}
+	}
+	// Figures JSON cannot carry fail the page, writing nothing.
+	var b bytes.Buffer
+	nan := &Summary{Levels: []Level{{Level: metrics.Level{RequestThroughput: math.NaN()}}}}
+	if err := WriteHTML(&b, nan, nil); err == nil || !strings.Contains(err.Error(), "chart data") || b.Len() != 0 {
+		t.Errorf("NaN throughput: err %v, %d bytes", err, b.Len())
+	}
+	if err := WriteHTML(&b, nil, nil); err == nil || b.Len() != 0 {
+		t.Errorf("no summary: err %v, %d bytes", err, b.Len())
 	}
 	// A minimal summary with no levels and no records still renders.
-	var b bytes.Buffer
-	if err := WriteHTML(&b, []byte(`{}`), nil); err != nil || !strings.Contains(b.String(), "lists no levels") {
+	if err := WriteHTML(&b, &Summary{}, nil); err != nil || !strings.Contains(b.String(), "lists no levels") {
 		t.Fatalf("empty summary: %v", err)
 	}
 }
@@ -456,7 +554,7 @@ func TestWriteHTMLReadLag(t *testing.T) {
 	} {
 		sum := `{"schema":"llmbench/summary/v1","levels":[` + fmt.Sprintf(level, c.extra) + `]}`
 		var b bytes.Buffer
-		if err := WriteHTML(&b, []byte(sum), nil); err != nil {
+		if err := writeHTMLRecords(&b, []byte(sum), ""); err != nil {
 			t.Fatal(err)
 		}
 		page := b.String()
@@ -465,6 +563,56 @@ func TestWriteHTMLReadLag(t *testing.T) {
 		}
 		if c.want && !strings.Contains(page, "2.25") {
 			t.Errorf("the read lag table lacks its max")
+		}
+	}
+}
+
+// jsonFloat writes numbers as encoding/json does, so the configuration table shows them as
+// summary.json holds them.
+func TestJSONFloatAsEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	fs := []float64{0, -0.5, 1e-6, 9.99e-7, 1e21, 9.99e20, 1e22, -1e-7, 123456789.123, math.MaxFloat64, math.SmallestNonzeroFloat64}
+	for range 2000 {
+		fs = append(fs, math.Float64frombits(rng.Uint64()))
+	}
+	for _, f := range fs {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			continue
+		}
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonFloat(f, 64); got != string(want) {
+			t.Errorf("jsonFloat(%v) = %s, encoding/json %s", f, got, want)
+		}
+		want32, err := json.Marshal(float32(f))
+		if err != nil {
+			continue // out of float32's range
+		}
+		if got := jsonFloat(float64(float32(f)), 32); got != string(want32) {
+			t.Errorf("jsonFloat(float32 %v) = %s, encoding/json %s", float32(f), got, want32)
+		}
+	}
+}
+
+// The SLO limit card shows only when SLO verdict terms were given: without them no level
+// can be the limit, and "no level meets the SLOs" would be wrong.
+func TestSLOLimitCardOnlyWithVerdicts(t *testing.T) {
+	for _, c := range []struct {
+		slo  string
+		want bool
+	}{{"", false}, {"ttft<=300ms", false}, {"tpot:p99<=20ms", true}} {
+		v, err := buildView(ladderSummary(t, c.slo, []int{1, 4}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		has := false
+		for _, cd := range v.Cards {
+			has = has || cd.Label == "SLO limit"
+		}
+		if has != c.want {
+			t.Errorf("--slo %q: SLO limit card %v, want %v", c.slo, has, c.want)
 		}
 	}
 }

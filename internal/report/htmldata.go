@@ -151,6 +151,7 @@ type overTime struct {
 type Collector struct {
 	cfg    metrics.Config
 	levels map[int]*metrics.Aggregator
+	vllm   map[int]*VLLMRequests // per level, with KeepVLLMRequests
 	ot     *bucketer
 	n      int
 	notes  []string
@@ -161,9 +162,27 @@ func NewCollector(cfg metrics.Config) *Collector {
 	return &Collector{cfg: cfg, levels: map[int]*metrics.Aggregator{}, ot: newBucketer()}
 }
 
+// KeepVLLMRequests has the collector keep every level's requests for vLLM's per-request
+// arrays (--result-format vllm): memory then grows with the requests.
+func (c *Collector) KeepVLLMRequests() { c.vllm = map[int]*VLLMRequests{} }
+
+// VLLMRequests are level i's requests, with KeepVLLMRequests; nil otherwise.
+func (c *Collector) VLLMRequests(i int) *VLLMRequests {
+	if c.vllm == nil {
+		return nil
+	}
+	if c.vllm[i] == nil {
+		c.vllm[i] = &VLLMRequests{}
+	}
+	return c.vllm[i]
+}
+
 // Add takes one record of any level.
 func (c *Collector) Add(r *record.Record) {
 	c.n++
+	if c.vllm != nil {
+		c.VLLMRequests(r.Level).Add(r)
+	}
 	a := c.levels[r.Level]
 	if a == nil {
 		a = metrics.NewAggregator(c.cfg)

@@ -3,9 +3,32 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/record"
 )
+
+// jsonKind names the JSON type of a value decoded with UseNumber.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}
 
 // The vllm.json llmbench writes has every aggregate key of a result file written by vLLM's
 // own benchmark client (testdata/vllm/README.md), with the same JSON types, so scripts that
@@ -26,20 +49,19 @@ func TestVLLMResultMatchesVLLMFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	theirs := decode(b)
+	sum := ladderSummary(t, "ttft<=300ms", []int{4})
+	reqs := &VLLMRequests{}
+	recs := levelRecords(0, 4, 60, 7)
+	for i := range recs {
+		reqs.Add(&recs[i])
+	}
 	var buf bytes.Buffer
-	if err := WriteVLLM(&buf, ladderSummary(t, "ttft<=300ms", []int{4})); err != nil {
+	if err := WriteVLLM(&buf, sum, 0, reqs); err != nil {
 		t.Fatal(err)
 	}
 	ours := decode(buf.Bytes())
-	// What vLLM writes and llmbench does not: the run's description, which summary.json
-	// carries in its own form, and the per-request arrays, which records.jsonl holds.
-	notWritten := map[string]bool{
-		"date": true, "backend": true, "model_id": true, "tokenizer_id": true, "best_of": true,
-		"num_prompts": true, "burstiness": true,
-		"input_lens": true, "output_lens": true, "ttfts": true, "itls": true,
-		"generated_texts": true, "errors": true,
-		"request_goodput:": true, // vLLM's key at this version, colon included; ours is request_goodput
-	}
+	// Every key vLLM writes, the per-request arrays included (vLLM's "request_goodput:" too).
+	notWritten := map[string]bool{}
 	for k, v := range theirs {
 		if notWritten[k] {
 			continue
@@ -47,16 +69,51 @@ func TestVLLMResultMatchesVLLMFile(t *testing.T) {
 		o, ok := ours[k]
 		if !ok {
 			t.Errorf("vLLM writes %q (%v); llmbench does not", k, v)
-		} else if jsonKind(o) != jsonKind(v) {
+		} else if jsonKind(o) != jsonKind(v) && !(v == nil && jsonKind(o) == "a number") { // vLLM's null: none measured
 			t.Errorf("%q: llmbench writes %s (%v), vLLM %s (%v)", k, jsonKind(o), o, jsonKind(v), v)
 		}
 	}
-	for k := range notWritten {
-		if _, ok := theirs[k]; !ok {
-			t.Errorf("the vLLM file has no %q: the list of keys llmbench leaves out is stale", k)
+	// The arrays: one entry per measured request, in request order, from the registry's
+	// derivations (TTFT; chunk gaps, vLLM's "itl"), in seconds.
+	var arr struct {
+		TTFTs      []float64   `json:"ttfts"`
+		ITLs       [][]float64 `json:"itls"`
+		InputLens  []int       `json:"input_lens"`
+		OutputLens []int       `json:"output_lens"`
+		Errors     []string    `json:"errors"`
+		Texts      []string    `json:"generated_texts"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &arr); err != nil {
+		t.Fatal(err)
+	}
+	var measured []record.Record
+	for _, r := range recs {
+		if !r.Warmup {
+			measured = append(measured, r)
 		}
 	}
-	if g, ok := ours["request_goodput"].(json.Number); !ok || g.String() == "" {
+	n := len(measured)
+	if len(arr.TTFTs) != n || len(arr.ITLs) != n || len(arr.InputLens) != n || len(arr.OutputLens) != n || len(arr.Errors) != n || len(arr.Texts) != n {
+		t.Fatalf("arrays of %d/%d/%d/%d/%d/%d, want %d", len(arr.TTFTs), len(arr.ITLs), len(arr.InputLens), len(arr.OutputLens), len(arr.Errors), len(arr.Texts), n)
+	}
+	for i, r := range measured {
+		if r.Error != nil {
+			if arr.Errors[i] == "" || arr.TTFTs[i] != 0 || arr.OutputLens[i] != 0 {
+				t.Errorf("failed request %d: %q %v %v", i, arr.Errors[i], arr.TTFTs[i], arr.OutputLens[i])
+			}
+			continue
+		}
+		ft, _ := r.FirstToken()
+		if want := (ft - r.Sent).Seconds(); math.Abs(arr.TTFTs[i]-want) > 1e-9 || arr.Errors[i] != "" ||
+			len(arr.ITLs[i]) != r.Events.Len()-1 || arr.OutputLens[i] != r.OutputTokens || arr.InputLens[i] != r.InputTokens {
+			t.Errorf("request %d: ttft %v (want %v), %d itls for %d events, lens %d/%d", i, arr.TTFTs[i], want, len(arr.ITLs[i]), r.Events.Len(), arr.InputLens[i], arr.OutputLens[i])
+		}
+	}
+	if ours["backend"] != "openai-chat" || ours["model_id"] != "test-model" || ours["tokenizer_id"] != "o200k_base" ||
+		ours["date"] != "20260102-030405" || ours["num_prompts"] != json.Number("60") {
+		t.Errorf("run description: %v %v %v %v %v", ours["backend"], ours["model_id"], ours["tokenizer_id"], ours["date"], ours["num_prompts"])
+	}
+	if g, ok := ours["request_goodput:"].(json.Number); !ok || g.String() == "" {
 		t.Errorf("request_goodput %v, want a number when an SLO is set", ours["request_goodput"])
 	}
 }

@@ -52,6 +52,8 @@ type Load struct {
 	KeepAlive      *bool          `json:"keep_alive,omitempty"`  // run: whether connections were reused
 	Headers        []string       `json:"headers,omitempty"`
 	ExtraBody      map[string]any `json:"extra_body,omitempty"`
+	Temperature    *float64       `json:"temperature,omitempty"` // --temperature, when given
+	TopP           *float64       `json:"top_p,omitempty"`       // --top-p, when given
 	// A merged run (llmbench merge): the shards it holds and what merge warned about.
 	MergedShards  []string `json:"merged_shards,omitempty"`
 	MergeWarnings []string `json:"merge_warnings,omitempty"`
@@ -111,6 +113,7 @@ type Run struct {
 	ReadStamps           bool
 	Headers              http.Header
 	ExtraBody            map[string]any
+	Temperature, TopP    *float64
 
 	Workload  workload.Config
 	Tokenizer string
@@ -129,7 +132,8 @@ func (r Run) load() Load {
 	l := Load{Mode: ModeSimulate, Search: r.Search, Requests: r.Requests,
 		Duration: durString(b.Duration), Warmup: b.Warmup, WarmupTime: durString(b.WarmupTime),
 		Cooldown: durString(b.Cooldown), MaxConcurrency: b.MaxConcurrency, IgnoreEOS: r.IgnoreEOS,
-		Insecure: r.Insecure, HTTP2: r.HTTP2, ReadStamps: r.ReadStamps, ExtraBody: r.ExtraBody}
+		Insecure: r.Insecure, HTTP2: r.HTTP2, ReadStamps: r.ReadStamps, ExtraBody: r.ExtraBody,
+		Temperature: r.Temperature, TopP: r.TopP}
 	if r.Live {
 		l.Mode = ModeRun
 	}

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,7 +100,7 @@ func forLines(path string, f func(line []byte, n int) error) error {
 func strictUnmarshal(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
-		return err
+		return jsonProblem(err)
 	}
 	// Not dec.More(): it says false for a stray ']' or '}', which is trailing data too.
 	if len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
@@ -107,6 +108,45 @@ func strictUnmarshal(data []byte, v any) error {
 	}
 	return nil
 }
+
+// jsonProblem says what is wrong with a dataset's JSON in the dataset's words, not Go's
+// ("field output_tokens: a string where a number belongs", not "cannot unmarshal string into
+// Go struct field jsonlRow.output_tokens of type int").
+func jsonProblem(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := te.Type.Kind().String()
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Float64, reflect.Uint, reflect.Ptr:
+			want = "number"
+		case reflect.Slice:
+			want = "list"
+		case reflect.Struct, reflect.Map:
+			want = "object"
+		}
+		if te.Type.Kind() == reflect.Ptr {
+			if k := te.Type.Elem().Kind(); k == reflect.String {
+				want = "string"
+			} else if k == reflect.Slice {
+				want = "list"
+			}
+		}
+		if te.Field == "" {
+			return fieldError{fmt.Errorf("a %s where a %s belongs", te.Value, want)}
+		}
+		return fieldError{fmt.Errorf("field %s: a %s where a %s belongs", te.Field, te.Value, want)}
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("not valid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "invalid character "))
+	}
+	return err
+}
+
+// fieldError is JSON of the right shape with a field of the wrong type.
+type fieldError struct{ error }
+
+func (e fieldError) Unwrap() error { return e.error }
 
 // jsonlRow is a line of a jsonl dataset, as WriteJSONL writes it.
 type jsonlRow struct {
@@ -127,6 +167,9 @@ func loadJSONL(path string) ([]row, error) {
 	err := forLines(path, func(line []byte, n int) error {
 		var jr jsonlRow
 		if err := strictUnmarshal(line, &jr); err != nil {
+			if errors.As(err, new(fieldError)) {
+				return err
+			}
 			return fmt.Errorf("not a JSON object: %w", err)
 		}
 		if err := tokenCount("prefix_tokens", jr.PrefixTokens, 0); err != nil {
@@ -277,7 +320,7 @@ func loadShareGPT(path string) ([]row, map[string]int, error) {
 		off := dec.InputOffset()
 		var e shareGPTEntry
 		if err := dec.Decode(&e); err != nil {
-			return nil, nil, fmt.Errorf("workload: %s:%d: not a ShareGPT entry: %w", path, lineAt(path, off), err)
+			return nil, nil, fmt.Errorf("workload: %s:%d: not a ShareGPT entry: %w", path, lineAt(path, off), jsonProblem(err))
 		}
 		entries++
 		add(e, entries)

@@ -287,6 +287,10 @@ func TestMalformedInputs(t *testing.T) {
 		{"sharegpt", "s.jsonl", "{\"conversations\": []}]\n", "s.jsonl:1: not a ShareGPT entry: trailing data"},
 		{"sharegpt", "s.json", "[{\"conversations\": []}]\n]", "s.json:2: trailing data after the JSON array"},
 		{"jsonl", "d.jsonl", "{\"prompt\": \"a\"}}\n", "d.jsonl:1: not a JSON object: trailing data"},
+		// In the dataset's words, not Go's ("Go struct field jsonlRow.output_tokens of type int").
+		{"jsonl", "d.jsonl", `{"prompt": "a", "output_tokens": "x"}`, "d.jsonl:1: field output_tokens: a string where a number belongs"},
+		{"jsonl", "d.jsonl", `{"messages": "hi"}`, "d.jsonl:1: field messages: a string where a list belongs"},
+		{"jsonl", "d.jsonl", `{"prompt": "a", x}`, "d.jsonl:1: not a JSON object: not valid JSON at byte"},
 		{"mooncake", "m.jsonl", "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 2}\n{\"timestamp\": 10, \"input_length\": 5}\n", "m.jsonl:2: missing output_length"},
 		{"mooncake", "m.jsonl", `{"timestamp": -1, "input_length": 5, "output_length": 2}`, "timestamp -1"},
 		{"mooncake", "m.jsonl", `{"timestamp": 0, "input_length": -5, "output_length": 2}`, "m.jsonl:1: input_length -5 must be in 0..10000000"},

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// Mistakes a newcomer makes get a message that says what to type instead, as a usage
+// error (exit 2).
+func TestUsageMistakesSayWhatToDo(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--concurency", "4"}, "unknown flag: --concurency (did you mean --concurrency?)"},
+		{[]string{"run", "--api", "openai-chta"}, "(did you mean openai-chat?)"},
+		{[]string{"run", "--api", "vllm"}, "--api names the API, not the server: vllm serves openai-chat and openai-completions"},
+		{[]string{"simulate", "--turns", "0"}, "--turns 0: a conversation has at least one turn"},
+		{[]string{"simulate", "--shard", "1/2"}, "unknown flag: --shard"},
+		{[]string{"simulate", "--start-at", "2026-01-01T00:00:00Z"}, "unknown flag: --start-at"},
+		{[]string{"simulate", "--tokenizer", "server"}, "simulate has no server to ask"},
+		{[]string{"simulate", "--records", "csv"}, `--records: "csv" is not jsonl or compact`},
+	} {
+		code, _, stderr := runCLI(t, t.Context(), c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit %d and %q", c.args, code, stderr, ExitUsage, c.want)
+		}
+	}
+}
+
+func TestDatasetToStdout(t *testing.T) {
+	code, stdout, stderr := runCLI(t, t.Context(), "dataset", "--requests", "3", "--input-tokens", "5", "--output", "-")
+	if code != 0 || strings.Count(stdout, "\n") != 3 || !strings.Contains(stdout, `"input_tokens":5`) {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestTopLevelHelpHasExamples(t *testing.T) {
+	code, stdout, _ := runCLI(t, t.Context(), "--help")
+	if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "llmbench run --url") {
+		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+}
+
+// --config holds any flag for a repeatable scenario; the command line wins; secrets and
+// unknown keys are refused, each with its line.
+func TestRunConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeTemp(t, "concurrency: [1, 2]\nrequests: 4\noutput-tokens: 3\nsim: textbook\n")
+	code, _, stderr := runCLI(t, t.Context(), "simulate", "--config", cfg, "--requests", "2", "--output-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	s := readSummaryT(t, dir)
+	if len(s.Levels) != 2 || s.Levels[1].Concurrency != 2 || s.Load.Requests != 2 || s.Load.SimProfile != "textbook" {
+		t.Errorf("levels %d, requests %d, profile %q: want the file's ladder and profile, the command line's requests",
+			len(s.Levels), s.Load.Requests, s.Load.SimProfile)
+	}
+	bad := writeTemp(t, "concurency: 4\napi-key: sk-1234\nheader: ['Authorization: Bearer x', 'X-Team: a']\nrequests: many\n")
+	code, _, stderr = runCLI(t, t.Context(), "run", "--config", bad, "--output-dir", t.TempDir())
+	for _, want := range []string{":1: \"concurency\" is not a flag of this command (did you mean concurrency?)",
+		":2: api-key: no secrets in a config file", ":3: header Authorization: no secrets", ":4: requests:"} {
+		if code != ExitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "sk-1234") {
+		t.Error("the refused key is echoed")
+	}
+}
