@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"math"
 	"reflect"
 	"strings"
@@ -390,5 +391,53 @@ func TestPeakThroughputPartialLastBucket(t *testing.T) {
 	near(t, "peak output throughput", lv.PeakOutputThroughput, 170/1.5) // [1 s, 2.5 s)
 	if lv.PeakOutputThroughput < lv.OutputThroughput {
 		t.Errorf("peak %v below the mean %v", lv.PeakOutputThroughput, lv.OutputThroughput)
+	}
+}
+
+// TestUnstreamedLevel: a level of requests without streams (--stream=false, embeddings,
+// rerank) has E2EL from sent to done and no TTFT, TPOT, ITL or chunk gap (absent, not
+// zero), inputs_per_s and documents_per_s from the records, and input_throughput.
+func TestUnstreamedLevel(t *testing.T) {
+	var recs []record.Record
+	for i := range 4 {
+		r := record.Record{Index: i, Sent: time.Duration(i) * 10 * ms, Unstreamed: true, Inputs: 8, InputTokens: 256}
+		r.Done = r.Sent + 20*ms
+		recs = append(recs, r)
+	}
+	slos, err := ParseSLOs("e2el<=30ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := Aggregate(recs, Config{SLOs: slos})
+	for _, k := range []string{KeyTTFT, KeyTPOT, KeyITL, KeyChunkGap, KeyTTFTFromSchedule} {
+		if lv.Metrics.Has(k) {
+			t.Errorf("%s present on a level without streams", k)
+		}
+	}
+	js, _ := json.Marshal(lv.Metrics)
+	if strings.Contains(string(js), "ttft") || strings.Contains(string(js), "tpot") || !strings.Contains(string(js), "e2el_ms") {
+		t.Errorf("metrics %s", js)
+	}
+	if e := lv.Metrics.Stat(KeyE2EL); e.Count != 4 || e.Mean != 20 {
+		t.Errorf("e2el %+v, want 4 of 20 ms", e)
+	}
+	// 4 requests over 50 ms: 32 inputs, 1,024 input tokens.
+	if !lv.Unstreamed || lv.InputsPerS == nil || math.Abs(*lv.InputsPerS-640) > 1e-9 || lv.DocumentsPerS != nil ||
+		math.Abs(lv.InputThroughput-20480) > 1e-6 || *lv.GoodRequests != 4 {
+		t.Errorf("unstreamed %v, inputs/s %v, documents/s %v, input tok/s %v, good %v", lv.Unstreamed, lv.InputsPerS, lv.DocumentsPerS, lv.InputThroughput, *lv.GoodRequests)
+	}
+	// A generation without a stream: its tokens are one event at the end; still no TTFT.
+	g := record.Record{Sent: 0, Done: 40 * ms, Unstreamed: true, OutputTokens: 16, OutputTokensSource: record.SourceUsage}
+	g.Events.Append(40*ms, 16)
+	lv = Aggregate([]record.Record{g}, Config{})
+	if lv.Metrics.Has(KeyTPOT) || lv.Metrics.Stat(KeyE2EL).Mean != 40 || lv.TotalOutputTokens != 16 {
+		t.Errorf("generation without a stream: %+v", lv.Metrics)
+	}
+	// One streamed request brings the stream metrics back.
+	s := record.Record{Sent: 0, Done: 10 * ms, OutputTokens: 1}
+	s.Events.Append(5*ms, 1)
+	lv = Aggregate([]record.Record{g, s}, Config{})
+	if !lv.Metrics.Has(KeyTTFT) || lv.Metrics.Stat(KeyTTFT).Count != 1 || lv.Unstreamed {
+		t.Errorf("mixed level: %+v", lv.Metrics.Stat(KeyTTFT))
 	}
 }

@@ -30,11 +30,15 @@ type Aggregator struct {
 	busy                   int64 // sum of (done - sent), µs
 	prompt                 PromptTokens
 	intendedSum, serverSum int64
+	imagesSum              int64 // images of the requests in prompt
 	peak                   peakTokens
 
 	server  serverTimingsAcc
 	turns   turnsAcc
-	present []bool // by registry index: Metric.Present held for some record
+	present []bool // by registry index: Metric.Present held for some record; Streamed: some request streamed, or none was measured
+	// streamed, unstreamed: some measured request had a stream, resp. came as one document.
+	streamed, unstreamed bool
+	inputs, documents    int // of completed requests (embeddings, rerank)
 
 	anatomy Anatomy
 	sampler sampler
@@ -51,6 +55,7 @@ func NewAggregator(cfg Config) *Aggregator {
 		a.dists[i] = NewDist()
 		a.lv.Dists[m.Key] = a.dists[i]
 		a.limits[i] = -1
+		a.present[i] = m.Streamed
 	}
 	for _, s := range cfg.SLOs {
 		if m, ok := Lookup(s.Metric); ok && s.Kind == SLOBound {
@@ -120,6 +125,7 @@ func (a *Aggregator) Add(r *record.Record) {
 		return
 	}
 	a.turns.add(r)
+	a.noteStream(r)
 	if r.Retried {
 		a.lv.Retried++
 	}
@@ -152,15 +158,18 @@ func (a *Aggregator) Add(r *record.Record) {
 	n := outputTokensOf(r)
 	a.lv.TotalInputTokens += r.InputTokens
 	a.lv.TotalOutputTokens += n
+	a.inputs += int(r.Inputs)
+	a.documents += int(r.Documents)
 	if r.ServerPromptTokens > 0 {
 		a.prompt.Requests++
 		a.intendedSum += int64(r.InputTokens)
 		a.serverSum += int64(r.ServerPromptTokens)
+		a.imagesSum += int64(r.Images)
 	}
 	a.failed = false
 	a.derive(r, ScopeCompleted)
 	ok := !a.failed // meets every per-request bound
-	if r.Events.Len() == 0 {
+	if r.Events.Len() == 0 && !r.Unstreamed {
 		// Completed without any token event: nothing to time, and it cannot meet a
 		// latency bound.
 		ok = a.nBound == 0
@@ -191,13 +200,25 @@ func (a *Aggregator) Level() Level {
 		lv.RequestThroughput = float64(lv.Completed) / dur
 		lv.OutputThroughput = float64(lv.TotalOutputTokens) / dur
 		lv.TotalTokenThroughput = float64(lv.TotalInputTokens+lv.TotalOutputTokens) / dur
+		lv.InputThroughput = float64(lv.TotalInputTokens) / dur
 		lv.MeanConcurrency = float64(a.busy) / float64(a.last-a.first)
 	}
+	perS := func(n int) *float64 {
+		if n == 0 {
+			return nil // not an embeddings (rerank) level
+		}
+		if lv.DurationS == 0 {
+			return ptr(0.0)
+		}
+		return ptr(float64(n) / lv.DurationS)
+	}
+	lv.InputsPerS, lv.DocumentsPerS = perS(a.inputs), perS(a.documents)
 	lv.PeakConcurrency = PeakOverlap(a.starts, a.ends)
 	if a.prompt.Requests > 0 {
 		p := a.prompt
 		p.IntendedMean = float64(a.intendedSum) / float64(p.Requests)
 		p.ServerMean = float64(a.serverSum) / float64(p.Requests)
+		p.ImagesMean = float64(a.imagesSum) / float64(p.Requests)
 		lv.PromptTokens = &p
 	}
 	if definesGoodput(a.cfg.SLOs) {
@@ -214,6 +235,7 @@ func (a *Aggregator) Level() Level {
 		}
 		lv.GoodFraction = ptr(frac)
 	}
+	lv.Unstreamed = a.unstreamed && !a.streamed
 	ps := a.cfg.percentiles()
 	setStats(&lv, a.dists, a.present, ps)
 	if e2el := a.dists[registryIndex[KeyE2EL].index]; e2el.Count() > 0 {
@@ -240,7 +262,7 @@ func setStats(lv *Level, dists []*Dist, present []bool, ps []float64) {
 	lv.Metrics = Metrics{}
 	for i, m := range Registry {
 		d := dists[i]
-		if m.Optional && (d.Count() == 0 || (m.Present != nil && !present[i])) {
+		if m.Optional && (d.Count() == 0 || (m.Present != nil && !present[i])) || m.Streamed && !present[i] {
 			continue
 		}
 		st := StatsOf(d, ps)
@@ -251,6 +273,25 @@ func setStats(lv *Level, dists []*Dist, present []bool, ps []float64) {
 			lv.FirstContent = &st
 		default:
 			lv.Metrics.Set(m.Key, st)
+		}
+	}
+}
+
+// noteStream keeps the Streamed metrics present unless every measured request so far came
+// without a stream.
+func (a *Aggregator) noteStream(r *record.Record) {
+	seen := &a.streamed
+	if r.Unstreamed {
+		seen = &a.unstreamed
+	}
+	if *seen {
+		return
+	}
+	*seen = true
+	on := a.streamed || !a.unstreamed
+	for i, m := range Registry {
+		if m.Streamed {
+			a.present[i] = on
 		}
 	}
 }

@@ -148,8 +148,11 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.line("Total input tokens:", strconv.Itoa(l.TotalInputTokens))
 	b.line("Total generated tokens:", strconv.Itoa(l.TotalOutputTokens))
 	if p := l.PromptTokens; p != nil && math.Abs(p.ServerMean-p.IntendedMean) > 0.5 {
-		b.line("Mean input tokens (client/server):", fmt.Sprintf("%.1f / %.1f", p.IntendedMean, p.ServerMean),
-			"<-- the server counts prompts differently")
+		note := "<-- the server counts prompts differently"
+		if p.ImagesMean > 0 {
+			note = fmt.Sprintf("<-- the server's count includes %.1f images per request", p.ImagesMean)
+		}
+		b.line("Mean input tokens (client/server):", fmt.Sprintf("%.1f / %.1f", p.IntendedMean, p.ServerMean), note)
 	}
 	b.line("Request throughput (req/s):", consoleFloat(l.RequestThroughput))
 	if l.Goodput != nil {
@@ -160,6 +163,17 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.line("Peak concurrent requests:", strconv.Itoa(l.PeakConcurrency))
 	b.line("Mean concurrent requests:", consoleFloat(l.MeanConcurrency))
 	b.line("Total Token throughput (tok/s):", consoleFloat(l.TotalTokenThroughput))
+	if l.InputsPerS != nil {
+		b.line("Input throughput (inputs/s):", consoleFloat(*l.InputsPerS))
+	}
+	if l.DocumentsPerS != nil {
+		b.line("Document throughput (docs/s):", consoleFloat(*l.DocumentsPerS))
+	}
+	if l.Unstreamed {
+		b.line("Input token throughput (tok/s):", consoleFloat(l.InputThroughput))
+		w.WriteString("No streams (--stream=false, embeddings or rerank): TTFT, TPOT, ITL and chunk gap\n" +
+			"are not measured; E2EL is sent to the whole response.\n")
+	}
 	if l.GoodputTokenThroughput != nil {
 		b.line("Goodput token throughput (tok/s):", consoleFloat(*l.GoodputTokenThroughput))
 	}
@@ -168,7 +182,10 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	}
 
 	for _, m := range consoleSections(opts.Verbose) {
-		st, _ := l.Metrics.Get(m.Key)
+		st, ok := l.Metrics.Get(m.Key)
+		if !ok {
+			continue // absent: a level without streams (said above)
+		}
 		b.stats(m.Title, m.Short, st, opts)
 		if m.Key == metrics.KeyTTFT && l.FirstContent != nil {
 			// Reasoning models: the answer starts later than the first (reasoning) token.
