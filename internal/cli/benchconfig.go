@@ -61,6 +61,7 @@ type benchConfig struct {
 	records      record.Format
 	overwrite    bool // --overwrite: replace the run in outputDir
 	wide         bool // --wide: the whole ladder table
+	quiet        bool // --quiet: the ladder and the results folder only
 	seed         int64
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
@@ -376,7 +377,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	if c.outputDir == "" {
 		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
 	}
-	c.overwrite, c.wide = f.overwrite, f.wide
+	c.overwrite, c.wide, c.quiet = f.overwrite, f.wide, f.quiet
 	if files := runFiles(c.outputDir); len(files) > 0 && !f.overwrite {
 		add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.outputDir, strings.Join(files, ", ")))
 	}

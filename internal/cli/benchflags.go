@@ -65,6 +65,7 @@ type benchFlags struct {
 	outputDir        string
 	noProgress       bool
 	wide             bool
+	quiet            bool
 	overwrite        bool
 	config           string // --config: flags from a YAML file
 	resultFormat     string
@@ -131,6 +132,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.StringVar(&f.slo, "slo", "", "SLOs, quoted for the shell: per-request bounds 'ttft<=500ms,tpot<=50ms' (goodput) and level verdicts 'ttft:p99<=1s,goodput>=0.95'")
 	fs.StringVar(&f.outputDir, "output-dir", "", "results folder (default llmbench-results/<UTC timestamp>)")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
+	fs.BoolVar(&f.quiet, "quiet", false, "print only the ladder table and the results folder (no per-level blocks)")
 	fs.BoolVar(&f.wide, "wide", false, "print every column of the ladder table (by default it fits 100 columns)")
 	fs.StringVar(&f.config, "config", "", "read flags from a YAML run configuration (`concurrency: [1, 4, 16]`, ...); flags given on the command line win; no secrets in it")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace the run already in --output-dir (without it, a folder that holds a run is refused)")

@@ -84,8 +84,10 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	if cfg.live && !cfg.readStamps && !cfg.http2 && client.KernelStampsSupported() && !kernelStamped(sum) {
 		fmt.Fprintln(stdio.Err, "note: the kernel gave no receive timestamps (SO_TIMESTAMPNS), so token events were timed when llmbench read them (docs/metrics.md)")
 	}
-	if len(sum.Levels) > 1 {
-		fmt.Fprintln(stdio.Out)
+	if len(sum.Levels) > 1 || (cfg.quiet && len(sum.Levels) > 0) {
+		if !cfg.quiet {
+			fmt.Fprintln(stdio.Out)
+		}
 		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: cfg.wide})
 	}
 	if len(cfg.metrics.SLOs) > 0 && !metrics.HasVerdict(cfg.metrics.SLOs) {
@@ -238,14 +240,16 @@ func (r *levelLoop) run(lvl load.Level) (*report.Level, error) {
 		st := r.cfg.connStats()
 		r.sum.Target.ClosesConnections, r.sum.Target.ClosedConnections = st.ClosesConnections, st.ClosedConnections
 	}
-	if len(r.sum.Levels) > 1 {
+	if len(r.sum.Levels) > 1 && !r.cfg.quiet {
 		fmt.Fprintln(r.stdio.Out)
 	}
 	if werr := writeSummaryJSON(r.cfg.outputDir, r.sum); werr != nil && err == nil {
 		err = werr
 	}
-	report.ConsoleLevel(r.stdio.Out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
-	servermetrics.WriteConsole(r.stdio.Out, l.Server)
+	if !r.cfg.quiet {
+		report.ConsoleLevel(r.stdio.Out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
+		servermetrics.WriteConsole(r.stdio.Out, l.Server)
+	}
 	return &r.sum.Levels[len(r.sum.Levels)-1], err
 }
 

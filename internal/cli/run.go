@@ -65,7 +65,9 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		}
 		defer stop()
 		cfg.url, cfg.inProcess = url, true
-		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (profile %s) at %s\n", cfg.simProfile, url)
+		if !cfg.quiet {
+			fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (profile %s) at %s\n", cfg.simProfile, url)
+		}
 	}
 	if cfg.insecure {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")

@@ -59,7 +59,9 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		// keeps the peak low for little CPU (docs/performance.md).
 		defer debug.SetGCPercent(debug.SetGCPercent(25))
 	}
-	fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
+	if !cfg.quiet {
+		fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
+	}
 	var clock time.Duration // the run's virtual timeline: levels follow one another
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 		srv, err := sim.NewVirtual(p)

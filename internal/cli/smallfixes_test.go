@@ -101,3 +101,14 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("timed level: %q", got)
 	}
 }
+
+// --quiet prints the ladder and the results folder, no per-level blocks.
+func TestQuiet(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, _ := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "4",
+		"--output-tokens", "3", "--quiet", "--output-dir", dir)
+	if code != 0 || strings.Contains(stdout, "Serving Benchmark Result") || !strings.Contains(stdout, "Ladder (latencies in ms)") ||
+		!strings.Contains(stdout, "Results: "+dir) || strings.Contains(stdout, "Simulating") {
+		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+}

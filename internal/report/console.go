@@ -500,7 +500,7 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 		w.WriteString("~ too few samples to bound this percentile's 95% confidence interval (indicative only)\n")
 	}
 	if !opts.Wide {
-		w.WriteString("(ITL and E2EL P99 are in each level's block above and with --wide)\n")
+		w.WriteString("(ITL and E2EL P99: each level's block and --wide)\n")
 	}
 	pickLine := func(label string, p *metrics.Pick, none string) {
 		if p == nil {
