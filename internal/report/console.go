@@ -153,6 +153,12 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 			note = fmt.Sprintf("<-- the server's count includes %.1f images per request", p.ImagesMean)
 		}
 		b.line("Mean input tokens (client/server):", fmt.Sprintf("%.1f / %.1f", p.IntendedMean, p.ServerMean), note)
+		if p.ImagesMean == 0 {
+			// What to do about it: the client's tokenizer is not the model's, or the chat
+			// template added its tokens (a few per message).
+			b.w.WriteString("  for exact lengths: --tokenizer with the model's tokenizer.json or --tokenizer server;\n" +
+				"  a chat template adds its own tokens (--api openai-completions sends the prompt as it is)\n")
+		}
 	}
 	b.line("Request throughput (req/s):", consoleFloat(l.RequestThroughput))
 	if l.Goodput != nil {
