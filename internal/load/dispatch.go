@@ -36,8 +36,9 @@ type Dispatch struct {
 	queue    []Send // due, waiting for a slot under the cap
 	qhead    int
 
-	reason      EndReason // set when Dispatch itself ended the level (a capped queue at Duration)
+	reason      EndReason // set when Dispatch itself ended the level (a capped queue at Duration, a stopping rule)
 	interrupted bool
+	rules       stopRules // stop.go
 }
 
 // Send is one request to send now: index, mark, due time and the request.
@@ -54,7 +55,7 @@ type Send struct {
 // kind of level it is (a trace carries arrivals, a multi-turn workload its turns). An
 // open loop's first request is built here, so that building it is not its lateness.
 func NewDispatch(lvl Level, src workload.Source, first workload.Request) *Dispatch {
-	d := &Dispatch{lvl: lvl, src: src, first: &first}
+	d := &Dispatch{lvl: lvl, src: src, first: &first, rules: newStopRules(lvl)}
 	switch {
 	case first.Turns > 1:
 		d.conv = NewConversations(lvl, first.Turns)
@@ -142,18 +143,24 @@ func (d *Dispatch) Due(now time.Duration, out func(Send)) {
 		p := d.next
 		d.has = false
 		// Sent before the next is planned: planning builds its request.
-		d.dispatch(Send{Index: p.Index, Warmup: p.Warmup, Scheduled: p.Due, Request: p.Request}, out)
+		if d.dispatch(Send{Index: p.Index, Warmup: p.Warmup, Scheduled: p.Due, Request: p.Request}, out) {
+			return
+		}
 		d.next, d.has = d.open.Next()
 	}
 	for d.hasStart && d.startDue <= now {
 		if tt, ok := d.conv.Start(d.startDue); ok {
-			d.dispatch(d.turnSend(tt, d.request(tt.Index)), out)
+			if d.dispatch(d.turnSend(tt, d.request(tt.Index)), out) {
+				return
+			}
 		}
 		d.startDue, d.hasStart = d.conv.NextStart()
 	}
 	for len(d.follows) > 0 && d.follows[0].at <= now {
 		f := d.follows.pop()
-		d.dispatch(d.turnSend(f.turn, f.req), out)
+		if d.dispatch(d.turnSend(f.turn, f.req), out) {
+			return
+		}
 	}
 	// A turn may have ended the level's starts (its quota reached).
 	if d.hasStart {
@@ -162,11 +169,16 @@ func (d *Dispatch) Due(now time.Duration, out func(Send)) {
 }
 
 // Finished is told that s finished (failed says whether it failed) and its slot freed at
-// now; done is its recorded end, from which a next turn's think time counts. It returns
-// what that sends now: a closed loop's next request, a request that waited for the slot.
-func (d *Dispatch) Finished(s *Send, failed bool, done, now time.Duration, out func(Send)) {
+// now; done is its recorded end, from which a next turn's think time counts, and ttft
+// when its first token came after it was due (negative: none). It returns what that
+// sends now: a closed loop's next request, a request that waited for the slot.
+func (d *Dispatch) Finished(s *Send, failed bool, done, ttft, now time.Duration, out func(Send)) {
 	d.inflight--
 	if d.interrupted {
+		return
+	}
+	if r := d.rules.finished(failed, ttft); r != "" {
+		d.halt(r)
 		return
 	}
 	if d.closed != nil {
@@ -203,6 +215,13 @@ func (d *Dispatch) Interrupt() {
 	d.dropQueue()
 }
 
+// halt stops the level for reason r (a stopping rule): as Interrupt, but the requests in
+// flight are left to finish.
+func (d *Dispatch) halt(r EndReason) {
+	d.Interrupt()
+	d.reason = r
+}
+
 // Done reports whether the level is over: nothing in flight, and nothing that could
 // still be sent.
 func (d *Dispatch) Done() bool {
@@ -216,8 +235,8 @@ func (d *Dispatch) Done() bool {
 // InFlight is the number of requests sent and not yet finished.
 func (d *Dispatch) InFlight() int { return d.inflight }
 
-// Reason is why the level stopped sending: its plan's reason, or EndDuration when the
-// level's time ran out on requests waiting for a slot.
+// Reason is why the level stopped sending: its plan's reason, EndDuration when the
+// level's time ran out on requests waiting for a slot, or a stopping rule's (stop.go).
 func (d *Dispatch) Reason() EndReason {
 	switch {
 	case d.reason != "":
@@ -263,13 +282,19 @@ func (d *Dispatch) send(s Send, out func(Send)) {
 	out(s)
 }
 
-// dispatch sends s now, or queues it behind earlier ones when the cap is reached.
-func (d *Dispatch) dispatch(s Send, out func(Send)) {
+// dispatch sends s, an arrival, now, or queues it behind earlier ones when the cap is
+// reached; it reports whether the over-saturation rule then stopped the level.
+func (d *Dispatch) dispatch(s Send, out func(Send)) (stopped bool) {
 	if d.cap > 0 && d.inflight >= d.cap {
 		d.queue = append(d.queue, s)
-		return
+	} else {
+		d.send(s, out)
 	}
-	d.send(s, out)
+	if r := d.rules.arrived(d.inflight + d.queued()); r != "" {
+		d.halt(r)
+		return true
+	}
+	return false
 }
 
 // closedNext gives a closed-loop slot that freed at now its next request, if the level
