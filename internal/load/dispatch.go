@@ -169,15 +169,14 @@ func (d *Dispatch) Due(now time.Duration, out func(Send)) {
 }
 
 // Finished is told that s finished (failed says whether it failed) and its slot freed at
-// now; done is its recorded end, from which a next turn's think time counts, and ttft
-// when its first token came after it was due (negative: none). It returns what that
-// sends now: a closed loop's next request, a request that waited for the slot.
-func (d *Dispatch) Finished(s *Send, failed bool, done, ttft, now time.Duration, out func(Send)) {
+// now; done is its recorded end, from which a next turn's think time counts. It returns
+// what that sends now: a closed loop's next request, a request that waited for the slot.
+func (d *Dispatch) Finished(s *Send, failed bool, done, now time.Duration, out func(Send)) {
 	d.inflight--
 	if d.interrupted {
 		return
 	}
-	if r := d.rules.finished(failed, ttft); r != "" {
+	if r := d.rules.finished(failed); r != "" {
 		d.halt(r)
 		return
 	}

@@ -124,7 +124,6 @@ type finished struct {
 	send   *Send
 	failed bool
 	done   time.Duration // its recorded end, from the level's start
-	ttft   time.Duration // first token after it was due; negative: none
 	freed  time.Duration // when its slot freed, from the level's start
 }
 
@@ -148,14 +147,14 @@ func (r *runner) loop(ctx context.Context, d *Dispatch) EndReason {
 		}
 		select {
 		case f := <-r.finished:
-			d.Finished(f.send, f.failed, f.done, f.ttft, f.freed, launch)
+			d.Finished(f.send, f.failed, f.done, f.freed, launch)
 		case <-due:
 			d.Due(time.Since(r.levelStart), launch)
 		case <-ctx.Done():
 			d.Interrupt()
 			for d.InFlight() > 0 { // they see ctx cancelled, and end soon
 				f := <-r.finished
-				d.Finished(f.send, f.failed, f.done, f.ttft, f.freed, func(Send) {})
+				d.Finished(f.send, f.failed, f.done, f.freed, func(Send) {})
 			}
 			return EndInterrupted
 		}
@@ -170,7 +169,7 @@ func (r *runner) launch(ctx context.Context, s Send) {
 	go func() {
 		defer r.wg.Done()
 		freed := r.send(ctx, rec, s.Request)
-		r.finished <- finished{send: &s, failed: rec.Error != nil, done: rec.Done - r.levelOff, ttft: firstTokenLag(rec), freed: freed.Sub(r.levelStart)}
+		r.finished <- finished{send: &s, failed: rec.Error != nil, done: rec.Done - r.levelOff, freed: freed.Sub(r.levelStart)}
 		r.report(rec)
 	}()
 }
@@ -197,14 +196,6 @@ func (r *runner) report(rec *record.Record) {
 	if p := r.lvl.Progress; p != nil {
 		p.done.Add(1)
 	}
-}
-
-// firstTokenLag is rec's first token after its due time; negative when it has none.
-func firstTokenLag(rec *record.Record) time.Duration {
-	if f, ok := rec.FirstToken(); ok {
-		return f - rec.Scheduled
-	}
-	return -1
 }
 
 // lookahead is how many requests are built ahead of their due times, so that a slow
