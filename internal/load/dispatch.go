@@ -49,6 +49,7 @@ type Send struct {
 	Request   workload.Request
 	turn      Turn // multi-turn levels
 	multi     bool
+	repeat    int // Level.Repeat
 }
 
 // NewDispatch plans a validated level; first is the source's request 0, which says what
@@ -75,11 +76,11 @@ func NewDispatch(lvl Level, src workload.Source, first workload.Request) *Dispat
 	return d
 }
 
-// Record is a new record of s with the dispatcher's fields set: level, index, warm-up
+// Record is a new record of s with the dispatcher's fields set: level, index, repeat, warm-up
 // mark, intended input tokens and, in a multi-turn level, conversation and turn. scheduled
 // is s's due time on the run's timeline.
 func (s *Send) Record(level int, scheduled time.Duration) *record.Record {
-	rec := &record.Record{Level: level, Index: s.Index, Warmup: s.Warmup,
+	rec := &record.Record{Level: level, Index: s.Index, Warmup: s.Warmup, Repeat: s.repeat,
 		Scheduled: scheduled.Truncate(time.Microsecond), InputTokens: s.Request.InputTokens}
 	if s.multi {
 		rec.Conversation, rec.Turn = s.turn.Conversation, s.turn.Turn+1
@@ -275,6 +276,7 @@ func (d *Dispatch) request(i int) workload.Request {
 // send hands s out and counts it in flight.
 func (d *Dispatch) send(s Send, out func(Send)) {
 	d.inflight++
+	s.repeat = d.lvl.Repeat
 	if s.multi {
 		d.turns[s.Index] = s.turn
 	}

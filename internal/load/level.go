@@ -42,6 +42,10 @@ type Level struct {
 	MaxErrorRate     float64
 	DetectSaturation bool
 
+	// Repeat is the 1-based run of a level repeated (--repeat), set on its records; 0 for
+	// a level run once. Each run has a Seed (and a workload) of its own.
+	Repeat int
+
 	// Shard I of Shards (0 or 1 = unsharded) runs a disjoint, deterministic slice of the
 	// level so that the union of all shards is the unsharded level: in an open loop, the
 	// requests i with i % Shards == Shard of the full plan, at the full plan's due times (so
@@ -126,6 +130,9 @@ func (l Level) Validate() error {
 	}
 	if !(l.MaxErrorRate >= 0 && l.MaxErrorRate < 1) {
 		add("max error rate %g is not a fraction in [0, 1)", l.MaxErrorRate)
+	}
+	if l.Repeat < 0 {
+		add("repeat %d is negative", l.Repeat)
 	}
 	if l.Requests < 0 {
 		add("requests %d is negative", l.Requests)

@@ -33,6 +33,7 @@ import (
 //	                                                         prefill, output_tokens, decode, queue, total
 //	          [uvarint(phase set) uvarint(phase)...]         flags&hasPhases, in PhaseSet order
 //	          [string(kind) uvarint(status) string(message) uvarint(retry_after)]  flags&hasError
+//	          [uvarint(repeat)]                              flags&hasRepeat (--repeat)
 //	string  = uvarint(len) bytes
 //
 // Event times are µs deltas, each event's from the one before (the first's from sent), and
@@ -98,6 +99,7 @@ const (
 	cfServer
 	cfPhases
 	cfError
+	cfRepeat
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -120,6 +122,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfServer, r.Server != nil)
 	set(cfPhases, r.Phases != nil && r.Phases.Has != 0)
 	set(cfError, r.Error != nil)
+	set(cfRepeat, r.Repeat > 0)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -189,6 +192,9 @@ func AppendCompact(b []byte, r *Record) []byte {
 		b = binary.AppendUvarint(b, uint64(max(er.Status, 0)))
 		b = appendBytes(b, er.Message)
 		b = binary.AppendUvarint(b, uint64(max(us(er.RetryAfter), 0)))
+	}
+	if r.Repeat > 0 {
+		b = binary.AppendUvarint(b, uint64(r.Repeat))
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -371,6 +377,9 @@ func decodeCompact(p []byte, r *Record) error {
 	if flags&cfError != 0 {
 		r.Error = &Error{Kind: c.str(), Status: c.int("status"), Message: c.str()}
 		r.Error.RetryAfter = c.micros(int64(min(c.uvarint(), math.MaxInt64)))
+	}
+	if flags&cfRepeat != 0 {
+		r.Repeat = c.int("repeat")
 	}
 	if c.err == nil && len(c.b) > 0 {
 		c.fail("%d bytes after the record", len(c.b))

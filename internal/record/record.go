@@ -61,6 +61,10 @@ type Record struct {
 	Conversation int
 	Turn         int
 
+	// Repeat is the 1-based run of a level repeated with --repeat (each run with seeds of
+	// its own); 0 for a level run once, whose records.jsonl line omits it.
+	Repeat int
+
 	Scheduled time.Duration // when the plan wanted it sent
 	Sent      time.Duration // just before the request was written
 	Done      time.Duration // stream closed or request failed
