@@ -1,6 +1,6 @@
 package load
 
-import "math"
+import "github.com/llmbench/llmbench/internal/metrics"
 
 // Stopping rules: besides its length, a level can be stopped early by what its requests
 // show. They are written here once, clock-free, and consulted by Dispatch, so Run and
@@ -125,13 +125,6 @@ type series struct {
 
 const maxMarks = 4096
 
-// saturationBatches is how many batch means a trend is fitted through, and saturationT the
-// one-sided 99.9% point of Student's t with saturationBatches − 2 = 6 degrees of freedom.
-const (
-	saturationBatches = 8
-	saturationT       = 5.208
-)
-
 // add appends v; it reports whether the series is due for a test.
 func (s *series) add(v float64) bool {
 	if s.stride == 0 {
@@ -168,41 +161,18 @@ func (s *series) trend() (trendResult, bool) {
 		j++
 	}
 	pts := s.marks[j:]
-	if s.n < SaturationMinimum || len(pts) < 4*saturationBatches {
+	if s.n < SaturationMinimum || len(pts) < 4*metrics.TrendBatches {
 		return trendResult{}, false
 	}
-	var m [saturationBatches]float64
+	var m [metrics.TrendBatches]float64
 	for k := range m {
-		lo, hi := k*len(pts)/saturationBatches, (k+1)*len(pts)/saturationBatches
+		lo, hi := k*len(pts)/metrics.TrendBatches, (k+1)*len(pts)/metrics.TrendBatches
 		for _, v := range pts[lo:hi] {
 			m[k] += v
 		}
 		m[k] /= float64(hi - lo)
 	}
-	slope, se := lineFit(m[:])
-	r := trendResult{n: s.n - half, growth: slope * saturationBatches}
-	return r, slope > 0 && (se == 0 || slope/se > saturationT)
-}
-
-// lineFit is the least-squares slope of ys against 0, 1, 2, ... and its standard error.
-func lineFit(ys []float64) (slope, se float64) {
-	n := float64(len(ys))
-	xm := (n - 1) / 2
-	var ym, sxx, sxy float64
-	for _, y := range ys {
-		ym += y
-	}
-	ym /= n
-	for i, y := range ys {
-		dx := float64(i) - xm
-		sxx += dx * dx
-		sxy += dx * (y - ym)
-	}
-	slope = sxy / sxx
-	var rss float64
-	for i, y := range ys {
-		r := y - ym - slope*(float64(i)-xm)
-		rss += r * r
-	}
-	return slope, math.Sqrt(rss / (n - 2) / sxx)
+	slope, se := metrics.LineFit(m[:])
+	r := trendResult{n: s.n - half, growth: slope * metrics.TrendBatches}
+	return r, slope > 0 && (se == 0 || slope/se > metrics.TrendT)
 }

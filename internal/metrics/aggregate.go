@@ -107,6 +107,10 @@ type Level struct {
 	// Turns breaks a multi-turn level down by turn (turns.go); absent for a single-turn one.
 	Turns []TurnStats `json:"turns,omitempty"`
 
+	// SteadyState is the window where the level was stationary, with its figures over it
+	// (steady.go); null when the level measured nothing.
+	SteadyState *SteadyState `json:"steady_state"`
+
 	// Dists are the exact distributions behind Metrics and ReadLag (by registry key), for
 	// CDFs and significance tests; not serialised.
 	Dists map[string]*Dist `json:"-"`
