@@ -11,7 +11,8 @@ import "github.com/llmbench/llmbench/internal/metrics"
 // once at least ErrorMinimum have finished, the level stops when more than F of the window
 // failed (any error, canceled included). End reason EndMaxErrorRate.
 //
-// Over-saturation (Level.DetectSaturation, open loop only): a server that cannot keep up
+// Over-saturation (Level.DetectSaturation, an open loop at a rate; a replayed trace, whose
+// own rate varies, is replayed whole): a server that cannot keep up
 // has a backlog — requests due and not finished: in flight, plus those waiting for a slot
 // under MaxConcurrency — that grows without bound; one that keeps up has a backlog that
 // wanders around a mean (a batching server's wanders widely and slowly: its batch follows

@@ -42,6 +42,10 @@ type Load struct {
 	Cooldown       string         `json:"cooldown,omitempty"`
 	Shard          string         `json:"shard,omitempty"` // I/N (--shard)
 	StartAt        string         `json:"start_at,omitempty"`
+	// Stopping rules and repeats (--max-error-rate, --stop-on-saturation, --repeat).
+	MaxErrorRate     float64 `json:"max_error_rate,omitempty"`
+	StopOnSaturation bool    `json:"stop_on_saturation,omitempty"`
+	Repeat           int     `json:"repeat,omitempty"`
 	SimProfile     string         `json:"sim_profile,omitempty"`
 	Timeout        string         `json:"timeout,omitempty"`
 	IdleTimeout    string         `json:"idle_timeout,omitempty"`
@@ -95,6 +99,10 @@ type Run struct {
 	Search    string       // "", "concurrency" or "rate"
 	SearchMax float64
 	StartAt   time.Time
+	// Repeat runs each level that many times; StopOnSaturation ends the ladder at an
+	// oversaturated level (Base.MaxErrorRate is the error-rate limit).
+	Repeat           int
+	StopOnSaturation bool
 	// Target settings.
 	SimProfile           string
 	Timeout, IdleTimeout time.Duration
@@ -119,7 +127,11 @@ func (r Run) load() Load {
 	l := Load{Mode: ModeSimulate, Search: r.Search, Requests: r.Requests,
 		Duration: durString(b.Duration), Warmup: b.Warmup, WarmupTime: durString(b.WarmupTime),
 		Cooldown: durString(b.Cooldown), MaxConcurrency: b.MaxConcurrency, IgnoreEOS: r.IgnoreEOS,
-		Insecure: r.Insecure, HTTP2: r.HTTP2, ReadStamps: r.ReadStamps, ExtraBody: r.ExtraBody}
+		Insecure: r.Insecure, HTTP2: r.HTTP2, ReadStamps: r.ReadStamps, ExtraBody: r.ExtraBody,
+		MaxErrorRate: b.MaxErrorRate, StopOnSaturation: r.StopOnSaturation}
+	if r.Repeat > 1 {
+		l.Repeat = r.Repeat
+	}
 	if r.Live {
 		l.Mode = ModeRun
 	}
