@@ -69,7 +69,7 @@ func NewDispatch(lvl Level, src workload.Source, first workload.Request) *Dispat
 		d.closed = NewClosedLoop(lvl)
 	default:
 		d.open = newOpenLoop(lvl, src, first)
-		d.first = nil // the plan took it
+		d.first = nil                              // the plan took it
 		d.rules.sat = d.rules.sat && !d.open.trace // a trace's own rate varies: it is replayed whole
 		d.cap = lvl.ShardMaxConcurrency()
 		d.next, d.has = d.open.Next()

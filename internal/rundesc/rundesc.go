@@ -29,33 +29,33 @@ const (
 
 // Load is summary.json's "load": the levels and the settings that shaped the requests.
 type Load struct {
-	Mode           Mode           `json:"mode"`
-	Levels         []Level        `json:"levels"` // the planned ladder; null for a search
-	Search         string         `json:"search,omitempty"`
-	SearchMax      float64        `json:"search_max,omitempty"`
-	Arrival        string         `json:"arrival,omitempty"`
-	MaxConcurrency int            `json:"max_concurrency,omitempty"`
-	Requests       int            `json:"requests,omitempty"`
-	Duration       string         `json:"duration,omitempty"`
-	Warmup         int            `json:"warmup,omitempty"`
-	WarmupTime     string         `json:"warmup_time,omitempty"`
-	Cooldown       string         `json:"cooldown,omitempty"`
-	Shard          string         `json:"shard,omitempty"` // I/N (--shard)
-	StartAt        string         `json:"start_at,omitempty"`
+	Mode           Mode    `json:"mode"`
+	Levels         []Level `json:"levels"` // the planned ladder; null for a search
+	Search         string  `json:"search,omitempty"`
+	SearchMax      float64 `json:"search_max,omitempty"`
+	Arrival        string  `json:"arrival,omitempty"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	Requests       int     `json:"requests,omitempty"`
+	Duration       string  `json:"duration,omitempty"`
+	Warmup         int     `json:"warmup,omitempty"`
+	WarmupTime     string  `json:"warmup_time,omitempty"`
+	Cooldown       string  `json:"cooldown,omitempty"`
+	Shard          string  `json:"shard,omitempty"` // I/N (--shard)
+	StartAt        string  `json:"start_at,omitempty"`
 	// Stopping rules and repeats (--max-error-rate, --stop-on-saturation, --repeat).
-	MaxErrorRate     float64 `json:"max_error_rate,omitempty"`
-	StopOnSaturation bool    `json:"stop_on_saturation,omitempty"`
-	Repeat           int     `json:"repeat,omitempty"`
-	SimProfile     string         `json:"sim_profile,omitempty"`
-	Timeout        string         `json:"timeout,omitempty"`
-	IdleTimeout    string         `json:"idle_timeout,omitempty"`
-	IgnoreEOS      bool           `json:"ignore_eos"`
-	Insecure       bool           `json:"insecure_tls,omitempty"`
-	HTTP2          bool           `json:"http2,omitempty"`
-	ReadStamps     bool           `json:"read_stamps,omitempty"` // events timed at read, not kernel receive
-	KeepAlive      *bool          `json:"keep_alive,omitempty"`  // run: whether connections were reused
-	Headers        []string       `json:"headers,omitempty"`
-	ExtraBody      map[string]any `json:"extra_body,omitempty"`
+	MaxErrorRate     float64        `json:"max_error_rate,omitempty"`
+	StopOnSaturation bool           `json:"stop_on_saturation,omitempty"`
+	Repeat           int            `json:"repeat,omitempty"`
+	SimProfile       string         `json:"sim_profile,omitempty"`
+	Timeout          string         `json:"timeout,omitempty"`
+	IdleTimeout      string         `json:"idle_timeout,omitempty"`
+	IgnoreEOS        bool           `json:"ignore_eos"`
+	Insecure         bool           `json:"insecure_tls,omitempty"`
+	HTTP2            bool           `json:"http2,omitempty"`
+	ReadStamps       bool           `json:"read_stamps,omitempty"` // events timed at read, not kernel receive
+	KeepAlive        *bool          `json:"keep_alive,omitempty"`  // run: whether connections were reused
+	Headers          []string       `json:"headers,omitempty"`
+	ExtraBody        map[string]any `json:"extra_body,omitempty"`
 	// A merged run (llmbench merge): the shards it holds and what merge warned about.
 	MergedShards  []string `json:"merged_shards,omitempty"`
 	MergeWarnings []string `json:"merge_warnings,omitempty"`
