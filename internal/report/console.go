@@ -465,6 +465,12 @@ func consoleLadder(w *bufio.Writer, s *Summary) {
 		if s.SLOLimit != nil && s.SLOLimit.Index == i {
 			marks = append(marks, "<- SLO limit")
 		}
+		switch l.EndReason {
+		case EndOversaturated:
+			marks = append(marks, "<- oversaturated")
+		case EndMaxErrorRate:
+			marks = append(marks, "<- errors")
+		}
 		m := func(key string) metrics.Stats { return l.Metrics.Stat(key) }
 		ttft, tpot, itl, e2el := m(metrics.KeyTTFT), m(metrics.KeyTPOT), m(metrics.KeyITL), m(metrics.KeyE2EL)
 		t.AppendRow(table.Row{i, load, strconv.FormatFloat(l.RequestThroughput, 'f', 2, 64), strconv.FormatFloat(l.OutputThroughput, 'f', 1, 64),
@@ -496,6 +502,25 @@ func consoleLadder(w *bufio.Writer, s *Summary) {
 	pickLine("Sweet spot: ", s.SweetSpot, noSpot)
 	if judged {
 		pickLine("SLO limit:  ", s.SLOLimit, "none: no level meets the SLOs")
+	}
+	var unsteady []string
+	perSlot := false
+	for i, l := range s.Levels {
+		if ss := l.SteadyState; ss != nil && !ss.Reached {
+			unsteady = append(unsteady, strconv.Itoa(i))
+			perSlot = perSlot || strings.HasPrefix(ss.Reason, "too few requests per slot")
+		}
+	}
+	if len(unsteady) > 0 {
+		advice := "run each level longer (--requests, --duration)"
+		if perSlot {
+			advice = fmt.Sprintf("give each level at least %d requests per slot (--requests) for figures to rely on", 4*metrics.MinRequestsPerSlot)
+		}
+		which := "level " + unsteady[0]
+		if len(unsteady) > 1 {
+			which = "levels " + strings.Join(unsteady, ", ")
+		}
+		w.WriteString(fmt.Sprintf("Not steady: %s never reached a steady state (see each level's block): a quick look; %s\n", which, advice))
 	}
 }
 
