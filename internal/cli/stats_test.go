@@ -172,3 +172,47 @@ func TestRepeatSummary(t *testing.T) {
 	}
 	check(summaryMap(t, out))
 }
+
+// compare of two repeated runs tests across runs, and says so.
+func TestCompareAcrossRuns(t *testing.T) {
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	for i, in := range []string{"512", "2048"} {
+		if code, _, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook", "--rate", "5", "--requests", "100",
+			"--input-tokens", in, "--output-tokens", "normal:100:30", "--repeat", "3", "--output-dir", dirs[i]); code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+	}
+	code, stdout, stderr := runCLI(t, context.Background(), "compare", dirs[0], dirs[1], "--format", "json")
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s", code, stderr)
+	}
+	var c struct {
+		AcrossRuns bool `json:"across_runs"`
+		Levels     []struct {
+			Figures []struct {
+				Name        string `json:"name"`
+				Test        string `json:"test"`
+				Significant *bool  `json:"significant"`
+			} `json:"figures"`
+		} `json:"levels"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if !c.AcrossRuns || len(c.Levels) != 1 {
+		t.Fatalf("comparison %+v", c)
+	}
+	tested := map[string]string{}
+	for _, f := range c.Levels[0].Figures {
+		tested[f.Name] = f.Test
+		if f.Name == "TTFT P50 (ms)" && (f.Significant == nil || !*f.Significant) {
+			t.Errorf("TTFT with 4× the prompt not beyond noise across runs: %+v", f)
+		}
+	}
+	if tested["output throughput (tok/s)"] != "welch_across_runs" || tested["TTFT P50 (ms)"] != "welch_across_runs" {
+		t.Errorf("tests %v", tested)
+	}
+	if _, text, _ := runCLI(t, context.Background(), "compare", dirs[0], dirs[1]); !strings.Contains(text, "Welch") {
+		t.Errorf("the table does not say how it tested:\n%s", text)
+	}
+}

@@ -264,3 +264,68 @@ func (a *AcrossRuns) UnmarshalJSON(data []byte) error {
 	}
 	return nil
 }
+
+// WelchP is the two-sided p-value of Welch's t-test that the figures behind two
+// across-runs intervals have the same expectation (unequal variances, Welch–Satterthwaite
+// degrees of freedom). NaN when either side has fewer than two runs.
+func WelchP(a, b Interval) float64 {
+	if a.N < 2 || b.N < 2 || math.IsNaN(a.Std) || math.IsNaN(b.Std) {
+		return math.NaN()
+	}
+	va, vb := a.Std*a.Std/float64(a.N), b.Std*b.Std/float64(b.N)
+	if va+vb == 0 {
+		if a.Mean == b.Mean {
+			return 1
+		}
+		return 0
+	}
+	t := (b.Mean - a.Mean) / math.Sqrt(va+vb)
+	df := (va + vb) * (va + vb) / (va*va/float64(a.N-1) + vb*vb/float64(b.N-1))
+	return regIncBeta(df/2, 0.5, df/(df+t*t))
+}
+
+// regIncBeta is the regularized incomplete beta function I_x(a, b), by its continued
+// fraction (Lentz's method; Numerical Recipes §6.4).
+func regIncBeta(a, b, x float64) float64 {
+	switch {
+	case x <= 0:
+		return 0
+	case x >= 1:
+		return 1
+	}
+	la, _ := math.Lgamma(a + b)
+	lb, _ := math.Lgamma(a)
+	lc, _ := math.Lgamma(b)
+	front := math.Exp(la - lb - lc + a*math.Log(x) + b*math.Log1p(-x))
+	if x > (a+1)/(a+b+2) {
+		return 1 - regIncBeta(b, a, 1-x)
+	}
+	const tiny = 1e-300
+	f, c, d := 1.0, 1.0, 0.0
+	for i := 0; i <= 300; i++ {
+		m := float64(i / 2)
+		var num float64
+		switch {
+		case i == 0:
+			num = 1
+		case i%2 == 0:
+			num = m * (b - m) * x / ((a + 2*m - 1) * (a + 2*m))
+		default:
+			num = -(a + m) * (a + b + m) * x / ((a + 2*m) * (a + 2*m + 1))
+		}
+		d = 1 + num*d
+		if math.Abs(d) < tiny {
+			d = tiny
+		}
+		d = 1 / d
+		c = 1 + num/c
+		if math.Abs(c) < tiny {
+			c = tiny
+		}
+		f *= c * d
+		if math.Abs(1-c*d) < 1e-14 {
+			break
+		}
+	}
+	return front * (f - 1) / a
+}

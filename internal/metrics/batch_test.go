@@ -100,3 +100,23 @@ func TestTQuantile975(t *testing.T) {
 	}
 	_ = record.KindTimeout
 }
+
+// Welch's test against values from a direct numerical integration of Student's t density
+// (Simpson's rule, h = 0.01) at the Welch–Satterthwaite degrees of freedom.
+func TestWelchP(t *testing.T) {
+	for _, c := range []struct {
+		a, b Interval
+		want float64
+	}{
+		{Interval{Mean: 10, Std: 1, N: 5}, Interval{Mean: 12, Std: 1.5, N: 5}, 0.042314},
+		{Interval{Mean: 100, Std: 10, N: 3}, Interval{Mean: 101, Std: 12, N: 4}, 0.909206},
+		{Interval{Mean: 1, Std: 0, N: 3}, Interval{Mean: 1, Std: 0, N: 3}, 1},
+	} {
+		if got := WelchP(c.a, c.b); math.Abs(got-c.want) > 1e-4 {
+			t.Errorf("WelchP(%+v, %+v) = %.6f, want %.6f", c.a, c.b, got, c.want)
+		}
+	}
+	if !math.IsNaN(WelchP(Interval{N: 1}, Interval{N: 3, Std: 1})) {
+		t.Error("one run: no test")
+	}
+}
