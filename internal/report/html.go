@@ -343,7 +343,7 @@ func buildView(sum map[string]any) *view {
 				case c == "count":
 					r.Cells = append(r.Cells, cell{Text: fmtCount(num(st[c]))})
 				case strings.HasPrefix(c, "p"):
-					r.Cells = append(r.Cells, percentileCell(mets, mt.key, c))
+					r.Cells = append(r.Cells, acrossRunsCell(lm, mt.key, c, percentileCell(mets, mt.key, c)))
 				default:
 					r.Cells = append(r.Cells, cell{Text: fmtNum(num(st[c]))})
 				}
@@ -518,7 +518,27 @@ func percentileCell(mets map[string]any, metric, p string) cell {
 		return c
 	}
 	c.Title = "95% CI " + fmtNum(lo) + " – " + fmtNum(hi) + " ms"
+	if m, _ := st["ci_method"].(map[string]any); m[p] == "batch_means" {
+		c.Title += " (batch means: holds for correlated requests)"
+	} else if m[p] == "order_statistics" {
+		c.Title += " (order statistics: assumes independent requests)"
+	}
 	return c
+}
+
+// acrossRunsCell shows a repeated level's percentile as the mean of its runs ± the
+// half-width of their t-distribution 95% interval (levels[i].across_runs); c otherwise.
+func acrossRunsCell(lm map[string]any, metric, p string, c cell) cell {
+	ar, _ := lm["across_runs"].(map[string]any)
+	by, _ := ar[metric].(map[string]any)
+	iv, _ := by[p].(map[string]any)
+	pair, _ := iv["ci95"].([]any)
+	if len(pair) != 2 || math.IsNaN(num(iv["mean"])) || math.IsNaN(num(pair[0])) {
+		return c
+	}
+	half := (num(pair[1]) - num(pair[0])) / 2
+	return cell{Text: fmtNum(num(iv["mean"])) + " ± " + fmtNum(half),
+		Title: "mean of " + fmtCount(num(iv["n"])) + " runs ± the half-width of its t-distribution 95% interval; every run pooled: " + c.Text + " ms"}
 }
 
 func verdictCell(slo map[string]any, pass bool) (cell, string) {
