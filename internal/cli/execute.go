@@ -216,6 +216,7 @@ func (r *levelLoop) run(lvl load.Level) (*report.Level, error) {
 	l.RunSeeds = seeds
 	l.Server = server
 	r.sum.Levels = append(r.sum.Levels, l)
+	r.sum.Judge() // the picks and what a stop means for the level, as the summary will say them
 	if r.cfg.connStats != nil {
 		st := r.cfg.connStats()
 		r.sum.Target.ClosesConnections, r.sum.Target.ClosedConnections = st.ClosesConnections, st.ClosedConnections

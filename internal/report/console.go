@@ -506,7 +506,7 @@ func consoleLadder(w *bufio.Writer, s *Summary) {
 	var unsteady []string
 	perSlot := false
 	for i, l := range s.Levels {
-		if ss := l.SteadyState; ss != nil && !ss.Reached {
+		if ss := l.SteadyState; ss != nil && !ss.Reached && l.EndReason != EndOversaturated {
 			unsteady = append(unsteady, strconv.Itoa(i))
 			perSlot = perSlot || strings.HasPrefix(ss.Reason, "too few requests per slot")
 		}

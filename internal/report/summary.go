@@ -161,12 +161,18 @@ func (s *Summary) Judge() {
 		s.Schema = SchemaV3
 	}
 	s.Oversaturated = nil
-	for i, l := range s.Levels {
-		if l.EndReason == EndOversaturated {
+	for i := range s.Levels {
+		l := &s.Levels[i]
+		if l.EndReason != EndOversaturated {
+			continue
+		}
+		if s.Oversaturated == nil {
 			s.Oversaturated = &metrics.Pick{Index: i, Concurrency: l.Concurrency, Rate: l.Rate,
 				Reason: "the server could not keep up with this rate (backlog growing: docs/metrics.md)"}
-			break
 		}
+		// Whatever its length, an oversaturated level had no steady state to find.
+		l.SteadyState = &metrics.SteadyState{Reason: "oversaturated: the server could not keep up with the rate, so the level was stopped",
+			Advice: "lower the rate (this one is past the server's capacity)"}
 	}
 	var lv []metrics.Level
 	var loads []metrics.Load
