@@ -21,22 +21,13 @@ type Interval struct {
 // MarshalJSON writes {mean, std, ci95: [lo, hi], n}, undefined figures as null.
 func (iv Interval) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
-	num := func(v float64) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			b.WriteString("null")
-			return
-		}
-		b.Write(strconv.AppendFloat(nil, v, 'g', -1, 64))
-	}
 	b.WriteString(`{"mean":`)
-	num(iv.Mean)
+	writeJSONNum(&b, iv.Mean)
 	b.WriteString(`,"std":`)
-	num(iv.Std)
-	b.WriteString(`,"ci95":[`)
-	num(iv.Lo)
-	b.WriteByte(',')
-	num(iv.Hi)
-	fmt.Fprintf(&b, `],"n":%d}`, iv.N)
+	writeJSONNum(&b, iv.Std)
+	b.WriteString(`,"ci95":`)
+	writeJSONPair(&b, iv.Lo, iv.Hi)
+	fmt.Fprintf(&b, `,"n":%d}`, iv.N)
 	return b.Bytes(), nil
 }
 

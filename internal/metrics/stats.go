@@ -238,13 +238,7 @@ func binomCDF(n int64, q float64) func(k int64) float64 {
 // Undefined figures (no samples, unbounded CI sides) are null.
 func (s Stats) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
-	num := func(v float64) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			b.WriteString("null")
-			return
-		}
-		b.Write(strconv.AppendFloat(nil, v, 'g', -1, 64))
-	}
+	num := func(v float64) { writeJSONNum(&b, v) }
 	b.WriteString(`{"count":`)
 	b.WriteString(strconv.Itoa(s.Count))
 	for _, f := range []struct {
@@ -262,20 +256,14 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	b.WriteString(`,"ci95":{`)
 	sep := ""
 	if hasMean {
-		b.WriteString(`"mean":[`)
-		num(s.MeanLo)
-		b.WriteByte(',')
-		num(s.MeanHi)
-		b.WriteByte(']')
+		b.WriteString(`"mean":`)
+		writeJSONPair(&b, s.MeanLo, s.MeanHi)
 		sep = ","
 	}
 	for _, p := range s.Percentiles {
-		fmt.Fprintf(&b, "%s%q:[", sep, Key(p.P))
+		fmt.Fprintf(&b, "%s%q:", sep, Key(p.P))
 		sep = ","
-		num(p.Lo)
-		b.WriteByte(',')
-		num(p.Hi)
-		b.WriteByte(']')
+		writeJSONPair(&b, p.Lo, p.Hi)
 	}
 	b.WriteString(`},"ci_method":{`)
 	sep = ""
@@ -294,6 +282,24 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	b.Write(u)
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// writeJSONNum writes v as a JSON number, null when it is undefined (NaN, ±Inf).
+func writeJSONNum(b *bytes.Buffer, v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		b.WriteString("null")
+		return
+	}
+	b.Write(strconv.AppendFloat(nil, v, 'g', -1, 64))
+}
+
+// writeJSONPair writes [lo,hi].
+func writeJSONPair(b *bytes.Buffer, lo, hi float64) {
+	b.WriteByte('[')
+	writeJSONNum(b, lo)
+	b.WriteByte(',')
+	writeJSONNum(b, hi)
+	b.WriteByte(']')
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
