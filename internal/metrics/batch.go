@@ -19,7 +19,7 @@ import "math"
 // is a 95% interval, centred on the whole sample's estimate θ. llmbench cuts the level's
 // time buckets (window.go, by done time) into BatchCount batches of about equal sample
 // counts. An interval by batch means needs at least MinBatches batches, each with enough
-// samples for its own estimate: 2 for a mean, ⌈5 / min(q, 1 − q)⌉ for the q-quantile (10
+// samples for its own estimate: 10 for a mean, ⌈5 / min(q, 1 − q)⌉ for the q-quantile (10
 // for P50, 50 for P90, 500 for P99), so that each batch's percentile is not simply its
 // extreme. Where that does not hold (short levels, far tails), the percentile keeps the
 // order-statistics interval — exact for independent samples, and the best the sample can
@@ -33,8 +33,7 @@ const (
 const (
 	MethodBatchMeans       = "batch_means"
 	MethodOrderStatistics  = "order_statistics"
-	methodNone             = ""
-	minBatchSamplesForMean = 2
+	minBatchSamplesForMean = 10
 )
 
 // batchDists merges the buckets' distributions of metric i into about BatchCount batches

@@ -327,7 +327,11 @@ func (b *consoleBlock) stats(title, short string, st *metrics.Stats, opts Consol
 		b.line(fmt.Sprintf("Mean %s (ms):", short), "n/a", "(no samples)")
 		return
 	}
-	b.line(fmt.Sprintf("Mean %s (ms):", short), consoleFloat(st.Mean))
+	mean := ""
+	if st.MeanMethod != "" && !math.IsNaN(st.MeanLo) {
+		mean = ciNote(st.MeanLo, st.MeanHi, st.MeanMethod)
+	}
+	b.line(fmt.Sprintf("Mean %s (ms):", short), consoleFloat(st.Mean), mean)
 	if p, ok := st.Get(50); ok {
 		b.pct(fmt.Sprintf("Median %s (ms):", short), p, st.Count)
 	}
@@ -382,8 +386,20 @@ func (b *consoleBlock) pct(label string, p metrics.Percentile, n int) {
 	if !p.Reliable() {
 		flag = fmt.Sprintf("(low n: %d samples)", n)
 		b.note = true
+	} else {
+		flag = ciNote(p.Lo, p.Hi, p.Method)
 	}
 	b.line(label, consoleFloat(p.Value), flag)
+}
+
+// ciNote is a figure's 95% interval as a level block prints it; an order-statistics one
+// holds only for independent requests, and says so.
+func ciNote(lo, hi float64, method string) string {
+	s := "(95% CI " + consoleFloat(lo) + "-" + consoleFloat(hi)
+	if method != metrics.MethodBatchMeans {
+		s += " if independent"
+	}
+	return s + ")"
 }
 
 // consolePercentiles picks the percentile lines after the median.
