@@ -216,3 +216,24 @@ func TestCompareAcrossRuns(t *testing.T) {
 		t.Errorf("the table does not say how it tested:\n%s", text)
 	}
 }
+
+// A rate search cuts its bracket at an oversaturated probe: on the textbook profile, whose
+// TTFT stays flat past capacity (prefill is disaggregated: requests queue for decode), a
+// TTFT SLO alone would pass every rate; the saturation stop finds the capacity (10.23 req/s).
+func TestSearchCutsAtSaturation(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook", "--search", "rate",
+		"--slo", "ttft:p99<=1s", "--duration", "300s", "--input-tokens", "512", "--output-tokens", "100",
+		"--records", "compact", "--output-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	s := summaryMap(t, dir)
+	rate, _ := path(s, "slo_limit", "rate").(float64)
+	if rate < 0.9*10.23 || rate > 10.23 {
+		t.Errorf("slo_limit %v, want within 90-100%% of the capacity 10.23 req/s", s["slo_limit"])
+	}
+	if path(s, "oversaturated") == nil {
+		t.Error("no probe was oversaturated")
+	}
+}

@@ -153,8 +153,9 @@ const (
 	EndMaxErrorRate  = "max_error_rate"
 )
 
-// Judge fills Schema (when empty), SweetSpot and SLOLimit from the levels. Partial levels
-// (cut short by the end of the run) are left out of both picks, since their figures do not
+// Judge fills Schema (when empty), SweetSpot, SLOLimit and Oversaturated from the levels.
+// Partial levels (cut short by the end of the run) and levels a stopping rule ended
+// (oversaturated, max_error_rate) are left out of both picks, since their figures do not
 // describe a steady state; indexes still refer to Levels.
 func (s *Summary) Judge() {
 	if s.Schema == "" {
@@ -178,8 +179,8 @@ func (s *Summary) Judge() {
 	var loads []metrics.Load
 	var idx []int
 	for i, l := range s.Levels {
-		if l.Partial {
-			continue
+		if l.Partial || l.EndReason == EndOversaturated || l.EndReason == EndMaxErrorRate {
+			continue // stopped early: not a steady state to pick
 		}
 		lv = append(lv, l.Level)
 		loads = append(loads, l.Load())
