@@ -53,7 +53,7 @@ func WriteCSV(w io.Writer, s *Summary) error {
 	columns([]*metrics.Metric{readLag})
 	head = append(head, "slo_pass", "errors", "sweet_spot", "slo_limit")
 	columns(csvTail)
-	head = append(head, "retried", "ttft_upper_bound", "error_statuses")
+	head = append(head, "retried", "ttft_upper_bound", "error_statuses", "end_reason", "steady_state", "runs")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
 		return err
@@ -95,6 +95,11 @@ func WriteCSV(w io.Writer, s *Summary) error {
 			stats(st)
 		}
 		row = append(row, strconv.Itoa(l.Retried), strconv.Itoa(l.TTFTUpperBound), csvErrorDetails(l.ErrorDetails))
+		steady := ""
+		if l.SteadyState != nil {
+			steady = strconv.FormatBool(l.SteadyState.Reached)
+		}
+		row = append(row, l.EndReason, steady, csvInt(len(l.Runs)))
 		if err := cw.Write(row); err != nil {
 			return err
 		}
