@@ -12,12 +12,13 @@ import "github.com/llmbench/llmbench/internal/metrics"
 // failed (any error, canceled included). End reason EndMaxErrorRate.
 //
 // Over-saturation (Level.DetectSaturation, an open loop at a rate; a replayed trace, whose
-// own rate varies, is replayed whole): a server that cannot keep up
-// has a backlog — requests due and not finished: in flight, plus those waiting for a slot
-// under MaxConcurrency — that grows without bound; one that keeps up has a backlog that
+// own rate varies, is replayed whole): a server that cannot keep up has a backlog —
+// requests due and not finished: in flight, plus those waiting for a slot under
+// MaxConcurrency — that grows without bound; one that keeps up has a backlog that
 // wanders around a mean (a batching server's wanders widely and slowly: its batch follows
 // the arrivals' bursts, and a bigger batch serves each request more slowly). The backlog is
-// taken at every arrival; every tenth arrival, once SaturationMinimum have arrived, the
+// taken at every arrival (every other one dropped, repeatedly, past 4,096 kept, so memory
+// stays bounded); every tenth kept value, once SaturationMinimum have arrived, the
 // second half of the level so far (from arrival A/2 to arrival A) is cut into 8
 // consecutive batches and a least-squares line fitted through the 8 batch means. The
 // level is oversaturated when all of these hold:
