@@ -51,6 +51,10 @@ type benchConfig struct {
 	searchMax     float64
 	startAt       time.Time
 	shard, shards int
+	// repeat runs each level that many times (--repeat), run r with runSeed(r).
+	repeat           int
+	stopOnSaturation bool
+	maxErrorRate     float64
 
 	workload     workload.Config
 	tokenizer    string
@@ -291,6 +295,17 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	if f.duration > 0 && warmD+f.cooldown >= f.duration {
 		add(fmt.Errorf("--warmup %s plus --cooldown %s leave nothing of --duration %s to measure", warmD, f.cooldown, f.duration))
 	}
+	c.repeat, c.stopOnSaturation = f.repeat, f.stopOnSaturation
+	if f.repeat < 1 {
+		add(fmt.Errorf("--repeat: %d must be at least 1", f.repeat))
+	}
+	if f.repeat > 1 && f.search != "" {
+		add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
+	}
+	c.maxErrorRate, err = parseErrorRate(f.maxErrorRate)
+	if err != nil {
+		add(fmt.Errorf("--max-error-rate: %w", err))
+	}
 	switch f.search {
 	case "":
 	case "concurrency", "rate":
@@ -387,7 +402,8 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		c.defaultLoad = true
 	}
 	base := load.Level{Arrival: arrival, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
-		Warmup: warmN, WarmupTime: warmD, Cooldown: f.cooldown, Shard: c.shard, Shards: c.shards}
+		Warmup: warmN, WarmupTime: warmD, Cooldown: f.cooldown, Shard: c.shard, Shards: c.shards,
+		MaxErrorRate: c.maxErrorRate}
 	c.base, c.requests = base, f.requests
 	for _, n := range concurrency {
 		l := base
@@ -411,10 +427,12 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	return c, nil
 }
 
-// finishLevel numbers a level, seeds it and gives it a default length.
+// finishLevel numbers a level, seeds it and gives it a default length; an open loop
+// watches for over-saturation (load's stopping rules).
 func (c *benchConfig) finishLevel(l load.Level, index, requests int) load.Level {
 	l.Index = index
 	l.Seed = c.seed + int64(index)*7919 // distinct arrivals per level, still fixed by --seed
+	l.DetectSaturation = l.Rate > 0
 	if l.Duration == 0 {
 		l.Requests = requests
 		if l.Requests == 0 {
@@ -422,6 +440,39 @@ func (c *benchConfig) finishLevel(l load.Level, index, requests int) load.Level 
 		}
 	}
 	return l
+}
+
+// repeatSeedStep separates the seeds of a repeated level's runs.
+const repeatSeedStep = 104729
+
+// runSeed is the seed of run r of a repeated level (1-based; 0 for a level run once):
+// run 1 has --seed itself, so it is the run a plain invocation makes.
+func (c *benchConfig) runSeed(r int) int64 {
+	return c.seed + int64(max(r-1, 0))*repeatSeedStep
+}
+
+// forRun is level l as run r of --repeat runs: its arrivals seeded from runSeed(r).
+func (c *benchConfig) forRun(l load.Level, r int) load.Level {
+	if c.repeat > 1 {
+		l.Repeat = r
+		l.Seed = c.runSeed(r) + int64(l.Index)*7919
+	}
+	return l
+}
+
+// parseErrorRate reads --max-error-rate: a fraction in (0, 1) as 0.3 or 30%; "" is 0 (off).
+func parseErrorRate(s string) (float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return 0, nil
+	}
+	v, err := metrics.ParseFraction(s)
+	if err != nil {
+		return 0, err
+	}
+	if v <= 0 || v >= 1 {
+		return 0, fmt.Errorf("%q must be above 0 and below 1 (100%%)", s)
+	}
+	return v, nil
 }
 
 // defaultRequests keeps a default level short but big enough for stable medians.

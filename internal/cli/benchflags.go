@@ -50,6 +50,9 @@ type benchFlags struct {
 	searchMax                  float64
 	shard                      string
 	startAt                    string
+	repeat                     int
+	maxErrorRate               string
+	stopOnSaturation           bool
 
 	// Workload.
 	inputTokens, outputTokens  string
@@ -121,6 +124,9 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.DurationVar(&f.cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded")
 	fs.StringVar(&f.search, "search", "", "find the largest load meeting the percentile SLOs: concurrency or rate")
 	fs.Float64Var(&f.searchMax, "search-max", 0, "upper bound for --search (default 1024 concurrency or 1000 req/s)")
+	fs.IntVar(&f.repeat, "repeat", 1, "run each level N times, each run with seeds of its own (arrivals, prompts, the simulator): figures across runs with t-distribution 95% intervals")
+	fs.StringVar(&f.maxErrorRate, "max-error-rate", "", "stop a level when more than this fraction (0.3) or percentage (30%) of its last 50 finished requests failed, once 20 have; exit code 4 (default: off)")
+	fs.BoolVar(&f.stopOnSaturation, "stop-on-saturation", false, "open loop: end the ladder at the first level stopped as oversaturated (the server cannot keep up: docs/metrics.md)")
 	if live { // a simulation has no machines to share the load among
 		fs.StringVar(&f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)")
 		fs.StringVar(&f.startAt, "start-at", "", "start at this RFC 3339 instant (to start shards together)")

@@ -15,10 +15,13 @@ import (
 
 // Exit codes.
 const (
-	ExitOK          = 0
-	ExitFailure     = 1 // the run could not be done
-	ExitUsage       = 2 // invalid flags or arguments
-	ExitSLOFailed   = 3 // SLOs were given and no level met them
+	ExitOK        = 0
+	ExitFailure   = 1 // the run could not be done
+	ExitUsage     = 2 // invalid flags or arguments
+	ExitSLOFailed = 3 // SLOs were given and no level met them
+	// ExitLevelErrors: a level had no successful request, or was stopped for errors
+	// (--max-error-rate).
+	ExitLevelErrors = 4
 	ExitRegression  = 5 // compare --fail-on-regression: a figure got worse beyond noise and the threshold
 	ExitInterrupted = 130
 )

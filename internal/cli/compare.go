@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -45,7 +44,7 @@ a throughput fell by more than it.`,
 			}
 			threshold := -1.0
 			if failOn != "" {
-				f, err := parseFraction(failOn)
+				f, err := metrics.ParseFraction(failOn)
 				if err != nil || f < 0 {
 					return usageError(fmt.Errorf("--fail-on-regression: %q is not a fraction (0.05) or a percentage (5%%)", failOn))
 				}
@@ -122,6 +121,8 @@ type comparison struct {
 	// With --fail-on-regression: the threshold and what passed it.
 	Threshold   *float64 `json:"fail_on_regression,omitempty"`
 	Regressions []string `json:"regressions,omitempty"`
+	// AcrossRuns says some level was compared across its runs (both sides had --repeat).
+	AcrossRuns bool `json:"across_runs"`
 }
 
 // runInfo names one side of a comparison.
@@ -211,6 +212,10 @@ type figureDiff struct {
 	// not per-request distributions (throughputs).
 	PValue      *float64 `json:"p_value"`
 	Significant *bool    `json:"significant"`
+	// Test is how PValue was had: mann_whitney on per-request values, or welch_across_runs
+	// on the runs' values when both levels were repeated (--repeat), which also tests
+	// throughputs; absent without a p-value.
+	Test string `json:"test,omitempty"`
 }
 
 func num(v float64) *float64 {
@@ -237,6 +242,7 @@ func compareRuns(a, b *report.Summary, alpha float64) comparison {
 				continue
 			}
 			out.Levels = append(out.Levels, compareLevels(la, lb, ia, ib, alpha))
+			out.AcrossRuns = out.AcrossRuns || (la.AcrossRuns != nil && lb.AcrossRuns != nil)
 			break
 		}
 	}
@@ -255,10 +261,33 @@ func compareLevels(a, b *report.Level, ia, ib int, alpha float64) levelCompariso
 		}
 		lc.Figures = append(lc.Figures, f)
 	}
+	// Both levels repeated: the runs' spread is the noise to beat (Welch's t-test).
+	across := a.AcrossRuns != nil && b.AcrossRuns != nil
+	welch := func(ia, ib metrics.Interval, okA, okB bool) bool {
+		p := metrics.WelchP(ia, ib)
+		if !across || !okA || !okB || math.IsNaN(p) {
+			return false
+		}
+		f := &lc.Figures[len(lc.Figures)-1]
+		sig := p < alpha
+		f.PValue, f.Significant, f.Test = &p, &sig, "welch_across_runs"
+		return true
+	}
+	level := func(key string) (metrics.Interval, metrics.Interval, bool, bool) {
+		if !across {
+			return metrics.Interval{}, metrics.Interval{}, false, false
+		}
+		x, okA := a.AcrossRuns.Level[key]
+		y, okB := b.AcrossRuns.Level[key]
+		return x, y, okA, okB
+	}
 	plain("request throughput (req/s)", a.RequestThroughput, b.RequestThroughput)
+	welch(level("request_throughput"))
 	plain("output throughput (tok/s)", a.OutputThroughput, b.OutputThroughput)
+	welch(level("output_throughput"))
 	if a.Goodput != nil && b.Goodput != nil {
 		plain("goodput (req/s)", *a.Goodput, *b.Goodput)
+		welch(level("goodput"))
 	}
 	plain("failed requests", float64(a.Failed), float64(b.Failed))
 	for _, m := range metrics.Registry {
@@ -277,10 +306,17 @@ func compareLevels(a, b *report.Level, ia, ib int, alpha float64) levelCompariso
 				continue
 			}
 			plain(fmt.Sprintf("%s P%v (%s)", m.Short, q, m.Unit), pa.Value, pb.Value)
+			if across {
+				x, okA := a.AcrossRuns.Get(m.Key, metrics.Key(q))
+				y, okB := b.AcrossRuns.Get(m.Key, metrics.Key(q))
+				if welch(x, y, okA, okB) {
+					continue
+				}
+			}
 			f := &lc.Figures[len(lc.Figures)-1]
 			if p != nil {
 				sig := *p < alpha
-				f.PValue, f.Significant = p, &sig
+				f.PValue, f.Significant, f.Test = p, &sig, "mann_whitney"
 			}
 		}
 	}
@@ -324,6 +360,9 @@ func writeComparison(w io.Writer, c comparison, markdown bool) {
 		for _, r := range c.Regressions {
 			fmt.Fprintf(w, "REGRESSION: %s\n", r)
 		}
+	}
+	if c.AcrossRuns {
+		fmt.Fprintf(w, "both runs were repeated (--repeat): throughputs and percentiles are tested across runs instead, by Welch's t-test on the runs' values, p < %v\n", c.Alpha)
 	}
 }
 
@@ -371,18 +410,4 @@ func fmtSig(b *bool) string {
 	default:
 		return "no"
 	}
-}
-
-// parseFraction reads "0.05" or "5%" as 0.05.
-func parseFraction(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	scale := 1.0
-	if t, ok := strings.CutSuffix(s, "%"); ok {
-		s, scale = t, 0.01
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("%q is not a number", s)
-	}
-	return f * scale, nil
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/search"
 	"github.com/llmbench/llmbench/internal/servermetrics"
+	"github.com/llmbench/llmbench/internal/tokenizer"
+	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // levelRunner runs one level and calls sink for every finished request. run drives the
@@ -62,7 +64,12 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 			if ctx.Err() != nil {
 				break
 			}
-			if _, runErr = r.run(lvl); runErr != nil {
+			var l *report.Level
+			if l, runErr = r.run(lvl); runErr != nil {
+				break
+			}
+			if cfg.stopOnSaturation && l.EndReason == report.EndOversaturated {
+				fmt.Fprintf(stdio.Out, "\nThe ladder ends here (--stop-on-saturation): the server could not keep up with %s.\n", l.Name)
 				break
 			}
 		}
@@ -117,6 +124,11 @@ func exitStatus(ctx context.Context, sum *report.Summary, runErr error) error {
 	}
 	if runErr != nil {
 		return withCode(ExitFailure, runErr)
+	}
+	for _, l := range sum.Levels {
+		if l.EndReason == report.EndMaxErrorRate {
+			return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped for errors (--max-error-rate): see its errors above and records", l.Name))
+		}
 	}
 	completed := 0
 	for _, l := range sum.Levels {
@@ -182,6 +194,36 @@ func writeSummaryJSON(dir string, sum *report.Summary) error {
 	return report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return report.WriteJSON(w, sum) })
 }
 
+// runSources gives each run of a repeated level its workload, seeded by its run's seed
+// (benchConfig.runSeed), built once; run 1 and a level run once have the run's own.
+type runSources struct {
+	cfg   *benchConfig
+	tok   tokenizer.Tokenizer
+	first workload.Source
+	by    map[int64]workload.Source
+}
+
+func (s *runSources) get(lvl load.Level) (workload.Source, error) {
+	seed := s.cfg.runSeed(lvl.Repeat)
+	if seed == s.cfg.seed {
+		return s.first, nil
+	}
+	if src, ok := s.by[seed]; ok {
+		return src, nil
+	}
+	wc := s.cfg.workload
+	wc.Seed = seed
+	src, err := workload.New(wc, s.tok)
+	if err != nil {
+		return nil, err
+	}
+	if s.by == nil {
+		s.by = map[int64]workload.Source{}
+	}
+	s.by[seed] = src
+	return src, nil
+}
+
 // levelLoop runs levels one after another into one summary.
 type levelLoop struct {
 	ctx      context.Context
@@ -194,10 +236,56 @@ type levelLoop struct {
 	col      *report.Collector // every record, as it finishes: the levels' figures and the page's charts
 }
 
-// run runs one level, aggregates it, prints it and appends it to the summary.
+// run runs one level (each of its runs, with --repeat), aggregates it, prints it and
+// appends it to the summary.
 func (r *levelLoop) run(lvl load.Level) (*report.Level, error) {
 	lvl.Index = len(r.sum.Levels)
-	bar := newProgress(r.stdio.Err, loadName(lvl), lvl.Requests+lvl.Warmup, lvl.Duration, r.cfg.noProgress)
+	var server *servermetrics.Summary
+	var reason load.EndReason
+	var seeds []int64
+	var err error
+	for k := 1; k <= r.cfg.repeat; k++ {
+		run := r.cfg.forRun(lvl, k)
+		if r.cfg.repeat > 1 {
+			seeds = append(seeds, r.cfg.runSeed(k))
+		}
+		reason, server, err = r.runOnce(run)
+		if err != nil || reason != load.EndRequests && reason != load.EndDuration && reason != load.EndTrace {
+			break // interrupted, failed, or stopped by a rule: no further runs
+		}
+	}
+	l := newLevel(lvl, r.col.Level(lvl.Index))
+	l.Partial = reason == load.EndInterrupted
+	l.EndReason = string(reason)
+	l.RunSeeds = seeds
+	l.Server = server
+	r.sum.Levels = append(r.sum.Levels, l)
+	r.sum.Judge() // the picks and what a stop means for the level, as the summary will say them
+	if r.cfg.connStats != nil {
+		st := r.cfg.connStats()
+		r.sum.Target.ClosesConnections, r.sum.Target.ClosedConnections = st.ClosesConnections, st.ClosedConnections
+	}
+	if len(r.sum.Levels) > 1 && !r.cfg.quiet {
+		fmt.Fprintln(r.stdio.Out)
+	}
+	if werr := writeSummaryJSON(r.cfg.outputDir, r.sum); werr != nil && err == nil {
+		err = werr
+	}
+	if !r.cfg.quiet {
+		report.ConsoleLevel(r.stdio.Out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
+		servermetrics.WriteConsole(r.stdio.Out, l.Server)
+	}
+	return &r.sum.Levels[len(r.sum.Levels)-1], err
+}
+
+// runOnce runs one level (or one run of a repeated level), writing and aggregating its
+// records; it returns why it ended and what the server's /metrics said during it.
+func (r *levelLoop) runOnce(lvl load.Level) (load.EndReason, *servermetrics.Summary, error) {
+	name := loadName(lvl)
+	if lvl.Repeat > 0 {
+		name += fmt.Sprintf(" (run %d/%d)", lvl.Repeat, r.cfg.repeat)
+	}
+	bar := newProgress(r.stdio.Err, name, lvl.Requests+lvl.Warmup, lvl.Duration, r.cfg.noProgress)
 	// Records are written and aggregated by a goroutine of their own, so that neither the
 	// load generator (a request's goroutine, or the virtual clock's loop) nor the figures
 	// wait for the other; a record is not touched by its producer once handed over.
@@ -232,25 +320,7 @@ func (r *levelLoop) run(lvl load.Level) (*report.Level, error) {
 	if err == nil && writeErr != nil {
 		err = fmt.Errorf("%s: %w", r.cfg.records.FileName(), writeErr)
 	}
-	l := newLevel(lvl, r.col.Level(lvl.Index))
-	l.Partial = reason == load.EndInterrupted
-	l.Server = server
-	r.sum.Levels = append(r.sum.Levels, l)
-	if r.cfg.connStats != nil {
-		st := r.cfg.connStats()
-		r.sum.Target.ClosesConnections, r.sum.Target.ClosedConnections = st.ClosesConnections, st.ClosedConnections
-	}
-	if len(r.sum.Levels) > 1 && !r.cfg.quiet {
-		fmt.Fprintln(r.stdio.Out)
-	}
-	if werr := writeSummaryJSON(r.cfg.outputDir, r.sum); werr != nil && err == nil {
-		err = werr
-	}
-	if !r.cfg.quiet {
-		report.ConsoleLevel(r.stdio.Out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
-		servermetrics.WriteConsole(r.stdio.Out, l.Server)
-	}
-	return &r.sum.Levels[len(r.sum.Levels)-1], err
+	return reason, server, err
 }
 
 // search finds the largest load whose percentile SLOs pass (search.Largest). Every probe is
@@ -268,7 +338,8 @@ func (r *levelLoop) search() error {
 		if err != nil {
 			return false, err
 		}
-		return l.SLO != nil && l.SLO.Pass, nil
+		// An oversaturated level fails whatever its figures: the bracket is cut there.
+		return l.SLO != nil && l.SLO.Pass && l.EndReason != report.EndOversaturated, nil
 	})
 	return err
 }

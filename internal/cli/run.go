@@ -153,7 +153,12 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if err != nil {
 		return err
 	}
+	sources := &runSources{cfg: cfg, tok: tok, first: src}
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
+		src, err := sources.get(lvl)
+		if err != nil {
+			return "", err
+		}
 		return load.Run(ctx, start, lvl, src, cl, sink)
 	}
 	return execute(ctx, stdio, cfg, start, runLevel)

@@ -63,8 +63,15 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
 	}
 	var clock time.Duration // the run's virtual timeline: levels follow one another
+	sources := &runSources{cfg: cfg, first: src}
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
-		srv, err := sim.NewVirtual(p)
+		src, err := sources.get(lvl)
+		if err != nil {
+			return "", err
+		}
+		pr := p
+		pr.Seed = cfg.runSeed(lvl.Repeat) // a repeated level's runs: the simulator's noise too
+		srv, err := sim.NewVirtual(pr)
 		if err != nil {
 			return "", usageError(fmt.Errorf("--sim: %w", err))
 		}

@@ -12,7 +12,7 @@ import (
 // describe is what cfg asked for, for summary.json's load and workload.
 func (c *benchConfig) describe() rundesc.Run {
 	return rundesc.Run{Live: c.live, InProcess: c.inProcess, Levels: c.levels, Base: c.base,
-		Requests: c.requests, Search: c.search, SearchMax: c.searchMax, StartAt: c.startAt,
+		Requests: c.requests, Search: c.search, Repeat: c.repeat, StopOnSaturation: c.stopOnSaturation, SearchMax: c.searchMax, StartAt: c.startAt,
 		SimProfile: c.simProfile, Timeout: c.timeout, IdleTimeout: c.idleTimeout, KeepAlive: c.keepAlive,
 		IgnoreEOS: c.ignoreEOS, Insecure: c.insecure, HTTP2: c.http2, ReadStamps: c.readStamps,
 		Headers: c.headers, ExtraBody: c.extraBody, Temperature: c.temperature, TopP: c.topP,
@@ -28,7 +28,7 @@ func newSummary(cfg *benchConfig, start time.Time) *report.Summary {
 		pcts = metrics.DefaultPercentiles
 	}
 	return &report.Summary{
-		Schema:       report.SchemaV2,
+		Schema:       report.SchemaV3,
 		Version:      Version,
 		StartedAt:    start.UTC(),
 		RunStartUnix: float64(start.UnixMicro()) / 1e6,

@@ -37,8 +37,8 @@ func TestV1RunFolder(t *testing.T) {
 		return m
 	}
 	in, back := objects(v1), objects(out)
-	if string(in["schema"]) != `"`+report.SchemaV1+`"` || string(back["schema"]) != `"`+report.SchemaV2+`"` {
-		t.Errorf("schemas %s -> %s, want v1 -> v2", in["schema"], back["schema"])
+	if string(in["schema"]) != `"`+report.SchemaV1+`"` || string(back["schema"]) != `"`+report.SchemaV3+`"` {
+		t.Errorf("schemas %s -> %s, want v1 -> v3", in["schema"], back["schema"])
 	}
 	for _, k := range []string{"workload", "load", "target", "end_reason", "seed", "started_at", "percentiles"} {
 		var a, b any

@@ -36,8 +36,9 @@ type Dispatch struct {
 	queue    []Send // due, waiting for a slot under the cap
 	qhead    int
 
-	reason      EndReason // set when Dispatch itself ended the level (a capped queue at Duration)
+	reason      EndReason // set when Dispatch itself ended the level (a capped queue at Duration, a stopping rule)
 	interrupted bool
+	rules       stopRules // stop.go
 }
 
 // Send is one request to send now: index, mark, due time and the request.
@@ -48,13 +49,14 @@ type Send struct {
 	Request   workload.Request
 	turn      Turn // multi-turn levels
 	multi     bool
+	repeat    int // Level.Repeat
 }
 
 // NewDispatch plans a validated level; first is the source's request 0, which says what
 // kind of level it is (a trace carries arrivals, a multi-turn workload its turns). An
 // open loop's first request is built here, so that building it is not its lateness.
 func NewDispatch(lvl Level, src workload.Source, first workload.Request) *Dispatch {
-	d := &Dispatch{lvl: lvl, src: src, first: &first}
+	d := &Dispatch{lvl: lvl, src: src, first: &first, rules: newStopRules(lvl)}
 	switch {
 	case first.Turns > 1:
 		d.conv = NewConversations(lvl, first.Turns)
@@ -67,18 +69,19 @@ func NewDispatch(lvl Level, src workload.Source, first workload.Request) *Dispat
 		d.closed = NewClosedLoop(lvl)
 	default:
 		d.open = newOpenLoop(lvl, src, first)
-		d.first = nil // the plan took it
+		d.first = nil                              // the plan took it
+		d.rules.sat = d.rules.sat && !d.open.trace // a trace's own rate varies: it is replayed whole
 		d.cap = lvl.ShardMaxConcurrency()
 		d.next, d.has = d.open.Next()
 	}
 	return d
 }
 
-// Record is a new record of s with the dispatcher's fields set: level, index, warm-up
+// Record is a new record of s with the dispatcher's fields set: level, index, repeat, warm-up
 // mark, intended input tokens and, in a multi-turn level, conversation and turn. scheduled
 // is s's due time on the run's timeline.
 func (s *Send) Record(level int, scheduled time.Duration) *record.Record {
-	rec := &record.Record{Level: level, Index: s.Index, Warmup: s.Warmup,
+	rec := &record.Record{Level: level, Index: s.Index, Warmup: s.Warmup, Repeat: int32(s.repeat),
 		Scheduled: scheduled.Truncate(time.Microsecond), InputTokens: s.Request.InputTokens}
 	if s.multi {
 		rec.Conversation, rec.Turn = s.turn.Conversation, s.turn.Turn+1
@@ -142,18 +145,24 @@ func (d *Dispatch) Due(now time.Duration, out func(Send)) {
 		p := d.next
 		d.has = false
 		// Sent before the next is planned: planning builds its request.
-		d.dispatch(Send{Index: p.Index, Warmup: p.Warmup, Scheduled: p.Due, Request: p.Request}, out)
+		if d.dispatch(Send{Index: p.Index, Warmup: p.Warmup, Scheduled: p.Due, Request: p.Request}, out) {
+			return
+		}
 		d.next, d.has = d.open.Next()
 	}
 	for d.hasStart && d.startDue <= now {
 		if tt, ok := d.conv.Start(d.startDue); ok {
-			d.dispatch(d.turnSend(tt, d.request(tt.Index)), out)
+			if d.dispatch(d.turnSend(tt, d.request(tt.Index)), out) {
+				return
+			}
 		}
 		d.startDue, d.hasStart = d.conv.NextStart()
 	}
 	for len(d.follows) > 0 && d.follows[0].at <= now {
 		f := d.follows.pop()
-		d.dispatch(d.turnSend(f.turn, f.req), out)
+		if d.dispatch(d.turnSend(f.turn, f.req), out) {
+			return
+		}
 	}
 	// A turn may have ended the level's starts (its quota reached).
 	if d.hasStart {
@@ -167,6 +176,10 @@ func (d *Dispatch) Due(now time.Duration, out func(Send)) {
 func (d *Dispatch) Finished(s *Send, failed bool, done, now time.Duration, out func(Send)) {
 	d.inflight--
 	if d.interrupted {
+		return
+	}
+	if r := d.rules.finished(failed); r != "" {
+		d.halt(r)
 		return
 	}
 	if d.closed != nil {
@@ -203,6 +216,13 @@ func (d *Dispatch) Interrupt() {
 	d.dropQueue()
 }
 
+// halt stops the level for reason r (a stopping rule): as Interrupt, but the requests in
+// flight are left to finish.
+func (d *Dispatch) halt(r EndReason) {
+	d.Interrupt()
+	d.reason = r
+}
+
 // Done reports whether the level is over: nothing in flight, and nothing that could
 // still be sent.
 func (d *Dispatch) Done() bool {
@@ -216,8 +236,8 @@ func (d *Dispatch) Done() bool {
 // InFlight is the number of requests sent and not yet finished.
 func (d *Dispatch) InFlight() int { return d.inflight }
 
-// Reason is why the level stopped sending: its plan's reason, or EndDuration when the
-// level's time ran out on requests waiting for a slot.
+// Reason is why the level stopped sending: its plan's reason, EndDuration when the
+// level's time ran out on requests waiting for a slot, or a stopping rule's (stop.go).
 func (d *Dispatch) Reason() EndReason {
 	switch {
 	case d.reason != "":
@@ -257,19 +277,26 @@ func (d *Dispatch) request(i int) workload.Request {
 // send hands s out and counts it in flight.
 func (d *Dispatch) send(s Send, out func(Send)) {
 	d.inflight++
+	s.repeat = d.lvl.Repeat
 	if s.multi {
 		d.turns[s.Index] = s.turn
 	}
 	out(s)
 }
 
-// dispatch sends s now, or queues it behind earlier ones when the cap is reached.
-func (d *Dispatch) dispatch(s Send, out func(Send)) {
+// dispatch sends s, an arrival, now, or queues it behind earlier ones when the cap is
+// reached; it reports whether the over-saturation rule then stopped the level.
+func (d *Dispatch) dispatch(s Send, out func(Send)) (stopped bool) {
 	if d.cap > 0 && d.inflight >= d.cap {
 		d.queue = append(d.queue, s)
-		return
+	} else {
+		d.send(s, out)
 	}
-	d.send(s, out)
+	if r := d.rules.arrived(d.inflight + d.queued()); r != "" {
+		d.halt(r)
+		return true
+	}
+	return false
 }
 
 // closedNext gives a closed-loop slot that freed at now its next request, if the level

@@ -36,6 +36,16 @@ type Level struct {
 	Cooldown       time.Duration    // requests scheduled this late in a Duration level are excluded
 	Seed           int64            // seeds the arrival plan
 
+	// Stopping rules (stop.go): MaxErrorRate > 0 stops the level when more than that
+	// fraction of the last ErrorWindow finished requests failed; DetectSaturation stops an
+	// open-loop level whose backlog grows significantly (the server cannot keep up).
+	MaxErrorRate     float64
+	DetectSaturation bool
+
+	// Repeat is the 1-based run of a level repeated (--repeat), set on its records; 0 for
+	// a level run once. Each run has a Seed (and a workload) of its own.
+	Repeat int
+
 	// Shard I of Shards (0 or 1 = unsharded) runs a disjoint, deterministic slice of the
 	// level so that the union of all shards is the unsharded level: in an open loop, the
 	// requests i with i % Shards == Shard of the full plan, at the full plan's due times (so
@@ -117,6 +127,12 @@ func (l Level) Validate() error {
 		add("max concurrency %d is negative", l.MaxConcurrency)
 	} else if l.MaxConcurrency > 0 && l.Concurrency > 0 {
 		add("max concurrency applies to an open loop (rate); a closed loop is capped by its concurrency")
+	}
+	if !(l.MaxErrorRate >= 0 && l.MaxErrorRate < 1) {
+		add("max error rate %g is not a fraction in [0, 1)", l.MaxErrorRate)
+	}
+	if l.Repeat < 0 {
+		add("repeat %d is negative", l.Repeat)
 	}
 	if l.Requests < 0 {
 		add("requests %d is negative", l.Requests)

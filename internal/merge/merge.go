@@ -284,7 +284,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 		load.MergeWarnings = w
 	}
 	sum := &report.Summary{
-		Schema: report.SchemaV2, Version: version, StartedAt: t0.UTC(),
+		Schema: report.SchemaV3, Version: version, StartedAt: t0.UTC(),
 		RunStartUnix: float64(t0.UnixMicro()) / 1e6, Seed: ref.Seed, Target: ref.Target,
 		Workload: ref.Workload, Load: load, Percentiles: ref.Percentiles, SLO: ref.SLO,
 	}
@@ -307,6 +307,12 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 					l.Name, l.Concurrency, l.Rate = sl.Name, sl.Concurrency, sl.Rate
 				}
 				l.Partial = l.Partial || sl.Partial
+				if l.EndReason == "" || (sl.EndReason != "" && sl.EndReason != l.EndReason && sl.EndReason != "requests" && sl.EndReason != "duration") {
+					l.EndReason = sl.EndReason // a shard stopped early says why the merged level ended
+				}
+				if l.RunSeeds == nil {
+					l.RunSeeds = sl.RunSeeds
+				}
 			}
 		}
 		l.Level = col.Level(i)

@@ -115,6 +115,16 @@ type Level struct {
 	// Turns breaks a multi-turn level down by turn (turns.go); absent for a single-turn one.
 	Turns []TurnStats `json:"turns,omitempty"`
 
+	// SteadyState is the window where the level was stationary, with its figures over it
+	// (steady.go); null when the level measured nothing.
+	SteadyState *SteadyState `json:"steady_state"`
+
+	// A level repeated with --repeat: Runs are each run's own figures (as a level's; the
+	// level's own figures pool every run's requests), AcrossRuns every figure across them.
+	// Both absent for a level run once.
+	Runs       []Level     `json:"runs,omitempty"`
+	AcrossRuns *AcrossRuns `json:"across_runs,omitempty"`
+
 	// Dists are the exact distributions behind Metrics and ReadLag (by registry key), for
 	// CDFs and significance tests; not serialised.
 	Dists map[string]*Dist `json:"-"`

@@ -17,10 +17,11 @@ import (
 type Aggregator struct {
 	cfg    Config
 	lv     Level
-	dists  []*Dist // by registry index
-	limits []int64 // per-request SLO bound by registry index, µs; -1 for none
-	cur    int     // registry index being derived
-	failed bool    // the record being derived broke a bound
+	dists  []*Dist    // by registry index
+	limits []int64    // per-request SLO bound by registry index, µs; -1 for none
+	cur    int        // registry index being derived
+	wacc   *windowAcc // the bucket the record being derived finished in
+	failed bool       // the record being derived broke a bound
 	add    func(num, den int64, weight uint64)
 	nBound int
 
@@ -69,9 +70,7 @@ func NewAggregator(cfg Config) *Aggregator {
 	a.add = a.addSample
 	a.anatomy = Anatomy{Start: math.MaxInt64, End: math.MinInt64}
 	a.sampler.k = SampleSize
-	if cfg.Window > 0 {
-		a.windows = &windows{width: cfg.Window, buckets: map[int64]*windowAcc{}}
-	}
+	a.windows = newWindows(cfg.Window)
 	return a
 }
 
@@ -86,6 +85,14 @@ func Aggregate(recs []record.Record, cfg Config) Level {
 
 func (a *Aggregator) addSample(num, den int64, weight uint64) {
 	a.dists[a.cur].AddRatio(num, den, weight)
+	if a.wacc != nil && !Registry[a.cur].PerToken {
+		d := a.wacc.dists[a.cur]
+		if d == nil {
+			d = newSparseDist()
+			a.wacc.dists[a.cur] = d
+		}
+		d.AddRatio(num, den, weight)
+	}
 	if lim := a.limits[a.cur]; lim >= 0 && cmpMul(num, 1, lim, den) > 0 {
 		a.failed = true
 	}
@@ -147,9 +154,11 @@ func (a *Aggregator) Add(r *record.Record) {
 	if !a.peak.frozen {
 		a.peak.origin = min(a.peak.origin, s)
 	}
+	a.windows.inflight(r.Sent, r.Done)
+	a.wacc = a.windows.bucket(r.Done)
 	a.derive(r, ScopeSent)
-	a.windows.samples(r, ScopeSent)
 	if r.Error != nil {
+		a.wacc = nil
 		countOutcome(&a.lv, r)
 		a.windows.outcome(r)
 		return
@@ -167,6 +176,7 @@ func (a *Aggregator) Add(r *record.Record) {
 		a.imagesSum += int64(r.Images)
 	}
 	a.failed = false
+	a.wacc = a.windows.bucket(r.Done)
 	a.derive(r, ScopeCompleted)
 	ok := !a.failed // meets every per-request bound
 	if r.Events.Len() == 0 && !r.Unstreamed {
@@ -180,7 +190,7 @@ func (a *Aggregator) Add(r *record.Record) {
 	}
 	a.peak.add(r)
 	a.server.add(r)
-	a.windows.samples(r, ScopeCompleted)
+	a.wacc = nil
 	a.windows.completed(r, n)
 }
 
@@ -237,7 +247,12 @@ func (a *Aggregator) Level() Level {
 	}
 	lv.Unstreamed = a.unstreamed && !a.streamed
 	ps := a.cfg.percentiles()
-	setStats(&lv, a.dists, a.present, ps)
+	a.windows.integrate()
+	var accs []*windowAcc
+	if w := a.windows; w.lo <= w.hi {
+		_, _, accs = w.span(time.Duration(w.lo)*w.width, time.Duration(w.hi+1)*w.width)
+	}
+	setStats(&lv, a.dists, a.present, ps, accs)
 	if e2el := a.dists[registryIndex[KeyE2EL].index]; e2el.Count() > 0 {
 		mean, _ := e2el.MeanStd()
 		lv.LittlesLawConcurrency = lv.RequestThroughput * mean / 1000
@@ -247,6 +262,7 @@ func (a *Aggregator) Level() Level {
 		errorRate = ptr(float64(lv.Failed) / float64(judged))
 	}
 	lv.SLO = evaluate(a.cfg.SLOs, lv.Dists, lv.GoodFraction, errorRate)
+	lv.SteadyState = a.steadyState(&lv)
 	lv.ServerTimings = a.server.result()
 	lv.Turns = a.turns.result(ps)
 	an := a.anatomy
@@ -257,8 +273,8 @@ func (a *Aggregator) Level() Level {
 
 // setStats fills a level's Metrics (and its OnLevel metrics) from distributions by
 // registry index: optional metrics only when they have samples (and, with Present, when
-// present says so).
-func setStats(lv *Level, dists []*Dist, present []bool, ps []float64) {
+// present says so), with intervals by batch means over the buckets accs where they allow.
+func setStats(lv *Level, dists []*Dist, present []bool, ps []float64, accs []*windowAcc) {
 	lv.Metrics = Metrics{}
 	for i, m := range Registry {
 		d := dists[i]
@@ -266,6 +282,7 @@ func setStats(lv *Level, dists []*Dist, present []bool, ps []float64) {
 			continue
 		}
 		st := StatsOf(d, ps)
+		batchIntervals(&st, batchDists(accs, i))
 		switch m.Key {
 		case KeyReadLag:
 			lv.ReadLag = &st

@@ -32,6 +32,8 @@ type Dist struct {
 	// kept Dist costs 32 bytes per distinct value. Adding again thaws it.
 	sorted []distinct
 	cum    []uint64 // cum[i] = samples with value <= sorted[i]
+
+	sparse bool // no dense counter: a small distribution (a time bucket's, a batch's)
 }
 
 // denseMax bounds the dense counter: 2^18 µs = 262 ms, at most 2 MiB per Dist.
@@ -48,6 +50,9 @@ type distinct struct {
 // NewDist returns an empty distribution.
 func NewDist() *Dist { return &Dist{} }
 
+// newSparseDist is an empty distribution for few samples: no dense counter to allocate.
+func newSparseDist() *Dist { return &Dist{sparse: true} }
+
 // AddMicros adds one sample of us microseconds.
 func (d *Dist) AddMicros(us int64) { d.addInt(us, 1) }
 
@@ -56,7 +61,7 @@ func (d *Dist) addInt(us int64, count uint64) {
 		d.thaw()
 	}
 	d.n += count
-	if us >= 0 && us < denseMax {
+	if us >= 0 && us < denseMax && !d.sparse {
 		if us >= int64(len(d.dense)) {
 			d.grow(us)
 		}
@@ -146,7 +151,14 @@ func (d *Dist) build() {
 	if d.sorted != nil || d.n == 0 {
 		return
 	}
-	s := make([]distinct, 0, len(d.ints)+len(d.rats)+1024)
+	nd := 0
+	for _, c := range d.dense {
+		if c > 0 {
+			nd++
+		}
+	}
+	// Exactly sized: a kept Dist (a window bucket's among them) costs its distinct values only.
+	s := make([]distinct, 0, nd+len(d.ints)+len(d.rats))
 	for v, c := range d.dense {
 		if c > 0 {
 			s = append(s, distinct{ratio{int64(v), 1}, c})
@@ -167,7 +179,6 @@ func (d *Dist) build() {
 		}
 		return 0
 	})
-	s = slices.Clip(s)
 	d.dense, d.ints, d.rats = nil, nil, nil
 	cum := make([]uint64, len(s))
 	var acc uint64

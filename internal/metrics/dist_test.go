@@ -199,7 +199,7 @@ func TestStatsJSON(t *testing.T) {
 		t.Errorf("round trip:\n%s\n%s", b2, got)
 	}
 	empty, _ := json.Marshal(StatsOf(NewDist(), []float64{50}))
-	if string(empty) != `{"count":0,"mean":null,"std":null,"min":null,"max":null,"p50":null,"ci95":{"p50":[null,null]},"unreliable":["p50"]}` {
+	if string(empty) != `{"count":0,"mean":null,"std":null,"min":null,"max":null,"p50":null,"ci95":{"p50":[null,null]},"ci_method":{},"unreliable":["p50"]}` {
 		t.Errorf("empty stats JSON %s", empty)
 	}
 }

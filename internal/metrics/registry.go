@@ -56,6 +56,11 @@ type Metric struct {
 	// no record gave a sample (HTTP phases are measured only by some clients); the others
 	// are always present, with count 0 and null figures when empty.
 	Optional bool
+	// PerToken metrics give a sample per token or per chunk, hundreds per request (ITL,
+	// chunk gap): they are not kept per time bucket (window.go), which would cost their
+	// distinct values in every bucket. So their intervals stay order-statistics ones
+	// (batch.go) and a steady state's figures leave them out.
+	PerToken bool
 	// Present, when set, makes an Optional metric present only if it holds for some record
 	// of its scope (besides having samples).
 	Present func(r *record.Record) bool
@@ -106,14 +111,14 @@ var Registry = []*Metric{
 				}
 			}
 		}},
-	{Key: KeyITL, Title: "Inter-token Latency", Short: "ITL", Description: "ITL: inter-token latency (per token)",
+	{Key: KeyITL, PerToken: true, Title: "Inter-token Latency", Short: "ITL", Description: "ITL: inter-token latency (per token)",
 		Headline: true, Primary: true, CDF: true, CDFAxis: "ITL (ms, per token)", Bound: true, Streamed: true,
 		// A gap g ending in an event of k tokens is k samples of g/k: a request's samples
 		// sum to last - first.
 		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
 			r.Events.EachGap(func(g int64, k int) { add(g, int64(k), uint64(k)) })
 		}},
-	{Key: KeyChunkGap, Title: "Chunk Gap (raw inter-event)", Short: "chunk gap", Description: "Chunk gap: raw gap between stream events",
+	{Key: KeyChunkGap, PerToken: true, Title: "Chunk Gap (raw inter-event)", Short: "chunk gap", Description: "Chunk gap: raw gap between stream events",
 		Bound: true, VLLM: "itl", Streamed: true,
 		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
 			r.Events.EachGap(func(g int64, _ int) { add(g, 1, 1) })

@@ -143,12 +143,8 @@ func parseTerm(term string) (SLO, error) {
 	}
 	lhs, rhs = strings.TrimSpace(lhs), strings.TrimSpace(rhs)
 	if lhs == "error_rate" {
-		v, scale := rhs, 1.0
-		if t, ok := strings.CutSuffix(v, "%"); ok {
-			v, scale = t, 0.01
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if f *= scale; err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+		f, err := ParseFraction(rhs)
+		if err != nil || f < 0 || f > 1 {
 			return SLO{}, bad("error_rate needs a fraction between 0 and 1 or a percentage, e.g. error_rate<=0.01 or error_rate<=1%%")
 		}
 		return SLO{Kind: SLOErrorRate, Max: f, text: "error_rate<=" + rhs}, nil
@@ -268,4 +264,19 @@ func definesGoodput(slos []SLO) bool {
 		}
 	}
 	return false
+}
+
+// ParseFraction reads a fraction written as one (0.3) or as a percentage (30%); the caller
+// checks its range.
+func ParseFraction(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	scale := 1.0
+	if t, ok := strings.CutSuffix(s, "%"); ok {
+		s, scale = strings.TrimSpace(t), 0.01
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q is neither a fraction like 0.3 nor a percentage like 30%%", s)
+	}
+	return v * scale, nil
 }

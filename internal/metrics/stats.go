@@ -20,15 +20,22 @@ type Stats struct {
 	Mean, Std   float64 // Std is the population standard deviation (ddof = 0)
 	Min, Max    float64
 	Percentiles []Percentile // in the order of the configured list
+	// MeanLo, MeanHi bound the mean with 95% confidence by batch means (batch.go); NaN
+	// (null) when the level is too short for them. MeanMethod is MethodBatchMeans then.
+	MeanLo, MeanHi float64
+	MeanMethod     string
 }
 
 // Percentile is one interpolated percentile with its distribution-free 95% confidence interval.
 type Percentile struct {
 	P     float64 // 0..100
 	Value float64 // ms
-	// CI95 bounds from order statistics. An unbounded side (the sample is too small to
-	// bound the percentile there) is -Inf / +Inf, written as null in JSON.
+	// CI95 bounds: by batch means where the level allows (Method MethodBatchMeans,
+	// batch.go), else from order statistics (MethodOrderStatistics, valid for independent
+	// samples). An unbounded side (the sample is too small to bound the percentile there)
+	// is -Inf / +Inf, written as null in JSON.
 	Lo, Hi float64
+	Method string
 }
 
 // Reliable reports whether both sides of the confidence interval are bounded by the sample.
@@ -66,14 +73,16 @@ func StatsOf(d *Dist, percentiles []float64) Stats {
 			s.Percentiles = append(s.Percentiles, Percentile{P: p, Value: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1)})
 		}
 		s.Mean, s.Std, s.Min, s.Max = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		s.MeanLo, s.MeanHi = math.NaN(), math.NaN()
 		return s
 	}
 	s.Mean, s.Std = d.MeanStd()
 	s.Min, s.Max = d.Min(), d.Max()
+	s.MeanLo, s.MeanHi = math.NaN(), math.NaN()
 	for _, p := range percentiles {
 		v, _ := d.Percentile(p)
 		lo, hi := d.CI95(p)
-		s.Percentiles = append(s.Percentiles, Percentile{P: p, Value: v, Lo: lo, Hi: hi})
+		s.Percentiles = append(s.Percentiles, Percentile{P: p, Value: v, Lo: lo, Hi: hi, Method: MethodOrderStatistics})
 	}
 	return s
 }
@@ -223,17 +232,13 @@ func binomCDF(n int64, q float64) func(k int64) float64 {
 	}
 }
 
-// MarshalJSON writes {count, mean, std, min, max, p50, …, ci95: {p50: [lo, hi]}, unreliable}.
+// MarshalJSON writes {count, mean, std, min, max, p50, …, ci95: {mean: [lo, hi], p50: [lo,
+// hi]}, ci_method: {mean: …, p50: …}, unreliable}; ci95.mean and its method only when the
+// mean has an interval.
 // Undefined figures (no samples, unbounded CI sides) are null.
 func (s Stats) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
-	num := func(v float64) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			b.WriteString("null")
-			return
-		}
-		b.Write(strconv.AppendFloat(nil, v, 'g', -1, 64))
-	}
+	num := func(v float64) { writeJSONNum(&b, v) }
 	b.WriteString(`{"count":`)
 	b.WriteString(strconv.Itoa(s.Count))
 	for _, f := range []struct {
@@ -247,22 +252,54 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 		fmt.Fprintf(&b, ",%q:", Key(p.P))
 		num(p.Value)
 	}
+	hasMean := !math.IsNaN(s.MeanLo) && !math.IsNaN(s.MeanHi) && s.MeanMethod != ""
 	b.WriteString(`,"ci95":{`)
-	for i, p := range s.Percentiles {
-		if i > 0 {
-			b.WriteByte(',')
+	sep := ""
+	if hasMean {
+		b.WriteString(`"mean":`)
+		writeJSONPair(&b, s.MeanLo, s.MeanHi)
+		sep = ","
+	}
+	for _, p := range s.Percentiles {
+		fmt.Fprintf(&b, "%s%q:", sep, Key(p.P))
+		sep = ","
+		writeJSONPair(&b, p.Lo, p.Hi)
+	}
+	b.WriteString(`},"ci_method":{`)
+	sep = ""
+	if hasMean {
+		fmt.Fprintf(&b, `"mean":%q`, s.MeanMethod)
+		sep = ","
+	}
+	for _, p := range s.Percentiles {
+		if p.Method != "" {
+			fmt.Fprintf(&b, "%s%q:%q", sep, Key(p.P), p.Method)
+			sep = ","
 		}
-		fmt.Fprintf(&b, "%q:[", Key(p.P))
-		num(p.Lo)
-		b.WriteByte(',')
-		num(p.Hi)
-		b.WriteByte(']')
 	}
 	b.WriteString(`},"unreliable":`)
 	u, _ := json.Marshal(s.Unreliable())
 	b.Write(u)
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// writeJSONNum writes v as a JSON number, null when it is undefined (NaN, ±Inf).
+func writeJSONNum(b *bytes.Buffer, v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		b.WriteString("null")
+		return
+	}
+	b.Write(strconv.AppendFloat(nil, v, 'g', -1, 64))
+}
+
+// writeJSONPair writes [lo,hi].
+func writeJSONPair(b *bytes.Buffer, lo, hi float64) {
+	b.WriteByte('[')
+	writeJSONNum(b, lo)
+	b.WriteByte(',')
+	writeJSONNum(b, hi)
+	b.WriteByte(']')
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -304,6 +341,16 @@ func (s *Stats) UnmarshalJSON(data []byte) error {
 			errs = append(errs, fmt.Errorf("stats ci95: %w", err))
 		}
 	}
+	var methods map[string]string
+	if raw, ok := m["ci_method"]; ok {
+		if err := json.Unmarshal(raw, &methods); err != nil {
+			errs = append(errs, fmt.Errorf("stats ci_method: %w", err))
+		}
+	}
+	s.MeanLo, s.MeanHi = math.NaN(), math.NaN()
+	if b, ok := ci["mean"]; ok && b[0] != nil && b[1] != nil {
+		s.MeanLo, s.MeanHi, s.MeanMethod = *b[0], *b[1], methods["mean"]
+	}
 	for k := range m {
 		if !strings.HasPrefix(k, "p") {
 			continue
@@ -316,7 +363,7 @@ func (s *Stats) UnmarshalJSON(data []byte) error {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		pc := Percentile{P: p, Value: v, Lo: math.Inf(-1), Hi: math.Inf(1)}
+		pc := Percentile{P: p, Value: v, Lo: math.Inf(-1), Hi: math.Inf(1), Method: methods[k]}
 		if b, ok := ci[k]; ok {
 			if b[0] != nil {
 				pc.Lo = *b[0]

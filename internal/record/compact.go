@@ -35,9 +35,10 @@ import (
 //	          [string(kind) uvarint(status) string(message) uvarint(retry_after)]  flags&hasError
 //	          [uvarint(inputs) uvarint(documents)]           flags&hasInputs
 //	          [uvarint(images) uvarint(image bytes)]         flags&hasImages
+//	          [uvarint(repeat)]                              flags&hasRepeat (--repeat)
+//	string  = uvarint(len) bytes
 //
 // flags&unstreamed marks a response that came as one document (Record.Unstreamed).
-//	string  = uvarint(len) bytes
 //
 // Event times are µs deltas, each event's from the one before (the first's from sent), and
 // each stored as its difference from the previous delta: a steady stream's deltas are
@@ -105,6 +106,7 @@ const (
 	cfUnstreamed
 	cfInputs
 	cfImages
+	cfRepeat
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -130,6 +132,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfUnstreamed, r.Unstreamed)
 	set(cfInputs, r.Inputs > 0 || r.Documents > 0)
 	set(cfImages, r.Images > 0)
+	set(cfRepeat, r.Repeat > 0)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -207,6 +210,9 @@ func AppendCompact(b []byte, r *Record) []byte {
 	if r.Images > 0 {
 		b = binary.AppendUvarint(b, uint64(r.Images))
 		b = binary.AppendUvarint(b, uint64(max(r.ImageBytes, 0)))
+	}
+	if r.Repeat > 0 {
+		b = binary.AppendUvarint(b, uint64(r.Repeat))
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -396,6 +402,9 @@ func decodeCompact(p []byte, r *Record) error {
 	}
 	if flags&cfImages != 0 {
 		r.Images, r.ImageBytes = int32(c.int("images")), int32(c.int("image bytes"))
+	}
+	if flags&cfRepeat != 0 {
+		r.Repeat = int32(c.int("repeat"))
 	}
 	if c.err == nil && len(c.b) > 0 {
 		c.fail("%d bytes after the record", len(c.b))

@@ -22,6 +22,10 @@ func AppendJSON(b []byte, r *Record) []byte {
 	b = strconv.AppendInt(b, int64(r.Level), 10)
 	b = append(b, `,"index":`...)
 	b = strconv.AppendInt(b, int64(r.Index), 10)
+	if r.Repeat > 0 {
+		b = append(b, `,"repeat":`...)
+		b = strconv.AppendInt(b, int64(r.Repeat), 10)
+	}
 	if r.Turn > 0 {
 		b = append(b, `,"conversation":`...)
 		b = strconv.AppendInt(b, int64(r.Conversation), 10)
@@ -271,6 +275,7 @@ func phaseFields(p *Phases) [5]phaseField {
 type jsonRecord struct {
 	Level              *int                   `json:"level"`
 	Index              int                    `json:"index"`
+	Repeat             int32                  `json:"repeat"`
 	Conversation       int                    `json:"conversation"`
 	Turn               int                    `json:"turn"`
 	Warmup             bool                   `json:"warmup"`
@@ -326,6 +331,9 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	if j.Level == nil {
 		return errors.New(`missing "level"`)
 	}
+	if j.Repeat < 0 {
+		return fmt.Errorf("repeat %d: must not be negative", j.Repeat)
+	}
 	if j.Turn < 0 || j.Conversation < 0 {
 		return fmt.Errorf("conversation %d turn %d: must not be negative", j.Conversation, j.Turn)
 	}
@@ -334,7 +342,7 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	}
 	var err error
 	*r = Record{
-		Level: *j.Level, Index: j.Index, Conversation: j.Conversation, Turn: j.Turn, Warmup: j.Warmup, ResponseID: j.ResponseID,
+		Level: *j.Level, Index: j.Index, Repeat: j.Repeat, Conversation: j.Conversation, Turn: j.Turn, Warmup: j.Warmup, ResponseID: j.ResponseID,
 		InputTokens: j.InputTokens, ServerPromptTokens: j.ServerPromptTokens,
 		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource,
 		Retried: j.Retried, TTFTUpperBound: j.TTFTUpperBound,

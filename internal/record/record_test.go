@@ -141,6 +141,24 @@ func TestWriter(t *testing.T) {
 	}
 }
 
+// TestJSONRoundTripRepeat: a repeated level's record says its run right after the index;
+// a level run once omits it.
+func TestJSONRoundTripRepeat(t *testing.T) {
+	r := sample()
+	if line := AppendJSON(nil, &r); bytes.Contains(line, []byte(`"repeat"`)) {
+		t.Errorf("a record of a level run once has a repeat: %s", line)
+	}
+	r.Repeat = 3
+	line := AppendJSON(nil, &r)
+	if want := `{"level":1,"index":7,"repeat":3,"warmup":false,`; !bytes.HasPrefix(line, []byte(want)) {
+		t.Errorf("json:\n got %s\nwant prefix %s", line, want)
+	}
+	var got Record
+	if err := got.UnmarshalJSON(line); err != nil || !reflect.DeepEqual(got, r) {
+		t.Errorf("round trip: err %v\n got %+v\nwant %+v", err, got, r)
+	}
+}
+
 // TestJSONRoundTripTurns: a multi-turn record carries its conversation and 1-based turn
 // right after the index; bad turn fields are refused with a message naming them.
 func TestJSONRoundTripTurns(t *testing.T) {
@@ -285,7 +303,7 @@ func TestWriteFile(t *testing.T) {
 func TestCompactRoundTrip(t *testing.T) {
 	rich := sample()
 	rich.Warmup, rich.KernelStamps, rich.ReadLag, rich.Retried, rich.TTFTUpperBound = true, true, 1234*time.Microsecond, true, true
-	rich.Conversation, rich.Turn, rich.FirstContent = 3, 2, 80*time.Millisecond
+	rich.Conversation, rich.Turn, rich.FirstContent, rich.Repeat = 3, 2, 80*time.Millisecond, 4
 	rich.Server = &ServerTimings{PromptTokens: 510, Prefill: 41250 * time.Microsecond, OutputTokens: 4, Total: 70 * time.Millisecond}
 	rich.Phases = &Phases{DNS: 5 * time.Microsecond, Write: 12 * time.Microsecond, Headers: 3 * time.Millisecond,
 		Has: PhaseDNS | PhaseWrite | PhaseHeaders}
@@ -293,6 +311,7 @@ func TestCompactRoundTrip(t *testing.T) {
 	failed.Events = Events{}
 	failed.Scheduled, failed.Sent = -time.Second, -time.Second+5*time.Microsecond // before the run's t = 0
 	failed.Error = &Error{Kind: KindHTTPStatus, Status: 429, Message: "slow down ✓", RetryAfter: 2 * time.Second}
+	failed.Repeat = 2
 	never := Record{Level: 2, Index: 1 << 20, Error: &Error{Kind: KindConnect, Message: "refused"}}
 	rich.Images, rich.ImageBytes = 2, 123456
 	embed := Record{Level: 1, Index: 3, Sent: time.Millisecond, Done: 9 * time.Millisecond, Unstreamed: true, Inputs: 8, InputTokens: 256}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
@@ -64,7 +65,7 @@ const consoleWidth = 50
 // consoleRule centres title in a rule of c, like Python's '{:c^50}'.format(title) (the
 // extra character of odd padding goes right).
 func consoleRule(title string, c byte) string {
-	pad := consoleWidth - len(title)
+	pad := consoleWidth - utf8.RuneCountInString(title)
 	if pad < 0 {
 		return title
 	}
@@ -110,6 +111,15 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	}
 	if l.Rate > 0 {
 		b.line("Request rate configured (RPS):", consoleFloat(l.Rate))
+	}
+	switch l.EndReason {
+	case EndOversaturated:
+		b.line("Level stopped:", "oversaturated", "<-- the server could not keep up with this rate (its backlog kept growing)")
+	case EndMaxErrorRate:
+		b.line("Level stopped:", "max_error_rate", "<-- too many of its last requests failed (--max-error-rate)")
+	}
+	if n := len(l.Runs); n > 0 {
+		b.line("Runs (--repeat):", strconv.Itoa(n), "(the figures below pool every run's requests)")
 	}
 	b.line("Successful requests:", strconv.Itoa(l.Completed))
 	if l.Failed > 0 {
@@ -209,6 +219,8 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	if l.ServerTimings != nil {
 		b.serverTimings(l.ServerTimings)
 	}
+	b.acrossRuns(l)
+	b.steadyState(l.SteadyState)
 	if l.SLO != nil {
 		w.WriteString(consoleRule("SLO Verdict", '-') + "\n")
 		b.line("Verdict:", passFail(l.SLO.Pass))
@@ -224,6 +236,57 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	if b.note {
 		w.WriteString("(low n) too few samples to bound this percentile's 95% confidence interval;\n" +
 			"        treat it as indicative (P99 needs >= 368 samples, P90 >= 36).\n")
+	}
+}
+
+// acrossRuns prints a repeated level's figures across its runs as mean ± the half-width
+// of their t-distribution 95% interval.
+func (b *consoleBlock) acrossRuns(l *Level) {
+	a := l.AcrossRuns
+	if a == nil {
+		return
+	}
+	b.w.WriteString(consoleRule(fmt.Sprintf("Across %d Runs (mean ± 95%% CI)", len(l.Runs)), '-') + "\n")
+	pm := func(iv metrics.Interval) string {
+		if math.IsNaN(iv.HalfWidth()) {
+			return consoleFloat(iv.Mean)
+		}
+		return consoleFloat(iv.Mean) + " ± " + consoleFloat(iv.HalfWidth())
+	}
+	for _, f := range []struct{ key, label string }{{"request_throughput", "Request throughput (req/s):"}, {"output_throughput", "Output token throughput (tok/s):"}} {
+		if iv, ok := a.Level[f.key]; ok {
+			b.line(f.label, pm(iv))
+		}
+	}
+	for _, m := range metrics.Registry {
+		if !m.Headline {
+			continue
+		}
+		for _, stat := range []string{"mean", "p50", "p99"} {
+			if iv, ok := a.Get(m.Key, stat); ok {
+				label := "Mean"
+				if stat != "mean" {
+					label = strings.ToUpper(stat[:1]) + stat[1:]
+				}
+				b.line(fmt.Sprintf("%s %s (ms):", label, m.Short), pm(iv))
+			}
+		}
+	}
+}
+
+// steadyState prints where the level was steady, or that it never was, why and what to do.
+func (b *consoleBlock) steadyState(ss *metrics.SteadyState) {
+	if ss == nil {
+		return
+	}
+	if ss.Reached && ss.StartS != nil && ss.EndS != nil {
+		b.line("Steady state (s of the run):", fmt.Sprintf("%.2f-%.2f", *ss.StartS, *ss.EndS),
+			fmt.Sprintf("(%d requests, %s tok/s)", ss.Completed, consoleFloat(ss.OutputThroughput)))
+		return
+	}
+	b.line("Steady state:", "NOT REACHED", "<-- "+ss.Reason)
+	if ss.Advice != "" {
+		b.line("", "", "    "+ss.Advice)
 	}
 }
 
@@ -290,7 +353,11 @@ func (b *consoleBlock) stats(title, short string, st *metrics.Stats, opts Consol
 		b.line(fmt.Sprintf("Mean %s (ms):", short), "n/a", "(no samples)")
 		return
 	}
-	b.line(fmt.Sprintf("Mean %s (ms):", short), consoleFloat(st.Mean))
+	mean := ""
+	if st.MeanMethod != "" && !math.IsNaN(st.MeanLo) {
+		mean = ciNote(st.MeanLo, st.MeanHi, st.MeanMethod)
+	}
+	b.line(fmt.Sprintf("Mean %s (ms):", short), consoleFloat(st.Mean), mean)
 	if p, ok := st.Get(50); ok {
 		b.pct(fmt.Sprintf("Median %s (ms):", short), p, st.Count)
 	}
@@ -345,8 +412,20 @@ func (b *consoleBlock) pct(label string, p metrics.Percentile, n int) {
 	if !p.Reliable() {
 		flag = fmt.Sprintf("(low n: %d samples)", n)
 		b.note = true
+	} else {
+		flag = ciNote(p.Lo, p.Hi, p.Method)
 	}
 	b.line(label, consoleFloat(p.Value), flag)
+}
+
+// ciNote is a figure's 95% interval as a level block prints it; an order-statistics one
+// holds only for independent requests, and says so.
+func ciNote(lo, hi float64, method string) string {
+	s := "(95% CI " + consoleFloat(lo) + "-" + consoleFloat(hi)
+	if method != metrics.MethodBatchMeans {
+		s += " if independent"
+	}
+	return s + ")"
 }
 
 // consolePercentiles picks the percentile lines after the median.
@@ -403,6 +482,12 @@ func ladderLoad(l *Level) string {
 	}
 	if l.Partial {
 		load += " (partial)"
+	}
+	switch l.EndReason { // a level a stopping rule ended
+	case EndOversaturated:
+		load += " (oversaturated)"
+	case EndMaxErrorRate:
+		load += " (errors)"
 	}
 	return load
 }
@@ -527,6 +612,25 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 	pickLine("Sweet spot (*): ", s.SweetSpot, noSpot)
 	if judged {
 		pickLine("SLO limit (+):  ", s.SLOLimit, "none: no level meets the SLOs")
+	}
+	var unsteady []string
+	perSlot := false
+	for i, l := range s.Levels {
+		if ss := l.SteadyState; ss != nil && !ss.Reached && l.EndReason != EndOversaturated {
+			unsteady = append(unsteady, strconv.Itoa(i))
+			perSlot = perSlot || strings.HasPrefix(ss.Reason, "too few requests per slot")
+		}
+	}
+	if len(unsteady) > 0 {
+		advice := "run each level longer (--requests, --duration)"
+		if perSlot {
+			advice = fmt.Sprintf("give each level at least %d requests per slot (--requests) for figures to rely on", 4*metrics.MinRequestsPerSlot)
+		}
+		which := "level " + unsteady[0]
+		if len(unsteady) > 1 {
+			which = "levels " + strings.Join(unsteady, ", ")
+		}
+		w.WriteString("Not steady:  " + strings.TrimLeft(wrapIndented(fmt.Sprintf("%s never reached a steady state (see each level's block): a quick look; %s", which, advice), 13, 100), " ") + "\n")
 	}
 }
 

@@ -53,7 +53,8 @@ func WriteCSV(w io.Writer, s *Summary) error {
 	columns([]*metrics.Metric{readLag})
 	head = append(head, "slo_pass", "errors", "sweet_spot", "slo_limit")
 	columns(csvTail)
-	head = append(head, "retried", "ttft_upper_bound", "error_statuses", "input_throughput", "inputs_per_s", "documents_per_s")
+	head = append(head, "retried", "ttft_upper_bound", "error_statuses", "input_throughput", "inputs_per_s", "documents_per_s",
+		"end_reason", "steady_state", "runs")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
 		return err
@@ -96,6 +97,11 @@ func WriteCSV(w io.Writer, s *Summary) error {
 		}
 		row = append(row, strconv.Itoa(l.Retried), strconv.Itoa(l.TTFTUpperBound), csvErrorDetails(l.ErrorDetails),
 			csvNum(l.InputThroughput), csvNumPtr(l.InputsPerS), csvNumPtr(l.DocumentsPerS))
+		steady := ""
+		if l.SteadyState != nil {
+			steady = strconv.FormatBool(l.SteadyState.Reached)
+		}
+		row = append(row, l.EndReason, steady, csvInt(len(l.Runs)))
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -288,7 +288,7 @@ func metricTableOf(m *metrics.Metric, levels []Level) (metricTable, bool) {
 		}
 		r := metricRow{Name: levelName(levels, i), Cells: []cell{{Text: strconv.Itoa(st.Count)}, {Text: fmtNum(st.Mean)}, {Text: fmtNum(st.Std)}, {Text: fmtNum(st.Min)}}}
 		for _, p := range ps {
-			r.Cells = append(r.Cells, percentileCell(st, p))
+			r.Cells = append(r.Cells, acrossRunsCell(levels[i].AcrossRuns, m.Key, metrics.Key(p), percentileCell(st, p)))
 		}
 		r.Cells = append(r.Cells, cell{Text: fmtNum(st.Max)})
 		t.Rows = append(t.Rows, r)
@@ -399,7 +399,25 @@ func percentileCell(st *metrics.Stats, p float64) cell {
 		return c
 	}
 	c.Title = "95% CI " + fmtNum(pc.Lo) + " – " + fmtNum(pc.Hi) + " ms"
+	switch pc.Method {
+	case metrics.MethodBatchMeans:
+		c.Title += " (batch means: holds for correlated requests)"
+	case metrics.MethodOrderStatistics:
+		c.Title += " (order statistics: assumes independent requests)"
+	}
 	return c
+}
+
+// acrossRunsCell shows a repeated level's percentile as the mean of its runs ± the
+// half-width of their t-distribution 95% interval (levels[i].across_runs); c otherwise.
+func acrossRunsCell(ar *metrics.AcrossRuns, metric, stat string, c cell) cell {
+	iv, ok := ar.Get(metric, stat)
+	if !ok || math.IsNaN(iv.Mean) || math.IsNaN(iv.Lo) || math.IsNaN(iv.Hi) {
+		return c
+	}
+	half := (iv.Hi - iv.Lo) / 2
+	return cell{Text: fmtNum(iv.Mean) + " ± " + fmtNum(half),
+		Title: "mean of " + strconv.Itoa(iv.N) + " runs ± the half-width of its t-distribution 95% interval; every run pooled: " + c.Text + " ms"}
 }
 
 // verdictCell is a level's SLO verdict with its terms as a tooltip, and the names of the

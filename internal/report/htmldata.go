@@ -151,7 +151,8 @@ type overTime struct {
 type Collector struct {
 	cfg    metrics.Config
 	levels map[int]*metrics.Aggregator
-	vllm   map[int]*VLLMRequests // per level, with KeepVLLMRequests
+	vllm   map[int]*VLLMRequests               // per level, with KeepVLLMRequests
+	runs   map[int]map[int]*metrics.Aggregator // a repeated level's runs, by level and repeat
 	ot     *bucketer
 	n      int
 	notes  []string
@@ -159,7 +160,7 @@ type Collector struct {
 
 // NewCollector starts collecting with cfg for every level.
 func NewCollector(cfg metrics.Config) *Collector {
-	return &Collector{cfg: cfg, levels: map[int]*metrics.Aggregator{}, ot: newBucketer()}
+	return &Collector{cfg: cfg, levels: map[int]*metrics.Aggregator{}, runs: map[int]map[int]*metrics.Aggregator{}, ot: newBucketer()}
 }
 
 // KeepVLLMRequests has the collector keep every level's requests for vLLM's per-request
@@ -189,6 +190,19 @@ func (c *Collector) Add(r *record.Record) {
 		c.levels[r.Level] = a
 	}
 	a.Add(r)
+	if r.Repeat > 0 { // a repeated level: each run's figures too
+		byRun := c.runs[r.Level]
+		if byRun == nil {
+			byRun = map[int]*metrics.Aggregator{}
+			c.runs[r.Level] = byRun
+		}
+		ra := byRun[int(r.Repeat)]
+		if ra == nil {
+			ra = metrics.NewAggregator(c.cfg)
+			byRun[int(r.Repeat)] = ra
+		}
+		ra.Add(r)
+	}
 	// Over time: what the server saw, warm-up included.
 	if r.Error == nil || r.Sent > 0 { // a zero Sent with an error: never sent
 		c.ot.addInterval(r.Sent, r.Done)
@@ -215,12 +229,26 @@ func (c *Collector) Indices() []int {
 	return out
 }
 
-// Level returns level i's figures (those of no records when it has none).
+// Level returns level i's figures (those of no records when it has none); a repeated
+// level's pool every run's requests and carry each run's figures and those across runs.
 func (c *Collector) Level(i int) metrics.Level {
-	if a := c.levels[i]; a != nil {
-		return a.Level()
+	a := c.levels[i]
+	if a == nil {
+		return metrics.NewAggregator(c.cfg).Level()
 	}
-	return metrics.NewAggregator(c.cfg).Level()
+	lv := a.Level()
+	if byRun := c.runs[i]; len(byRun) > 0 {
+		reps := make([]int, 0, len(byRun))
+		for r := range byRun {
+			reps = append(reps, r)
+		}
+		sort.Ints(reps)
+		for _, r := range reps {
+			lv.Runs = append(lv.Runs, byRun[r].Level())
+		}
+		lv.AcrossRuns = metrics.Across(lv.Runs)
+	}
+	return lv
 }
 
 // Aggregator returns level i's aggregator (nil when it has no records), for figures over

@@ -19,9 +19,13 @@ import (
 	"github.com/llmbench/llmbench/internal/servermetrics"
 )
 
-// Schemas of summary.json. This llmbench writes SchemaV2; ReadJSON also reads SchemaV1,
-// migrating it, and refuses other versions.
+// Schemas of summary.json. This llmbench writes SchemaV3; ReadJSON also reads SchemaV2 and
+// SchemaV1, migrating them, and refuses other versions.
 const (
+	// SchemaV3: levels carry end_reason, steady_state, runs and across_runs (--repeat),
+	// run_seeds; every interval says its method (ci_method) and means may have one; the
+	// summary says where the ladder oversaturated.
+	SchemaV3 = "llmbench/summary/v3"
 	// SchemaV2: the run description (load, workload) and the end reason are typed
 	// (rundesc.Load, rundesc.Workload, EndReason), with v1's keys and values.
 	SchemaV2 = "llmbench/summary/v2"
@@ -76,6 +80,9 @@ type Summary struct {
 	Levels    []Level       `json:"levels"`
 	SweetSpot *metrics.Pick `json:"sweet_spot"`
 	SLOLimit  *metrics.Pick `json:"slo_limit"`
+	// Oversaturated is the first level stopped as oversaturated (the server could not keep
+	// up with its rate); absent when none was.
+	Oversaturated *metrics.Pick `json:"oversaturated,omitempty"`
 }
 
 // Target is what was benchmarked. It never holds an API key, and NewTarget strips
@@ -125,6 +132,12 @@ type Level struct {
 	Concurrency int     `json:"concurrency,omitempty"` // closed loop
 	Rate        float64 `json:"rate,omitempty"`        // open loop, req/s
 	Partial     bool    `json:"partial"`               // the run ended before the level did
+	// EndReason is why the level ended (load.EndReason): requests, duration, trace,
+	// interrupted, or oversaturated / max_error_rate when a stopping rule ended it.
+	EndReason string `json:"end_reason,omitempty"`
+	// RunSeeds are the seeds of a repeated level's runs (arrivals, prompts, the simulator),
+	// in run order; absent for a level run once.
+	RunSeeds []int64 `json:"run_seeds,omitempty"`
 	// Server is what the server's own /metrics said during the level; absent when it was
 	// not scraped.
 	Server *servermetrics.Summary `json:"server,omitempty"`
@@ -134,19 +147,40 @@ type Level struct {
 // Load is the level's offered load.
 func (l Level) Load() metrics.Load { return metrics.Load{Concurrency: l.Concurrency, Rate: l.Rate} }
 
-// Judge fills Schema (when empty), SweetSpot and SLOLimit from the levels. Partial levels
-// (cut short by the end of the run) are left out of both picks, since their figures do not
+// Level end reasons that stopping rules give (load.EndOversaturated, load.EndMaxErrorRate).
+const (
+	EndOversaturated = "oversaturated"
+	EndMaxErrorRate  = "max_error_rate"
+)
+
+// Judge fills Schema (when empty), SweetSpot, SLOLimit and Oversaturated from the levels.
+// Partial levels (cut short by the end of the run) and levels a stopping rule ended
+// (oversaturated, max_error_rate) are left out of both picks, since their figures do not
 // describe a steady state; indexes still refer to Levels.
 func (s *Summary) Judge() {
 	if s.Schema == "" {
-		s.Schema = SchemaV2
+		s.Schema = SchemaV3
+	}
+	s.Oversaturated = nil
+	for i := range s.Levels {
+		l := &s.Levels[i]
+		if l.EndReason != EndOversaturated {
+			continue
+		}
+		if s.Oversaturated == nil {
+			s.Oversaturated = &metrics.Pick{Index: i, Concurrency: l.Concurrency, Rate: l.Rate,
+				Reason: "the server could not keep up with this rate (backlog growing: docs/metrics.md)"}
+		}
+		// Whatever its length, an oversaturated level had no steady state to find.
+		l.SteadyState = &metrics.SteadyState{Reason: "oversaturated: the server could not keep up with the rate, so the level was stopped",
+			Advice: "lower the rate (this one is past the server's capacity)"}
 	}
 	var lv []metrics.Level
 	var loads []metrics.Load
 	var idx []int
 	for i, l := range s.Levels {
-		if l.Partial {
-			continue
+		if l.Partial || l.EndReason == EndOversaturated || l.EndReason == EndMaxErrorRate {
+			continue // stopped early: not a steady state to pick
 		}
 		lv = append(lv, l.Level)
 		loads = append(loads, l.Load())
@@ -183,7 +217,7 @@ func WriteJSON(w io.Writer, s *Summary) error {
 	return nil
 }
 
-// ReadJSON reads a summary.json of any schema this llmbench knows, migrated to SchemaV2,
+// ReadJSON reads a summary.json of any schema this llmbench knows, migrated to SchemaV3,
 // and refuses others.
 func ReadJSON(r io.Reader) (*Summary, error) {
 	data, err := io.ReadAll(r)
@@ -197,7 +231,7 @@ func ReadJSON(r io.Reader) (*Summary, error) {
 	migrate, ok := migrations[head.Schema]
 	if !ok {
 		if strings.HasPrefix(head.Schema, "llmbench/summary/") {
-			return nil, fmt.Errorf("summary.json: schema %q is not supported by this llmbench (it reads %s and %s)", head.Schema, SchemaV2, SchemaV1)
+			return nil, fmt.Errorf("summary.json: schema %q is not supported by this llmbench (it reads %s, %s and %s)", head.Schema, SchemaV3, SchemaV2, SchemaV1)
 		}
 		return nil, errors.New("summary.json: not an llmbench summary (schema " + fmt.Sprintf("%q", head.Schema) + ")")
 	}
@@ -209,13 +243,51 @@ func ReadJSON(r io.Reader) (*Summary, error) {
 	return &s, nil
 }
 
-// migrations bring a summary read as its own schema up to SchemaV2, by schema.
+// migrations bring a summary read as its own schema up to SchemaV3, by schema.
 var migrations = map[string]func(*Summary){
-	SchemaV2: func(*Summary) {},
+	SchemaV3: func(*Summary) {},
+	SchemaV2: fromV2,
 	// v1 has v2's keys and values: what it wrote from untyped configuration is what v2's
 	// types hold (rundesc's tests check that against summaries v1 wrote), and its end
-	// reasons are v2's. Only the schema changes.
-	SchemaV1: func(s *Summary) { s.Schema = SchemaV2 },
+	// reasons are v2's. From there, as v2.
+	SchemaV1: fromV2,
+}
+
+// fromV2 brings a v2 summary to v3. v2 had no stopping rules, so a level ended by its
+// length (duration when the load had one, else requests) or, partial, by the run's
+// interruption; every interval it wrote was from order statistics. v2 found no steady
+// state and had no repeats: those stay absent until 'llmbench report' recomputes them.
+func fromV2(s *Summary) {
+	s.Schema = SchemaV3
+	for i := range s.Levels {
+		l := &s.Levels[i]
+		switch {
+		case l.EndReason != "":
+		case l.Partial:
+			l.EndReason = "interrupted"
+		case s.Load.Duration != "":
+			l.EndReason = "duration"
+		default:
+			l.EndReason = "requests"
+		}
+		each := func(st *metrics.Stats) {
+			for k := range st.Percentiles {
+				if st.Percentiles[k].Method == "" && st.Count > 0 {
+					st.Percentiles[k].Method = metrics.MethodOrderStatistics
+				}
+			}
+		}
+		for _, m := range metrics.Registry {
+			if st, ok := l.Metrics.Get(m.Key); ok && !m.OnLevel {
+				each(st)
+			}
+		}
+		for _, st := range []*metrics.Stats{l.ReadLag, l.FirstContent} {
+			if st != nil {
+				each(st)
+			}
+		}
+	}
 }
 
 // Save writes summary.json and summary.csv into dir, each atomically.

@@ -200,7 +200,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Error("levels lost in the round trip")
 	}
 	for _, c := range []struct{ in, err string }{
-		{`{"schema":"llmbench/summary/v3"}`, `schema "llmbench/summary/v3" is not supported`},
+		{`{"schema":"llmbench/summary/v4"}`, `schema "llmbench/summary/v4" is not supported`},
 		{`{"schema":"llmbench/summary/v2","load":{"levels":3}}`, "summary.json (llmbench/summary/v2): json: cannot unmarshal"},
 		{`{"schema":"other"}`, "not an llmbench summary"},
 		{`{`, "unexpected end of JSON input"},
@@ -249,8 +249,8 @@ func TestEndReasons(t *testing.T) {
 	}
 }
 
-// A v1 summary (as llmbench wrote it before v2, abridged to one level) reads as v2, its
-// description typed, and writes again with v1's keys and values under the v2 schema.
+// A v1 summary (as llmbench wrote it before v2, abridged to one level) reads as v3, its
+// description typed, and writes again with v1's keys and values under the v3 schema.
 func TestReadV1(t *testing.T) {
 	v1 := `{
   "schema": "llmbench/summary/v1",
@@ -271,7 +271,7 @@ func TestReadV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Schema != SchemaV2 || s.EndReason != EndCompleted || s.Load.Mode != rundesc.ModeSimulate ||
+	if s.Schema != SchemaV3 || s.Levels[0].EndReason != "requests" || s.EndReason != EndCompleted || s.Load.Mode != rundesc.ModeSimulate ||
 		len(s.Load.Levels) != 1 || s.Load.Levels[0].Requests != 8 || s.Workload.InputTokens != "512" ||
 		s.Levels[0].Completed != 8 || s.Target.Model != "textbook" {
 		t.Errorf("read back %+v", s)
@@ -283,7 +283,7 @@ func TestReadV1(t *testing.T) {
 	var in, out map[string]any
 	json.Unmarshal([]byte(v1), &in)
 	json.Unmarshal(b.Bytes(), &out)
-	if out["schema"] != SchemaV2 {
+	if out["schema"] != SchemaV3 {
 		t.Errorf("written as %v", out["schema"])
 	}
 	for _, k := range []string{"workload", "load", "target", "end_reason", "started_at", "seed", "percentiles"} {
@@ -314,5 +314,25 @@ func TestLadderFits100Columns(t *testing.T) {
 	ConsoleLadder(&b, ladderSummary(t, "", []int{1, 4}), ConsoleOptions{})
 	if strings.Contains(b.String(), "goodput") || strings.Contains(b.String(), "SLO") {
 		t.Errorf("no SLOs, yet goodput or SLO columns:\n%s", b.String())
+	}
+}
+
+// A v2 summary reads as v3: each level's end reason from its load (duration, requests, or
+// interrupted when partial), and every percentile interval it wrote named as the
+// order-statistics one it was.
+func TestReadV2(t *testing.T) {
+	v2 := `{"schema": "llmbench/summary/v2", "load": {"mode": "run", "duration": "30s"},
+  "levels": [{"name": "rate 2", "rate": 2, "partial": false, "completed": 8,
+    "metrics": {"ttft_ms": {"count": 8, "mean": 10, "p50": 10, "ci95": {"p50": [9, 11]}, "unreliable": []}}},
+   {"name": "rate 4", "rate": 4, "partial": true, "completed": 1}]}`
+	s, err := ReadJSON(strings.NewReader(v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Schema != SchemaV3 || s.Levels[0].EndReason != "duration" || s.Levels[1].EndReason != "interrupted" {
+		t.Errorf("schema %s, end reasons %q %q", s.Schema, s.Levels[0].EndReason, s.Levels[1].EndReason)
+	}
+	if p, _ := s.Levels[0].Metrics.Stat("ttft").Get(50); p.Method != metrics.MethodOrderStatistics || p.Lo != 9 {
+		t.Errorf("v2 interval read as %+v", p)
 	}
 }

@@ -29,31 +29,35 @@ const (
 
 // Load is summary.json's "load": the levels and the settings that shaped the requests.
 type Load struct {
-	Mode           Mode           `json:"mode"`
-	Levels         []Level        `json:"levels"` // the planned ladder; null for a search
-	Search         string         `json:"search,omitempty"`
-	SearchMax      float64        `json:"search_max,omitempty"`
-	Arrival        string         `json:"arrival,omitempty"`
-	MaxConcurrency int            `json:"max_concurrency,omitempty"`
-	Requests       int            `json:"requests,omitempty"`
-	Duration       string         `json:"duration,omitempty"`
-	Warmup         int            `json:"warmup,omitempty"`
-	WarmupTime     string         `json:"warmup_time,omitempty"`
-	Cooldown       string         `json:"cooldown,omitempty"`
-	Shard          string         `json:"shard,omitempty"` // I/N (--shard)
-	StartAt        string         `json:"start_at,omitempty"`
-	SimProfile     string         `json:"sim_profile,omitempty"`
-	Timeout        string         `json:"timeout,omitempty"`
-	IdleTimeout    string         `json:"idle_timeout,omitempty"`
-	IgnoreEOS      bool           `json:"ignore_eos"`
-	Insecure       bool           `json:"insecure_tls,omitempty"`
-	HTTP2          bool           `json:"http2,omitempty"`
-	ReadStamps     bool           `json:"read_stamps,omitempty"` // events timed at read, not kernel receive
-	KeepAlive      *bool          `json:"keep_alive,omitempty"`  // run: whether connections were reused
-	Headers        []string       `json:"headers,omitempty"`
-	ExtraBody      map[string]any `json:"extra_body,omitempty"`
-	Temperature    *float64       `json:"temperature,omitempty"` // --temperature, when given
-	TopP           *float64       `json:"top_p,omitempty"`       // --top-p, when given
+	Mode           Mode    `json:"mode"`
+	Levels         []Level `json:"levels"` // the planned ladder; null for a search
+	Search         string  `json:"search,omitempty"`
+	SearchMax      float64 `json:"search_max,omitempty"`
+	Arrival        string  `json:"arrival,omitempty"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	Requests       int     `json:"requests,omitempty"`
+	Duration       string  `json:"duration,omitempty"`
+	Warmup         int     `json:"warmup,omitempty"`
+	WarmupTime     string  `json:"warmup_time,omitempty"`
+	Cooldown       string  `json:"cooldown,omitempty"`
+	Shard          string  `json:"shard,omitempty"` // I/N (--shard)
+	StartAt        string  `json:"start_at,omitempty"`
+	// Stopping rules and repeats (--max-error-rate, --stop-on-saturation, --repeat).
+	MaxErrorRate     float64        `json:"max_error_rate,omitempty"`
+	StopOnSaturation bool           `json:"stop_on_saturation,omitempty"`
+	Repeat           int            `json:"repeat,omitempty"`
+	SimProfile       string         `json:"sim_profile,omitempty"`
+	Timeout          string         `json:"timeout,omitempty"`
+	IdleTimeout      string         `json:"idle_timeout,omitempty"`
+	IgnoreEOS        bool           `json:"ignore_eos"`
+	Insecure         bool           `json:"insecure_tls,omitempty"`
+	HTTP2            bool           `json:"http2,omitempty"`
+	ReadStamps       bool           `json:"read_stamps,omitempty"` // events timed at read, not kernel receive
+	KeepAlive        *bool          `json:"keep_alive,omitempty"`  // run: whether connections were reused
+	Headers          []string       `json:"headers,omitempty"`
+	ExtraBody        map[string]any `json:"extra_body,omitempty"`
+	Temperature      *float64       `json:"temperature,omitempty"` // --temperature, when given
+	TopP             *float64       `json:"top_p,omitempty"`       // --top-p, when given
 	// A merged run (llmbench merge): the shards it holds and what merge warned about.
 	MergedShards  []string `json:"merged_shards,omitempty"`
 	MergeWarnings []string `json:"merge_warnings,omitempty"`
@@ -104,6 +108,10 @@ type Run struct {
 	Search    string       // "", "concurrency" or "rate"
 	SearchMax float64
 	StartAt   time.Time
+	// Repeat runs each level that many times; StopOnSaturation ends the ladder at an
+	// oversaturated level (Base.MaxErrorRate is the error-rate limit).
+	Repeat           int
+	StopOnSaturation bool
 	// Target settings.
 	SimProfile           string
 	Timeout, IdleTimeout time.Duration
@@ -133,7 +141,11 @@ func (r Run) load() Load {
 		Duration: durString(b.Duration), Warmup: b.Warmup, WarmupTime: durString(b.WarmupTime),
 		Cooldown: durString(b.Cooldown), MaxConcurrency: b.MaxConcurrency, IgnoreEOS: r.IgnoreEOS,
 		Insecure: r.Insecure, HTTP2: r.HTTP2, ReadStamps: r.ReadStamps, ExtraBody: r.ExtraBody,
+		MaxErrorRate: b.MaxErrorRate, StopOnSaturation: r.StopOnSaturation,
 		Temperature: r.Temperature, TopP: r.TopP}
+	if r.Repeat > 1 {
+		l.Repeat = r.Repeat
+	}
 	if r.Live {
 		l.Mode = ModeRun
 	}

@@ -1,0 +1,180 @@
+package load
+
+import "github.com/llmbench/llmbench/internal/metrics"
+
+// Stopping rules: besides its length, a level can be stopped early by what its requests
+// show. They are written here once, clock-free, and consulted by Dispatch, so Run and
+// RunVirtual (the live run and the simulation) honour them alike.
+//
+// Max error rate (Level.MaxErrorRate = F > 0): over a sliding window of the last
+// ErrorWindow finished requests (warm-up ones included: a broken server fails them too),
+// once at least ErrorMinimum have finished, the level stops when more than F of the window
+// failed (any error, canceled included). End reason EndMaxErrorRate.
+//
+// Over-saturation (Level.DetectSaturation, an open loop at a rate; a replayed trace, whose
+// own rate varies, is replayed whole): a server that cannot keep up has a backlog —
+// requests due and not finished: in flight, plus those waiting for a slot under
+// MaxConcurrency — that grows without bound; one that keeps up has a backlog that
+// wanders around a mean (a batching server's wanders widely and slowly: its batch follows
+// the arrivals' bursts, and a bigger batch serves each request more slowly). The backlog is
+// taken at every arrival (every other one dropped, repeatedly, past 4,096 kept, so memory
+// stays bounded); every tenth kept value, once SaturationMinimum have arrived, the
+// second half of the level so far (from arrival A/2 to arrival A) is cut into 8
+// consecutive batches and a least-squares line fitted through the 8 batch means. The
+// level is oversaturated when all of these hold:
+//
+//  1. the slope is positive and significant: slope / its standard error > 5.208, the
+//     one-sided 99.9% point of Student's t with 6 degrees of freedom (batch means are
+//     nearly independent when batches are long against the backlog's correlation time,
+//     which is why the test waits for SaturationMinimum arrivals);
+//  2. the growth is material: the fitted line rises over the half by at least 10% of the
+//     half's arrivals — the server finished less than 90% of what arrived;
+//  3. the backlog now holds at least 10% of every request that arrived in the level (a
+//     wandering backlog is bounded; a growing one is not);
+//  4. the level's first request finished before the half began (the ramp from an empty
+//     server is over).
+//
+// On the textbook profile (capacity 10.23 req/s for 512/100-token requests) a Poisson
+// ladder in steps of 10% of capacity stops at 1.0 or 1.1 × capacity (60 seeds: once at
+// 0.9), after 90-190 s of a 300 s level (TestOversaturationLadder). End reason
+// EndOversaturated.
+//
+// When a rule stops a level, nothing more is sent and requests waiting for a slot are
+// dropped; the requests in flight finish as they would at the level's end.
+const (
+	ErrorWindow       = 50
+	ErrorMinimum      = 20
+	SaturationMinimum = 1000
+)
+
+// More end reasons: the level was stopped by a rule.
+const (
+	EndOversaturated = EndReason("oversaturated")  // the server could not keep up (open loop)
+	EndMaxErrorRate  = EndReason("max_error_rate") // its errors passed Level.MaxErrorRate
+)
+
+// stopRules holds the rules' state for one level. The zero value applies none.
+type stopRules struct {
+	maxErr float64
+	ring   [ErrorWindow]bool // the last finished requests: failed?
+	n      int               // finished so far
+	errs   int               // failures in ring
+
+	sat       bool
+	arrivals  int
+	firstDone int // arrivals when the first request finished; -1 before
+	backlog   series
+}
+
+func newStopRules(l Level) stopRules {
+	return stopRules{maxErr: l.MaxErrorRate, sat: l.DetectSaturation && !l.Closed(), firstDone: -1}
+}
+
+// finished counts a finished request; it returns the end reason when a rule now stops
+// the level.
+func (s *stopRules) finished(failed bool) EndReason {
+	if s.sat && s.firstDone < 0 {
+		s.firstDone = s.arrivals
+	}
+	if s.maxErr <= 0 {
+		return ""
+	}
+	i := s.n % ErrorWindow
+	if s.n >= ErrorWindow && s.ring[i] {
+		s.errs--
+	}
+	s.ring[i] = failed
+	if failed {
+		s.errs++
+	}
+	s.n++
+	if w := min(s.n, ErrorWindow); s.n >= ErrorMinimum && float64(s.errs) > s.maxErr*float64(w) {
+		return EndMaxErrorRate
+	}
+	return ""
+}
+
+// arrived counts an open-loop arrival with backlog requests unfinished (itself included);
+// it returns the end reason when the level is now oversaturated.
+func (s *stopRules) arrived(backlog int) EndReason {
+	if !s.sat {
+		return ""
+	}
+	s.arrivals++
+	if s.backlog.add(float64(backlog)) && s.rising(backlog) {
+		return EndOversaturated
+	}
+	return ""
+}
+
+// rising is the over-saturation test, with backlog requests unfinished now.
+func (s *stopRules) rising(backlog int) bool {
+	if s.firstDone < 0 || s.firstDone > s.arrivals/2 || float64(backlog) < 0.1*float64(s.arrivals) {
+		return false
+	}
+	bg, ok := s.backlog.trend()
+	return ok && bg.growth >= 0.1*float64(bg.n)
+}
+
+// series is a sequence of values, kept every stride-th so that its memory stays bounded:
+// past maxMarks values, every other one is dropped and the stride doubles.
+type series struct {
+	n      int // values added
+	stride int
+	marks  []float64 // every stride-th value
+	pos    []int     // their positions (1-based)
+}
+
+const maxMarks = 4096
+
+// add appends v; it reports whether the series is due for a test.
+func (s *series) add(v float64) bool {
+	if s.stride == 0 {
+		s.stride = 1
+	}
+	s.n++
+	if s.n%s.stride == 0 {
+		s.marks, s.pos = append(s.marks, v), append(s.pos, s.n)
+		if len(s.marks) >= maxMarks {
+			k := 0
+			for i := 1; i < len(s.marks); i += 2 {
+				s.marks[k], s.pos[k] = s.marks[i], s.pos[i]
+				k++
+			}
+			s.marks, s.pos, s.stride = s.marks[:k], s.pos[:k], 2*s.stride
+		}
+	}
+	return s.n >= SaturationMinimum && s.n%(10*s.stride) == 0
+}
+
+// trendResult is the trend of a series' second half: its values (n) and the growth of the
+// fitted line over them.
+type trendResult struct {
+	n      int
+	growth float64
+}
+
+// trend fits a line through the batch means of the second half; ok says the slope is
+// positive and significant.
+func (s *series) trend() (trendResult, bool) {
+	half := s.n / 2
+	j := 0
+	for j < len(s.pos) && s.pos[j] <= half {
+		j++
+	}
+	pts := s.marks[j:]
+	if s.n < SaturationMinimum || len(pts) < 4*metrics.TrendBatches {
+		return trendResult{}, false
+	}
+	var m [metrics.TrendBatches]float64
+	for k := range m {
+		lo, hi := k*len(pts)/metrics.TrendBatches, (k+1)*len(pts)/metrics.TrendBatches
+		for _, v := range pts[lo:hi] {
+			m[k] += v
+		}
+		m[k] /= float64(hi - lo)
+	}
+	slope, se := metrics.LineFit(m[:])
+	r := trendResult{n: s.n - half, growth: slope * metrics.TrendBatches}
+	return r, slope > 0 && (se == 0 || slope/se > metrics.TrendT)
+}

@@ -1,0 +1,122 @@
+package metrics
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+)
+
+// ar1Level is one level of n requests sent 10 ms apart whose TTFTs are 1 s plus a
+// stationary AR(1) series x_i = φ x_{i−1} + e_i, e_i ~ N(0, σ²): strongly correlated
+// requests (a correlation time of 1/(1 − φ) = 10 requests at φ = 0.9) whose true mean and
+// median are 1 s and whose true P90 is 1 s + 1.2816 σ / √(1 − φ²).
+func ar1Level(seed uint64, n int, phi, sigma float64) Level {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	a := NewAggregator(Config{Percentiles: []float64{50, 90}})
+	x := rng.NormFloat64() * sigma / math.Sqrt(1-phi*phi)
+	for i := range n {
+		x = phi*x + rng.NormFloat64()*sigma
+		sent := time.Duration(i) * 10 * time.Millisecond
+		ttft := time.Second + time.Duration(x*float64(time.Millisecond)).Truncate(time.Microsecond)
+		r := rec(sent, sent, 0, 2, ev{sent + ttft, 1}, ev{sent + ttft + time.Millisecond, 1})
+		r.Index, r.Done = i, sent+ttft+time.Millisecond
+		a.Add(&r)
+	}
+	return a.Level()
+}
+
+// TestBatchMeansCoverage: on 200 seeded trials of a correlated series whose true values
+// are known, the batch-means 95% intervals of the mean, P50 and P90 contain the truth in
+// 90-99% of trials, where the order-statistics interval (which assumes independent
+// samples) covers the median far less often.
+func TestBatchMeansCoverage(t *testing.T) {
+	const (
+		trials = 200
+		n      = 2000
+		phi    = 0.9
+		sigma  = 10.0 // ms
+	)
+	sx := sigma / math.Sqrt(1-phi*phi)
+	truth := map[string]float64{"mean": 1000, "p50": 1000, "p90": 1000 + 1.2815516*sx}
+	hits := map[string]int{}
+	orderHits := 0
+	for trial := range trials {
+		lv := ar1Level(uint64(trial), n, phi, sigma)
+		st := lv.Metrics.Stat(KeyTTFT)
+		if st.MeanMethod != MethodBatchMeans {
+			t.Fatalf("trial %d: mean interval by %q, want batch means", trial, st.MeanMethod)
+		}
+		if st.MeanLo <= truth["mean"] && truth["mean"] <= st.MeanHi {
+			hits["mean"]++
+		}
+		for _, p := range st.Percentiles {
+			if p.Method != MethodBatchMeans {
+				t.Fatalf("trial %d: P%g's interval by %q, want batch means", trial, p.P, p.Method)
+			}
+			if k := Key(p.P); p.Lo <= truth[k] && truth[k] <= p.Hi {
+				hits[k]++
+			}
+		}
+		// The independent-sample bound on the same sample.
+		lo, hi := lv.Dists[KeyTTFT].CI95(50)
+		if lo <= truth["p50"] && truth["p50"] <= hi {
+			orderHits++
+		}
+	}
+	for _, k := range []string{"mean", "p50", "p90"} {
+		cov := float64(hits[k]) / trials
+		t.Logf("%s: batch means cover the true value in %.1f%% of %d trials", k, 100*cov, trials)
+		if cov < 0.90 || cov > 0.99 {
+			t.Errorf("%s: coverage %.1f%%, want 90-99%%", k, 100*cov)
+		}
+	}
+	ocov := float64(orderHits) / trials
+	t.Logf("p50: the order-statistics (independent-sample) interval covers it in %.1f%%", 100*ocov)
+	if ocov > 0.8 {
+		t.Errorf("the independent-sample interval covered %.1f%% of correlated trials: the test series is not correlated enough", 100*ocov)
+	}
+}
+
+// On independent samples, the batch-means interval is about as wide as the
+// order-statistics one (both are valid there).
+func TestBatchMeansIndependent(t *testing.T) {
+	lv := ar1Level(7, 4000, 0, 10)
+	st := lv.Metrics.Stat(KeyTTFT)
+	p, _ := st.Get(50)
+	lo, hi := lv.Dists[KeyTTFT].CI95(50)
+	if r := (p.Hi - p.Lo) / (hi - lo); r < 0.6 || r > 1.7 {
+		t.Errorf("independent samples: batch-means P50 interval %.3f wide, order statistics %.3f: ratio %.2f", p.Hi-p.Lo, hi-lo, r)
+	}
+}
+
+func TestTQuantile975(t *testing.T) {
+	for df, want := range map[int]float64{1: 12.7062, 9: 2.2622, 19: 2.0930, 30: 2.0423, 40: 2.0211, 60: 2.0003, 120: 1.9799, 1000: 1.9623} {
+		if got := TQuantile975(df); math.Abs(got-want) > 2e-4 {
+			t.Errorf("t(0.975, %d) = %.4f, want %.4f", df, got, want)
+		}
+	}
+	_ = record.KindTimeout
+}
+
+// Welch's test against values from a direct numerical integration of Student's t density
+// (Simpson's rule, h = 0.01) at the Welch–Satterthwaite degrees of freedom.
+func TestWelchP(t *testing.T) {
+	for _, c := range []struct {
+		a, b Interval
+		want float64
+	}{
+		{Interval{Mean: 10, Std: 1, N: 5}, Interval{Mean: 12, Std: 1.5, N: 5}, 0.042314},
+		{Interval{Mean: 100, Std: 10, N: 3}, Interval{Mean: 101, Std: 12, N: 4}, 0.909206},
+		{Interval{Mean: 1, Std: 0, N: 3}, Interval{Mean: 1, Std: 0, N: 3}, 1},
+	} {
+		if got := WelchP(c.a, c.b); math.Abs(got-c.want) > 1e-4 {
+			t.Errorf("WelchP(%+v, %+v) = %.6f, want %.6f", c.a, c.b, got, c.want)
+		}
+	}
+	if !math.IsNaN(WelchP(Interval{N: 1}, Interval{N: 3, Std: 1})) {
+		t.Error("one run: no test")
+	}
+}
