@@ -41,6 +41,12 @@ func (t *bpe) normalize(s string) string {
 type spConfig struct {
 	pre []preStep // applied in order; none: a segment is one piece
 
+	// crossBefore holds the characters X such that some token contains X followed by
+	// "▁" (X itself not "▁"). No merge can join X to a following "▁" of any other
+	// character, so a piece is cut there into words merged separately: exact, and fast
+	// for files without a pre-tokenizer, whose pieces are whole texts.
+	crossBefore map[rune]bool
+
 	byteFallback bool
 	byteTokens   [256]int // <0xNN> ids
 	unkID        int      // -1 when there is none
@@ -92,10 +98,26 @@ func (t *bpe) encodeSP(text string, first bool, out []int) []int {
 		pieces = next
 	}
 	for _, p := range pieces {
-		out = t.encodePiece(p, out)
+		start := 0
+		for i := 1; i < len(p); {
+			j := strings.Index(p[i:], wordMark)
+			if j < 0 {
+				break
+			}
+			m := i + j
+			if r, _ := utf8.DecodeLastRuneInString(p[:m]); r != '▁' && !t.sp.crossBefore[r] {
+				out = t.encodePiece(p[start:m], out)
+				start = m
+			}
+			i = m + len(wordMark)
+		}
+		out = t.encodePiece(p[start:], out)
 	}
 	return out
 }
+
+// wordMark is SentencePiece's word boundary, "▁" (U+2581).
+const wordMark = "\u2581"
 
 // splitLiteral appends the pieces of s split at each occurrence of delim, as HuggingFace's
 // Split with a string pattern and the given behavior does.
@@ -321,6 +343,19 @@ func (sp *spConfig) parseDecoder(raw json.RawMessage) error {
 // vocabTokens finds the byte-fallback and unknown tokens. Every character must encode:
 // with byte_fallback all 256 <0xNN> tokens are needed, otherwise an unknown token.
 func (sp *spConfig) vocabTokens(vocab map[string]int, unk *string) error {
+	sp.crossBefore = map[rune]bool{}
+	for tok := range vocab {
+		for i := 1; i < len(tok); {
+			j := strings.Index(tok[i:], wordMark)
+			if j < 0 {
+				break
+			}
+			if r, _ := utf8.DecodeLastRuneInString(tok[:i+j]); r != '▁' {
+				sp.crossBefore[r] = true
+			}
+			i += j + len(wordMark)
+		}
+	}
 	if unk != nil {
 		id, ok := vocab[*unk]
 		if !ok {

@@ -86,3 +86,29 @@ func TestSentencePieceReferenceIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestSentencePieceWordCuts: a piece is cut into words before "▁" only where no token
+// spans the cut ("a▁b" here), and unknown characters fuse into one <unk> (fuse_unk).
+func TestSentencePieceWordCuts(t *testing.T) {
+	file := `{"added_tokens":[],"normalizer":{"type":"Replace","pattern":{"String":" "},"content":"▁"},"pre_tokenizer":null,
+		"decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"Fuse"}]},
+		"model":{"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":false,
+		"vocab":{"<unk>":0,"a":1,"b":2,"c":3,"▁":4,"a▁":5,"a▁b":6,"▁b":7},"merges":["a ▁","a▁ b","▁ b"]}}`
+	tok, err := parseHF([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for text, want := range map[string][]int{
+		"a b":        {6},    // no cut after "a": the token "a▁b" spans it
+		"c b":        {3, 7}, // cut after "c"
+		"zz\u00e9b":  {0, 2}, // three unknown characters, one <unk>
+		"a bc bza b": {6, 3, 7, 0, 6},
+	} {
+		if got := tok.Encode(text); !slices.Equal(got, want) {
+			t.Errorf("Encode(%q) = %v, want %v", text, got, want)
+		}
+	}
+	if got := tok.Decode([]int{6, 3, 7}); got != "a bc b" {
+		t.Errorf("Decode = %q", got)
+	}
+}
