@@ -5,11 +5,13 @@
 # an API key.
 #
 #   .ci/llamacpp.sh start   build (cached), generate the model, start llama-server in the
-#                           background and print `export ...` lines for the tests on stdout:
+#                           background (three instances of it: generation on the port,
+#                           embeddings --embeddings --pooling mean on port+1, reranking
+#                           --reranking on port+2) and print `export ...` lines for the tests on stdout:
 #                             .ci/llamacpp.sh start >llamacpp.env && . ./llamacpp.env
 #                             trap '.ci/llamacpp.sh stop' EXIT
 #                           (not `eval "$(.ci/llamacpp.sh start)"`: eval hides a failed start)
-#   .ci/llamacpp.sh stop    stop the server started by `start` (pid file)
+#   .ci/llamacpp.sh stop    stop the servers started by `start` (pid files)
 #   .ci/llamacpp.sh test    start, run `go test -run LlamaCpp ./e2e/`, stop
 #   .ci/llamacpp.sh build   only build (or find) the llama-server binary and print its path
 #
@@ -18,7 +20,8 @@
 #   LLMBENCH_CACHE              cache root (default ~/.cache/llmbench); the binary and the npm
 #                               tarball are cached under it in llamacpp-node-llama-cpp-3.21.1/,
 #                               keyed by the npm package's version
-#   LLMBENCH_LLAMACPP_PORT      port (default 8089)
+#   LLMBENCH_LLAMACPP_PORT      port (default 8089; the embeddings and reranking servers take
+#                               the next two)
 #   LLMBENCH_LLAMACPP_API_KEY   the key the server requires (default llmbench-test-key)
 #   LLMBENCH_LLAMACPP_THREADS   ggml threads (default 1: faster and steadier than 2 on two
 #                               busy cores, measured in docs/real-servers.md)
@@ -48,6 +51,10 @@ API_KEY=${LLMBENCH_LLAMACPP_API_KEY:-llmbench-test-key}
 THREADS=${LLMBENCH_LLAMACPP_THREADS:-1}
 PID_FILE=$STATE/serve.pid
 LOG=$STATE/serve.log
+# The embeddings (--embeddings --pooling mean) and reranking (--reranking) servers, for the
+# e2e tests of --api openai-embeddings and rerank: the same model, two slots each.
+EMBED_ADDR=127.0.0.1:$((PORT + 1))
+RERANK_ADDR=127.0.0.1:$((PORT + 2))
 
 # shellcheck source=.ci/lib.sh
 . "$ROOT/.ci/lib.sh"
@@ -110,6 +117,24 @@ running() { pid_running "$PID_FILE"; }
 # /health answers without the key: 200 once the model is loaded, 503 while loading.
 answering() { curl -fsS -o /dev/null --max-time 2 "http://$ADDR/health" 2>/dev/null; }
 
+# serve_side NAME ADDR ARGS...: start (or reuse) the llama-server NAME (embed, rerank) on
+# ADDR with the extra ARGS, its pid in $STATE/NAME.pid and its log in $STATE/NAME.log.
+serve_side() {
+  local name=$1 ADDR=$2 pid_file=$STATE/$1.pid log=$STATE/$1.log
+  shift 2
+  if pid_running "$pid_file" && answering; then
+    say "reusing the $name llama-server (pid $(cat "$pid_file")) on $ADDR"
+    return
+  fi
+  answering && die "something else answers on $ADDR; set LLMBENCH_LLAMACPP_PORT"
+  say "starting the $name llama-server on $ADDR (log $log)"
+  nohup "$SERVER" -m "$STATE/model.gguf" --alias "$MODEL" --host 127.0.0.1 --port "${ADDR##*:}" \
+    --api-key "$API_KEY" -np 2 -c 2048 -t "$THREADS" -tb "$THREADS" --no-webui "$@" \
+    >"$log" 2>&1 </dev/null &
+  echo $! >"$pid_file"
+  wait_answering "the $name llama-server on $ADDR" "$pid_file" "$log" 60
+}
+
 # served_model prints the model id the server reports in /v1/models.
 served_model() {
   curl -fsS --max-time 10 -H "Authorization: Bearer $API_KEY" "http://$ADDR/v1/models" |
@@ -121,6 +146,8 @@ env_lines() {
   echo "export LLMBENCH_LLAMACPP_API_KEY=$API_KEY"
   echo "export LLMBENCH_LLAMACPP_MODEL=$1"
   echo "export LLMBENCH_LLAMACPP_PID_FILE=$PID_FILE"
+  echo "export LLMBENCH_LLAMACPP_EMBED_URL=http://$EMBED_ADDR"
+  echo "export LLMBENCH_LLAMACPP_RERANK_URL=http://$RERANK_ADDR"
 }
 
 start() {
@@ -153,6 +180,9 @@ start() {
   curl -fsS --max-time 60 -H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json' \
     -d '{"prompt":"Say something.","n_predict":8}' "http://$ADDR/completion" >"$STATE/warmup.json" 2>&1 ||
     { cat "$STATE/warmup.json" >&2; tail -n 30 "$LOG" >&2; die "warm-up generation failed"; }
+  # The model file is the generation server's (written above when it started).
+  serve_side embed "$EMBED_ADDR" --embeddings --pooling mean
+  serve_side rerank "$RERANK_ADDR" --reranking
   local model
   model=$(served_model)
   [ -n "$model" ] || die "no model id in /v1/models"
@@ -160,6 +190,10 @@ start() {
   env_lines "$model"
 }
 
-stop() { stop_pid llama-server "$PID_FILE"; }
+stop() {
+  stop_pid llama-server "$PID_FILE"
+  stop_pid "embeddings llama-server" "$STATE/embed.pid"
+  stop_pid "reranking llama-server" "$STATE/rerank.pid"
+}
 
 verb "${1:-start}" "$SERVER" -run LlamaCpp

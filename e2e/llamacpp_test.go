@@ -30,9 +30,20 @@ var llamacppLoad = load{concurrency: 4, requests: 48, input: 256, output: 128}
 // LLMBENCH_LLAMACPP_MODEL) fails the test.
 func llamacppTarget(t *testing.T) server {
 	t.Helper()
-	raw := os.Getenv("LLMBENCH_LLAMACPP_URL")
+	return llamacppTargetAt(t, "LLMBENCH_LLAMACPP_URL")
+}
+
+// llamacppTargetAt is llamacppTarget for the server whose URL is in the variable env: the
+// generation server (LLMBENCH_LLAMACPP_URL) or the embeddings and reranking ones that
+// .ci/llamacpp.sh starts beside it. Those are required once LLMBENCH_LLAMACPP_URL is set.
+func llamacppTargetAt(t *testing.T, env string) server {
+	t.Helper()
+	raw := os.Getenv(env)
+	if raw == "" && env != "LLMBENCH_LLAMACPP_URL" && os.Getenv("LLMBENCH_LLAMACPP_URL") != "" {
+		t.Fatalf("LLMBENCH_LLAMACPP_URL is set but %s is not: .ci/llamacpp.sh start exports both", env)
+	}
 	if raw == "" {
-		t.Skip("no llama.cpp server: set LLMBENCH_LLAMACPP_URL (and LLMBENCH_LLAMACPP_API_KEY, LLMBENCH_LLAMACPP_MODEL) to a llama-server; .ci/llamacpp.sh test starts one")
+		t.Skip("no llama.cpp server: set " + env + " (and LLMBENCH_LLAMACPP_API_KEY, LLMBENCH_LLAMACPP_MODEL) to a llama-server; .ci/llamacpp.sh test starts one")
 	}
 	s := server{url: strings.TrimRight(raw, "/"), apiKey: os.Getenv("LLMBENCH_LLAMACPP_API_KEY"),
 		model: os.Getenv("LLMBENCH_LLAMACPP_MODEL")}

@@ -15,6 +15,7 @@ import (
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -34,7 +35,12 @@ type benchConfig struct {
 	readStamps              bool
 	keepAlive               bool // reuse connections (--keep-alive)
 	simProfile              string
-	inProcess               bool // run without --url: the simulator in-process
+	inProcess               bool   // run without --url: the simulator in-process
+	noStream                bool   // --stream=false
+	endpoint                string // --endpoint
+	batchSize, documents    int    // embeddings inputs, rerank documents per request
+	queryTokens             int    // rerank query length
+	images                  workload.ImageConfig
 	sloSpec                 string
 
 	// Load: the ladder, in order. A search adds levels as it probes.
@@ -54,6 +60,7 @@ type benchConfig struct {
 	resultFormat string
 	records      record.Format
 	overwrite    bool // --overwrite: replace the run in outputDir
+	wide         bool // --wide: the whole ladder table
 	seed         int64
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
@@ -94,12 +101,103 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 	fmt.Fprintf(stdio.Err, "replaying the trace's %d arrivals over %s (no --concurrency or --rate given)\n", info.Rows, info.Span.Round(time.Millisecond))
 }
 
+// simAPIs are the APIs the built-in simulator serves (the OpenAI-style ones).
+var simAPIs = []string{client.APIOpenAIChat, client.APIOpenAICompletions, client.APIOpenAIResponses,
+	client.APIOpenAIEmbeddings, client.APIRerank}
+
+// resolveInputs checks the flags of the APIs that send several inputs per request.
+func (c *benchConfig) resolveInputs(f *benchFlags) error {
+	var errs []error
+	embed, rerank := client.Embeddings(f.api), f.api == client.APIRerank
+	if f.batchSize < 1 {
+		errs = append(errs, fmt.Errorf("--batch-size %d: must be at least 1", f.batchSize))
+	} else if f.batchSize > 1 && !embed {
+		errs = append(errs, fmt.Errorf("--batch-size is for the embeddings APIs (%s, %s), not %s", client.APIOpenAIEmbeddings, client.APIOllamaEmbed, f.api))
+	}
+	if f.documents < 1 || f.queryTokens < 1 {
+		errs = append(errs, fmt.Errorf("--documents %d, --query-tokens %d: each must be at least 1", f.documents, f.queryTokens))
+	}
+	if !f.stream && (embed || rerank) {
+		errs = append(errs, fmt.Errorf("--stream=false: %s never streams; leave --stream out", f.api))
+	}
+	if (embed || rerank) && f.turns > 1 {
+		errs = append(errs, fmt.Errorf("--turns is for chat APIs, not %s", f.api))
+	}
+	if f.images != 0 {
+		w, h, err := workload.ParseImageSize(f.imageSize)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--image-size: %w", err))
+		}
+		c.images = workload.ImageConfig{N: f.images, Width: w, Height: h, Format: f.imageFormat, Seed: f.seed}
+		if err := c.images.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--images, --image-format: %w", err))
+		}
+		if f.api != client.APIOpenAIChat && f.api != client.APIOpenAIResponses {
+			errs = append(errs, fmt.Errorf("--images is for %s and %s, not %s", client.APIOpenAIChat, client.APIOpenAIResponses, f.api))
+		}
+	}
+	if embed {
+		c.batchSize = f.batchSize
+	}
+	if rerank {
+		c.documents, c.queryTokens = f.documents, f.queryTokens
+	}
+	return errors.Join(errs...)
+}
+
+// wrapSource shapes the workload's requests for the API: batches of inputs (embeddings),
+// a query with documents (rerank), or prompts with images.
+func (c *benchConfig) wrapSource(src workload.Source, tok tokenizer.Tokenizer) (workload.Source, error) {
+	switch {
+	case c.images.N > 0:
+		return workload.WithImages(src, c.images), nil
+	case c.batchSize > 0:
+		return workload.Batched(src, c.batchSize), nil
+	case c.documents > 0:
+		qc := c.workload
+		qc.InputTokens, qc.Seed = workload.Fixed(c.queryTokens), c.workload.Seed^0x7175657279 // "query"
+		qc.PrefixTokens, qc.PrefixGroups = 0, 1
+		q, err := workload.New(qc, tok)
+		if err != nil {
+			return nil, err
+		}
+		return workload.Reranked(q, src, c.documents), nil
+	}
+	return src, nil
+}
+
+// shapeVirtual makes a simulated record what run would have recorded for the API: the
+// engine streams every request, so without a stream its tokens become one event at the
+// end, and an embeddings or rerank request (a prefill) carries its inputs and no output.
+func (c *benchConfig) shapeVirtual(r *record.Record) {
+	if !client.Unstreamed(c.api, c.noStream) {
+		return
+	}
+	r.Unstreamed = true
+	n := r.Events.Tokens()
+	r.Events = record.Events{}
+	switch {
+	case c.batchSize > 0 || c.documents > 0:
+		r.Inputs, r.Documents = int32(c.batchSize), int32(c.documents)
+		r.OutputTokens, r.OutputTokensSource = 0, ""
+	case n > 0 && r.Error == nil:
+		r.Events.Base = r.Sent
+		r.Events.Append(r.Done, n)
+	}
+}
+
 // resolve validates every flag and reports all problems at once.
 func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
+	if f.config != "" && f.fs != nil {
+		if err := applyConfig(f.fs, f.config); err != nil {
+			return nil, usageError(err)
+		}
+	}
 	c := &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
-		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, sloSpec: f.slo}
+		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, sloSpec: f.slo,
+		noStream: !f.stream, endpoint: f.endpoint}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -119,8 +217,8 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 				hint = " (--api names the API, not the server: " + f.api + " serves openai-chat and openai-completions)"
 			}
 			add(fmt.Errorf("--api: %q is not one of %s%s", f.api, strings.Join(client.APIs(), ", "), hint))
-		} else if f.url == "" && f.api != client.APIOpenAIChat && f.api != client.APIOpenAICompletions {
-			add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks openai-chat and openai-completions", f.api))
+		} else if f.url == "" && !slices.Contains(simAPIs, f.api) {
+			add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(simAPIs, ", ")))
 		}
 		var err error
 		c.apiKey, err = f.resolveAPIKey()
@@ -205,6 +303,10 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	if f.searchMax < 0 {
 		add(errors.New("--search-max must not be negative"))
 	}
+	if !live && !slices.Contains(simAPIs, f.api) {
+		add(fmt.Errorf("--api: simulate speaks %s, not %q", strings.Join(simAPIs, ", "), f.api))
+	}
+	add(c.resolveInputs(f))
 	c.searchMax = f.searchMax
 	if c.searchMax == 0 {
 		c.searchMax = map[string]float64{"concurrency": 1024, "rate": 1000}[c.search]
@@ -274,7 +376,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	if c.outputDir == "" {
 		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
 	}
-	c.overwrite = f.overwrite
+	c.overwrite, c.wide = f.overwrite, f.wide
 	if files := runFiles(c.outputDir); len(files) > 0 && !f.overwrite {
 		add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.outputDir, strings.Join(files, ", ")))
 	}

@@ -33,6 +33,11 @@ type benchFlags struct {
 	insecure, http2, readStamps         bool
 	keepAlive                           bool
 	sim                                 string
+	stream                              bool   // --stream (generation APIs; false: one JSON document)
+	endpoint                            string // --endpoint: the API's path
+	batchSize, documents, queryTokens   int    // embeddings, rerank
+	images                              int    // --images per request
+	imageSize, imageFormat              string // --image-size WxH, --image-format png|jpeg
 
 	// Load.
 	concurrency, rate, arrival string
@@ -59,7 +64,9 @@ type benchFlags struct {
 	percentiles, slo string
 	outputDir        string
 	noProgress       bool
+	wide             bool
 	overwrite        bool
+	config           string // --config: flags from a YAML file
 	resultFormat     string
 	records          string // --records: jsonl or compact
 	metricsURL       string
@@ -70,12 +77,15 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	f.fs = fs
 	if live {
 		fs.StringVar(&f.url, "url", "", "base URL of the server, e.g. http://127.0.0.1:8000 (default: the built-in simulator, in-process)")
-		fs.StringVar(&f.api, "api", "openai-chat", "API: "+strings.Join(client.APIs(), ", "))
 		fs.StringVar(&f.model, "model", "", "model name (default: the first id from /v1/models)")
 		fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
 		fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
 		fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
 		fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
+		fs.IntVar(&f.images, "images", 0, "chat and Responses: synthetic images per request, sent as data URLs in image content parts (deterministic by --seed)")
+		fs.StringVar(&f.imageSize, "image-size", "512x512", "with --images: each image's size `WxH` in pixels")
+		fs.StringVar(&f.imageFormat, "image-format", "png", "with --images: png or jpeg")
+		fs.StringVar(&f.endpoint, "endpoint", "", "the API's path on the server, e.g. /rerank (default: the API's own, e.g. /v1/rerank)")
 		fs.BoolVar(&f.ignoreEOS, "ignore-eos", true, "send ignore_eos so outputs have exactly --output-tokens (turn off for hosted APIs that reject it)")
 		fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature to send (default: none sent, the server's own)")
 		fs.Float64Var(&f.topP, "top-p", 0, "nucleus sampling top_p to send, in (0, 1] (default: none sent)")
@@ -89,6 +99,15 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.BoolVar(&f.keepAlive, "keep-alive", true, "reuse connections between requests; false opens a new one per request, as vLLM's client does (a request that meets a connection the server closed is re-sent once either way: docs/real-servers.md)")
 		fs.BoolVar(&f.readStamps, "read-stamps", false, "time token events when llmbench reads them, not by the kernel's receive time of their bytes (the default on Linux over HTTP/1.1)")
 	}
+	if live {
+		fs.StringVar(&f.api, "api", "openai-chat", "API: "+strings.Join(client.APIs(), ", "))
+	} else {
+		fs.StringVar(&f.api, "api", "openai-chat", "API whose requests to simulate: "+strings.Join(simAPIs, ", "))
+	}
+	fs.BoolVar(&f.stream, "stream", true, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL")
+	fs.IntVar(&f.batchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
+	fs.IntVar(&f.documents, "documents", 8, "rerank: documents per request, each of --input-tokens tokens")
+	fs.IntVar(&f.queryTokens, "query-tokens", 32, "rerank: the query's length in tokens")
 	fs.StringVar(&f.sim, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file (used when there is no --url)")
 
 	fs.StringVar(&f.concurrency, "concurrency", "", "closed loop: concurrent requests, or a ladder `N,N,...` (default 1,4,16,64,256 when neither this nor --rate is given)")
@@ -112,6 +131,8 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.StringVar(&f.slo, "slo", "", "SLOs, quoted for the shell: per-request bounds 'ttft<=500ms,tpot<=50ms' (goodput) and level verdicts 'ttft:p99<=1s,goodput>=0.95'")
 	fs.StringVar(&f.outputDir, "output-dir", "", "results folder (default llmbench-results/<UTC timestamp>)")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
+	fs.BoolVar(&f.wide, "wide", false, "print every column of the ladder table (by default it fits 100 columns)")
+	fs.StringVar(&f.config, "config", "", "read flags from a YAML run configuration (`concurrency: [1, 4, 16]`, ...); flags given on the command line win; no secrets in it")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace the run already in --output-dir (without it, a folder that holds a run is refused)")
 	fs.StringVar(&f.resultFormat, "result-format", "", "also write vLLM's result files, per-request arrays included (vllm.json, or vllm-<level>.json for each level of a ladder): vllm")
 	defRecords := record.FormatJSONL

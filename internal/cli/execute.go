@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/search"
@@ -85,7 +86,10 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 	}
 	if len(sum.Levels) > 1 {
 		fmt.Fprintln(stdio.Out)
-		report.ConsoleLadder(stdio.Out, sum)
+		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: cfg.wide})
+	}
+	if len(cfg.metrics.SLOs) > 0 && !metrics.HasVerdict(cfg.metrics.SLOs) {
+		fmt.Fprintln(stdio.Err, "note: --slo's per-request bounds define goodput but judge no level, so they never fail the run: add goodput>=0.95 (or a percentile term such as ttft:p99<=1s) to make them a gate (exit 3)")
 	}
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
 	return exitStatus(ctx, sum, runErr)
@@ -208,8 +212,8 @@ func (r *levelLoop) run(lvl load.Level) (*report.Level, error) {
 		}
 	}()
 	sink := func(rec *record.Record) {
+		bar.add(rec) // before it is handed over: the records goroutine owns it then
 		recs <- rec
-		bar.add()
 	}
 	var scraper *servermetrics.Scraper
 	if r.cfg.metricsURL != "" {

@@ -1,18 +1,65 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/record"
 )
 
-// progress shows a level's progress on stderr when stderr is a terminal; otherwise nothing,
-// so logs and CI output stay clean.
+// progress shows a level's progress on stderr when stderr is a terminal (otherwise nothing,
+// so logs and CI output stay clean): the level, requests done and failed, the rate, the
+// time left (by count or by the level's duration), and, once a level runs for more than a
+// few seconds, a live line of its recent TTFT and TPOT P50/P99 and output tokens/s. It is
+// redrawn four times a second from the first moment.
 type progress struct {
-	bar *progressbar.ProgressBar
+	w     io.Writer
+	name  string
+	total int           // requests to send; 0 when the level is timed
+	d     time.Duration // the level's duration; 0 when counted
+	start time.Time
+
+	mu                 sync.Mutex
+	done, failed, toks int
+	ttft, tpot         window // recent values, ms
+	stop               chan struct{}
+	stopped            chan struct{}
+}
+
+// window keeps the most recent values of a metric, for a live estimate.
+type window struct {
+	vals []float64
+	next int
+}
+
+const windowSize = 512
+
+func (w *window) add(v float64) {
+	if len(w.vals) < windowSize {
+		w.vals = append(w.vals, v)
+		return
+	}
+	w.vals[w.next] = v
+	w.next = (w.next + 1) % windowSize
+}
+
+// p50p99 are the window's percentiles (nearest rank: it is a live hint, not a figure).
+func (w *window) p50p99() (p50, p99 float64, ok bool) {
+	if len(w.vals) == 0 {
+		return 0, 0, false
+	}
+	s := slices.Clone(w.vals)
+	slices.Sort(s)
+	at := func(q float64) float64 { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return at(0.50), at(0.99), true
 }
 
 func newProgress(w io.Writer, name string, total int, d time.Duration, disabled bool) *progress {
@@ -20,31 +67,107 @@ func newProgress(w io.Writer, name string, total int, d time.Duration, disabled 
 	if disabled || !ok || !term.IsTerminal(int(f.Fd())) {
 		return &progress{}
 	}
-	max := int64(total)
-	desc := name
-	if d > 0 {
-		max = -1 // a timed level has no known count: show a spinner with the count
-		desc += " (" + d.String() + ")"
-	}
-	return &progress{bar: progressbar.NewOptions64(max,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription(desc),
-		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("req"),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)}
+	p := &progress{w: w, name: name, total: total, d: d, start: time.Now(),
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	go p.loop()
+	return p
 }
 
-func (p *progress) add() {
-	if p.bar != nil {
-		p.bar.Add(1)
+func (p *progress) loop() {
+	defer close(p.stopped)
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	p.draw()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.draw()
+		}
 	}
+}
+
+// add counts a finished request, and its TTFT and TPOT by the registry's derivations.
+func (p *progress) add(r *record.Record) {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	if r.Error != nil && r.Error.Kind != record.KindCanceled {
+		p.failed++
+		return
+	}
+	p.toks += r.OutputTokens
+	for _, c := range []struct {
+		key string
+		w   *window
+	}{{metrics.KeyTTFT, &p.ttft}, {metrics.KeyTPOT, &p.tpot}} {
+		m, _ := metrics.Lookup(c.key)
+		m.Samples(r, func(num, den int64, _ uint64) { c.w.add(float64(num) / float64(den) / 1000) })
+	}
+}
+
+func (p *progress) draw() {
+	p.mu.Lock()
+	line := progressLine(p.name, p.total, p.d, time.Since(p.start), p.done, p.failed, p.toks, &p.ttft, &p.tpot)
+	p.mu.Unlock()
+	width := 100
+	if f, ok := p.w.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
+			width = w
+		}
+	}
+	if len(line) >= width {
+		line = line[:width-1]
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s", line)
+}
+
+// progressLine is what the bar says: pure, for tests.
+func progressLine(name string, total int, d, elapsed time.Duration, done, failed, toks int, ttft, tpot *window) string {
+	var b strings.Builder
+	b.WriteString(name + " ")
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(done) / s
+	}
+	switch {
+	case total > 0:
+		fmt.Fprintf(&b, "%d/%d", done, total)
+	default:
+		fmt.Fprintf(&b, "%d done", done)
+	}
+	if failed > 0 {
+		fmt.Fprintf(&b, ", %d failed (%.1f%%)", failed, 100*float64(failed)/float64(done))
+	}
+	fmt.Fprintf(&b, ", %.1f req/s", rate)
+	switch {
+	case d > 0:
+		fmt.Fprintf(&b, ", %s left", max(d-elapsed, 0).Round(time.Second))
+	case total > 0 && rate > 0 && elapsed >= time.Second:
+		left := time.Duration(float64(total-done) / rate * float64(time.Second))
+		fmt.Fprintf(&b, ", ~%s left", left.Round(time.Second))
+	}
+	if elapsed >= 3*time.Second { // a long level: how it is going
+		if p50, p99, ok := ttft.p50p99(); ok {
+			fmt.Fprintf(&b, " | TTFT P50/P99 %.0f/%.0f ms", p50, p99)
+		}
+		if p50, p99, ok := tpot.p50p99(); ok {
+			fmt.Fprintf(&b, ", TPOT %.1f/%.1f", p50, p99)
+		}
+		fmt.Fprintf(&b, ", %.0f tok/s", float64(toks)/elapsed.Seconds())
+	}
+	return b.String()
 }
 
 func (p *progress) finish() {
-	if p.bar != nil {
-		p.bar.Finish()
+	if p.w == nil {
+		return
 	}
+	close(p.stop)
+	<-p.stopped
+	fmt.Fprint(p.w, "\r\033[K") // the level's block follows on a clean line
 }

@@ -76,7 +76,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	ccfg := client.Config{
 		BaseURL: cfg.url, API: cfg.api, Model: cfg.model, APIKey: cfg.apiKey, Headers: cfg.headers,
-		ExtraBody: cfg.extraBody, IgnoreEOS: cfg.ignoreEOS, Timeout: cfg.timeout,
+		ExtraBody: cfg.extraBody, IgnoreEOS: cfg.ignoreEOS, NoStream: cfg.noStream, Endpoint: cfg.endpoint, Timeout: cfg.timeout,
 		Temperature: cfg.temperature, TopP: cfg.topP,
 		IdleTimeout: cfg.idleTimeout, MaxConns: maxConns,
 		CACert: cfg.caCert, Insecure: cfg.insecure, HTTP2: cfg.http2, ReadStamps: cfg.readStamps,
@@ -140,6 +140,9 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	cfg.connStats = cl.ConnStats
 	defer cl.Close()
 	src, err := workload.New(cfg.workload, tok)
+	if err == nil {
+		src, err = cfg.wrapSource(src, tok)
+	}
 	if err != nil {
 		return usageError(err)
 	}

@@ -20,16 +20,18 @@ func newServeCmd(stdio Stdio) *cobra.Command {
 	var (
 		listen, profile, truth, faults, apiKey, apiKeyFile, modelName, tok string
 		seed                                                               int64
-		closeAfter                                                         time.Duration
+		closeAfter, imageEncode                                            time.Duration
+		imagePatch, imageMerge                                             int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the simulated inference engine over an OpenAI-compatible HTTP API",
 		Long: `serve runs the simulated continuous-batching engine behind /v1/chat/completions,
-/v1/completions, /v1/models, /health, /metrics (vLLM's metric names), and POST /tokenize
-and /detokenize as vLLM answers them (llama.cpp's field names too), with --tokenizer, which
-also counts usage.prompt_tokens. --truth writes the instant of every token event it sent,
-the ground truth for 'llmbench fidelity'.`,
+/v1/completions, /v1/responses, /v1/embeddings, /v1/rerank, /v1/models, /health and /metrics
+(vLLM's metric names), and POST /tokenize and /detokenize as vLLM answers them (llama.cpp's
+field names too) with --tokenizer, which also counts usage.prompt_tokens; images in chat and
+Responses content parts cost prompt tokens by --image-patch and --image-merge. --truth writes
+the instant of every token event it sent, the ground truth for 'llmbench fidelity'.`,
 		Example: `  llmbench serve --listen 127.0.0.1:8000 --sim textbook
   llmbench serve --listen 127.0.0.1:0 --truth truth.jsonl --faults http500=0.01,stall=0.01:5s
   llmbench serve --listen 127.0.0.1:8000 --close-after 0s    # a server that closes every connection
@@ -68,6 +70,10 @@ the ground truth for 'llmbench fidelity'.`,
 			if modelName != "" {
 				opts.ModelName = modelName
 			}
+			if imagePatch < 1 || imageMerge < 1 || imageEncode < 0 {
+				return usageError(errors.New("--image-patch and --image-merge must be at least 1, --image-encode not negative"))
+			}
+			opts.ImagePatch, opts.ImageMerge, opts.ImageEncode = imagePatch, imageMerge, imageEncode
 			var closing *time.Duration
 			if cmd.Flags().Changed("close-after") {
 				if closeAfter < 0 {
@@ -88,6 +94,9 @@ the ground truth for 'llmbench fidelity'.`,
 	fl.StringVar(&modelName, "model-name", "", "model id to serve (default: the profile's model)")
 	fl.StringVar(&tok, "tokenizer", "o200k_base", "tokenizer for /tokenize, /detokenize and prompt_tokens: o200k_base, cl100k_base, a tokenizer.json path, or a HuggingFace model id in the local cache")
 	fl.Int64Var(&seed, "seed", 1, "seed for the engine and fault injection")
+	fl.IntVar(&imagePatch, "image-patch", 14, "images: the vision encoder's patch side in pixels (an image costs ceil(W/P)·ceil(H/P)/M² prompt tokens)")
+	fl.IntVar(&imageMerge, "image-merge", 2, "images: patches merged M × M into one token")
+	fl.DurationVar(&imageEncode, "image-encode", 0, "images: the vision encoder's time per image, before the prompt's prefill is queued")
 	fl.DurationVar(&closeAfter, "close-after", 0, "close each connection this long after every response, while offering keep-alive, as llama.cpp's server does (0s: at once); for testing clients")
 	return cmd
 }

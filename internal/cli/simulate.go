@@ -45,6 +45,9 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	p.Seed = cfg.seed
 	src, err := workload.New(cfg.workload, nil)
+	if err == nil {
+		src, err = cfg.wrapSource(src, nil)
+	}
 	if err != nil {
 		return usageError(err)
 	}
@@ -63,7 +66,8 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		if err != nil {
 			return "", usageError(fmt.Errorf("--sim: %w", err))
 		}
-		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, sink)
+		shaped := func(r *record.Record) { cfg.shapeVirtual(r); sink(r) }
+		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, shaped)
 		clock = end
 		if err != nil {
 			return load.EndInterrupted, err

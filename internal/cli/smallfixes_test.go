@@ -3,6 +3,7 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Mistakes a newcomer makes get a message that says what to type instead, as a usage
@@ -39,5 +40,64 @@ func TestTopLevelHelpHasExamples(t *testing.T) {
 	code, stdout, _ := runCLI(t, t.Context(), "--help")
 	if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "llmbench run --url") {
 		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+}
+
+// --config holds any flag for a repeatable scenario; the command line wins; secrets and
+// unknown keys are refused, each with its line.
+func TestRunConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeTemp(t, "concurrency: [1, 2]\nrequests: 4\noutput-tokens: 3\nsim: textbook\n")
+	code, _, stderr := runCLI(t, t.Context(), "simulate", "--config", cfg, "--requests", "2", "--output-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	s := readSummaryT(t, dir)
+	if len(s.Levels) != 2 || s.Levels[1].Concurrency != 2 || s.Load.Requests != 2 || s.Load.SimProfile != "textbook" {
+		t.Errorf("levels %d, requests %d, profile %q: want the file's ladder and profile, the command line's requests",
+			len(s.Levels), s.Load.Requests, s.Load.SimProfile)
+	}
+	bad := writeTemp(t, "concurency: 4\napi-key: sk-1234\nheader: ['Authorization: Bearer x', 'X-Team: a']\nrequests: many\n")
+	code, _, stderr = runCLI(t, t.Context(), "run", "--config", bad, "--output-dir", t.TempDir())
+	for _, want := range []string{":1: \"concurency\" is not a flag of this command (did you mean concurrency?)",
+		":2: api-key: no secrets in a config file", ":3: header Authorization: no secrets", ":4: requests:"} {
+		if code != ExitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "sk-1234") {
+		t.Error("the refused key is echoed")
+	}
+}
+
+// Per-request bounds alone are no gate, and the run says how to make them one.
+func TestBoundsAloneSayHowToGate(t *testing.T) {
+	code, _, stderr := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "4",
+		"--output-tokens", "3", "--slo", "ttft<=1us", "--output-dir", t.TempDir())
+	if code != 0 || !strings.Contains(stderr, "add goodput>=0.95") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+	code, _, _ = runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "4",
+		"--output-tokens", "3", "--slo", "ttft<=1us,goodput>=0.95", "--output-dir", t.TempDir())
+	if code != ExitSLOFailed {
+		t.Errorf("with goodput>=0.95: exit %d, want %d", code, ExitSLOFailed)
+	}
+}
+
+// The progress line says the level, done and failed, the rate and the time left from the
+// first second, and how a long level is going.
+func TestProgressLine(t *testing.T) {
+	var ttft, tpot window
+	for i := range 100 {
+		ttft.add(float64(200 + i))
+		tpot.add(20)
+	}
+	got := progressLine("concurrency 16", 400, 0, 10*time.Second, 100, 3, 5000, &ttft, &tpot)
+	want := "concurrency 16 100/400, 3 failed (3.0%), 10.0 req/s, ~30s left | TTFT P50/P99 250/299 ms, TPOT 20.0/20.0, 500 tok/s"
+	if got != want {
+		t.Errorf("\n got %q\nwant %q", got, want)
+	}
+	if got := progressLine("rate 4", 0, time.Minute, 500*time.Millisecond, 2, 0, 10, &window{}, &window{}); got != "rate 4 2 done, 4.0 req/s, 1m0s left" {
+		t.Errorf("timed level: %q", got)
 	}
 }

@@ -16,7 +16,8 @@ func (c *benchConfig) describe() rundesc.Run {
 		SimProfile: c.simProfile, Timeout: c.timeout, IdleTimeout: c.idleTimeout, KeepAlive: c.keepAlive,
 		IgnoreEOS: c.ignoreEOS, Insecure: c.insecure, HTTP2: c.http2, ReadStamps: c.readStamps,
 		Headers: c.headers, ExtraBody: c.extraBody, Temperature: c.temperature, TopP: c.topP,
-		Workload: c.workload, Tokenizer: c.tokenizer}
+		Workload: c.workload, Tokenizer: c.tokenizer,
+		NoStream: c.noStream, BatchSize: c.batchSize, Documents: c.documents, QueryTokens: c.queryTokens}
 }
 
 // newSummary describes the run before it starts; execute fills the levels.

@@ -22,6 +22,13 @@ type apiSpec struct {
 	requestKeys []string
 	perRequest  func(req workload.Request) map[string]any
 	decode      func(d *decoder, data, event []byte) error
+	// unstreamed APIs answer with one JSON document (embeddings, rerank); the others do so
+	// with --stream=false, at wholePath when it differs from path.
+	unstreamed bool
+	wholePath  string
+	// end names the event that ends a complete stream, for the message of one that ended
+	// without it.
+	end string
 }
 
 var apiSpecs = map[string]*apiSpec{
@@ -31,7 +38,7 @@ var apiSpecs = map[string]*apiSpec{
 		static:      openAIStatic,
 		requestKeys: []string{"max_tokens", "messages"},
 		perRequest: func(req workload.Request) map[string]any {
-			m := map[string]any{"messages": chatMessages(req)}
+			m := map[string]any{"messages": chatInput(req, false)}
 			if req.OutputTokens > 0 {
 				m["max_tokens"] = req.OutputTokens
 			}
@@ -52,6 +59,56 @@ var apiSpecs = map[string]*apiSpec{
 			return m
 		},
 		decode: (*decoder).decodeOpenAI,
+	},
+	// OpenAI's Responses API: typed events, usage in response.completed, no [DONE].
+	APIOpenAIResponses: {
+		path: "/v1/responses", modelsPath: "/v1/models", accept: "text/event-stream",
+		auth:        bearer,
+		static:      modelStreamEOS,
+		requestKeys: []string{"max_output_tokens", "input"},
+		perRequest: func(req workload.Request) map[string]any {
+			m := map[string]any{"input": chatInput(req, true)}
+			if req.OutputTokens > 0 {
+				m["max_output_tokens"] = req.OutputTokens
+			}
+			return m
+		},
+		decode: (*decoder).decodeResponses,
+		end:    "response.completed",
+	},
+	// Embeddings: --batch-size inputs per request, one vector each.
+	APIOpenAIEmbeddings: {
+		path: "/v1/embeddings", modelsPath: "/v1/models", accept: "application/json", unstreamed: true,
+		auth: bearer,
+		static: func(cfg Config) map[string]any {
+			m := modelOnly(cfg)
+			m["encoding_format"] = "float"
+			return m
+		},
+		requestKeys: []string{"input"},
+		perRequest:  func(req workload.Request) map[string]any { return map[string]any{"input": batchOf(req)} },
+	},
+	APIOllamaEmbed: {
+		path: "/api/embed", modelsPath: "/api/tags", accept: "application/json", unstreamed: true,
+		auth:        bearer,
+		static:      modelOnly,
+		requestKeys: []string{"input"},
+		perRequest:  func(req workload.Request) map[string]any { return map[string]any{"input": batchOf(req)} },
+	},
+	// Rerank (the Jina/Cohere shape vLLM and llama.cpp serve): a query and --documents
+	// documents, one relevance score each.
+	APIRerank: {
+		path: "/v1/rerank", modelsPath: "/v1/models", accept: "application/json", unstreamed: true,
+		auth:        bearer,
+		static:      modelOnly,
+		requestKeys: []string{"query", "documents", "top_n"},
+		perRequest: func(req workload.Request) map[string]any {
+			docs := req.Documents
+			if docs == nil {
+				docs = []string{}
+			}
+			return map[string]any{"query": req.Query, "documents": docs, "top_n": len(docs)}
+		},
 	},
 	// Ollama's native chat API: NDJSON; num_predict bounds the output (it has no ignore_eos).
 	APIOllama: {
@@ -86,14 +143,8 @@ var apiSpecs = map[string]*apiSpec{
 	// and the server's timings.
 	APILlamaCpp: {
 		path: "/completion", modelsPath: "/v1/models", accept: "text/event-stream",
-		auth: bearer,
-		static: func(cfg Config) map[string]any {
-			m := modelStream(cfg)
-			if cfg.IgnoreEOS {
-				m["ignore_eos"] = true
-			}
-			return m
-		},
+		auth:        bearer,
+		static:      modelStreamEOS,
 		requestKeys: []string{"n_predict", "prompt"},
 		perRequest: func(req workload.Request) map[string]any {
 			m := map[string]any{"prompt": req.Prompt}
@@ -106,7 +157,7 @@ var apiSpecs = map[string]*apiSpec{
 	},
 	// Hugging Face TGI's native streaming API; the last event carries "details".
 	APITGI: {
-		path: "/generate_stream", modelsPath: "/info", accept: "text/event-stream",
+		path: "/generate_stream", wholePath: "/generate", modelsPath: "/info", accept: "text/event-stream",
 		auth:        bearer,
 		static:      func(Config) map[string]any { return map[string]any{} },
 		requestKeys: []string{"inputs", "parameters"},
@@ -152,13 +203,38 @@ var apiSpecs = map[string]*apiSpec{
 	},
 }
 
-// modelStream is the usual fixed part of a native body: the model and streaming on.
+// modelStream is the usual fixed part of a native body: the model and streaming on (off
+// with --stream=false).
 func modelStream(cfg Config) map[string]any {
-	m := map[string]any{"stream": true}
+	m := modelOnly(cfg)
+	m["stream"] = !cfg.NoStream
+	return m
+}
+
+// modelStreamEOS is modelStream with ignore_eos when asked for.
+func modelStreamEOS(cfg Config) map[string]any {
+	m := modelStream(cfg)
+	if cfg.IgnoreEOS {
+		m["ignore_eos"] = true
+	}
+	return m
+}
+
+// modelOnly is the model, when known.
+func modelOnly(cfg Config) map[string]any {
+	m := map[string]any{}
 	if cfg.Model != "" {
 		m["model"] = cfg.Model
 	}
 	return m
+}
+
+// batchOf is an embeddings request's inputs: its batch, or its prompt alone.
+func batchOf(req workload.Request) []string {
+	if req.Batch != nil {
+		return req.Batch
+	}
+	return []string{req.Prompt}
 }
 
 func bearer(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) }
@@ -166,17 +242,46 @@ func bearer(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) }
 // openAIStatic: only max_tokens bounds the output (Ollama ignores max_completion_tokens
 // and would generate without end), and include_usage asks for the server's token count.
 func openAIStatic(cfg Config) map[string]any {
-	m := map[string]any{
-		"stream":         true,
-		"stream_options": map[string]any{"include_usage": true},
-	}
-	if cfg.Model != "" {
-		m["model"] = cfg.Model
+	m := modelStream(cfg)
+	if !cfg.NoStream {
+		m["stream_options"] = map[string]any{"include_usage": true}
 	}
 	if cfg.IgnoreEOS {
 		m["ignore_eos"] = true
 	}
 	return m
+}
+
+// chatInput is the conversation of the chat APIs: chatMessages, with the request's images
+// as content parts after the last user message's text, in OpenAI's shape: image_url parts
+// for chat completions, input_text and input_image parts for the Responses API.
+func chatInput(req workload.Request, responses bool) any {
+	msgs := chatMessages(req)
+	if len(req.Images) == 0 {
+		return msgs
+	}
+	out := make([]map[string]any, len(msgs))
+	last := len(msgs) - 1
+	for i, m := range msgs {
+		out[i] = map[string]any{"role": m.Role, "content": m.Content}
+		if m.Role == "user" {
+			last = i
+		}
+	}
+	text := map[string]any{"type": "text", "text": msgs[last].Content}
+	if responses {
+		text["type"] = "input_text"
+	}
+	parts := []any{text}
+	for _, im := range req.Images {
+		if responses {
+			parts = append(parts, map[string]any{"type": "input_image", "image_url": im.URL})
+		} else {
+			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]any{"url": im.URL}})
+		}
+	}
+	out[last]["content"] = parts
+	return out
 }
 
 // chatMessages is the request's conversation, or its prompt as one user message.

@@ -35,6 +35,12 @@ type Config struct {
 	Headers   http.Header    // added to every request; these override the defaults
 	ExtraBody map[string]any // merged into every request body, overriding our keys
 	IgnoreEOS bool           // send ignore_eos so the output length is exactly max_tokens
+	// NoStream asks a generation API for one JSON document instead of a stream
+	// (--stream=false): only E2EL and throughput are measured. Embeddings and rerank never
+	// stream.
+	NoStream bool
+	// Endpoint, when set, replaces the API's path (e.g. /rerank for /v1/rerank).
+	Endpoint string
 	// Temperature and TopP, when set, are sent as each API names them (--temperature,
 	// --top-p); the extra body wins over them.
 	Temperature, TopP *float64
@@ -67,7 +73,21 @@ const (
 	APILlamaCpp          = "llamacpp"           // /completion
 	APITGI               = "tgi"                // /generate_stream
 	APIAnthropic         = "anthropic"          // /v1/messages
+	APIOpenAIResponses   = "openai-responses"   // /v1/responses
+	APIOpenAIEmbeddings  = "openai-embeddings"  // /v1/embeddings
+	APIOllamaEmbed       = "ollama-embed"       // /api/embed
+	APIRerank            = "rerank"             // /v1/rerank
 )
+
+// Unstreamed reports whether requests of api with noStream come back as one document
+// rather than a stream (embeddings and rerank always do).
+func Unstreamed(api string, noStream bool) bool {
+	spec, ok := apiSpecs[api]
+	return noStream || (ok && spec.unstreamed)
+}
+
+// Embeddings reports whether api is an embeddings API (--batch-size inputs per request).
+func Embeddings(api string) bool { return api == APIOpenAIEmbeddings || api == APIOllamaEmbed }
 
 // APIs lists the supported --api values.
 func APIs() []string {
@@ -129,9 +149,12 @@ func (c Config) Validate() error {
 		if _, err := json.Marshal(c.ExtraBody); err != nil {
 			errs = append(errs, fmt.Errorf("extra body cannot be encoded as JSON: %v", err))
 		}
-		if s, ok := c.ExtraBody["stream"]; ok && s != true {
-			errs = append(errs, errors.New(`extra body sets "stream" to something other than true; llmbench measures streams only`))
+		if s, ok := c.ExtraBody["stream"]; ok && s != !c.NoStream {
+			errs = append(errs, errors.New(`extra body sets "stream"; use --stream=true|false instead`))
 		}
+	}
+	if c.Endpoint != "" && (!strings.HasPrefix(c.Endpoint, "/") || strings.ContainsAny(c.Endpoint, "?# ")) {
+		errs = append(errs, fmt.Errorf("endpoint %q must be a path starting with / (no query)", c.Endpoint))
 	}
 	if c.CACert != "" {
 		if _, err := loadCAs(c.CACert); err != nil {
@@ -178,13 +201,15 @@ type Client struct {
 	transport *http.Transport // http's
 	fresh     *http.Transport // httpFresh's
 	conns     *connTracker
-	url       string // the streaming endpoint
-	modelsURL string
-	header    http.Header // template, cloned per request
-	body      bodyTemplate
-	redactor  *strings.Replacer
-	tok       tokenizer.Tokenizer
-	base      time.Time // reference for the idle watch's monotonic stamps
+	url       string // the endpoint
+	// unstreamed: responses come as one JSON document (--stream=false, embeddings, rerank).
+	unstreamed bool
+	modelsURL  string
+	header     http.Header // template, cloned per request
+	body       bodyTemplate
+	redactor   *strings.Replacer
+	tok        tokenizer.Tokenizer
+	base       time.Time // reference for the idle watch's monotonic stamps
 }
 
 // New makes a client for cfg, which must be valid.
@@ -214,21 +239,29 @@ func New(cfg Config) (*Client, error) {
 	tr := newTransport(cfg, tlsCfg, conns.wrap(dial), true)
 	fresh := newTransport(cfg, tlsCfg, dial, false)
 	base := strings.TrimRight(cfg.BaseURL, "/")
-	if strings.HasPrefix(spec.path, "/v1/") {
+	path := spec.path
+	if cfg.NoStream && spec.wholePath != "" {
+		path = spec.wholePath
+	}
+	if cfg.Endpoint != "" {
+		path = cfg.Endpoint
+	}
+	if strings.HasPrefix(path, "/v1/") {
 		base = strings.TrimSuffix(base, "/v1")
 	}
 	c := &Client{
-		cfg:       cfg,
-		spec:      spec,
-		transport: tr,
-		fresh:     fresh,
-		conns:     conns,
-		http:      &http.Client{Transport: tr},
-		httpFresh: &http.Client{Transport: fresh},
-		url:       base + spec.path,
-		modelsURL: base + spec.modelsPath,
-		tok:       cfg.Tokenizer,
-		base:      time.Now(),
+		cfg:        cfg,
+		spec:       spec,
+		transport:  tr,
+		fresh:      fresh,
+		conns:      conns,
+		http:       &http.Client{Transport: tr},
+		httpFresh:  &http.Client{Transport: fresh},
+		url:        base + path,
+		unstreamed: Unstreamed(cfg.API, cfg.NoStream),
+		modelsURL:  base + spec.modelsPath,
+		tok:        cfg.Tokenizer,
+		base:       time.Now(),
 	}
 	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.http.CheckRedirect, c.httpFresh.CheckRedirect = noRedirect, noRedirect
@@ -265,6 +298,9 @@ func (c *Client) makeHeader() http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", c.spec.accept)
+	if c.unstreamed {
+		h.Set("Accept", "application/json")
+	}
 	h.Set("User-Agent", "llmbench")
 	for k, v := range c.spec.headers {
 		h.Set(k, v)
@@ -490,6 +526,8 @@ func sampling(cfg Config) map[string]any {
 		return nil
 	}
 	switch cfg.API {
+	case APIOpenAIEmbeddings, APIOllamaEmbed, APIRerank:
+		return nil // nothing is sampled
 	case APIOllama, APIOllamaGenerate:
 		return map[string]any{"options": m}
 	case APITGI:

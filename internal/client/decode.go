@@ -182,6 +182,8 @@ func isDoneMarker(data []byte) bool {
 	return bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]"))
 }
 
+// openAIUsage reads a usage object: completion_tokens and prompt_tokens, or the Responses
+// API's output_tokens and input_tokens.
 func (d *decoder) openAIUsage() {
 	s := &d.s
 	if !s.obj() {
@@ -191,9 +193,9 @@ func (d *decoder) openAIUsage() {
 	completion, prompt := 0, 0
 	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
 		switch string(k) {
-		case "completion_tokens":
+		case "completion_tokens", "output_tokens":
 			completion = s.int()
-		case "prompt_tokens":
+		case "prompt_tokens", "input_tokens":
 			prompt = s.int()
 		default:
 			s.skip()

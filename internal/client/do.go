@@ -126,6 +126,17 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	if rec.InputTokens == 0 {
 		rec.InputTokens = req.InputTokens
 	}
+	rec.Unstreamed = c.unstreamed
+	rec.Images, rec.ImageBytes = int32(len(req.Images)), 0
+	for _, im := range req.Images {
+		rec.ImageBytes += int32(im.Bytes)
+	}
+	switch {
+	case Embeddings(c.cfg.API):
+		rec.Inputs = int32(len(batchOf(req)))
+	case c.cfg.API == APIRerank:
+		rec.Documents = int32(len(req.Documents))
+	}
 	body, err := c.body.build(req)
 	if err != nil {
 		now := record.Since(start, time.Now())
@@ -189,6 +200,11 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 		return
 	}
 
+	if c.unstreamed {
+		c.readWholeResponse(ctx, rctx, start, resp, at, req, rec)
+		complete = rec.Error == nil || rec.Error.Kind == record.KindMismatch || rec.Error.Kind == record.KindEmpty
+		return
+	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" && !c.spec.ndjson {
 		// A JSON document instead of a stream: the server ignored "stream": true.
 		t := time.AfterFunc(2*time.Second, func() { cancel(errDrain) })
@@ -234,6 +250,30 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	rec.ReadLag = lag.Truncate(time.Microsecond)
 	complete = rec.Error == nil && st.sawDone
 	finish(st, c.tok, rec)
+}
+
+// readWholeResponse reads a response that is one JSON document and fills rec from it, its
+// arrival stamped like a stream event's (the kernel's receive time where there is one).
+func (c *Client) readWholeResponse(parent, rctx context.Context, start time.Time, resp *http.Response, at *attempt,
+	req workload.Request, rec *record.Record) {
+	now := time.Now
+	if stamps := at.rx; stamps != nil && resp.ProtoMajor == 1 {
+		now = func() time.Time {
+			t, _, age, ok := stamps.stamp()
+			if ok {
+				rec.KernelStamps = true
+				rec.ReadLag = max(rec.ReadLag, age.Truncate(time.Microsecond))
+			}
+			return t
+		}
+	}
+	body, t, err := readWhole(resp.Body, now)
+	if err != nil {
+		rec.Done = record.Since(start, time.Now())
+		rec.Error = c.failure(parent, rctx, record.KindDisconnect, err)
+		return
+	}
+	c.whole(body, record.Since(start, t), req, rec)
 }
 
 // attempt is what one send of a request saw (httptrace), as ns since the run start + 1
@@ -444,8 +484,11 @@ func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelC
 			if err == io.EOF {
 				rec.Done = record.Since(start, t)
 				if !st.sawDone && !st.sawFinish {
-					rec.Error = &record.Error{Kind: record.KindIncomplete,
-						Message: "stream ended without an end marker or a finish reason"}
+					end := c.spec.end
+					if end == "" {
+						end = "an end marker or a finish reason"
+					}
+					rec.Error = &record.Error{Kind: record.KindIncomplete, Message: "stream ended without " + end}
 				}
 				return
 			}

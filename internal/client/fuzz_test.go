@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // FuzzSSEReader: however a stream is cut into reads, the events are the same; and nothing
@@ -69,12 +73,16 @@ func FuzzChunkDecode(f *testing.F) {
 	f.Add([]byte(`{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"},"usage":{"output_tokens":2}}`))
 	f.Add([]byte(`{"token":{"text":"x","special":true},"details":{"finish_reason":"length","generated_tokens":1}}`))
 	f.Add([]byte(`{"content":"x","stop":true,"tokens_predicted":1,"timings":{"prompt_ms":1.5}}`))
+	f.Add([]byte(`{"type":"response.completed","response":{"id":"r","usage":{"input_tokens":2,"output_tokens":3},"error":null},"timings":{"predicted_n":3}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if isDoneMarker(data) || len(bytes.TrimSpace(data)) == 0 {
 			return
 		}
 		valid := json.Valid(data) && bytes.TrimSpace(data)[0] == '{'
 		for _, api := range APIs() {
+			if apiSpecs[api].decode == nil {
+				continue // answers with one JSON document (embeddings, rerank)
+			}
 			var d decoder
 			d.keep = true
 			err := apiSpecs[api].decode(&d, data, nil)
@@ -101,6 +109,34 @@ func FuzzUnescape(f *testing.F) {
 		}
 		if got := string(appendUnescaped(nil, raw)); got != want {
 			t.Fatalf("unescape %q = %q, want %q", lit, got, want)
+		}
+	})
+}
+
+// FuzzWholeResponse: a reply that is one JSON document (embeddings, rerank, --stream=false)
+// never panics the client, and a reply that fails is counted with a kind and a message.
+func FuzzWholeResponse(f *testing.F) {
+	f.Add([]byte(`{"data":[{"index":0,"embedding":[1,2]},{"index":1,"embedding":"AAAAAAAAAAA="}],"usage":{"prompt_tokens":3}}`))
+	f.Add([]byte(`{"results":[{"index":1,"relevance_score":0.5},{"index":0,"relevance_score":-1}]}`))
+	f.Add([]byte(`{"embeddings":[[1],[2,3]]}`))
+	f.Add([]byte(`{"choices":[{"message":{"content":[{"text":"a"}],"tool_calls":[{}]}}],"usage":{"completion_tokens":2},"timings":{"predicted_n":2}}`))
+	f.Add([]byte(`{"output":[{"content":[{"text":"a"}],"summary":[{"text":"b"}]}],"status":"failed"}`))
+	f.Add([]byte(`{"error":"x"}`))
+	req := workload.Request{Batch: []string{"a", "b"}, Query: "q", Documents: []string{"x", "y"}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, api := range []string{APIOpenAIEmbeddings, APIOllamaEmbed, APIRerank, APIOpenAIChat, APIOpenAIResponses, APIAnthropic, APITGI} {
+			c, err := New(Config{BaseURL: "http://127.0.0.1:1", API: api, NoStream: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec record.Record
+			c.whole(body, time.Millisecond, req, &rec)
+			if rec.Error != nil && (rec.Error.Kind == "" || rec.Error.Message == "") {
+				t.Fatalf("%s: an error without a kind or message: %+v", api, rec.Error)
+			}
+			if rec.Error == nil && rec.Events.Tokens() != rec.OutputTokens {
+				t.Fatalf("%s: %d tokens in events, %d output tokens", api, rec.Events.Tokens(), rec.OutputTokens)
+			}
 		}
 	})
 }

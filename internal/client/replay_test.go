@@ -100,7 +100,10 @@ func (c capture) serve(w http.ResponseWriter, r *http.Request) {
 		now = c.at[i]
 		var b strings.Builder
 		for ; i < len(c.lines) && c.at[i] == now; i++ {
-			b.WriteString(c.lines[i] + "\n\n")
+			b.WriteString(c.lines[i] + "\n")
+			if !strings.HasPrefix(c.lines[i], "event:") {
+				b.WriteString("\n") // an event's name and its data are one event
+			}
 		}
 		w.Write([]byte(b.String()))
 		rc.Flush()
@@ -122,14 +125,17 @@ func TestReplayedCaptures(t *testing.T) {
 		t.Run(rel, func(t *testing.T) {
 			c := loadCapture(t, tp, bodyPath)
 			api := APIOpenAIChat
-			if strings.Contains(rel, "/completions") {
+			switch {
+			case strings.Contains(rel, "/completions"):
 				api = APIOpenAICompletions
+			case strings.Contains(rel, "responses"):
+				api = APIOpenAIResponses
 			}
 			// Which lines carry tokens, by the decoder alone.
 			var want []time.Duration
 			var d decoder
 			for i, l := range c.lines {
-				if data, ok := strings.CutPrefix(l, "data: "); ok && d.decodeOpenAI([]byte(data), nil) == nil && d.ci.tokens {
+				if data, ok := strings.CutPrefix(l, "data: "); ok && apiSpecs[api].decode(&d, []byte(data), nil) == nil && d.ci.tokens {
 					want = append(want, c.at[i])
 				}
 			}

@@ -99,6 +99,9 @@ var recordedCases = map[string]streamCase{
 	"llama.cpp/completions-include_usage-false.sse": {APIOpenAICompletions, streamWant{events: 4, tokens: 4, source: "usage", prompt: 2, id: "chatcmpl-XXoB", timingsN: 4}},
 	"llama.cpp/completions-include_usage.sse":       {APIOpenAICompletions, streamWant{events: 6, tokens: 6, source: "usage", prompt: 5, id: "chatcmpl-yrjF", timingsN: 6}},
 	"llama.cpp/completions-no-usage.sse":            {APIOpenAICompletions, streamWant{events: 4, tokens: 4, source: "usage", prompt: 5, id: "chatcmpl-KpxH", timingsN: 4}},
+	// Responses API: "event:" lines beside typed data; usage in response.completed, llama.cpp's
+	// timings beside "response"; no [DONE].
+	"llama.cpp/responses-stream.sse": {APIOpenAIResponses, streamWant{events: 8, tokens: 8, source: "usage", prompt: 13, id: "resp_b3rP", timingsN: 8}},
 	// Ollama: every chunk repeats the role; the last content chunk is "" with the finish.
 	"ollama-0.6.5/chat-include_usage.sse": {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "usage", prompt: 3, id: "chatcmpl-779"}},
 	// Zeros in usage on every chunk, then the real usage: the last non-zero wins.

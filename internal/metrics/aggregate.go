@@ -38,7 +38,7 @@ func (c Config) Validate() error {
 		seen[p] = true
 	}
 	for _, s := range c.SLOs {
-		if s.Kind < SLOBound || s.Kind > SLOGoodput {
+		if s.Kind < SLOBound || s.Kind > SLOErrorRate {
 			errs = append(errs, fmt.Errorf("slo %q: unknown kind (build SLOs with ParseSLOs)", s.String()))
 		}
 	}
@@ -72,6 +72,14 @@ type Level struct {
 	RequestThroughput    float64 `json:"request_throughput"`     // completed / duration
 	OutputThroughput     float64 `json:"output_throughput"`      // sum N / duration
 	TotalTokenThroughput float64 `json:"total_token_throughput"` // sum (input + N) / duration
+	InputThroughput      float64 `json:"input_throughput"`       // sum input tokens / duration
+	// InputsPerS (embeddings: inputs of completed requests / duration) and DocumentsPerS
+	// (rerank: documents) are absent for other APIs.
+	InputsPerS    *float64 `json:"inputs_per_s,omitempty"`
+	DocumentsPerS *float64 `json:"documents_per_s,omitempty"`
+	// Unstreamed says the level's requests came without streams (--stream=false,
+	// embeddings, rerank): its metrics have no TTFT, TPOT, ITL or chunk gap.
+	Unstreamed bool `json:"unstreamed,omitempty"`
 
 	// Goodput figures are null when no SLO was given. GoodFraction is good / (completed + failed).
 	Goodput                *float64 `json:"goodput"`                  // good requests / duration
@@ -120,6 +128,9 @@ type PromptTokens struct {
 	Requests     int     `json:"requests"`
 	IntendedMean float64 `json:"intended_mean"`
 	ServerMean   float64 `json:"server_mean"`
+	// ImagesMean is the mean number of images those requests carried (absent without
+	// any): the server's count includes their tokens, the intended one does not.
+	ImagesMean float64 `json:"images_mean,omitempty"`
 }
 
 func us(d time.Duration) int64 { return int64(d / time.Microsecond) }

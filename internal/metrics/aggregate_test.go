@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"math"
 	"reflect"
 	"strings"
@@ -82,8 +83,9 @@ func TestAggregateHandComputed(t *testing.T) {
 	near(t, "mean concurrency", lv.MeanConcurrency, 242.0/110)
 	// Little's law: 2/0.11 req/s x mean E2EL (80+30)/2 ms.
 	near(t, "little", lv.LittlesLawConcurrency, 2/0.110*0.055)
-	// Completed requests' tokens all fall in the first 1 s bucket: 4 + 1.
-	near(t, "peak output throughput", lv.PeakOutputThroughput, 5)
+	// A window shorter than a bucket: its one bucket's rate is the output throughput, 5
+	// tokens in 0.11 s.
+	near(t, "peak output throughput", lv.PeakOutputThroughput, 5/0.110)
 
 	m := lv.Metrics
 	check := func(name string, s Stats, count int, mean, mn, mx, p50 float64) {
@@ -143,19 +145,26 @@ func TestGoodputBounds(t *testing.T) {
 		slo  string
 		good int
 	}{
-		{"tpot<=9ms", 1},    // r1's TPOT is 10; r2 has none (one token) and passes
-		{"tpot<=10ms", 2},   // bounds are inclusive
-		{"itl<=9ms", 1},     // r1's largest ITL sample is 10 (20 ms over 2 tokens)
-		{"itl<=10ms", 2},    // a 20 ms chunk of 2 tokens is within 10 ms per token
-		{"e2el<=30ms", 1},   // r2 only
-		{"ttft<=1s", 2},     // every completed request; the failures never
-		{"ttft:p99<=1s", 2}, // verdict terms alone: every completed request is good
+		{"tpot<=9ms", 1},     // r1's TPOT is 10; r2 has none (one token) and passes
+		{"tpot<=10ms", 2},    // bounds are inclusive
+		{"itl<=9ms", 1},      // r1's largest ITL sample is 10 (20 ms over 2 tokens)
+		{"itl<=10ms", 2},     // a 20 ms chunk of 2 tokens is within 10 ms per token
+		{"e2el<=30ms", 1},    // r2 only
+		{"ttft<=1s", 2},      // every completed request; the failures never
+		{"goodput>=0.5", 2},  // a goodput term alone: every completed request is good
+		{"ttft:p99<=1s", -1}, // percentile terms alone judge levels, not requests: no goodput
 	} {
 		slos, err := ParseSLOs(c.slo)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lv := Aggregate(recs, Config{SLOs: slos})
+		if c.good < 0 {
+			if lv.GoodRequests != nil || lv.Goodput != nil || lv.GoodFraction != nil {
+				t.Errorf("%s: goodput %v, want none", c.slo, lv.GoodRequests)
+			}
+			continue
+		}
 		if *lv.GoodRequests != c.good {
 			t.Errorf("%s: good %d, want %d", c.slo, *lv.GoodRequests, c.good)
 		}
@@ -330,5 +339,105 @@ func TestErrorDetails(t *testing.T) {
 	}
 	if lv := Aggregate(nil, Config{}); lv.ErrorDetails == nil || len(lv.ErrorDetails) != 0 {
 		t.Errorf("no failures: %#v, want an empty list", lv.ErrorDetails)
+	}
+}
+
+// error_rate<=F is a verdict term on the failed fraction, as a fraction or a percentage.
+func TestErrorRateSLO(t *testing.T) {
+	recs := handCase() // two completed, two failed (one canceled is neither)
+	for _, c := range []struct {
+		slo  string
+		pass bool
+	}{{"error_rate<=50%", true}, {"error_rate<=0.5", true}, {"error_rate<=10%", false}} {
+		slos, err := ParseSLOs(c.slo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lv := Aggregate(recs, Config{SLOs: slos})
+		want := float64(lv.Failed) / float64(lv.Completed+lv.Failed)
+		if lv.SLO == nil || lv.SLO.Pass != c.pass || lv.SLO.Terms[0].Value == nil || *lv.SLO.Terms[0].Value != want {
+			t.Errorf("%s: verdict %+v, want pass %v at %v", c.slo, lv.SLO, c.pass, want)
+		}
+		if lv.GoodRequests != nil {
+			t.Errorf("%s: an error-rate term alone defines no goodput", c.slo)
+		}
+	}
+	for _, bad := range []string{"error_rate<=2", "error_rate<=x%", "error_rate>=0.1"} {
+		if _, err := ParseSLOs(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// The peak output throughput is never below the mean: the level's last, partial bucket is
+// merged into the one before it and every bucket's rate is over its own length. Before,
+// a level of 2.5 s with 80, 90 and 80 tokens in its buckets reported a peak of 90 tok/s
+// against a mean of 100 (the quick start showed 2,049 against 2,141).
+func TestPeakThroughputPartialLastBucket(t *testing.T) {
+	var evs []ev
+	add := func(from, to time.Duration, n int) {
+		step := (to - from) / time.Duration(n)
+		for i := range n {
+			evs = append(evs, ev{from + time.Duration(i)*step + step/2, 1})
+		}
+	}
+	add(0, time.Second, 80)
+	add(time.Second, 2*time.Second, 90)
+	add(2*time.Second, 2500*time.Millisecond, 80)
+	r := rec(0, 0, 2500*time.Millisecond, 1, evs...)
+	r.OutputTokens = len(evs)
+	lv := Aggregate([]record.Record{r}, Config{})
+	near(t, "output throughput", lv.OutputThroughput, 100)
+	near(t, "peak output throughput", lv.PeakOutputThroughput, 170/1.5) // [1 s, 2.5 s)
+	if lv.PeakOutputThroughput < lv.OutputThroughput {
+		t.Errorf("peak %v below the mean %v", lv.PeakOutputThroughput, lv.OutputThroughput)
+	}
+}
+
+// TestUnstreamedLevel: a level of requests without streams (--stream=false, embeddings,
+// rerank) has E2EL from sent to done and no TTFT, TPOT, ITL or chunk gap (absent, not
+// zero), inputs_per_s and documents_per_s from the records, and input_throughput.
+func TestUnstreamedLevel(t *testing.T) {
+	var recs []record.Record
+	for i := range 4 {
+		r := record.Record{Index: i, Sent: time.Duration(i) * 10 * ms, Unstreamed: true, Inputs: 8, InputTokens: 256}
+		r.Done = r.Sent + 20*ms
+		recs = append(recs, r)
+	}
+	slos, err := ParseSLOs("e2el<=30ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := Aggregate(recs, Config{SLOs: slos})
+	for _, k := range []string{KeyTTFT, KeyTPOT, KeyITL, KeyChunkGap, KeyTTFTFromSchedule} {
+		if lv.Metrics.Has(k) {
+			t.Errorf("%s present on a level without streams", k)
+		}
+	}
+	js, _ := json.Marshal(lv.Metrics)
+	if strings.Contains(string(js), "ttft") || strings.Contains(string(js), "tpot") || !strings.Contains(string(js), "e2el_ms") {
+		t.Errorf("metrics %s", js)
+	}
+	if e := lv.Metrics.Stat(KeyE2EL); e.Count != 4 || e.Mean != 20 {
+		t.Errorf("e2el %+v, want 4 of 20 ms", e)
+	}
+	// 4 requests over 50 ms: 32 inputs, 1,024 input tokens.
+	if !lv.Unstreamed || lv.InputsPerS == nil || math.Abs(*lv.InputsPerS-640) > 1e-9 || lv.DocumentsPerS != nil ||
+		math.Abs(lv.InputThroughput-20480) > 1e-6 || *lv.GoodRequests != 4 {
+		t.Errorf("unstreamed %v, inputs/s %v, documents/s %v, input tok/s %v, good %v", lv.Unstreamed, lv.InputsPerS, lv.DocumentsPerS, lv.InputThroughput, *lv.GoodRequests)
+	}
+	// A generation without a stream: its tokens are one event at the end; still no TTFT.
+	g := record.Record{Sent: 0, Done: 40 * ms, Unstreamed: true, OutputTokens: 16, OutputTokensSource: record.SourceUsage}
+	g.Events.Append(40*ms, 16)
+	lv = Aggregate([]record.Record{g}, Config{})
+	if lv.Metrics.Has(KeyTPOT) || lv.Metrics.Stat(KeyE2EL).Mean != 40 || lv.TotalOutputTokens != 16 {
+		t.Errorf("generation without a stream: %+v", lv.Metrics)
+	}
+	// One streamed request brings the stream metrics back.
+	s := record.Record{Sent: 0, Done: 10 * ms, OutputTokens: 1}
+	s.Events.Append(5*ms, 1)
+	lv = Aggregate([]record.Record{g, s}, Config{})
+	if !lv.Metrics.Has(KeyTTFT) || lv.Metrics.Stat(KeyTTFT).Count != 1 || lv.Unstreamed {
+		t.Errorf("mixed level: %+v", lv.Metrics.Stat(KeyTTFT))
 	}
 }

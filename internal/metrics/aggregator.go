@@ -30,11 +30,15 @@ type Aggregator struct {
 	busy                   int64 // sum of (done - sent), µs
 	prompt                 PromptTokens
 	intendedSum, serverSum int64
+	imagesSum              int64 // images of the requests in prompt
 	peak                   peakTokens
 
 	server  serverTimingsAcc
 	turns   turnsAcc
-	present []bool // by registry index: Metric.Present held for some record
+	present []bool // by registry index: Metric.Present held for some record; Streamed: some request streamed, or none was measured
+	// streamed, unstreamed: some measured request had a stream, resp. came as one document.
+	streamed, unstreamed bool
+	inputs, documents    int // of completed requests (embeddings, rerank)
 
 	anatomy Anatomy
 	sampler sampler
@@ -51,6 +55,7 @@ func NewAggregator(cfg Config) *Aggregator {
 		a.dists[i] = NewDist()
 		a.lv.Dists[m.Key] = a.dists[i]
 		a.limits[i] = -1
+		a.present[i] = m.Streamed
 	}
 	for _, s := range cfg.SLOs {
 		if m, ok := Lookup(s.Metric); ok && s.Kind == SLOBound {
@@ -120,6 +125,7 @@ func (a *Aggregator) Add(r *record.Record) {
 		return
 	}
 	a.turns.add(r)
+	a.noteStream(r)
 	if r.Retried {
 		a.lv.Retried++
 	}
@@ -152,15 +158,18 @@ func (a *Aggregator) Add(r *record.Record) {
 	n := outputTokensOf(r)
 	a.lv.TotalInputTokens += r.InputTokens
 	a.lv.TotalOutputTokens += n
+	a.inputs += int(r.Inputs)
+	a.documents += int(r.Documents)
 	if r.ServerPromptTokens > 0 {
 		a.prompt.Requests++
 		a.intendedSum += int64(r.InputTokens)
 		a.serverSum += int64(r.ServerPromptTokens)
+		a.imagesSum += int64(r.Images)
 	}
 	a.failed = false
 	a.derive(r, ScopeCompleted)
 	ok := !a.failed // meets every per-request bound
-	if r.Events.Len() == 0 {
+	if r.Events.Len() == 0 && !r.Unstreamed {
 		// Completed without any token event: nothing to time, and it cannot meet a
 		// latency bound.
 		ok = a.nBound == 0
@@ -184,23 +193,35 @@ func (a *Aggregator) Level() Level {
 	lv.Errors = maps(a.lv.Errors)
 	lv.ErrorDetails = append([]ErrorDetail{}, a.lv.ErrorDetails...) // [] in JSON when none
 	sortErrorDetails(lv.ErrorDetails)
-	lv.PeakOutputThroughput = float64(a.peak.max())
+	lv.PeakOutputThroughput = a.peak.max(a.last)
 	if a.first != math.MaxInt64 && a.last > a.first {
 		dur := float64(a.last-a.first) / 1e6
 		lv.DurationS = dur
 		lv.RequestThroughput = float64(lv.Completed) / dur
 		lv.OutputThroughput = float64(lv.TotalOutputTokens) / dur
 		lv.TotalTokenThroughput = float64(lv.TotalInputTokens+lv.TotalOutputTokens) / dur
+		lv.InputThroughput = float64(lv.TotalInputTokens) / dur
 		lv.MeanConcurrency = float64(a.busy) / float64(a.last-a.first)
 	}
+	perS := func(n int) *float64 {
+		if n == 0 {
+			return nil // not an embeddings (rerank) level
+		}
+		if lv.DurationS == 0 {
+			return ptr(0.0)
+		}
+		return ptr(float64(n) / lv.DurationS)
+	}
+	lv.InputsPerS, lv.DocumentsPerS = perS(a.inputs), perS(a.documents)
 	lv.PeakConcurrency = PeakOverlap(a.starts, a.ends)
 	if a.prompt.Requests > 0 {
 		p := a.prompt
 		p.IntendedMean = float64(a.intendedSum) / float64(p.Requests)
 		p.ServerMean = float64(a.serverSum) / float64(p.Requests)
+		p.ImagesMean = float64(a.imagesSum) / float64(p.Requests)
 		lv.PromptTokens = &p
 	}
-	if len(a.cfg.SLOs) > 0 {
+	if definesGoodput(a.cfg.SLOs) {
 		lv.GoodRequests = ptr(a.good)
 		var gp, gt float64
 		if lv.DurationS > 0 {
@@ -214,13 +235,18 @@ func (a *Aggregator) Level() Level {
 		}
 		lv.GoodFraction = ptr(frac)
 	}
+	lv.Unstreamed = a.unstreamed && !a.streamed
 	ps := a.cfg.percentiles()
 	setStats(&lv, a.dists, a.present, ps)
 	if e2el := a.dists[registryIndex[KeyE2EL].index]; e2el.Count() > 0 {
 		mean, _ := e2el.MeanStd()
 		lv.LittlesLawConcurrency = lv.RequestThroughput * mean / 1000
 	}
-	lv.SLO = evaluate(a.cfg.SLOs, lv.Dists, lv.GoodFraction)
+	var errorRate *float64
+	if judged := lv.Completed + lv.Failed; judged > 0 {
+		errorRate = ptr(float64(lv.Failed) / float64(judged))
+	}
+	lv.SLO = evaluate(a.cfg.SLOs, lv.Dists, lv.GoodFraction, errorRate)
 	lv.ServerTimings = a.server.result()
 	lv.Turns = a.turns.result(ps)
 	an := a.anatomy
@@ -236,7 +262,7 @@ func setStats(lv *Level, dists []*Dist, present []bool, ps []float64) {
 	lv.Metrics = Metrics{}
 	for i, m := range Registry {
 		d := dists[i]
-		if m.Optional && (d.Count() == 0 || (m.Present != nil && !present[i])) {
+		if m.Optional && (d.Count() == 0 || (m.Present != nil && !present[i])) || m.Streamed && !present[i] {
 			continue
 		}
 		st := StatsOf(d, ps)
@@ -247,6 +273,25 @@ func setStats(lv *Level, dists []*Dist, present []bool, ps []float64) {
 			lv.FirstContent = &st
 		default:
 			lv.Metrics.Set(m.Key, st)
+		}
+	}
+}
+
+// noteStream keeps the Streamed metrics present unless every measured request so far came
+// without a stream.
+func (a *Aggregator) noteStream(r *record.Record) {
+	seen := &a.streamed
+	if r.Unstreamed {
+		seen = &a.unstreamed
+	}
+	if *seen {
+		return
+	}
+	*seen = true
+	on := a.streamed || !a.unstreamed
+	for i, m := range Registry {
+		if m.Streamed {
+			a.present[i] = on
 		}
 	}
 }
@@ -355,7 +400,35 @@ func (p *peakTokens) bucket(t, n int64) {
 	p.buckets[b] += n
 }
 
-func (p *peakTokens) max() int64 { return slices.Max(append(p.buckets, 0)) }
+// max is the peak rate over the buckets, tokens per second of each bucket's own length. The
+// level's window ends at end (µs): its last bucket is partial, and is merged into the one
+// before it (or is the only one), so that every rate is over at least a second — a burst in
+// the last milliseconds is not a peak — and the bucket rates, weighted by their lengths,
+// average to the level's output throughput, of which the peak is then never below.
+func (p *peakTokens) max(end int64) float64 {
+	n := len(p.buckets)
+	if n == 0 || p.origin == math.MaxInt64 {
+		return 0
+	}
+	span := func(b int) float64 { // bucket b's length in seconds, the last one cut at end
+		from, to := p.origin+int64(b)*1_000_000, p.origin+int64(b+1)*1_000_000
+		return float64(min(to, max(end, from))-from) / 1e6
+	}
+	best := 0.0
+	for b := 0; b < n; b++ {
+		tokens, length := float64(p.buckets[b]), span(b)
+		if b == n-2 && length == 1 && span(n-1) < 1 { // the partial last joins this one
+			tokens, length = tokens+float64(p.buckets[n-1]), length+span(n-1)
+			b++
+		}
+		if length > 0 {
+			best = max(best, tokens/length)
+		} else {
+			best = max(best, tokens) // no window (one instant): the count itself
+		}
+	}
+	return best
+}
 
 // SampleSize is how many requests per level Anatomy.Sample holds.
 const SampleSize = 2000

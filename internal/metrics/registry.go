@@ -61,7 +61,11 @@ type Metric struct {
 	Present func(r *record.Record) bool
 	// OnLevel metrics are kept on the level (levels[i].read_lag_ms), not under "metrics".
 	OnLevel bool
-	Scope   Scope
+	// Streamed metrics time a stream's token events: a record without a stream
+	// (record.Record.Unstreamed: --stream=false, embeddings, rerank) gives no sample, and a
+	// level none of whose requests streamed has none of them (absent, not zero).
+	Streamed bool
+	Scope    Scope
 	// Headline metrics are the console's default sections and summary.csv's leading
 	// columns; the others are console sections under --verbose (or, when Optional, a
 	// block of their own) and CSV columns after the original ones.
@@ -90,10 +94,10 @@ type Metric struct {
 // Registry is every per-request metric, in summary.json order.
 var Registry = []*Metric{
 	{Key: KeyTTFT, Title: "Time to First Token", Short: "TTFT", Description: "TTFT: time to first token",
-		Headline: true, Primary: true, CDF: true, Bound: true, VLLM: "ttft",
+		Headline: true, Primary: true, CDF: true, Bound: true, VLLM: "ttft", Streamed: true,
 		Samples: tokenSince(false, sentAt)},
 	{Key: KeyTPOT, Title: "Time per Output Token (excl. 1st token)", Short: "TPOT", Description: "TPOT: time per output token",
-		Headline: true, Primary: true, CDF: true, Bound: true, VLLM: "tpot",
+		Headline: true, Primary: true, CDF: true, Bound: true, VLLM: "tpot", Streamed: true,
 		// (last - first) / (N - 1), only when N >= 2: one-token outputs have none.
 		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
 			if f, l, ok := tokenSpan(r); ok {
@@ -103,14 +107,14 @@ var Registry = []*Metric{
 			}
 		}},
 	{Key: KeyITL, Title: "Inter-token Latency", Short: "ITL", Description: "ITL: inter-token latency (per token)",
-		Headline: true, Primary: true, CDF: true, CDFAxis: "ITL (ms, per token)", Bound: true,
+		Headline: true, Primary: true, CDF: true, CDFAxis: "ITL (ms, per token)", Bound: true, Streamed: true,
 		// A gap g ending in an event of k tokens is k samples of g/k: a request's samples
 		// sum to last - first.
 		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
 			r.Events.EachGap(func(g int64, k int) { add(g, int64(k), uint64(k)) })
 		}},
 	{Key: KeyChunkGap, Title: "Chunk Gap (raw inter-event)", Short: "chunk gap", Description: "Chunk gap: raw gap between stream events",
-		Bound: true, VLLM: "itl",
+		Bound: true, VLLM: "itl", Streamed: true,
 		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
 			r.Events.EachGap(func(g int64, _ int) { add(g, 1, 1) })
 		}},
@@ -123,7 +127,7 @@ var Registry = []*Metric{
 			add(us(r.Sent)-us(r.Scheduled), 1, 1)
 		}},
 	{Key: KeyTTFTFromSchedule, Title: "TTFT from Schedule", Short: "TTFT sched", Description: "TTFT from schedule",
-		Bound: true, Samples: tokenSince(false, scheduledAt)},
+		Bound: true, Streamed: true, Samples: tokenSince(false, scheduledAt)},
 	{Key: KeyE2ELFromSchedule, Title: "E2EL from Schedule", Short: "E2EL sched", Description: "E2EL from schedule",
 		Bound: true, Samples: tokenSince(true, scheduledAt)},
 	phase(KeyDNS, "DNS", "DNS: name resolution (new connections)", record.PhaseDNS, func(p *record.Phases) time.Duration { return p.DNS }),
@@ -168,6 +172,10 @@ func phase(key, short, desc string, has record.PhaseSet, get func(*record.Phases
 		}}
 }
 
+// mayBeAbsent says a level may lack the metric: an Optional one nobody measured, a
+// Streamed one of a level without streams.
+func (m *Metric) mayBeAbsent() bool { return m.Optional || m.Streamed }
+
 // PhaseKeys are the HTTP phases' metrics in the order they happen.
 var PhaseKeys = []string{KeyDNS, KeyConnect, KeyTLS, KeyWrite, KeyHeaders}
 
@@ -183,6 +191,14 @@ func init() {
 			m.CDFAxis = m.Short + " (" + m.Unit + ")"
 		}
 		m.index = i
+		if m.Streamed {
+			samples := m.Samples
+			m.Samples = func(r *record.Record, add func(int64, int64, uint64)) {
+				if !r.Unstreamed {
+					samples(r, add)
+				}
+			}
+		}
 		if _, dup := registryIndex[m.Key]; dup {
 			panic("metrics: registry key " + m.Key + " twice")
 		}
@@ -213,8 +229,13 @@ var MetricNames = func() []string {
 }()
 
 // tokenSince derives the first (or last) token's arrival minus an instant of the request.
+// The last token of a response without a stream is its end, done.
 func tokenSince(last bool, from func(*record.Record) time.Duration) func(*record.Record, func(int64, int64, uint64)) {
 	return func(r *record.Record, add func(int64, int64, uint64)) {
+		if last && r.Unstreamed {
+			add(us(r.Done)-us(from(r)), 1, 1)
+			return
+		}
 		if f, l, ok := tokenSpan(r); ok {
 			if last {
 				f = l
@@ -254,7 +275,7 @@ func (m *Metrics) slot(i int) {
 // always there (zero until set); an optional one only when it was measured.
 func (m *Metrics) Get(key string) (*Stats, bool) {
 	d, ok := Lookup(key)
-	if !ok || (d.Optional && !m.Has(key)) {
+	if !ok || (d.mayBeAbsent() && !m.Has(key)) {
 		return nil, false
 	}
 	m.slot(d.index)
@@ -292,7 +313,7 @@ func (m Metrics) MarshalJSON() ([]byte, error) {
 	b.WriteByte('{')
 	first := true
 	for _, d := range Registry {
-		if d.OnLevel || (d.Optional && !m.Has(d.Key)) {
+		if d.OnLevel || (d.mayBeAbsent() && !m.Has(d.Key)) {
 			continue
 		}
 		if !first {

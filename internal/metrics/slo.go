@@ -19,6 +19,8 @@ const (
 	SLOPercentile
 	// SLOGoodput is a level verdict on the fraction of good requests (goodput>=0.95).
 	SLOGoodput
+	// SLOErrorRate is a level verdict on the fraction of failed requests (error_rate<=1%).
+	SLOErrorRate
 )
 
 // SLO is one parsed term of --slo.
@@ -28,6 +30,7 @@ type SLO struct {
 	P      float64       // SLOPercentile: the percentile, 0..100; NaN for the mean
 	Limit  time.Duration // SLOBound, SLOPercentile: the inclusive upper bound
 	Min    float64       // SLOGoodput: the inclusive lower bound on the good fraction
+	Max    float64       // SLOErrorRate: the inclusive upper bound on the failed fraction
 	text   string
 }
 
@@ -46,6 +49,8 @@ func (s SLO) String() string {
 		return s.Metric + ":" + Key(s.P) + "<=" + s.Limit.String()
 	case SLOGoodput:
 		return "goodput>=" + strconv.FormatFloat(s.Min, 'f', -1, 64)
+	case SLOErrorRate:
+		return "error_rate<=" + strconv.FormatFloat(s.Max, 'f', -1, 64)
 	}
 	return "?"
 }
@@ -90,6 +95,7 @@ var verdictMetrics = func() []string {
 //	ttft<=500ms, tpot<=50ms, itl<=100ms, e2el<=10s  per-request bounds (define goodput)
 //	ttft:p99<=500ms, tpot:p50<=30ms, e2el:mean<=5s  level verdicts on a percentile or the mean
 //	goodput>=0.95                                   level verdict on the fraction of good requests
+//	error_rate<=1%, error_rate<=0.01                 level verdict on the fraction of failed requests
 //
 // Durations use Go syntax with a unit (500ms, 1.5s, 800us). Every bad term is reported.
 func ParseSLOs(s string) ([]SLO, error) {
@@ -133,9 +139,20 @@ func parseTerm(term string) (SLO, error) {
 	}
 	lhs, rhs, ok := strings.Cut(term, "<=")
 	if !ok {
-		return SLO{}, bad("expected METRIC<=DURATION, METRIC:pNN<=DURATION or goodput>=FRACTION")
+		return SLO{}, bad("expected METRIC<=DURATION, METRIC:pNN<=DURATION, goodput>=FRACTION or error_rate<=FRACTION")
 	}
 	lhs, rhs = strings.TrimSpace(lhs), strings.TrimSpace(rhs)
+	if lhs == "error_rate" {
+		v, scale := rhs, 1.0
+		if t, ok := strings.CutSuffix(v, "%"); ok {
+			v, scale = t, 0.01
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if f *= scale; err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+			return SLO{}, bad("error_rate needs a fraction between 0 and 1 or a percentage, e.g. error_rate<=0.01 or error_rate<=1%%")
+		}
+		return SLO{Kind: SLOErrorRate, Max: f, text: "error_rate<=" + rhs}, nil
+	}
 	d, err := time.ParseDuration(rhs)
 	if err != nil {
 		if _, nerr := strconv.ParseFloat(rhs, 64); nerr == nil {
@@ -199,7 +216,7 @@ func HasVerdict(slos []SLO) bool {
 }
 
 // evaluate judges a level on its verdict terms; nil when there are none.
-func evaluate(slos []SLO, dists map[string]*Dist, goodFraction *float64) *Verdict {
+func evaluate(slos []SLO, dists map[string]*Dist, goodFraction, errorRate *float64) *Verdict {
 	if !HasVerdict(slos) {
 		return nil
 	}
@@ -214,6 +231,11 @@ func evaluate(slos []SLO, dists map[string]*Dist, goodFraction *float64) *Verdic
 			if goodFraction != nil {
 				val = ptr(*goodFraction)
 				pass = *goodFraction >= s.Min
+			}
+		case SLOErrorRate:
+			if errorRate != nil {
+				val = ptr(*errorRate)
+				pass = *errorRate <= s.Max
 			}
 		case SLOPercentile:
 			d := dists[s.Metric]
@@ -235,3 +257,15 @@ func evaluate(slos []SLO, dists map[string]*Dist, goodFraction *float64) *Verdic
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// definesGoodput reports whether slos say which requests are good: a per-request bound, or
+// a goodput verdict term (then every completed request is). Percentile terms alone judge
+// levels, not requests: goodput is then null, not a 100% that means nothing.
+func definesGoodput(slos []SLO) bool {
+	for _, s := range slos {
+		if s.Kind == SLOBound || s.Kind == SLOGoodput {
+			return true
+		}
+	}
+	return false
+}

@@ -33,6 +33,10 @@ import (
 //	                                                         prefill, output_tokens, decode, queue, total
 //	          [uvarint(phase set) uvarint(phase)...]         flags&hasPhases, in PhaseSet order
 //	          [string(kind) uvarint(status) string(message) uvarint(retry_after)]  flags&hasError
+//	          [uvarint(inputs) uvarint(documents)]           flags&hasInputs
+//	          [uvarint(images) uvarint(image bytes)]         flags&hasImages
+//
+// flags&unstreamed marks a response that came as one document (Record.Unstreamed).
 //	string  = uvarint(len) bytes
 //
 // Event times are µs deltas, each event's from the one before (the first's from sent), and
@@ -98,6 +102,9 @@ const (
 	cfServer
 	cfPhases
 	cfError
+	cfUnstreamed
+	cfInputs
+	cfImages
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -120,6 +127,9 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfServer, r.Server != nil)
 	set(cfPhases, r.Phases != nil && r.Phases.Has != 0)
 	set(cfError, r.Error != nil)
+	set(cfUnstreamed, r.Unstreamed)
+	set(cfInputs, r.Inputs > 0 || r.Documents > 0)
+	set(cfImages, r.Images > 0)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -189,6 +199,14 @@ func AppendCompact(b []byte, r *Record) []byte {
 		b = binary.AppendUvarint(b, uint64(max(er.Status, 0)))
 		b = appendBytes(b, er.Message)
 		b = binary.AppendUvarint(b, uint64(max(us(er.RetryAfter), 0)))
+	}
+	if r.Inputs > 0 || r.Documents > 0 {
+		b = binary.AppendUvarint(b, uint64(max(r.Inputs, 0)))
+		b = binary.AppendUvarint(b, uint64(max(r.Documents, 0)))
+	}
+	if r.Images > 0 {
+		b = binary.AppendUvarint(b, uint64(r.Images))
+		b = binary.AppendUvarint(b, uint64(max(r.ImageBytes, 0)))
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -371,6 +389,13 @@ func decodeCompact(p []byte, r *Record) error {
 	if flags&cfError != 0 {
 		r.Error = &Error{Kind: c.str(), Status: c.int("status"), Message: c.str()}
 		r.Error.RetryAfter = c.micros(int64(min(c.uvarint(), math.MaxInt64)))
+	}
+	r.Unstreamed = flags&cfUnstreamed != 0
+	if flags&cfInputs != 0 {
+		r.Inputs, r.Documents = int32(c.int("inputs")), int32(c.int("documents"))
+	}
+	if flags&cfImages != 0 {
+		r.Images, r.ImageBytes = int32(c.int("images")), int32(c.int("image bytes"))
 	}
 	if c.err == nil && len(c.b) > 0 {
 		c.fail("%d bytes after the record", len(c.b))

@@ -33,6 +33,23 @@ func AppendJSON(b []byte, r *Record) []byte {
 	if r.Retried {
 		b = append(b, `,"retried":true`...)
 	}
+	if r.Unstreamed {
+		b = append(b, `,"unstreamed":true`...)
+	}
+	if r.Inputs > 0 {
+		b = append(b, `,"inputs":`...)
+		b = strconv.AppendInt(b, int64(r.Inputs), 10)
+	}
+	if r.Documents > 0 {
+		b = append(b, `,"documents":`...)
+		b = strconv.AppendInt(b, int64(r.Documents), 10)
+	}
+	if r.Images > 0 {
+		b = append(b, `,"images":`...)
+		b = strconv.AppendInt(b, int64(r.Images), 10)
+		b = append(b, `,"image_bytes":`...)
+		b = strconv.AppendInt(b, int64(r.ImageBytes), 10)
+	}
 	b = append(b, `,"scheduled_s":`...)
 	b = appendSeconds(b, r.Scheduled)
 	b = append(b, `,"sent_s":`...)
@@ -258,6 +275,11 @@ type jsonRecord struct {
 	Turn               int                    `json:"turn"`
 	Warmup             bool                   `json:"warmup"`
 	Retried            bool                   `json:"retried"`
+	Unstreamed         bool                   `json:"unstreamed"`
+	Inputs             int32                  `json:"inputs"`
+	Documents          int32                  `json:"documents"`
+	Images             int32                  `json:"images"`
+	ImageBytes         int32                  `json:"image_bytes"`
 	TTFTUpperBound     bool                   `json:"ttft_upper_bound"`
 	Phases             map[string]json.Number `json:"phases"`
 	Scheduled          json.Number            `json:"scheduled_s"`
@@ -316,6 +338,10 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 		InputTokens: j.InputTokens, ServerPromptTokens: j.ServerPromptTokens,
 		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource,
 		Retried: j.Retried, TTFTUpperBound: j.TTFTUpperBound,
+		Unstreamed: j.Unstreamed, Inputs: j.Inputs, Documents: j.Documents, Images: j.Images, ImageBytes: j.ImageBytes,
+	}
+	if j.Inputs < 0 || j.Documents < 0 || j.Images < 0 || j.ImageBytes < 0 {
+		return fmt.Errorf("inputs %d, documents %d, images %d (%d bytes): must not be negative", j.Inputs, j.Documents, j.Images, j.ImageBytes)
 	}
 	if je := j.Error; je != nil {
 		r.Error = &Error{Kind: je.Kind, Status: je.Status, Message: je.Message}

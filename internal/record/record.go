@@ -19,6 +19,10 @@ const (
 	KindIdleTimeout    = "idle_timeout"
 	KindEmpty          = "empty_output"
 	KindCanceled       = "canceled"
+	// KindMismatch: a complete response that does not answer the request (embeddings: not
+	// one vector per input, or vectors of different dimensions; rerank: not one score per
+	// document).
+	KindMismatch = "response_mismatch"
 )
 
 // Output token count sources (docs/design.md §1).
@@ -65,8 +69,19 @@ type Record struct {
 	Sent      time.Duration // just before the request was written
 	Done      time.Duration // stream closed or request failed
 
+	// Unstreamed says the response came as one JSON document, not a stream (--stream=false,
+	// embeddings, rerank): no token event was timed, so TTFT, TPOT, ITL and chunk gap mean
+	// nothing; a generation's output tokens are one event at the document's arrival.
+	Unstreamed bool
+	// Inputs is the number of inputs of an embeddings request and Documents that of a
+	// rerank request (0 for generation requests).
+	Inputs, Documents int32
+	// Images is the number of images the request carried and ImageBytes their encoded size
+	// (before base64); InputTokens counts the text only.
+	Images, ImageBytes int32
+
 	ResponseID         string
-	InputTokens        int // tokens the client intended to send
+	InputTokens        int // tokens the client intended to send (every input; a rerank's query and documents)
 	ServerPromptTokens int // usage.prompt_tokens when the server reported it; 0 otherwise
 	OutputTokens       int // N, from OutputTokensSource
 	OutputTokensSource string

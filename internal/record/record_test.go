@@ -294,8 +294,11 @@ func TestCompactRoundTrip(t *testing.T) {
 	failed.Scheduled, failed.Sent = -time.Second, -time.Second+5*time.Microsecond // before the run's t = 0
 	failed.Error = &Error{Kind: KindHTTPStatus, Status: 429, Message: "slow down ✓", RetryAfter: 2 * time.Second}
 	never := Record{Level: 2, Index: 1 << 20, Error: &Error{Kind: KindConnect, Message: "refused"}}
+	rich.Images, rich.ImageBytes = 2, 123456
+	embed := Record{Level: 1, Index: 3, Sent: time.Millisecond, Done: 9 * time.Millisecond, Unstreamed: true, Inputs: 8, InputTokens: 256}
+	rerank := Record{Level: 1, Index: 4, Sent: time.Millisecond, Done: 9 * time.Millisecond, Unstreamed: true, Documents: 8, InputTokens: 300}
 	p := filepath.Join(t.TempDir(), FormatCompact.FileName())
-	want := []Record{rich, failed, never}
+	want := []Record{rich, failed, never, embed, rerank}
 	if err := WriteFile(p, want); err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +313,12 @@ func TestCompactRoundTrip(t *testing.T) {
 	var jsonl []byte
 	for i := range want {
 		jsonl = append(AppendJSON(jsonl, &want[i]), '\n')
+	}
+	for i := range want {
+		var back Record
+		if err := back.UnmarshalJSON(AppendJSON(nil, &want[i])); err != nil || !reflect.DeepEqual(back, want[i]) {
+			t.Errorf("JSONL round trip of record %d (%v):\n got %+v\nwant %+v", i, err, back, want[i])
+		}
 	}
 	if len(b)*2 > len(jsonl) {
 		t.Errorf("compact %d bytes, JSONL %d: want less than half", len(b), len(jsonl))

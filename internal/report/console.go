@@ -22,6 +22,9 @@ type ConsoleOptions struct {
 	Percentiles []float64
 	// Verbose adds the chunk-gap and from-schedule sections.
 	Verbose bool
+	// Wide prints every column of the ladder table; by default it fits 100 columns (the
+	// rest are in each level's block, summary.csv and report.html).
+	Wide bool
 }
 
 // Console writes the summary the way vLLM's benchmark prints it, one block per level, then —
@@ -36,7 +39,7 @@ func Console(w io.Writer, s *Summary, opts ConsoleOptions) error {
 	}
 	if len(s.Levels) > 1 {
 		bw.WriteString("\n")
-		consoleLadder(bw, s)
+		consoleLadder(bw, s, opts)
 	}
 	return bw.Flush()
 }
@@ -50,9 +53,9 @@ func ConsoleLevel(w io.Writer, s *Summary, i int, opts ConsoleOptions) error {
 
 // ConsoleLadder writes the ladder table alone (one row per level, sweet spot and SLO limit
 // marked), after the levels' blocks were printed one by one.
-func ConsoleLadder(w io.Writer, s *Summary) error {
+func ConsoleLadder(w io.Writer, s *Summary, opts ConsoleOptions) error {
 	bw := bufio.NewWriter(w)
-	consoleLadder(bw, s)
+	consoleLadder(bw, s, opts)
 	return bw.Flush()
 }
 
@@ -145,8 +148,11 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.line("Total input tokens:", strconv.Itoa(l.TotalInputTokens))
 	b.line("Total generated tokens:", strconv.Itoa(l.TotalOutputTokens))
 	if p := l.PromptTokens; p != nil && math.Abs(p.ServerMean-p.IntendedMean) > 0.5 {
-		b.line("Mean input tokens (client/server):", fmt.Sprintf("%.1f / %.1f", p.IntendedMean, p.ServerMean),
-			"<-- the server counts prompts differently")
+		note := "<-- the server counts prompts differently"
+		if p.ImagesMean > 0 {
+			note = fmt.Sprintf("<-- the server's count includes %.1f images per request", p.ImagesMean)
+		}
+		b.line("Mean input tokens (client/server):", fmt.Sprintf("%.1f / %.1f", p.IntendedMean, p.ServerMean), note)
 	}
 	b.line("Request throughput (req/s):", consoleFloat(l.RequestThroughput))
 	if l.Goodput != nil {
@@ -157,6 +163,17 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.line("Peak concurrent requests:", strconv.Itoa(l.PeakConcurrency))
 	b.line("Mean concurrent requests:", consoleFloat(l.MeanConcurrency))
 	b.line("Total Token throughput (tok/s):", consoleFloat(l.TotalTokenThroughput))
+	if l.InputsPerS != nil {
+		b.line("Input throughput (inputs/s):", consoleFloat(*l.InputsPerS))
+	}
+	if l.DocumentsPerS != nil {
+		b.line("Document throughput (docs/s):", consoleFloat(*l.DocumentsPerS))
+	}
+	if l.Unstreamed {
+		b.line("Input token throughput (tok/s):", consoleFloat(l.InputThroughput))
+		w.WriteString("No streams (--stream=false, embeddings or rerank): TTFT, TPOT, ITL and chunk gap\n" +
+			"are not measured; E2EL is sent to the whole response.\n")
+	}
 	if l.GoodputTokenThroughput != nil {
 		b.line("Goodput token throughput (tok/s):", consoleFloat(*l.GoodputTokenThroughput))
 	}
@@ -165,7 +182,10 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	}
 
 	for _, m := range consoleSections(opts.Verbose) {
-		st, _ := l.Metrics.Get(m.Key)
+		st, ok := l.Metrics.Get(m.Key)
+		if !ok {
+			continue // absent: a level without streams (said above)
+		}
 		b.stats(m.Title, m.Short, st, opts)
 		if m.Key == metrics.KeyTTFT && l.FirstContent != nil {
 			// Reasoning models: the answer starts later than the first (reasoning) token.
@@ -355,13 +375,36 @@ func passFail(ok bool) string {
 }
 
 // consoleLadder prints one row per level and marks the sweet spot and the SLO limit.
-func consoleLadder(w *bufio.Writer, s *Summary) {
+// ladderStyle is a table of single-space-padded columns under one rule: about half the
+// width of boxed cells, so a ladder fits 100 columns.
+var ladderStyle = func() table.Style {
+	st := table.StyleDefault
+	st.Box = table.BoxStyle{MiddleHorizontal: "-", MiddleSeparator: " ", MiddleVertical: " ", PaddingLeft: "", PaddingRight: "",
+		BottomLeft: "", BottomRight: "", BottomSeparator: "", Left: "", Right: "", TopLeft: "", TopRight: "", TopSeparator: "",
+		LeftSeparator: "", RightSeparator: "", UnfinishedRow: "~"}
+	st.Options = table.Options{SeparateHeader: true, SeparateColumns: true}
+	return st
+}()
+
+// ladderLoad is a level's load for the ladder: "c=16", "4 req/s".
+func ladderLoad(l *Level) string {
+	load := l.Name
+	switch {
+	case l.Concurrency > 0:
+		load = "c=" + strconv.Itoa(l.Concurrency)
+	case l.Rate > 0:
+		load = strconv.FormatFloat(l.Rate, 'f', -1, 64) + " req/s"
+	}
+	if l.Partial {
+		load += " (partial)"
+	}
+	return load
+}
+
+func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 	t := table.NewWriter()
-	t.SetStyle(table.StyleDefault)
+	t.SetStyle(ladderStyle)
 	t.Style().Format.Header = text.FormatDefault
-	t.SetTitle("Ladder (latencies in ms)")
-	t.AppendHeader(table.Row{"#", "load", "req/s", "out tok/s", "TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99",
-		"ITL P99", "E2EL P50", "E2EL P99", "failed", "goodput", "verdict", ""})
 	low := false
 	cell := func(st metrics.Stats, p float64) string {
 		pc, ok := st.Get(p)
@@ -375,64 +418,109 @@ func consoleLadder(w *bufio.Writer, s *Summary) {
 		}
 		return v
 	}
-	for i, l := range s.Levels {
-		load := ""
-		switch {
-		case l.Concurrency > 0:
-			load = "c=" + strconv.Itoa(l.Concurrency)
-		case l.Rate > 0:
-			load = strconv.FormatFloat(l.Rate, 'f', -1, 64) + " req/s"
-		default:
-			load = l.Name
-		}
-		if l.Partial {
-			load += " (partial)"
-		}
-		good, verdict := "-", "-"
-		if l.GoodFraction != nil {
-			good = fmt.Sprintf("%.1f%%", 100**l.GoodFraction)
-		}
-		if l.SLO != nil {
-			verdict = passFail(l.SLO.Pass)
-		}
-		var marks []string
-		if s.SweetSpot != nil && s.SweetSpot.Index == i {
-			marks = append(marks, "<- sweet spot")
-		}
-		if s.SLOLimit != nil && s.SLOLimit.Index == i {
-			marks = append(marks, "<- SLO limit")
-		}
-		m := func(key string) metrics.Stats { return l.Metrics.Stat(key) }
-		ttft, tpot, itl, e2el := m(metrics.KeyTTFT), m(metrics.KeyTPOT), m(metrics.KeyITL), m(metrics.KeyE2EL)
-		t.AppendRow(table.Row{i, load, strconv.FormatFloat(l.RequestThroughput, 'f', 2, 64), strconv.FormatFloat(l.OutputThroughput, 'f', 1, 64),
-			cell(ttft, 50), cell(ttft, 99), cell(tpot, 50), cell(tpot, 99), cell(itl, 99), cell(e2el, 50), cell(e2el, 99),
-			l.Failed, good, verdict, strings.Join(marks, " ")})
+	// Columns: each a header and a cell per level. Goodput and verdict only where the SLOs
+	// give them, the marks only where a level has one, ITL P99 and E2EL P99 with Wide (and
+	// in each level's block), so that the table fits 100 columns.
+	type column struct {
+		head  string
+		cell  func(i int, l *Level) string
+		right bool
 	}
+	stat := func(l *Level, key string) metrics.Stats { return l.Metrics.Stat(key) }
+	cols := []column{
+		// The sweet spot and the SLO limit are marked beside the level's number (* and +).
+		{"#", func(i int, _ *Level) string {
+			n := strconv.Itoa(i)
+			if s.SweetSpot != nil && s.SweetSpot.Index == i {
+				n += "*"
+			}
+			if s.SLOLimit != nil && s.SLOLimit.Index == i {
+				n += "+"
+			}
+			return n
+		}, false},
+		{"load", func(_ int, l *Level) string { return ladderLoad(l) }, false},
+		{"req/s", func(_ int, l *Level) string { return strconv.FormatFloat(l.RequestThroughput, 'f', 2, 64) }, true},
+		{"tok/s", func(_ int, l *Level) string { return strconv.FormatFloat(l.OutputThroughput, 'f', 1, 64) }, true},
+		{"TTFT P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTTFT), 50) }, true},
+		{"TTFT P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTTFT), 99) }, true},
+		{"TPOT P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTPOT), 50) }, true},
+		{"TPOT P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTPOT), 99) }, true},
+	}
+	if opts.Wide {
+		cols = append(cols, column{"ITL P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyITL), 99) }, true})
+	}
+	cols = append(cols, column{"E2EL P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyE2EL), 50) }, true})
+	if opts.Wide {
+		cols = append(cols, column{"E2EL P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyE2EL), 99) }, true})
+	}
+	cols = append(cols, column{"failed", func(_ int, l *Level) string { return strconv.Itoa(l.Failed) }, true})
+	hasGood, hasVerdict := false, false
+	for i := range s.Levels {
+		hasGood = hasGood || s.Levels[i].GoodFraction != nil
+		hasVerdict = hasVerdict || s.Levels[i].SLO != nil
+	}
+	if hasGood || opts.Wide {
+		cols = append(cols, column{"goodput", func(_ int, l *Level) string {
+			if l.GoodFraction == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f%%", 100**l.GoodFraction)
+		}, true})
+	}
+	if hasVerdict || opts.Wide {
+		cols = append(cols, column{"SLO", func(_ int, l *Level) string {
+			if l.SLO == nil {
+				return "-"
+			}
+			return passFail(l.SLO.Pass)
+		}, false})
+	}
+	head := table.Row{}
 	cfg := []table.ColumnConfig{}
-	for c := 3; c <= 13; c++ {
-		cfg = append(cfg, table.ColumnConfig{Number: c, Align: text.AlignRight, AlignHeader: text.AlignRight})
+	for c, col := range cols {
+		head = append(head, col.head)
+		if col.right {
+			cfg = append(cfg, table.ColumnConfig{Number: c + 1, Align: text.AlignRight, AlignHeader: text.AlignRight})
+		}
 	}
+	t.AppendHeader(head)
+	for i := range s.Levels {
+		row := table.Row{}
+		for _, col := range cols {
+			row = append(row, col.cell(i, &s.Levels[i]))
+		}
+		t.AppendRow(row)
+	}
+	w.WriteString("Ladder (latencies in ms)\n")
 	t.SetColumnConfigs(cfg)
 	t.SuppressTrailingSpaces()
 	w.WriteString(t.Render() + "\n")
 	if low {
 		w.WriteString("~ too few samples to bound this percentile's 95% confidence interval (indicative only)\n")
 	}
+	if !opts.Wide {
+		w.WriteString("(ITL and E2EL P99 are in each level's block above and with --wide)\n")
+	}
 	pickLine := func(label string, p *metrics.Pick, none string) {
 		if p == nil {
 			w.WriteString(label + none + "\n")
 			return
 		}
-		w.WriteString(fmt.Sprintf("%s%s (level %d): %s\n", label, s.Levels[p.Index].Load(), p.Index, p.Reason))
+		line := fmt.Sprintf("%s%s (level %d): %s", label, s.Levels[p.Index].Load(), p.Index, p.Reason)
+		if len(line) > 100 { // the reason on lines of their own, under the pick
+			line = fmt.Sprintf("%s%s (level %d):\n%s", label, s.Levels[p.Index].Load(), p.Index, wrapIndented(p.Reason, len(label), 100))
+		}
+		w.WriteString(line + "\n")
 	}
 	passed, judged := s.SLOPassed()
 	noSpot := "none (no knee in output throughput across the levels)"
 	if judged && !passed {
 		noSpot = "none: no level meets the SLOs"
 	}
-	pickLine("Sweet spot: ", s.SweetSpot, noSpot)
+	pickLine("Sweet spot (*): ", s.SweetSpot, noSpot)
 	if judged {
-		pickLine("SLO limit:  ", s.SLOLimit, "none: no level meets the SLOs")
+		pickLine("SLO limit (+):  ", s.SLOLimit, "none: no level meets the SLOs")
 	}
 }
 
@@ -454,4 +542,23 @@ func errorNote(d metrics.ErrorDetail) string {
 		note += "; " + d.Hint
 	}
 	return strings.TrimPrefix(note, "; ")
+}
+
+// wrapIndented breaks text at spaces into lines of at most width columns, each indented.
+func wrapIndented(text string, indent, width int) string {
+	pad := strings.Repeat(" ", indent)
+	var b strings.Builder
+	line := pad
+	for _, word := range strings.Fields(text) {
+		if len(line) > indent && len(line)+1+len(word) > width {
+			b.WriteString(line + "\n")
+			line = pad
+		}
+		if len(line) > indent {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line)
+	return b.String()
 }

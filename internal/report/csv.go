@@ -53,7 +53,7 @@ func WriteCSV(w io.Writer, s *Summary) error {
 	columns([]*metrics.Metric{readLag})
 	head = append(head, "slo_pass", "errors", "sweet_spot", "slo_limit")
 	columns(csvTail)
-	head = append(head, "retried", "ttft_upper_bound", "error_statuses")
+	head = append(head, "retried", "ttft_upper_bound", "error_statuses", "input_throughput", "inputs_per_s", "documents_per_s")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
 		return err
@@ -94,7 +94,8 @@ func WriteCSV(w io.Writer, s *Summary) error {
 			st, _ := l.Metrics.Get(m.Key)
 			stats(st)
 		}
-		row = append(row, strconv.Itoa(l.Retried), strconv.Itoa(l.TTFTUpperBound), csvErrorDetails(l.ErrorDetails))
+		row = append(row, strconv.Itoa(l.Retried), strconv.Itoa(l.TTFTUpperBound), csvErrorDetails(l.ErrorDetails),
+			csvNum(l.InputThroughput), csvNumPtr(l.InputsPerS), csvNumPtr(l.DocumentsPerS))
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -103,6 +103,7 @@ type view struct {
 	Levels       []levelRow
 	HasSLO       bool
 	HasGoodput   bool
+	Unstreamed   bool // some level had no streams: no TTFT, TPOT or ITL
 	Metrics      []metricTable
 	CDFs         []cdfFigure
 	Config       []kv
@@ -203,6 +204,9 @@ func buildView(s *Summary) (*view, error) {
 			row.Failed.Title = strings.TrimPrefix(row.Failed.Title+"; ", "; ") + strconv.Itoa(l.Canceled) + " canceled by the end of the run (not failures)"
 		}
 		row.Partial = l.Partial
+		if l.Unstreamed {
+			v.Unstreamed = true
+		}
 		row.ReqS = fmtNum(l.RequestThroughput)
 		row.OutTokS = fmtNum(l.OutputThroughput)
 		pc := func(key string, p float64) cell {

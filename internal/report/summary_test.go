@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -149,7 +150,7 @@ func TestLadderGolden(t *testing.T) {
 		"-----Time per Output Token (excl. 1st token)------",
 		"Failed requests:                         26         <-- FAILURES: 10.2% of requests",
 		`  http_status 503:                       26         first: "overloaded"; the server is overloaded or starting`,
-		"<- sweet spot <- SLO limit",
+		"2*+ c=16",
 	} {
 		if !strings.Contains(con.String(), want) {
 			t.Errorf("console lacks %q", want)
@@ -289,5 +290,29 @@ func TestReadV1(t *testing.T) {
 		if !reflect.DeepEqual(in[k], out[k]) {
 			t.Errorf("%s: v1 %v, written back %v", k, in[k], out[k])
 		}
+	}
+}
+
+// The ladder fits 100 columns, SLO columns and marks included; --wide adds the rest.
+func TestLadderFits100Columns(t *testing.T) {
+	s := ladderSummary(t, "ttft<=300ms,tpot:p99<=20ms", []int{1, 4, 16, 64, 256})
+	for _, wide := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := ConsoleLadder(&b, s, ConsoleOptions{Wide: wide}); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(b.String(), "\n") {
+			if !wide && utf8.RuneCountInString(line) > 100 {
+				t.Errorf("%d columns: %q", utf8.RuneCountInString(line), line)
+			}
+		}
+		if has := strings.Contains(b.String(), "ITL P99"); has != wide {
+			t.Errorf("wide %v: ITL P99 column %v", wide, has)
+		}
+	}
+	var b bytes.Buffer
+	ConsoleLadder(&b, ladderSummary(t, "", []int{1, 4}), ConsoleOptions{})
+	if strings.Contains(b.String(), "goodput") || strings.Contains(b.String(), "SLO") {
+		t.Errorf("no SLOs, yet goodput or SLO columns:\n%s", b.String())
 	}
 }

@@ -59,10 +59,11 @@ func VLLMResult(s *Summary, l *Level, reqs *VLLMRequests) map[string]VLLMValue {
 	out["max_output_tokens_per_s"] = vllmNumber(l.PeakOutputThroughput)
 	out["max_concurrent_requests"] = count(l.PeakConcurrency)
 	for _, d := range metrics.Registry {
-		if d.VLLM == "" {
-			continue
+		sp, ok := l.Metrics.Get(d.Key)
+		if d.VLLM == "" || !ok {
+			continue // absent: no stream to time (--stream=false, embeddings, rerank)
 		}
-		st := l.Metrics.Stat(d.Key)
+		st := *sp
 		out["mean_"+d.VLLM+"_ms"] = vllmNumber(st.Mean)
 		out["std_"+d.VLLM+"_ms"] = vllmNumber(st.Std)
 		med, ok := st.Get(50)
@@ -113,7 +114,8 @@ func vllmBurstiness(arrival string) VLLMValue {
 // figure from the metric registry's own derivation (TTFT; the gaps between stream chunks,
 // which vLLM calls ITL). It holds every request: only --result-format vllm asks for it.
 type VLLMRequests struct {
-	reqs []vllmRequest
+	reqs     []vllmRequest
+	streamed bool // some request streamed: without, ttfts and itls mean nothing and are left out
 }
 
 type vllmRequest struct {
@@ -130,6 +132,7 @@ func (v *VLLMRequests) Add(r *record.Record) {
 		return
 	}
 	q := vllmRequest{index: r.Index, in: r.InputTokens, itls: []float64{}}
+	v.streamed = v.streamed || !r.Unstreamed
 	if r.Error != nil {
 		q.err = r.Error.Message
 		if q.err == "" {
@@ -156,8 +159,13 @@ func (v *VLLMRequests) into(out map[string]VLLMValue) {
 	for i, q := range v.reqs {
 		ttfts[i], itls[i], ins[i], outs[i], errs[i] = q.ttft, q.itls, q.in, q.out, q.err
 	}
-	for k, a := range map[string]any{"ttfts": ttfts, "itls": itls, "input_lens": ins, "output_lens": outs,
-		"errors": errs, "generated_texts": texts} {
+	arrays := map[string]any{"ttfts": ttfts, "itls": itls, "input_lens": ins, "output_lens": outs,
+		"errors": errs, "generated_texts": texts}
+	if !v.streamed && n > 0 {
+		delete(arrays, "ttfts")
+		delete(arrays, "itls")
+	}
+	for k, a := range arrays {
 		b, _ := json.Marshal(a) // numbers, strings and lists of them: cannot fail
 		out[k] = VLLMValue{raw: b}
 	}

@@ -85,6 +85,13 @@ type Workload struct {
 	TraceSpeed   float64 `json:"trace_speed,omitempty"`
 	Turns        int     `json:"turns,omitempty"`
 	ThinkTime    string  `json:"think_time,omitempty"`
+	// Stream is false for a generation run with --stream=false (absent otherwise);
+	// BatchSize is an embeddings run's inputs per request; Documents and QueryTokens a
+	// rerank run's documents per request and query length.
+	Stream      *bool `json:"stream,omitempty"`
+	BatchSize   int   `json:"batch_size,omitempty"`
+	Documents   int   `json:"documents,omitempty"`
+	QueryTokens int   `json:"query_tokens,omitempty"`
 }
 
 // Run is what a run or simulate was asked to do, as the CLI resolved it from its flags.
@@ -110,6 +117,9 @@ type Run struct {
 
 	Workload  workload.Config
 	Tokenizer string
+	// NoStream (--stream=false), BatchSize (embeddings), Documents and QueryTokens (rerank).
+	NoStream                          bool
+	BatchSize, Documents, QueryTokens int
 }
 
 // Describe is the run's description. Settings that do not apply are left out of the load:
@@ -173,6 +183,13 @@ func (r Run) workload() Workload {
 	}
 	if d.Dataset == "" {
 		d.Dataset = "random"
+	}
+	if r.NoStream {
+		d.Stream = new(bool)
+	}
+	d.BatchSize, d.Documents = r.BatchSize, r.Documents
+	if r.Documents > 0 {
+		d.QueryTokens = r.QueryTokens
 	}
 	return d
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -156,6 +157,9 @@ type jsonlRow struct {
 	ArrivalS     *float64  `json:"arrival_s"`
 	PrefixTokens int       `json:"prefix_tokens"`
 	PrefixGroup  int       `json:"prefix_group"`
+	// Images are image files (paths relative to the dataset's folder) sent with the row's
+	// prompt, as --images sends synthetic ones.
+	Images []string `json:"images"`
 }
 
 func loadJSONL(path string) ([]row, error) {
@@ -224,6 +228,16 @@ func loadJSONL(path string) ([]row, error) {
 		}
 		if len(rows) > 0 && rw.hasArrival != rows[0].hasArrival {
 			return fmt.Errorf("arrival_s on some rows but not others (line %d has it: %v)", rows[0].line, rows[0].hasArrival)
+		}
+		for i, name := range jr.Images {
+			p := name
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(path), p)
+			}
+			if err := checkImageFile(p); err != nil {
+				return fmt.Errorf("images[%d] %s: %w", i, name, err)
+			}
+			rw.images = append(rw.images, p)
 		}
 		rows = append(rows, rw)
 		return nil

@@ -35,6 +35,16 @@ type Request struct {
 	// Turn k > 0 must be sent only after turn k-1 finished and ThinkTime passed.
 	Conversation, Turn, Turns int
 	ThinkTime                 time.Duration
+	// Batch holds the inputs of an embeddings request (Batched), each of its own exact
+	// length; InputTokens is their sum.
+	Batch []string
+	// Query and Documents make a rerank request (Reranked); InputTokens counts the query
+	// and every document.
+	Query     string
+	Documents []string
+	// Images go with the prompt (the last user message) as image content parts
+	// (WithImages); InputTokens counts the text only.
+	Images []Image
 	// Arrival is the request's offset from the level start in a replayed trace.
 	Arrival    time.Duration
 	HasArrival bool

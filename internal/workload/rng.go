@@ -14,6 +14,7 @@ const (
 	purposeIdentity
 	purposeFill
 	purposeTurn
+	purposeImage
 )
 
 func mix64(x uint64) uint64 {

@@ -126,6 +126,7 @@ type row struct {
 	clamped    bool
 	// jsonl written by WriteJSONL keeps the shared prefix it was made with.
 	prefixTokens, prefixGroup int
+	images                    []string // image files sent with the prompt (jsonl)
 }
 
 // lazyCounts caches a row's token counts, computed on first use (a large ShareGPT file is
@@ -169,6 +170,9 @@ func (s *source) Request(level, i int) Request {
 		}
 		if !s.cfg.LengthsOnly {
 			req.Prompt, req.Messages = rw.prompt, rw.messages
+			for _, p := range rw.images {
+				req.Images = append(req.Images, imageFile(p))
+			}
 		}
 		req.PrefixTokens, req.PrefixGroup = rw.prefixTokens, rw.prefixGroup
 	case DatasetMooncake:

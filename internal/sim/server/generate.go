@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -26,9 +27,34 @@ type request struct {
 	canceled bool // the client went away
 	struck   bool // the fault was injected
 	truth    *truthRecord
+	model    []byte // the model name as JSON (Responses objects)
 }
 
-func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+// appendResponse appends a Responses API response object: completed, with usage, and
+// with the output text when text is given (the non-streamed reply).
+func (rq *request) appendResponse(b []byte, text string, completion int) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, rq.id...)
+	b = append(b, `","object":"response","created_at":`...)
+	b = strconv.AppendInt(b, rq.created, 10)
+	b = append(b, `,"status":"completed","model":`...)
+	b = append(b, rq.model...)
+	b = append(b, `,"output":[`...)
+	if text != "" {
+		b = append(b, `{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","annotations":[],"text":"`...)
+		b = append(b, text...) // appendWords writes JSON-safe words
+		b = append(b, `"}]}`...)
+	}
+	b = append(b, `],"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(rq.promptTokens), 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(completion), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(rq.promptTokens+completion), 10)
+	return append(b, `}}`...)
+}
+
+func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat, responses bool) {
 	received := time.Now()
 	s.inflight.Add(1)
 	defer func() {
@@ -44,7 +70,12 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		writeAPIError(w, aerr)
 		return
 	}
-	g, aerr := decodeRequest(body, chat, s.lim)
+	var g *genRequest
+	if responses {
+		g, aerr = decodeResponsesRequest(body, s.lim)
+	} else {
+		g, aerr = decodeRequest(body, chat, s.lim)
+	}
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return
@@ -69,7 +100,20 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 
+	if g.images > 0 && s.opts.ImageEncode > 0 {
+		// The vision encoder runs before the prompt's prefill is queued.
+		t := time.NewTimer(time.Duration(g.images) * s.opts.ImageEncode)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
 	rq.id = s.newID(chat, n)
+	if responses {
+		rq.id = "resp_" + rq.id[len("chatcmpl-"):]
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	seq := sim.SeqRequest{ID: rq.id, PromptTokens: g.promptTokens, MaxTokens: g.maxTokens, IgnoreEOS: g.ignoreEOS}
@@ -161,12 +205,24 @@ func (sw *streamWriter) close(completion int) {
 }
 
 func (sw *streamWriter) role() {
+	if sw.rq.responses {
+		sw.buf = append(sw.buf, "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\""...)
+		sw.buf = append(sw.buf, sw.rq.id...)
+		sw.buf = append(sw.buf, "\",\"object\":\"response\",\"status\":\"in_progress\"}}\n\n"...)
+		return
+	}
 	sw.open()
 	sw.buf = append(sw.buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
 	sw.close(0)
 }
 
 func (sw *streamWriter) tokens(from, n int) {
+	if sw.rq.responses {
+		sw.buf = append(sw.buf, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\""...)
+		sw.buf = appendWords(sw.buf, sw.rq.base, from, n)
+		sw.buf = append(sw.buf, "\"}\n\n"...)
+		return
+	}
 	sw.open()
 	if sw.rq.chat {
 		sw.buf = append(sw.buf, `{"index":0,"delta":{"content":"`...)
@@ -182,6 +238,12 @@ func (sw *streamWriter) tokens(from, n int) {
 
 // finish appends the finish_reason chunk, the usage chunk when asked for, and [DONE].
 func (sw *streamWriter) finish(reason string, completion int) {
+	if sw.rq.responses {
+		sw.buf = append(sw.buf, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":"...)
+		sw.buf = sw.rq.appendResponse(sw.buf, "", completion)
+		sw.buf = append(sw.buf, "}\n\n"...)
+		return
+	}
 	sw.open()
 	if sw.rq.chat {
 		sw.buf = append(sw.buf, `{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
@@ -201,6 +263,13 @@ func (sw *streamWriter) finish(reason string, completion int) {
 }
 
 func (sw *streamWriter) errorEvent(e *apiError) {
+	if sw.rq.responses {
+		m, _ := json.Marshal(e.Message)
+		sw.buf = append(sw.buf, "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":"...)
+		sw.buf = append(sw.buf, m...)
+		sw.buf = append(sw.buf, "}\n\n"...)
+		return
+	}
 	sw.buf = append(sw.buf, "data: "...)
 	sw.buf = append(sw.buf, e.body()...)
 	sw.buf = append(sw.buf, "\n\ndata: [DONE]\n\n"...)
@@ -232,6 +301,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rq *request,
 	if rq.chat {
 		sw.role()
 	}
+	rq.model = s.modelJSON
 	if !s.send(w, rc, sw.buf) {
 		rq.canceled = true
 		return
@@ -436,21 +506,31 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, rq *reques
 			return
 		}
 	}
-	b := s.chunkHead(rq, object)
-	b = append(make([]byte, 0, len(b)+200+total*8), b...)
-	if rq.chat {
+	rq.model = s.modelJSON
+	var b []byte
+	if rq.responses {
+		b = rq.appendResponse(make([]byte, 0, 300+total*8), string(appendWords(nil, rq.base, 0, total)), total)
+	} else {
+		b = s.chunkHead(rq, object)
+		b = append(make([]byte, 0, len(b)+200+total*8), b...)
+	}
+	switch {
+	case rq.responses:
+	case rq.chat:
 		b = append(b, `{"index":0,"message":{"role":"assistant","content":"`...)
 		b = appendWords(b, rq.base, 0, total)
 		b = append(b, `"},"logprobs":null,"finish_reason":"`...)
-	} else {
+	default:
 		b = append(b, `{"index":0,"text":"`...)
 		b = appendWords(b, rq.base, 0, total)
 		b = append(b, `","logprobs":null,"finish_reason":"`...)
 	}
-	b = append(b, rq.finish...)
-	b = append(b, `"}]`...)
-	b = appendUsage(b, rq.promptTokens, total)
-	b = append(b, "}"...)
+	if !rq.responses {
+		b = append(b, rq.finish...)
+		b = append(b, `"}]`...)
+		b = appendUsage(b, rq.promptTokens, total)
+		b = append(b, "}"...)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))

@@ -118,7 +118,7 @@ func TestRoutesAndMethods(t *testing.T) {
 	if decodeError(t, resp); resp.StatusCode != 405 {
 		t.Fatalf("POST models: %d", resp.StatusCode)
 	}
-	resp, _ = ts.Client().Get(ts.URL + "/v1/embeddings")
+	resp, _ = ts.Client().Get(ts.URL + "/v1/nope")
 	if decodeError(t, resp); resp.StatusCode != 404 {
 		t.Fatalf("unknown path: %d", resp.StatusCode)
 	}

@@ -2,9 +2,14 @@ package server
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	_ "image/gif" // image.DecodeConfig of GIF parts
+	_ "image/jpeg"
+	_ "image/png"
 	"net/http"
 	"strings"
 )
@@ -78,6 +83,7 @@ type wireMessage struct {
 // genRequest is a validated generation request.
 type genRequest struct {
 	chat            bool
+	responses       bool // /v1/responses (chat is set too: the input is messages)
 	stream          bool
 	includeUsage    bool
 	continuousUsage bool
@@ -85,6 +91,7 @@ type genRequest struct {
 	ignoreEOS       bool
 	promptTokens    int
 	promptParts     []string // prompt text, for prefix hashes
+	images          int      // image parts (their tokens are in promptTokens)
 }
 
 // limits are the request bounds decodeRequest enforces.
@@ -93,6 +100,9 @@ type limits struct {
 	maxTokens        int
 	defaultMaxTokens int
 	countTokens      func(string) int
+	// imagePatch and imageMerge are the vision encoder's patch side in pixels and merge
+	// factor (imageTokens).
+	imagePatch, imageMerge int
 }
 
 // decodeRequest parses and validates a /v1/chat/completions (chat) or /v1/completions body.
@@ -162,12 +172,13 @@ func decodeRequest(body []byte, chat bool, lim limits) (*genRequest, *apiError) 
 			if m.Role == "" {
 				return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
 			}
-			text, err := messageText(m.Content)
+			text, images, err := messageContent(m.Content, lim)
 			if err != nil {
 				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
 			}
 			g.promptParts = append(g.promptParts, text)
-			g.promptTokens += lim.countTokens(text)
+			g.promptTokens += lim.countTokens(text) + images.tokens
+			g.images += images.n
 		}
 		// A chat template always adds tokens; never hand the engine an empty prompt.
 		g.promptTokens = max(g.promptTokens, 1)
@@ -229,41 +240,87 @@ func goTypeName(t string) string {
 	}
 }
 
-// messageText extracts the text of a message's content: a string, null (an assistant
-// message with tool calls), or an array of parts whose "text" parts are concatenated.
-func messageText(raw json.RawMessage) (string, error) {
+// imageCount is what a message's images cost: how many, and their prompt tokens.
+type imageCount struct{ n, tokens int }
+
+// messageContent extracts the text of a message's content — a string, null (an assistant
+// message with tool calls), or an array of parts whose text parts ("text", "input_text")
+// are concatenated — and counts its image parts ("image_url" with {"url"}, "input_image"
+// with a URL string): each must be a PNG, JPEG or GIF data URL, and costs the prompt tokens
+// of imageTokens.
+func messageContent(raw json.RawMessage, lim limits) (string, imageCount, error) {
+	var ic imageCount
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return "", ic, nil
 	}
 	switch raw[0] {
 	case '"':
 		var s string
 		err := json.Unmarshal(raw, &s)
-		return s, err
+		return s, ic, err
 	case '[':
 		var parts []struct {
-			Type string  `json:"type"`
-			Text *string `json:"text"`
+			Type     string          `json:"type"`
+			Text     *string         `json:"text"`
+			ImageURL json.RawMessage `json:"image_url"`
 		}
 		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", fmt.Errorf("expected a string or an array of content parts: %v", err)
+			return "", ic, fmt.Errorf("expected a string or an array of content parts: %v", err)
 		}
 		var b strings.Builder
 		for i, p := range parts {
-			if p.Type == "" {
-				return "", fmt.Errorf("part %d has no type", i)
-			}
-			if p.Type == "text" {
+			switch p.Type {
+			case "":
+				return "", ic, fmt.Errorf("part %d has no type", i)
+			case "text", "input_text":
 				if p.Text == nil {
-					return "", fmt.Errorf("text part %d has no text", i)
+					return "", ic, fmt.Errorf("text part %d has no text", i)
 				}
 				b.WriteString(*p.Text)
+			case "image_url", "input_image":
+				n, err := imageTokens(p.ImageURL, lim)
+				if err != nil {
+					return "", ic, fmt.Errorf("image part %d: %v", i, err)
+				}
+				ic.n++
+				ic.tokens += n
 			}
 		}
-		return b.String(), nil
+		return b.String(), ic, nil
 	}
-	return "", fmt.Errorf("expected a string or an array of content parts, got %s", jsonKind(raw))
+	return "", ic, fmt.Errorf("expected a string or an array of content parts, got %s", jsonKind(raw))
+}
+
+// imageTokens decodes an image part's URL ({"url": …} or the URL itself), which must be a
+// base64 data URL of a PNG, JPEG or GIF image, and charges it as a vision encoder's output:
+// ceil(W/P) × ceil(H/P) patches of P pixels, merged M × M into one token each.
+func imageTokens(raw json.RawMessage, lim limits) (int, error) {
+	var url string
+	if err := json.Unmarshal(raw, &url); err != nil {
+		var obj struct {
+			URL string `json:"url"`
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil || obj.URL == "" {
+			return 0, errors.New(`image_url must be a URL or {"url": URL}`)
+		}
+		url = obj.URL
+	}
+	head, data, ok := strings.Cut(url, ",")
+	if !ok || !strings.HasPrefix(head, "data:") || !strings.HasSuffix(head, ";base64") {
+		return 0, errors.New("the simulator takes images as base64 data URLs (data:image/png;base64,…) only")
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return 0, fmt.Errorf("the data URL is not valid base64: %v", err)
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		return 0, fmt.Errorf("not a PNG, JPEG or GIF image: %v", err)
+	}
+	p, m := lim.imagePatch, lim.imageMerge
+	patches := ((cfg.Width + p - 1) / p) * ((cfg.Height + p - 1) / p)
+	return max((patches+m*m-1)/(m*m), 1), nil
 }
 
 // promptValue reads a completions prompt: a string, a one-element array of strings, or token

@@ -1,5 +1,6 @@
-// Package server is the simulator's OpenAI-compatible HTTP surface: /v1/chat/completions and
-// /v1/completions (streaming and not), /v1/models, /health and /metrics (vLLM's metric
+// Package server is the simulator's OpenAI-compatible HTTP surface: /v1/chat/completions,
+// /v1/completions and /v1/responses (streaming and not), /v1/embeddings and /v1/rerank
+// (prefill-only work on the same engine), /v1/models, /health and /metrics (vLLM's metric
 // names), driven by any Generator (normally sim.Engine). It also injects faults and writes
 // the ground-truth file against which a client's measurement error is measured.
 package server
@@ -75,6 +76,12 @@ type Options struct {
 	Faults Faults
 	// Seed fixes fault choices and the generated text.
 	Seed int64
+	// ImagePatch (default 14 pixels) and ImageMerge (default 2) are the vision encoder's
+	// patches and merge factor: an image of W × H pixels costs ceil(W/P)·ceil(H/P)/M²
+	// prompt tokens (rounded up), as Qwen2-VL-style encoders count them; ImageEncode is the
+	// encoder's time per image, spent before the request's prefill is queued.
+	ImagePatch, ImageMerge int
+	ImageEncode            time.Duration
 }
 
 // Validate reports every problem with o.
@@ -128,6 +135,12 @@ func (o Options) withDefaults() Options {
 	if o.Faults.RetryAfter <= 0 {
 		o.Faults.RetryAfter = time.Second
 	}
+	if o.ImagePatch <= 0 {
+		o.ImagePatch = 14
+	}
+	if o.ImageMerge <= 0 {
+		o.ImageMerge = 2
+	}
 	return o
 }
 
@@ -166,6 +179,7 @@ func New(g Generator, opts Options) (*Server, error) {
 		lim: limits{
 			model: opts.ModelName, maxTokens: opts.MaxTokensLimit,
 			defaultMaxTokens: opts.DefaultMaxTokens, countTokens: opts.CountTokens,
+			imagePatch: opts.ImagePatch, imageMerge: opts.ImageMerge,
 		},
 		keyHash:   sha256.Sum256([]byte(opts.APIKey)),
 		idPrefix:  hex.EncodeToString(rnd[:]),
@@ -227,7 +241,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !allow(w, r, http.MethodPost) {
 			return
 		}
-		s.handleGenerate(w, r, path == "/v1/chat/completions")
+		s.handleGenerate(w, r, path == "/v1/chat/completions", false)
+	case "/v1/responses":
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
+		s.handleGenerate(w, r, true, true)
+	case "/v1/embeddings", "/v1/rerank", "/rerank":
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
+		s.handlePrefill(w, r, path != "/v1/embeddings")
 	case "/v1/models":
 		if !allow(w, r, http.MethodGet) {
 			return

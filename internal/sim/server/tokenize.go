@@ -40,7 +40,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request, tokenize
 			return
 		}
 		model = req.Model
-		texts, aerr := tokenizeTexts(req)
+		texts, aerr := tokenizeTexts(req, s.lim)
 		if aerr != nil {
 			writeAPIError(w, aerr)
 			return
@@ -79,8 +79,9 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request, tokenize
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-// tokenizeTexts are the texts a /tokenize request names: its prompt, or each message's.
-func tokenizeTexts(req tokenizeRequest) ([]string, *apiError) {
+// tokenizeTexts are the texts a /tokenize request names: its prompt, or each message's
+// (text parts only: an image's prompt tokens have no ids).
+func tokenizeTexts(req tokenizeRequest, lim limits) ([]string, *apiError) {
 	raw, param := req.Prompt, "prompt"
 	if raw == nil {
 		raw, param = req.Content, "content"
@@ -97,7 +98,7 @@ func tokenizeTexts(req tokenizeRequest) ([]string, *apiError) {
 	case req.Messages != nil:
 		texts := make([]string, len(req.Messages))
 		for i, m := range req.Messages {
-			t, err := messageText(m.Content)
+			t, _, err := messageContent(m.Content, lim)
 			if err != nil {
 				return nil, badRequest("messages", "messages[%d].content: %v", i, err)
 			}
