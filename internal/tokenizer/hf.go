@@ -273,13 +273,11 @@ func parseNormalizer(raw json.RawMessage) ([]normStep, error) {
 	case "Prepend":
 		return []normStep{{kind: "Prepend", a: c.Prepend}}, nil
 	case "Replace":
-		var pat struct {
-			String *string `json:"String"`
-		}
-		if err := json.Unmarshal(c.Pattern, &pat); err != nil || pat.String == nil || *pat.String == "" {
+		from, ok := literalPattern(c.Pattern)
+		if !ok {
 			return nil, fmt.Errorf("normalizer: Replace pattern %s is not supported (only a literal string)", c.Pattern)
 		}
-		return []normStep{{kind: "Replace", a: *pat.String, b: c.Content}}, nil
+		return []normStep{{kind: "Replace", a: from, b: c.Content}}, nil
 	case "Sequence":
 		var steps []normStep
 		for _, n := range c.Normalizers {
@@ -298,14 +296,8 @@ func parseNormalizer(raw json.RawMessage) ([]normStep, error) {
 // hasByteLevel reports whether the pre-tokenizer has a ByteLevel step (a byte-level BPE
 // file); files without one are read as SentencePiece-style.
 func hasByteLevel(raw json.RawMessage) bool {
-	var c hfComponent
-	if json.Unmarshal(raw, &c) != nil {
-		return false
-	}
-	if c.Type == "ByteLevel" {
-		return true
-	}
-	for _, s := range c.Pretokenizers {
+	steps, _ := componentSteps(raw, "pre_tokenizer")
+	for _, s := range steps {
 		if s.Type == "ByteLevel" {
 			return true
 		}
@@ -313,19 +305,43 @@ func hasByteLevel(raw json.RawMessage) bool {
 	return false
 }
 
-// parsePreTokenizer accepts Sequence[Split(regex), ByteLevel(no regex, no prefix space)]
-// (Llama 3, Qwen 2/3, GPT-4o) and a lone GPT-2 style ByteLevel with use_regex.
-func (t *bpe) parsePreTokenizer(raw json.RawMessage) error {
+// componentSteps parses a pre_tokenizer or decoder: nil when there is none, its steps
+// when it is a Sequence, else itself as the one step.
+func componentSteps(raw json.RawMessage, what string) ([]hfComponent, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return errors.New("pre_tokenizer is missing (only byte-level BPE with a Split or ByteLevel pre-tokenizer is supported)")
+		return nil, nil
 	}
 	var c hfComponent
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return fmt.Errorf("pre_tokenizer: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	steps := []hfComponent{c}
-	if c.Type == "Sequence" {
-		steps = c.Pretokenizers
+	switch {
+	case c.Type != "Sequence":
+		return []hfComponent{c}, nil
+	case what == "decoder":
+		return c.Decoders, nil
+	}
+	return c.Pretokenizers, nil
+}
+
+// literalPattern is the string of a {"String": s} pattern (not a regex); ok is false
+// for anything else, or an empty string.
+func literalPattern(raw json.RawMessage) (string, bool) {
+	var pat struct {
+		String *string `json:"String"`
+	}
+	if json.Unmarshal(raw, &pat) != nil || pat.String == nil || *pat.String == "" {
+		return "", false
+	}
+	return *pat.String, true
+}
+
+// parsePreTokenizer accepts Sequence[Split(regex), ByteLevel(no regex, no prefix space)]
+// (Llama 3, Qwen 2/3, GPT-4o) and a lone GPT-2 style ByteLevel with use_regex.
+func (t *bpe) parsePreTokenizer(raw json.RawMessage) error {
+	steps, err := componentSteps(raw, "pre_tokenizer")
+	if err != nil {
+		return err
 	}
 	var pattern string
 	sawByteLevel := false
@@ -386,23 +402,14 @@ func (t *bpe) parsePreTokenizer(raw json.RawMessage) error {
 
 // checkDecoder rejects decoders whose output would not be the token bytes concatenated.
 func checkDecoder(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+	steps, err := componentSteps(raw, "decoder")
+	if err != nil {
+		return err
 	}
-	var c hfComponent
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return fmt.Errorf("decoder: %w", err)
-	}
-	switch c.Type {
-	case "ByteLevel":
-		return nil
-	case "Sequence":
-		for _, d := range c.Decoders {
-			if d.Type != "ByteLevel" {
-				return fmt.Errorf("decoder %q is not supported", d.Type)
-			}
+	for _, d := range steps {
+		if d.Type != "ByteLevel" {
+			return fmt.Errorf("decoder %q is not supported (only ByteLevel)", d.Type)
 		}
-		return nil
 	}
-	return fmt.Errorf("decoder %q is not supported (only ByteLevel)", c.Type)
+	return nil
 }

@@ -237,16 +237,9 @@ func (t *bpe) parseSP(f *hfFile) error {
 }
 
 func (sp *spConfig) parsePre(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	var c hfComponent
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return fmt.Errorf("pre_tokenizer: %w", err)
-	}
-	steps := []hfComponent{c}
-	if c.Type == "Sequence" {
-		steps = c.Pretokenizers
+	steps, err := componentSteps(raw, "pre_tokenizer")
+	if err != nil {
+		return err
 	}
 	for i, s := range steps {
 		switch s.Type {
@@ -269,10 +262,8 @@ func (sp *spConfig) parsePre(raw json.RawMessage) error {
 			}
 			sp.pre = append(sp.pre, p)
 		case "Split":
-			var pat struct {
-				String *string `json:"String"`
-			}
-			if err := json.Unmarshal(s.Pattern, &pat); err != nil || pat.String == nil || *pat.String == "" {
+			delim, ok := literalPattern(s.Pattern)
+			if !ok {
 				return fmt.Errorf("pre_tokenizer: Split pattern %s is not supported in a SentencePiece-style file (only a literal string)", s.Pattern)
 			}
 			switch s.Behavior {
@@ -283,7 +274,7 @@ func (sp *spConfig) parsePre(raw json.RawMessage) error {
 			if s.Invert {
 				return errors.New("pre_tokenizer: Split with invert is not supported")
 			}
-			sp.pre = append(sp.pre, preStep{delim: *pat.String, behavior: s.Behavior})
+			sp.pre = append(sp.pre, preStep{delim: delim, behavior: s.Behavior})
 		default:
 			return fmt.Errorf("pre_tokenizer %q is not supported in a SentencePiece-style file (only Metaspace and Split on a string)", s.Type)
 		}
@@ -292,28 +283,19 @@ func (sp *spConfig) parsePre(raw json.RawMessage) error {
 }
 
 func (sp *spConfig) parseDecoder(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	var c hfComponent
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return fmt.Errorf("decoder: %w", err)
-	}
-	steps := []hfComponent{c}
-	if c.Type == "Sequence" {
-		steps = c.Decoders
+	steps, err := componentSteps(raw, "decoder")
+	if err != nil {
+		return err
 	}
 	fused := false
 	for i, d := range steps {
 		switch d.Type {
 		case "Replace":
-			var pat struct {
-				String *string `json:"String"`
-			}
-			if err := json.Unmarshal(d.Pattern, &pat); err != nil || pat.String == nil || d.Content != " " || sp.rep != "" || i != 0 {
+			from, ok := literalPattern(d.Pattern)
+			if !ok || d.Content != " " || sp.rep != "" || i != 0 {
 				return fmt.Errorf("decoder: Replace %s -> %q is not supported (only a first Replace of a string by a space)", d.Pattern, d.Content)
 			}
-			sp.rep = *pat.String
+			sp.rep = from
 		case "ByteFallback":
 			sp.decodeBytes = true
 		case "Fuse":
