@@ -129,26 +129,22 @@ func splitLiteral(s, delim, behavior string, out []string) []string {
 			break
 		}
 		m, e := i+j, i+j+len(delim)
-		switch behavior {
-		case "MergedWithPrevious":
+		if behavior == "MergedWithPrevious" {
 			out = append(out, s[start:e])
 			start = e
-		case "MergedWithNext":
+		} else {
 			if m > start {
 				out = append(out, s[start:m])
 			}
-			start = m
-		case "Isolated":
-			if m > start {
-				out = append(out, s[start:m])
+			switch behavior {
+			case "MergedWithNext":
+				start = m
+			case "Isolated":
+				out = append(out, s[m:e])
+				start = e
+			case "Removed":
+				start = e
 			}
-			out = append(out, s[m:e])
-			start = e
-		case "Removed":
-			if m > start {
-				out = append(out, s[start:m])
-			}
-			start = e
 		}
 		i = e
 	}

@@ -112,3 +112,16 @@ func TestSentencePieceWordCuts(t *testing.T) {
 		t.Errorf("Decode = %q", got)
 	}
 }
+
+func TestSplitLiteral(t *testing.T) {
+	for behavior, want := range map[string][]string{
+		"MergedWithPrevious": {"a-", "-", "b-"},
+		"MergedWithNext":     {"a", "-", "-b", "-"},
+		"Isolated":           {"a", "-", "-", "b", "-"},
+		"Removed":            {"a", "b"},
+	} {
+		if got := splitLiteral("a--b-", "-", behavior, nil); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", behavior, got, want)
+		}
+	}
+}
