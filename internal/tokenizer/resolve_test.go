@@ -8,8 +8,9 @@ import (
 )
 
 // fakeHub makes a HuggingFace cache under a temporary HF_HOME holding model id with the
-// given snapshots (name -> tokenizer.json contents, "" for a snapshot without one); main
-// names the snapshot refs/main points at ("" for no refs/main).
+// given snapshots (name -> tokenizer.json contents, "" for a snapshot without one; each
+// file a link into blobs/, as huggingface_hub makes them); main names the snapshot
+// refs/main points at ("" for no refs/main).
 func fakeHub(t *testing.T, id string, snaps map[string]string, main string) string {
 	t.Helper()
 	home := t.TempDir()
@@ -22,7 +23,15 @@ func fakeHub(t *testing.T, id string, snaps map[string]string, main string) stri
 			t.Fatal(err)
 		}
 		if content != "" {
-			if err := os.WriteFile(filepath.Join(sd, "tokenizer.json"), []byte(content), 0o644); err != nil {
+			// As huggingface_hub lays it out: the snapshot's file links to a blob.
+			blob := filepath.Join(dir, "blobs", "blob-"+name)
+			if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(blob, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join("..", "..", "blobs", "blob-"+name), filepath.Join(sd, "tokenizer.json")); err != nil {
 				t.Fatal(err)
 			}
 		}
