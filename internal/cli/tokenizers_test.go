@@ -19,10 +19,14 @@ const llama2File = "../tokenizer/testdata/llama2/tokenizer.json.gz"
 // An unknown --tokenizer lists what is valid, where it looked, and the nearest name.
 func TestTokenizerUnknownName(t *testing.T) {
 	t.Setenv("HF_HOME", t.TempDir())
-	code, _, stderr := runCLI(t, t.Context(), "run", "--tokenizer", "o200k", "--requests", "1", "--no-progress")
 	want := `--tokenizer: unknown tokenizer "o200k": an encoding (o200k_base, cl100k_base), a tokenizer.json path, a folder holding one, or a HuggingFace model id in the local cache (looked in `
-	if code != ExitUsage || !strings.Contains(stderr, want) || !strings.Contains(stderr, "did you mean o200k_base?") || strings.Count(stderr, "unknown tokenizer") != 1 {
-		t.Errorf("exit %d, stderr:\n%s\nwant exit %d and %q", code, stderr, ExitUsage, want)
+	t.Chdir(t.TempDir()) // nothing is written, but were a run to start, not into the tree
+	for _, args := range [][]string{{"run"}, {"simulate"}, {"dataset", "--output", "w.jsonl"}, {"tokenize"}} {
+		cmd := args[0]
+		code, _, stderr := runCLI(t, t.Context(), append(args, "--tokenizer", "o200k")...)
+		if code != ExitUsage || !strings.Contains(stderr, want) || !strings.Contains(stderr, "did you mean o200k_base?") || strings.Count(stderr, "unknown tokenizer") != 1 {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant exit %d and %q", cmd, code, stderr, ExitUsage, want)
+		}
 	}
 }
 
