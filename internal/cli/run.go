@@ -207,7 +207,7 @@ func loadTokenizer(ctx context.Context, spec, url string, hc *http.Client, keyGi
 			case hint != "":
 				msg += ": " + hint
 			case he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed || he.Status == http.StatusNotImplemented:
-				msg += ": this server has no /tokenize (vLLM and llama.cpp have one; Ollama has none): give --tokenizer a tokenizer.json file or an encoding (o200k_base, cl100k_base)"
+				msg += ": this server has no /tokenize (vLLM, llama.cpp's server and llmbench serve have one; Ollama has none): give --tokenizer the model's HuggingFace id (from the local cache, e.g. meta-llama/Llama-3.1-8B), its tokenizer.json, or an encoding (o200k_base, cl100k_base)"
 			}
 		}
 		return nil, withCode(ExitFailure, errors.New(msg))

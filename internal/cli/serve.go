@@ -13,26 +13,29 @@ import (
 
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
+	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
 func newServeCmd(stdio Stdio) *cobra.Command {
 	var (
-		listen, profile, truth, faults, apiKey, apiKeyFile, modelName string
-		seed                                                          int64
-		closeAfter, imageEncode                                       time.Duration
-		imagePatch, imageMerge                                        int
+		listen, profile, truth, faults, apiKey, apiKeyFile, modelName, tok string
+		seed                                                               int64
+		closeAfter, imageEncode                                            time.Duration
+		imagePatch, imageMerge                                             int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the simulated inference engine over an OpenAI-compatible HTTP API",
 		Long: `serve runs the simulated continuous-batching engine behind /v1/chat/completions,
 /v1/completions, /v1/responses, /v1/embeddings, /v1/rerank, /v1/models, /health and /metrics
-(vLLM's metric names); images in chat and Responses content parts cost prompt tokens by
---image-patch and --image-merge. --truth writes
+(vLLM's metric names), and POST /tokenize and /detokenize as vLLM answers them (llama.cpp's
+field names too) with --tokenizer, which also counts usage.prompt_tokens; images in chat and
+Responses content parts cost prompt tokens by --image-patch and --image-merge. --truth writes
 the instant of every token event it sent, the ground truth for 'llmbench fidelity'.`,
 		Example: `  llmbench serve --listen 127.0.0.1:8000 --sim textbook
   llmbench serve --listen 127.0.0.1:0 --truth truth.jsonl --faults http500=0.01,stall=0.01:5s
-  llmbench serve --listen 127.0.0.1:8000 --close-after 0s    # a server that closes every connection`,
+  llmbench serve --listen 127.0.0.1:8000 --close-after 0s    # a server that closes every connection
+  llmbench serve --tokenizer meta-llama/Llama-2-7b-hf        # from the local HuggingFace cache`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var errs []error
@@ -52,12 +55,18 @@ the instant of every token event it sent, the ground truth for 'llmbench fidelit
 				}
 				key = strings.TrimSpace(string(b))
 			}
+			var t tokenizer.Tokenizer
+			if tok == "server" {
+				errs = append(errs, errors.New("--tokenizer server: serve is the server; give the tokenizer it should use (an encoding, a tokenizer.json, or a HuggingFace model id)"))
+			} else if t, err = tokenizer.Load(tok); err != nil {
+				errs = append(errs, fmt.Errorf("--tokenizer: %w", err))
+			}
 			if len(errs) > 0 {
 				return usageError(errors.Join(errs...))
 			}
 			p.Seed = seed
 			opts := simServerOptions(p, seed)
-			opts.Faults, opts.APIKey = fs, key
+			opts.Faults, opts.APIKey, opts.Tokenizer = fs, key, t
 			if modelName != "" {
 				opts.ModelName = modelName
 			}
@@ -83,6 +92,7 @@ the instant of every token event it sent, the ground truth for 'llmbench fidelit
 	fl.StringVar(&apiKey, "api-key", "", "require Authorization: Bearer KEY")
 	fl.StringVar(&apiKeyFile, "api-key-file", "", "read the required API key from this file")
 	fl.StringVar(&modelName, "model-name", "", "model id to serve (default: the profile's model)")
+	fl.StringVar(&tok, "tokenizer", "o200k_base", "tokenizer for /tokenize, /detokenize and prompt_tokens: o200k_base, cl100k_base, a tokenizer.json path, or a HuggingFace model id in the local cache")
 	fl.Int64Var(&seed, "seed", 1, "seed for the engine and fault injection")
 	fl.IntVar(&imagePatch, "image-patch", 14, "images: the vision encoder's patch side in pixels (an image costs ceil(W/P)·ceil(H/P)/M² prompt tokens)")
 	fl.IntVar(&imageMerge, "image-merge", 2, "images: patches merged M × M into one token")

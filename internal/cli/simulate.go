@@ -12,6 +12,7 @@ import (
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -44,7 +45,15 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		return usageError(fmt.Errorf("--sim: %w", err))
 	}
 	p.Seed = cfg.seed
-	src, err := workload.New(cfg.workload, nil)
+	// Lengths only: a tokenizer counts only datasets that bring text (o200k_base unless
+	// --tokenizer names another), but a mistyped name is refused as run refuses it.
+	var tok tokenizer.Tokenizer
+	if cfg.tokenizer != "o200k_base" {
+		if tok, err = tokenizer.Load(cfg.tokenizer); err != nil {
+			return usageError(fmt.Errorf("--tokenizer: %w", err))
+		}
+	}
+	src, err := workload.New(cfg.workload, tok)
 	if err == nil {
 		src, err = cfg.wrapSource(src, nil)
 	}

@@ -19,7 +19,8 @@ func newTokenizeCmd(stdio Stdio) *cobra.Command {
 		Use:   "tokenize",
 		Short: "Print the token ids of standard input's text as a JSON array",
 		Example: `  echo -n "Hello world" | llmbench tokenize --tokenizer o200k_base
-  llmbench tokenize --tokenizer ./tokenizer.json --jsonl < texts.jsonl`,
+  llmbench tokenize --tokenizer ./tokenizer.json --jsonl < texts.jsonl
+  llmbench tokenize --tokenizer meta-llama/Llama-3.1-8B < prompt.txt   # from the local HuggingFace cache`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tok, err := loadURLTokenizer(cmd.Context(), spec, url)
@@ -59,7 +60,7 @@ func newTokenizeCmd(stdio Stdio) *cobra.Command {
 			return sc.Err()
 		},
 	}
-	cmd.Flags().StringVar(&spec, "tokenizer", "o200k_base", "o200k_base, cl100k_base, a tokenizer.json path, or server (with --url)")
+	cmd.Flags().StringVar(&spec, "tokenizer", "o200k_base", "o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (with --url)")
 	cmd.Flags().StringVar(&url, "url", "", "server for --tokenizer server (its /tokenize endpoint)")
 	cmd.Flags().BoolVar(&jsonl, "jsonl", false, "each input line is a JSON string; print one array per line")
 	return cmd

@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
-	"golang.org/x/text/unicode/norm"
 )
 
 // bpe is a byte-level BPE tokenizer: optional special-token splitting, optional NFC, a
@@ -38,7 +37,12 @@ type bpe struct {
 	// keepGaps: text between regex matches forms pieces too (HuggingFace Split "Isolated");
 	// otherwise it is dropped ("Removed" with invert, and tiktoken).
 	keepGaps bool
-	nfc      bool
+	// norms is the HuggingFace normalizer, applied in order (NFC, Prepend, Replace).
+	norms []normStep
+
+	// sp is set for SentencePiece-style files (char-level BPE, byte fallback): their
+	// pre-tokenizer, byte-fallback and unknown tokens, and decoder (sentencepiece.go).
+	sp *spConfig
 
 	// specials are recognised in the input (HuggingFace added_tokens); empty for the OpenAI
 	// encodings, whose reference is encode_ordinary.
@@ -107,34 +111,28 @@ func (t *bpe) Name() string { return t.name }
 func (t *bpe) Encode(text string) []int {
 	out := make([]int, 0, len(text)/3+1)
 	if len(t.specials) == 0 {
-		return t.encodeNormalizing(text, out)
+		return t.encodeOrdinary(t.normalize(text), true, out)
 	}
 	// Split on raw-text specials first, then normalize the rest and split on normalized
-	// specials: the order HuggingFace's AddedVocabulary uses.
+	// specials: the order HuggingFace's AddedVocabulary uses. atStart is true until
+	// anything is emitted (Metaspace's prepend_scheme "first" prepends only there).
+	atStart := true
 	t.splitSpecials(text, false, func(seg string, id int) {
 		if id >= 0 {
 			out = append(out, id)
+			atStart = false
 			return
 		}
-		if t.nfc {
-			seg = norm.NFC.String(seg)
-		}
-		t.splitSpecials(seg, true, func(seg string, id int) {
+		t.splitSpecials(t.normalize(seg), true, func(seg string, id int) {
 			if id >= 0 {
 				out = append(out, id)
-				return
+			} else {
+				out = t.encodeOrdinary(seg, atStart, out)
 			}
-			out = t.encodeOrdinary(seg, out)
+			atStart = false
 		})
 	})
 	return out
-}
-
-func (t *bpe) encodeNormalizing(text string, out []int) []int {
-	if t.nfc {
-		text = norm.NFC.String(text)
-	}
-	return t.encodeOrdinary(text, out)
 }
 
 // splitSpecials calls f for each ordinary segment (id -1) and each special token found by
@@ -171,10 +169,14 @@ func (t *bpe) splitSpecials(text string, normalized bool, f func(seg string, id 
 	}
 }
 
-// encodeOrdinary pre-tokenizes text and appends each piece's ids.
-func (t *bpe) encodeOrdinary(text string, out []int) []int {
+// encodeOrdinary pre-tokenizes normalized text and appends each piece's ids; first says
+// that text begins the input.
+func (t *bpe) encodeOrdinary(text string, first bool, out []int) []int {
 	if text == "" {
 		return out
+	}
+	if t.sp != nil {
+		return t.encodeSP(text, first, out)
 	}
 	runes := []rune(text)
 	// Byte offset of each rune, so pieces are cut from the original string without
@@ -252,11 +254,42 @@ func (t *bpe) pairRank(piece string, a, b, c, ida, idb int) (rank, id int, ok bo
 	return int(m.rank), int(m.id), ok
 }
 
-func (t *bpe) initialID(piece string, i int) int {
-	if t.merges == nil {
-		return t.vocab[piece[i:i+1]]
+// symbols appends the piece's initial symbols: their start offsets (then len(piece)) to
+// starts and their ids to ids. Byte-level files start from bytes; SentencePiece-style
+// ones from characters, a character outside the vocabulary falling back to its bytes'
+// <0xNN> tokens, or else to the unknown token (consecutive ones fused when fuse_unk).
+func (t *bpe) symbols(piece string, starts, ids []int) ([]int, []int) {
+	if t.sp == nil {
+		for i := 0; i < len(piece); i++ {
+			starts = append(starts, i)
+			if t.merges == nil {
+				ids = append(ids, t.vocab[piece[i:i+1]])
+			} else {
+				ids = append(ids, t.byteIDs[piece[i]])
+			}
+		}
+		return append(starts, len(piece)), ids
 	}
-	return t.byteIDs[piece[i]]
+	unk := false
+	for i, r := range piece {
+		ch := piece[i : i+utf8.RuneLen(r)]
+		if id, ok := t.vocab[ch]; ok {
+			starts, ids, unk = append(starts, i), append(ids, id), false
+			continue
+		}
+		if t.sp.byteFallback {
+			for j := 0; j < len(ch); j++ {
+				starts, ids = append(starts, i+j), append(ids, t.sp.byteTokens[ch[j]])
+			}
+			unk = false
+			continue
+		}
+		if unk && t.sp.fuseUnk {
+			continue
+		}
+		starts, ids, unk = append(starts, i), append(ids, t.sp.unkID), true
+	}
+	return append(starts, len(piece)), ids
 }
 
 const noRank = int(^uint(0) >> 1)
@@ -265,17 +298,11 @@ const noRank = int(^uint(0) >> 1)
 // ties) until none merges. O(n^2), allocation-free for short pieces.
 func (t *bpe) mergeSmall(piece string, out []int) []int {
 	var startsBuf, idsBuf, ranksBuf, newBuf [smallPiece + 1]int
-	n := len(piece)
-	starts := startsBuf[:n+1] // symbol i is piece[starts[i]:starts[i+1]]
-	ids := idsBuf[:n]
+	// symbol i is piece[starts[i]:starts[i+1]]
+	starts, ids := t.symbols(piece, startsBuf[:0], idsBuf[:0])
+	n := len(ids)
 	ranks := ranksBuf[:n] // ranks[i]: pair (i, i+1)
 	newIDs := newBuf[:n]
-	for i := 0; i <= n; i++ {
-		starts[i] = i
-	}
-	for i := 0; i < n; i++ {
-		ids[i] = t.initialID(piece, i)
-	}
 	rankAt := func(i int) {
 		if i+1 >= len(ids) {
 			ranks[i] = noRank
@@ -324,10 +351,18 @@ func (t *bpe) mergeHeap(piece string, out []int) []int {
 	st := heapPool.Get().(*mergeState)
 	defer heapPool.Put(st)
 	st.reset(n)
-	for i := 0; i < n; i++ {
-		st.syms[i] = sym{end: int32(i + 1), prev: int32(i - 1), next: int32(i + 1), id: int32(t.initialID(piece, i))}
+	st.starts, st.ids = t.symbols(piece, st.starts[:0], st.ids[:0])
+	k := len(st.ids)
+	for j := 0; j < k; j++ {
+		s := st.starts[j]
+		st.syms[s] = sym{end: int32(st.starts[j+1]), prev: -1, next: -1, id: int32(st.ids[j])}
+		if j > 0 {
+			st.syms[s].prev = int32(st.starts[j-1])
+		}
+		if j+1 < k {
+			st.syms[s].next = int32(st.starts[j+1])
+		}
 	}
-	st.syms[n-1].next = -1
 	push := func(l int32) {
 		r := st.syms[l].next
 		if r < 0 {
@@ -338,8 +373,8 @@ func (t *bpe) mergeHeap(piece string, out []int) []int {
 			heap.Push(&st.q, candidate{rank: rank, left: l, right: r, rightEnd: st.syms[r].end, id: int32(id)})
 		}
 	}
-	for i := 0; i < n-1; i++ {
-		push(int32(i))
+	for j := 0; j+1 < k; j++ {
+		push(int32(st.starts[j]))
 	}
 	for st.q.Len() > 0 {
 		c := heap.Pop(&st.q).(candidate)
@@ -395,8 +430,9 @@ func (q *candQueue) Pop() any {
 }
 
 type mergeState struct {
-	syms []sym
-	q    candQueue
+	syms        []sym // indexed by start offset
+	starts, ids []int
+	q           candQueue
 }
 
 func (s *mergeState) reset(n int) {
@@ -409,8 +445,12 @@ func (s *mergeState) reset(n int) {
 
 var heapPool = sync.Pool{New: func() any { return new(mergeState) }}
 
-// Decode concatenates the bytes of ids; unknown ids are skipped.
+// Decode concatenates the bytes of ids (for SentencePiece-style files, as their decoder
+// does); unknown ids are skipped.
 func (t *bpe) Decode(ids []int) string {
+	if t.sp != nil {
+		return t.decodeSP(ids)
+	}
 	var b strings.Builder
 	for _, id := range ids {
 		if id >= 0 && id < len(t.decoder) {

@@ -29,6 +29,7 @@ type hfFile struct {
 		ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
 		EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
 		ByteFallback            bool            `json:"byte_fallback"`
+		FuseUnk                 bool            `json:"fuse_unk"`
 		IgnoreMerges            bool            `json:"ignore_merges"`
 		Vocab                   json.RawMessage `json:"vocab"`
 		Merges                  json.RawMessage `json:"merges"`
@@ -52,6 +53,13 @@ type hfComponent struct {
 	Invert         bool            `json:"invert"`
 	AddPrefixSpace bool            `json:"add_prefix_space"`
 	UseRegex       *bool           `json:"use_regex"`
+	Replacement    string          `json:"replacement"`
+	PrependScheme  string          `json:"prepend_scheme"`
+	Split          *bool           `json:"split"`
+	Prepend        string          `json:"prepend"`
+	Content        string          `json:"content"`
+	Start          int             `json:"start"`
+	Stop           int             `json:"stop"`
 	Pretokenizers  []hfComponent   `json:"pretokenizers"`
 	Normalizers    []hfComponent   `json:"normalizers"`
 	Decoders       []hfComponent   `json:"decoders"`
@@ -98,14 +106,11 @@ func parseHF(data []byte) (*bpe, error) {
 
 	m := &f.Model
 	if m.Type != "BPE" {
-		bad("model type %q is not supported (only byte-level BPE is)", m.Type)
+		bad("model type %q is not supported (only BPE is)", m.Type)
 		return nil, errors.Join(problems...)
 	}
 	if m.Dropout != nil && *m.Dropout != 0 {
 		bad("BPE dropout %v is not supported", *m.Dropout)
-	}
-	if m.ByteFallback {
-		bad("byte_fallback (SentencePiece-style BPE) is not supported")
 	}
 	if s := m.ContinuingSubwordPrefix; s != nil && *s != "" {
 		bad("continuing_subword_prefix %q is not supported", *s)
@@ -115,15 +120,23 @@ func parseHF(data []byte) (*bpe, error) {
 	}
 
 	t := &bpe{wholeWord: m.IgnoreMerges, keepGaps: true}
-	nfc, err := parseNormalizer(f.Normalizer)
+	norms, err := parseNormalizer(f.Normalizer)
 	if err != nil {
 		problems = append(problems, err)
 	}
-	t.nfc = nfc
-	if err := t.parsePreTokenizer(f.PreTok); err != nil {
-		problems = append(problems, err)
-	}
-	if err := checkDecoder(f.Decoder); err != nil {
+	t.norms = norms
+	byteLevel := hasByteLevel(f.PreTok)
+	if byteLevel {
+		if m.ByteFallback {
+			bad("byte_fallback with a ByteLevel pre-tokenizer is not supported")
+		}
+		if err := t.parsePreTokenizer(f.PreTok); err != nil {
+			problems = append(problems, err)
+		}
+		if err := checkDecoder(f.Decoder); err != nil {
+			problems = append(problems, err)
+		}
+	} else if err := t.parseSP(&f); err != nil {
 		problems = append(problems, err)
 	}
 	if len(problems) > 0 {
@@ -137,22 +150,30 @@ func parseHF(data []byte) (*bpe, error) {
 	t.vocab = make(map[string]int, len(vocab))
 	maxID := 0
 	for s, id := range vocab {
+		if id < 0 {
+			return nil, fmt.Errorf("model.vocab %q: negative id %d", s, id)
+		}
+		maxID = max(maxID, id)
+		if !byteLevel {
+			t.vocab[s] = id
+			continue
+		}
 		b, err := byteLevelDecode(s)
 		if err != nil {
 			return nil, fmt.Errorf("model.vocab %q: %w (not a byte-level vocabulary)", s, err)
 		}
-		if id < 0 {
-			return nil, fmt.Errorf("model.vocab %q: negative id %d", s, id)
-		}
 		t.vocab[string(b)] = id
-		maxID = max(maxID, id)
 	}
-	for b := 0; b < 256; b++ {
-		id, ok := t.vocab[string([]byte{byte(b)})]
-		if !ok {
-			return nil, fmt.Errorf("model.vocab has no token for byte 0x%02x (not a byte-level vocabulary)", b)
+	if byteLevel {
+		for b := 0; b < 256; b++ {
+			id, ok := t.vocab[string([]byte{byte(b)})]
+			if !ok {
+				return nil, fmt.Errorf("model.vocab has no token for byte 0x%02x (not a byte-level vocabulary)", b)
+			}
+			t.byteIDs[b] = id
 		}
-		t.byteIDs[b] = id
+	} else if err := t.sp.vocabTokens(vocab, m.UnkToken); err != nil {
+		return nil, err
 	}
 
 	pairs, err := parseMerges(m.Merges)
@@ -187,7 +208,7 @@ func parseHF(data []byte) (*bpe, error) {
 		if at.Content == "" {
 			return nil, fmt.Errorf("added token %d has empty content", at.ID)
 		}
-		t.specials = append(t.specials, special{content: at.Content, id: at.ID, normalized: at.Normalized && t.nfc})
+		t.specials = append(t.specials, special{content: at.Content, id: at.ID, normalized: at.Normalized && len(t.norms) > 0})
 		t.decoder[at.ID] = []byte(at.Content)
 	}
 	t.indexSpecials()
@@ -236,45 +257,91 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	return out, nil
 }
 
-// parseNormalizer accepts none, NFC, or a Sequence of those.
-func parseNormalizer(raw json.RawMessage) (nfc bool, err error) {
+// parseNormalizer accepts none, NFC, Prepend, Replace of a literal string, or a Sequence of
+// those.
+func parseNormalizer(raw json.RawMessage) ([]normStep, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return false, nil
+		return nil, nil
 	}
 	var c hfComponent
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return false, fmt.Errorf("normalizer: %w", err)
+		return nil, fmt.Errorf("normalizer: %w", err)
 	}
 	switch c.Type {
 	case "NFC":
-		return true, nil
+		return []normStep{{kind: "NFC"}}, nil
+	case "Prepend":
+		return []normStep{{kind: "Prepend", a: c.Prepend}}, nil
+	case "Replace":
+		from, ok := literalPattern(c.Pattern)
+		if !ok {
+			return nil, fmt.Errorf("normalizer: Replace pattern %s is not supported (only a literal string)", c.Pattern)
+		}
+		return []normStep{{kind: "Replace", a: from, b: c.Content}}, nil
 	case "Sequence":
+		var steps []normStep
 		for _, n := range c.Normalizers {
 			b, _ := json.Marshal(n)
 			sub, err := parseNormalizer(b)
 			if err != nil {
-				return false, err
+				return nil, err
 			}
-			nfc = nfc || sub
+			steps = append(steps, sub...)
 		}
-		return nfc, nil
+		return steps, nil
 	}
-	return false, fmt.Errorf("normalizer %q is not supported (only NFC)", c.Type)
+	return nil, fmt.Errorf("normalizer %q is not supported (only NFC, Prepend and Replace)", c.Type)
+}
+
+// hasByteLevel reports whether the pre-tokenizer has a ByteLevel step (a byte-level BPE
+// file); files without one are read as SentencePiece-style.
+func hasByteLevel(raw json.RawMessage) bool {
+	steps, _ := componentSteps(raw, "pre_tokenizer")
+	for _, s := range steps {
+		if s.Type == "ByteLevel" {
+			return true
+		}
+	}
+	return false
+}
+
+// componentSteps parses a pre_tokenizer or decoder: nil when there is none, its steps
+// when it is a Sequence, else itself as the one step.
+func componentSteps(raw json.RawMessage, what string) ([]hfComponent, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var c hfComponent
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	switch {
+	case c.Type != "Sequence":
+		return []hfComponent{c}, nil
+	case what == "decoder":
+		return c.Decoders, nil
+	}
+	return c.Pretokenizers, nil
+}
+
+// literalPattern is the string of a {"String": s} pattern (not a regex); ok is false
+// for anything else, or an empty string.
+func literalPattern(raw json.RawMessage) (string, bool) {
+	var pat struct {
+		String *string `json:"String"`
+	}
+	if json.Unmarshal(raw, &pat) != nil || pat.String == nil || *pat.String == "" {
+		return "", false
+	}
+	return *pat.String, true
 }
 
 // parsePreTokenizer accepts Sequence[Split(regex), ByteLevel(no regex, no prefix space)]
 // (Llama 3, Qwen 2/3, GPT-4o) and a lone GPT-2 style ByteLevel with use_regex.
 func (t *bpe) parsePreTokenizer(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return errors.New("pre_tokenizer is missing (only byte-level BPE with a Split or ByteLevel pre-tokenizer is supported)")
-	}
-	var c hfComponent
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return fmt.Errorf("pre_tokenizer: %w", err)
-	}
-	steps := []hfComponent{c}
-	if c.Type == "Sequence" {
-		steps = c.Pretokenizers
+	steps, err := componentSteps(raw, "pre_tokenizer")
+	if err != nil {
+		return err
 	}
 	var pattern string
 	sawByteLevel := false
@@ -315,8 +382,6 @@ func (t *bpe) parsePreTokenizer(raw json.RawMessage) error {
 				pattern, t.keepGaps = gpt2Pattern, false
 			}
 			sawByteLevel = true
-		case "Metaspace":
-			return errors.New("pre_tokenizer Metaspace (SentencePiece-style) is not supported: only byte-level BPE files can be encoded exactly")
 		default:
 			return fmt.Errorf("pre_tokenizer %q is not supported", s.Type)
 		}
@@ -337,23 +402,14 @@ func (t *bpe) parsePreTokenizer(raw json.RawMessage) error {
 
 // checkDecoder rejects decoders whose output would not be the token bytes concatenated.
 func checkDecoder(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+	steps, err := componentSteps(raw, "decoder")
+	if err != nil {
+		return err
 	}
-	var c hfComponent
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return fmt.Errorf("decoder: %w", err)
-	}
-	switch c.Type {
-	case "ByteLevel":
-		return nil
-	case "Sequence":
-		for _, d := range c.Decoders {
-			if d.Type != "ByteLevel" {
-				return fmt.Errorf("decoder %q is not supported", d.Type)
-			}
+	for _, d := range steps {
+		if d.Type != "ByteLevel" {
+			return fmt.Errorf("decoder %q is not supported (only ByteLevel)", d.Type)
 		}
-		return nil
 	}
-	return fmt.Errorf("decoder %q is not supported (only ByteLevel)", c.Type)
+	return nil
 }

@@ -1,5 +1,6 @@
 // Package tokenizer counts and produces tokens exactly as the model's tokenizer does:
-// OpenAI encodings built in and HuggingFace tokenizer.json byte-level BPE files.
+// OpenAI encodings built in, and HuggingFace tokenizer.json files (byte-level BPE, and
+// SentencePiece-style BPE with byte fallback) by path or by model id from the local cache.
 package tokenizer
 
 import (
@@ -16,24 +17,32 @@ type Tokenizer interface {
 	Decode(ids []int) string
 }
 
-// Load returns the tokenizer named by spec: "o200k_base", "cl100k_base", or the path of a
-// HuggingFace tokenizer.json (or of a directory holding one, or a .json.gz). Loaded
-// tokenizers are cached, so loading the same spec twice is cheap and shares one instance.
+// Load returns the tokenizer named by spec, as users name them:
+//   - an encoding: "o200k_base" or "cl100k_base";
+//   - a path: a value naming an existing file (a HuggingFace tokenizer.json, or a
+//     .json.gz) or folder (its tokenizer.json);
+//   - otherwise a HuggingFace model id ("org/name") found in the local HuggingFace cache
+//     (HubDir): its snapshot's tokenizer.json. Nothing is downloaded.
+//
+// An unknown spec gets an error listing what is valid and where it looked. Loaded
+// tokenizers are cached, so loading the same file twice is cheap and shares one instance.
 // "server" needs the target's URL: use NewServer.
 func Load(spec string) (Tokenizer, error) {
 	switch spec {
 	case "":
-		return nil, errors.New("tokenizer: empty spec (want o200k_base, cl100k_base, server, or a tokenizer.json path)")
+		return nil, errors.New("tokenizer: empty spec (want o200k_base, cl100k_base, server, a tokenizer.json path or a HuggingFace model id)")
 	case "server":
 		return nil, errors.New("tokenizer: \"server\" tokenizes on the target (/tokenize); it needs the target URL (NewServer)")
 	}
 	key := spec
 	if _, builtin := openAIPatterns[spec]; !builtin {
-		abs, err := filepath.Abs(spec)
+		path, err := Resolve(spec)
 		if err != nil {
+			return nil, err
+		}
+		if key, err = filepath.Abs(path); err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
-		key = abs
 	}
 	cacheMu.Lock()
 	e, ok := cache[key]
@@ -46,7 +55,7 @@ func Load(spec string) (Tokenizer, error) {
 		if _, builtin := openAIPatterns[spec]; builtin {
 			e.tok, e.err = loadOpenAI(spec)
 		} else {
-			e.tok, e.err = loadHFFile(spec)
+			e.tok, e.err = loadHFFile(key)
 		}
 	})
 	if e.err != nil {

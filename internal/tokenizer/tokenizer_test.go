@@ -133,7 +133,7 @@ func TestMergeHeapMatchesSmall(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	for _, spec := range []string{"o200k_base", "cl100k_base", qwenFixture} {
+	for _, spec := range []string{"o200k_base", "cl100k_base", qwenFixture, tokenizerFile("llama2")} {
 		tok, err := Load(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -182,8 +182,10 @@ func TestUnsupportedFiles(t *testing.T) {
 		name, json, want string
 	}{
 		{"ok", file(bpeModel, "null", byteLevelSplit), ""},
-		{"sentencepiece", file(`{"type":"BPE","byte_fallback":true,"vocab":{},"merges":[]}`, "null",
-			`{"type":"Metaspace","replacement":"▁","prepend_scheme":"first"}`), "Metaspace"},
+		{"sentencepiece without byte tokens", file(`{"type":"BPE","byte_fallback":true,"vocab":{},"merges":[]}`, "null",
+			`{"type":"Metaspace","replacement":"▁","prepend_scheme":"first"}`), `decoder "ByteLevel" is not supported in a SentencePiece-style file`},
+		{"sentencepiece regex split", file(`{"type":"BPE","byte_fallback":true,"vocab":{},"merges":[]}`, "null",
+			`{"type":"Split","pattern":{"Regex":" "},"behavior":"Isolated","invert":false}`), "only a literal string"},
 		{"wordpiece", file(`{"type":"WordPiece","vocab":{}}`, "null", byteLevelSplit), "WordPiece"},
 		{"unigram", file(`{"type":"Unigram","vocab":[]}`, "null", byteLevelSplit), "Unigram"},
 		{"normalizer", file(bpeModel, `{"type":"Lowercase"}`, byteLevelSplit), "Lowercase"},

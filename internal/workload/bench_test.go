@@ -8,7 +8,7 @@ import (
 
 // BenchmarkRandomPrompt512: go test -bench RandomPrompt -run '^$' ./internal/workload/
 func BenchmarkRandomPrompt512(b *testing.B) {
-	for _, spec := range []string{"o200k_base", qwenPath} {
+	for _, spec := range []string{"o200k_base", qwenPath, llama2Path} {
 		tok, err := tokenizer.Load(spec)
 		if err != nil {
 			b.Fatal(err)

@@ -228,7 +228,7 @@ func (s *source) fillSynthetic(req *Request, level, i int) {
 		b.WriteString(s.prefix(req.PrefixGroup))
 	}
 	s.syn.write(&b, req.InputTokens-p, identity(s.cfg.Seed, level, i), true, r, nil)
-	req.Prompt, req.InputTokens = s.syn.exact(b.String(), req.InputTokens, r)
+	req.Prompt, req.InputTokens = s.syn.exact(s.syn.start(b.String()), req.InputTokens, r)
 }
 
 // prefix returns shared prefix g: exactly PrefixTokens tokens, the same for every level.
@@ -239,7 +239,7 @@ func (s *source) prefix(g int) string {
 		// Identities of a pseudo-level -1 keep prefixes distinct from each other and from
 		// the requests' own parts.
 		s.syn.write(&b, s.cfg.PrefixTokens, identity(s.cfg.Seed, -1, g), true, r, nil)
-		text, _ := s.syn.exact(b.String(), s.cfg.PrefixTokens, r)
+		text, _ := s.syn.exact(s.syn.start(b.String()), s.cfg.PrefixTokens, r)
 		return text
 	})
 }
@@ -266,7 +266,7 @@ func (s *source) mooncakePrompt(level, i int, rw *row) (string, int) {
 	if left > 0 {
 		s.syn.write(&b, left, identity(s.cfg.Seed, level, i), true, r, nil)
 	}
-	return s.syn.exact(b.String(), rw.input, r)
+	return s.syn.exact(s.syn.start(b.String()), rw.input, r)
 }
 
 // hashBlocks turns trace hash ids into the block hashes a simulator keys its prefix cache
@@ -289,8 +289,8 @@ func hashBlocks(ids []int64) []uint64 {
 // assistant reply that follows it are drawn from (seed, level, c, k) alone, so turn k's
 // history is exactly the earlier turns' messages, and each reply has the length the
 // earlier request asked for (max_tokens with ignore_eos). Message contents all start with
-// a space and a word, so their concatenation (the completions prompt) keeps the sum of
-// their token counts.
+// a word, so their concatenation (the completions prompt, joined by synth.sep) keeps the
+// sum of their token counts.
 func (s *source) turn(level, i int) Request {
 	n := s.cfg.Turns
 	c, k := i/n, i%n
@@ -322,7 +322,7 @@ func (s *source) turn(level, i int) Request {
 			texts = append(texts, reply)
 		}
 	}
-	req.Prompt = strings.Join(texts, "")
+	req.Prompt = strings.Join(texts, s.syn.sep())
 	return req
 }
 
@@ -332,5 +332,5 @@ func (s *source) turnText(level, c, j, who, n int) (string, int) {
 	var b strings.Builder
 	// Identities from a pseudo-level below -1 keep conversations distinct from each other.
 	s.syn.write(&b, n, identity(s.cfg.Seed, -2-level, (c*s.cfg.Turns+j)*2+who), true, r, nil)
-	return s.syn.exact(b.String(), n, r)
+	return s.syn.exact(s.syn.start(b.String()), n, r)
 }

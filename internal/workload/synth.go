@@ -16,19 +16,28 @@ import (
 var wordList string
 
 // synth writes prompts of an exact token count. Text is made of pieces that are each one
-// token under the tokenizer: " word", " Word" (sentence starts) and "." (sentence ends).
-// Every piece but "." begins with a space and letters, and "." only follows a word, so the
-// pre-tokenizers of byte-level BPE split the text exactly at piece boundaries and a prompt
-// of n pieces is n tokens. Every prompt is still re-encoded and repaired if a tokenizer
-// disagrees, so the count is checked, never assumed.
+// token under the tokenizer in running text: " word", " Word" (sentence starts) and "."
+// (sentence ends). Every piece but "." begins with a space and letters, and "." only
+// follows a word, so byte-level BPE's pre-tokenizers and SentencePiece's "▁" word
+// boundaries split the text exactly at piece boundaries and a prompt of n pieces is n
+// tokens. A text's first piece is written as the tokenizer needs: " Word" for byte-level
+// BPE, "Word" for SentencePiece-style tokenizers that add the "▁" themselves (Llama 2,
+// Mistral), whose " Word" at the start of a text would cost an extra token. Every prompt
+// is still re-encoded and repaired if a tokenizer disagrees, so the count is checked,
+// never assumed.
 type synth struct {
 	tok    tokenizer.Tokenizer
 	lower  []string // " word"
 	upper  []string // " Word"
 	period string   // "." when it is one token after a word; "" otherwise
+	// bare: a text starts with "Word", not " Word" (see start).
+	bare bool
 	// identPieces is how many leading pieces spell a request's 64-bit identity.
 	identPieces int
 }
+
+// anchor precedes the pieces whose tokens are counted in running text (count).
+const anchor = "The"
 
 // newSynth selects the word pieces that are single tokens under tok and checks that their
 // concatenations encode piece by piece.
@@ -53,17 +62,29 @@ func newSynth(tok tokenizer.Tokenizer) (*synth, error) {
 		lower[i] = " " + w
 		upper[i] = " " + string(unicode.ToUpper(rune(w[0]))) + w[1:]
 	}
-	s.lower = singleTokens(tok, lower)
-	s.upper = singleTokens(tok, upper)
+	base := len(tok.Encode(anchor))
+	s.lower = singleTokens(tok, base, lower)
+	s.upper = singleTokens(tok, base, upper)
 	if len(s.lower) < 64 || len(s.upper) < 16 {
 		if e, ok := tok.(interface{ Err() error }); ok && e.Err() != nil {
 			return nil, fmt.Errorf("workload: tokenizer %s: %w", tok.Name(), e.Err())
 		}
 		return nil, fmt.Errorf("workload: tokenizer %s has too few single-token English words (%d lower-case, %d capitalised) to synthesise prompts", tok.Name(), len(s.lower), len(s.upper))
 	}
-	if len(tok.Encode(s.lower[0]+".")) == 2 && len(tok.Encode(".")) == 1 {
+	if len(tok.Encode(anchor+s.lower[0]+"."))-base == 2 {
 		s.period = "."
 	}
+	// How a text starts: the form more of a sample of words is one token in.
+	spaced, bare := 0, 0
+	for _, w := range s.upper[:16] {
+		if len(tok.Encode(w)) == 1 {
+			spaced++
+		}
+		if len(tok.Encode(w[1:])) == 1 {
+			bare++
+		}
+	}
+	s.bare = bare > spaced
 	// Pieces needed for a 64-bit identity: one capitalised word, then lower-case ones.
 	rem := 64 - math.Log2(float64(len(s.upper)))
 	s.identPieces = 1 + int(math.Ceil(rem/math.Log2(float64(len(s.lower)))))
@@ -73,28 +94,46 @@ func newSynth(tok tokenizer.Tokenizer) (*synth, error) {
 	var b strings.Builder
 	const probe = 3000
 	s.write(&b, probe, 12345, true, rand.New(rand.NewPCG(1, 2)), nil)
-	if got := len(tok.Encode(b.String())); got != probe {
+	if got := len(tok.Encode(s.start(b.String()))); got != probe {
 		return nil, fmt.Errorf("workload: tokenizer %s does not split synthetic text at word boundaries (%d pieces encode to %d tokens); exact prompts cannot be built", tok.Name(), probe, got)
 	}
 	return s, nil
 }
 
-// singleTokens keeps the pieces that encode to one token. Pieces are checked in batches
-// (a batch of k pieces that encodes to k tokens has only single-token pieces, as no piece
-// encodes to zero tokens and the pre-tokenizer splits between them), so a tokenizer
-// behind HTTP needs few calls.
-func singleTokens(tok tokenizer.Tokenizer, pieces []string) []string {
+// start returns text (written by write) as the start of a prompt or message.
+func (s *synth) start(text string) string {
+	if s.bare {
+		return strings.TrimPrefix(text, " ")
+	}
+	return text
+}
+
+// sep joins texts that each begin a message into one prompt without changing their token
+// counts: " " when they start bare ("Word"), nothing when they start with " Word" (or
+// there is no text: s is nil in lengths-only mode).
+func (s *synth) sep() string {
+	if s != nil && s.bare {
+		return " "
+	}
+	return ""
+}
+
+// singleTokens keeps the pieces that encode to one token in running text, after anchor
+// (which encodes to base tokens). Pieces are checked in batches (a batch of k pieces that
+// adds k tokens has only single-token pieces, as no piece encodes to zero tokens and the
+// tokenizer splits between them), so a tokenizer behind HTTP needs few calls.
+func singleTokens(tok tokenizer.Tokenizer, base int, pieces []string) []string {
 	if len(pieces) == 0 {
 		return nil
 	}
-	if len(tok.Encode(strings.Join(pieces, ""))) == len(pieces) {
+	if len(tok.Encode(anchor+strings.Join(pieces, "")))-base == len(pieces) {
 		return pieces
 	}
 	if len(pieces) == 1 {
 		return nil
 	}
 	mid := len(pieces) / 2
-	return append(singleTokens(tok, pieces[:mid]), singleTokens(tok, pieces[mid:])...)
+	return append(singleTokens(tok, base, pieces[:mid]), singleTokens(tok, base, pieces[mid:])...)
 }
 
 // write appends exactly n pieces: sentences of 6-18 words. With hasIdent, the first pieces

@@ -10,7 +10,13 @@ import (
 // TestMultiTurn: turn k carries turns 0..k-1 verbatim, exact token counts everywhere, and
 // lengths-only mode predicts the same lengths.
 func TestMultiTurn(t *testing.T) {
-	tok := loadTok(t, "o200k_base")
+	for _, spec := range []string{"o200k_base", llama2Path} {
+		t.Run(spec, func(t *testing.T) { testMultiTurn(t, spec) })
+	}
+}
+
+func testMultiTurn(t *testing.T, spec string) {
+	tok := loadTok(t, spec)
 	cfg := Config{InputTokens: Dist{Kind: "uniform", A: 5, B: 40}, OutputTokens: Dist{Kind: "uniform", A: 3, B: 30},
 		Turns: 4, ThinkTime: 2 * time.Second, Seed: 9}
 	src := mustNew(t, cfg, tok)

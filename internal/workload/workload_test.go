@@ -85,7 +85,7 @@ func TestValidateReportsEverything(t *testing.T) {
 // TestRandomExact: every synthetic prompt has exactly InputTokens tokens when re-encoded,
 // under each tokenizer, for lengths from 1 up.
 func TestRandomExact(t *testing.T) {
-	for _, spec := range []string{"o200k_base", "cl100k_base", qwenPath} {
+	for _, spec := range []string{"o200k_base", "cl100k_base", qwenPath, llama2Path} {
 		tok := loadTok(t, spec)
 		src := mustNew(t, Config{InputTokens: Dist{Kind: "uniform", A: 1, B: 700}, OutputTokens: Fixed(16), Seed: 7}, tok)
 		for i := range 150 {
@@ -164,7 +164,7 @@ func TestLengthsOnly(t *testing.T) {
 // TestPrefixGroups: each prompt starts with its group's prefix, which is exactly P tokens,
 // and the prompt's first P token ids are the prefix's ids.
 func TestPrefixGroups(t *testing.T) {
-	for _, spec := range []string{"o200k_base", qwenPath} {
+	for _, spec := range []string{"o200k_base", qwenPath, llama2Path} {
 		tok := loadTok(t, spec)
 		const P, G = 100, 3
 		src := mustNew(t, Config{InputTokens: Dist{Kind: "normal", A: 130, B: 40}, OutputTokens: Fixed(8), PrefixTokens: P, PrefixGroups: G, Seed: 11}, tok)
@@ -359,7 +359,13 @@ func TestShareGPT(t *testing.T) {
 }
 
 func TestMooncake(t *testing.T) {
-	tok := loadTok(t, "o200k_base")
+	for _, spec := range []string{"o200k_base", llama2Path} {
+		t.Run(spec, func(t *testing.T) { testMooncake(t, spec) })
+	}
+}
+
+func testMooncake(t *testing.T, spec string) {
+	tok := loadTok(t, spec)
 	// Rows out of order in the file; block size 16 tokens for a small test.
 	path := writeFile(t, "m.jsonl", `{"timestamp": 1500, "input_length": 40, "output_length": 7, "hash_ids": [1, 2, 5]}
 {"timestamp": 1000, "input_length": 35, "output_length": 3, "hash_ids": [1, 2, 3]}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -54,6 +55,10 @@ type Options struct {
 	// each message's text (no chat-template overhead), so usage.prompt_tokens matches what a
 	// client that built an exact-length prompt intended.
 	CountTokens func(string) int
+	// Tokenizer answers POST /tokenize and /detokenize (as vLLM and llama.cpp do); nil
+	// leaves them unrouted (404), as on servers without them. When CountTokens is nil
+	// it counts prompts too.
+	Tokenizer tokenizer.Tokenizer
 	// MaxTokensLimit is the largest max_tokens accepted (larger ones get 400).
 	MaxTokensLimit int
 	// DefaultMaxTokens applies when a request gives no max_tokens.
@@ -110,6 +115,10 @@ func (o Options) Validate() error {
 func (o Options) withDefaults() Options {
 	if o.ModelName == "" {
 		o.ModelName = DefaultModelName
+	}
+	if o.CountTokens == nil && o.Tokenizer != nil {
+		tok := o.Tokenizer
+		o.CountTokens = func(s string) int { return len(tok.Encode(s)) }
 	}
 	if o.CountTokens == nil {
 		o.CountTokens = EstimateTokens
@@ -249,6 +258,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(s.modelsDoc)
+	case "/tokenize", "/detokenize":
+		if s.opts.Tokenizer == nil {
+			writeAPIError(w, newAPIError(http.StatusNotFound, "invalid_request_error", "", "not_found", "no route for %s %s (this server has no tokenizer)", r.Method, path))
+			return
+		}
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
+		s.handleTokenize(w, r, path == "/tokenize")
 	case "/health":
 		if !allow(w, r, http.MethodGet) {
 			return
