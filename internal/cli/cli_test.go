@@ -279,14 +279,30 @@ func TestRunMeasuresKnownTiming(t *testing.T) {
 	}
 }
 
-func TestNoServerAnswersIsExit1(t *testing.T) {
+// Nothing listening: a level without one successful request is exit 4; and a timed level
+// stops after its first requests all failed to connect, not after thousands of them.
+func TestNoServerAnswersIsExit4(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there now
 	code, _, stderr := runCLI(t, context.Background(), "run", "--url", url, "--model", "m",
 		"--concurrency", "1", "--requests", "2", "--output-dir", t.TempDir())
-	if code != ExitFailure {
-		t.Fatalf("exit %d, want 1; stderr %s", code, stderr)
+	if code != ExitLevelErrors || !strings.Contains(stderr, "no request of concurrency 1 succeeded") {
+		t.Fatalf("exit %d, want %d; stderr %s", code, ExitLevelErrors, stderr)
+	}
+	dir := t.TempDir()
+	t0 := time.Now()
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--url", url, "--model", "m",
+		"--concurrency", "4", "--duration", "3s", "--output-dir", dir)
+	if code != ExitLevelErrors || !strings.Contains(stderr, "failed to connect (is the server up at --url?)") ||
+		!strings.Contains(stdout, "unreachable") || time.Since(t0) > 2*time.Second {
+		t.Fatalf("dead server, --duration 3s: exit %d after %v\n%s\n%s", code, time.Since(t0), stdout, stderr)
+	}
+	if recs := readRecords(t, dir); len(recs) > 20 {
+		t.Errorf("%d requests sent to nothing; the level should stop after its first %d", len(recs), 10)
+	}
+	if s := readSummaryT(t, dir); s.Levels[0].EndReason != report.EndUnreachable {
+		t.Errorf("end reason %q", s.Levels[0].EndReason)
 	}
 }
 

@@ -125,17 +125,17 @@ func exitStatus(ctx context.Context, sum *report.Summary, runErr error) error {
 	if runErr != nil {
 		return withCode(ExitFailure, runErr)
 	}
+	// A level stopped for errors, or without one successful request, is exit 4, before
+	// the SLO verdicts: exit 3 means every level ran and none met them.
 	for _, l := range sum.Levels {
-		if l.EndReason == report.EndMaxErrorRate {
-			return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped for errors (--max-error-rate): see its errors above and records", l.Name))
+		switch {
+		case l.EndReason == report.EndMaxErrorRate:
+			return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped for errors (--max-error-rate): see its errors above and the records", l.Name))
+		case l.EndReason == report.EndUnreachable:
+			return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped: its first %d requests all failed to connect (is the server up at --url?)", l.Name, load.UnreachableFirst))
+		case l.Completed == 0 && l.Failed > 0:
+			return withCode(ExitLevelErrors, fmt.Errorf("no request of %s succeeded: see its errors above and the records", l.Name))
 		}
-	}
-	completed := 0
-	for _, l := range sum.Levels {
-		completed += l.Completed
-	}
-	if completed == 0 && len(sum.Levels) > 0 {
-		return withCode(ExitFailure, errors.New("no request succeeded: see the errors above and records.jsonl"))
 	}
 	if passed, judged := sum.SLOPassed(); judged && !passed {
 		return withCode(ExitSLOFailed, errors.New("no level met the SLOs"))

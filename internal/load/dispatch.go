@@ -170,15 +170,38 @@ func (d *Dispatch) Due(now time.Duration, out func(Send)) {
 	}
 }
 
-// Finished is told that s finished (failed says whether it failed) and its slot freed at
-// now; done is its recorded end, from which a next turn's think time counts. It returns
-// what that sends now: a closed loop's next request, a request that waited for the slot.
-func (d *Dispatch) Finished(s *Send, failed bool, done, now time.Duration, out func(Send)) {
+// Outcome is how a finished request ended, as far as the dispatch policy and its stopping
+// rules care.
+type Outcome uint8
+
+// The outcomes of a request.
+const (
+	Succeeded   Outcome = iota
+	Failed              // any failure but the next
+	Unreachable         // it never got a connection to the target (record.KindConnect)
+)
+
+// OutcomeOf is rec's outcome.
+func OutcomeOf(rec *record.Record) Outcome {
+	switch {
+	case rec.Error == nil:
+		return Succeeded
+	case rec.Error.Kind == record.KindConnect:
+		return Unreachable
+	}
+	return Failed
+}
+
+// Finished is told that s finished (how: o) and its slot freed at now; done is its
+// recorded end, from which a next turn's think time counts. It returns what that sends
+// now: a closed loop's next request, a request that waited for the slot.
+func (d *Dispatch) Finished(s *Send, o Outcome, done, now time.Duration, out func(Send)) {
 	d.inflight--
 	if d.interrupted {
 		return
 	}
-	if r := d.rules.finished(failed); r != "" {
+	failed := o != Succeeded
+	if r := d.rules.finished(o); r != "" {
 		d.halt(r)
 		return
 	}

@@ -39,26 +39,34 @@ import "github.com/llmbench/llmbench/internal/metrics"
 // 0.9), after 90-190 s of a 300 s level (TestOversaturationLadder). End reason
 // EndOversaturated.
 //
+// Unreachable (always on): when the level's first UnreachableFirst finished requests all
+// failed to connect, nothing listens where the requests go; the level stops at once
+// (EndUnreachable) rather than fail thousands more in the same way.
+//
 // When a rule stops a level, nothing more is sent and requests waiting for a slot are
 // dropped; the requests in flight finish as they would at the level's end.
 const (
 	ErrorWindow       = 50
 	ErrorMinimum      = 20
 	SaturationMinimum = 1000
+	UnreachableFirst  = 10
 )
 
 // More end reasons: the level was stopped by a rule.
 const (
 	EndOversaturated = EndReason("oversaturated")  // the server could not keep up (open loop)
 	EndMaxErrorRate  = EndReason("max_error_rate") // its errors passed Level.MaxErrorRate
+	EndUnreachable   = EndReason("unreachable")    // its first requests all failed to connect
 )
 
-// stopRules holds the rules' state for one level. The zero value applies none.
+// stopRules holds the rules' state for one level. The zero value applies the unreachable
+// rule alone.
 type stopRules struct {
 	maxErr float64
 	ring   [ErrorWindow]bool // the last finished requests: failed?
 	n      int               // finished so far
 	errs   int               // failures in ring
+	reach  int               // the first finished requests, all unreachable so far; -1 once one was not
 
 	sat       bool
 	arrivals  int
@@ -72,9 +80,17 @@ func newStopRules(l Level) stopRules {
 
 // finished counts a finished request; it returns the end reason when a rule now stops
 // the level.
-func (s *stopRules) finished(failed bool) EndReason {
+func (s *stopRules) finished(o Outcome) EndReason {
+	failed := o != Succeeded
 	if s.sat && s.firstDone < 0 {
 		s.firstDone = s.arrivals
+	}
+	if s.reach >= 0 {
+		if o != Unreachable {
+			s.reach = -1
+		} else if s.reach++; s.reach >= UnreachableFirst {
+			return EndUnreachable
+		}
 	}
 	if s.maxErr <= 0 {
 		return ""

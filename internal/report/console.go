@@ -117,6 +117,8 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 		b.line("Level stopped:", "oversaturated", "<-- the server could not keep up with this rate (its backlog kept growing)")
 	case EndMaxErrorRate:
 		b.line("Level stopped:", "max_error_rate", "<-- too many of its last requests failed (--max-error-rate)")
+	case EndUnreachable:
+		b.line("Level stopped:", "unreachable", "<-- its first requests all failed to connect: is the server up at --url?")
 	}
 	if n := len(l.Runs); n > 0 {
 		b.line("Runs (--repeat):", strconv.Itoa(n), "(the figures below pool every run's requests)")
@@ -488,6 +490,8 @@ func ladderLoad(l *Level) string {
 		load += " (oversaturated)"
 	case EndMaxErrorRate:
 		load += " (errors)"
+	case EndUnreachable:
+		load += " (unreachable)"
 	}
 	return load
 }

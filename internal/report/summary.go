@@ -147,10 +147,12 @@ type Level struct {
 // Load is the level's offered load.
 func (l Level) Load() metrics.Load { return metrics.Load{Concurrency: l.Concurrency, Rate: l.Rate} }
 
-// Level end reasons that stopping rules give (load.EndOversaturated, load.EndMaxErrorRate).
+// Level end reasons that stopping rules give (load.EndOversaturated, load.EndMaxErrorRate,
+// load.EndUnreachable).
 const (
 	EndOversaturated = "oversaturated"
 	EndMaxErrorRate  = "max_error_rate"
+	EndUnreachable   = "unreachable"
 )
 
 // Judge fills Schema (when empty), SweetSpot, SLOLimit and Oversaturated from the levels.
@@ -179,7 +181,7 @@ func (s *Summary) Judge() {
 	var loads []metrics.Load
 	var idx []int
 	for i, l := range s.Levels {
-		if l.Partial || l.EndReason == EndOversaturated || l.EndReason == EndMaxErrorRate {
+		if l.Partial || l.EndReason == EndOversaturated || l.EndReason == EndMaxErrorRate || l.EndReason == EndUnreachable {
 			continue // stopped early: not a steady state to pick
 		}
 		lv = append(lv, l.Level)
