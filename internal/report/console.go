@@ -286,9 +286,11 @@ func (b *consoleBlock) steadyState(ss *metrics.SteadyState) {
 			fmt.Sprintf("(%d requests, %s tok/s)", ss.Completed, consoleFloat(ss.OutputThroughput)))
 		return
 	}
-	b.line("Steady state:", "NOT REACHED", "<-- "+ss.Reason)
+	// The reason and the advice wrapped under the value column, to keep within 100.
+	b.line("Steady state:", "NOT REACHED")
+	b.w.WriteString(wrapIndented("<-- "+ss.Reason, 41, 100) + "\n")
 	if ss.Advice != "" {
-		b.line("", "", "    "+ss.Advice)
+		b.w.WriteString(wrapIndented("    "+ss.Advice, 41, 100) + "\n")
 	}
 }
 
