@@ -104,6 +104,7 @@ type view struct {
 	HasSLO       bool
 	HasGoodput   bool
 	Unstreamed   bool // some level had no streams: no TTFT, TPOT or ITL
+	Failures     []failureRow
 	Metrics      []metricTable
 	CDFs         []cdfFigure
 	Config       []kv
@@ -115,6 +116,9 @@ type view struct {
 }
 
 type kv struct{ K, V string }
+
+// failureRow is one kind of failure of a level (levels[i].error_details).
+type failureRow struct{ Level, Kind, Status, Count, Message, Hint string }
 
 // cdfFigure is one CDF chart: the registry's metric (JSON key), its label and axis.
 type cdfFigure struct{ Key, Label, Axis string }
@@ -200,6 +204,16 @@ func buildView(s *Summary) (*view, error) {
 		totalFailed += l.Failed
 		row.Completed = cell{Text: strconv.Itoa(l.Completed)}
 		row.Failed = cell{Text: strconv.Itoa(l.Failed), Flag: l.Failed > 0, Title: errorKinds(l.Errors)}
+		for _, d := range l.ErrorDetails {
+			fr := failureRow{Level: levelName(s.Levels, i), Kind: d.Kind, Count: strconv.Itoa(d.Count), Message: d.FirstMessage, Hint: d.Hint}
+			if d.Status != 0 {
+				fr.Status = strconv.Itoa(d.Status)
+			}
+			if d.RetryAfterS > 0 {
+				fr.Hint = strings.TrimPrefix(fr.Hint+fmt.Sprintf("; Retry-After %gs", d.RetryAfterS), "; ")
+			}
+			v.Failures = append(v.Failures, fr)
+		}
 		if l.Canceled > 0 {
 			row.Failed.Title = strings.TrimPrefix(row.Failed.Title+"; ", "; ") + strconv.Itoa(l.Canceled) + " canceled by the end of the run (not failures)"
 		}

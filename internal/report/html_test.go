@@ -616,3 +616,27 @@ func TestSLOLimitCardOnlyWithVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// report.html lists each level's failures by kind and status with the first message and
+// what to do, as the console and summary.json do.
+func TestHTMLFailures(t *testing.T) {
+	s := ladderSummary(t, "", []int{4, 64}) // level 1 (c=64) fails some requests
+	var page bytes.Buffer
+	if err := WriteHTML(&page, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	d := s.Levels[1].ErrorDetails
+	if len(d) == 0 {
+		t.Fatal("the fixture has no failures")
+	}
+	for _, want := range []string{`<section id="failures">`, ">" + strconv.Itoa(d[0].Count) + "<", d[0].Kind} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	page.Reset()
+	WriteHTML(&page, ladderSummary(t, "", []int{4}), nil)
+	if strings.Contains(page.String(), `id="failures"`) {
+		t.Error("a run without failures has a failures section")
+	}
+}
