@@ -91,6 +91,18 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 		fmt.Fprintf(stdio.Err, "dataset %s: %d usable rows; skipped: %s; %d rows with a zero length raised to 1\n",
 			info.Dataset, info.Rows, strings.Join(append(skipped, "none")[:max(1, len(skipped))], ", "), info.Clamped)
 	}
+	if !info.Trace && info.Rows > 0 {
+		// A dataset smaller than a level is reused from its start: say so, since repeated
+		// prompts can hit a server's prefix cache and flatter TTFT.
+		most := 0
+		for _, l := range c.levels {
+			most = max(most, l.Requests+l.Warmup)
+		}
+		if most > info.Rows {
+			fmt.Fprintf(stdio.Err, "warning: dataset %s has %d usable rows for levels of up to %d requests: rows are reused (each about %.1f times; a server's prefix cache may then serve repeats)\n",
+				info.Dataset, info.Rows, most, float64(most)/float64(info.Rows))
+		}
+	}
 	if !info.Trace || !c.defaultLoad || info.Rows == 0 || info.Span <= 0 {
 		return
 	}

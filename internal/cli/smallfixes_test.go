@@ -112,3 +112,13 @@ func TestQuiet(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, stdout)
 	}
 }
+
+// A dataset smaller than the level is reused, and the run says so.
+func TestDatasetReuseWarned(t *testing.T) {
+	data := writeTemp(t, "{\"prompt\":\"hello there\"}\n{\"prompt\":\"a b c\"}\n{\"prompt\":\"x y\"}\n")
+	code, _, stderr := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--dataset", "jsonl:"+data,
+		"--concurrency", "2", "--requests", "10", "--output-tokens", "3", "--output-dir", t.TempDir())
+	if code != 0 || !strings.Contains(stderr, "3 usable rows for levels of up to 10 requests: rows are reused") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+}
