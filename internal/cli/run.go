@@ -82,8 +82,8 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		Temperature: cfg.temperature, TopP: cfg.topP,
 		IdleTimeout: cfg.idleTimeout, MaxConns: maxConns,
 		CACert: cfg.caCert, Insecure: cfg.insecure, HTTP2: cfg.http2, ReadStamps: cfg.readStamps,
-		DisableKeepAlive: !cfg.keepAlive,
-		OnServerCloses:   func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) },
+		DisableKeepAlive: !cfg.keepAlive, SaveText: cfg.saveText,
+		OnServerCloses: func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) },
 	}
 	if err := ccfg.Validate(); err != nil {
 		return usageError(err)

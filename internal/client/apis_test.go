@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +221,48 @@ func TestRequestBodies(t *testing.T) {
 	}
 	if err := (Config{BaseURL: "http://x", API: APIOpenAIChat, ExtraBody: map[string]any{"stream": false}}).Validate(); err == nil {
 		t.Error(`extra body "stream": false accepted without --stream=false`)
+	}
+}
+
+// TestSaveText: with SaveText a record keeps the generated text, streamed (the deltas
+// joined, escapes undone) or as one document; without it, none.
+func TestSaveText(t *testing.T) {
+	stream, err := os.ReadFile(filepath.Join(streamsDir, "llama.cpp", "chat-no-usage.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := workload.Request{Prompt: "hi", InputTokens: 1, OutputTokens: 4}
+	for _, tc := range []struct {
+		name     string
+		cfg      Config
+		ctype    string
+		body     string
+		want     string
+		wantNone bool
+	}{
+		{name: "stream", cfg: Config{API: APIOpenAIChat, SaveText: true}, ctype: "text/event-stream", body: string(stream), want: "ɹ► song"},
+		{name: "document", cfg: Config{API: APIOpenAIChat, NoStream: true, SaveText: true}, ctype: "application/json",
+			body: `{"id":"c1","choices":[{"message":{"content":"a \"b\"\nc"},"finish_reason":"length"}],"usage":{"completion_tokens":3}}`, want: "a \"b\"\nc"},
+		{name: "off", cfg: Config{API: APIOpenAIChat}, ctype: "text/event-stream", body: string(stream), wantNone: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ctype)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			cfg := tc.cfg
+			cfg.BaseURL = srv.URL
+			rec := doOnce(t, cfg, chat)
+			if rec.Error != nil {
+				t.Fatalf("error %+v", rec.Error)
+			}
+			switch {
+			case tc.wantNone && rec.Text != nil:
+				t.Errorf("text %q kept without SaveText", *rec.Text)
+			case !tc.wantNone && (rec.Text == nil || *rec.Text != tc.want):
+				t.Errorf("text %v, want %q", rec.Text, tc.want)
+			}
+		})
 	}
 }

@@ -62,6 +62,8 @@ type Config struct {
 	// OnServerCloses, when set, is called once when the client finds that the server
 	// closes every connection after its response (conn.go), with the count so far.
 	OnServerCloses func(closed int)
+	// SaveText keeps each response's generated text in its record (--save-text).
+	SaveText bool
 }
 
 // Names of the supported APIs.

@@ -250,6 +250,10 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 	rec.ReadLag = lag.Truncate(time.Microsecond)
 	complete = rec.Error == nil && st.sawDone
 	finish(st, c.tok, rec)
+	if c.cfg.SaveText {
+		t := string(st.dec.text)
+		rec.Text = &t
+	}
 }
 
 // readWholeResponse reads a response that is one JSON document and fills rec from it, its
@@ -458,7 +462,7 @@ func (c *Client) failure(parent, rctx context.Context, kind string, err error) *
 func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelCauseFunc, start time.Time,
 	body io.Reader, now func() time.Time, idle *idleWatch, st *streamState, rec *record.Record) {
 	d := &st.dec
-	d.keep = c.tok != nil
+	d.keep = c.tok != nil || c.cfg.SaveText
 	var sr *sseReader
 	var lr *lineReader
 	if c.spec.ndjson {

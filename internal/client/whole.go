@@ -147,6 +147,10 @@ func (c *Client) whole(body []byte, at time.Duration, req workload.Request, rec 
 		return
 	}
 	text := doc.text(c.cfg.API)
+	if c.cfg.SaveText {
+		t := string(text)
+		rec.Text = &t
+	}
 	n, src := max(doc.Usage.CompletionTokens, doc.Usage.OutputTokens, doc.EvalCount, doc.TokensPredicted), record.SourceUsage
 	if doc.Details != nil && doc.Details.GeneratedTokens > 0 {
 		n = doc.Details.GeneratedTokens

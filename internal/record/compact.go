@@ -36,6 +36,7 @@ import (
 //	          [uvarint(inputs) uvarint(documents)]           flags&hasInputs
 //	          [uvarint(images) uvarint(image bytes)]         flags&hasImages
 //	          [uvarint(repeat)]                              flags&hasRepeat (--repeat)
+//	          [string(text)]                                 flags&hasText (--save-text)
 //	string  = uvarint(len) bytes
 //
 // flags&unstreamed marks a response that came as one document (Record.Unstreamed).
@@ -107,6 +108,7 @@ const (
 	cfInputs
 	cfImages
 	cfRepeat
+	cfText
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -133,6 +135,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfInputs, r.Inputs > 0 || r.Documents > 0)
 	set(cfImages, r.Images > 0)
 	set(cfRepeat, r.Repeat > 0)
+	set(cfText, r.Text != nil)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -213,6 +216,9 @@ func AppendCompact(b []byte, r *Record) []byte {
 	}
 	if r.Repeat > 0 {
 		b = binary.AppendUvarint(b, uint64(r.Repeat))
+	}
+	if r.Text != nil {
+		b = appendBytes(b, *r.Text)
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -405,6 +411,10 @@ func decodeCompact(p []byte, r *Record) error {
 	}
 	if flags&cfRepeat != 0 {
 		r.Repeat = int32(c.int("repeat"))
+	}
+	if flags&cfText != 0 {
+		t := c.str()
+		r.Text = &t
 	}
 	if c.err == nil && len(c.b) > 0 {
 		c.fail("%d bytes after the record", len(c.b))

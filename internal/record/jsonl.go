@@ -183,6 +183,10 @@ func AppendJSON(b []byte, r *Record) []byte {
 		}
 		b = append(b, '}')
 	}
+	if r.Text != nil {
+		b = append(b, `,"text":`...)
+		b = appendString(b, *r.Text)
+	}
 	return append(b, '}')
 }
 
@@ -285,6 +289,7 @@ type jsonRecord struct {
 	Documents          int32                  `json:"documents"`
 	Images             int32                  `json:"images"`
 	ImageBytes         int32                  `json:"image_bytes"`
+	Text               *string                `json:"text"`
 	TTFTUpperBound     bool                   `json:"ttft_upper_bound"`
 	Phases             map[string]json.Number `json:"phases"`
 	Scheduled          json.Number            `json:"scheduled_s"`
@@ -347,6 +352,7 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource,
 		Retried: j.Retried, TTFTUpperBound: j.TTFTUpperBound,
 		Unstreamed: j.Unstreamed, Inputs: j.Inputs, Documents: j.Documents, Images: j.Images, ImageBytes: j.ImageBytes,
+		Text: j.Text,
 	}
 	if j.Inputs < 0 || j.Documents < 0 || j.Images < 0 || j.ImageBytes < 0 {
 		return fmt.Errorf("inputs %d, documents %d, images %d (%d bytes): must not be negative", j.Inputs, j.Documents, j.Images, j.ImageBytes)

@@ -79,6 +79,9 @@ type Record struct {
 	// Images is the number of images the request carried and ImageBytes their encoded size
 	// (before base64); InputTokens counts the text only.
 	Images, ImageBytes int32
+	// Text is the generated text, kept with --save-text only (nil otherwise): the answer as
+	// the stream carried it, reasoning included.
+	Text *string
 	// Repeat is the 1-based run of a level repeated with --repeat (each run with seeds of
 	// its own); 0 for a level run once, whose records.jsonl line omits it.
 	Repeat int32

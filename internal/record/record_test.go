@@ -314,6 +314,10 @@ func TestCompactRoundTrip(t *testing.T) {
 	failed.Repeat = 2
 	never := Record{Level: 2, Index: 1 << 20, Error: &Error{Kind: KindConnect, Message: "refused"}}
 	rich.Images, rich.ImageBytes = 2, 123456
+	text := "héllo \"quoted\"\n\ttab \u2028 ✓"
+	rich.Text = &text
+	empty := ""
+	failed.Text = &empty // --save-text on a request that generated nothing: "" kept, not dropped
 	embed := Record{Level: 1, Index: 3, Sent: time.Millisecond, Done: 9 * time.Millisecond, Unstreamed: true, Inputs: 8, InputTokens: 256}
 	rerank := Record{Level: 1, Index: 4, Sent: time.Millisecond, Done: 9 * time.Millisecond, Unstreamed: true, Documents: 8, InputTokens: 300}
 	p := filepath.Join(t.TempDir(), FormatCompact.FileName())

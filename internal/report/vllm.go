@@ -19,7 +19,7 @@ import (
 //
 // With reqs (the level's requests, VLLMRequests) it carries the per-request arrays vLLM's
 // --save-result writes: ttfts, itls (seconds), input_lens, output_lens, errors and
-// generated_texts (empty strings: llmbench keeps no generated text).
+// generated_texts (the text with --save-text; empty strings without it).
 func VLLMResult(s *Summary, l *Level, reqs *VLLMRequests) map[string]VLLMValue {
 	count := func(n int) VLLMValue { return vllmNumber(float64(n)) }
 	text := func(v string) VLLMValue { return VLLMValue{str: v, isStr: true} }
@@ -124,6 +124,7 @@ type vllmRequest struct {
 	itls    []float64 // s
 	in, out int
 	err     string
+	text    string // generated text, with --save-text
 }
 
 // Add takes one of the level's records (warm-up ones are left out, as from every figure).
@@ -140,6 +141,9 @@ func (v *VLLMRequests) Add(r *record.Record) {
 		}
 	} else {
 		q.out = r.OutputTokens
+		if r.Text != nil {
+			q.text = *r.Text
+		}
 		seconds := func(num, den int64) float64 { return float64(num) / float64(den) / 1e6 }
 		ttft, _ := metrics.Lookup(metrics.KeyTTFT)
 		ttft.Samples(r, func(num, den int64, _ uint64) { q.ttft = seconds(num, den) })
@@ -157,7 +161,7 @@ func (v *VLLMRequests) into(out map[string]VLLMValue) {
 	ins, outs := make([]int, n), make([]int, n)
 	errs, texts := make([]string, n), make([]string, n)
 	for i, q := range v.reqs {
-		ttfts[i], itls[i], ins[i], outs[i], errs[i] = q.ttft, q.itls, q.in, q.out, q.err
+		ttfts[i], itls[i], ins[i], outs[i], errs[i], texts[i] = q.ttft, q.itls, q.in, q.out, q.err, q.text
 	}
 	arrays := map[string]any{"ttfts": ttfts, "itls": itls, "input_lens": ins, "output_lens": outs,
 		"errors": errs, "generated_texts": texts}

@@ -53,6 +53,10 @@ func TestVLLMResultMatchesVLLMFile(t *testing.T) {
 	reqs := &VLLMRequests{}
 	recs := levelRecords(0, 4, 60, 7)
 	for i := range recs {
+		if i%2 == 0 { // --save-text: generated_texts carries the text; "" where none was kept
+			txt := fmt.Sprintf("answer %d", recs[i].Index)
+			recs[i].Text = &txt
+		}
 		reqs.Add(&recs[i])
 	}
 	var buf bytes.Buffer
@@ -102,6 +106,9 @@ func TestVLLMResultMatchesVLLMFile(t *testing.T) {
 				t.Errorf("failed request %d: %q %v %v", i, arr.Errors[i], arr.TTFTs[i], arr.OutputLens[i])
 			}
 			continue
+		}
+		if want := ""; r.Text != nil && arr.Texts[i] != *r.Text || r.Text == nil && arr.Texts[i] != want {
+			t.Errorf("request %d: generated text %q, want %v", i, arr.Texts[i], r.Text)
 		}
 		ft, _ := r.FirstToken()
 		if want := (ft - r.Sent).Seconds(); math.Abs(arr.TTFTs[i]-want) > 1e-9 || arr.Errors[i] != "" ||
