@@ -35,6 +35,7 @@ type benchConfig struct {
 	readStamps              bool
 	keepAlive               bool // reuse connections (--keep-alive)
 	saveText                bool // keep generated text in records (--save-text)
+	testRequest             bool // one request before measuring (--test-request)
 	simProfile              string
 	inProcess               bool   // run without --url: the simulator in-process
 	noStream                bool   // --stream=false
@@ -214,7 +215,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	c := &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
-		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, saveText: f.saveText, sloSpec: f.slo,
+		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, saveText: f.saveText, testRequest: f.testRequest, sloSpec: f.slo,
 		noStream: !f.stream, endpoint: f.endpoint}
 	var errs []error
 	add := func(err error) {

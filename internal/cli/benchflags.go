@@ -33,6 +33,7 @@ type benchFlags struct {
 	insecure, http2, readStamps         bool
 	keepAlive                           bool
 	saveText                            bool
+	testRequest                         bool
 	sim                                 string
 	stream                              bool   // --stream (generation APIs; false: one JSON document)
 	endpoint                            string // --endpoint: the API's path
@@ -102,6 +103,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.DurationVar(&f.metricsInterval, "metrics-interval", time.Second, "how often to scrape --metrics-url")
 		fs.BoolVar(&f.http2, "http2", false, "allow HTTP/2 (h2 over TLS, h2c over plain HTTP); default HTTP/1.1, one connection per stream")
 		fs.BoolVar(&f.keepAlive, "keep-alive", true, "reuse connections between requests; false opens a new one per request, as vLLM's client does (a request that meets a connection the server closed is re-sent once either way: docs/real-servers.md)")
+		fs.BoolVar(&f.testRequest, "test-request", true, "send one request (the first level's first) before measuring, as vLLM's client does: a failure stops the run with its error (exit 4); an answer warms the server; it is not recorded")
 		fs.BoolVar(&f.saveText, "save-text", false, "keep each response's generated text in records.jsonl (\"text\") and in --result-format vllm's generated_texts; records grow by the text's size")
 		fs.BoolVar(&f.readStamps, "read-stamps", false, "time token events when llmbench reads them, not by the kernel's receive time of their bytes (the default on Linux over HTTP/1.1)")
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,20 +280,31 @@ func TestRunMeasuresKnownTiming(t *testing.T) {
 	}
 }
 
-// Nothing listening: a level without one successful request is exit 4; and a timed level
+// Nothing listening: the test request fails with its hint and exit 4, before anything is
+// written; without it, a level without one successful request is exit 4; and a timed level
 // stops after its first requests all failed to connect, not after thousands of them.
 func TestNoServerAnswersIsExit4(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there now
+	out := filepath.Join(t.TempDir(), "run")
 	code, _, stderr := runCLI(t, context.Background(), "run", "--url", url, "--model", "m",
+		"--concurrency", "1", "--requests", "2", "--output-dir", out)
+	if code != ExitLevelErrors || !strings.Contains(stderr, "the test request failed, so nothing was measured") ||
+		!strings.Contains(stderr, "connection refused") || !strings.Contains(stderr, "hint: nothing listens there") {
+		t.Fatalf("exit %d, want %d; stderr %s", code, ExitLevelErrors, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a run that measured nothing left %s", out)
+	}
+	code, _, stderr = runCLI(t, context.Background(), "run", "--url", url, "--model", "m", "--test-request=false",
 		"--concurrency", "1", "--requests", "2", "--output-dir", t.TempDir())
 	if code != ExitLevelErrors || !strings.Contains(stderr, "no request of concurrency 1 succeeded") {
 		t.Fatalf("exit %d, want %d; stderr %s", code, ExitLevelErrors, stderr)
 	}
 	dir := t.TempDir()
 	t0 := time.Now()
-	code, stdout, stderr := runCLI(t, context.Background(), "run", "--url", url, "--model", "m",
+	code, stdout, stderr := runCLI(t, context.Background(), "run", "--url", url, "--model", "m", "--test-request=false",
 		"--concurrency", "4", "--duration", "3s", "--output-dir", dir)
 	if code != ExitLevelErrors || !strings.Contains(stderr, "failed to connect (is the server up at --url?)") ||
 		!strings.Contains(stdout, "unreachable") || time.Since(t0) > 2*time.Second {
@@ -339,5 +351,49 @@ func TestLiveRunAgreesWithSimulate(t *testing.T) {
 				t.Errorf("level %d %s: live %.2f vs simulated %.2f (%.1f%%)", i, name, pair[1], pair[0], 100*d)
 			}
 		}
+	}
+}
+
+// TestTestRequestWarmsAndIsNotMeasured: by default one request goes first, unrecorded: a
+// server that loads its model on first use (150 ms here, as Ollama does) puts that into no
+// measured TTFT; with --test-request=false the first measured request carries it.
+func TestTestRequestWarmsAndIsNotMeasured(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("test-request=%v", on), func(t *testing.T) {
+			var served atomic.Int32
+			srv := httptest.NewServer(generationOnly(func(w http.ResponseWriter, r *http.Request) {
+				if served.Add(1) == 1 {
+					time.Sleep(150 * time.Millisecond) // the model loads
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\n"+
+					"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":16,\"completion_tokens\":1}}\n\n"+
+					"data: [DONE]\n\n")
+			}))
+			defer srv.Close()
+			dir := t.TempDir()
+			code, stdout, stderr := runCLI(t, context.Background(), "run", "--url", srv.URL, "--model", "m",
+				"--concurrency", "1", "--requests", "3", "--input-tokens", "16", "--output-tokens", "1",
+				"--no-progress", "--output-dir", dir, fmt.Sprintf("--test-request=%v", on))
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			recs := readRecords(t, dir)
+			if len(recs) != 3 || int(served.Load()) != 3+map[bool]int{true: 1}[on] {
+				t.Fatalf("%d records, %d requests served", len(recs), served.Load())
+			}
+			if got := strings.Contains(stdout, "Test request: ok in "); got != on {
+				t.Errorf("test request line shown %v, want %v:\n%s", got, on, stdout)
+			}
+			slow := 0
+			for _, r := range recs {
+				if ft, ok := r.FirstToken(); ok && ft-r.Sent > 100*time.Millisecond {
+					slow++
+				}
+			}
+			if want := map[bool]int{false: 1}[on]; slow != want {
+				t.Errorf("%d measured requests carry the model load, want %d", slow, want)
+			}
+		})
 	}
 }

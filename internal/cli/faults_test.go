@@ -99,7 +99,7 @@ func runAgainst(t *testing.T, url string, requests int, extra ...string) faultRu
 	dir := t.TempDir()
 	args := append([]string{"run", "--url", url, "--model", faultModel, "--concurrency", "8",
 		"--requests", fmt.Sprint(requests), "--input-tokens", "16", "--output-tokens", "12",
-		"--no-progress", "--output-dir", dir}, extra...)
+		"--no-progress", "--test-request=false", "--output-dir", dir}, extra...) // faults are counted during the run
 	// The default tokenizer loads once per process (about 2 s); load it before the clock
 	// starts, so the wall-time bound is about the run and its faults.
 	if _, err := tokenizer.Load("o200k_base"); err != nil {

@@ -142,7 +142,7 @@ func TestSecretsStaySecret(t *testing.T) {
 			dir := t.TempDir()
 			args := append([]string{"run", "--url", srv.URL, "--concurrency", "2", "--requests", "6",
 				"--output-tokens", "1", "--input-tokens", "8", "--header", "X-Api-Token: " + hdrSecret,
-				"--output-dir", dir, "--result-format", "vllm"}, tc.args...)
+				"--output-dir", dir, "--result-format", "vllm", "--test-request=false"}, tc.args...)
 			code, stdout, stderr := runCLI(t, context.Background(), args...)
 			if code != 0 {
 				t.Fatalf("exit %d\n%s", code, stderr)

@@ -149,11 +149,24 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		return usageError(err)
 	}
 	cfg.adaptToSource(stdio, workload.Describe(src))
+	sources := &runSources{cfg: cfg, tok: tok, first: src}
+	if cfg.testRequest {
+		lvl := cfg.base // a search has no level yet
+		if len(cfg.levels) > 0 {
+			lvl = cfg.levels[0]
+		}
+		first, err := sources.get(lvl)
+		if err != nil {
+			return err
+		}
+		if err := testRequest(ctx, stdio, cfg, cl, first.Request(lvl.Index, 0)); err != nil {
+			return err
+		}
+	}
 	start, err := waitForStart(ctx, cfg.startAt)
 	if err != nil {
 		return err
 	}
-	sources := &runSources{cfg: cfg, tok: tok, first: src}
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 		src, err := sources.get(lvl)
 		if err != nil {

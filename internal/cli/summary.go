@@ -13,7 +13,7 @@ import (
 func (c *benchConfig) describe() rundesc.Run {
 	return rundesc.Run{Live: c.live, InProcess: c.inProcess, Levels: c.levels, Base: c.base,
 		Requests: c.requests, Search: c.search, Repeat: c.repeat, StopOnSaturation: c.stopOnSaturation, SearchMax: c.searchMax, StartAt: c.startAt,
-		SimProfile: c.simProfile, Timeout: c.timeout, IdleTimeout: c.idleTimeout, KeepAlive: c.keepAlive,
+		SimProfile: c.simProfile, Timeout: c.timeout, IdleTimeout: c.idleTimeout, KeepAlive: c.keepAlive, TestRequest: c.testRequest,
 		IgnoreEOS: c.ignoreEOS, Insecure: c.insecure, HTTP2: c.http2, ReadStamps: c.readStamps,
 		Headers: c.headers, ExtraBody: c.extraBody, Temperature: c.temperature, TopP: c.topP,
 		Workload: c.workload, Tokenizer: c.tokenizer,

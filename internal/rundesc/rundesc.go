@@ -52,8 +52,9 @@ type Load struct {
 	IgnoreEOS        bool           `json:"ignore_eos"`
 	Insecure         bool           `json:"insecure_tls,omitempty"`
 	HTTP2            bool           `json:"http2,omitempty"`
-	ReadStamps       bool           `json:"read_stamps,omitempty"` // events timed at read, not kernel receive
-	KeepAlive        *bool          `json:"keep_alive,omitempty"`  // run: whether connections were reused
+	ReadStamps       bool           `json:"read_stamps,omitempty"`  // events timed at read, not kernel receive
+	KeepAlive        *bool          `json:"keep_alive,omitempty"`   // run: whether connections were reused
+	TestRequest      *bool          `json:"test_request,omitempty"` // run: whether one unrecorded request went first
 	Headers          []string       `json:"headers,omitempty"`
 	ExtraBody        map[string]any `json:"extra_body,omitempty"`
 	Temperature      *float64       `json:"temperature,omitempty"` // --temperature, when given
@@ -116,6 +117,7 @@ type Run struct {
 	SimProfile           string
 	Timeout, IdleTimeout time.Duration
 	KeepAlive            bool
+	TestRequest          bool
 	IgnoreEOS            bool
 	Insecure, HTTP2      bool
 	ReadStamps           bool
@@ -163,7 +165,7 @@ func (r Run) load() Load {
 	}
 	if r.Live {
 		l.Timeout, l.IdleTimeout = durString(r.Timeout), durString(r.IdleTimeout)
-		l.KeepAlive = &r.KeepAlive
+		l.KeepAlive, l.TestRequest = &r.KeepAlive, &r.TestRequest
 		for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
 			for _, v := range r.Headers[k] {
 				if client.SecretHeader(k) {
