@@ -396,7 +396,9 @@ func decodeCompact(p []byte, r *Record) error {
 				*f.d = c.micros(int64(min(c.uvarint(), math.MaxInt64)))
 			}
 		}
-		r.Phases = ph
+		if ph.Has != 0 { // an empty set is no phases, as the encoder writes them
+			r.Phases = ph
+		}
 	}
 	if flags&cfError != 0 {
 		r.Error = &Error{Kind: c.str(), Status: c.int("status"), Message: c.str()}
