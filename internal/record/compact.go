@@ -133,7 +133,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfError, r.Error != nil)
 	set(cfUnstreamed, r.Unstreamed)
 	set(cfInputs, r.Inputs > 0 || r.Documents > 0)
-	set(cfImages, r.Images > 0)
+	set(cfImages, r.Images > 0 || r.ImageBytes > 0)
 	set(cfRepeat, r.Repeat > 0)
 	set(cfText, r.Text != nil)
 	b = binary.AppendUvarint(b, flags)
@@ -210,8 +210,8 @@ func AppendCompact(b []byte, r *Record) []byte {
 		b = binary.AppendUvarint(b, uint64(max(r.Inputs, 0)))
 		b = binary.AppendUvarint(b, uint64(max(r.Documents, 0)))
 	}
-	if r.Images > 0 {
-		b = binary.AppendUvarint(b, uint64(r.Images))
+	if r.Images > 0 || r.ImageBytes > 0 { // as the flag: what was decoded is written back
+		b = binary.AppendUvarint(b, uint64(max(r.Images, 0)))
 		b = binary.AppendUvarint(b, uint64(max(r.ImageBytes, 0)))
 	}
 	if r.Repeat > 0 {
