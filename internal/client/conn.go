@@ -162,14 +162,15 @@ func ErrorMessage(body []byte) string {
 			Message string `json:"message"`
 		}
 		var str string
+		blank := func(s string) bool { return strings.TrimSpace(s) == "" } // " " says nothing
 		switch {
-		case json.Unmarshal(j.Error, &inner) == nil && inner.Message != "":
+		case json.Unmarshal(j.Error, &inner) == nil && !blank(inner.Message):
 			return inner.Message
-		case json.Unmarshal(j.Error, &str) == nil && str != "":
+		case json.Unmarshal(j.Error, &str) == nil && !blank(str):
 			return str
-		case j.Message != "":
+		case !blank(j.Message):
 			return j.Message
-		case json.Unmarshal(j.Detail, &str) == nil && str != "":
+		case json.Unmarshal(j.Detail, &str) == nil && !blank(str):
 			return str
 		}
 	}
