@@ -1,6 +1,7 @@
 package load
 
 import (
+	"container/heap"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/record"
@@ -159,7 +160,7 @@ func (d *Dispatch) Due(now time.Duration, out func(Send)) {
 		d.startDue, d.hasStart = d.conv.NextStart()
 	}
 	for len(d.follows) > 0 && d.follows[0].at <= now {
-		f := d.follows.pop()
+		f := heap.Pop(&d.follows).(follow)
 		if d.dispatch(d.turnSend(f.turn, f.req), out) {
 			return
 		}
@@ -359,7 +360,7 @@ func (d *Dispatch) followUp(s *Send, failed bool, done, now time.Duration, out f
 	switch {
 	case ok:
 		d.nfollow++
-		d.follows.push(follow{at: due, no: d.nfollow, turn: nt, req: req})
+		heap.Push(&d.follows, follow{at: due, no: d.nfollow, turn: nt, req: req})
 	case d.lvl.Closed():
 		d.startConversation(now, out)
 	}
@@ -373,47 +374,19 @@ type follow struct {
 	req  workload.Request
 }
 
-// followHeap is a min-heap of follows by (at, no).
+// followHeap is a min-heap of follows by (at, no), for container/heap.
 type followHeap []follow
 
-func (h followHeap) less(i, j int) bool {
+func (h followHeap) Len() int { return len(h) }
+func (h followHeap) Less(i, j int) bool {
 	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].no < h[j].no
 }
-
-func (h *followHeap) push(f follow) {
-	*h = append(*h, f)
+func (h followHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *followHeap) Push(x any)   { *h = append(*h, x.(follow)) }
+func (h *followHeap) Pop() any {
 	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !a.less(i, p) {
-			break
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func (h *followHeap) pop() follow {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a[n] = follow{}
-	a = a[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && a.less(l, m) {
-			m = l
-		}
-		if l+1 < n && a.less(l+1, m) {
-			m = l + 1
-		}
-		if m == i {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
-	return top
+	f := a[len(a)-1]
+	a[len(a)-1] = follow{}
+	*h = a[:len(a)-1]
+	return f
 }
