@@ -151,10 +151,10 @@ func sent(r *record.Record) bool { return !(r.Error != nil && r.Sent == 0) }
 // ErrorDetail is one kind of failure of a level: a kind and, for HTTP errors, a status.
 type ErrorDetail struct {
 	Kind         string `json:"kind"`
-	Status       int    `json:"status,omitempty"`
+	Status       int    `json:"status"` // 0 for failures without an HTTP status
 	Count        int    `json:"count"`
 	FirstMessage string `json:"first_message"`
-	Hint         string `json:"hint,omitempty"`
+	Hint         string `json:"hint"` // "" when there is nothing to add
 	// RetryAfterS is the longest Retry-After the server gave with this status (429, 503),
 	// seconds; absent when it gave none.
 	RetryAfterS float64 `json:"retry_after_s,omitempty"`
