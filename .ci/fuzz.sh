@@ -8,7 +8,7 @@
 #
 # A failing target does not stop the others: every target runs, the failures are listed at
 # the end with the input Go wrote under the package's testdata/fuzz/, and the exit status is
-# 1. With the default FUZZTIME the whole run takes about 2-3 minutes on 2 cores.
+# 1 (a bare end-of-run deadline failure is run once more; see below). With the default FUZZTIME the whole run takes about 2-3 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
@@ -39,10 +39,21 @@ for t in "${targets[@]}"; do
   ran=$((ran + 1))
   t0=$SECONDS
   echo "== $dir $name (-fuzztime $fuzztime)"
-  set +e
-  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -timeout=10m "./$dir" 2>&1 | tail -n 40
-  status=${PIPESTATUS[0]}
-  set -e
+  # Go's coordinator can fail a target with a bare "context deadline exceeded" as -fuzztime
+  # ends on a loaded machine (golang/go#75804): no input is written and nothing reproduces.
+  # Such a run, and only such, is run once more; a second failure of any kind stands.
+  for try in 1 2; do
+    set +e
+    out=$(go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -timeout=10m "./$dir" 2>&1)
+    status=$?
+    set -e
+    tail -n 40 <<<"$out"
+    if [ "$status" -eq 0 ] || [ "$try" -eq 2 ] ||
+      ! grep -q '^    context deadline exceeded$' <<<"$out" || grep -q 'Failing input written' <<<"$out"; then
+      break
+    fi
+    echo "   the fuzzing coordinator's end-of-run deadline race, no input written: once more"
+  done
   echo "   $((SECONDS - t0)) s, exit $status"
   if [ "$status" -ne 0 ]; then
     failed+=("$dir $name")
