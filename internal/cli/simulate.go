@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime/debug"
 	"time"
@@ -71,6 +72,9 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if !cfg.quiet {
 		fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
 	}
+	if c := p.Calibration; c != nil {
+		printValidity(stdio, c, cfg)
+	}
 	var clock time.Duration // the run's virtual timeline: levels follow one another
 	sources := &runSources{cfg: cfg, first: src}
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
@@ -85,7 +89,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			return "", usageError(fmt.Errorf("--sim: %w", err))
 		}
 		shaped := func(r *record.Record) { cfg.shapeVirtual(r); sink(r) }
-		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, shaped)
+		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, load.WithNetwork(srv, p.NetworkRTT()), shaped)
 		clock = end
 		if err != nil {
 			return load.EndInterrupted, err
@@ -93,4 +97,37 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		return reason, nil
 	}
 	return execute(ctx, stdio, cfg, time.Now(), runLevel)
+}
+
+// printValidity states a calibrated profile's validity range and warns when the run asks
+// for loads far outside it (issue: trust shown, not claimed).
+func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
+	fmt.Fprintf(stdio.Out, "Calibrated on %s (%s): prompts %d–%d tokens, outputs %d–%d, %d–%d requests in flight",
+		c.Source, c.Date, c.PromptTokens[0], c.PromptTokens[1], c.OutputTokens[0], c.OutputTokens[1], c.Concurrency[0], c.Concurrency[1])
+	if e := c.Error; !math.IsNaN(e.TTFTP50) {
+		fmt.Fprintf(stdio.Out, "; held-out error TTFT P50 %.1f%%, TPOT P50 %.1f%%", e.TTFTP50, e.TPOTP50)
+	}
+	fmt.Fprintln(stdio.Out)
+	inFlight := 0
+	for _, l := range cfg.levels {
+		inFlight = max(inFlight, l.Concurrency, l.MaxConcurrency)
+	}
+	w := cfg.workload
+	for _, s := range c.Outside(distRange(w.InputTokens), distRange(w.OutputTokens), inFlight) {
+		fmt.Fprintf(stdio.Err, "warning: %s: an extrapolation of the calibrated profile, not a prediction it was checked on\n", s)
+	}
+}
+
+// distRange is a length distribution's [shortest, longest] likely value (a normal's mean ± 3
+// standard deviations); zero for a dataset that brings its own lengths.
+func distRange(d workload.Dist) [2]int {
+	switch d.Kind {
+	case "fixed":
+		return [2]int{int(d.A), int(d.A)}
+	case "uniform":
+		return [2]int{int(d.A), int(d.B)}
+	case "normal":
+		return [2]int{max(1, int(d.A-3*d.B)), int(d.A + 3*d.B)}
+	}
+	return [2]int{}
 }

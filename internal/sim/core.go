@@ -57,6 +57,7 @@ type cacheEntry struct {
 
 type core struct {
 	cost   CostModel
+	noise  *stepNoise // nil without cost.step_noise
 	cfg    EngineConfig
 	disagg bool
 	bs     int
@@ -103,6 +104,7 @@ func newCore(p Profile, emit func(*seq, time.Duration, int, bool)) (*core, error
 	c := &core{
 		cost: cost, cfg: p.Engine, disagg: p.Engine.Prefill == PrefillDisaggregated,
 		bs: p.Engine.BlockSize, seed: uint64(p.Seed), emit: emit,
+		noise: newStepNoise(p.Cost.StepNoise, p.Seed),
 	}
 	c.totalBlocks = kv / c.bs
 	c.freeBlocks = c.totalBlocks
@@ -208,7 +210,7 @@ func (c *core) startPrefills(t time.Duration) {
 			continue
 		}
 		s.state = stPrefilling
-		s.prefillEnd = t + c.cost.Prefill(s.prefillLeft)
+		s.prefillEnd = t + c.noise.apply(c.cost.Prefill(s.prefillLeft))
 		c.pool.push(s)
 	}
 }
@@ -258,7 +260,7 @@ func (c *core) kick(t time.Duration) {
 		return
 	}
 	c.busy = true
-	c.stepEnd = t + c.cost.Step(w)
+	c.stepEnd = t + c.noise.apply(c.cost.Step(w))
 	if c.disagg {
 		c.startPrefills(t) // preempted sequences went back to the prefill queue
 	}

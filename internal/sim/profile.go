@@ -36,6 +36,13 @@ type Profile struct {
 	Cost   CostConfig
 	Engine EngineConfig
 	Seed   int64 // seeds the lengths of sequences without ignore_eos
+	// Network is the client-to-engine overhead a calibration measured apart from the
+	// engine's steps; the virtual clock (simulate) adds it, serve does not (a real network
+	// adds its own).
+	Network NetworkConfig
+	// Calibration is where a fitted profile came from and what it was fitted on; nil for
+	// a profile nobody fitted.
+	Calibration *Calibration
 
 	table *StepTable // loaded from Cost.File for the table model
 }
@@ -47,6 +54,35 @@ type CostConfig struct {
 	DecodeStepMs      float64
 	DecodeGrowth      float64
 	File              string // table: calibration-shaped JSON
+	// StepNoise is the coefficient of variation of step times (any kind): each step's
+	// duration is multiplied by a seeded log-normal factor of mean 1 (noise.go). 0 is none.
+	StepNoise float64
+}
+
+// NetworkConfig is the time a request and its tokens spend outside the engine.
+type NetworkConfig struct {
+	// RTTMs is the round trip, in ms, between the client and the engine's step loop
+	// (network, HTTP front end, tokenisation): half delays the request's arrival at the
+	// engine, half every token's arrival at the client.
+	RTTMs float64
+}
+
+// Calibration is a fitted profile's provenance and validity range: the loads its probe
+// measured. Predictions far outside them are extrapolations (simulate warns).
+type Calibration struct {
+	Source       string   // the server probed, or the run folders fitted
+	Date         string   // when, RFC 3339 date
+	PromptTokens [2]int   // shortest and longest prompt measured
+	OutputTokens [2]int   // shortest and longest output measured
+	Concurrency  [2]int   // lowest and highest requests in flight measured
+	MaxNumSeqs   string   // where engine.max_num_seqs came from (probe, server, flag)
+	Error        FitError // on held-out probe points
+}
+
+// FitError is a calibration's prediction error on probe points it did not fit on: the
+// largest absolute relative error of each figure, in percent; NaN when not measured.
+type FitError struct {
+	TTFTP50, TTFTP99, TPOTP50, TPOTP99 float64
 }
 
 // EngineConfig is the scheduler's configuration, named after vLLM's options.
@@ -239,6 +275,23 @@ func (d *yamlDecoder) number(dst *float64) func(string, *yaml.Node) {
 	}
 }
 
+// intRange reads a [low, high] list of two whole numbers, low <= high.
+func (d *yamlDecoder) intRange(dst *[2]int) func(string, *yaml.Node) {
+	return func(key string, v *yaml.Node) {
+		var x [2]int
+		ok := v.Kind == yaml.SequenceNode && len(v.Content) == 2
+		for i := 0; ok && i < 2; i++ {
+			n := v.Content[i]
+			ok = n.Kind == yaml.ScalarNode && n.Tag == "!!int" && n.Decode(&x[i]) == nil && x[i] >= 0
+		}
+		if !ok || x[0] > x[1] {
+			d.errorf(v, key, "want [low, high], two whole numbers with low <= high, got %s", nodeKind(v))
+			return
+		}
+		*dst = x
+	}
+}
+
 func (d *yamlDecoder) boolean(dst *bool) func(string, *yaml.Node) {
 	return func(key string, v *yaml.Node) {
 		var x bool
@@ -263,6 +316,7 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				"decode_step_ms":       d.number(&p.Cost.DecodeStepMs),
 				"decode_growth":        d.number(&p.Cost.DecodeGrowth),
 				"file":                 d.str(&p.Cost.File),
+				"step_noise":           d.number(&p.Cost.StepNoise),
 			})
 		},
 		"engine": func(key string, v *yaml.Node) {
@@ -279,6 +333,32 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 			})
 		},
 		"seed": func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
+		"network": func(key string, v *yaml.Node) {
+			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+				"rtt_ms": d.number(&p.Network.RTTMs),
+			})
+		},
+		"calibration": func(key string, v *yaml.Node) {
+			c := &Calibration{Error: FitError{math.NaN(), math.NaN(), math.NaN(), math.NaN()}}
+			p.Calibration = c
+			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+				"source":        d.str(&c.Source),
+				"date":          d.str(&c.Date),
+				"prompt_tokens": d.intRange(&c.PromptTokens),
+				"output_tokens": d.intRange(&c.OutputTokens),
+				"concurrency":   d.intRange(&c.Concurrency),
+				"max_num_seqs":  d.str(&c.MaxNumSeqs),
+				"error_pct": func(key string, v *yaml.Node) {
+					e := &c.Error
+					d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+						"ttft_p50": d.number(&e.TTFTP50),
+						"ttft_p99": d.number(&e.TTFTP99),
+						"tpot_p50": d.number(&e.TPOTP50),
+						"tpot_p99": d.number(&e.TPOTP99),
+					})
+				},
+			})
+		},
 	})
 	if seedSet {
 		p.Seed = int64(seed)
@@ -400,6 +480,12 @@ func (p Profile) validate() []error {
 		}
 	default:
 		add("cost.kind", "%q is not one of linear, roofline, table", c.Kind)
+	}
+	if !(c.StepNoise >= 0 && c.StepNoise <= maxStepNoise) {
+		add("cost.step_noise", "must be in [0, %g] (a coefficient of variation; 0 = none), got %g", float64(maxStepNoise), c.StepNoise)
+	}
+	if !(p.Network.RTTMs >= 0 && p.Network.RTTMs <= maxCostMs) {
+		add("network.rtt_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.RTTMs)
 	}
 	e := p.Engine
 	switch e.Prefill {
@@ -533,4 +619,34 @@ func (p Profile) WithTable(t *StepTable) Profile {
 		p.Cost.File = "(in memory)"
 	}
 	return p
+}
+
+// NetworkRTT is Network.RTTMs as a duration.
+func (p Profile) NetworkRTT() time.Duration { return ms(p.Network.RTTMs) }
+
+// farOutside is how far beyond its probe a prediction may go before it is called an
+// extrapolation: twice the longest prompt or the most requests in flight measured.
+const farOutside = 2
+
+// Outside lists how a load of prompts and outputs of the given [shortest, longest] lengths
+// and at most maxInFlight concurrent requests (0: unknown, as in an open loop) lies far
+// outside what c was fitted on, in words; none when it lies within.
+func (c *Calibration) Outside(prompt, output [2]int, maxInFlight int) []string {
+	var out []string
+	far := func(what string, got [2]int, fit [2]int) {
+		if fit[1] == 0 || got[1] == 0 { // nothing fitted, or lengths the dataset brings
+			return
+		}
+		if got[1] > farOutside*fit[1] {
+			out = append(out, fmt.Sprintf("%s up to %d tokens, beyond %d× the longest probed (%d)", what, got[1], farOutside, fit[1]))
+		} else if got[0]*farOutside < fit[0] {
+			out = append(out, fmt.Sprintf("%s down to %d tokens, below half the shortest probed (%d)", what, got[0], fit[0]))
+		}
+	}
+	far("prompts", prompt, c.PromptTokens)
+	far("outputs", output, c.OutputTokens)
+	if c.Concurrency[1] > 0 && maxInFlight > farOutside*c.Concurrency[1] {
+		out = append(out, fmt.Sprintf("%d requests in flight, beyond %d× the most probed (%d)", maxInFlight, farOutside, c.Concurrency[1]))
+	}
+	return out
 }

@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// YAML writes p as a profile file that LoadProfile reads back to the same profile (what
+// calibrate writes). A model or GPU equal to a preset is written by its name. header, if
+// not empty, is written first as comment lines.
+func (p Profile) YAML(header string) []byte {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
+		if header != "" {
+			fmt.Fprintf(&b, "# %s\n", l)
+		}
+	}
+	if pm, ok := ModelPreset(p.Model.Name); ok && pm == p.Model {
+		fmt.Fprintf(&b, "model: %s\n", p.Model.Name)
+	} else {
+		m := p.Model
+		fmt.Fprintf(&b, "model:\n  name: %s\n  layers: %d\n  hidden: %d\n  heads: %d\n  kv_heads: %d\n  head_dim: %d\n  intermediate: %d\n  vocab: %d\n",
+			yamlString(m.Name), m.Layers, m.Hidden, m.Heads, m.KVHeads, m.HeadDim, m.Intermediate, m.Vocab)
+		if m.TiedEmbeddings {
+			b.WriteString("  tied_embeddings: true\n")
+		}
+		if m.BytesPerParam != 0 {
+			fmt.Fprintf(&b, "  bytes_per_param: %s\n", num(m.BytesPerParam))
+		}
+	}
+	if pg, ok := GPUPreset(p.GPU.Name); ok && pg == p.GPU {
+		fmt.Fprintf(&b, "gpu: %s\n", p.GPU.Name)
+	} else {
+		g := p.GPU
+		fmt.Fprintf(&b, "gpu:\n  name: %s\n  tflops: %s\n  bandwidth_gbps: %s\n  memory_gb: %s\n  sms: %d\n",
+			yamlString(g.Name), num(g.TFLOPS), num(g.BandwidthGBps), num(g.MemoryGB), g.SMs)
+	}
+	c := p.Cost
+	fmt.Fprintf(&b, "cost:\n  kind: %s\n", c.Kind)
+	switch c.Kind {
+	case CostLinear:
+		fmt.Fprintf(&b, "  prefill_ms_per_token: %s\n  decode_step_ms: %s\n  decode_growth: %s\n",
+			num(c.PrefillMsPerToken), num(c.DecodeStepMs), num(c.DecodeGrowth))
+	case CostTable:
+		fmt.Fprintf(&b, "  file: %s\n", yamlString(c.File))
+	}
+	if c.StepNoise > 0 {
+		fmt.Fprintf(&b, "  step_noise: %s\n", num(c.StepNoise))
+	}
+	e := p.Engine
+	fmt.Fprintf(&b, "engine:\n  prefill: %s\n  max_num_seqs: %d\n  max_batched_tokens: %d\n  block_size: %d\n  kv_cache_tokens: %d\n  gpu_memory_utilization: %s\n  prefix_caching: %t\n",
+		e.Prefill, e.MaxNumSeqs, e.MaxBatchedTokens, e.BlockSize, e.KVCacheTokens, num(e.GPUMemoryUtilization), e.PrefixCaching)
+	if e.Prefill == PrefillDisaggregated {
+		fmt.Fprintf(&b, "  prefill_workers: %d\n", e.PrefillWorkers)
+	}
+	if p.Network.RTTMs > 0 {
+		fmt.Fprintf(&b, "network:\n  rtt_ms: %s\n", num(p.Network.RTTMs))
+	}
+	if k := p.Calibration; k != nil {
+		fmt.Fprintf(&b, "calibration:\n  source: %s\n  date: %s\n  prompt_tokens: [%d, %d]\n  output_tokens: [%d, %d]\n  concurrency: [%d, %d]\n",
+			yamlString(k.Source), yamlString(k.Date), k.PromptTokens[0], k.PromptTokens[1], k.OutputTokens[0], k.OutputTokens[1], k.Concurrency[0], k.Concurrency[1])
+		if k.MaxNumSeqs != "" {
+			fmt.Fprintf(&b, "  max_num_seqs: %s\n", yamlString(k.MaxNumSeqs))
+		}
+		var errs []string
+		for _, f := range []struct {
+			key string
+			v   float64
+		}{{"ttft_p50", k.Error.TTFTP50}, {"ttft_p99", k.Error.TTFTP99}, {"tpot_p50", k.Error.TPOTP50}, {"tpot_p99", k.Error.TPOTP99}} {
+			if !math.IsNaN(f.v) {
+				errs = append(errs, fmt.Sprintf("    %s: %s\n", f.key, num(math.Round(f.v*10)/10)))
+			}
+		}
+		if len(errs) > 0 {
+			b.WriteString("  error_pct:             # largest error on held-out probe points\n")
+			b.WriteString(strings.Join(errs, ""))
+		}
+	}
+	fmt.Fprintf(&b, "seed: %d\n", p.Seed)
+	return []byte(b.String())
+}
+
+// num writes a float so that it reads back to the same value.
+func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// yamlString quotes s as a YAML double-quoted scalar (JSON's escapes are YAML's).
+func yamlString(s string) string { return strconv.Quote(s) }
