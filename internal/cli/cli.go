@@ -176,6 +176,7 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 		newReportCmd(stdio),
 		newCompareCmd(stdio),
 		newFidelityCmd(stdio), newMergeCmd(stdio),
+		newCalibrateCmd(stdio),
 	)
 	var wrap func(*cobra.Command)
 	wrap = func(c *cobra.Command) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -89,7 +90,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			return "", usageError(fmt.Errorf("--sim: %w", err))
 		}
 		shaped := func(r *record.Record) { cfg.shapeVirtual(r); sink(r) }
-		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, load.WithNetwork(srv, p.NetworkRTT()), shaped)
+		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, load.WithNetwork(srv, calibrate.NetworkOf(p)), shaped)
 		clock = end
 		if err != nil {
 			return load.EndInterrupted, err
@@ -131,3 +132,4 @@ func distRange(d workload.Dist) [2]int {
 	}
 	return [2]int{}
 }
+

@@ -1,28 +1,63 @@
 package load
 
-import "time"
+import (
+	"container/heap"
+	"time"
+)
 
-// WithNetwork puts a network of round trip rtt between RunVirtual and srv: every token
-// reaches the client rtt after the engine emitted it. The whole round trip sits on the
-// response path; the engine sees the same work either way (a request reaching it later or
-// its answer reaching the client later delay the next closed-loop request alike), and
-// a request the server refuses is still refused at once. rtt <= 0 returns srv.
-func WithNetwork(srv VirtualServer, rtt time.Duration) VirtualServer {
-	if rtt <= 0 {
-		return srv
-	}
-	return &network{srv: srv, rtt: rtt}
+// Network is the path between the client and a virtual server: a request reaches the
+// server half the round trip after it is sent, plus a jitter, and every token reaches the
+// client half the round trip after the server emitted it.
+type Network struct {
+	RTT time.Duration
+	// Jitter spreads requests' arrivals uniformly over [0, Jitter): requests a client sends
+	// together do not reach a real server at one instant, so the first starts a step the
+	// others then wait for (a deterministic spread, by submission order).
+	Jitter time.Duration
 }
 
-// network delays srv's emitted tokens by rtt. The delay is constant, so the tokens in
-// flight arrive in the order they left: a FIFO queue.
+// WithNetwork puts the network n between RunVirtual and srv; a zero Network returns srv.
+func WithNetwork(srv VirtualServer, n Network) VirtualServer {
+	if n.RTT <= 0 && n.Jitter <= 0 {
+		return srv
+	}
+	return &network{srv: srv, up: n.RTT / 2, down: n.RTT - n.RTT/2, jitter: n.Jitter}
+}
+
+// network delays srv's requests and emitted tokens. Tokens are delayed by a constant, so
+// they arrive in the order they left (a FIFO queue); requests by a jittered delay (a heap).
 type network struct {
-	srv   VirtualServer
-	rtt   time.Duration
-	queue []delivery // in arrival order; head at index head
-	head  int
-	dones int // finished requests whose last token is still on the wire
-	push  func(id uint64, at time.Duration, n int, done bool)
+	srv              VirtualServer
+	up, down, jitter time.Duration
+	arrivals         arrivals
+	nsent            uint64
+	queue            []delivery // tokens on the wire, in arrival order from index head
+	head             int
+	dones            int // finished requests whose last token is still on the wire
+	push             func(id uint64, at time.Duration, n int, done bool)
+}
+
+type arrival struct {
+	at                time.Duration
+	no                uint64 // tie-break: submission order
+	id                uint64
+	prompt, maxTokens int
+	hashes            []uint64
+}
+
+type arrivals []arrival
+
+func (a arrivals) Len() int { return len(a) }
+func (a arrivals) Less(i, j int) bool {
+	return a[i].at < a[j].at || (a[i].at == a[j].at && a[i].no < a[j].no)
+}
+func (a arrivals) Swap(i, j int) { a[i], a[j] = a[j], a[i] }
+func (a *arrivals) Push(x any)   { *a = append(*a, x.(arrival)) }
+func (a *arrivals) Pop() any {
+	old := *a
+	x := old[len(old)-1]
+	*a = old[:len(old)-1]
+	return x
 }
 
 type delivery struct {
@@ -34,12 +69,30 @@ type delivery struct {
 
 func (w *network) BlockSize() int { return w.srv.BlockSize() }
 
+func (w *network) Check(prompt, maxTokens int) error { return w.srv.Check(prompt, maxTokens) }
+
+// Submit refuses at once what the server would refuse on arrival (its reasons do not
+// depend on its state), and otherwise puts the request on the wire.
 func (w *network) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, t time.Duration) error {
-	return w.srv.Submit(id, prompt, hashes, maxTokens, t)
+	if err := w.srv.Check(prompt, maxTokens); err != nil {
+		return err
+	}
+	w.nsent++
+	at := t + w.up
+	if w.jitter > 0 {
+		at += time.Duration(mix64(w.nsent^0x6a177e5) % uint64(w.jitter))
+	}
+	heap.Push(&w.arrivals, arrival{at: at, no: w.nsent, id: id, prompt: prompt, maxTokens: maxTokens, hashes: hashes})
+	return nil
 }
 
 func (w *network) Next() (time.Duration, bool) {
 	t, ok := w.srv.Next()
+	if len(w.arrivals) > 0 {
+		if a := w.arrivals[0].at; !ok || a < t {
+			t, ok = a, true
+		}
+	}
 	if w.head < len(w.queue) {
 		if a := w.queue[w.head].at; !ok || a < t {
 			t, ok = a, true
@@ -52,13 +105,18 @@ func (w *network) Process(t time.Duration, emit func(id uint64, at time.Duration
 	if tc, ok := w.srv.Next(); ok && tc <= t {
 		if w.push == nil {
 			w.push = func(id uint64, at time.Duration, n int, done bool) {
-				w.queue = append(w.queue, delivery{id: id, at: at + w.rtt, n: n, done: done})
+				w.queue = append(w.queue, delivery{id: id, at: at + w.down, n: n, done: done})
 				if done {
 					w.dones++
 				}
 			}
 		}
 		w.srv.Process(t, w.push)
+	}
+	for len(w.arrivals) > 0 && w.arrivals[0].at <= t {
+		a := heap.Pop(&w.arrivals).(arrival)
+		// Check passed when it was sent, and nothing the engine refuses depends on its state.
+		_ = w.srv.Submit(a.id, a.prompt, a.hashes, a.maxTokens, a.at)
 	}
 	for w.head < len(w.queue) && w.queue[w.head].at <= t {
 		d := w.queue[w.head]
@@ -75,4 +133,4 @@ func (w *network) Process(t time.Duration, emit func(id uint64, at time.Duration
 
 func (w *network) Kick(t time.Duration) { w.srv.Kick(t) }
 
-func (w *network) Live() int { return w.srv.Live() + w.dones }
+func (w *network) Live() int { return w.srv.Live() + len(w.arrivals) + w.dones }

@@ -19,6 +19,10 @@ type VirtualServer interface {
 	// Submit queues request id at t: prompt tokens with the hashes of its full blocks,
 	// exactly maxTokens to generate. An error is a request the server would refuse (400).
 	Submit(id uint64, prompt int, hashes []uint64, maxTokens int, t time.Duration) error
+	// Check is the error Submit would give a request of these lengths whatever the
+	// server's state (one it can never take), so a request can be refused when it is sent
+	// and still reach the server later (WithNetwork).
+	Check(prompt, maxTokens int) error
 	// Next is the time of its next event; ok is false when it has nothing to do.
 	Next() (t time.Duration, ok bool)
 	// Process handles the events due at t, reporting n tokens of request id at at (done on

@@ -50,6 +50,10 @@ type distinct struct {
 // NewDist returns an empty distribution.
 func NewDist() *Dist { return &Dist{} }
 
+// NewSparseDist is an empty distribution for few samples: no dense counter to allocate
+// (thousands of samples or fewer, as a calibration judges each candidate profile on).
+func NewSparseDist() *Dist { return newSparseDist() }
+
 // newSparseDist is an empty distribution for few samples: no dense counter to allocate.
 func newSparseDist() *Dist { return &Dist{sparse: true} }
 

@@ -126,14 +126,8 @@ func splitmix64(x uint64) uint64 {
 // newSeq checks r and returns its sequence; the n-th submission's random length depends
 // only on the seed and n, so a run is reproducible.
 func (c *core) newSeq(r *SeqRequest) (*seq, error) {
-	if r.PromptTokens < 1 {
-		return nil, fmt.Errorf("prompt of %d tokens: need at least 1", r.PromptTokens)
-	}
-	if r.MaxTokens < 1 {
-		return nil, fmt.Errorf("max_tokens %d: need at least 1", r.MaxTokens)
-	}
-	if need := c.blocksFor(r.PromptTokens + r.MaxTokens); need > c.totalBlocks {
-		return nil, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the KV cache of %d tokens", r.PromptTokens, r.MaxTokens, c.totalBlocks*c.bs)
+	if err := c.check(r.PromptTokens, r.MaxTokens); err != nil {
+		return nil, err
 	}
 	c.nsub++
 	var s *seq
@@ -154,6 +148,21 @@ func (c *core) newSeq(r *SeqRequest) (*seq, error) {
 		}
 	}
 	return s, nil
+}
+
+// check is why the engine would refuse a request of prompt tokens and maxTokens to
+// generate, whatever its state; nil when it would take it.
+func (c *core) check(prompt, maxTokens int) error {
+	if prompt < 1 {
+		return fmt.Errorf("prompt of %d tokens: need at least 1", prompt)
+	}
+	if maxTokens < 1 {
+		return fmt.Errorf("max_tokens %d: need at least 1", maxTokens)
+	}
+	if need := c.blocksFor(prompt + maxTokens); need > c.totalBlocks {
+		return fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the KV cache of %d tokens", prompt, maxTokens, c.totalBlocks*c.bs)
+	}
+	return nil
 }
 
 func (c *core) blocksFor(tokens int) int { return (tokens + c.bs - 1) / c.bs }

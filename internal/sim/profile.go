@@ -65,6 +65,9 @@ type NetworkConfig struct {
 	// (network, HTTP front end, tokenisation): half delays the request's arrival at the
 	// engine, half every token's arrival at the client.
 	RTTMs float64
+	// JitterMs spreads the requests' arrivals over [0, JitterMs): requests sent together do
+	// not reach a real engine at one instant, so the first starts a step the others wait for.
+	JitterMs float64
 }
 
 // Calibration is a fitted profile's provenance and validity range: the loads its probe
@@ -335,7 +338,8 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"seed": func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
 		"network": func(key string, v *yaml.Node) {
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-				"rtt_ms": d.number(&p.Network.RTTMs),
+				"rtt_ms":    d.number(&p.Network.RTTMs),
+				"jitter_ms": d.number(&p.Network.JitterMs),
 			})
 		},
 		"calibration": func(key string, v *yaml.Node) {
@@ -487,6 +491,9 @@ func (p Profile) validate() []error {
 	if !(p.Network.RTTMs >= 0 && p.Network.RTTMs <= maxCostMs) {
 		add("network.rtt_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.RTTMs)
 	}
+	if !(p.Network.JitterMs >= 0 && p.Network.JitterMs <= maxCostMs) {
+		add("network.jitter_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.JitterMs)
+	}
 	e := p.Engine
 	switch e.Prefill {
 	case PrefillColocated, PrefillDisaggregated:
@@ -621,8 +628,10 @@ func (p Profile) WithTable(t *StepTable) Profile {
 	return p
 }
 
-// NetworkRTT is Network.RTTMs as a duration.
-func (p Profile) NetworkRTT() time.Duration { return ms(p.Network.RTTMs) }
+// NetworkDelays are Network's round trip and arrival jitter as durations.
+func (p Profile) NetworkDelays() (rtt, jitter time.Duration) {
+	return ms(p.Network.RTTMs), ms(p.Network.JitterMs)
+}
 
 // farOutside is how far beyond its probe a prediction may go before it is called an
 // extrapolation: twice the longest prompt or the most requests in flight measured.

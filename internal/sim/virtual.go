@@ -45,6 +45,10 @@ func (v *Virtual) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, 
 	return nil
 }
 
+// Check is why Submit would refuse a request of prompt tokens and maxTokens, in any state
+// of the engine (a request that can never fit); nil when it would take it.
+func (v *Virtual) Check(prompt, maxTokens int) error { return v.c.check(prompt, maxTokens) }
+
 // Next is the time of the engine's next event; ok is false when it has nothing to do.
 func (v *Virtual) Next() (time.Duration, bool) { return v.c.next() }
 

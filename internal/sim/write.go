@@ -55,8 +55,8 @@ func (p Profile) YAML(header string) []byte {
 	if e.Prefill == PrefillDisaggregated {
 		fmt.Fprintf(&b, "  prefill_workers: %d\n", e.PrefillWorkers)
 	}
-	if p.Network.RTTMs > 0 {
-		fmt.Fprintf(&b, "network:\n  rtt_ms: %s\n", num(p.Network.RTTMs))
+	if n := p.Network; n.RTTMs > 0 || n.JitterMs > 0 {
+		fmt.Fprintf(&b, "network:\n  rtt_ms: %s\n  jitter_ms: %s\n", num(n.RTTMs), num(n.JitterMs))
 	}
 	if k := p.Calibration; k != nil {
 		fmt.Fprintf(&b, "calibration:\n  source: %s\n  date: %s\n  prompt_tokens: [%d, %d]\n  output_tokens: [%d, %d]\n  concurrency: [%d, %d]\n",

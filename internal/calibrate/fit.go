@@ -1,0 +1,662 @@
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// Options are what the caller knows beyond the records.
+type Options struct {
+	// MaxNumSeqs > 0 is the batch limit, given because the server publishes none (Ollama's
+	// OLLAMA_NUM_PARALLEL) and the probe may not go high enough to see it.
+	MaxNumSeqs int
+	// Server is what the server published about itself; zero when it published nothing.
+	Server Published
+	// Seed seeds the profile (and its step noise).
+	Seed int64
+	// Progress, when set, is told what the fit is doing.
+	Progress func(string)
+}
+
+// Published is what a server says of its own limits.
+type Published struct {
+	Slots         int    // sequences it runs at once (llama.cpp /props total_slots); 0 unknown
+	ContextTokens int    // KV-cache capacity in tokens (llama.cpp n_ctx × slots); 0 unknown
+	How           string // where they were read, for the report
+}
+
+// Validate reports every problem at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.MaxNumSeqs < 0 {
+		errs = append(errs, fmt.Errorf("max num seqs %d: must be positive (0: find it)", o.MaxNumSeqs))
+	}
+	if o.Server.Slots < 0 || o.Server.ContextTokens < 0 {
+		errs = append(errs, fmt.Errorf("published slots %d and context %d must not be negative", o.Server.Slots, o.Server.ContextTokens))
+	}
+	return errors.Join(errs...)
+}
+
+// Result is a fit: the profile, every probe point measured against predicted, and the
+// prediction error on the points held out of the fit.
+type Result struct {
+	Profile  sim.Profile
+	Source   Source
+	Points   []Fitted
+	HeldOut  Errors // fitted without the held-out points, judged on them
+	InSample Errors // the final fit (every point), judged on every point
+	Settings []Setting
+}
+
+// Fitted is a probe point with the final profile's prediction and, for a held-out point,
+// the prediction of the fit that did not see it.
+type Fitted struct {
+	Point
+	HeldOut    bool
+	Predicted  Figures // final profile
+	Validation Figures // held out: the fit without it (NaN figures otherwise)
+}
+
+// Errors are the largest absolute relative errors over a set of points, in percent (NaN
+// when no point measured that figure).
+type Errors struct {
+	TTFTP50, TTFTP99, TPOTP50, TPOTP99 float64
+	Points                             int
+}
+
+// Setting is one fitted setting: its profile key, value and where it came from.
+type Setting struct{ Key, Value, How string }
+
+// param is one continuous setting the fit moves, on a log scale: x = ln(v + off).
+type param struct {
+	key    string
+	ptr    func(*sim.Profile) *float64
+	lo, hi float64
+	off    float64
+}
+
+func (q param) get(p *sim.Profile) float64 { return math.Log(*q.ptr(p) + q.off) }
+func (q param) set(p *sim.Profile, x float64) {
+	*q.ptr(p) = math.Min(q.hi, math.Max(q.lo, math.Exp(x)-q.off))
+}
+
+// Chunked-prefill budgets tried (vLLM's and llama.cpp's usual n_batch among them); the
+// largest is no chunking at all for any prompt a probe sends.
+var budgets = []int{256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20}
+
+// Fit fits a linear-cost profile to the points.
+func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if len(pts) == 0 {
+		return nil, errors.New("no probe points")
+	}
+	say := opt.Progress
+	if say == nil {
+		say = func(string) {}
+	}
+	f := &fitter{ctx: ctx, opt: opt}
+	res := &Result{Source: src}
+	base, _ := sim.LoadProfile("textbook")
+	base.Name, base.Seed = "", opt.Seed
+	base.Engine.Prefill = sim.PrefillColocated
+	base.Engine.MaxBatchedTokens = 8192
+
+	// What the records give directly: the network, the noise, the server's own limits.
+	if o := overheadOf(pts); !isNaN(o) {
+		base.Network.RTTMs = math.Max(0, o)
+		res.Settings = append(res.Settings, Setting{"network.rtt_ms", fmt.Sprintf("%.3f", base.Network.RTTMs), "the median of TTFT minus the server's own queue and prefill times"})
+	} else {
+		f.params = append(f.params, param{key: "network.rtt_ms", ptr: func(p *sim.Profile) *float64 { return &p.Network.RTTMs }, lo: 0, hi: 1e4, off: 0.05})
+	}
+	var spreads []float64
+	for i := range pts {
+		if !isNaN(pts[i].SendSpread) {
+			spreads = append(spreads, pts[i].SendSpread)
+		}
+	}
+	if len(spreads) > 0 {
+		base.Network.JitterMs = median(spreads)
+		res.Settings = append(res.Settings, Setting{"network.jitter_ms", fmt.Sprintf("%.3f", base.Network.JitterMs), "the median spread of the sends of requests started together"})
+	}
+	maxSeqs, seqsHow := 0, ""
+	switch {
+	case opt.MaxNumSeqs > 0:
+		maxSeqs, seqsHow = opt.MaxNumSeqs, "given (--max-num-seqs)"
+	case opt.Server.Slots > 0:
+		maxSeqs, seqsHow = opt.Server.Slots, "published by the server ("+opt.Server.How+")"
+	default:
+		if n, how := runningLimit(pts); n > 0 {
+			maxSeqs, seqsHow = n, how
+		}
+	}
+	if opt.Server.ContextTokens > 0 {
+		base.Engine.KVCacheTokens = opt.Server.ContextTokens
+		res.Settings = append(res.Settings, Setting{"engine.kv_cache_tokens", fmt.Sprint(opt.Server.ContextTokens), "published by the server (" + opt.Server.How + ")"})
+	}
+	f.params = append(f.params,
+		param{key: "cost.prefill_ms_per_token", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillMsPerToken }, lo: 1e-6, hi: 1e3, off: 0},
+		param{key: "cost.decode_step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeStepMs }, lo: 1e-3, hi: 1e5, off: 0},
+		param{key: "cost.decode_growth", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeGrowth }, lo: 0, hi: 100, off: 1e-3},
+	)
+	guess(&base, pts)
+
+	held := holdOut(pts)
+	var train, test []*Point
+	for i := range pts {
+		if held[i] {
+			test = append(test, &pts[i])
+		} else {
+			train = append(train, &pts[i])
+		}
+	}
+	seqCands := []int{maxSeqs}
+	if maxSeqs == 0 {
+		seqCands = probedConcurrencies(pts)
+		base.Engine.MaxNumSeqs = 256
+	} else {
+		base.Engine.MaxNumSeqs = maxSeqs
+	}
+
+	say(fmt.Sprintf("fitting %d probe points (%d held out to judge the fit)", len(train), len(test)))
+	p, err := f.fitAll(base, train, seqCands)
+	if err != nil {
+		return nil, err
+	}
+	noise := noiseOf(pts)
+	res.HeldOut = Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan}
+	validation := map[*Point]Figures{}
+	if len(test) > 0 {
+		pv := p
+		pv.Cost.StepNoise = noise
+		for _, pt := range test {
+			fig, err := predict(ctx, pv, pt)
+			if err != nil {
+				return nil, err
+			}
+			validation[pt] = fig
+		}
+		res.HeldOut = errorsOf(test, func(pt *Point) Figures { return validation[pt] })
+		say(fmt.Sprintf("held-out error: TTFT P50 %.1f%%, TPOT P50 %.1f%%", res.HeldOut.TTFTP50, res.HeldOut.TPOTP50))
+		// The profile written is fitted on every point, starting from the held-out fit.
+		all := make([]*Point, len(pts))
+		for i := range pts {
+			all[i] = &pts[i]
+		}
+		if p, err = f.fitAll(p, all, seqCands); err != nil {
+			return nil, err
+		}
+	}
+	p.Cost.StepNoise = noise
+	all := make([]*Point, len(pts))
+	for i := range pts {
+		all[i] = &pts[i]
+	}
+	pred := map[*Point]Figures{}
+	for _, pt := range all {
+		fig, err := predict(ctx, p, pt)
+		if err != nil {
+			return nil, err
+		}
+		pred[pt] = fig
+	}
+	res.InSample = errorsOf(all, func(pt *Point) Figures { return pred[pt] })
+	for i, pt := range all {
+		v, ok := validation[pt]
+		if !ok {
+			v = Figures{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, ITLP50: nan, ITLP99: nan}
+		}
+		res.Points = append(res.Points, Fitted{Point: pts[i], HeldOut: held[i], Predicted: pred[pt], Validation: v})
+	}
+
+	// Say where every setting came from.
+	for _, q := range f.params {
+		res.Settings = append(res.Settings, Setting{q.key, fmt.Sprintf("%.6g", *q.ptr(&p)), "fitted"})
+	}
+	switch {
+	case maxSeqs > 0:
+		res.Settings = append(res.Settings, Setting{"engine.max_num_seqs", fmt.Sprint(p.Engine.MaxNumSeqs), seqsHow})
+	case p.Engine.MaxNumSeqs >= maxProbed(pts):
+		seqsHow = fmt.Sprintf("no batch limit seen up to %d requests in flight; %d assumed", maxProbed(pts), p.Engine.MaxNumSeqs)
+		res.Settings = append(res.Settings, Setting{"engine.max_num_seqs", fmt.Sprint(p.Engine.MaxNumSeqs), seqsHow})
+	default:
+		seqsHow = "fitted: where decode stops widening and requests queue"
+		res.Settings = append(res.Settings, Setting{"engine.max_num_seqs", fmt.Sprint(p.Engine.MaxNumSeqs), seqsHow})
+	}
+	res.Settings = append(res.Settings,
+		Setting{"engine.prefill", p.Engine.Prefill, f.placementHow},
+		Setting{"engine.max_batched_tokens", fmt.Sprint(p.Engine.MaxBatchedTokens), f.budgetHow})
+	noiseHow := "the spread of each request's inter-token gaps about its median, at the lowest concurrency probed"
+	if noise == 0 {
+		noiseHow = "not measured (too few inter-token gaps): P99s are those of a noiseless engine"
+	}
+	res.Settings = append(res.Settings, Setting{"cost.step_noise", fmt.Sprintf("%.4f", noise), noiseHow})
+
+	p.Calibration = &sim.Calibration{
+		Source: src.URL, Date: time.Now().UTC().Format(time.DateOnly), MaxNumSeqs: seqsHow,
+		PromptTokens: rangeOf(pts, func(q Request) int { return q.Prompt }),
+		OutputTokens: rangeOf(pts, func(q Request) int { return q.Output }),
+		Concurrency:  [2]int{minProbed(pts), maxProbed(pts)},
+		Error:        sim.FitError{TTFTP50: res.HeldOut.TTFTP50, TTFTP99: res.HeldOut.TTFTP99, TPOTP50: res.HeldOut.TPOTP50, TPOTP99: res.HeldOut.TPOTP99},
+	}
+	res.Profile = p
+	return res, nil
+}
+
+type fitter struct {
+	ctx                     context.Context
+	opt                     Options
+	params                  []param
+	placementHow, budgetHow string
+	evals                   int
+}
+
+// fitAll fits the continuous settings on the plain points (one prompt length each), then
+// chooses the discrete ones (batch limit, placement, budget) on every point, twice, then
+// refits the continuous ones on every point.
+func (f *fitter) fitAll(p sim.Profile, pts []*Point, seqCands []int) (sim.Profile, error) {
+	var plain []*Point
+	for _, pt := range pts {
+		if !pt.mixed() {
+			plain = append(plain, pt)
+		}
+	}
+	if len(plain) == 0 {
+		plain = pts
+	}
+	// Twice: the plain points' fit is skewed by any it cannot reproduce under the first
+	// guess of the discrete settings (a queueing level under a batch limit set too high).
+	for range 2 {
+		p = f.continuous(p, plain)
+		var err error
+		if p, err = f.discrete(p, pts, seqCands); err != nil {
+			return p, err
+		}
+	}
+	return f.continuous(p, pts), f.ctx.Err()
+}
+
+// continuous moves the params to minimise the objective on pts.
+func (f *fitter) continuous(p sim.Profile, pts []*Point) sim.Profile {
+	x0 := make([]float64, len(f.params))
+	step := make([]float64, len(f.params))
+	for i, q := range f.params {
+		x0[i], step[i] = q.get(&p), 0.3
+	}
+	cand := p
+	obj := func(x []float64) float64 {
+		for i, q := range f.params {
+			q.set(&cand, x[i])
+		}
+		return f.objective(cand, pts)
+	}
+	x, _ := minimize(obj, x0, step, 400, 1e-6)
+	x, _ = minimize(obj, x, step, 200, 1e-7) // a restart escapes a collapsed simplex
+	for i, q := range f.params {
+		q.set(&p, x[i])
+	}
+	return p
+}
+
+// discrete tries each batch limit, placement and chunk budget with the continuous settings
+// as they are, keeping the best; ties keep the earlier (simpler) choice.
+func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Profile, error) {
+	best, bestV := p, math.Inf(1)
+	mixed := false
+	for _, pt := range pts {
+		mixed = mixed || pt.mixed()
+	}
+	placements := []string{sim.PrefillColocated}
+	bs := []int{p.Engine.MaxBatchedTokens}
+	if mixed {
+		placements = append(placements, sim.PrefillDisaggregated)
+		bs = budgets
+	}
+	// The batch limit first, with the placement and budget as they are: the three that fit
+	// best as the continuous settings stand, each then with those refitted (a limit one off
+	// can be matched by a skewed growth, a local optimum the scan alone would keep).
+	type scored struct {
+		n int
+		v float64
+	}
+	var scan []scored
+	for _, n := range seqCands {
+		c := p
+		c.Engine.MaxNumSeqs = n
+		c.Engine.MaxBatchedTokens = max(c.Engine.MaxBatchedTokens, n)
+		scan = append(scan, scored{n, f.objective(c, pts)})
+	}
+	sort.SliceStable(scan, func(i, j int) bool { return scan[i].v < scan[j].v })
+	for _, s := range scan[:min(3, len(scan))] {
+		if math.IsInf(s.v, 1) {
+			continue
+		}
+		c := p
+		c.Engine.MaxNumSeqs = s.n
+		c.Engine.MaxBatchedTokens = max(c.Engine.MaxBatchedTokens, s.n)
+		if len(scan) > 1 {
+			c = f.continuous(c, pts)
+		}
+		if v := f.objective(c, pts); v < bestV-1e-9 {
+			best, bestV = c, v
+		}
+	}
+	n := best.Engine.MaxNumSeqs
+	for _, pl := range placements {
+		for _, b := range bs {
+			if pl == sim.PrefillDisaggregated && b != bs[0] {
+				continue // no chunking without a shared step
+			}
+			c := best
+			c.Engine.Prefill, c.Engine.MaxBatchedTokens = pl, max(b, n)
+			if v := f.objective(c, pts); v < bestV-1e-9 {
+				best, bestV = c, v
+			}
+		}
+	}
+	if math.IsInf(bestV, 1) {
+		return p, errors.New("no profile reproduces the probe: every candidate refused some request (prompts longer than the KV cache?)")
+	}
+	f.placementHow, f.budgetHow = "not probed (no point mixes long prompts with decoding): vLLM's default assumed", "not probed: vLLM's default assumed"
+	if mixed {
+		f.placementHow = "fitted: how long prompts arriving while others decode delay them"
+		f.budgetHow = "fitted: the longest step a long prompt's prefill adds to others' inter-token gaps"
+		if best.Engine.Prefill == sim.PrefillDisaggregated {
+			f.budgetHow = "applies to colocated prefill only"
+		}
+	}
+	return best, nil
+}
+
+// objective is the sum over points of squared log errors of TTFT and TPOT P50 (and, where
+// prompts of very different lengths share the batch, ITL P99); +Inf for a profile that
+// cannot serve the points.
+func (f *fitter) objective(p sim.Profile, pts []*Point) float64 {
+	f.evals++
+	if p.Validate() != nil {
+		return math.Inf(1)
+	}
+	var s float64
+	for _, pt := range pts {
+		fig, err := predict(f.ctx, p, pt)
+		if err != nil {
+			return math.Inf(1)
+		}
+		m := pt.Measured
+		s += sq(logRatio(fig.TTFTP50, m.TTFTP50)) + sq(logRatio(fig.TPOTP50, m.TPOTP50))
+		if pt.mixed() {
+			s += 0.5 * sq(logRatio(fig.ITLP99, m.ITLP99))
+		}
+	}
+	return s
+}
+
+func sq(v float64) float64 { return v * v }
+
+// logRatio is ln(pred/meas), 0 when either is not measured.
+func logRatio(pred, meas float64) float64 {
+	if isNaN(pred) || isNaN(meas) || meas <= 0 {
+		return 0
+	}
+	return math.Log(math.Max(pred, 1e-6) / meas)
+}
+
+// mixed says whether the point's prompts differ widely in length: long prompts arriving
+// while short ones decode, which shows how prefill shares the engine.
+func (pt *Point) mixed() bool {
+	r := rangeOf([]Point{*pt}, func(q Request) int { return q.Prompt })
+	return r[1] > 4*max(r[0], 1)
+}
+
+// guess sets the linear model's starting values from closed forms: TTFT at concurrency 1
+// grows with the prompt by prefill_ms_per_token; TPOT grows with the batch.
+func guess(p *sim.Profile, pts []Point) {
+	var xs, ys, cs, ts []float64
+	for i := range pts {
+		pt := &pts[i]
+		if pt.Open || pt.mixed() {
+			continue
+		}
+		if pt.Concurrency == 1 {
+			xs = append(xs, float64(meanPrompt(pt)))
+			ys = append(ys, pt.Measured.TTFTP50)
+		}
+		if !isNaN(pt.Measured.TPOTP50) {
+			cs = append(cs, float64(pt.Concurrency))
+			ts = append(ts, pt.Measured.TPOTP50)
+		}
+	}
+	if a, b, ok := line(xs, ys); ok && b > 0 {
+		p.Cost.PrefillMsPerToken = b
+		if p.Network.RTTMs == 0 {
+			p.Network.RTTMs = math.Max(a, 0)
+		}
+	} else if len(ys) > 0 {
+		p.Cost.PrefillMsPerToken = math.Max(median(ys)/math.Max(median(xs), 1), 1e-5)
+	}
+	if a, b, ok := line(cs, ts); ok && a+b > 0 {
+		p.Cost.DecodeStepMs = a + b
+		p.Cost.DecodeGrowth = math.Max(b/(a+b), 0)
+	} else if len(ts) > 0 {
+		p.Cost.DecodeStepMs, p.Cost.DecodeGrowth = median(ts), 0.01
+	}
+}
+
+// line is the least-squares y = a + b x; ok is false with fewer than two distinct x.
+func line(xs, ys []float64) (a, b float64, ok bool) {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	d := n*sxx - sx*sx
+	if len(xs) < 2 || d <= 1e-12*math.Max(1, sxx*n) {
+		return 0, 0, false
+	}
+	b = (n*sxy - sx*sy) / d
+	return (sy - b*sx) / n, b, true
+}
+
+func meanPrompt(pt *Point) int {
+	s := 0
+	for _, q := range pt.Requests {
+		s += q.Prompt
+	}
+	return s / max(len(pt.Requests), 1)
+}
+
+// holdOut marks the points judged but not fitted on: where there are enough of a kind to
+// leave one out, the one furthest out — the highest concurrency, the longest prompt at
+// concurrency 1, the last mixed point — so the stated error is that of an extrapolation.
+func holdOut(pts []Point) []bool {
+	held := make([]bool, len(pts))
+	mark := func(match func(*Point) bool, key func(*Point) float64) {
+		idx := -1
+		distinct := map[float64]bool{}
+		for i := range pts {
+			if !match(&pts[i]) {
+				continue
+			}
+			k := key(&pts[i])
+			distinct[k] = true
+			if idx < 0 || k >= key(&pts[idx]) {
+				idx = i
+			}
+		}
+		if len(distinct) >= 3 {
+			held[idx] = true
+		}
+	}
+	mark(func(p *Point) bool { return !p.Open && !p.mixed() && p.Concurrency > 1 },
+		func(p *Point) float64 { return float64(p.Concurrency) })
+	mark(func(p *Point) bool { return !p.Open && !p.mixed() && p.Concurrency == 1 },
+		func(p *Point) float64 { return float64(meanPrompt(p)) })
+	n := 0
+	for i := range pts {
+		if pts[i].mixed() {
+			n++
+		}
+	}
+	if n >= 2 {
+		for i := len(pts) - 1; i >= 0; i-- {
+			if pts[i].mixed() {
+				held[i] = true
+				break
+			}
+		}
+	}
+	return held
+}
+
+// errorsOf is the largest absolute relative error of each figure over pts.
+func errorsOf(pts []*Point, pred func(*Point) Figures) Errors {
+	e := Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, Points: len(pts)}
+	worst := func(dst *float64, p, m float64) {
+		if isNaN(p) || isNaN(m) || m <= 0 {
+			return
+		}
+		v := math.Abs(p-m) / m * 100
+		if isNaN(*dst) || v > *dst {
+			*dst = v
+		}
+	}
+	for _, pt := range pts {
+		f, m := pred(pt), pt.Measured
+		worst(&e.TTFTP50, f.TTFTP50, m.TTFTP50)
+		worst(&e.TTFTP99, f.TTFTP99, m.TTFTP99)
+		worst(&e.TPOTP50, f.TPOTP50, m.TPOTP50)
+		worst(&e.TPOTP99, f.TPOTP99, m.TPOTP99)
+	}
+	return e
+}
+
+// overheadOf is the median of the points' server overheads at concurrency 1 (no queueing
+// hides in it there); NaN without server timings.
+func overheadOf(pts []Point) float64 {
+	var xs []float64
+	for i := range pts {
+		if pts[i].Concurrency == 1 && !isNaN(pts[i].ServerOverhead) {
+			xs = append(xs, pts[i].ServerOverhead)
+		}
+	}
+	return median(xs)
+}
+
+// noiseOf is the step noise measured at the lowest concurrency that measured it (where
+// the batch changes least from step to step); 0 when none did.
+func noiseOf(pts []Point) float64 {
+	byC := map[int][]float64{}
+	for i := range pts {
+		if pt := &pts[i]; !pt.Open && !pt.mixed() && !isNaN(pt.Noise) {
+			byC[pt.Concurrency] = append(byC[pt.Concurrency], pt.Noise)
+		}
+	}
+	if len(byC) == 0 {
+		return 0
+	}
+	cs := make([]int, 0, len(byC))
+	for c := range byC {
+		cs = append(cs, c)
+	}
+	sort.Ints(cs)
+	return math.Min(median(byC[cs[0]]), 1)
+}
+
+// runningLimit reads the batch limit from the server's running-requests gauge: the most
+// requests it ever ran at once, provided some level ran that many while others waited
+// throughout (a mean of one or more waiting: a single scrape that caught a request
+// arriving mid-step is not a limit).
+func runningLimit(pts []Point) (int, string) {
+	most, at := 0, -1
+	for i := range pts {
+		if s := pts[i].Server; s != nil && s.Running != nil {
+			if n := int(math.Round(s.Running.Max)); n > most {
+				most, at = n, i
+			}
+		}
+	}
+	if most == 0 {
+		return 0, ""
+	}
+	for i := range pts {
+		s := pts[i].Server
+		if s == nil || s.Running == nil || s.Waiting == nil || s.Waiting.Mean < 1 {
+			continue
+		}
+		if int(math.Round(s.Running.Max)) == most && (pts[i].Open || most < pts[i].Concurrency) {
+			return most, fmt.Sprintf("the server's running-requests gauge (%s /metrics): at most %d ran, in %s, while others waited", s.Family, most, pts[at].Name)
+		}
+	}
+	return 0, ""
+}
+
+// probedConcurrencies are the batch limits worth trying when nothing says which: every
+// whole number up to the most requests probed in flight (a limit between two probed
+// levels shows as the queueing at the higher one), and 256 (vLLM's default) for "no limit
+// seen". Largest first: with equal fits, "no limit below what was seen" is the safer claim.
+func probedConcurrencies(pts []Point) []int {
+	out := []int{256}
+	for c := maxProbed(pts); c >= 1; c-- {
+		if c < 256 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func maxProbed(pts []Point) int {
+	m := 0
+	for i := range pts {
+		m = max(m, pts[i].Concurrency, peakInFlight(&pts[i]))
+	}
+	return m
+}
+
+func minProbed(pts []Point) int {
+	m := 0
+	for i := range pts {
+		if c := pts[i].Concurrency; c > 0 && (m == 0 || c < m) {
+			m = c
+		}
+	}
+	return max(m, 1)
+}
+
+// peakInFlight is an open-loop point's most requests in flight, as the server's running
+// gauge saw them; 0 when it was not scraped.
+func peakInFlight(pt *Point) int {
+	if pt.Server != nil && pt.Server.Running != nil {
+		return int(math.Round(pt.Server.Running.Max))
+	}
+	return 0
+}
+
+func rangeOf(pts []Point, v func(Request) int) [2]int {
+	r := [2]int{math.MaxInt, 0}
+	for i := range pts {
+		for _, q := range pts[i].Requests {
+			r[0], r[1] = min(r[0], v(q)), max(r[1], v(q))
+		}
+	}
+	if r[1] == 0 {
+		return [2]int{}
+	}
+	return r
+}
+
+// describe is a setting list in words, for the console.
+func describe(ss []Setting) string {
+	var b strings.Builder
+	for _, s := range ss {
+		fmt.Fprintf(&b, "  %-28s %-10s %s\n", s.Key, s.Value, s.How)
+	}
+	return b.String()
+}

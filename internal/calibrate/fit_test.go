@@ -1,0 +1,94 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// probeLoad is one synthetic probe point: a closed loop of concurrency c over requests of
+// the given lengths (cycled).
+type probeLoad struct {
+	name      string
+	c, n      int
+	lengths   [][2]int  // prompt, output
+	arrivalMs []float64 // open loop when set
+}
+
+// measure runs the loads on truth (virtual clock) and returns them as probe points, as if
+// a server with that profile had been measured.
+func measure(t *testing.T, truth sim.Profile, loads []probeLoad) []Point {
+	t.Helper()
+	var pts []Point
+	for i, l := range loads {
+		pt := Point{Concurrency: l.c, Open: l.arrivalMs != nil}
+		for k := 0; k < l.n; k++ {
+			q := l.lengths[k%len(l.lengths)]
+			r := Request{Prompt: q[0], Output: q[1]}
+			if pt.Open {
+				r.Arrival = ms(l.arrivalMs[k])
+			}
+			pt.Requests = append(pt.Requests, r)
+		}
+		srv, err := sim.NewVirtual(truth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []record.Record
+		if _, _, err := load.RunVirtual(context.Background(), pt.level(), 0, replay{&pt}, load.WithNetwork(srv, NetworkOf(truth)),
+			func(r *record.Record) { recs = append(recs, *r) }); err != nil {
+			t.Fatal(err)
+		}
+		got, err := newPoint(l.name, "", i, report.Level{Concurrency: l.c}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts = append(pts, got)
+	}
+	return pts
+}
+
+func TestFitRecoversLinearProfile(t *testing.T) {
+	truth, _ := sim.LoadProfile("textbook")
+	truth.Engine.Prefill = sim.PrefillColocated
+	truth.Engine.MaxNumSeqs = 8
+	truth.Engine.MaxBatchedTokens = 1024
+	truth.Cost = sim.CostConfig{Kind: sim.CostLinear, PrefillMsPerToken: 0.05, DecodeStepMs: 6, DecodeGrowth: 0.2}
+	truth.Network.RTTMs = 0.5
+	var loads []probeLoad
+	for _, n := range []int{32, 256, 1024, 2048} {
+		loads = append(loads, probeLoad{name: fmt.Sprintf("prefill-%d", n), c: 1, n: 6, lengths: [][2]int{{n, 16}}})
+	}
+	for _, c := range []int{1, 2, 4, 8, 16} {
+		loads = append(loads, probeLoad{name: fmt.Sprintf("decode-c%d", c), c: c, n: 4 * c, lengths: [][2]int{{32, 64}}})
+	}
+	loads = append(loads, probeLoad{name: "mixed", c: 3, n: 12, lengths: [][2]int{{32, 200}, {32, 200}, {3000, 2}}})
+	pts := measure(t, truth, loads)
+	res, err := Fit(context.Background(), pts, Source{URL: "test"}, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("settings:\n%s", describe(res.Settings))
+	for _, p := range res.Points {
+		t.Logf("%-12s held=%v ttft %.2f/%.2f tpot %.2f/%.2f", p.Name, p.HeldOut, p.Measured.TTFTP50, p.Predicted.TTFTP50, p.Measured.TPOTP50, p.Predicted.TPOTP50)
+	}
+	t.Logf("held out: %+v", res.HeldOut)
+	c := res.Profile.Cost
+	if e := res.Profile.Engine; e.MaxNumSeqs != 8 || e.Prefill != sim.PrefillColocated {
+		t.Errorf("engine %+v, want max_num_seqs 8, colocated", e)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{{"prefill", c.PrefillMsPerToken, 0.05}, {"decode", c.DecodeStepMs, 6}, {"growth", c.DecodeGrowth, 0.2}} {
+		if math.Abs(f.got-f.want)/f.want > 0.03 {
+			t.Errorf("%s = %g, want %g", f.name, f.got, f.want)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// replay is a point's requests as a workload: request i is the i-th measured one, with its
+// arrival when the point was an open loop (replayed as a trace).
+type replay struct{ pt *Point }
+
+func (r replay) Len() int { return len(r.pt.Requests) }
+
+func (r replay) Request(_, i int) workload.Request {
+	q := r.pt.Requests[min(i, len(r.pt.Requests)-1)]
+	return workload.Request{InputTokens: q.Prompt, OutputTokens: max(q.Output, 1), Arrival: q.Arrival, HasArrival: r.pt.Open}
+}
+
+// level is the point's load as load.RunVirtual runs it.
+func (pt *Point) level() load.Level {
+	warm := 0
+	for _, q := range pt.Requests {
+		if q.Warmup {
+			warm++
+		}
+	}
+	l := load.Level{Requests: len(pt.Requests) - warm, Warmup: warm}
+	if pt.Open {
+		l.Rate, l.Arrival = 1, schedule.Arrival{Kind: schedule.Constant} // unused: the trace's arrivals rule
+	} else {
+		l.Concurrency = pt.Concurrency
+	}
+	return l
+}
+
+// predict simulates the point on profile p and returns the figures simulate would report.
+func predict(ctx context.Context, p sim.Profile, pt *Point) (Figures, error) {
+	srv, err := sim.NewVirtual(p)
+	if err != nil {
+		return Figures{}, err
+	}
+	d := newDists()
+	refused := 0
+	var why string
+	sink := func(r *record.Record) {
+		if r.Error != nil && r.Error.Kind == record.KindHTTPStatus {
+			refused++
+			why = r.Error.Message
+		}
+		d.add(r)
+	}
+	if _, _, err := load.RunVirtual(ctx, pt.level(), 0, replay{pt}, load.WithNetwork(srv, NetworkOf(p)), sink); err != nil {
+		return Figures{}, err
+	}
+	if refused > 0 {
+		return Figures{}, fmt.Errorf("%s: the profile refuses %d of its requests (%s)", pt.Name, refused, why)
+	}
+	return d.figures(), nil
+}
+
+// dists hold a point's fitted figures as metrics' own derivations give them (the
+// registry's Samples) in sparse distributions: a full Aggregator's dense counters cost more
+// than the simulation itself, and a fit simulates each point thousands of times.
+type dists struct{ ttft, tpot, itl *metrics.Dist }
+
+var fitted = func() [3]*metrics.Metric {
+	var ms [3]*metrics.Metric
+	for i, k := range []string{metrics.KeyTTFT, metrics.KeyTPOT, metrics.KeyITL} {
+		m, ok := metrics.Lookup(k)
+		if !ok {
+			panic("calibrate: no metric " + k)
+		}
+		ms[i] = m
+	}
+	return ms
+}()
+
+func newDists() *dists {
+	return &dists{metrics.NewSparseDist(), metrics.NewSparseDist(), metrics.NewSparseDist()}
+}
+
+// add takes a measured request's samples: succeeded, not a warm-up (as levels count them).
+func (d *dists) add(r *record.Record) {
+	if r.Error != nil || r.Warmup {
+		return
+	}
+	for i, dst := range []*metrics.Dist{d.ttft, d.tpot, d.itl} {
+		fitted[i].Samples(r, func(num, den int64, w uint64) { dst.AddRatio(num, den, w) })
+	}
+}
+
+func (d *dists) figures() Figures {
+	pc := func(x *metrics.Dist, p float64) float64 {
+		if v, ok := x.Percentile(p); ok {
+			return v
+		}
+		return nan
+	}
+	f := Figures{Completed: int(d.ttft.Count())}
+	f.TTFTP50, f.TTFTP99 = pc(d.ttft, 50), pc(d.ttft, 99)
+	f.TPOTP50, f.TPOTP99 = pc(d.tpot, 50), pc(d.tpot, 99)
+	f.ITLP50, f.ITLP99 = pc(d.itl, 50), pc(d.itl, 99)
+	return f
+}
+
+func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+// NetworkOf is the profile's network (a calibrated profile's; none otherwise) as the
+// virtual driver models it.
+func NetworkOf(p sim.Profile) load.Network {
+	rtt, jitter := p.NetworkDelays()
+	return load.Network{RTT: rtt, Jitter: jitter}
+}

@@ -1,0 +1,63 @@
+package calibrate
+
+import (
+	"math"
+	"sort"
+
+	"github.com/llmbench/llmbench/internal/record"
+)
+
+var nan = math.NaN()
+
+func isNaN(v float64) bool { return v != v }
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n == 0 {
+		return nan
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// stepNoise estimates the coefficient of variation of a level's step times from the
+// spread of each request's one-token gaps about that request's own median gap: the ratio
+// removes what differs between requests (batch, context), and the median absolute
+// deviation of its logarithm ignores the rare long gaps of a prefill sharing the step,
+// which the simulator models itself. For a log-normal factor of log-sd σ,
+// MAD = 0.6745 σ and CV = sqrt(exp(σ²) − 1). NaN with fewer than 50 gaps.
+func stepNoise(recs []record.Record) float64 {
+	var logs []float64
+	var gaps []float64
+	for i := range recs {
+		r := &recs[i]
+		if r.Error != nil || r.Warmup {
+			continue
+		}
+		gaps = gaps[:0]
+		r.Events.EachGap(func(us int64, n int) {
+			if n == 1 && us > 0 {
+				gaps = append(gaps, float64(us))
+			}
+		})
+		if len(gaps) < 8 {
+			continue
+		}
+		m := median(gaps)
+		for _, g := range gaps {
+			logs = append(logs, math.Log(g/m))
+		}
+	}
+	if len(logs) < 50 {
+		return nan
+	}
+	for i, l := range logs {
+		logs[i] = math.Abs(l)
+	}
+	sigma := median(logs) / 0.6745
+	return math.Sqrt(math.Expm1(sigma * sigma))
+}

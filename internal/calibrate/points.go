@@ -1,0 +1,222 @@
+// Package calibrate fits a simulator profile to a real server: from the records of runs
+// made against it (a designed probe, or ladders already run), it finds the cost model,
+// batch limit, chunked-prefill budget, prefill placement, network round trip and step-time
+// noise under which the simulator reproduces what was measured, and states how well the
+// fit predicts probe points it was not fitted on.
+//
+// The simulator itself is the model being fitted: every candidate profile is judged by
+// replaying each probe point's requests through load.RunVirtual and aggregating the
+// records with internal/metrics, exactly as simulate would. Nothing here re-derives a
+// metric.
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/servermetrics"
+)
+
+// Request is one measured request as the engine saw it.
+type Request struct {
+	Prompt, Output int           // tokens: the server's prompt count when it gave one, and output
+	Arrival        time.Duration // scheduled offset from the level's first request (open loop)
+	Warmup         bool
+}
+
+// Point is one probe point: a level of a run folder, its requests and what was measured.
+type Point struct {
+	Name        string // the run folder's base name, and the level's when it has several
+	Dir         string
+	Level       int
+	Concurrency int  // closed loop
+	Open        bool // open loop or trace: Arrival times replayed as measured
+	Requests    []Request
+	Measured    Figures
+	Server      *servermetrics.Summary // the server's /metrics during the level; nil if not scraped
+	// ServerOverhead is the median of TTFT minus the server's own queue and prefill times
+	// (llama.cpp timings, Ollama durations): the network and front end; NaN without them.
+	ServerOverhead float64
+	// SendSpread is, in a closed loop of several, the time in ms between the first and the
+	// last of the requests sent together at the level's start; NaN otherwise.
+	SendSpread float64
+	// Noise is the coefficient of variation of the level's steps, from the spread of each
+	// request's inter-token gaps about its own median; NaN when it has too few.
+	Noise float64
+}
+
+// Figures are the latencies a point is fitted and judged on, in ms (NaN: not measured).
+type Figures struct {
+	TTFTP50, TTFTP99, TPOTP50, TPOTP99, ITLP50, ITLP99 float64
+	Completed                                          int
+}
+
+// Source is what a set of run folders says about the server they measured.
+type Source struct {
+	URL, API, Model string
+	Dirs            []string
+}
+
+// Load reads the probe points of run folders: every level of each, with its records.
+// A folder that is not a run, a level with failed requests or one with no completed
+// request is an error naming it: a fit to a server that erred would fit the errors.
+func Load(dirs []string) ([]Point, Source, error) {
+	var pts []Point
+	var src Source
+	var errs []error
+	for _, dir := range dirs {
+		p, s, err := loadDir(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if src.URL == "" {
+			src.URL, src.API, src.Model = s.URL, s.API, s.Model
+		} else if s.URL != src.URL || s.Model != src.Model {
+			errs = append(errs, fmt.Errorf("%s: measured %s (model %q), not %s (model %q) as %s: fit one server at a time", dir, s.URL, s.Model, src.URL, src.Model, src.Dirs[0]))
+			continue
+		}
+		src.Dirs = append(src.Dirs, dir)
+		pts = append(pts, p...)
+	}
+	if len(errs) > 0 {
+		return nil, src, errors.Join(errs...)
+	}
+	if len(pts) == 0 {
+		return nil, src, errors.New("no probe points: name run folders (llmbench run --output-dir DIR) or give --url")
+	}
+	return pts, src, nil
+}
+
+func loadDir(dir string) ([]Point, report.Target, error) {
+	f, err := os.Open(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, report.Target{}, fmt.Errorf("%s: not a run folder (%w)", dir, err)
+	}
+	sum, err := report.ReadJSON(f)
+	f.Close()
+	if err != nil {
+		return nil, report.Target{}, fmt.Errorf("%s: %w", dir, err)
+	}
+	if sum.Target.URL == "" {
+		return nil, sum.Target, fmt.Errorf("%s: a simulate run, not one against a server: calibrate fits live runs (llmbench run --url)", dir)
+	}
+	path, err := record.Find(dir)
+	if err != nil {
+		return nil, sum.Target, err
+	}
+	byLevel := map[int][]record.Record{}
+	err = eachRecord(path, func(r *record.Record) error {
+		byLevel[r.Level] = append(byLevel[r.Level], *r)
+		return nil
+	})
+	if err != nil {
+		return nil, sum.Target, fmt.Errorf("%s: %w", path, err)
+	}
+	var pts []Point
+	var errs []error
+	for i, l := range sum.Levels {
+		recs := byLevel[i]
+		name := filepath.Base(filepath.Clean(dir))
+		if len(sum.Levels) > 1 {
+			name += "/" + l.Name
+		}
+		pt, err := newPoint(name, dir, i, l, recs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		pts = append(pts, pt)
+	}
+	return pts, sum.Target, errors.Join(errs...)
+}
+
+func eachRecord(path string, f func(*record.Record) error) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	return record.Each(fh, f)
+}
+
+func newPoint(name, dir string, idx int, l report.Level, recs []record.Record) (Point, error) {
+	pt := Point{Name: name, Dir: dir, Level: idx, Concurrency: l.Concurrency, Open: l.Concurrency == 0, Server: l.Server}
+	failed := 0
+	var first *record.Record
+	for i := range recs {
+		if r := &recs[i]; r.Error != nil && r.Error.Kind != record.KindCanceled {
+			failed++
+			if first == nil {
+				first = r
+			}
+		}
+	}
+	if failed > 0 {
+		return pt, fmt.Errorf("%d of %d requests failed (%s: %s): a fit needs a server that answers every probe request; fix the server or lower the load", failed, len(recs), first.Error.Kind, first.Error.Message)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Index < recs[j].Index })
+	var t0 time.Duration = -1
+	for i := range recs {
+		if t0 < 0 || recs[i].Scheduled < t0 {
+			t0 = recs[i].Scheduled
+		}
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.Error != nil { // cut off by the run's end: not sent to the engine in full
+			continue
+		}
+		p := r.InputTokens
+		if r.ServerPromptTokens > 0 {
+			p = r.ServerPromptTokens
+		}
+		pt.Requests = append(pt.Requests, Request{Prompt: p, Output: r.OutputTokens, Arrival: r.Scheduled - t0, Warmup: r.Warmup})
+	}
+	d := newDists()
+	for i := range recs {
+		d.add(&recs[i])
+	}
+	pt.Measured = d.figures()
+	if pt.Measured.Completed == 0 {
+		return pt, errors.New("no request completed")
+	}
+	if isNaN(pt.Measured.TTFTP50) {
+		return pt, errors.New("no TTFT measured (an unstreamed run?): calibrate needs streamed generation requests")
+	}
+	pt.ServerOverhead = serverOverhead(recs)
+	pt.SendSpread = nan
+	if pt.Concurrency > 1 && len(recs) >= pt.Concurrency {
+		lo, hi := recs[0].Sent, recs[0].Sent
+		for _, r := range recs[:pt.Concurrency] { // the first slot-fulls, by index
+			lo, hi = min(lo, r.Sent), max(hi, r.Sent)
+		}
+		pt.SendSpread = float64(hi-lo) / float64(time.Millisecond)
+	}
+	pt.Noise = stepNoise(recs)
+	return pt, nil
+}
+
+// serverOverhead is the median over requests of TTFT minus the server's queue and prefill
+// times: what the network and the server's front end add before the engine's first token.
+func serverOverhead(recs []record.Record) float64 {
+	var xs []float64
+	for i := range recs {
+		r := &recs[i]
+		ft, ok := r.FirstToken()
+		if r.Error != nil || r.Warmup || !ok || r.Server == nil || r.Server.Prefill <= 0 {
+			continue
+		}
+		xs = append(xs, float64(ft-r.Sent-r.Server.Prefill-r.Server.Queue)/float64(time.Millisecond))
+	}
+	if len(xs) < 3 {
+		return nan
+	}
+	return median(xs)
+}

@@ -1,0 +1,241 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// ProbeConfig bounds the probe.
+type ProbeConfig struct {
+	// MaxConcurrency caps the requests in flight; 0 goes as high as seeing the batch limit
+	// needs (twice the published slots, or until requests queue), at most DefaultMaxConcurrency.
+	MaxConcurrency int
+	// MaxInputTokens is the longest prompt sent; 0 is DefaultMaxInputTokens, or what the
+	// server's context leaves when it publishes one.
+	MaxInputTokens int
+	Server         Published
+}
+
+// Probe limits.
+const (
+	DefaultMaxConcurrency = 256
+	DefaultMaxInputTokens = 4096
+	prefillOutput         = 16 // tokens after each prefill probe's prompt: TPOT at concurrency 1 against context
+	decodePrompt          = 32
+	decodeOutput          = 64
+	mixedLong             = 4 // long prompts in the mixed phase
+)
+
+// Validate reports every problem at once.
+func (c ProbeConfig) Validate() error {
+	var errs []error
+	if c.MaxConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("--max-concurrency %d: must be positive (0: as high as the batch limit needs)", c.MaxConcurrency))
+	}
+	if c.MaxInputTokens < 0 || (c.MaxInputTokens > 0 && c.MaxInputTokens < 64) {
+		errs = append(errs, fmt.Errorf("--max-input-tokens %d: must be at least 64 (0: %d or what the server's context leaves)", c.MaxInputTokens, DefaultMaxInputTokens))
+	}
+	return errors.Join(errs...)
+}
+
+// Step is one probe run: a closed loop of Concurrency over fixed lengths, or (Trace set)
+// a replay of the mixed phase's arrivals.
+type Step struct {
+	Name                      string
+	Phase                     string // prefill, decode or mixed
+	Concurrency, Requests     int
+	InputTokens, OutputTokens int
+	Trace                     []TraceRow
+}
+
+// TraceRow is one request of the mixed phase (a Mooncake trace row).
+type TraceRow struct {
+	At            time.Duration
+	Input, Output int
+}
+
+// Prober designs the probe a step at a time: each step may depend on what the earlier
+// ones measured (how high the decode ladder must go, when the mixed phase's long prompts
+// should arrive).
+type Prober struct {
+	cfg      ProbeConfig
+	maxConc  int
+	maxIn    int
+	prefills []int
+	done     []Point
+	phase    int // 0 prefill, 1 decode, 2 mixed, 3 done
+	i        int
+	nextC    int
+	queued   bool
+}
+
+// NewProber plans a probe within cfg.
+func NewProber(cfg ProbeConfig) (*Prober, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Prober{cfg: cfg, nextC: 1}
+	p.maxConc = cfg.MaxConcurrency
+	if p.maxConc == 0 {
+		p.maxConc = DefaultMaxConcurrency
+		if s := cfg.Server.Slots; s > 0 {
+			p.maxConc = min(p.maxConc, 2*s)
+		}
+	}
+	p.maxIn = cfg.MaxInputTokens
+	if p.maxIn == 0 {
+		p.maxIn = DefaultMaxInputTokens
+		if s, n := cfg.Server.Slots, cfg.Server.ContextTokens; s > 0 && n > 0 {
+			// Each slot holds its own context (llama.cpp): a prompt and its output fit one.
+			p.maxIn = min(p.maxIn, n/s-prefillOutput-8)
+		}
+	}
+	if p.maxIn < 64 {
+		return nil, fmt.Errorf("the server's context (%d tokens over %d slots) leaves no room for a 64-token prompt: start it with a larger context", cfg.Server.ContextTokens, cfg.Server.Slots)
+	}
+	for _, n := range []int{32, 128, 512, 1024, 2048, 4096, 8192, 16384, 32768} {
+		if n <= p.maxIn {
+			p.prefills = append(p.prefills, n)
+		}
+	}
+	if last := p.prefills[len(p.prefills)-1]; p.maxIn >= last*3/2 {
+		p.prefills = append(p.prefills, p.maxIn)
+	}
+	return p, nil
+}
+
+// Done records the point a step measured.
+func (p *Prober) Done(pt Point) { p.done = append(p.done, pt) }
+
+// Next is the next step; ok is false when the probe is complete.
+func (p *Prober) Next() (Step, bool) {
+	for {
+		switch p.phase {
+		case 0:
+			if p.i < len(p.prefills) {
+				n := p.prefills[p.i]
+				p.i++
+				return Step{Name: fmt.Sprintf("prefill-%d", n), Phase: "prefill", Concurrency: 1, Requests: 6, InputTokens: n, OutputTokens: prefillOutput}, true
+			}
+			p.phase = 1
+		case 1:
+			if last, ok := p.lastDecode(); ok && p.queueing(last) {
+				p.queued = true
+			}
+			if p.nextC <= p.maxConc && !p.queued {
+				c := p.nextC
+				p.nextC *= 2
+				if p.nextC > p.maxConc && c < p.maxConc {
+					p.nextC = p.maxConc // the cap itself is probed
+				}
+				return Step{Name: fmt.Sprintf("decode-c%d", c), Phase: "decode", Concurrency: c, Requests: max(4*c, 8), InputTokens: decodePrompt, OutputTokens: decodeOutput}, true
+			}
+			p.phase = 2
+		case 2:
+			p.phase = 3
+			if s, ok := p.mixed(); ok {
+				return s, true
+			}
+		default:
+			return Step{}, false
+		}
+	}
+}
+
+func (p *Prober) lastDecode() (*Point, bool) {
+	for i := len(p.done) - 1; i >= 0; i-- {
+		if p.done[i].Phase() == "decode" {
+			return &p.done[i], true
+		}
+	}
+	return nil, false
+}
+
+// queueing says whether requests waited for a slot at the point: the server's gauges say
+// so, or TTFT grew by more than a quarter of a request's decoding over the level before.
+func (p *Prober) queueing(pt *Point) bool {
+	if s := pt.Server; s != nil && s.Waiting != nil && s.Waiting.Max >= 1 {
+		return true
+	}
+	var prev *Point
+	for i := range p.done {
+		if d := &p.done[i]; d.Phase() == "decode" && d.Concurrency < pt.Concurrency {
+			prev = d
+		}
+	}
+	if prev == nil {
+		return false
+	}
+	return pt.Measured.TTFTP50-prev.Measured.TTFTP50 > decodeOutput/4*prev.Measured.TPOTP50
+}
+
+// mixed designs the mixed phase from what was measured: k short prompts decoding long
+// outputs from t = 0 while mixedLong long prompts arrive one after another, spaced so
+// that each prefill ends before the next arrives and all land while the k decode.
+func (p *Prober) mixed() (Step, bool) {
+	k := min(p.maxConc-1, 3)
+	if s := p.cfg.Server.Slots; s > 1 {
+		k = min(k, s-1)
+	}
+	if k < 1 {
+		return Step{}, false
+	}
+	long := min(p.maxIn, 2048)
+	tpot, ttft := nan, nan
+	for i := range p.done {
+		d := &p.done[i]
+		if d.Phase() == "decode" && d.Concurrency <= k+1 {
+			tpot = d.Measured.TPOTP50
+		}
+		if d.Phase() == "prefill" && meanPrompt(d) <= long {
+			ttft = d.Measured.TTFTP50
+		}
+	}
+	if isNaN(tpot) || isNaN(ttft) || tpot <= 0 {
+		return Step{}, false
+	}
+	out := int(math.Ceil(float64(mixedLong+1) * 1.5 * ttft / tpot))
+	out = min(max(out, 256), 2048)
+	spacing := time.Duration(float64(out) * tpot / float64(mixedLong+1) * float64(time.Millisecond))
+	s := Step{Name: "mixed", Phase: "mixed"}
+	for range k {
+		s.Trace = append(s.Trace, TraceRow{At: 0, Input: decodePrompt, Output: out})
+	}
+	for j := range mixedLong {
+		s.Trace = append(s.Trace, TraceRow{At: spacing/2 + time.Duration(j)*spacing, Input: long, Output: 2})
+	}
+	s.Requests = len(s.Trace)
+	return s, true
+}
+
+// Phase is the probe phase a point came from, by its run folder's name ("" for a run
+// that is not a probe's).
+// calibrate --url names them NN-phase-...; a level of a ladder is named folder/level.
+func (pt *Point) Phase() string {
+	name := pt.Name
+	if i := strings.IndexByte(name, '-'); i > 0 && strings.Trim(name[:i], "0123456789") == "" {
+		name = name[i+1:]
+	}
+	for _, ph := range []string{"prefill", "decode", "mixed"} {
+		if strings.HasPrefix(name, ph) && !strings.Contains(name, "/") {
+			return ph
+		}
+	}
+	return ""
+}
+
+// WriteTrace writes rows as a Mooncake trace (JSON lines of timestamp in ms, input_length,
+// output_length), the format run --dataset mooncake:PATH replays.
+func WriteTrace(w io.Writer, rows []TraceRow) error {
+	for _, r := range rows {
+		if _, err := fmt.Fprintf(w, "{\"timestamp\": %.3f, \"input_length\": %d, \"output_length\": %d}\n",
+			float64(r.At)/float64(time.Millisecond), r.Input, r.Output); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,298 @@
+package calibrate
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+)
+
+// Schema names calibration.json's format.
+const Schema = "llmbench.calibration/v1"
+
+type jsonReport struct {
+	Schema    string      `json:"schema"`
+	Version   string      `json:"llmbench_version"`
+	Profile   string      `json:"profile"`
+	Source    jsonSource  `json:"source"`
+	Settings  []jsonSet   `json:"settings"`
+	HeldOut   jsonErrors  `json:"held_out_error_pct"`
+	InSample  jsonErrors  `json:"in_sample_error_pct"`
+	Points    []jsonPoint `json:"points"`
+	Predicted string      `json:"predicted"`
+}
+
+type jsonSource struct {
+	URL   string   `json:"url"`
+	API   string   `json:"api"`
+	Model string   `json:"model"`
+	Dirs  []string `json:"dirs"`
+}
+
+type jsonSet struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	How   string `json:"how"`
+}
+
+type jsonErrors struct {
+	TTFTP50 *float64 `json:"ttft_p50"`
+	TTFTP99 *float64 `json:"ttft_p99"`
+	TPOTP50 *float64 `json:"tpot_p50"`
+	TPOTP99 *float64 `json:"tpot_p99"`
+	Points  int      `json:"points"`
+}
+
+type jsonFigures struct {
+	TTFTP50 *float64 `json:"ttft_p50_ms"`
+	TTFTP99 *float64 `json:"ttft_p99_ms"`
+	TPOTP50 *float64 `json:"tpot_p50_ms"`
+	TPOTP99 *float64 `json:"tpot_p99_ms"`
+	ITLP50  *float64 `json:"itl_p50_ms"`
+	ITLP99  *float64 `json:"itl_p99_ms"`
+}
+
+type jsonPoint struct {
+	Name         string       `json:"name"`
+	Dir          string       `json:"dir"`
+	Level        int          `json:"level"`
+	Phase        string       `json:"phase,omitempty"`
+	Concurrency  int          `json:"concurrency,omitempty"`
+	Open         bool         `json:"open_loop,omitempty"`
+	Requests     int          `json:"requests"`
+	PromptTokens [2]int       `json:"prompt_tokens"`
+	OutputTokens [2]int       `json:"output_tokens"`
+	HeldOut      bool         `json:"held_out"`
+	Measured     jsonFigures  `json:"measured"`
+	Predicted    jsonFigures  `json:"predicted"`
+	Validation   *jsonFigures `json:"held_out_prediction"`
+	ErrorPct     jsonFigures  `json:"error_pct"`
+}
+
+func opt(v float64) *float64 {
+	if isNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	r := math.Round(v*1000) / 1000
+	return &r
+}
+
+func jsonFigs(f Figures) jsonFigures {
+	return jsonFigures{opt(f.TTFTP50), opt(f.TTFTP99), opt(f.TPOTP50), opt(f.TPOTP99), opt(f.ITLP50), opt(f.ITLP99)}
+}
+
+func jsonErrs(e Errors) jsonErrors {
+	return jsonErrors{opt(e.TTFTP50), opt(e.TTFTP99), opt(e.TPOTP50), opt(e.TPOTP99), e.Points}
+}
+
+func pct(pred, meas float64) float64 {
+	if isNaN(pred) || isNaN(meas) || meas <= 0 {
+		return nan
+	}
+	return (pred - meas) / meas * 100
+}
+
+func errFigs(p, m Figures) Figures {
+	return Figures{TTFTP50: pct(p.TTFTP50, m.TTFTP50), TTFTP99: pct(p.TTFTP99, m.TTFTP99), TPOTP50: pct(p.TPOTP50, m.TPOTP50),
+		TPOTP99: pct(p.TPOTP99, m.TPOTP99), ITLP50: pct(p.ITLP50, m.ITLP50), ITLP99: pct(p.ITLP99, m.ITLP99)}
+}
+
+// WriteJSON writes calibration.json: the fit's settings and where each came from, and
+// every probe point measured against predicted.
+func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
+	out := jsonReport{Schema: Schema, Version: version, Profile: profilePath,
+		Source:  jsonSource{URL: r.Source.URL, API: r.Source.API, Model: r.Source.Model, Dirs: r.Source.Dirs},
+		HeldOut: jsonErrs(r.HeldOut), InSample: jsonErrs(r.InSample),
+		Predicted: "each point's requests replayed through the fitted profile on simulate's virtual clock (step noise on); " +
+			"held_out_prediction is the fit made without the held-out points"}
+	for _, s := range r.Settings {
+		out.Settings = append(out.Settings, jsonSet(s))
+	}
+	for _, p := range r.Points {
+		jp := jsonPoint{Name: p.Name, Dir: p.Dir, Level: p.Level, Phase: p.Phase(), Concurrency: p.Concurrency, Open: p.Open,
+			Requests: len(p.Requests), HeldOut: p.HeldOut, Measured: jsonFigs(p.Measured), Predicted: jsonFigs(p.Predicted),
+			PromptTokens: rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt }),
+			OutputTokens: rangeOf([]Point{p.Point}, func(q Request) int { return q.Output })}
+		jp.ErrorPct = jsonFigs(errFigs(p.Predicted, p.Measured))
+		if p.HeldOut {
+			v := jsonFigs(p.Validation)
+			jp.Validation = &v
+		}
+		out.Points = append(out.Points, jp)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func fmtMs(v float64) string {
+	if isNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func fmtPct(v float64) string {
+	if isNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%+.1f%%", v)
+}
+
+// Console prints the fit: each point measured against predicted, the settings and where
+// each came from, and the held-out error.
+func (r *Result) Console(w io.Writer) {
+	fmt.Fprintf(w, "\nCalibration of %s (model %s): %d probe points\n\n", r.Source.URL, r.Source.Model, len(r.Points))
+	fmt.Fprintf(w, "%-22s %6s %12s  %17s %8s  %17s %8s\n", "point", "conc", "prompt", "TTFT P50 meas/pred", "error", "TPOT P50 meas/pred", "error")
+	for _, p := range r.Points {
+		name := p.Name
+		if p.HeldOut {
+			name += " *"
+		}
+		pr := rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt })
+		prompt := fmt.Sprint(pr[0])
+		if pr[1] != pr[0] {
+			prompt = fmt.Sprintf("%d–%d", pr[0], pr[1])
+		}
+		conc := fmt.Sprint(p.Concurrency)
+		if p.Open {
+			conc = "open"
+		}
+		pred := p.Predicted
+		if p.HeldOut {
+			pred = p.Validation
+		}
+		fmt.Fprintf(w, "%-22s %6s %12s  %8s/%-8s %8s  %8s/%-8s %8s\n", name, conc, prompt,
+			fmtMs(p.Measured.TTFTP50), fmtMs(pred.TTFTP50), fmtPct(pct(pred.TTFTP50, p.Measured.TTFTP50)),
+			fmtMs(p.Measured.TPOTP50), fmtMs(pred.TPOTP50), fmtPct(pct(pred.TPOTP50, p.Measured.TPOTP50)))
+	}
+	fmt.Fprintf(w, "(* held out: predicted by the fit made without it)\n\nFitted settings:\n%s", describe(r.Settings))
+	e := r.HeldOut
+	if e.Points == 0 {
+		fmt.Fprintln(w, "\nHeld-out error: not measured (too few probe points of a kind to leave one out)")
+	} else {
+		fmt.Fprintf(w, "\nHeld-out error (fitted without %d points, judged on them; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s\n",
+			e.Points, fmtAbs(e.TTFTP50), fmtAbs(e.TTFTP99), fmtAbs(e.TPOTP50), fmtAbs(e.TPOTP99))
+	}
+	i := r.InSample
+	fmt.Fprintf(w, "In-sample error (the profile written, every point; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s\n",
+		fmtAbs(i.TTFTP50), fmtAbs(i.TTFTP99), fmtAbs(i.TPOTP50), fmtAbs(i.TPOTP99))
+}
+
+func fmtAbs(v float64) string {
+	if isNaN(v) {
+		return "not measured"
+	}
+	return fmt.Sprintf("%.1f%%", v)
+}
+
+// WriteHTML writes calibration.html: measured against predicted per probe point, as
+// charts and a table, self-contained like report.html.
+func (r *Result) WriteHTML(w io.Writer, title string) error {
+	type row struct {
+		Name, Phase, Conc, Prompt string
+		HeldOut                   bool
+		Cells                     []string
+	}
+	var rows []row
+	var ttft, tpot [][2]float64 // measured, predicted
+	for _, p := range r.Points {
+		pred := p.Predicted
+		if p.HeldOut {
+			pred = p.Validation
+		}
+		pr := rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt })
+		conc := fmt.Sprint(p.Concurrency)
+		if p.Open {
+			conc = "open loop"
+		}
+		m := p.Measured
+		rows = append(rows, row{Name: p.Name, Phase: p.Phase(), Conc: conc, Prompt: fmt.Sprintf("%d–%d", pr[0], pr[1]), HeldOut: p.HeldOut,
+			Cells: []string{fmtMs(m.TTFTP50), fmtMs(pred.TTFTP50), fmtPct(pct(pred.TTFTP50, m.TTFTP50)),
+				fmtMs(m.TTFTP99), fmtMs(pred.TTFTP99), fmtPct(pct(pred.TTFTP99, m.TTFTP99)),
+				fmtMs(m.TPOTP50), fmtMs(pred.TPOTP50), fmtPct(pct(pred.TPOTP50, m.TPOTP50)),
+				fmtMs(m.TPOTP99), fmtMs(pred.TPOTP99), fmtPct(pct(pred.TPOTP99, m.TPOTP99))}})
+		if !isNaN(m.TTFTP50) && !isNaN(pred.TTFTP50) {
+			ttft = append(ttft, [2]float64{m.TTFTP50, pred.TTFTP50})
+		}
+		if !isNaN(m.TPOTP50) && !isNaN(pred.TPOTP50) {
+			tpot = append(tpot, [2]float64{m.TPOTP50, pred.TPOTP50})
+		}
+	}
+	var sets []jsonSet
+	for _, s := range r.Settings {
+		sets = append(sets, jsonSet(s))
+	}
+	return htmlPage.Execute(w, map[string]any{
+		"Title": title, "Source": r.Source, "Rows": rows, "Settings": sets,
+		"TTFT": template.HTML(scatter("TTFT P50 (ms)", ttft)), "TPOT": template.HTML(scatter("TPOT P50 (ms)", tpot)),
+		"HeldOut": r.HeldOut, "Fmt": fmtAbs,
+	})
+}
+
+// scatter draws measured (x) against predicted (y) on log axes with the diagonal and
+// ±5% lines, as inline SVG.
+func scatter(label string, pts [][2]float64) string {
+	if len(pts) == 0 {
+		return "<p>No points.</p>"
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		for _, v := range p {
+			if v > 0 {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+	}
+	lo, hi = math.Log10(lo)-0.1, math.Log10(hi)+0.1
+	const size, pad = 320.0, 40.0
+	pos := func(v float64) float64 { return pad + (math.Log10(math.Max(v, 1e-9))-lo)/(hi-lo)*(size-2*pad) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="%s: measured against predicted">`, size, size, size, size, label)
+	fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#999"/>`, pad, pad, size-2*pad, size-2*pad)
+	for _, k := range []float64{1, 1.05, 0.95} {
+		dash := ""
+		if k != 1 {
+			dash = ` stroke-dasharray="3,3"`
+		}
+		x0, x1 := math.Pow(10, lo), math.Pow(10, hi)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#bbb"%s/>`, pos(x0), size-pos(x0*k), pos(x1), size-pos(x1*k), dash)
+	}
+	for _, p := range pts {
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="#2a6fdb"><title>measured %.2f ms, predicted %.2f ms (%s)</title></circle>`,
+			pos(p[0]), size-pos(p[1]), p[0], p[1], fmtPct(pct(p[1], p[0])))
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle" font-size="12">measured %s</text>`, size/2, size-8, label)
+	fmt.Fprintf(&b, `<text x="12" y="%.0f" text-anchor="middle" font-size="12" transform="rotate(-90 12 %.0f)">predicted</text>`, size/2, size/2)
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+var htmlPage = template.Must(template.New("calibration").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}tr.held td{background:#fff8e0}
+.charts{display:flex;gap:2em;flex-wrap:wrap}
+</style></head><body>
+<h1>{{.Title}}</h1>
+<p>Server {{.Source.URL}}, model {{.Source.Model}}. Each probe point's requests were replayed through the fitted profile on
+simulate's virtual clock; held-out points (shaded) are predicted by the fit made without them.</p>
+<p><b>Held-out error</b> (largest over {{.HeldOut.Points}} points): TTFT P50 {{call .Fmt .HeldOut.TTFTP50}}, P99 {{call .Fmt .HeldOut.TTFTP99}};
+TPOT P50 {{call .Fmt .HeldOut.TPOTP50}}, P99 {{call .Fmt .HeldOut.TPOTP99}}.</p>
+<div class="charts"><div><h2>TTFT P50</h2>{{.TTFT}}</div><div><h2>TPOT P50</h2>{{.TPOT}}</div></div>
+<h2>Probe points</h2>
+<table><tr><th>point</th><th>phase</th><th>concurrency</th><th>prompt tokens</th>
+<th>TTFT P50 measured</th><th>predicted</th><th>residual</th><th>TTFT P99 measured</th><th>predicted</th><th>residual</th>
+<th>TPOT P50 measured</th><th>predicted</th><th>residual</th><th>TPOT P99 measured</th><th>predicted</th><th>residual</th></tr>
+{{range .Rows}}<tr{{if .HeldOut}} class="held"{{end}}><td>{{.Name}}</td><td>{{.Phase}}</td><td>{{.Conc}}</td><td>{{.Prompt}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+<h2>Fitted settings</h2>
+<table><tr><th>profile key</th><th>value</th><th>from</th></tr>
+{{range .Settings}}<tr><td>{{.Key}}</td><td>{{.Value}}</td><td style="text-align:left">{{.How}}</td></tr>
+{{end}}</table>
+</body></html>
+`))

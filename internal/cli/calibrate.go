@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/report"
+)
+
+// calibrateFlags are calibrate's flags as typed.
+type calibrateFlags struct {
+	url, api, model, apiKey, apiKeyFile, tokenizer string
+	headers                                        []string
+	maxConcurrency, maxInputTokens, maxNumSeqs     int
+	output                                         string
+	seed                                           int64
+	overwrite, quiet                               bool
+	changed                                        func(name string) bool
+}
+
+func newCalibrateCmd(stdio Stdio) *cobra.Command {
+	var f calibrateFlags
+	cmd := &cobra.Command{
+		Use:   "calibrate (--url URL | DIR...) --output FILE.yaml",
+		Short: "Fit the simulator to a real server: a profile that predicts the loads nobody ran",
+		Long: `calibrate fits a simulator profile to a server. With --url it runs a designed probe (prefill at
+concurrency 1 over prompt lengths, decode over a ladder of concurrencies, and long prompts
+arriving while others decode), each step an ordinary run folder under FILE.probe/; with run
+folders instead it fits what they measured. The fit finds the linear cost model, the batch
+limit (max_num_seqs: from the server's /props or running-requests gauge, --max-num-seqs, or
+where requests start to queue), the chunked-prefill budget, the prefill placement, the
+network round trip (apart from the engine's steps) and the step-time noise (for P99s), by
+replaying every probe point through the simulator. It writes FILE.yaml (a profile that
+simulate --sim and serve --sim accept), FILE.calibration.json and FILE.calibration.html, and
+states the prediction error on probe points held out of the fit.`,
+		Example: `  llmbench calibrate --url http://127.0.0.1:8080 --output llama.yaml
+  llmbench calibrate --url http://127.0.0.1:11434 --max-num-seqs 2 --max-concurrency 2 --output ollama.yaml
+  llmbench calibrate llmbench-results/ladder-1 llmbench-results/ladder-2 --output fitted.yaml
+  llmbench simulate --sim llama.yaml --concurrency 4,8 --input-tokens 512 --output-tokens 128`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			f.changed = func(name string) bool { return cmd.Flags().Changed(name) }
+			return runCalibrate(cmd.Context(), stdio, &f, dirs)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.url, "url", "", "probe this server (base URL, e.g. http://127.0.0.1:8080); without it, fit the run folders given")
+	fs.StringVar(&f.api, "api", "openai-chat", "API to probe with: "+strings.Join(client.APIs(), ", "))
+	fs.StringVar(&f.model, "model", "", "model name (default: the first id from /v1/models)")
+	fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
+	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
+	fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
+	fs.StringVar(&f.tokenizer, "tokenizer", "o200k_base", "tokenizer for the probe's prompt lengths (the fit uses the server's usage.prompt_tokens where it reports them)")
+	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "cap on the probe's requests in flight (default: as high as seeing the batch limit needs, at most 256)")
+	fs.IntVar(&f.maxInputTokens, "max-input-tokens", 0, "longest prompt the probe sends (default 4096, or what the server's published context leaves)")
+	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "the server's batch limit, when it publishes none and the probe may not reach it (Ollama: OLLAMA_NUM_PARALLEL)")
+	fs.StringVar(&f.output, "output", "", "the profile to write, FILE.yaml (with FILE.calibration.json and FILE.calibration.html beside it)")
+	fs.Int64Var(&f.seed, "seed", 1, "seed for the probe's prompts and the profile")
+	fs.BoolVar(&f.overwrite, "overwrite", false, "replace FILE.yaml, its reports and FILE.probe/ if they exist")
+	fs.BoolVar(&f.quiet, "quiet", false, "print only the fit, not each probe step")
+	return cmd
+}
+
+// Validate reports every problem with the flags at once.
+func (f *calibrateFlags) Validate(dirs []string) error {
+	var errs []error
+	switch {
+	case f.url == "" && len(dirs) == 0:
+		errs = append(errs, errors.New("give --url URL to probe a server, or run folders to fit"))
+	case f.url != "" && len(dirs) > 0:
+		errs = append(errs, fmt.Errorf("give --url or run folders, not both (got --url and %d folders)", len(dirs)))
+	}
+	if f.output == "" {
+		errs = append(errs, errors.New("--output FILE.yaml is required"))
+	} else if ext := filepath.Ext(f.output); ext != ".yaml" && ext != ".yml" {
+		errs = append(errs, fmt.Errorf("--output %s: name a .yaml file (the profile)", f.output))
+	}
+	if f.url == "" {
+		for _, name := range []string{"max-concurrency", "max-input-tokens", "api", "model", "api-key", "api-key-file", "header", "tokenizer"} {
+			if f.changed != nil && f.changed(name) {
+				errs = append(errs, fmt.Errorf("--%s applies to probing a server (--url), not to fitting run folders", name))
+			}
+		}
+	}
+	pc := calibrate.ProbeConfig{MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens}
+	if err := pc.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if f.maxNumSeqs < 0 {
+		errs = append(errs, fmt.Errorf("--max-num-seqs %d: must be positive", f.maxNumSeqs))
+	}
+	return errors.Join(errs...)
+}
+
+// outputs are the files a calibration writes.
+func (f *calibrateFlags) outputs() (profile, js, html, probe string) {
+	base := strings.TrimSuffix(f.output, filepath.Ext(f.output))
+	return f.output, base + ".calibration.json", base + ".calibration.html", base + ".probe"
+}
+
+func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []string) error {
+	if err := f.Validate(dirs); err != nil {
+		return usageError(err)
+	}
+	profile, jsPath, htmlPath, probeDir := f.outputs()
+	if !f.overwrite {
+		for _, p := range []string{profile, jsPath, htmlPath} {
+			if _, err := os.Stat(p); err == nil {
+				return usageError(fmt.Errorf("%s exists: choose another --output, or --overwrite to replace it", p))
+			}
+		}
+		if _, err := os.Stat(probeDir); err == nil && f.url != "" {
+			return usageError(fmt.Errorf("%s exists (an earlier probe): choose another --output, fit it with 'llmbench calibrate %s/* --output ...', or --overwrite", probeDir, probeDir))
+		}
+	}
+	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, Seed: f.seed}
+	if !f.quiet {
+		opts.Progress = func(s string) { fmt.Fprintf(stdio.Out, "  %s\n", s) }
+	}
+	if f.url != "" {
+		var err error
+		if dirs, opts.Server, err = probe(ctx, stdio, f, probeDir); err != nil {
+			return err
+		}
+	}
+	pts, src, err := calibrate.Load(dirs)
+	if err != nil {
+		return withCode(ExitFailure, err)
+	}
+	if !f.quiet {
+		fmt.Fprintf(stdio.Out, "Fitting %d probe points from %d run folders\n", len(pts), len(dirs))
+	}
+	res, err := calibrate.Fit(ctx, pts, src, opts)
+	if err != nil {
+		return withCode(ExitFailure, err)
+	}
+	header := fmt.Sprintf("Fitted by llmbench %s calibrate to %s (model %s) on %s.\nllmbench simulate --sim %s ... predicts it; %s says how well.",
+		Version, src.URL, src.Model, time.Now().UTC().Format(time.DateOnly), profile, filepath.Base(jsPath))
+	errs := []error{
+		report.WriteFileAtomic(profile, func(w io.Writer) error { _, err := w.Write(res.Profile.YAML(header)); return err }),
+		report.WriteFileAtomic(jsPath, func(w io.Writer) error { return res.WriteJSON(w, Version, profile) }),
+		report.WriteFileAtomic(htmlPath, func(w io.Writer) error { return res.WriteHTML(w, "llmbench calibration: "+filepath.Base(profile)) }),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return withCode(ExitFailure, err)
+	}
+	res.Console(stdio.Out)
+	fmt.Fprintf(stdio.Out, "\nProfile: %s (report: %s, %s)\n", profile, jsPath, htmlPath)
+	return nil
+}
+
+// probe runs the designed probe against f.url, each step a run folder under dir, and
+// returns the folders and what the server published of its limits.
+func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]string, calibrate.Published, error) {
+	key := f.apiKey
+	if f.apiKeyFile != "" {
+		b, err := os.ReadFile(f.apiKeyFile)
+		if err != nil {
+			return nil, calibrate.Published{}, usageError(fmt.Errorf("--api-key-file: %w", err))
+		}
+		key = strings.TrimSpace(string(b))
+	} else if key == "" {
+		key = os.Getenv("OPENAI_API_KEY")
+	}
+	hdr, err := parseHeaders(f.headers)
+	if err != nil {
+		return nil, calibrate.Published{}, usageError(err)
+	}
+	side, err := client.SideClient(client.Config{BaseURL: f.url, API: f.api, APIKey: key, Headers: hdr, Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, calibrate.Published{}, usageError(err)
+	}
+	pub, err := calibrate.ReadProps(ctx, side, f.url)
+	side.CloseIdleConnections()
+	if err != nil {
+		return nil, pub, withCode(ExitFailure, err)
+	}
+	if !f.quiet && pub.Slots > 0 {
+		fmt.Fprintf(stdio.Out, "The server publishes %d slots and a %d-token context (%s)\n", pub.Slots, pub.ContextTokens, pub.How)
+	}
+	pr, err := calibrate.NewProber(calibrate.ProbeConfig{MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens, Server: pub})
+	if err != nil {
+		return nil, pub, usageError(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, pub, withCode(ExitFailure, err)
+	}
+	if !f.quiet {
+		fmt.Fprintf(stdio.Out, "Probing %s; each step is a run folder under %s\n", f.url, dir)
+	}
+	var dirs []string
+	for n := 1; ; n++ {
+		step, ok := pr.Next()
+		if !ok {
+			break
+		}
+		out := filepath.Join(dir, fmt.Sprintf("%02d-%s", n, step.Name))
+		args := []string{"--url", f.url, "--api", f.api, "--tokenizer", f.tokenizer, "--seed", fmt.Sprint(f.seed),
+			"--output-dir", out, "--quiet", "--no-progress", "--percentiles", "50,99",
+			fmt.Sprintf("--test-request=%t", n == 1)} // the first step's warms the server and checks it answers
+		if f.model != "" {
+			args = append(args, "--model", f.model)
+		}
+		if key != "" {
+			args = append(args, "--api-key", key)
+		}
+		for _, h := range f.headers {
+			args = append(args, "--header", h)
+		}
+		if f.overwrite {
+			args = append(args, "--overwrite")
+		}
+		if step.Trace != nil {
+			trace := filepath.Join(dir, fmt.Sprintf("%02d-%s.jsonl", n, step.Name))
+			if err := report.WriteFileAtomic(trace, func(w io.Writer) error { return calibrate.WriteTrace(w, step.Trace) }); err != nil {
+				return nil, pub, withCode(ExitFailure, err)
+			}
+			args = append(args, "--dataset", "mooncake:"+trace, "--rate", "1")
+		} else {
+			args = append(args, "--concurrency", fmt.Sprint(step.Concurrency), "--requests", fmt.Sprint(step.Requests),
+				"--input-tokens", fmt.Sprint(step.InputTokens), "--output-tokens", fmt.Sprint(step.OutputTokens))
+		}
+		run := newRunCmd(Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err})
+		run.SetArgs(args)
+		run.SetOut(io.Discard)
+		run.SetErr(stdio.Err)
+		run.SilenceUsage, run.SilenceErrors = true, true
+		if err := run.ExecuteContext(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, pub, withCode(ExitInterrupted, fmt.Errorf("interrupted at probe step %s; the steps done are in %s", step.Name, dir))
+			}
+			return nil, pub, fmt.Errorf("probe step %s failed, so the server cannot be fitted: %w", step.Name, err)
+		}
+		pts, _, err := calibrate.Load([]string{out})
+		if err != nil {
+			return nil, pub, withCode(ExitLevelErrors, fmt.Errorf("probe step %s: %w", step.Name, err))
+		}
+		pr.Done(pts[0])
+		dirs = append(dirs, out)
+		if !f.quiet {
+			m := pts[0].Measured
+			fmt.Fprintf(stdio.Out, "  %2d %-16s %4d requests  TTFT P50 %8.2f ms  TPOT P50 %7.2f ms\n", n, step.Name, m.Completed, m.TTFTP50, m.TPOTP50)
+		}
+	}
+	return dirs, pub, nil
+}
