@@ -132,4 +132,3 @@ func distRange(d workload.Dist) [2]int {
 	}
 	return [2]int{}
 }
-
