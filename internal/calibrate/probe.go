@@ -91,7 +91,8 @@ func NewProber(cfg ProbeConfig) (*Prober, error) {
 		p.maxIn = DefaultMaxInputTokens
 		if s, n := cfg.Server.Slots, cfg.Server.ContextTokens; s > 0 && n > 0 {
 			// Each slot holds its own context (llama.cpp): a prompt and its output fit one.
-			p.maxIn = min(p.maxIn, n/s-prefillOutput-8)
+			// 64 tokens spare for what the chat template adds to the prompt.
+			p.maxIn = min(p.maxIn, n/s-prefillOutput-64)
 		}
 	}
 	if p.maxIn < 64 {

@@ -65,7 +65,7 @@ states the prediction error on probe points held out of the fit.`,
 	fs.IntVar(&f.maxInputTokens, "max-input-tokens", 0, "longest prompt the probe sends (default 4096, or what the server's published context leaves)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "the server's batch limit, when it publishes none and the probe may not reach it (Ollama: OLLAMA_NUM_PARALLEL)")
 	fs.StringVar(&f.output, "output", "", "the profile to write, FILE.yaml (with FILE.calibration.json and FILE.calibration.html beside it)")
-	fs.Int64Var(&f.seed, "seed", 1, "seed for the probe's prompts and the profile")
+	fs.Int64Var(&f.seed, "seed", 0, "seed for the probe's prompts, each step's its own (default: a new one each time, so that no prompt cache of the server has seen them)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace FILE.yaml, its reports and FILE.probe/ if they exist")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the fit, not each probe step")
 	return cmd
@@ -123,7 +123,7 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 			return usageError(fmt.Errorf("%s exists (an earlier probe): choose another --output, fit it with 'llmbench calibrate %s/* --output ...', or --overwrite", probeDir, probeDir))
 		}
 	}
-	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, Seed: f.seed}
+	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, Seed: max(f.seed, 1)}
 	if !f.quiet {
 		opts.Progress = func(s string) { fmt.Fprintf(stdio.Out, "  %s\n", s) }
 	}
@@ -195,17 +195,24 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, pub, withCode(ExitFailure, err)
 	}
+	seed := f.seed
+	if seed == 0 {
+		// A server's prompt cache (llama.cpp's, vLLM's prefix cache) answers a prompt it has
+		// seen without prefilling it: every probe must send prompts new to it.
+		seed = time.Now().UnixNano() & (1<<40 - 1)
+	}
 	if !f.quiet {
 		fmt.Fprintf(stdio.Out, "Probing %s; each step is a run folder under %s\n", f.url, dir)
 	}
 	var dirs []string
+	keepAlive := true
 	for n := 1; ; n++ {
 		step, ok := pr.Next()
 		if !ok {
 			break
 		}
 		out := filepath.Join(dir, fmt.Sprintf("%02d-%s", n, step.Name))
-		args := []string{"--url", f.url, "--api", f.api, "--tokenizer", f.tokenizer, "--seed", fmt.Sprint(f.seed),
+		args := []string{"--url", f.url, "--api", f.api, "--tokenizer", f.tokenizer, "--seed", fmt.Sprint(seed + int64(n)),
 			"--output-dir", out, "--quiet", "--no-progress", "--percentiles", "50,99",
 			fmt.Sprintf("--test-request=%t", n == 1)} // the first step's warms the server and checks it answers
 		if f.model != "" {
@@ -219,6 +226,9 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 		}
 		if f.overwrite {
 			args = append(args, "--overwrite")
+		}
+		if !keepAlive {
+			args = append(args, "--keep-alive=false") // found at an earlier step: do not find it again
 		}
 		if step.Trace != nil {
 			trace := filepath.Join(dir, fmt.Sprintf("%02d-%s.jsonl", n, step.Name))
@@ -246,6 +256,9 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 			return nil, pub, withCode(ExitLevelErrors, fmt.Errorf("probe step %s: %w", step.Name, err))
 		}
 		pr.Done(pts[0])
+		if sum, err := readSummary(out); err == nil && sum.Target.ClosesConnections {
+			keepAlive = false
+		}
 		dirs = append(dirs, out)
 		if !f.quiet {
 			m := pts[0].Measured

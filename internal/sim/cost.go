@@ -53,24 +53,40 @@ func nanos(ns float64) time.Duration {
 }
 
 // Linear is the textbook model: prefill costs a fixed time per token; a decode step costs
-// DecodeStepMs, growing by DecodeGrowth per extra running sequence.
+// DecodeStepMs, growing by DecodeGrowth per extra running sequence. Two terms a fitted
+// server needs and the textbook leaves at 0: StepMs, paid by every step (the weights read
+// once, launches, sampling: a prefill-only step is not free), ContextMsPer1k per 1,000
+// tokens of context the step's decoding sequences attend to, and PrefillAttnMsPer1M per
+// million query-key pairs of its prefill chunks (attention's quadratic share of a long
+// prompt, which dominates on small models and CPUs).
 type Linear struct {
-	PrefillMsPerToken float64
-	DecodeStepMs      float64
-	DecodeGrowth      float64
+	PrefillMsPerToken  float64
+	DecodeStepMs       float64
+	DecodeGrowth       float64
+	StepMs             float64
+	ContextMsPer1k     float64
+	PrefillAttnMsPer1M float64
 }
 
 // Step implements CostModel.
 func (l Linear) Step(w StepWork) time.Duration {
-	t := l.PrefillMsPerToken * float64(w.PrefillTokens)
+	if w.DecodeSeqs == 0 && w.PrefillTokens == 0 {
+		return 0
+	}
+	t := l.StepMs + l.PrefillMsPerToken*float64(w.PrefillTokens) + l.PrefillAttnMsPer1M*w.PrefillAttn/1e6
 	if w.DecodeSeqs > 0 {
-		t += l.DecodeStepMs * (1 + l.DecodeGrowth*float64(w.DecodeSeqs-1))
+		t += l.DecodeStepMs*(1+l.DecodeGrowth*float64(w.DecodeSeqs-1)) + l.ContextMsPer1k*float64(w.DecodeContext)/1000
 	}
 	return ms(t)
 }
 
 // Prefill implements CostModel.
-func (l Linear) Prefill(n int) time.Duration { return ms(l.PrefillMsPerToken * float64(n)) }
+func (l Linear) Prefill(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return l.Step(StepWork{PrefillSeqs: 1, PrefillTokens: n, PrefillAttn: float64(n) * float64(n) / 2})
+}
 
 // Roofline efficiency factors, calibrated once against testdata/h200-llama-3.1-8b.json
 // (docs/simulator.md shows the derivation) and used unchanged for

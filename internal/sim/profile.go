@@ -49,11 +49,14 @@ type Profile struct {
 
 // CostConfig selects and parameterises the cost model.
 type CostConfig struct {
-	Kind              string // CostLinear, CostRoofline or CostTable
-	PrefillMsPerToken float64
-	DecodeStepMs      float64
-	DecodeGrowth      float64
-	File              string // table: calibration-shaped JSON
+	Kind               string // CostLinear, CostRoofline or CostTable
+	PrefillMsPerToken  float64
+	DecodeStepMs       float64
+	DecodeGrowth       float64
+	StepMs             float64 // linear: paid by every step
+	ContextMsPer1k     float64 // linear: per 1,000 tokens of context the decoding sequences attend to
+	PrefillAttnMsPer1M float64 // linear: per million query-key pairs of prefill chunks
+	File               string  // table: calibration-shaped JSON
 	// StepNoise is the coefficient of variation of step times (any kind): each step's
 	// duration is multiplied by a seeded log-normal factor of mean 1 (noise.go). 0 is none.
 	StepNoise float64
@@ -314,12 +317,15 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"gpu":   func(key string, v *yaml.Node) { d.gpu(key, v, &p.GPU) },
 		"cost": func(key string, v *yaml.Node) {
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-				"kind":                 d.str(&p.Cost.Kind),
-				"prefill_ms_per_token": d.number(&p.Cost.PrefillMsPerToken),
-				"decode_step_ms":       d.number(&p.Cost.DecodeStepMs),
-				"decode_growth":        d.number(&p.Cost.DecodeGrowth),
-				"file":                 d.str(&p.Cost.File),
-				"step_noise":           d.number(&p.Cost.StepNoise),
+				"kind":                        d.str(&p.Cost.Kind),
+				"prefill_ms_per_token":        d.number(&p.Cost.PrefillMsPerToken),
+				"decode_step_ms":              d.number(&p.Cost.DecodeStepMs),
+				"decode_growth":               d.number(&p.Cost.DecodeGrowth),
+				"step_ms":                     d.number(&p.Cost.StepMs),
+				"context_ms_per_1k":           d.number(&p.Cost.ContextMsPer1k),
+				"prefill_attention_ms_per_1m": d.number(&p.Cost.PrefillAttnMsPer1M),
+				"file":                        d.str(&p.Cost.File),
+				"step_noise":                  d.number(&p.Cost.StepNoise),
 			})
 		},
 		"engine": func(key string, v *yaml.Node) {
@@ -378,7 +384,8 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 }
 
 func (d *yamlDecoder) costKeysForKind(n *yaml.Node, kind string) {
-	owner := map[string]string{"prefill_ms_per_token": CostLinear, "decode_step_ms": CostLinear, "decode_growth": CostLinear, "file": CostTable}
+	owner := map[string]string{"prefill_ms_per_token": CostLinear, "decode_step_ms": CostLinear, "decode_growth": CostLinear,
+		"step_ms": CostLinear, "context_ms_per_1k": CostLinear, "prefill_attention_ms_per_1m": CostLinear, "file": CostTable}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		if o, ok := owner[k.Value]; ok && o != kind && (kind == CostLinear || kind == CostRoofline || kind == CostTable) {
@@ -474,6 +481,15 @@ func (p Profile) validate() []error {
 		}
 		if !(c.DecodeGrowth >= 0 && c.DecodeGrowth <= maxDecodeGrowth) {
 			add("cost.decode_growth", "must be in [0, %.0f], got %g", float64(maxDecodeGrowth), c.DecodeGrowth)
+		}
+		if !(c.StepMs >= 0 && c.StepMs <= maxCostMs) {
+			add("cost.step_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.StepMs)
+		}
+		if !(c.ContextMsPer1k >= 0 && c.ContextMsPer1k <= maxCostMs) {
+			add("cost.context_ms_per_1k", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.ContextMsPer1k)
+		}
+		if !(c.PrefillAttnMsPer1M >= 0 && c.PrefillAttnMsPer1M <= maxCostMs) {
+			add("cost.prefill_attention_ms_per_1m", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillAttnMsPer1M)
 		}
 	case CostRoofline:
 	case CostTable:
@@ -606,7 +622,9 @@ func (p Profile) KVCacheTokens() (int, error) {
 func (p Profile) NewCostModel() (CostModel, error) {
 	switch p.Cost.Kind {
 	case CostLinear:
-		return Linear{PrefillMsPerToken: p.Cost.PrefillMsPerToken, DecodeStepMs: p.Cost.DecodeStepMs, DecodeGrowth: p.Cost.DecodeGrowth}, nil
+		c := p.Cost
+		return Linear{PrefillMsPerToken: c.PrefillMsPerToken, DecodeStepMs: c.DecodeStepMs, DecodeGrowth: c.DecodeGrowth,
+			StepMs: c.StepMs, ContextMsPer1k: c.ContextMsPer1k, PrefillAttnMsPer1M: c.PrefillAttnMsPer1M}, nil
 	case CostRoofline:
 		return NewRoofline(p.Model, p.GPU), nil
 	case CostTable:

@@ -43,6 +43,9 @@ func (p Profile) YAML(header string) []byte {
 	case CostLinear:
 		fmt.Fprintf(&b, "  prefill_ms_per_token: %s\n  decode_step_ms: %s\n  decode_growth: %s\n",
 			num(c.PrefillMsPerToken), num(c.DecodeStepMs), num(c.DecodeGrowth))
+		if c.StepMs != 0 || c.ContextMsPer1k != 0 || c.PrefillAttnMsPer1M != 0 {
+			fmt.Fprintf(&b, "  step_ms: %s\n  context_ms_per_1k: %s\n  prefill_attention_ms_per_1m: %s\n", num(c.StepMs), num(c.ContextMsPer1k), num(c.PrefillAttnMsPer1M))
+		}
 	case CostTable:
 		fmt.Fprintf(&b, "  file: %s\n", yamlString(c.File))
 	}
