@@ -358,7 +358,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	if c.pricing, err = f.price.parse(); err != nil {
 		add(err)
 	} else if live && f.url != "" {
-		c.price, err = c.pricing.price(nil) // a server of its own: only the flags price it
+		c.price, err = c.pricing.price(nil, 1) // a server of its own: only the flags price it
 		add(err)
 	}
 	if c.search != "" && !metrics.HasVerdict(slos) {

@@ -191,6 +191,11 @@ func TestSimulatePrice(t *testing.T) {
 	if _, ok := m["price"]; ok {
 		t.Errorf("an unpriced run has a price: %v", m["price"])
 	}
+	// --gpu-price prices it, on the deployment's own GPUs.
+	s, _ = simulate(t, unpriced, "--gpu-price", "2")
+	if p := s.Price; p == nil || p.GPU.USDPerGPUHour != 2 || p.GPU.GPUs != mustProfile(t, unpriced).GPUs() || p.Source != "--gpu-price" {
+		t.Errorf("--gpu-price 2 on a GPU without a price: %+v", p)
+	}
 }
 
 func mustProfile(t *testing.T, name string) sim.Profile {

@@ -88,9 +88,10 @@ func (f *priceFlags) parse() (pricing, error) {
 }
 
 // price is the run's price: the flags', over def (the profile's, or the price a past run
-// stored) for what they leave out; nil when neither gives one. --gpus alone needs a GPU
-// price from def.
-func (p pricing) price(def *metrics.Price) (*metrics.Price, error) {
+// stored) for what they leave out; nil when neither gives one. gpus is the GPU count when
+// neither the flags nor def give one (a simulated deployment's own). --gpus alone needs a
+// GPU price from def.
+func (p pricing) price(def *metrics.Price, gpus int) (*metrics.Price, error) {
 	switch {
 	case p.tokens != nil:
 		t := *p.tokens
@@ -98,7 +99,7 @@ func (p pricing) price(def *metrics.Price) (*metrics.Price, error) {
 	case p.usdPerGPUHour == nil && p.gpus == 0:
 		return def, nil
 	}
-	g := metrics.GPUPrice{GPUs: 1}
+	g := metrics.GPUPrice{GPUs: gpus}
 	var from []string
 	if def != nil && def.GPU != nil {
 		g = *def.GPU

@@ -51,7 +51,7 @@ re-price it.`,
 			}
 			if p, err := pf.parse(); err != nil {
 				errs = append(errs, err)
-			} else if sum.Price, err = p.price(sum.Price); err != nil {
+			} else if sum.Price, err = p.price(sum.Price, 1); err != nil {
 				errs = append(errs, err)
 			} else if err := checkedPrice(sum.Price, filepath.Join(dir, "summary.json")); err != nil {
 				errs = append(errs, err)

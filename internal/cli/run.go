@@ -66,8 +66,11 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		defer stop()
 		cfg.url, cfg.inProcess = url, true
 		// The simulator is a deployment whose GPUs have a price, as simulate prices it.
-		if cfg.price, err = cfg.pricing.price(profilePrice(p)); err != nil {
+		if cfg.price, err = cfg.pricing.price(profilePrice(p), p.GPUs()); err != nil {
 			return err
+		}
+		if cfg.price == nil {
+			fmt.Fprintln(stdio.Err, unpricedNote(p))
 		}
 		if !cfg.quiet {
 			fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (profile %s) at %s\n", cfg.simProfile, url)

@@ -62,7 +62,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	cfg.adaptToSource(stdio, workload.Describe(src))
 	cfg.model = p.ModelName()
-	if cfg.price, err = cfg.pricing.price(profilePrice(p)); err != nil {
+	if cfg.price, err = cfg.pricing.price(profilePrice(p), p.GPUs()); err != nil {
 		return err
 	}
 	if cfg.price == nil {
