@@ -44,6 +44,10 @@ type benchConfig struct {
 	queryTokens             int    // rerank query length
 	images                  workload.ImageConfig
 	sloSpec                 string
+	// pricing is what the pricing flags said; price the run's price once known (a
+	// simulated deployment's comes with its profile), nil when it has none.
+	pricing pricing
+	price   *metrics.Price
 
 	// Load: the ladder, in order. A search adds levels as it probes.
 	levels        []load.Level
@@ -351,6 +355,12 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		add(fmt.Errorf("--slo: %w", err))
 	}
 	c.metrics = metrics.Config{Percentiles: pcts, SLOs: slos}
+	if c.pricing, err = f.price.parse(); err != nil {
+		add(err)
+	} else if live && f.url != "" {
+		c.price, err = c.pricing.price(nil, 1) // a server of its own: only the flags price it
+		add(err)
+	}
 	if c.search != "" && !metrics.HasVerdict(slos) {
 		add(errors.New("--search needs percentile SLOs to decide on, e.g. --slo 'tpot:p99<=50ms'"))
 	}

@@ -77,6 +77,7 @@ type benchFlags struct {
 	records          string // --records: jsonl or compact
 	metricsURL       string
 	metricsInterval  time.Duration
+	price            priceFlags
 }
 
 func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
@@ -137,6 +138,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	}
 
 	f.bindWorkload(fs)
+	f.price.bind(fs, live)
 
 	fs.StringVar(&f.percentiles, "percentiles", "50,90,95,99,99.9", "percentiles to report")
 	fs.StringVar(&f.slo, "slo", "", "SLOs, quoted for the shell: per-request bounds 'ttft<=500ms,tpot<=50ms' (goodput) and level verdicts 'ttft:p99<=1s,goodput>=0.95'")

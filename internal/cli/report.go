@@ -17,15 +17,18 @@ import (
 func newReportCmd(stdio Stdio) *cobra.Command {
 	var outDir, resultFormat string
 	var percentiles, slo string
+	var pf priceFlags
 	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Recompute summary.json, summary.csv and report.html from a run's records",
 		Long: `report recomputes every figure of a run from its raw records (DIR/records.jsonl) and the
 configuration stored in DIR/summary.json, and writes summary.json, summary.csv and
 report.html again (into DIR, or --output-dir). --percentiles and --slo re-judge the run
-with other percentiles or SLOs.`,
+with other percentiles or SLOs; --gpu-price (with --gpus) or --price-in and --price-out
+re-price it.`,
 		Example: `  llmbench report llmbench-results/20261129T120000Z
-  llmbench report old-run --output-dir rejudged --slo 'ttft:p99<=800ms'`,
+  llmbench report old-run --output-dir rejudged --slo 'ttft:p99<=800ms'
+  llmbench report old-run --gpu-price 2.5 --gpus 8`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
@@ -45,6 +48,13 @@ with other percentiles or SLOs.`,
 			slos, err := metrics.ParseSLOs(sum.SLO)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("--slo: %w", err))
+			}
+			if p, err := pf.parse(); err != nil {
+				errs = append(errs, err)
+			} else if sum.Price, err = p.price(sum.Price, 1); err != nil {
+				errs = append(errs, err)
+			} else if err := checkedPrice(sum.Price, filepath.Join(dir, "summary.json")); err != nil {
+				errs = append(errs, err)
 			}
 			if resultFormat != "" && resultFormat != "vllm" {
 				errs = append(errs, fmt.Errorf("--result-format: %q is not vllm", resultFormat))
@@ -85,6 +95,7 @@ with other percentiles or SLOs.`,
 	cmd.Flags().StringVar(&percentiles, "percentiles", "", "percentiles to report (default: the run's)")
 	cmd.Flags().StringVar(&slo, "slo", "", "SLOs to judge the run by (default: the run's)")
 	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vLLM's result files (vllm.json, or vllm-<level>.json for a ladder): vllm")
+	pf.bind(cmd.Flags(), true) // default: the run's own price
 	return cmd
 }
 

@@ -59,12 +59,19 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		}
 		// The simulator counts prompts with the run's tokenizer, as a real server counts
 		// them with the model's, so usage.prompt_tokens matches the intended lengths.
-		url, stop, err := startInProcessSim(ctx, cfg.simProfile, cfg.seed, func(s string) int { return len(tok.Encode(s)) })
+		url, p, stop, err := startInProcessSim(ctx, cfg.simProfile, cfg.seed, func(s string) int { return len(tok.Encode(s)) })
 		if err != nil {
 			return err
 		}
 		defer stop()
 		cfg.url, cfg.inProcess = url, true
+		// The simulator is a deployment whose GPUs have a price, as simulate prices it.
+		if cfg.price, err = cfg.pricing.price(profilePrice(p), p.GPUs()); err != nil {
+			return err
+		}
+		if cfg.price == nil {
+			fmt.Fprintln(stdio.Err, unpricedNote(p))
+		}
 		if !cfg.quiet {
 			fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (profile %s) at %s\n", cfg.simProfile, url)
 		}
@@ -280,24 +287,25 @@ func warnPortLimit(stdio Stdio, levels []load.Level) {
 	}
 }
 
-// startInProcessSim serves the simulator on a loopback port until stop is called.
-func startInProcessSim(ctx context.Context, profile string, seed int64, countTokens func(string) int) (url string, stop func(), err error) {
-	p, err := sim.LoadProfile(profile)
+// startInProcessSim serves the simulator of profile on a loopback port until stop is
+// called.
+func startInProcessSim(ctx context.Context, profile string, seed int64, countTokens func(string) int) (url string, p sim.Profile, stop func(), err error) {
+	p, err = sim.LoadProfile(profile)
 	if err != nil {
-		return "", nil, usageError(fmt.Errorf("--sim: %w", err))
+		return "", p, nil, usageError(fmt.Errorf("--sim: %w", err))
 	}
 	p.Seed = seed
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return "", p, nil, err
 	}
 	opts := simServerOptions(p, seed)
 	opts.CountTokens = countTokens
 	s, err := startSimServer(ctx, ln, p, opts, nil)
 	if err != nil {
-		return "", nil, err
+		return "", p, nil, err
 	}
-	return "http://" + ln.Addr().String(), func() { s.stop(2 * time.Second) }, nil
+	return "http://" + ln.Addr().String(), p, func() { s.stop(2 * time.Second) }, nil
 }
 
 // simServerOptions are the HTTP options that match profile p.

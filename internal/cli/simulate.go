@@ -64,6 +64,12 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	cfg.adaptToSource(stdio, workload.Describe(src))
 	cfg.model = p.ModelName()
+	if cfg.price, err = cfg.pricing.price(profilePrice(p), p.GPUs()); err != nil {
+		return err
+	}
+	if cfg.price == nil {
+		fmt.Fprintln(stdio.Err, unpricedNote(p))
+	}
 	if os.Getenv("GOGC") == "" {
 		// Nothing here is timed against a wall clock: a heap 1.25x the live data (the
 		// levels' distributions, the record writer's buffers) instead of Go's default 2x

@@ -38,6 +38,7 @@ func newSummary(cfg *benchConfig, start time.Time) *report.Summary {
 		Load:         load,
 		Percentiles:  pcts,
 		SLO:          cfg.sloSpec,
+		Price:        cfg.price,
 	}
 }
 

@@ -115,6 +115,7 @@ func Check(sh []*Shard, tolerance time.Duration) *Problems {
 			{"target", targetOf(ref), targetOf(s)},
 			{"percentiles", ref.sum.Percentiles, s.sum.Percentiles},
 			{"slo", ref.sum.SLO, s.sum.SLO},
+			{"price", ref.sum.Price, s.sum.Price},
 		} {
 			if !same(c.a, c.b) {
 				ja, _ := json.Marshal(c.a)
@@ -287,6 +288,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 		Schema: report.SchemaV3, Version: version, StartedAt: t0.UTC(),
 		RunStartUnix: float64(t0.UnixMicro()) / 1e6, Seed: ref.Seed, Target: ref.Target,
 		Workload: ref.Workload, Load: load, Percentiles: ref.Percentiles, SLO: ref.SLO,
+		Price: ref.Price,
 	}
 	var reasons []report.EndReason
 	for _, s := range sh {

@@ -239,6 +239,20 @@ func TestProblems(t *testing.T) {
 			}
 			return dirs
 		}},
+		{name: "price differs", fails: true, edit: func(t *testing.T, dirs []string) []string {
+			s := shardSummary(t0, "2026-03-01T12:00:00Z", "1/3", 2)
+			s.Price = &metrics.Price{GPU: &metrics.GPUPrice{USDPerGPUHour: 3.5, GPUs: 8}, Source: "--gpu-price, --gpus"}
+			rewriteSummary(t, dirs[1], s)
+			return dirs
+		}, want: []string{"differ in price", `"gpus":8`}},
+		{name: "priced alike", edit: func(t *testing.T, dirs []string) []string {
+			for k, d := range dirs {
+				s := shardSummary(t0, "2026-03-01T12:00:00Z", rundesc.ShardString(k, 3), 2)
+				s.Price = &metrics.Price{GPU: &metrics.GPUPrice{USDPerGPUHour: 3.5, GPUs: 8}, Source: "--gpu-price, --gpus"}
+				rewriteSummary(t, d, s)
+			}
+			return dirs
+		}},
 		{name: "levels differ", fails: true, edit: func(t *testing.T, dirs []string) []string {
 			rewriteSummary(t, dirs[0], shardSummary(t0, "2026-03-01T12:00:00Z", "0/3", 1))
 			return dirs
@@ -265,6 +279,10 @@ func TestProblems(t *testing.T) {
 			}
 			if len(c.want) == 0 && all != "" {
 				t.Errorf("unexpected problems: %s", all)
+			}
+			// The shards' price is the merged run's, and prices its levels.
+			if c.name == "priced alike" && (sum.Price == nil || sum.Price.GPU.GPUs != 8 || sum.Levels[0].Cost == nil || sum.Levels[0].Cost.USDPerHour != 28) {
+				t.Errorf("merged price %+v, cost %+v", sum.Price, sum.Levels[0].Cost)
 			}
 			if err == nil && len(c.want) > 0 {
 				if w, _ := json.Marshal(sum.Load.MergeWarnings); !strings.Contains(string(w), c.want[len(c.want)-1]) {

@@ -33,6 +33,9 @@ type Pick struct {
 	Concurrency int     `json:"concurrency,omitempty"`
 	Rate        float64 `json:"rate,omitempty"`
 	Reason      string  `json:"reason"`
+	// Cost is the picked level's cost (levels[i].cost), so the pick says what its load
+	// costs; absent when the run was not priced.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 func pick(i int, l Load, reason string) *Pick {

@@ -211,6 +211,17 @@ func HasVerdict(slos []SLO) bool {
 	return false
 }
 
+// HasBound reports whether any term is a per-request bound (ttft<=500ms): only bounds set
+// good requests apart from completed ones.
+func HasBound(slos []SLO) bool {
+	for _, s := range slos {
+		if s.Kind == SLOBound {
+			return true
+		}
+	}
+	return false
+}
+
 // evaluate judges a level on its verdict terms; nil when there are none.
 func evaluate(slos []SLO, dists map[string]*Dist, goodFraction, errorRate *float64) *Verdict {
 	if !HasVerdict(slos) {

@@ -198,6 +198,7 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	if l.GoodFraction != nil {
 		b.line("Good requests (met every SLO):", fmt.Sprintf("%d (%.1f%%)", *l.GoodRequests, 100**l.GoodFraction))
 	}
+	b.cost(s, l)
 
 	for _, m := range consoleSections(opts.Verbose) {
 		st, ok := l.Metrics.Get(m.Key)
@@ -239,6 +240,47 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 		w.WriteString("(low n) too few samples to bound this percentile's 95% confidence interval;\n" +
 			"        treat it as indicative (P99 needs >= 368 samples, P90 >= 36).\n")
 	}
+}
+
+// cost prints what the level's work cost at the run's price, when it was priced: the cost
+// rate, where it came from, and the cost of each unit the level produced.
+func (b *consoleBlock) cost(s *Summary, l *Level) {
+	c := l.Cost
+	if c == nil {
+		return
+	}
+	b.w.WriteString(consoleRule("Cost (USD)", '-') + "\n")
+	rate := ""
+	if p := s.Price; p != nil && p.GPU != nil {
+		rate = fmt.Sprintf("(%d GPU%s at %s per GPU-hour)", p.GPU.GPUs, plural(p.GPU.GPUs), fmtNum(p.GPU.USDPerGPUHour))
+	} else if p != nil && p.Tokens != nil {
+		rate = fmt.Sprintf("(tokens billed at %s / %s per 1M input / output)", fmtNum(p.Tokens.USDPerMillionInput), fmtNum(p.Tokens.USDPerMillionOutput))
+	}
+	b.line("Cost per hour:", fmtNum(c.USDPerHour), rate)
+	if s.Price != nil && s.Price.Source != "" {
+		b.w.WriteString(wrapIndented("price: "+s.Price.Source, 41, 100) + "\n")
+	}
+	usd := func(label string, v *float64, note, none string) {
+		if v == nil {
+			b.line(label, "n/a", none)
+			return
+		}
+		b.line(label, fmtNum(*v), note)
+	}
+	usd("Cost per 1M output tokens:", c.PerMillionOutputTokens, "", "(no output tokens)")
+	usd("Cost per 1M tokens (input + output):", c.PerMillionTokens, "", "(no tokens)")
+	usd("Cost per 1k requests:", c.Per1kRequests, "", "(no completed request)")
+	if slos, _ := metrics.ParseSLOs(s.SLO); metrics.HasBound(slos) {
+		usd("Cost per 1M good output tokens:", c.PerMillionGoodOutputTokens,
+			"(only requests that met every per-request SLO)", "(no request met every per-request SLO)")
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // acrossRuns prints a repeated level's figures across its runs as mean ± the half-width
@@ -573,6 +615,34 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 			return passFail(l.SLO.Pass)
 		}, false})
 	}
+	// The cost per million output tokens where the run was priced; the good tokens' with Wide.
+	priced, goodCost := false, false
+	for i := range s.Levels {
+		priced = priced || s.Levels[i].Cost != nil
+		goodCost = goodCost || s.Levels[i].Cost != nil && s.Levels[i].Cost.PerMillionGoodOutputTokens != nil
+	}
+	costCell := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmtNum(*v)
+	}
+	if priced {
+		cols = append(cols, column{"$/1M out", func(_ int, l *Level) string {
+			if l.Cost == nil {
+				return "-"
+			}
+			return costCell(l.Cost.PerMillionOutputTokens)
+		}, true})
+	}
+	if goodCost && opts.Wide {
+		cols = append(cols, column{"$/1M good", func(_ int, l *Level) string {
+			if l.Cost == nil {
+				return "-"
+			}
+			return costCell(l.Cost.PerMillionGoodOutputTokens)
+		}, true})
+	}
 	head := table.Row{}
 	cfg := []table.ColumnConfig{}
 	for c, col := range cols {
@@ -609,6 +679,9 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 			line = fmt.Sprintf("%s%s (level %d):\n%s", label, s.Levels[p.Index].Load(), p.Index, wrapIndented(p.Reason, len(label), 100))
 		}
 		w.WriteString(line + "\n")
+		if c := p.Cost; c != nil {
+			w.WriteString(wrapIndented(pickCost(c), len(label), 100) + "\n")
+		}
 	}
 	passed, judged := s.SLOPassed()
 	noSpot := "none (no knee in output throughput across the levels)"
@@ -638,6 +711,23 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 		}
 		w.WriteString("Not steady:  " + strings.TrimLeft(wrapIndented(fmt.Sprintf("%s never reached a steady state (see each level's block): a quick look; %s", which, advice), 13, 100), " ") + "\n")
 	}
+}
+
+// pickCost is a pick's cost in USD, as the ladder says it under the pick.
+func pickCost(c *metrics.Cost) string {
+	var parts []string
+	for _, f := range []struct {
+		v    *float64
+		unit string
+	}{{c.PerMillionOutputTokens, "per 1M output tokens"}, {c.PerMillionGoodOutputTokens, "per 1M good output tokens"}, {c.Per1kRequests, "per 1k requests"}} {
+		if f.v != nil {
+			parts = append(parts, fmtNum(*f.v)+" "+f.unit)
+		}
+	}
+	if len(parts) == 0 {
+		return "cost: " + fmtNum(c.USDPerHour) + " USD per hour, for no output"
+	}
+	return "cost (USD): " + strings.Join(parts, ", ")
 }
 
 // errorNote is the first message of a kind of failure (bounded), its Retry-After and what

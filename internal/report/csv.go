@@ -54,7 +54,9 @@ func WriteCSV(w io.Writer, s *Summary) error {
 	head = append(head, "slo_pass", "errors", "sweet_spot", "slo_limit")
 	columns(csvTail)
 	head = append(head, "retried", "ttft_upper_bound", "error_statuses", "input_throughput", "inputs_per_s", "documents_per_s",
-		"end_reason", "steady_state", "runs")
+		"end_reason", "steady_state", "runs",
+		"cost_usd_per_hour", "cost_gpus", "cost_per_million_output_tokens", "cost_per_million_tokens", "cost_per_1k_requests",
+		"cost_per_million_good_output_tokens")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
 		return err
@@ -102,6 +104,12 @@ func WriteCSV(w io.Writer, s *Summary) error {
 			steady = strconv.FormatBool(l.SteadyState.Reached)
 		}
 		row = append(row, l.EndReason, steady, csvInt(len(l.Runs)))
+		if c := l.Cost; c != nil {
+			row = append(row, csvNum(c.USDPerHour), csvInt(c.GPUs), csvNumPtr(c.PerMillionOutputTokens), csvNumPtr(c.PerMillionTokens),
+				csvNumPtr(c.Per1kRequests), csvNumPtr(c.PerMillionGoodOutputTokens))
+		} else {
+			row = append(row, "", "", "", "", "", "") // not priced
+		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}

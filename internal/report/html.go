@@ -103,16 +103,21 @@ type view struct {
 	Levels       []levelRow
 	HasSLO       bool
 	HasGoodput   bool
-	Unstreamed   bool // some level had no streams: no TTFT, TPOT or ITL
-	Failures     []failureRow
-	Metrics      []metricTable
-	CDFs         []cdfFigure
-	Config       []kv
-	CSS          template.CSS
-	UPlotCSS     template.CSS
-	UPlotJS      template.JS
-	JS           template.JS
-	Data         template.JS
+	// The run's price and each level's cost at it (summary.json price, levels[i].cost);
+	// HasGoodCost when some level has a cost per good token.
+	HasCost, HasGoodCost bool
+	Price                string
+	Costs                []costRow
+	Unstreamed           bool // some level had no streams: no TTFT, TPOT or ITL
+	Failures             []failureRow
+	Metrics              []metricTable
+	CDFs                 []cdfFigure
+	Config               []kv
+	CSS                  template.CSS
+	UPlotCSS             template.CSS
+	UPlotJS              template.JS
+	JS                   template.JS
+	Data                 template.JS
 }
 
 type kv struct{ K, V string }
@@ -143,10 +148,17 @@ type levelRow struct {
 	TTFT50, TTFT99, TPOT50, TPOT99 cell
 	ITL99, E2EL50, E2EL99          cell
 	Goodput                        cell
+	CostOut, CostGood              string // USD per 1M output and good output tokens
 	Verdict                        cell
 	FailingTerms                   string // the failing terms' names, shown beside a failed verdict
 	VerdictSet                     bool
 	VerdictPass                    bool
+}
+
+// costRow is one level's cost in USD (levels[i].cost).
+type costRow struct {
+	Name                                             string
+	PerHour, PerMOut, PerMTokens, Per1kReq, PerMGood string
 }
 
 type metricTable struct {
@@ -238,6 +250,13 @@ func buildView(s *Summary) (*view, error) {
 				row.Goodput.Title = strconv.FormatFloat(*gf*100, 'f', 1, 64) + "% of requests met every per-request SLO"
 			}
 		}
+		if c := l.Cost; c != nil {
+			v.HasCost = true
+			v.HasGoodCost = v.HasGoodCost || c.PerMillionGoodOutputTokens != nil
+			row.CostOut, row.CostGood = usdText(c.PerMillionOutputTokens), usdText(c.PerMillionGoodOutputTokens)
+			v.Costs = append(v.Costs, costRow{Name: row.Name, PerHour: fmtNum(c.USDPerHour), PerMOut: row.CostOut,
+				PerMTokens: usdText(c.PerMillionTokens), Per1kReq: usdText(c.Per1kRequests), PerMGood: row.CostGood})
+		}
 		if l.SLO != nil {
 			v.HasSLO = true
 			row.VerdictSet = true
@@ -247,6 +266,9 @@ func buildView(s *Summary) (*view, error) {
 		v.Levels = append(v.Levels, row)
 	}
 
+	if p := s.Price; p != nil {
+		v.Price = priceText(p)
+	}
 	v.Cards = append(v.Cards, card{Label: "Levels", Value: strconv.Itoa(len(s.Levels)), Detail: strconv.Itoa(totalDone) + " requests completed"})
 	failTone := ""
 	if totalFailed > 0 {
@@ -383,7 +405,41 @@ func pickCard(label string, p *metrics.Pick, levels []Level, tone, none string) 
 	} else if lt := loadText(p.Concurrency, p.Rate); lt != "" {
 		name = lt
 	}
-	return card{Label: label, Value: name, Detail: p.Reason, Tone: tone}
+	detail := p.Reason
+	if c := p.Cost; c != nil && c.PerMillionOutputTokens != nil {
+		detail += " · " + fmtNum(*c.PerMillionOutputTokens) + " USD per 1M output tokens"
+		if c.PerMillionGoodOutputTokens != nil {
+			detail += ", " + fmtNum(*c.PerMillionGoodOutputTokens) + " per 1M good ones"
+		}
+	}
+	return card{Label: label, Value: name, Detail: detail, Tone: tone}
+}
+
+// usdText is a cost in USD, "—" where there is none (nothing of its unit was produced).
+func usdText(v *float64) string {
+	if v == nil {
+		return fmtNum(math.NaN())
+	}
+	return fmtNum(*v)
+}
+
+// priceText says what the endpoint cost and where the price came from.
+func priceText(p *metrics.Price) string {
+	var t string
+	switch {
+	case p.GPU != nil:
+		t = strconv.Itoa(p.GPU.GPUs) + " GPU"
+		if p.GPU.GPUs != 1 {
+			t += "s"
+		}
+		t += " at " + fmtNum(p.GPU.USDPerGPUHour) + " USD per GPU-hour"
+	case p.Tokens != nil:
+		t = fmtNum(p.Tokens.USDPerMillionInput) + " / " + fmtNum(p.Tokens.USDPerMillionOutput) + " USD per million input / output tokens"
+	}
+	if p.Source != "" {
+		t += " (" + p.Source + ")"
+	}
+	return t
 }
 
 // errorKinds is "kind: n, ..." in kind order.

@@ -640,3 +640,40 @@ func TestHTMLFailures(t *testing.T) {
 		t.Error("a run without failures has a failures section")
 	}
 }
+
+// A priced run's page shows each level's cost as the console prints it, in the ladder and a
+// section of its own, and the picks' cost on their cards; an unpriced run's shows none.
+func TestHTMLCost(t *testing.T) {
+	s := ladderSummary(t, "ttft<=300ms,tpot:p99<=20ms", []int{1, 4, 16})
+	s.Price = &metrics.Price{GPU: &metrics.GPUPrice{USDPerGPUHour: 3.5, GPUs: 1}, Source: "--gpu-price"}
+	s.Judge()
+	var con, page bytes.Buffer
+	Console(&con, s, ConsoleOptions{})
+	if err := WriteHTML(&page, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	printed := regexp.MustCompile(`Cost per 1M output tokens:\s+(\S+)`).FindAllStringSubmatch(con.String(), -1)
+	good := regexp.MustCompile(`Cost per 1M good output tokens:\s+(\S+)`).FindAllStringSubmatch(con.String(), -1)
+	if len(printed) != len(s.Levels) || len(good) != len(s.Levels) {
+		t.Fatalf("%d console costs for %d levels", len(printed), len(s.Levels))
+	}
+	html := page.String()
+	for i := range s.Levels {
+		for _, want := range []string{"<td>" + printed[i][1] + "</td>", "<td>" + good[i][1] + "</td>"} {
+			if !strings.Contains(html, want) {
+				t.Errorf("level %d: the page lacks %s", i, want)
+			}
+		}
+	}
+	for _, want := range []string{`<section id="cost">`, "USD / 1M out", "1 GPU at 3.500 USD per GPU-hour (--gpu-price)",
+		"· " + fmtNum(*s.SweetSpot.Cost.PerMillionOutputTokens) + " USD per 1M output tokens"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	page.Reset()
+	WriteHTML(&page, ladderSummary(t, "", []int{4}), nil)
+	if strings.Contains(page.String(), `id="cost"`) || strings.Contains(page.String(), "USD / 1M out") {
+		t.Error("an unpriced run's page shows a cost")
+	}
+}

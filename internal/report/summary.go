@@ -76,6 +76,10 @@ type Summary struct {
 	Load        rundesc.Load     `json:"load"`
 	Percentiles []float64        `json:"percentiles"`
 	SLO         string           `json:"slo,omitempty"` // the --slo terms as given
+	// Price is what the endpoint costs (--gpu-price and --gpus, --price-in and --price-out,
+	// or a simulator profile's GPU); absent when the run was not priced. Judge derives each
+	// level's cost from it, so 'llmbench report' re-renders or re-prices it.
+	Price *metrics.Price `json:"price,omitempty"`
 
 	Levels    []Level       `json:"levels"`
 	SweetSpot *metrics.Pick `json:"sweet_spot"`
@@ -142,6 +146,9 @@ type Level struct {
 	// not scraped.
 	Server *servermetrics.Summary `json:"server,omitempty"`
 	metrics.Level
+	// Cost is what the level's work cost at the summary's price (Summary.Judge); null when
+	// the run was not priced.
+	Cost *metrics.Cost `json:"cost"`
 }
 
 // Load is the level's offered load.
@@ -155,13 +162,17 @@ const (
 	EndUnreachable   = "unreachable"
 )
 
-// Judge fills Schema (when empty), SweetSpot, SLOLimit and Oversaturated from the levels.
-// Partial levels (cut short by the end of the run) and levels a stopping rule ended
-// (oversaturated, max_error_rate) are left out of both picks, since their figures do not
-// describe a steady state; indexes still refer to Levels.
+// Judge fills Schema (when empty), each level's Cost, SweetSpot, SLOLimit and
+// Oversaturated from the levels. Partial levels (cut short by the end of the run) and
+// levels a stopping rule ended (oversaturated, max_error_rate) are left out of both picks,
+// since their figures do not describe a steady state; indexes still refer to Levels.
 func (s *Summary) Judge() {
 	if s.Schema == "" {
 		s.Schema = SchemaV3
+	}
+	slos, _ := metrics.ParseSLOs(s.SLO) // checked when given: a bad one has no bounds to say
+	for i := range s.Levels {
+		s.Levels[i].Cost = s.Price.Cost(s.Levels[i].Level, slos)
 	}
 	s.Oversaturated = nil
 	for i := range s.Levels {
@@ -196,6 +207,11 @@ func (s *Summary) Judge() {
 	}
 	s.SLOLimit = remap(metrics.SLOLimit(lv, loads))
 	s.SweetSpot = remap(metrics.SweetSpot(lv, loads))
+	for _, p := range []*metrics.Pick{s.SLOLimit, s.SweetSpot} {
+		if p != nil {
+			p.Cost = s.Levels[p.Index].Cost
+		}
+	}
 }
 
 // SLOPassed reports whether SLO verdicts were given (judged) and whether any level met them;

@@ -122,6 +122,9 @@ func ladderSummary(t *testing.T, sloSpec string, concs []int) *Summary {
 
 func TestLadderGolden(t *testing.T) {
 	s := ladderSummary(t, "ttft<=300ms,tpot:p99<=20ms,goodput>=0.9", []int{1, 4, 16, 64})
+	// Priced, so that every output shows the cost (two GPUs at 3.50 USD an hour each).
+	s.Price = &metrics.Price{GPU: &metrics.GPUPrice{USDPerGPUHour: 3.5, GPUs: 2}, Source: "--gpu-price, --gpus"}
+	s.Judge()
 	if s.SLOLimit == nil || s.SLOLimit.Concurrency != 16 {
 		t.Errorf("slo limit %+v, want concurrency 16", s.SLOLimit)
 	}

@@ -439,6 +439,7 @@ func (d *yamlDecoder) gpu(key string, v *yaml.Node, g *GPU) {
 		"bandwidth_gbps": d.number(&g.BandwidthGBps),
 		"memory_gb":      d.number(&g.MemoryGB),
 		"sms":            d.integer(&g.SMs),
+		"usd_per_hour":   d.number(&g.USDPerHour),
 	})
 }
 

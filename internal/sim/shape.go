@@ -32,6 +32,9 @@ type GPU struct {
 	// SMs is the number of streaming multiprocessors: attention of few sequences cannot
 	// spread its KV reads over all of them. 0 disables that limit.
 	SMs int
+	// USDPerHour is what the GPU costs an hour (gpu.usd_per_hour); 0 takes the preset's
+	// list price (price.go), and a GPU of its own figures then has none.
+	USDPerHour float64
 }
 
 // Model presets: the published Hugging Face config.json shapes.
@@ -124,6 +127,8 @@ const (
 	maxWidth     = 10_000_000 // intermediate, vocab
 	maxGPUFigure = 1e6        // tflops, bandwidth_gbps, memory_gb
 	maxSMs       = 1_000_000
+	// maxUSDPerHour bounds gpu.usd_per_hour: a hundred times any GPU's list price.
+	maxUSDPerHour = 10_000
 )
 
 // validate reports every problem with the shape at once; prefix names the YAML key.
@@ -161,6 +166,9 @@ func (g GPU) validate(prefix string) error {
 	}
 	if g.SMs < 0 || g.SMs > maxSMs {
 		errs = append(errs, fmt.Errorf("%s.sms: must be an integer in 0..%d (0 = no limit), got %d", prefix, maxSMs, g.SMs))
+	}
+	if !(g.USDPerHour >= 0 && g.USDPerHour <= maxUSDPerHour) {
+		errs = append(errs, fmt.Errorf("%s.usd_per_hour: must be a number in [0, %.0f] (0 = the preset's list price), got %g", prefix, float64(maxUSDPerHour), g.USDPerHour))
 	}
 	return errors.Join(errs...)
 }

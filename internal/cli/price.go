@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// priceFlags price a run (summary.json "price", each level's cost): --gpu-price and --gpus
+// for GPUs rented by the hour, --price-in and --price-out for a hosted API's per-token
+// prices.
+type priceFlags struct {
+	fs                *pflag.FlagSet
+	gpuPrice          float64
+	gpus              int
+	priceIn, priceOut float64
+}
+
+// bind adds the pricing flags: all four where the endpoint's price is the user's to say
+// (run, report), --gpu-price alone where a simulated deployment says how many GPUs it has.
+func (f *priceFlags) bind(fs *pflag.FlagSet, all bool) {
+	f.fs = fs
+	fs.Float64Var(&f.gpuPrice, "gpu-price", 0, "USD per GPU-hour of the GPUs behind the endpoint: each level's cost per million output tokens, per 1,000 requests, ... (docs/metrics.md)")
+	if !all {
+		return
+	}
+	fs.IntVar(&f.gpus, "gpus", 1, "with --gpu-price: the GPUs behind the endpoint")
+	fs.Float64Var(&f.priceIn, "price-in", 0, "a hosted API's price, USD per million input tokens (with --price-out; instead of --gpu-price)")
+	fs.Float64Var(&f.priceOut, "price-out", 0, "a hosted API's price, USD per million output tokens (with --price-in)")
+}
+
+func (f *priceFlags) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+
+// pricing is what the pricing flags said, checked: a GPU price, a GPU count, per-token
+// prices, or nothing (each nil or 0 when not given).
+type pricing struct {
+	usdPerGPUHour *float64
+	gpus          int
+	tokens        *metrics.TokenPrice
+}
+
+// parse checks the pricing flags, reporting every problem.
+func (f *priceFlags) parse() (pricing, error) {
+	var p pricing
+	var errs []error
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	gpu, gpus := f.changed("gpu-price"), f.changed("gpus")
+	in, out := f.changed("price-in"), f.changed("price-out")
+	if (in || out) && (gpu || gpus) {
+		errs = append(errs, errors.New("--price-in/--price-out (a hosted API's per-token prices) and --gpu-price/--gpus (GPUs rented by the hour) exclude each other: give one way to price the endpoint"))
+	}
+	if gpu {
+		if !finite(f.gpuPrice) || f.gpuPrice <= 0 || f.gpuPrice > 1e9 {
+			errs = append(errs, fmt.Errorf("--gpu-price %v: must be a positive number of USD per GPU-hour, such as 3.5", f.gpuPrice))
+		}
+		p.usdPerGPUHour = &f.gpuPrice
+	}
+	if gpus {
+		if f.gpus < 1 || f.gpus > metrics.MaxGPUs {
+			errs = append(errs, fmt.Errorf("--gpus %d: must be in 1..%d", f.gpus, metrics.MaxGPUs))
+		}
+		p.gpus = f.gpus
+	}
+	if in || out {
+		if in != out {
+			errs = append(errs, errors.New("--price-in and --price-out: give both (USD per million input and output tokens; 0 for a side that is free)"))
+		}
+		for _, v := range []struct {
+			name string
+			v    float64
+		}{{"price-in", f.priceIn}, {"price-out", f.priceOut}} {
+			if !finite(v.v) || v.v < 0 || v.v > 1e9 {
+				errs = append(errs, fmt.Errorf("--%s %v: must be a number of USD per million tokens, 0 or more", v.name, v.v))
+			}
+		}
+		if in && out && f.priceIn == 0 && f.priceOut == 0 {
+			errs = append(errs, errors.New("--price-in 0 --price-out 0: everything would be free; leave both out for no cost figures"))
+		}
+		p.tokens = &metrics.TokenPrice{USDPerMillionInput: f.priceIn, USDPerMillionOutput: f.priceOut}
+	}
+	return p, errors.Join(errs...)
+}
+
+// price is the run's price: the flags', over def (the profile's, or the price a past run
+// stored) for what they leave out; nil when neither gives one. gpus is the GPU count when
+// neither the flags nor def give one (a simulated deployment's own). --gpus alone needs a
+// GPU price from def.
+func (p pricing) price(def *metrics.Price, gpus int) (*metrics.Price, error) {
+	switch {
+	case p.tokens != nil:
+		t := *p.tokens
+		return &metrics.Price{Tokens: &t, Source: "--price-in, --price-out"}, nil
+	case p.usdPerGPUHour == nil && p.gpus == 0:
+		return def, nil
+	}
+	g := metrics.GPUPrice{GPUs: gpus}
+	var from []string
+	if def != nil && def.GPU != nil {
+		g = *def.GPU
+	}
+	if p.usdPerGPUHour != nil {
+		g.USDPerGPUHour = *p.usdPerGPUHour
+		from = append(from, "--gpu-price")
+	} else if g.USDPerGPUHour == 0 {
+		return nil, usageError(errors.New("--gpus needs --gpu-price, the USD one of the GPUs costs an hour"))
+	}
+	if p.gpus > 0 {
+		g.GPUs = p.gpus
+		from = append(from, "--gpus")
+	}
+	src := strings.Join(from, ", ")
+	if def != nil && def.GPU != nil && (p.usdPerGPUHour == nil || p.gpus == 0) {
+		src += " over " + def.Source
+	}
+	return &metrics.Price{GPU: &g, Source: src}, nil
+}
+
+// checkedPrice is pr as a summary.json may hold it, refused (naming the file) when it is
+// not one llmbench writes.
+func checkedPrice(pr *metrics.Price, file string) error {
+	if pr == nil {
+		return nil
+	}
+	if err := pr.Validate(); err != nil {
+		return fmt.Errorf("%s: %w (give --gpu-price or --price-in and --price-out to re-price the run)", file, err)
+	}
+	return nil
+}
+
+// profilePrice is a simulated deployment's price: its GPUs at their price per GPU-hour (the
+// profile's gpu.usd_per_hour or the preset's list price); nil for a GPU without a price.
+func profilePrice(p sim.Profile) *metrics.Price {
+	usd := p.USDPerGPUHour()
+	if usd <= 0 {
+		return nil
+	}
+	return &metrics.Price{GPU: &metrics.GPUPrice{USDPerGPUHour: usd, GPUs: p.GPUs()}, Source: p.PriceSource()}
+}
+
+// unpricedNote says why a simulation has no cost figures, and what would give them.
+func unpricedNote(p sim.Profile) string {
+	return fmt.Sprintf("note: profile %s's GPU (%s) has no list price, so no cost is reported: give gpu.usd_per_hour in the profile, or --gpu-price", p.Name, p.GPU.Name)
+}
