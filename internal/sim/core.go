@@ -61,6 +61,7 @@ type core struct {
 	disagg bool
 	bs     int
 	seed   uint64
+	maxLen int // a request's prompt plus max_tokens; 0 = no limit but the cache
 
 	totalBlocks, freeBlocks int // freeBlocks includes cached blocks nobody holds
 
@@ -102,7 +103,7 @@ func newCore(p Profile, emit func(*seq, time.Duration, int, bool)) (*core, error
 	}
 	c := &core{
 		cost: cost, cfg: p.Engine, disagg: p.Engine.Prefill == PrefillDisaggregated,
-		bs: p.Engine.BlockSize, seed: uint64(p.Seed), emit: emit,
+		bs: p.Engine.BlockSize, seed: uint64(p.Seed), emit: emit, maxLen: p.Deployment.MaxModelLen,
 	}
 	c.totalBlocks = kv / c.bs
 	c.freeBlocks = c.totalBlocks
@@ -129,6 +130,9 @@ func (c *core) newSeq(r *SeqRequest) (*seq, error) {
 	}
 	if r.MaxTokens < 1 {
 		return nil, fmt.Errorf("max_tokens %d: need at least 1", r.MaxTokens)
+	}
+	if c.maxLen > 0 && r.PromptTokens+r.MaxTokens > c.maxLen {
+		return nil, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds max_model_len %d", r.PromptTokens, r.MaxTokens, c.maxLen)
 	}
 	if need := c.blocksFor(r.PromptTokens + r.MaxTokens); need > c.totalBlocks {
 		return nil, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the KV cache of %d tokens", r.PromptTokens, r.MaxTokens, c.totalBlocks*c.bs)
