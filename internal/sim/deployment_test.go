@@ -391,3 +391,40 @@ deployment:
 		})
 	}
 }
+
+// TestDeploymentTable prints docs/simulator.md's table of llama-3.1-70b deployments —
+// weights per GPU, one replica's KV cache and the roofline decode step — and holds what the
+// table shows: more GPUs per replica leave more cache and shorten a step.
+//
+//	go test ./internal/sim -run DeploymentTable -v
+func TestDeploymentTable(t *testing.T) {
+	rows := []string{"| GPU | tp | weights | weights GB per GPU | KV tokens per replica | step ms, 1 × 1k ctx | 64 × 1k |", "|---|---|---|---|---|---|---|"}
+	for _, gpu := range GPUPresets() {
+		prevKV, prevStep := 0, time.Duration(math.MaxInt64)
+		for _, tp := range []int{1, 2, 4, 8} {
+			for _, dt := range []string{DtypeBF16, DtypeFP8} {
+				p := presetProfile(t, "llama-3.1-70b", gpu, Deployment{Replicas: 1, TP: tp, WeightDtype: dt})
+				w := p.ShardModel().WeightBytes() / 1e9
+				if err := p.Validate(); err != nil {
+					if !strings.Contains(err.Error(), "leave no room") || w < p.GPU.MemoryGB*0.9 {
+						t.Errorf("%s tp %d %s: %v", gpu, tp, dt, err)
+					}
+					rows = append(rows, fmt.Sprintf("| %s | %d | %s | %.1f | does not fit | | |", gpu, tp, dt, w))
+					continue
+				}
+				kv, _ := p.KVCacheTokens()
+				cm, _ := p.NewCostModel()
+				one := cm.Step(StepWork{DecodeSeqs: 1, DecodeContext: 1024})
+				many := cm.Step(StepWork{DecodeSeqs: 64, DecodeContext: 64 * 1024})
+				rows = append(rows, fmt.Sprintf("| %s | %d | %s | %.1f | %d | %.1f | %.1f |", gpu, tp, dt, w, kv, float64(one)/1e6, float64(many)/1e6))
+				if dt == DtypeBF16 {
+					if kv <= prevKV || one >= prevStep {
+						t.Errorf("%s tp %d: %d KV tokens, %v step; tp %d: %d, %v", gpu, tp, kv, one, tp/2, prevKV, prevStep)
+					}
+					prevKV, prevStep = kv, one
+				}
+			}
+		}
+	}
+	t.Logf("\n%s", strings.Join(rows, "\n"))
+}
