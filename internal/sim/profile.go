@@ -31,13 +31,14 @@ const DefaultProfile = "h200-llama-3.1-8b"
 // Profile describes a simulated deployment: model, GPU, cost model, engine settings, and
 // how many GPUs serve it how (Deployment).
 type Profile struct {
-	Name       string // built-in name, or the YAML file's path
-	Model      ModelShape
-	GPU        GPU
-	Cost       CostConfig
-	Engine     EngineConfig
-	Deployment Deployment
-	Seed       int64 // seeds the lengths of sequences without ignore_eos
+	Name   string // built-in name, or the YAML file's path
+	Model  ModelShape
+	GPU    GPU
+	Cost   CostConfig
+	Engine EngineConfig
+	Seed   int64 // seeds the lengths of sequences without ignore_eos
+
+	Deployment Deployment // replicas, tensor parallelism, precisions
 
 	table *StepTable // loaded from Cost.File for the table model
 }
@@ -281,8 +282,10 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				"prefill_workers":        d.integer(&e.PrefillWorkers),
 			})
 		},
-		"seed":       func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
-		"deployment": func(key string, v *yaml.Node) { d.deployment(key, v, &p.Deployment) },
+		"deployment": func(key string, v *yaml.Node) {
+			d.deployment(key, v, &p.Deployment)
+		},
+		"seed": func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
 	})
 	if seedSet {
 		p.Seed = int64(seed)
