@@ -331,7 +331,7 @@ type simServer struct {
 // --close-after).
 func startSimServer(ctx context.Context, ln net.Listener, p sim.Profile, opts server.Options, closeAfter *time.Duration) (*simServer, error) {
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	eng := sim.NewEngine(p)
+	eng := sim.NewEngineFleet(p) // one engine per replica, behind the deployment's router
 	go eng.Start(ectx)
 	h, err := server.New(eng, opts)
 	if err != nil {

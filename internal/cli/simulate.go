@@ -77,7 +77,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		defer debug.SetGCPercent(debug.SetGCPercent(25))
 	}
 	if !cfg.quiet {
-		fmt.Fprintf(stdio.Out, "Simulating profile %s on a virtual clock\n", cfg.simProfile)
+		fmt.Fprintf(stdio.Out, "Simulating profile %s%s on a virtual clock\n", cfg.simProfile, describeDeployment(p))
 	}
 	if c := p.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
@@ -91,7 +91,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		}
 		pr := p
 		pr.Seed = cfg.runSeed(lvl.Repeat) // a repeated level's runs: the simulator's noise too
-		srv, err := sim.NewVirtual(pr)
+		srv, err := newVirtualServer(pr)
 		if err != nil {
 			return "", usageError(fmt.Errorf("--sim: %w", err))
 		}
@@ -137,4 +137,30 @@ func distRange(d workload.Dist) [2]int {
 		return [2]int{max(1, int(d.A-3*d.B)), int(d.A + 3*d.B)}
 	}
 	return [2]int{}
+}
+
+// newVirtualServer is profile p's deployment on a virtual clock: its one engine as it is
+// (the hot path of a single replica stays direct), or its replicas behind their router.
+func newVirtualServer(p sim.Profile) (load.VirtualServer, error) {
+	if p.Deployment.Replicas > 1 {
+		f, err := sim.NewFleet(p)
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
+	}
+	v, err := sim.NewVirtual(p)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// describeDeployment names a deployment other than one GPU in the model's precision, for
+// the console; "" for that one.
+func describeDeployment(p sim.Profile) string {
+	if d := p.Deployment.String(); d != "" {
+		return " (" + d + ")"
+	}
+	return ""
 }

@@ -94,3 +94,51 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+// A simulated fleet's /metrics has each replica's engine figures under vLLM's names,
+// labelled engine="I" as vLLM labels its data-parallel engines; a scrape adds them up
+// (averages KV usage), so the fleet reads as one server.
+func TestScrapeSimulatedFleet(t *testing.T) {
+	p, err := sim.LoadProfile("h200-llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Deployment.Replicas, p.Deployment.Router = 3, sim.RouterRoundRobin
+	fleet := sim.NewEngineFleet(p) // not started: each replica's first request runs, the rest wait
+	for range 4 {
+		if _, err := fleet.Submit(t.Context(), sim.SeqRequest{PromptTokens: 64, MaxTokens: 8}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := server.New(fleet, server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(b)
+	for _, want := range []string{
+		`vllm:num_requests_running{engine="0",model_name="llmbench-sim"} 1`,
+		`vllm:num_requests_waiting{engine="0",model_name="llmbench-sim"} 1`,
+		`vllm:num_requests_running{engine="1",model_name="llmbench-sim"} 1`,
+		`vllm:num_requests_waiting{engine="1",model_name="llmbench-sim"} 0`,
+		`vllm:num_requests_running{engine="2",model_name="llmbench-sim"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	fam, v, err := Parse(strings.NewReader(text))
+	if err != nil || fam != FamilyVLLM || v.Running != 3 || v.Waiting != 1 {
+		t.Errorf("parsed %q %+v, %v; want 3 running, 1 waiting", fam, v, err)
+	}
+	if rs := fleet.ReplicaStats(); v.KVCacheUsage != (rs[0].KVUsage+rs[1].KVUsage+rs[2].KVUsage)/3 || v.KVCacheUsage <= 0 {
+		t.Errorf("KV usage %g, replicas %+v", v.KVCacheUsage, rs)
+	}
+}

@@ -20,6 +20,8 @@ func FuzzParseProfile(f *testing.F) {
 		"cost:\n  kind: table\n  file: missing.json\n",
 		"engine:\n  gpu_memory_utilization: 1.5\n  block_size: 0\n",
 		"model: [1, 2]\ngpu: {tflops: .nan}\nunknown: 1\n",
+		"model: llama-3.1-70b\ngpu: h100\nengine: {prefix_caching: true}\ndeployment: {replicas: 2, tp: 4, router: prefix-affinity, weight_dtype: fp8, kv_dtype: fp8, max_model_len: 8192}\n",
+		"deployment: {tp: 2, tp: 4}\n",
 		"a: &a [*a, *a]\n", "", "---\n", "- 1\n",
 	} {
 		f.Add([]byte(s))

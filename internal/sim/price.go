@@ -26,11 +26,6 @@ var gpuListPrices = map[string]ListPrice{
 // GPUListPrice returns a GPU preset's list price by name.
 func GPUListPrice(name string) (ListPrice, bool) { lp, ok := gpuListPrices[name]; return lp, ok }
 
-// GPUs is the number of GPUs the profile's deployment runs on: one engine runs on one GPU
-// until the deployment (replicas, tensor parallelism) lands, which defines it as tp ×
-// replicas.
-func (p Profile) GPUs() int { return 1 }
-
 // USDPerGPUHour is what one of the profile's GPUs costs an hour: its gpu.usd_per_hour, else
 // its preset's list price; 0 for a GPU of its own figures without a price.
 func (p Profile) USDPerGPUHour() float64 {
@@ -50,7 +45,7 @@ func (p Profile) gpuPrice() (usd float64, source string) {
 	}
 	// Only the preset itself has its list price: a GPU of other figures that took its name
 	// is another part.
-	if pg, ok := gpuPresets[p.GPU.Name]; ok && pg == p.GPU {
+	if pg, ok := gpuPresets[p.GPU.Name]; ok && pg.samePart(p.GPU) {
 		lp := gpuListPrices[p.GPU.Name]
 		return lp.USDPerHour, fmt.Sprintf("%s list price (%s, %s), profile %s", p.GPU.Name, lp.Provider, lp.AsOf, p.Name)
 	}

@@ -28,7 +28,8 @@ const (
 // DefaultProfile is the profile used when none is named.
 const DefaultProfile = "h200-llama-3.1-8b"
 
-// Profile describes a simulated deployment: model, GPU, cost model and engine settings.
+// Profile describes a simulated deployment: model, GPU, cost model, engine settings, and
+// how many GPUs serve it how (Deployment).
 type Profile struct {
 	Name   string // built-in name, or the YAML file's path
 	Model  ModelShape
@@ -43,6 +44,8 @@ type Profile struct {
 	// Calibration is where a fitted profile came from and what it was fitted on; nil for
 	// a profile nobody fitted.
 	Calibration *Calibration
+
+	Deployment Deployment // replicas, tensor parallelism, precisions
 
 	table *StepTable // loaded from Cost.File for the table model
 }
@@ -119,10 +122,10 @@ func builtinProfile(name string) (Profile, bool) {
 	case "textbook":
 		e := defaultEngine()
 		e.Prefill = PrefillDisaggregated
-		return Profile{Name: name, Model: m, GPU: g, Seed: 1, Engine: e,
+		return Profile{Name: name, Model: m, GPU: g, Seed: 1, Engine: e, Deployment: defaultDeployment(),
 			Cost: CostConfig{Kind: CostLinear, PrefillMsPerToken: 0.02, DecodeStepMs: 8, DecodeGrowth: 0.12}}, true
 	case "h200-llama-3.1-8b":
-		return Profile{Name: name, Model: m, GPU: g, Seed: 1, Engine: defaultEngine(),
+		return Profile{Name: name, Model: m, GPU: g, Seed: 1, Engine: defaultEngine(), Deployment: defaultDeployment(),
 			Cost: CostConfig{Kind: CostRoofline}}, true
 	}
 	return Profile{}, false
@@ -172,12 +175,13 @@ func LoadProfile(nameOrPath string) (Profile, error) {
 func ParseProfile(b []byte, dir string) (Profile, error) {
 	m, _ := ModelPreset("llama-3.1-8b")
 	g, _ := GPUPreset("h200")
-	p := Profile{Model: m, GPU: g, Seed: 1, Engine: defaultEngine(), Cost: CostConfig{Kind: CostRoofline}}
+	p := Profile{Model: m, GPU: g, Seed: 1, Engine: defaultEngine(), Deployment: defaultDeployment(), Cost: CostConfig{Kind: CostRoofline}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return Profile{}, err
 	}
 	d := &yamlDecoder{bad: map[string]bool{}}
+	d.duplicateKeys(&doc, "")
 	if len(doc.Content) > 0 {
 		d.profile(doc.Content[0], &p)
 	}
@@ -340,6 +344,9 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				"prefix_caching":         d.boolean(&e.PrefixCaching),
 				"prefill_workers":        d.integer(&e.PrefillWorkers),
 			})
+		},
+		"deployment": func(key string, v *yaml.Node) {
+			d.deployment(key, v, &p.Deployment)
 		},
 		"seed": func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
 		"network": func(key string, v *yaml.Node) {
@@ -542,8 +549,11 @@ func (p Profile) validate() []error {
 	if e.PrefixCaching && e.Prefill == PrefillDisaggregated {
 		add("engine.prefix_caching", "is simulated for prefill: colocated only")
 	}
+	errs = append(errs, p.deploymentErrors()...)
 	if len(errs) == 0 {
 		if kv, err := p.KVCacheTokens(); err != nil {
+			errs = append(errs, err)
+		} else if err := p.checkFleet(kv); err != nil {
 			errs = append(errs, err)
 		} else if err := p.checkStepTimes(kv); err != nil {
 			errs = append(errs, err)
@@ -588,9 +598,10 @@ func (p Profile) checkStepTimes(kv int) error {
 	return nil
 }
 
-// KVCacheTokens is the KV-cache capacity in tokens (a whole number of blocks): the
-// configured figure, or the GPU memory the engine may use minus the weights, over the KV
-// bytes per token.
+// KVCacheTokens is one replica's KV-cache capacity in tokens (a whole number of blocks):
+// the configured figure, or the GPU memory the engine may use minus one GPU's share of the
+// weights, over one GPU's share of the KV bytes per token (ShardModel: each of a replica's
+// tp GPUs caches its KV heads of every token).
 func (p Profile) KVCacheTokens() (int, error) {
 	e := p.Engine
 	bs := e.BlockSize
@@ -599,13 +610,11 @@ func (p Profile) KVCacheTokens() (int, error) {
 	}
 	n := e.KVCacheTokens
 	if n == 0 {
-		usable := p.GPU.MemoryGB * 1e9 * e.GPUMemoryUtilization
-		free := usable - p.Model.WeightBytes()
-		if free <= 0 {
-			return 0, fmt.Errorf("engine.kv_cache_tokens: %s's weights (%.1f GB) leave no room for a KV cache in %.0f%% of %s's %.0f GB",
-				p.Model.Name, p.Model.WeightBytes()/1e9, e.GPUMemoryUtilization*100, p.GPU.Name, p.GPU.MemoryGB)
+		free, err := p.fit()
+		if err != nil {
+			return 0, err
 		}
-		f := free / p.Model.KVBytesPerToken()
+		f := free / p.ShardModel().KVBytesPerToken()
 		if f > maxKVCacheTokens {
 			return 0, fmt.Errorf("engine.kv_cache_tokens: %s's memory would hold %.3g tokens of %s's KV cache, beyond the %d limit; set kv_cache_tokens",
 				p.GPU.Name, f, p.Model.Name, maxKVCacheTokens)
@@ -627,7 +636,7 @@ func (p Profile) NewCostModel() (CostModel, error) {
 		return Linear{PrefillMsPerToken: c.PrefillMsPerToken, DecodeStepMs: c.DecodeStepMs, DecodeGrowth: c.DecodeGrowth,
 			StepMs: c.StepMs, ContextMsPer1k: c.ContextMsPer1k, PrefillAttnMsPer1M: c.PrefillAttnMsPer1M}, nil
 	case CostRoofline:
-		return NewRoofline(p.Model, p.GPU), nil
+		return p.tensorParallel(NewRoofline(p.ShardModel(), p.GPU)), nil
 	case CostTable:
 		if p.table == nil {
 			return nil, fmt.Errorf("cost.file: %q was not loaded", p.Cost.File)

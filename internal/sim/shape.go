@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // ModelShape is a decoder-only transformer's shape: enough to count its parameters, the
@@ -19,8 +20,15 @@ type ModelShape struct {
 	Vocab        int
 	// TiedEmbeddings: the output projection reuses the embedding matrix (Llama 3.2 1B).
 	TiedEmbeddings bool
-	// BytesPerParam is the weight and KV-cache element size; 0 means 2 (bf16).
+	// BytesPerParam is the weight and KV-cache element size; 0 means 2 (bf16). A
+	// deployment's weight_dtype and kv_dtype, when given, decide instead.
 	BytesPerParam float64
+	// KVBytesPerElem is the KV-cache element size when it differs from the weights' (a
+	// deployment's kv_dtype); 0 means BytesPerParam.
+	KVBytesPerElem float64
+	// MaxContext is the longest sequence the model was trained for (config.json's
+	// max_position_embeddings); 0 is unknown. A deployment's max_model_len may not exceed it.
+	MaxContext int
 }
 
 // GPU is one accelerator: published dense bf16 tensor throughput, memory bandwidth and size.
@@ -35,24 +43,46 @@ type GPU struct {
 	// USDPerHour is what the GPU costs an hour (gpu.usd_per_hour); 0 takes the preset's
 	// list price (price.go), and a GPU of its own figures then has none.
 	USDPerHour float64
+	// InterconnectGBps is the GPU-to-GPU bandwidth in each direction (NVLink, or PCIe where
+	// there is none), GB/s; InterconnectLatency is the time of an all-reduce too small for
+	// bandwidth to matter. Tensor parallelism pays them; 0 leaves the GPU without a
+	// tensor-parallel figure.
+	InterconnectGBps    float64
+	InterconnectLatency time.Duration
 }
 
 // Model presets: the published Hugging Face config.json shapes.
 var modelPresets = map[string]ModelShape{
-	"llama-3.1-8b":  {Name: "llama-3.1-8b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256},
-	"llama-3.1-70b": {Name: "llama-3.1-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256},
-	"llama-3.2-1b":  {Name: "llama-3.2-1b", Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, HeadDim: 64, Intermediate: 8192, Vocab: 128256, TiedEmbeddings: true},
-	"qwen2.5-7b":    {Name: "qwen2.5-7b", Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128, Intermediate: 18944, Vocab: 152064},
-	"mistral-7b":    {Name: "mistral-7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32768},
+	"llama-3.1-8b":  {Name: "llama-3.1-8b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256, MaxContext: 131072},
+	"llama-3.1-70b": {Name: "llama-3.1-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxContext: 131072},
+	"llama-3.2-1b":  {Name: "llama-3.2-1b", Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, HeadDim: 64, Intermediate: 8192, Vocab: 128256, TiedEmbeddings: true, MaxContext: 131072},
+	"qwen2.5-7b":    {Name: "qwen2.5-7b", Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128, Intermediate: 18944, Vocab: 152064, MaxContext: 32768},
+	"mistral-7b":    {Name: "mistral-7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32768, MaxContext: 32768},
 }
 
-// GPU presets: vendor datasheet figures (SXM parts; dense, not sparse, tensor FLOP/s).
+// GPU presets: vendor datasheet figures (SXM parts; dense, not sparse, tensor FLOP/s). The
+// interconnect is half the datasheet's bidirectional figure — NVLink 3/4/4/5 at 600, 900,
+// 900 and 1,800 GB/s; the L40S has no NVLink, so PCIe Gen4 x16 at 64 GB/s — and the
+// all-reduce latency is measured: vLLM's custom all-reduce of 512 B to 32 KB on H100s took
+// 8.7–11.8 µs at TP 2, 4 and 8 (sgl-project/sglang#2904); NCCL's 8-byte all-reduce over
+// PCIe on 8 RTX 4090s (the L40S's chip and bus) 42 µs (NVIDIA/nccl#1530).
 var gpuPresets = map[string]GPU{
-	"a100": {Name: "a100", TFLOPS: 312, BandwidthGBps: 2039, MemoryGB: 80, SMs: 108},
-	"h100": {Name: "h100", TFLOPS: 989, BandwidthGBps: 3350, MemoryGB: 80, SMs: 132},
-	"h200": {Name: "h200", TFLOPS: 989, BandwidthGBps: 4800, MemoryGB: 141, SMs: 132},
-	"b200": {Name: "b200", TFLOPS: 2250, BandwidthGBps: 7700, MemoryGB: 180, SMs: 148},
-	"l40s": {Name: "l40s", TFLOPS: 362, BandwidthGBps: 864, MemoryGB: 48, SMs: 142},
+	"a100": {Name: "a100", TFLOPS: 312, BandwidthGBps: 2039, MemoryGB: 80, SMs: 108, InterconnectGBps: 300, InterconnectLatency: nvlinkLatency},
+	"h100": {Name: "h100", TFLOPS: 989, BandwidthGBps: 3350, MemoryGB: 80, SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency},
+	"h200": {Name: "h200", TFLOPS: 989, BandwidthGBps: 4800, MemoryGB: 141, SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency},
+	"b200": {Name: "b200", TFLOPS: 2250, BandwidthGBps: 7700, MemoryGB: 180, SMs: 148, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency},
+	"l40s": {Name: "l40s", TFLOPS: 362, BandwidthGBps: 864, MemoryGB: 48, SMs: 142, InterconnectGBps: 32, InterconnectLatency: pcieLatency},
+}
+
+const (
+	nvlinkLatency = 10 * time.Microsecond
+	pcieLatency   = 40 * time.Microsecond
+)
+
+// samePart says whether g and o are the same part by its datasheet figures (what the
+// roofline reads), whatever their prices and interconnects.
+func (g GPU) samePart(o GPU) bool {
+	return g.Name == o.Name && g.TFLOPS == o.TFLOPS && g.BandwidthGBps == o.BandwidthGBps && g.MemoryGB == o.MemoryGB && g.SMs == o.SMs
 }
 
 // ModelPreset returns a built-in model shape by name.
@@ -113,10 +143,37 @@ func (m ModelShape) MatmulParams() int64 {
 // WeightBytes is the size of the weights in memory.
 func (m ModelShape) WeightBytes() float64 { return float64(m.Params()) * m.bytesPerParam() }
 
+func (m ModelShape) kvBytesPerElem() float64 {
+	if m.KVBytesPerElem > 0 {
+		return m.KVBytesPerElem
+	}
+	return m.bytesPerParam()
+}
+
 // KVBytesPerToken is the KV cache per token: K and V for every layer's KV heads.
 func (m ModelShape) KVBytesPerToken() float64 {
-	return 2 * float64(m.Layers*m.KVHeads*m.HeadDim) * m.bytesPerParam()
+	return 2 * float64(m.Layers*m.KVHeads*m.HeadDim) * m.kvBytesPerElem()
 }
+
+// Shard is the part of m that one GPU of a tensor-parallel group of tp holds and computes,
+// as Megatron-style serving engines (vLLM, TensorRT-LLM) split it: each GPU has heads/tp
+// query heads, kv_heads/tp KV heads (one replicated head when kv_heads < tp), an
+// intermediate/tp slice of the MLP and a vocab/tp slice of the embeddings and output
+// projection (rounded up: engines pad the vocabulary). The norms are replicated. The
+// caller checks that tp divides heads; Shard(1) is m.
+func (m ModelShape) Shard(tp int) ModelShape {
+	if tp <= 1 {
+		return m
+	}
+	s := m
+	s.Heads = m.Heads / tp
+	s.KVHeads = max(1, m.KVHeads/tp)
+	s.Intermediate = ceilDiv(m.Intermediate, tp)
+	s.Vocab = ceilDiv(m.Vocab, tp)
+	return s
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // Shape and GPU limits: far beyond any real model or accelerator, and small enough that
 // parameter counts stay within int64 (at most about 4.3e17) and step times stay finite.
@@ -169,6 +226,13 @@ func (g GPU) validate(prefix string) error {
 	}
 	if !(g.USDPerHour >= 0 && g.USDPerHour <= maxUSDPerHour) {
 		errs = append(errs, fmt.Errorf("%s.usd_per_hour: must be a number in [0, %.0f] (0 = the preset's list price), got %g", prefix, float64(maxUSDPerHour), g.USDPerHour))
+	}
+	// Set in code only (presets, or a profile's GPU built in Go): 0 is "unknown".
+	if !(g.InterconnectGBps >= 0 && g.InterconnectGBps <= maxGPUFigure) {
+		errs = append(errs, fmt.Errorf("%s: interconnect bandwidth must be in [0, %.0f] GB/s, got %g", prefix, float64(maxGPUFigure), g.InterconnectGBps))
+	}
+	if g.InterconnectLatency < 0 || g.InterconnectLatency > time.Second {
+		errs = append(errs, fmt.Errorf("%s: interconnect latency must be in [0, 1s], got %v", prefix, g.InterconnectLatency))
 	}
 	return errors.Join(errs...)
 }

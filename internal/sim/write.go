@@ -36,6 +36,9 @@ func (p Profile) YAML(header string) []byte {
 		g := p.GPU
 		fmt.Fprintf(&b, "gpu:\n  name: %s\n  tflops: %s\n  bandwidth_gbps: %s\n  memory_gb: %s\n  sms: %d\n",
 			yamlString(g.Name), num(g.TFLOPS), num(g.BandwidthGBps), num(g.MemoryGB), g.SMs)
+		if g.USDPerHour > 0 {
+			fmt.Fprintf(&b, "  usd_per_hour: %s\n", num(g.USDPerHour))
+		}
 	}
 	c := p.Cost
 	fmt.Fprintf(&b, "cost:\n  kind: %s\n", c.Kind)
@@ -57,6 +60,19 @@ func (p Profile) YAML(header string) []byte {
 		e.Prefill, e.MaxNumSeqs, e.MaxBatchedTokens, e.BlockSize, e.KVCacheTokens, num(e.GPUMemoryUtilization), e.PrefixCaching)
 	if e.Prefill == PrefillDisaggregated {
 		fmt.Fprintf(&b, "  prefill_workers: %d\n", e.PrefillWorkers)
+	}
+	// The fleet, each key once, so that editing one number gives the same deployment with
+	// one replica (or GPU) fewer.
+	dep := p.Deployment
+	fmt.Fprintf(&b, "deployment:\n  replicas: %d\n  tp: %d\n  router: %s\n", dep.replicas(), dep.tp(), dep.router())
+	if dep.WeightDtype != "" {
+		fmt.Fprintf(&b, "  weight_dtype: %s\n", dep.WeightDtype)
+	}
+	if dep.KVDtype != "" {
+		fmt.Fprintf(&b, "  kv_dtype: %s\n", dep.KVDtype)
+	}
+	if dep.MaxModelLen > 0 {
+		fmt.Fprintf(&b, "  max_model_len: %d\n", dep.MaxModelLen)
 	}
 	if n := p.Network; n.RTTMs > 0 || n.JitterMs > 0 {
 		fmt.Fprintf(&b, "network:\n  rtt_ms: %s\n  jitter_ms: %s\n", num(n.RTTMs), num(n.JitterMs))

@@ -20,7 +20,11 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 	custom.Calibration = &Calibration{Source: "http://127.0.0.1:8080/v1 (llama.cpp)", Date: "2026-12-01",
 		PromptTokens: [2]int{16, 2048}, OutputTokens: [2]int{8, 64}, Concurrency: [2]int{1, 2}, MaxNumSeqs: "server: /props total_slots",
 		Error: FitError{TTFTP50: 3.2, TTFTP99: math.NaN(), TPOTP50: 1.5, TPOTP99: math.NaN()}}
-	for _, p := range []Profile{tb, rf, custom} {
+	fleet := rf
+	fleet.Model, _ = ModelPreset("llama-3.1-70b")
+	fleet.GPU, _ = GPUPreset("h100")
+	fleet.Deployment = Deployment{Replicas: 3, TP: 4, Router: RouterRoundRobin, WeightDtype: DtypeFP8, KVDtype: DtypeFP8, MaxModelLen: 8192}
+	for _, p := range []Profile{tb, rf, custom, fleet} {
 		y := p.YAML("fitted by a test\nsecond line")
 		got, err := ParseProfile(y, "")
 		if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strconv"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,10 @@ type serverMetrics struct {
 	success  *prometheus.CounterVec // by finished_reason
 	faults   *[numFaultKinds]atomic.Uint64
 	statsFns func() engineSnapshot
+	// replicaFns, set for a deployment of several replicas, has each replica's snapshot:
+	// the engine metrics are then one series per replica, labelled engine="I" as vLLM labels
+	// its data-parallel engines, which scrapers sum (or average, for KV usage).
+	replicaFns func() []engineSnapshot
 }
 
 // engineSnapshot is what the engine collector exports, read once per scrape.
@@ -37,7 +42,7 @@ type engineSnapshot struct {
 	prefixHits, prefixQueries       float64
 }
 
-func newServerMetrics(model string, stats func() engineSnapshot, faults *[numFaultKinds]atomic.Uint64) *serverMetrics {
+func newServerMetrics(model string, stats func() engineSnapshot, replicas func() []engineSnapshot, faults *[numFaultKinds]atomic.Uint64) *serverMetrics {
 	labels := prometheus.Labels{"model_name": model}
 	m := &serverMetrics{
 		reg: prometheus.NewRegistry(),
@@ -57,8 +62,9 @@ func newServerMetrics(model string, stats func() engineSnapshot, faults *[numFau
 			Name: "vllm:request_success_total", Help: "Count of successfully processed requests.",
 			ConstLabels: labels,
 		}, []string{"finished_reason"}),
-		faults:   faults,
-		statsFns: stats,
+		faults:     faults,
+		statsFns:   stats,
+		replicaFns: replicas,
 	}
 	m.reg.MustRegister(m.ttft, m.itl, m.e2e, m.success, &engineCollector{m: m, labels: labels})
 	return m
@@ -90,7 +96,11 @@ var (
 )
 
 func (c *engineCollector) desc(name string) *prometheus.Desc {
-	return prometheus.NewDesc(name, descOnce[name], nil, c.labels)
+	var vars []string
+	if c.m.replicaFns != nil {
+		vars = []string{"engine"}
+	}
+	return prometheus.NewDesc(name, descOnce[name], vars, c.labels)
 }
 
 func (c *engineCollector) faultDesc() *prometheus.Desc {
@@ -105,17 +115,28 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.m.statsFns()
+	if c.m.replicaFns == nil {
+		c.collectEngine(ch, c.m.statsFns())
+	} else {
+		for i, s := range c.m.replicaFns() {
+			c.collectEngine(ch, s, strconv.Itoa(i))
+		}
+	}
+	fd := c.faultDesc()
+	for _, k := range FaultKinds() {
+		ch <- prometheus.MustNewConstMetric(fd, prometheus.CounterValue, float64(c.m.faults[k].Load()), k.String())
+	}
+}
+
+// collectEngine exports one engine's snapshot, with the engine label's value when there
+// are several.
+func (c *engineCollector) collectEngine(ch chan<- prometheus.Metric, s engineSnapshot, engine ...string) {
 	vals := []float64{s.running, s.waiting, s.kvUsage, s.preemptions, s.prompt, s.generation, s.prefixQueries, s.prefixHits}
 	for i, n := range engineMetricOrder {
 		t := prometheus.CounterValue
 		if i < 3 {
 			t = prometheus.GaugeValue
 		}
-		ch <- prometheus.MustNewConstMetric(c.desc(n), t, vals[i])
-	}
-	fd := c.faultDesc()
-	for _, k := range FaultKinds() {
-		ch <- prometheus.MustNewConstMetric(fd, prometheus.CounterValue, float64(c.m.faults[k].Load()), k.String())
+		ch <- prometheus.MustNewConstMetric(c.desc(n), t, vals[i], engine...)
 	}
 }

@@ -188,15 +188,33 @@ func New(g Generator, opts Options) (*Server, error) {
 	if opts.Truth != nil {
 		s.truth = newTruthLog(opts.Truth)
 	}
-	s.metrics = newServerMetrics(opts.ModelName, s.engineSnapshot, &s.faults)
+	s.metrics = newServerMetrics(opts.ModelName, s.engineSnapshot, s.replicaSnapshots(), &s.faults)
 	s.metricsH = promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
 	s.modelsDoc = fmt.Appendf(nil, `{"object":"list","data":[{"id":%s,"object":"model","created":%d,"owned_by":"llmbench","root":%s}]}`,
 		mj, time.Now().Unix(), mj)
 	return s, nil
 }
 
-func (s *Server) engineSnapshot() engineSnapshot {
-	st := s.g.Stats()
+func (s *Server) engineSnapshot() engineSnapshot { return snapshotOf(s.g.Stats()) }
+
+// replicaSnapshots reads each replica of a Generator serving several (sim.EngineFleet);
+// nil for one engine.
+func (s *Server) replicaSnapshots() func() []engineSnapshot {
+	rs, ok := s.g.(interface{ ReplicaStats() []sim.EngineStats })
+	if !ok || len(rs.ReplicaStats()) < 2 {
+		return nil
+	}
+	return func() []engineSnapshot {
+		list := rs.ReplicaStats()
+		out := make([]engineSnapshot, len(list))
+		for i, st := range list {
+			out[i] = snapshotOf(st)
+		}
+		return out
+	}
+}
+
+func snapshotOf(st sim.EngineStats) engineSnapshot {
 	return engineSnapshot{
 		running: float64(st.Running), waiting: float64(st.Waiting), kvUsage: st.KVUsage,
 		preemptions: float64(st.Preemptions), prompt: float64(st.PromptTokens),
