@@ -3,6 +3,7 @@ package fidelity
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -47,6 +48,8 @@ func TestReadTruthErrors(t *testing.T) {
 		{"float exponent", `{"id":"a","received_unix":1e9,"event_unix":[]}`, "received_unix"},
 		{"token count length", `{"id":"a","received_unix":1.0,"event_unix":[1.0,2.0],"event_tokens":[1]}`, "1 entries for 2 events"},
 		{"token count zero", `{"id":"a","received_unix":1.0,"event_unix":[1.0],"event_tokens":[0]}`, "event_tokens[0]"},
+		{"step count", `{"id":"a","received_unix":1.0,"event_unix":[1.0,2.0],"step_unix":[1.0]}`, "step_unix has 1 entries for 2 events"},
+		{"bad step", `{"id":"a","received_unix":1.0,"event_unix":[1.0],"step_unix":[1e3]}`, "step_unix[0]"},
 		{"duplicate", "{\"id\":\"a\",\"received_unix\":1.0,\"event_unix\":[]}\n\n{\"id\":\"a\",\"received_unix\":1.0,\"event_unix\":[]}", `truth line 3: response id "a" appears twice`},
 	} {
 		_, err := ReadTruth(strings.NewReader(c.in))
@@ -58,7 +61,7 @@ func TestReadTruthErrors(t *testing.T) {
 
 // The server's own line format (server.TruthLine via appendLine) reads back exactly.
 func TestReadTruth(t *testing.T) {
-	in := `{"id":"chatcmpl-1","stream":true,"received_unix":1700000000.010200,"prompt_tokens":5,"completion_tokens":3,"finish_reason":"length","event_unix":[1700000000.050000,1700000000.070001],"event_tokens":[1,2]}
+	in := `{"id":"chatcmpl-1","stream":true,"received_unix":1700000000.010200,"prompt_tokens":5,"completion_tokens":3,"finish_reason":"length","event_unix":[1700000000.050000,1700000000.070001],"step_unix":[1700000000.049990,1700000000.070000],"event_tokens":[1,2]}
 {"id":"cmpl-2","stream":true,"received_unix":1700000000.000000,"prompt_tokens":5,"completion_tokens":0,"event_unix":[],"fault":"disconnect","canceled":true}
 `
 	tr, err := ReadTruth(strings.NewReader(in))
@@ -66,11 +69,12 @@ func TestReadTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := tr["chatcmpl-1"]
-	if a == nil || a.Received != 1700000000010200 || len(a.Events) != 2 || a.Events[1] != 1700000000070001 || a.Tokens[1] != 2 {
+	if a == nil || a.Received != 1700000000010200 || len(a.Events) != 2 || a.Events[1] != 1700000000070001 || a.Tokens[1] != 2 ||
+		fmt.Sprint(a.Steps) != "[1700000000049990 1700000000070000]" {
 		t.Errorf("chatcmpl-1 = %+v", a)
 	}
 	b := tr["cmpl-2"]
-	if b == nil || b.Fault != "disconnect" || !b.Canceled || len(b.Events) != 0 || b.Tokens != nil {
+	if b == nil || b.Fault != "disconnect" || !b.Canceled || len(b.Events) != 0 || b.Tokens != nil || b.Steps != nil {
 		t.Errorf("cmpl-2 = %+v", b)
 	}
 }
@@ -179,6 +183,45 @@ func TestJoin(t *testing.T) {
 	var back Report
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || !reflect.DeepEqual(back, r) {
 		t.Errorf("JSON round trip: %v\n%+v\n%+v", err, back, r)
+	}
+}
+
+// The server's pacing comes from the truth alone: each event's send minus its step's end,
+// and the server's ITL samples minus the steps' (a truth without step_unix adds nothing).
+func TestJoinServerPacing(t *testing.T) {
+	a := truth("a", 0, []int64{10_050, 20_900, 31_000}, []int32{1, 2, 1})
+	a.Steps = []int64{t0 + 10_000, t0 + 20_000, t0 + 30_000}
+	tr := map[string]*Truth{"a": a, "b": truth("b", 0, []int64{5_000, 6_000}, nil)}
+	ra := rec("a", 0, []int64{10_100, 21_000, 31_000}, []int{1, 2, 1})
+	rb := rec("b", 0, []int64{5_000, 6_000}, nil)
+	j := NewJoin(tr, time.UnixMicro(t0), Options{})
+	j.Add(&ra)
+	j.Add(&rb)
+	r := j.Report()
+	// Sent late by 0.05, 0.9 and 1 ms.
+	if se := r.ServerEvent; se.Count != 3 || !near(se.Min, 0.05) || !near(se.P50, 0.9) || !near(se.Max, 1) {
+		t.Errorf("server event = %+v", se)
+	}
+	// Server gaps 10.85 ms over 2 tokens, 10.1 over 1; the steps' 10 over 2, 10 over 1:
+	// two samples of 0.425 and one of 0.1.
+	if si := r.ServerITL; si.Count != 3 || !near(si.Min, 0.1) || !near(si.Max, 0.425) || !near(si.P50, 0.425) {
+		t.Errorf("server ITL = %+v", si)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"server - engine step (ms)", "event time                       3     0.650     0.050     0.900",
+		"ITL (per token)                  3     0.317     0.100     0.425"} {
+		if !strings.Contains(text.String(), s) {
+			t.Errorf("text lacks %q:\n%s", s, text.String())
+		}
+	}
+	j = NewJoin(map[string]*Truth{"b": tr["b"]}, time.UnixMicro(t0), Options{})
+	j.Add(&rb)
+	text.Reset()
+	if err := WriteText(&text, j.Report()); err != nil || strings.Contains(text.String(), "engine step") {
+		t.Errorf("without step_unix: %v\n%s", err, text.String())
 	}
 }
 

@@ -23,7 +23,10 @@ type Join struct {
 	records, warmup, matched, noID, noTruth, duplicate, mismatch, noEvents, kernel, upper int
 	// Signed errors in ns, kept whole and sorted at the end: percentiles are exact.
 	event, ttft, itl, send []int64
-	first                  []int64 // the first event's error, of records whose TTFT is exact
+	// The server's own pacing, from the truth alone: each event's send minus its step's
+	// end, and the server's ITL samples minus the engine steps'.
+	pacing, pacingITL []int64
+	first             []int64 // the first event's error, of records whose TTFT is exact
 	// second[s] holds the event errors read in second s of the run (with BySecond).
 	second [][]int64
 }
@@ -111,37 +114,55 @@ func (j *Join) Add(r *record.Record) {
 	})
 	// ITL: the registry's samples of the record against those of the truth's own events,
 	// gap for gap: each gap carrying nc tokens gives nc samples of gap/nc (docs/design.md §2).
-	var truthITL []itlSample
-	itl.Samples(truthRecord(t, n), func(num, den int64, w uint64) { truthITL = append(truthITL, itlSample{num, den}) })
-	k := 0
-	itl.Samples(r, func(num, den int64, w uint64) {
-		if k >= len(truthITL) {
-			return
+	truthITL := itlSamples(truthRecord(t.Events, t.Tokens, n), 1000)
+	j.itl = appendITLErrors(j.itl, itlSamples(r, 1000), truthITL)
+	if t.Steps != nil {
+		for i := range n {
+			j.pacing = append(j.pacing, (t.Events[i]-t.Steps[i])*1000)
 		}
-		s := truthITL[k]
-		k++
-		e := float64(num*1000)/float64(den) - float64(s.num*1000)/float64(s.den)
-		for range w {
-			j.itl = append(j.itl, int64(math.Round(e)))
+		j.pacingITL = appendITLErrors(j.pacingITL, truthITL, itlSamples(truthRecord(t.Steps, t.Tokens, n), 1000))
+	}
+}
+
+// itlSamples are the registry's per-token ITL samples of r in ns (its offsets times scale).
+func itlSamples(r *record.Record, scale int64) []itlSample {
+	var out []itlSample
+	itl.Samples(r, func(num, den int64, w uint64) { out = append(out, itlSample{num * scale, den, w}) })
+	return out
+}
+
+// appendITLErrors appends a's samples minus b's, gap for gap (up to the shorter), each
+// weighted as a's.
+func appendITLErrors(dst []int64, a, b []itlSample) []int64 {
+	for k, s := range a[:min(len(a), len(b))] {
+		e := int64(math.Round(float64(s.num)/float64(s.den) - float64(b[k].num)/float64(b[k].den)))
+		for range s.w {
+			dst = append(dst, e)
 		}
-	})
+	}
+	return dst
 }
 
 // itl is the registry's per-token ITL.
 var itl, _ = metrics.Lookup(metrics.KeyITL)
 
-type itlSample struct{ num, den int64 }
+// itlSample is one ITL sample, num/den ns, of weight w.
+type itlSample struct {
+	num, den int64
+	w        uint64
+}
 
-// truthRecord holds the truth's first n events (µs from its first) as a record's.
-func truthRecord(t *Truth, n int) *record.Record {
+// truthRecord holds the first n of the times at (Unix µs; µs from the first), carrying
+// tokens (nil: one each), as a record's events.
+func truthRecord(at []int64, tokens []int32, n int) *record.Record {
 	r := &record.Record{}
 	r.Events.Grow(n)
 	for i := range n {
 		k := 1
-		if t.Tokens != nil {
-			k = int(t.Tokens[i])
+		if tokens != nil {
+			k = int(tokens[i])
 		}
-		r.Events.Append(time.Duration(t.Events[i]-t.Events[0])*time.Microsecond, k)
+		r.Events.Append(time.Duration(at[i]-at[0])*time.Microsecond, k)
 	}
 	return r
 }
@@ -176,6 +197,13 @@ type Report struct {
 	// shared a read and a receive stamp with a later one (their TTFT is an upper bound).
 	FirstEvent     Stats `json:"first_event_error_ms"`
 	TTFTUpperBound int   `json:"ttft_upper_bound"`
+
+	// ServerEvent: each paired event's write time at the server minus the end of the engine
+	// step whose tokens it carries: how late the server sent it (the truth alone; empty for
+	// a truth file without step_unix). ServerITL: the server's ITL samples minus the engine
+	// steps' for the same gap, the unevenness its pacing adds.
+	ServerEvent Stats `json:"server_event_delay_ms"`
+	ServerITL   Stats `json:"server_itl_error_ms"`
 
 	// Early counts events the client read before the server's stamp. The stamp is taken
 	// after the write and flush return, so the client can read the bytes first: a few
@@ -228,6 +256,7 @@ func (j *Join) Report() Report {
 		UnmatchedTruth: len(j.truth) - len(j.seen), Events: len(j.event), Requests: len(j.ttft), KernelStamped: j.kernel,
 		EventTime: statsOf(j.event), TTFT: statsOf(j.ttft), ITL: statsOf(j.itl), SendDelay: statsOf(j.send),
 		FirstEvent: statsOf(j.first), TTFTUpperBound: j.upper,
+		ServerEvent: statsOf(j.pacing), ServerITL: statsOf(j.pacingITL),
 	}
 	for i, v := range j.second {
 		if len(v) > 0 {

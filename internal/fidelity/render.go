@@ -47,6 +47,11 @@ func WriteText(w io.Writer, r Report) error {
 	row("first event (exact)", r.FirstEvent)
 	row("ITL (per token)", r.ITL)
 	row("send delay", r.SendDelay)
+	if r.ServerEvent.Count > 0 {
+		fmt.Fprintf(b, "\n%-24s\n", "server - engine step (ms)")
+		row("event time", r.ServerEvent)
+		row("ITL (per token)", r.ServerITL)
+	}
 	if len(r.PerSecond) > 0 {
 		fmt.Fprintf(b, "\nevent time by second of the run (ms)\n%-8s %9s %9s %9s %9s %9s\n", "second", "events", "p50", "p99", "p99.9", "max")
 		for _, s := range r.PerSecond {

@@ -20,6 +20,7 @@ type Truth struct {
 	ID       string
 	Received int64   // when the server's handler began
 	Events   []int64 // when each token event had been written and flushed
+	Steps    []int64 // when each event's last engine step ended; nil in files without step_unix
 	Tokens   []int32 // tokens per event; nil when every event carried one
 	Fault    string  // injected fault, if one struck
 	Canceled bool    // the client went away
@@ -31,6 +32,7 @@ type truthLine struct {
 	ID           string        `json:"id"`
 	ReceivedUnix json.Number   `json:"received_unix"`
 	EventUnix    []json.Number `json:"event_unix"`
+	StepUnix     []json.Number `json:"step_unix"`
 	EventTokens  []int32       `json:"event_tokens"`
 	Fault        string        `json:"fault"`
 	Canceled     bool          `json:"canceled"`
@@ -86,6 +88,17 @@ func parseTruthLine(b []byte) (*Truth, error) {
 	for i, n := range j.EventUnix {
 		if t.Events[i], err = record.ParseMicros(string(n)); err != nil {
 			return nil, fmt.Errorf("event_unix[%d]: %w", i, err)
+		}
+	}
+	if j.StepUnix != nil {
+		if len(j.StepUnix) != len(j.EventUnix) {
+			return nil, fmt.Errorf("step_unix has %d entries for %d events", len(j.StepUnix), len(j.EventUnix))
+		}
+		t.Steps = make([]int64, len(j.StepUnix))
+		for i, n := range j.StepUnix {
+			if t.Steps[i], err = record.ParseMicros(string(n)); err != nil {
+				return nil, fmt.Errorf("step_unix[%d]: %w", i, err)
+			}
 		}
 	}
 	if j.EventTokens != nil {

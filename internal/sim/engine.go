@@ -9,7 +9,9 @@ import (
 
 // Engine runs the simulated engine on the wall clock, for serve and the in-process target.
 // Step k ends at the engine's epoch plus the virtual time the core computed for it; the
-// loop sleeps until that absolute instant, so sleep overshoot never accumulates.
+// loop wakes at that absolute instant, so a late wake-up never accumulates, and on Linux
+// it wakes by a timerfd as well as a Go timer, since Go's timers alone wake up to 1.1 ms
+// late there (alarm_linux.go).
 type Engine struct {
 	err   error // the profile could not be used; Submit reports it
 	mu    sync.Mutex
@@ -18,15 +20,21 @@ type Engine struct {
 	wake  chan struct{}
 	done  bool
 	live  map[*seq]struct{}
+	fine  bool // wake by a fineTimer too (off only in tests on a fake clock)
 }
 
 // ErrStopped is returned by Submit once the engine's Start context has ended.
 var ErrStopped = errors.New("sim: engine stopped")
 
 // NewEngine builds an engine for p. An invalid profile makes every Submit fail with the
-// reason; LoadProfile has already validated the profiles it returns.
-func NewEngine(p Profile) *Engine {
-	e := &Engine{epoch: time.Now(), wake: make(chan struct{}, 1), live: map[*seq]struct{}{}}
+// reason; LoadProfile has already validated the profiles it returns. Its loop waits on a
+// kernel timer on Linux, which a testing/synctest bubble's fake clock does not drive: tests
+// in a bubble use this package's newEngine(p, false).
+func NewEngine(p Profile) *Engine { return newEngine(p, true) }
+
+// newEngine is NewEngine; fine=false paces by Go's timers alone.
+func newEngine(p Profile, fine bool) *Engine {
+	e := &Engine{epoch: time.Now(), wake: make(chan struct{}, 1), live: map[*seq]struct{}{}, fine: fine}
 	e.c, e.err = newCore(p, e.emit)
 	return e
 }
@@ -55,6 +63,11 @@ func (e *Engine) Start(ctx context.Context) {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var fine *fineTimer // nil: the Go timer alone
+	if e.fine {
+		fine = newFineTimer()
+		defer fine.close()
+	}
 	for {
 		e.mu.Lock()
 		e.advance(e.now())
@@ -62,8 +75,12 @@ func (e *Engine) Start(ctx context.Context) {
 		e.mu.Unlock()
 		var tc <-chan time.Time
 		if ok {
-			timer.Reset(time.Until(e.epoch.Add(t)))
+			d := time.Until(e.epoch.Add(t))
+			timer.Reset(d)
+			fine.set(d)
 			tc = timer.C
+		} else {
+			fine.stop()
 		}
 		select {
 		case <-ctx.Done():
@@ -71,6 +88,7 @@ func (e *Engine) Start(ctx context.Context) {
 			return
 		case <-e.wake:
 		case <-tc:
+		case <-fine.C():
 		}
 	}
 }

@@ -14,7 +14,7 @@ func TestEngineWallClockPacing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		e := NewEngine(mustProfile(t, "textbook"))
+		e := newEngine(mustProfile(t, "textbook"), false)
 		go e.Start(ctx)
 		t0 := time.Now()
 		ch, err := e.Submit(ctx, SeqRequest{ID: "a", PromptTokens: 512, MaxTokens: 100, IgnoreEOS: true})
@@ -47,7 +47,7 @@ func TestEngineBatchesConcurrentRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		e := NewEngine(mustProfile(t, "textbook"))
+		e := newEngine(mustProfile(t, "textbook"), false)
 		go e.Start(ctx)
 		t0 := time.Now()
 		var chs []<-chan Step
@@ -77,7 +77,7 @@ func TestEngineSlowConsumer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		e := NewEngine(mustProfile(t, "textbook"))
+		e := newEngine(mustProfile(t, "textbook"), false)
 		go e.Start(ctx)
 		t0 := time.Now()
 		slow, _ := e.Submit(ctx, SeqRequest{PromptTokens: 100, MaxTokens: 200, IgnoreEOS: true})
@@ -108,7 +108,7 @@ func TestEngineCancelFreesKV(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		e := NewEngine(mustProfile(t, "h200-llama-3.1-8b"))
+		e := newEngine(mustProfile(t, "h200-llama-3.1-8b"), false)
 		go e.Start(ctx)
 		rctx, rcancel := context.WithCancel(ctx)
 		ch, err := e.Submit(rctx, SeqRequest{PromptTokens: 4000, MaxTokens: 1000, IgnoreEOS: true})
@@ -147,7 +147,7 @@ func TestEngineCancelFreesKV(t *testing.T) {
 func TestEngineStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
-		e := NewEngine(mustProfile(t, "textbook"))
+		e := newEngine(mustProfile(t, "textbook"), false)
 		stopped := make(chan struct{})
 		go func() { e.Start(ctx); close(stopped) }()
 		ch, _ := e.Submit(t.Context(), SeqRequest{PromptTokens: 10, MaxTokens: 1000, IgnoreEOS: true})
@@ -223,7 +223,7 @@ func BenchmarkEngineTokens(b *testing.B) {
 // its Done step, once, and the channel is not closed twice.
 func TestEngineCancelAfterLastStepDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := NewEngine(mustProfile(t, "textbook"))
+		e := newEngine(mustProfile(t, "textbook"), false)
 		// No Start: nothing advances the engine but Submit and the cancellation.
 		rctx, rcancel := context.WithCancel(t.Context())
 		ch, err := e.Submit(rctx, SeqRequest{PromptTokens: 10, MaxTokens: 3, IgnoreEOS: true})

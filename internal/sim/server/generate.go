@@ -135,8 +135,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat, re
 		return
 	}
 	if s.truth != nil {
-		rq.truth = &truthRecord{received: received, events: make([]int64, 0, min(g.maxTokens, 4096)),
-			tokens: make([]int32, 0, min(g.maxTokens, 4096))}
+		ev := min(g.maxTokens, 4096) // events expected, at most
+		rq.truth = &truthRecord{received: received, events: make([]int64, 0, ev), steps: make([]int64, 0, ev),
+			tokens: make([]int32, 0, ev)}
 		// Deferred so a disconnect fault (a panic that aborts the connection) is recorded too.
 		defer s.writeTruth(rq)
 	}
@@ -152,7 +153,7 @@ func (s *Server) writeTruth(rq *request) {
 	if rq.struck {
 		fault = rq.fault
 	}
-	line := rq.truth.appendLine(make([]byte, 0, 160+len(rq.truth.events)*19), rq.id, rq.stream,
+	line := rq.truth.appendLine(make([]byte, 0, 180+len(rq.truth.events)*38), rq.id, rq.stream,
 		rq.promptTokens, rq.written, rq.finish, fault, rq.canceled)
 	s.truth.write(line)
 }
@@ -314,6 +315,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rq *request,
 		stall   *time.Timer
 		stallC  <-chan time.Time
 		lastAt  time.Time
+		stepAt  time.Time // the newest step's end: when the pending tokens were ready
 	)
 	mid := rq.fault >= FaultDisconnect
 	for {
@@ -328,6 +330,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rq *request,
 				continue
 			}
 			pending += st.Tokens
+			stepAt = st.At
 			if st.Done {
 				done, rq.finish = true, st.FinishReason
 			}
@@ -335,6 +338,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rq *request,
 			for !done && len(steps) > 0 {
 				st = <-steps
 				pending += st.Tokens
+				stepAt = st.At
 				if st.Done {
 					done, rq.finish = true, st.FinishReason
 				}
@@ -393,7 +397,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rq *request,
 		if pending > 0 {
 			now := time.Now()
 			if rq.truth != nil {
-				rq.truth.add(now, pending)
+				rq.truth.add(now, stepAt, pending)
 			}
 			s.observeEvent(rq, events, pending, now, lastAt)
 			lastAt = now
@@ -455,6 +459,7 @@ func (s *Server) observeDone(rq *request, last time.Time) {
 // body is an error object.
 func (s *Server) complete(ctx context.Context, w http.ResponseWriter, rq *request, steps <-chan sim.Step) {
 	total := 0
+	var stepAt time.Time // the Done step's end
 	for done := false; !done; {
 		select {
 		case st, ok := <-steps:
@@ -468,6 +473,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, rq *reques
 				return
 			}
 			total += st.Tokens
+			stepAt = st.At
 			if st.Done {
 				done, rq.finish = true, st.FinishReason
 			}
@@ -542,7 +548,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, rq *reques
 	now := time.Now()
 	rq.written = total
 	if rq.truth != nil && total > 0 {
-		rq.truth.add(now, total)
+		rq.truth.add(now, stepAt, total)
 	}
 	if total > 0 {
 		s.metrics.ttft.Observe(now.Sub(rq.received).Seconds())

@@ -12,7 +12,9 @@ import (
 // given a response id). Times are wall-clock Unix seconds with microsecond precision; the
 // client's records carry monotonic offsets, so `llmbench fidelity` aligns the two by the
 // run's wall-clock start. Each entry of EventUnix is taken right after the write and flush
-// that put that token event on the wire.
+// that put that token event on the wire; StepUnix is the instant the generator says the
+// event's tokens were ready (sim.Step.At of the last step it carries), so EventUnix minus
+// StepUnix is how late the server sent each event.
 type TruthLine struct {
 	ID               string    `json:"id"`
 	Stream           bool      `json:"stream"`
@@ -21,6 +23,8 @@ type TruthLine struct {
 	CompletionTokens int       `json:"completion_tokens"` // tokens actually written
 	FinishReason     string    `json:"finish_reason,omitempty"`
 	EventUnix        []float64 `json:"event_unix"`
+	// StepUnix has one entry per event: the end of the last engine step the event carries.
+	StepUnix []float64 `json:"step_unix"`
 	// EventTokens is each event's token count; omitted when every event carried one.
 	EventTokens []int `json:"event_tokens,omitempty"`
 	// Fault is the injected fault kind, if one struck; Canceled means the client went away.
@@ -61,12 +65,15 @@ func (t *truthLog) flush() error {
 type truthRecord struct {
 	received time.Time
 	events   []int64 // Unix µs
+	steps    []int64 // Unix µs: each event's step end
 	tokens   []int32
 	multi    bool // some event carried != 1 tokens
 }
 
-func (r *truthRecord) add(t time.Time, n int) {
+// add records an event of n tokens sent at t, whose last step ended at step.
+func (r *truthRecord) add(t, step time.Time, n int) {
 	r.events = append(r.events, t.UnixMicro())
+	r.steps = append(r.steps, step.UnixMicro())
 	r.tokens = append(r.tokens, int32(n))
 	if n != 1 {
 		r.multi = true
@@ -91,14 +98,8 @@ func (r *truthRecord) appendLine(b []byte, id string, stream bool, prompt, compl
 		b = append(b, finish...)
 		b = append(b, '"')
 	}
-	b = append(b, `,"event_unix":[`...)
-	for i, us := range r.events {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendUnixMicro(b, us)
-	}
-	b = append(b, ']')
+	b = appendUnixList(b, `,"event_unix":[`, r.events)
+	b = appendUnixList(b, `,"step_unix":[`, r.steps)
 	if r.multi {
 		b = append(b, `,"event_tokens":[`...)
 		for i, n := range r.tokens {
@@ -118,6 +119,18 @@ func (r *truthRecord) appendLine(b []byte, id string, stream bool, prompt, compl
 		b = append(b, `,"canceled":true`...)
 	}
 	return append(b, "}\n"...)
+}
+
+// appendUnixList appends key, then the µs times as seconds, then ']'.
+func appendUnixList(b []byte, key string, us []int64) []byte {
+	b = append(b, key...)
+	for i, v := range us {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendUnixMicro(b, v)
+	}
+	return append(b, ']')
 }
 
 // appendUnixMicro writes µs since the epoch as seconds with exactly six decimals, from

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -136,6 +138,53 @@ func TestTruthLines(t *testing.T) {
 	slices.Sort(diffs)
 	if med := diffs[len(diffs)/2]; med > 0.010 {
 		t.Fatalf("median |server - client| event time %.6f s", med)
+	}
+}
+
+// The handler writes each event at the instant its step ended: on synctest's fake clock,
+// where the handler's own work takes no time, every event's send stamp equals its step's
+// (step_unix), so any delay the server added (a timer, batching events, a periodic flush)
+// would show. Off the ms grid, as the engine's steps are.
+func TestHandlerSendsEachStepAtItsEnd(t *testing.T) {
+	const interval = 5660 * time.Microsecond
+	for _, c := range []struct {
+		name, path, body string
+		perStep, events  int
+	}{
+		{"chat", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":40,"stream":true}`, 1, 40},
+		{"completions, 3 tokens a step", "/v1/completions", `{"prompt":"hi","max_tokens":40,"stream":true,"stream_options":{"include_usage":true}}`, 3, 14},
+		{"responses", "/v1/responses", `{"input":"hi","max_output_tokens":40,"stream":true}`, 1, 40},
+		{"not streamed", "/v1/completions", `{"prompt":"hi","max_tokens":40}`, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var truth strings.Builder
+				s, err := New(&fakeGen{interval: interval, perStep: c.perStep}, Options{Truth: &truth, Seed: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec := httptest.NewRecorder()
+				s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, c.path, strings.NewReader(c.body)))
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				var tl TruthLine
+				if err := json.Unmarshal([]byte(truth.String()), &tl); err != nil || rec.Code != 200 {
+					t.Fatalf("status %d, truth %q: %v", rec.Code, truth.String(), err)
+				}
+				if len(tl.EventUnix) != c.events || len(tl.StepUnix) != c.events || tl.CompletionTokens != 40 {
+					t.Fatalf("%d events, %d step stamps, %d tokens; want %d, %d, 40", len(tl.EventUnix), len(tl.StepUnix), tl.CompletionTokens, c.events, c.events)
+				}
+				for i, at := range tl.EventUnix {
+					if at != tl.StepUnix[i] {
+						t.Fatalf("event %d sent at %.6f, its step ended at %.6f", i, at, tl.StepUnix[i])
+					}
+					if i > 0 && math.Abs(at-tl.EventUnix[i-1]-interval.Seconds()) > 1e-7 {
+						t.Fatalf("event %d came %.6f s after the last, want %v", i, at-tl.EventUnix[i-1], interval)
+					}
+				}
+			})
+		})
 	}
 }
 
