@@ -47,6 +47,17 @@ type CostConfig struct {
 	DecodeStepMs      float64
 	DecodeGrowth      float64
 	File              string // table: calibration-shaped JSON
+	// Roofline holds the roofline's constants; the zero value means DefaultRooflineParams
+	// (a YAML profile starts from the defaults and overrides the keys it sets).
+	Roofline RooflineParams
+}
+
+// rooflineParams is the roofline's constants, the defaults where none are set.
+func (c CostConfig) rooflineParams() RooflineParams {
+	if c.Roofline == (RooflineParams{}) {
+		return DefaultRooflineParams()
+	}
+	return c.Roofline
 }
 
 // EngineConfig is the scheduler's configuration, named after vLLM's options.
@@ -81,7 +92,7 @@ func builtinProfile(name string) (Profile, bool) {
 			Cost: CostConfig{Kind: CostLinear, PrefillMsPerToken: 0.02, DecodeStepMs: 8, DecodeGrowth: 0.12}}, true
 	case "h200-llama-3.1-8b":
 		return Profile{Name: name, Model: m, GPU: g, Seed: 1, Engine: defaultEngine(),
-			Cost: CostConfig{Kind: CostRoofline}}, true
+			Cost: CostConfig{Kind: CostRoofline, Roofline: DefaultRooflineParams()}}, true
 	}
 	return Profile{}, false
 }
@@ -130,7 +141,7 @@ func LoadProfile(nameOrPath string) (Profile, error) {
 func ParseProfile(b []byte, dir string) (Profile, error) {
 	m, _ := ModelPreset("llama-3.1-8b")
 	g, _ := GPUPreset("h200")
-	p := Profile{Model: m, GPU: g, Seed: 1, Engine: defaultEngine(), Cost: CostConfig{Kind: CostRoofline}}
+	p := Profile{Model: m, GPU: g, Seed: 1, Engine: defaultEngine(), Cost: CostConfig{Kind: CostRoofline, Roofline: DefaultRooflineParams()}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return Profile{}, err
@@ -140,6 +151,10 @@ func ParseProfile(b []byte, dir string) (Profile, error) {
 		d.profile(doc.Content[0], &p)
 	}
 	errs := d.errs
+	if p.Cost.Kind == CostRoofline && p.Cost.Roofline == (RooflineParams{}) {
+		// Every constant set to 0: report them rather than fall back to the defaults.
+		errs = append(errs, p.Cost.Roofline.validate("cost.")...)
+	}
 	if p.Cost.Kind == CostTable && p.Cost.File != "" && !d.bad["cost.file"] {
 		path := p.Cost.File
 		if !filepath.IsAbs(path) && dir != "" {
@@ -257,13 +272,17 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"model": func(key string, v *yaml.Node) { d.model(key, v, &p.Model) },
 		"gpu":   func(key string, v *yaml.Node) { d.gpu(key, v, &p.GPU) },
 		"cost": func(key string, v *yaml.Node) {
-			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+			fields := map[string]func(string, *yaml.Node){
 				"kind":                 d.str(&p.Cost.Kind),
 				"prefill_ms_per_token": d.number(&p.Cost.PrefillMsPerToken),
 				"decode_step_ms":       d.number(&p.Cost.DecodeStepMs),
 				"decode_growth":        d.number(&p.Cost.DecodeGrowth),
 				"file":                 d.str(&p.Cost.File),
-			})
+			}
+			for _, f := range p.Cost.Roofline.Fields() {
+				fields[f.Key] = d.number(f.Value)
+			}
+			d.mapping(v, key+".", fields)
 		},
 		"engine": func(key string, v *yaml.Node) {
 			e := &p.Engine
@@ -295,6 +314,10 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 
 func (d *yamlDecoder) costKeysForKind(n *yaml.Node, kind string) {
 	owner := map[string]string{"prefill_ms_per_token": CostLinear, "decode_step_ms": CostLinear, "decode_growth": CostLinear, "file": CostTable}
+	var rp RooflineParams
+	for _, f := range rp.Fields() {
+		owner[f.Key] = CostRoofline
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		if o, ok := owner[k.Value]; ok && o != kind && (kind == CostLinear || kind == CostRoofline || kind == CostTable) {
@@ -392,6 +415,7 @@ func (p Profile) validate() []error {
 			add("cost.decode_growth", "must be in [0, %.0f], got %g", float64(maxDecodeGrowth), c.DecodeGrowth)
 		}
 	case CostRoofline:
+		errs = append(errs, c.rooflineParams().validate("cost.")...)
 	case CostTable:
 		if c.File == "" {
 			add("cost.file", "kind table needs a file of measured step times (the shape of internal/sim/testdata/h200-llama-3.1-8b.json)")
@@ -515,7 +539,7 @@ func (p Profile) NewCostModel() (CostModel, error) {
 	case CostLinear:
 		return Linear{PrefillMsPerToken: p.Cost.PrefillMsPerToken, DecodeStepMs: p.Cost.DecodeStepMs, DecodeGrowth: p.Cost.DecodeGrowth}, nil
 	case CostRoofline:
-		return NewRoofline(p.Model, p.GPU), nil
+		return NewRoofline(p.Model, p.GPU, p.Cost.rooflineParams()), nil
 	case CostTable:
 		if p.table == nil {
 			return nil, fmt.Errorf("cost.file: %q was not loaded", p.Cost.File)
