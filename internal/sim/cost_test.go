@@ -299,3 +299,58 @@ func TestNanosSaturates(t *testing.T) {
 		t.Errorf("an overflowing linear step costs %v, want the saturated maximum", d)
 	}
 }
+
+// TestModelPresetTable prints docs/simulator.md's table of model presets (go test
+// ./internal/sim -run ModelPresetTable -v): shapes, KV-cache capacity on each GPU preset, and
+// the default roofline's decode step on an H200. A model multiplying more parameters per
+// token never steps faster.
+func TestModelPresetTable(t *testing.T) {
+	h200, _ := GPUPreset("h200")
+	comma := func(n int) string {
+		s := strconv.Itoa(n)
+		for i := len(s) - 3; i > 0; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	}
+	kv := func(m ModelShape, gpu string) string {
+		g, _ := GPUPreset(gpu)
+		p := Profile{Model: m, GPU: g, Engine: defaultEngine(), Cost: CostConfig{Kind: CostRoofline}}
+		n, err := p.KVCacheTokens()
+		if err != nil {
+			return "does not fit"
+		}
+		return comma(n)
+	}
+	var rows []string
+	type step struct {
+		name      string
+		params    int64
+		one, many float64
+	}
+	var steps []step
+	for _, name := range ModelPresets() {
+		m, _ := ModelPreset(name)
+		r := NewRoofline(m, h200, DefaultRooflineParams())
+		one := float64(r.Step(StepWork{DecodeSeqs: 1, DecodeContext: 1024})) / 1e6
+		many := float64(r.Step(StepWork{DecodeSeqs: 64, DecodeContext: 64 * 1024})) / 1e6
+		steps = append(steps, step{name, m.MatmulParams(), one, many})
+		vocab := strconv.Itoa(m.Vocab)
+		if m.TiedEmbeddings {
+			vocab += " (tied)"
+		}
+		rows = append(rows, fmt.Sprintf("| `%s` | %d | %d | %d / %d | %d | %d | %s | %.2f B | %.1f | %s | %s | %s | %s | %s | %.2f | %.2f |",
+			name, m.Layers, m.Hidden, m.Heads, m.KVHeads, m.HeadDim, m.Intermediate, vocab, float64(m.Params())/1e9, m.WeightBytes()/1e9,
+			comma(int(m.KVBytesPerToken())), kv(m, "a100"), kv(m, "h200"), kv(m, "b200"), kv(m, "l40s"), one, many))
+		if many < one {
+			t.Errorf("%s: 64 sequences (%.2f ms) faster than one (%.2f ms)", name, many, one)
+		}
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i].params < steps[j].params })
+	for i := 1; i < len(steps); i++ {
+		if a, b := steps[i-1], steps[i]; b.one < a.one {
+			t.Errorf("%s (%.2f ms) steps faster than the smaller %s (%.2f ms)", b.name, b.one, a.name, a.one)
+		}
+	}
+	t.Logf("\n| name | layers | hidden | heads / kv | head dim | MLP | vocab | params | weights GB | KV bytes/token | KV tokens a100 / h100 | h200 | b200 | l40s | step ms, 1 × 1k ctx | 64 × 1k |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+}
