@@ -74,9 +74,9 @@ func (l Linear) Prefill(n int) time.Duration { return ms(l.PrefillMsPerToken * f
 
 // RooflineParams are the roofline's hardware constants (efficiencies and overheads). The
 // efficiencies scale the datasheet figures; the overheads are what a step costs beyond its
-// FLOPs and bytes, each scaled by what it counts, so that they carry from the shapes they
-// were fitted on to other model sizes: a 1B model has half the layers (and so half the
-// kernel launches) of an 8B one, not the same fixed cost.
+// FLOPs and bytes, each scaled by what it counts (layers, sequences, steps), so that a fit
+// over models of different sizes can tell them apart: on one shape a cost per layer, a
+// fixed cost and a lower efficiency all look alike.
 type RooflineParams struct {
 	// ComputeEfficiency is the fraction of the GPU's tensor FLOP/s that matmuls and
 	// attention reach.
