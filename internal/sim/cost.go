@@ -88,30 +88,87 @@ func (l Linear) Prefill(n int) time.Duration {
 	return l.Step(StepWork{PrefillSeqs: 1, PrefillTokens: n, PrefillAttn: float64(n) * float64(n) / 2})
 }
 
-// Roofline efficiency factors, calibrated once against testdata/h200-llama-3.1-8b.json
-// (docs/simulator.md shows the derivation) and used unchanged for
-// every model and GPU, so predictions carry to shapes nobody measured.
-const (
-	// ComputeEfficiency is the fraction of the datasheet tensor FLOP/s that matmuls and
+// RooflineParams are the roofline's hardware constants (efficiencies and overheads). The
+// efficiencies scale the datasheet figures; the overheads are what a step costs beyond its
+// FLOPs and bytes, each scaled by what it counts (layers, sequences, steps), so that a fit
+// over models of different sizes can tell them apart: on one shape a cost per layer, a
+// fixed cost and a lower efficiency all look alike.
+type RooflineParams struct {
+	// ComputeEfficiency is the fraction of the GPU's tensor FLOP/s that matmuls and
 	// attention reach.
-	ComputeEfficiency = 0.63
-	// BandwidthEfficiency is the fraction of the datasheet memory bandwidth that weight and
-	// KV-cache reads reach.
-	BandwidthEfficiency = 0.78
-	// StepOverhead is the fixed cost of a step: kernel launches, norms, sampling, scheduling.
-	StepOverhead = 1600 * time.Microsecond
+	ComputeEfficiency float64
+	// BandwidthEfficiency is the fraction of the memory bandwidth that weight and KV-cache
+	// reads reach.
+	BandwidthEfficiency float64
 	// AttnUnitsPerSM is how many (sequence, KV head) pairs per SM attention needs to reach
-	// full bandwidth: one sequence's attention over a long context is latency-bound.
-	AttnUnitsPerSM = 0.5
-)
+	// full bandwidth: one sequence's attention over a long context is latency-bound. 0
+	// disables the limit.
+	AttnUnitsPerSM float64
+	// LayerOverheadUs is each layer's cost per step in µs beyond its FLOPs and bytes: the
+	// launches of and gaps between its kernels (norms, rotary, activation, attention).
+	LayerOverheadUs float64
+	// SeqOverheadUs is each sequence's cost per step in µs: its sampling, input preparation
+	// and attention metadata.
+	SeqOverheadUs float64
+	// StepOverheadUs is the rest, per step in µs: the scheduler and the launches outside the
+	// layers (embedding, final norm, output projection).
+	StepOverheadUs float64
+}
+
+// DefaultRooflineParams are the constants fitted over the measured H200 / Llama-3.1-8B file
+// and the published step times of other shapes (testdata/public-steps.json;
+// docs/simulator.md shows the fit and how the constants carry by leave-one-out).
+func DefaultRooflineParams() RooflineParams {
+	return RooflineParams{
+		ComputeEfficiency:   0.55,
+		BandwidthEfficiency: 0.62,
+		AttnUnitsPerSM:      0.51,
+		LayerOverheadUs:     0,
+		SeqOverheadUs:       3.4,
+		StepOverheadUs:      0,
+	}
+}
+
+// RooflineField names one parameter for generic fitting.
+type RooflineField struct {
+	Key      string   // its YAML key under cost:
+	Value    *float64 // the parameter
+	Min, Max float64  // its valid range, inclusive
+}
+
+// Fields lists p's parameters with their YAML keys and valid ranges. The ranges are far
+// beyond what hardware and serving engines reach (an eager, CPU-bound PyTorch layer costs
+// about 400 µs) and bound what a numerical fit may try.
+func (p *RooflineParams) Fields() []RooflineField {
+	return []RooflineField{
+		{Key: "compute_efficiency", Value: &p.ComputeEfficiency, Min: 0.01, Max: 1},
+		{Key: "bandwidth_efficiency", Value: &p.BandwidthEfficiency, Min: 0.01, Max: 1},
+		{Key: "attn_units_per_sm", Value: &p.AttnUnitsPerSM, Min: 0, Max: 64},
+		{Key: "layer_overhead_us", Value: &p.LayerOverheadUs, Min: 0, Max: 1000},
+		{Key: "seq_overhead_us", Value: &p.SeqOverheadUs, Min: 0, Max: 1000},
+		{Key: "step_overhead_us", Value: &p.StepOverheadUs, Min: 0, Max: 100_000},
+	}
+}
+
+// validate reports every parameter outside its range; prefix names the YAML mapping.
+func (p RooflineParams) validate(prefix string) []error {
+	var errs []error
+	for _, f := range p.Fields() {
+		if v := *f.Value; !(v >= f.Min && v <= f.Max) {
+			errs = append(errs, fmt.Errorf("%s%s: must be in [%g, %g], got %g", prefix, f.Key, f.Min, f.Max, v))
+		}
+	}
+	return errs
+}
 
 // Roofline derives step times from a model shape and a GPU: the linear layers take the
 // longer of their FLOPs over effective compute and their weights over effective bandwidth;
 // attention likewise with its FLOPs and the KV cache it reads; the two run one after the
-// other, plus a fixed per-step overhead.
+// other, plus overheads per layer, per sequence and per step.
 type Roofline struct {
-	Model ModelShape
-	GPU   GPU
+	Model  ModelShape
+	GPU    GPU
+	Params RooflineParams
 
 	flops      float64 // effective FLOP/s
 	bw         float64 // effective bytes/s
@@ -120,18 +177,22 @@ type Roofline struct {
 	attnFlops  float64 // FLOPs per query-key pair across layers (QK^T and AV)
 	kvBytes    float64 // per cached token
 	units      float64 // (sequence, KV head) pairs that saturate bandwidth; 0 = no limit
+	fixedNs    float64 // overhead of every step: its layers' and the step's own
+	seqNs      float64 // overhead per sequence in the step
 }
 
-// NewRoofline builds the roofline model of m on g.
-func NewRoofline(m ModelShape, g GPU) *Roofline {
-	r := &Roofline{Model: m, GPU: g}
-	r.flops = g.TFLOPS * 1e12 * ComputeEfficiency
-	r.bw = g.BandwidthGBps * 1e9 * BandwidthEfficiency
+// NewRoofline builds the roofline model of m on g with the constants p.
+func NewRoofline(m ModelShape, g GPU, p RooflineParams) *Roofline {
+	r := &Roofline{Model: m, GPU: g, Params: p}
+	r.flops = g.TFLOPS * 1e12 * p.ComputeEfficiency
+	r.bw = g.BandwidthGBps * 1e9 * p.BandwidthEfficiency
 	r.mm = float64(m.MatmulParams())
 	r.weightRead = r.mm * m.bytesPerParam()
 	r.attnFlops = 4 * float64(m.Layers*m.Heads*m.HeadDim)
 	r.kvBytes = m.KVBytesPerToken()
-	r.units = float64(g.SMs) * AttnUnitsPerSM
+	r.units = float64(g.SMs) * p.AttnUnitsPerSM
+	r.fixedNs = (float64(m.Layers)*p.LayerOverheadUs + p.StepOverheadUs) * 1e3
+	r.seqNs = p.SeqOverheadUs * 1e3
 	return r
 }
 
@@ -141,17 +202,18 @@ func (r *Roofline) Step(w StepWork) time.Duration {
 	if tokens == 0 {
 		return 0
 	}
+	seqs := float64(w.DecodeSeqs + w.PrefillSeqs)
 	linear := math.Max(2*r.mm*tokens/r.flops, r.weightRead/r.bw)
 	pairs := float64(w.DecodeContext) + w.PrefillAttn
 	kv := float64(w.DecodeContext+w.PrefillContext+int64(w.PrefillTokens)) * r.kvBytes
 	bw := r.bw
 	if r.units > 0 {
-		if par := float64(w.DecodeSeqs+w.PrefillSeqs) * float64(r.Model.KVHeads) / r.units; par < 1 {
+		if par := seqs * float64(r.Model.KVHeads) / r.units; par < 1 {
 			bw *= par
 		}
 	}
 	attn := math.Max(r.attnFlops*pairs/r.flops, kv/bw)
-	return nanos(float64(StepOverhead) + (linear+attn)*1e9)
+	return nanos(r.fixedNs + r.seqNs*seqs + (linear+attn)*1e9)
 }
 
 // Prefill implements CostModel.

@@ -44,6 +44,8 @@ func TestShapeArithmetic(t *testing.T) {
 		{"llama-3.1-8b", 8030261248, 0, 131072}, // exactly, as published
 		{"llama-3.1-70b", 70.55e9, 0.005, 327680},
 		{"llama-3.2-1b", 1.236e9, 0.005, 32768},
+		{"llama-3.2-3b", 3.213e9, 0.005, 114688},
+		{"llama-2-70b", 68976648192, 0, 327680}, // exactly, as published
 		{"qwen2.5-7b", 7.616e9, 0.005, 57344},
 		{"mistral-7b", 7.248e9, 0.005, 131072},
 	} {
@@ -64,32 +66,50 @@ func TestShapeArithmetic(t *testing.T) {
 func TestRooflineArithmetic(t *testing.T) {
 	m, _ := ModelPreset("llama-3.1-8b")
 	g, _ := GPUPreset("h200")
-	r := NewRoofline(m, g)
+	// Constants unlike the defaults, so that each term is seen.
+	p := RooflineParams{ComputeEfficiency: 0.5, BandwidthEfficiency: 0.7, AttnUnitsPerSM: 0.5, LayerOverheadUs: 10, SeqOverheadUs: 3, StepOverheadUs: 100}
+	r := NewRoofline(m, g, p)
 	mm := float64(m.MatmulParams())
-	F := 989e12 * ComputeEfficiency
-	B := 4800e9 * BandwidthEfficiency
+	F := 989e12 * 0.5
+	B := 4800e9 * 0.7
+	over := func(seqs float64) float64 { return (32*10 + 3*seqs + 100) * 1e3 } // ns
 	// 64 sequences at context 2048: linear layers are weight-bound, attention KV-bound.
 	ctx := int64(64 * 2048)
 	linear := math.Max(2*mm*64/F, 2*mm/B)
-	par := math.Min(1, 64*8/(132*AttnUnitsPerSM))
+	par := math.Min(1, 64*8/(132*0.5))
 	attn := math.Max(4*32*32*128*float64(ctx)/F, float64(ctx)*131072/(B*par))
-	want := StepOverhead + time.Duration(math.Round((linear+attn)*1e9))
+	want := time.Duration(math.Round(over(64) + (linear+attn)*1e9))
 	if got := r.Step(StepWork{DecodeSeqs: 64, DecodeContext: ctx}); got != want {
 		t.Errorf("decode step = %v, want %v", got, want)
 	}
 	// A 4096-token prefill is compute-bound: 2 × params × tokens plus causal attention.
 	n := 4096.0
-	wantP := StepOverhead + time.Duration(math.Round((2*mm*n/F+math.Max(4*32*32*128*n*n/2/F, n*131072/(B*8/(132*AttnUnitsPerSM))))*1e9))
+	wantP := time.Duration(math.Round(over(1) + (2*mm*n/F+math.Max(4*32*32*128*n*n/2/F, n*131072/(B*8/(132*0.5))))*1e9))
 	if got := r.Prefill(4096); got != wantP {
 		t.Errorf("Prefill(4096) = %v, want %v", got, wantP)
 	}
 	if r.Step(StepWork{}) != 0 {
 		t.Error("an empty step must take no time")
 	}
+	// The overheads scale with what they count: a model of half the layers saves half the
+	// layer overhead; each further sequence adds its own.
+	half := m
+	half.Layers = 16
+	rh := NewRoofline(half, g, RooflineParams{ComputeEfficiency: 1, BandwidthEfficiency: 1, LayerOverheadUs: 10})
+	rf := NewRoofline(m, g, RooflineParams{ComputeEfficiency: 1, BandwidthEfficiency: 1, LayerOverheadUs: 10})
+	w := StepWork{DecodeSeqs: 1, DecodeContext: 1}
+	if d := rf.Step(w) - rh.Step(w); d < 160*time.Microsecond {
+		t.Errorf("16 more layers add %v, want at least 16 × 10 µs", d)
+	}
+	rs := NewRoofline(m, g, RooflineParams{ComputeEfficiency: 1, BandwidthEfficiency: 1, SeqOverheadUs: 5})
+	if d := rs.Step(StepWork{DecodeSeqs: 2, DecodeContext: 2}) - rs.Step(w); d < 5*time.Microsecond || d > 6*time.Microsecond {
+		t.Errorf("a second sequence adds %v, want its 5 µs (and a token's bytes)", d)
+	}
 	// More context or more sequences never make a step faster.
+	rd := NewRoofline(m, g, DefaultRooflineParams())
 	prev := time.Duration(0)
 	for b := 1; b <= 512; b *= 2 {
-		d := r.Step(StepWork{DecodeSeqs: b, DecodeContext: int64(b) * 1024})
+		d := rd.Step(StepWork{DecodeSeqs: b, DecodeContext: int64(b) * 1024})
 		if d < prev {
 			t.Errorf("decode step of %d sequences (%v) faster than of %d (%v)", b, d, b/2, prev)
 		}
@@ -105,7 +125,7 @@ type calibration struct {
 	Params       int64              `json:"params"`
 }
 
-func loadCalibration(t *testing.T) (calibration, []byte) {
+func loadCalibration(t testing.TB) (calibration, []byte) {
 	b, err := os.ReadFile("testdata/h200-llama-3.1-8b.json")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +137,7 @@ func loadCalibration(t *testing.T) (calibration, []byte) {
 	return c, b
 }
 
-func parseBxC(t *testing.T, k string) (int, int) {
+func parseBxC(t testing.TB, k string) (int, int) {
 	b, c, _ := strings.Cut(k, "x")
 	bi, err1 := strconv.Atoi(b)
 	ci, err2 := strconv.Atoi(c)
@@ -127,9 +147,10 @@ func parseBxC(t *testing.T, k string) (int, int) {
 	return bi, ci
 }
 
-// TestRooflineCalibration holds the h200 / llama-3.1-8b presets to the measured step
-// times: decode steps within 20 %, prefills of 1,024+ tokens within 25 %. It prints the
-// comparison table that docs/simulator.md shows.
+// TestRooflineCalibration holds the h200 / llama-3.1-8b presets with the default constants
+// to the measured step times: decode steps within 30 %, prefills of 1,024+ tokens within
+// 25 % (the constants are fitted over three shapes, not this file alone:
+// TestRooflineFit). It prints the comparison table that docs/simulator.md shows.
 func TestRooflineCalibration(t *testing.T) {
 	cal, _ := loadCalibration(t)
 	m, _ := ModelPreset("llama-3.1-8b")
@@ -138,7 +159,7 @@ func TestRooflineCalibration(t *testing.T) {
 	if math.Abs(float64(m.Params())/float64(cal.Params)-1) > 1e-6 || m.KVBytesPerToken() != cal.KVBytes {
 		t.Fatalf("preset shape %d params, %g KV bytes/token; calibration file %d, %g", m.Params(), m.KVBytesPerToken(), cal.Params, cal.KVBytes)
 	}
-	r := NewRoofline(m, g)
+	r := NewRoofline(m, g, DefaultRooflineParams())
 	var rows []string
 	check := func(kind, key string, measured float64, got time.Duration, tol float64) {
 		p := float64(got) / 1e6
@@ -168,7 +189,7 @@ func TestRooflineCalibration(t *testing.T) {
 	for _, k := range keys(cal.Decode) {
 		b, c := parseBxC(t, k)
 		got := r.Step(StepWork{DecodeSeqs: b, DecodeContext: int64(b) * int64(c)})
-		check("decode", k, cal.Decode[k], got, 0.20)
+		check("decode", k, cal.Decode[k], got, 0.30)
 	}
 	for _, k := range keys(cal.Prefill) {
 		n, _ := strconv.Atoi(k)
@@ -277,4 +298,59 @@ func TestNanosSaturates(t *testing.T) {
 	if d := (Linear{DecodeStepMs: 1e308, DecodeGrowth: 1e308}).Step(StepWork{DecodeSeqs: 8}); d != math.MaxInt64 {
 		t.Errorf("an overflowing linear step costs %v, want the saturated maximum", d)
 	}
+}
+
+// TestModelPresetTable prints docs/simulator.md's table of model presets (go test
+// ./internal/sim -run ModelPresetTable -v): shapes, KV-cache capacity on each GPU preset, and
+// the default roofline's decode step on an H200. A model multiplying more parameters per
+// token never steps faster.
+func TestModelPresetTable(t *testing.T) {
+	h200, _ := GPUPreset("h200")
+	comma := func(n int) string {
+		s := strconv.Itoa(n)
+		for i := len(s) - 3; i > 0; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	}
+	kv := func(m ModelShape, gpu string) string {
+		g, _ := GPUPreset(gpu)
+		p := Profile{Model: m, GPU: g, Engine: defaultEngine(), Cost: CostConfig{Kind: CostRoofline}}
+		n, err := p.KVCacheTokens()
+		if err != nil {
+			return "does not fit"
+		}
+		return comma(n)
+	}
+	var rows []string
+	type step struct {
+		name      string
+		params    int64
+		one, many float64
+	}
+	var steps []step
+	for _, name := range ModelPresets() {
+		m, _ := ModelPreset(name)
+		r := NewRoofline(m, h200, DefaultRooflineParams())
+		one := float64(r.Step(StepWork{DecodeSeqs: 1, DecodeContext: 1024})) / 1e6
+		many := float64(r.Step(StepWork{DecodeSeqs: 64, DecodeContext: 64 * 1024})) / 1e6
+		steps = append(steps, step{name, m.MatmulParams(), one, many})
+		vocab := strconv.Itoa(m.Vocab)
+		if m.TiedEmbeddings {
+			vocab += " (tied)"
+		}
+		rows = append(rows, fmt.Sprintf("| `%s` | %d | %d | %d / %d | %d | %d | %s | %.2f B | %.1f | %s | %s | %s | %s | %s | %.2f | %.2f |",
+			name, m.Layers, m.Hidden, m.Heads, m.KVHeads, m.HeadDim, m.Intermediate, vocab, float64(m.Params())/1e9, m.WeightBytes()/1e9,
+			comma(int(m.KVBytesPerToken())), kv(m, "a100"), kv(m, "h200"), kv(m, "b200"), kv(m, "l40s"), one, many))
+		if many < one {
+			t.Errorf("%s: 64 sequences (%.2f ms) faster than one (%.2f ms)", name, many, one)
+		}
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i].params < steps[j].params })
+	for i := 1; i < len(steps); i++ {
+		if a, b := steps[i-1], steps[i]; b.one < a.one {
+			t.Errorf("%s (%.2f ms) steps faster than the smaller %s (%.2f ms)", b.name, b.one, a.name, a.one)
+		}
+	}
+	t.Logf("\n| name | layers | hidden | heads / kv | head dim | MLP | vocab | params | weights GB | KV bytes/token | KV tokens a100 / h100 | h200 | b200 | l40s | step ms, 1 × 1k ctx | 64 × 1k |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }

@@ -137,7 +137,7 @@ func TestTensorParallelArithmetic(t *testing.T) {
 	if !ok {
 		t.Fatalf("tp 4 cost model is %T", cm)
 	}
-	shard := NewRoofline(p.ShardModel(), p.GPU)
+	shard := NewRoofline(p.ShardModel(), p.GPU, p.Cost.rooflineParams())
 	// 160 all-reduces of tokens × 8192 × 2 bytes: 10 µs each plus 2·3/4 of the bytes at 450 GB/s.
 	allReduce := func(tokens int) time.Duration {
 		bytes := float64(tokens) * 8192 * 2

@@ -243,13 +243,17 @@ type EngineFleet struct {
 // NewEngineFleet builds profile p's deployment on the wall clock: p.Deployment.Replicas
 // engines (each what NewEngine builds), replica i seeded with p.Seed + i. An invalid
 // profile makes every Submit fail with the reason, as NewEngine's does.
-func NewEngineFleet(p Profile) *EngineFleet {
+func NewEngineFleet(p Profile) *EngineFleet { return newEngineFleet(p, true) }
+
+// newEngineFleet is NewEngineFleet; fine=false paces by Go's timers alone (newEngine), as a
+// testing/synctest bubble needs.
+func newEngineFleet(p Profile, fine bool) *EngineFleet {
 	n := p.Deployment.replicas()
 	f := &EngineFleet{engines: make([]*Engine, n), route: newRouter(p.Deployment.router(), n)}
 	for i := range f.engines {
 		q := p
 		q.Seed = p.Seed + int64(i)
-		f.engines[i] = NewEngine(q)
+		f.engines[i] = newEngine(q, fine)
 	}
 	f.out = func(i int) int { return f.engines[i].outstanding() }
 	return f

@@ -18,6 +18,7 @@ func FuzzParseProfile(f *testing.F) {
 		"cost:\n  kind: linear\n  prefill_ms_per_token: 0.02\n  decode_step_ms: 8\n  decode_growth: 0.12\nengine:\n  prefill: disaggregated\n  prefill_workers: 2\n",
 		"model:\n  name: tiny\n  layers: 4\n  hidden: 512\n  heads: 8\n  kv_heads: 2\n  intermediate: 1024\n  vocab: 1000\ngpu:\n  tflops: 100\n  bandwidth_gbps: 1000\n  memory_gb: 8\nengine:\n  max_num_seqs: 8\n  max_batched_tokens: 512\n  block_size: 32\n  kv_cache_tokens: 1000\n  prefix_caching: true\n",
 		"cost:\n  kind: table\n  file: missing.json\n",
+		"cost:\n  kind: roofline\n  compute_efficiency: 0.5\n  bandwidth_efficiency: 0.7\n  attn_units_per_sm: 0\n  layer_overhead_us: 12\n  seq_overhead_us: 1000\n  step_overhead_us: 100000\n",
 		"engine:\n  gpu_memory_utilization: 1.5\n  block_size: 0\n",
 		"model: [1, 2]\ngpu: {tflops: .nan}\nunknown: 1\n",
 		"model: llama-3.1-70b\ngpu: h100\nengine: {prefix_caching: true}\ndeployment: {replicas: 2, tp: 4, router: prefix-affinity, weight_dtype: fp8, kv_dtype: fp8, max_model_len: 8192}\n",

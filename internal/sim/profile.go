@@ -60,9 +60,20 @@ type CostConfig struct {
 	ContextMsPer1k     float64 // linear: per 1,000 tokens of context the decoding sequences attend to
 	PrefillAttnMsPer1M float64 // linear: per million query-key pairs of prefill chunks
 	File               string  // table: calibration-shaped JSON
+	// Roofline holds the roofline's constants; the zero value means DefaultRooflineParams
+	// (a YAML profile starts from the defaults and overrides the keys it sets).
+	Roofline RooflineParams
 	// StepNoise is the coefficient of variation of step times (any kind): each step's
 	// duration is multiplied by a seeded log-normal factor of mean 1 (noise.go). 0 is none.
 	StepNoise float64
+}
+
+// rooflineParams is the roofline's constants, the defaults where none are set.
+func (c CostConfig) rooflineParams() RooflineParams {
+	if c.Roofline == (RooflineParams{}) {
+		return DefaultRooflineParams()
+	}
+	return c.Roofline
 }
 
 // NetworkConfig is the time a request and its tokens spend outside the engine.
@@ -126,7 +137,7 @@ func builtinProfile(name string) (Profile, bool) {
 			Cost: CostConfig{Kind: CostLinear, PrefillMsPerToken: 0.02, DecodeStepMs: 8, DecodeGrowth: 0.12}}, true
 	case "h200-llama-3.1-8b":
 		return Profile{Name: name, Model: m, GPU: g, Seed: 1, Engine: defaultEngine(), Deployment: defaultDeployment(),
-			Cost: CostConfig{Kind: CostRoofline}}, true
+			Cost: CostConfig{Kind: CostRoofline, Roofline: DefaultRooflineParams()}}, true
 	}
 	return Profile{}, false
 }
@@ -175,7 +186,7 @@ func LoadProfile(nameOrPath string) (Profile, error) {
 func ParseProfile(b []byte, dir string) (Profile, error) {
 	m, _ := ModelPreset("llama-3.1-8b")
 	g, _ := GPUPreset("h200")
-	p := Profile{Model: m, GPU: g, Seed: 1, Engine: defaultEngine(), Deployment: defaultDeployment(), Cost: CostConfig{Kind: CostRoofline}}
+	p := Profile{Model: m, GPU: g, Seed: 1, Engine: defaultEngine(), Deployment: defaultDeployment(), Cost: CostConfig{Kind: CostRoofline, Roofline: DefaultRooflineParams()}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return Profile{}, err
@@ -186,6 +197,10 @@ func ParseProfile(b []byte, dir string) (Profile, error) {
 		d.profile(doc.Content[0], &p)
 	}
 	errs := d.errs
+	if p.Cost.Kind == CostRoofline && p.Cost.Roofline == (RooflineParams{}) {
+		// Every constant set to 0: report them rather than fall back to the defaults.
+		errs = append(errs, p.Cost.Roofline.validate("cost.")...)
+	}
 	if p.Cost.Kind == CostTable && p.Cost.File != "" && !d.bad["cost.file"] {
 		path := p.Cost.File
 		if !filepath.IsAbs(path) && dir != "" {
@@ -320,7 +335,7 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"model": func(key string, v *yaml.Node) { d.model(key, v, &p.Model) },
 		"gpu":   func(key string, v *yaml.Node) { d.gpu(key, v, &p.GPU) },
 		"cost": func(key string, v *yaml.Node) {
-			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+			fields := map[string]func(string, *yaml.Node){
 				"kind":                        d.str(&p.Cost.Kind),
 				"prefill_ms_per_token":        d.number(&p.Cost.PrefillMsPerToken),
 				"decode_step_ms":              d.number(&p.Cost.DecodeStepMs),
@@ -330,7 +345,11 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				"prefill_attention_ms_per_1m": d.number(&p.Cost.PrefillAttnMsPer1M),
 				"file":                        d.str(&p.Cost.File),
 				"step_noise":                  d.number(&p.Cost.StepNoise),
-			})
+			}
+			for _, f := range p.Cost.Roofline.Fields() {
+				fields[f.Key] = d.number(f.Value)
+			}
+			d.mapping(v, key+".", fields)
 		},
 		"engine": func(key string, v *yaml.Node) {
 			e := &p.Engine
@@ -393,6 +412,10 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 func (d *yamlDecoder) costKeysForKind(n *yaml.Node, kind string) {
 	owner := map[string]string{"prefill_ms_per_token": CostLinear, "decode_step_ms": CostLinear, "decode_growth": CostLinear,
 		"step_ms": CostLinear, "context_ms_per_1k": CostLinear, "prefill_attention_ms_per_1m": CostLinear, "file": CostTable}
+	var rp RooflineParams
+	for _, f := range rp.Fields() {
+		owner[f.Key] = CostRoofline
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		if o, ok := owner[k.Value]; ok && o != kind && (kind == CostLinear || kind == CostRoofline || kind == CostTable) {
@@ -500,6 +523,7 @@ func (p Profile) validate() []error {
 			add("cost.prefill_attention_ms_per_1m", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillAttnMsPer1M)
 		}
 	case CostRoofline:
+		errs = append(errs, c.rooflineParams().validate("cost.")...)
 	case CostTable:
 		if c.File == "" {
 			add("cost.file", "kind table needs a file of measured step times (the shape of internal/sim/testdata/h200-llama-3.1-8b.json)")
@@ -636,7 +660,7 @@ func (p Profile) NewCostModel() (CostModel, error) {
 		return Linear{PrefillMsPerToken: c.PrefillMsPerToken, DecodeStepMs: c.DecodeStepMs, DecodeGrowth: c.DecodeGrowth,
 			StepMs: c.StepMs, ContextMsPer1k: c.ContextMsPer1k, PrefillAttnMsPer1M: c.PrefillAttnMsPer1M}, nil
 	case CostRoofline:
-		return p.tensorParallel(NewRoofline(p.ShardModel(), p.GPU)), nil
+		return p.tensorParallel(NewRoofline(p.ShardModel(), p.GPU, p.Cost.rooflineParams())), nil
 	case CostTable:
 		if p.table == nil {
 			return nil, fmt.Errorf("cost.file: %q was not loaded", p.Cost.File)

@@ -103,6 +103,53 @@ seed: 42
 	}
 }
 
+// TestRooflineKeys: the roofline's constants are optional keys under cost:, each unset one
+// keeps its default, and the cost model uses them.
+func TestRooflineKeys(t *testing.T) {
+	p, err := ParseProfile([]byte("cost:\n  kind: roofline\n  bandwidth_efficiency: 0.9\n  layer_overhead_us: 12.5\n  step_overhead_us: 300\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultRooflineParams()
+	want.BandwidthEfficiency, want.LayerOverheadUs, want.StepOverheadUs = 0.9, 12.5, 300
+	if p.Cost.Roofline != want {
+		t.Errorf("parsed %+v, want %+v", p.Cost.Roofline, want)
+	}
+	cm, _ := p.NewCostModel()
+	w := StepWork{DecodeSeqs: 1, DecodeContext: 512}
+	if got, exp := cm.Step(w), NewRoofline(p.Model, p.GPU, want).Step(w); got != exp {
+		t.Errorf("cost model step %v, the roofline with those constants %v", got, exp)
+	}
+	// A profile built in code with no constants gets the defaults; the built-in one names them.
+	code := Profile{Model: p.Model, GPU: p.GPU, Engine: defaultEngine(), Cost: CostConfig{Kind: CostRoofline}}
+	if err := code.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cm, _ = code.NewCostModel()
+	if got, exp := cm.Step(w), NewRoofline(p.Model, p.GPU, DefaultRooflineParams()).Step(w); got != exp {
+		t.Errorf("zero constants: step %v, the defaults give %v", got, exp)
+	}
+	if def := mustProfile(t, DefaultProfile); def.Cost.Roofline != DefaultRooflineParams() {
+		t.Errorf("built-in profile constants %+v", def.Cost.Roofline)
+	}
+	// Every field has a key and a range that holds its default, and writes through.
+	var rp RooflineParams
+	fields := rp.Fields()
+	d := DefaultRooflineParams()
+	seen := map[string]bool{}
+	for i, f := range fields {
+		dv := *d.Fields()[i].Value
+		if f.Key == "" || seen[f.Key] || !(dv >= f.Min && dv <= f.Max) || f.Min >= f.Max {
+			t.Errorf("field %d %q: range [%g, %g], default %g", i, f.Key, f.Min, f.Max, dv)
+		}
+		seen[f.Key] = true
+		*f.Value = float64(i + 1)
+	}
+	if rp != (RooflineParams{1, 2, 3, 4, 5, 6}) || len(fields) != 6 {
+		t.Errorf("Fields do not write every parameter once: %+v", rp)
+	}
+}
+
 func TestParseProfileErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string
@@ -127,6 +174,13 @@ engine: {prefill: split, max_num_seqs: 0, block_size: 0, max_batched_tokens: -1,
 			[]string{"model: unknown model preset \"llama-9000\"", "gpu: unknown GPU preset \"tpu\"", "cost.kind: \"magic\""}},
 		{"keys of another kind", "cost: {kind: roofline, decode_step_ms: 8, file: x.json}\n",
 			[]string{"cost.decode_step_ms: applies to kind linear only", "cost.file: applies to kind table only"}},
+		{"roofline keys with another kind", "cost: {kind: linear, decode_step_ms: 8,\n  compute_efficiency: 0.5}\n",
+			[]string{"line 2: cost.compute_efficiency: applies to kind roofline only, not linear"}},
+		{"roofline constants out of range", "cost:\n  kind: roofline\n  compute_efficiency: 1.5\n  bandwidth_efficiency: 0\n  layer_overhead_us: -1\n  step_overhead_us: fast\n",
+			[]string{"cost.compute_efficiency: must be in [0.01, 1], got 1.5", "cost.bandwidth_efficiency: must be in [0.01, 1], got 0",
+				"cost.layer_overhead_us: must be in [0, 1000], got -1", "line 6: cost.step_overhead_us: want a number"}},
+		{"every roofline constant 0", "cost: {compute_efficiency: 0, bandwidth_efficiency: 0, attn_units_per_sm: 0, layer_overhead_us: 0, seq_overhead_us: 0, step_overhead_us: 0}\n",
+			[]string{"cost.compute_efficiency: must be in [0.01, 1], got 0"}},
 		{"table without file", "cost: {kind: table}\n", []string{"cost.file: kind table needs a file"}},
 		{"missing table file", "cost: {kind: table, file: nope.json}\n", []string{"cost.file:", "nope.json"}},
 		{"weights do not fit", "model: llama-3.1-70b\ngpu: h100\n", []string{"deployment.tp: llama-3.1-70b's bf16 weights at tp 1 (141.1 GB per GPU) leave no room", "h100's 80 GB", "use tp 2"}},

@@ -18,7 +18,7 @@ type ModelShape struct {
 	HeadDim      int
 	Intermediate int // MLP width (gated MLP: gate, up and down projections)
 	Vocab        int
-	// TiedEmbeddings: the output projection reuses the embedding matrix (Llama 3.2 1B).
+	// TiedEmbeddings: the output projection reuses the embedding matrix (Llama 3.2 1B, 3B).
 	TiedEmbeddings bool
 	// BytesPerParam is the weight and KV-cache element size; 0 means 2 (bf16). A
 	// deployment's weight_dtype and kv_dtype, when given, decide instead.
@@ -56,6 +56,8 @@ var modelPresets = map[string]ModelShape{
 	"llama-3.1-8b":  {Name: "llama-3.1-8b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256, MaxContext: 131072},
 	"llama-3.1-70b": {Name: "llama-3.1-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxContext: 131072},
 	"llama-3.2-1b":  {Name: "llama-3.2-1b", Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, HeadDim: 64, Intermediate: 8192, Vocab: 128256, TiedEmbeddings: true, MaxContext: 131072},
+	"llama-3.2-3b":  {Name: "llama-3.2-3b", Layers: 28, Hidden: 3072, Heads: 24, KVHeads: 8, HeadDim: 128, Intermediate: 8192, Vocab: 128256, TiedEmbeddings: true, MaxContext: 131072},
+	"llama-2-70b":   {Name: "llama-2-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 32000, MaxContext: 4096},
 	"qwen2.5-7b":    {Name: "qwen2.5-7b", Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128, Intermediate: 18944, Vocab: 152064, MaxContext: 32768},
 	"mistral-7b":    {Name: "mistral-7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32768, MaxContext: 32768},
 }

@@ -49,6 +49,11 @@ func (p Profile) YAML(header string) []byte {
 		if c.StepMs != 0 || c.ContextMsPer1k != 0 || c.PrefillAttnMsPer1M != 0 {
 			fmt.Fprintf(&b, "  step_ms: %s\n  context_ms_per_1k: %s\n  prefill_attention_ms_per_1m: %s\n", num(c.StepMs), num(c.ContextMsPer1k), num(c.PrefillAttnMsPer1M))
 		}
+	case CostRoofline:
+		rp := c.rooflineParams()
+		for _, f := range rp.Fields() {
+			fmt.Fprintf(&b, "  %s: %s\n", f.Key, num(*f.Value))
+		}
 	case CostTable:
 		fmt.Fprintf(&b, "  file: %s\n", yamlString(c.File))
 	}

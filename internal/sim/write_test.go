@@ -20,17 +20,22 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 	custom.Calibration = &Calibration{Source: "http://127.0.0.1:8080/v1 (llama.cpp)", Date: "2026-12-01",
 		PromptTokens: [2]int{16, 2048}, OutputTokens: [2]int{8, 64}, Concurrency: [2]int{1, 2}, MaxNumSeqs: "server: /props total_slots",
 		Error: FitError{TTFTP50: 3.2, TTFTP99: math.NaN(), TPOTP50: 1.5, TPOTP99: math.NaN()}}
+	tuned := rf
+	tuned.Cost.Roofline = DefaultRooflineParams()
+	tuned.Cost.Roofline.ComputeEfficiency, tuned.Cost.Roofline.SeqOverheadUs = 0.4321, 7.25
 	fleet := rf
 	fleet.Model, _ = ModelPreset("llama-3.1-70b")
 	fleet.GPU, _ = GPUPreset("h100")
 	fleet.Deployment = Deployment{Replicas: 3, TP: 4, Router: RouterRoundRobin, WeightDtype: DtypeFP8, KVDtype: DtypeFP8, MaxModelLen: 8192}
-	for _, p := range []Profile{tb, rf, custom, fleet} {
+	for _, p := range []Profile{tb, rf, tuned, custom, fleet} {
 		y := p.YAML("fitted by a test\nsecond line")
 		got, err := ParseProfile(y, "")
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", p.Name, err, y)
 		}
 		got.Name, got.table = p.Name, p.table
+		// The zero RooflineParams means the defaults, which a parsed profile holds.
+		got.Cost.Roofline, p.Cost.Roofline = got.Cost.rooflineParams(), p.Cost.rooflineParams()
 		if p.Calibration != nil {
 			// NaN != NaN: compare the calibration apart.
 			gc, pc := *got.Calibration, *p.Calibration
