@@ -14,6 +14,10 @@ import (
 
 // Options are what the caller knows beyond the records.
 type Options struct {
+	// Model and GPU, when set, make the fit a roofline's: the model's shape on the GPU with
+	// the roofline's constants fitted (it carries to other GPUs and tp); else a linear one.
+	Model *sim.ModelShape
+	GPU   *sim.GPU
 	// MaxNumSeqs > 0 is the batch limit, given because the server publishes none (Ollama's
 	// OLLAMA_NUM_PARALLEL) and the probe may not go high enough to see it.
 	MaxNumSeqs int
@@ -37,6 +41,9 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.MaxNumSeqs < 0 {
 		errs = append(errs, fmt.Errorf("max num seqs %d: must be positive (0: find it)", o.MaxNumSeqs))
+	}
+	if (o.Model == nil) != (o.GPU == nil) {
+		errs = append(errs, errors.New("a roofline fit needs both the model's shape and the GPU (--model-shape and --gpu)"))
 	}
 	if o.Server.Slots < 0 || o.Server.ContextTokens < 0 {
 		errs = append(errs, fmt.Errorf("published slots %d and context %d must not be negative", o.Server.Slots, o.Server.ContextTokens))
@@ -142,20 +149,23 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		base.Engine.KVCacheTokens = opt.Server.ContextTokens
 		res.Settings = append(res.Settings, Setting{"engine.kv_cache_tokens", fmt.Sprint(opt.Server.ContextTokens), "published by the server (" + opt.Server.How + ")"})
 	}
-	f.params = append(f.params,
-		param{key: "cost.prefill_ms_per_token", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillMsPerToken }, lo: 1e-6, hi: 1e3, off: 0},
-		param{key: "cost.decode_step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeStepMs }, lo: 1e-3, hi: 1e5, off: 0},
-		param{key: "cost.decode_growth", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeGrowth }, lo: 0, hi: 100, off: 1e-3},
-		param{key: "cost.prefill_attention_ms_per_1m", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillAttnMsPer1M }, lo: 0, hi: 1e5, off: 0.01},
-		param{key: "cost.context_ms_per_1k", ptr: func(p *sim.Profile) *float64 { return &p.Cost.ContextMsPer1k }, lo: 0, hi: 1e4, off: 0.01},
-	)
-	// A fixed cost of every step is told apart from the network only where the server
-	// times its own prefill: otherwise both only add to TTFT (and the step's share to
-	// decode_step_ms), so the fit keeps the network and leaves step_ms at 0.
-	if !isNaN(overheadOf(pts)) {
-		f.params = append(f.params, param{key: "cost.step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.StepMs }, lo: 0, hi: 1e4, off: 0.01})
+	if opt.Model != nil {
+		// A roofline fit: the model's shape on the GPU, with the roofline's constants
+		// fitted, so that the profile carries to other GPUs and tensor parallelism (plan).
+		base.Model, base.GPU = *opt.Model, *opt.GPU
+		base.Cost = sim.CostConfig{Kind: sim.CostRoofline, Roofline: sim.DefaultRooflineParams()}
+		rp := sim.DefaultRooflineParams()
+		for i, fl := range rp.Fields() {
+			if fl.Key == "step_overhead_us" && isNaN(overheadOf(pts)) {
+				continue // told apart from the network only by the server's own timings
+			}
+			f.params = append(f.params, param{key: "cost." + fl.Key, ptr: func(p *sim.Profile) *float64 { return p.Cost.Roofline.Fields()[i].Value },
+				lo: fl.Min, hi: fl.Max, off: rooflineOffset(fl)})
+		}
+	} else {
+		f.linearParams(pts)
+		guess(&base, pts)
 	}
-	guess(&base, pts)
 
 	held := holdOut(pts)
 	var train, test []*Point
@@ -257,6 +267,32 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	}
 	res.Profile = p
 	return res, nil
+}
+
+// linearParams are the linear cost model's settings the fit moves.
+func (f *fitter) linearParams(pts []Point) {
+	f.params = append(f.params,
+		param{key: "cost.prefill_ms_per_token", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillMsPerToken }, lo: 1e-6, hi: 1e3, off: 0},
+		param{key: "cost.decode_step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeStepMs }, lo: 1e-3, hi: 1e5, off: 0},
+		param{key: "cost.decode_growth", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeGrowth }, lo: 0, hi: 100, off: 1e-3},
+		param{key: "cost.prefill_attention_ms_per_1m", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillAttnMsPer1M }, lo: 0, hi: 1e5, off: 0.01},
+		param{key: "cost.context_ms_per_1k", ptr: func(p *sim.Profile) *float64 { return &p.Cost.ContextMsPer1k }, lo: 0, hi: 1e4, off: 0.01},
+	)
+	// A fixed cost of every step is told apart from the network only where the server
+	// times its own prefill: otherwise both only add to TTFT (and the step's share to
+	// decode_step_ms), so the fit keeps the network and leaves step_ms at 0.
+	if !isNaN(overheadOf(pts)) {
+		f.params = append(f.params, param{key: "cost.step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.StepMs }, lo: 0, hi: 1e4, off: 0.01})
+	}
+}
+
+// rooflineOffset is the log scale's offset for a roofline constant: none for one that is
+// never 0, a small share of its range for one that may be.
+func rooflineOffset(fl sim.RooflineField) float64 {
+	if fl.Min > 0 {
+		return 0
+	}
+	return math.Max(fl.Max*1e-4, 1e-3)
 }
 
 type fitter struct {

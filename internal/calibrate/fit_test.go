@@ -92,3 +92,52 @@ func TestFitRecoversLinearProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestFitRoofline fits the roofline's constants of a profile whose constants are not the
+// defaults, and predicts longer prompts and more requests than it probed.
+func TestFitRoofline(t *testing.T) {
+	truth, _ := sim.LoadProfile("h200-llama-3.1-8b")
+	truth.Cost.Roofline.ComputeEfficiency, truth.Cost.Roofline.BandwidthEfficiency = 0.45, 0.7
+	truth.Cost.Roofline.SeqOverheadUs = 8
+	truth.Engine.MaxNumSeqs, truth.Engine.MaxBatchedTokens = 32, 2048
+	truth.Network.RTTMs = 0.3
+	var loads []probeLoad
+	for _, n := range []int{32, 512, 2048} {
+		loads = append(loads, probeLoad{name: fmt.Sprintf("prefill-%d", n), c: 1, n: 6, lengths: [][2]int{{n, 16}}})
+	}
+	for _, c := range []int{1, 4, 16} {
+		loads = append(loads, probeLoad{name: fmt.Sprintf("decode-c%d", c), c: c, n: 4 * c, lengths: [][2]int{{32, 64}}})
+	}
+	loads = append(loads, probeLoad{name: "mixed", c: 3, n: 12, lengths: [][2]int{{32, 200}, {32, 200}, {3000, 2}}})
+	pts := measure(t, truth, loads)
+	m, g := truth.Model, truth.GPU
+	res, err := Fit(context.Background(), pts, Source{URL: "test"}, Options{Seed: 1, MaxNumSeqs: 32, Model: &m, GPU: &g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("settings:\n%s", describe(res.Settings))
+	if res.Profile.Cost.Kind != sim.CostRoofline {
+		t.Fatalf("kind %s, want roofline", res.Profile.Cost.Kind)
+	}
+	// Loads nobody probed: 8k prompts, 64 in flight (queueing beyond 32).
+	beyond := measure(t, truth, []probeLoad{
+		{name: "long", c: 2, n: 8, lengths: [][2]int{{8000, 64}}},
+		{name: "wide", c: 64, n: 128, lengths: [][2]int{{512, 128}}},
+	})
+	for i := range beyond {
+		got, err := predict(context.Background(), res.Profile, &beyond[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := beyond[i].Measured
+		for _, f := range []struct {
+			name      string
+			got, want float64
+		}{{"TTFT P50", got.TTFTP50, m.TTFTP50}, {"TPOT P50", got.TPOTP50, m.TPOTP50}} {
+			t.Logf("%s %s: predicted %.2f, truth %.2f", beyond[i].Name, f.name, f.got, f.want)
+			if math.Abs(f.got-f.want)/f.want > 0.05 {
+				t.Errorf("%s %s: predicted %.2f ms, truth %.2f ms: beyond 5%%", beyond[i].Name, f.name, f.got, f.want)
+			}
+		}
+	}
+}

@@ -15,11 +15,13 @@ import (
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/sim"
 )
 
 // calibrateFlags are calibrate's flags as typed.
 type calibrateFlags struct {
 	url, api, model, apiKey, apiKeyFile, tokenizer string
+	modelShape, gpu                                string
 	headers                                        []string
 	maxConcurrency, maxInputTokens, maxNumSeqs     int
 	output                                         string
@@ -64,6 +66,8 @@ states the prediction error on probe points held out of the fit.`,
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "cap on the probe's requests in flight (default: as high as seeing the batch limit needs, at most 256)")
 	fs.IntVar(&f.maxInputTokens, "max-input-tokens", 0, "longest prompt the probe sends (default 4096, or what the server's published context leaves)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "the server's batch limit, when it publishes none and the probe may not reach it (Ollama: OLLAMA_NUM_PARALLEL)")
+	fs.StringVar(&f.modelShape, "model-shape", "", "the served model's shape, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"): fit the roofline's constants instead of a linear model (with --gpu), so the profile carries to other GPUs and tp")
+	fs.StringVar(&f.gpu, "gpu", "", "with --model-shape: the server's GPU, a preset ("+strings.Join(sim.GPUPresets(), ", ")+")")
 	fs.StringVar(&f.output, "output", "", "the profile to write, FILE.yaml (with FILE.calibration.json and FILE.calibration.html beside it)")
 	fs.Int64Var(&f.seed, "seed", 0, "seed for the probe's prompts, each step's its own (default: a new one each time, so that no prompt cache of the server has seen them)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace FILE.yaml, its reports and FILE.probe/ if they exist")
@@ -91,6 +95,15 @@ func (f *calibrateFlags) Validate(dirs []string) error {
 				errs = append(errs, fmt.Errorf("--%s applies to probing a server (--url), not to fitting run folders", name))
 			}
 		}
+	}
+	if (f.modelShape == "") != (f.gpu == "") {
+		errs = append(errs, errors.New("--model-shape and --gpu go together: a roofline fit needs the model and the GPU"))
+	}
+	if _, ok := sim.ModelPreset(f.modelShape); f.modelShape != "" && !ok {
+		errs = append(errs, fmt.Errorf("--model-shape %q: not a preset (presets: %s)", f.modelShape, strings.Join(sim.ModelPresets(), ", ")))
+	}
+	if _, ok := sim.GPUPreset(f.gpu); f.gpu != "" && !ok {
+		errs = append(errs, fmt.Errorf("--gpu %q: not a preset (presets: %s)", f.gpu, strings.Join(sim.GPUPresets(), ", ")))
 	}
 	pc := calibrate.ProbeConfig{MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens}
 	if err := pc.Validate(); err != nil {
@@ -124,6 +137,11 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 		}
 	}
 	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, Seed: max(f.seed, 1)}
+	if f.modelShape != "" {
+		m, _ := sim.ModelPreset(f.modelShape)
+		g, _ := sim.GPUPreset(f.gpu)
+		opts.Model, opts.GPU = &m, &g
+	}
 	if !f.quiet {
 		opts.Progress = func(s string) { fmt.Fprintf(stdio.Out, "  %s\n", s) }
 	}
