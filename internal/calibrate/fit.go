@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/servermetrics"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -614,32 +615,45 @@ func noiseOf(pts []Point) float64 {
 	return math.Min(median(byC[cs[0]]), 1)
 }
 
-// runningLimit reads the batch limit from the server's running-requests gauge: the most
-// requests it ever ran at once, provided some level ran that many while others waited
-// throughout (a mean of one or more waiting: a single scrape that caught a request
-// arriving mid-step is not a limit).
-func runningLimit(pts []Point) (int, string) {
-	most, at := 0, -1
-	for i := range pts {
-		if s := pts[i].Server; s != nil && s.Running != nil {
-			if n := int(math.Round(s.Running.Max)); n > most {
-				most, at = n, i
-			}
-		}
+// gauges are what a level's scrapes of the server's running and waiting requests say once
+// the level was under way: the first scrape, taken as the level's requests arrive, is left
+// out (it catches them queued for the first step). ok is false with fewer than three
+// scrapes after it: too few to tell a limit from a request that arrived mid-step.
+func gauges(s *servermetrics.Summary) (runningMax, waitingMean float64, ok bool) {
+	if s == nil || len(s.Series.Running) != len(s.Series.TS) || len(s.Series.Waiting) != len(s.Series.TS) {
+		return 0, 0, false
 	}
-	if most == 0 {
-		return 0, ""
-	}
-	for i := range pts {
-		s := pts[i].Server
-		if s == nil || s.Running == nil || s.Waiting == nil || s.Waiting.Mean < 1 {
+	n := 0
+	for i := 1; i < len(s.Series.TS); i++ {
+		r, w := s.Series.Running[i], s.Series.Waiting[i]
+		if isNaN(r) || isNaN(w) {
 			continue
 		}
-		if int(math.Round(s.Running.Max)) == most && (pts[i].Open || most < pts[i].Concurrency) {
-			return most, fmt.Sprintf("the server's running-requests gauge (%s /metrics): at most %d ran, in %s, while others waited", s.Family, most, pts[at].Name)
+		runningMax = math.Max(runningMax, r)
+		waitingMean += w
+		n++
+	}
+	if n < 3 {
+		return 0, 0, false
+	}
+	return runningMax, waitingMean / float64(n), true
+}
+
+// runningLimit reads the batch limit from the server's running-requests gauge: the most
+// requests it ran at once at a level where others waited throughout (a mean of one or more
+// waiting, with fewer running than were sent).
+func runningLimit(pts []Point) (int, string) {
+	best, at := 0, -1
+	for i := range pts {
+		r, w, ok := gauges(pts[i].Server)
+		if n := int(math.Round(r)); ok && w >= 1 && n > 0 && (pts[i].Open || n < pts[i].Concurrency) && n > best {
+			best, at = n, i
 		}
 	}
-	return 0, ""
+	if at < 0 {
+		return 0, ""
+	}
+	return best, fmt.Sprintf("the server's running-requests gauge (%s /metrics): at most %d ran, in %s, while others waited", pts[at].Server.Family, best, pts[at].Name)
 }
 
 // probedConcurrencies are the batch limits worth trying when nothing says which: every

@@ -157,9 +157,11 @@ func (p *Prober) lastDecode() (*Point, bool) {
 }
 
 // queueing says whether requests waited for a slot at the point: the server's gauges say
-// so, or TTFT grew by more than a quarter of a request's decoding over the level before.
+// fewer ran than were sent while one or more waited throughout (not a scrape that caught a
+// request arriving mid-step), or TTFT grew by more than a quarter of a request's decoding
+// over the level before.
 func (p *Prober) queueing(pt *Point) bool {
-	if s := pt.Server; s != nil && s.Waiting != nil && s.Waiting.Max >= 1 {
+	if r, w, ok := gauges(pt.Server); ok && w >= 1 && int(math.Round(r)) < pt.Concurrency {
 		return true
 	}
 	var prev *Point

@@ -232,6 +232,7 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 		out := filepath.Join(dir, fmt.Sprintf("%02d-%s", n, step.Name))
 		args := []string{"--url", f.url, "--api", f.api, "--tokenizer", f.tokenizer, "--seed", fmt.Sprint(seed + int64(n)),
 			"--output-dir", out, "--quiet", "--no-progress", "--percentiles", "50,99",
+			"--metrics-interval", "100ms", // a probe step lasts seconds: enough scrapes to see its batch
 			fmt.Sprintf("--test-request=%t", n == 1)} // the first step's warms the server and checks it answers
 		if f.model != "" {
 			args = append(args, "--model", f.model)

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// twinTolerance is how far a profile fitted to `llmbench serve --sim P` may predict the
+// loads its probe did not run from what a live run against P measures (issue 13: 5 %).
+const twinTolerance = 0.05
+
+// TestCalibrateTwinOfServe fits profiles to the simulator's own server for several
+// profiles P nobody tuned the fit to — linear and roofline costs, colocated and
+// disaggregated prefill, different batch limits — and holds each fit's predictions of
+// loads outside its probe (more requests in flight, an open loop near capacity, prompts
+// longer than any probed) to a live run against P.
+func TestCalibrateTwinOfServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: probes three servers on the real clock (about two minutes)")
+	}
+	bin := llmbenchBinary(t)
+	for _, tc := range []struct {
+		name, profile string
+		fit           []string // calibrate's flags beyond --url and --output
+		limit         int      // P's max_num_seqs
+		inFlight      int      // the probe's cap
+	}{
+		{"linear-colocated", "cost: {kind: linear, prefill_ms_per_token: 0.01, decode_step_ms: 4, decode_growth: 0.1}\n" +
+			"engine: {prefill: colocated, max_num_seqs: 8, max_batched_tokens: 1024}\n", nil, 8, 16},
+		{"linear-disaggregated", "cost: {kind: linear, prefill_ms_per_token: 0.02, decode_step_ms: 6, decode_growth: 0.05}\n" +
+			"engine: {prefill: disaggregated, max_num_seqs: 12}\n", nil, 12, 24},
+		{"roofline-colocated", "model: llama-3.1-8b\ngpu: h200\ncost: {kind: roofline}\nengine: {max_num_seqs: 16, max_batched_tokens: 2048}\n",
+			[]string{"--model-shape", "llama-3.1-8b", "--gpu", "h200"}, 16, 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "p.yaml")
+			if err := os.WriteFile(p, []byte(tc.profile), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			url := startServe(t, bin, p)
+			fit := filepath.Join(dir, "fit.yaml")
+			out := llmbenchCmd(t, bin, append([]string{"calibrate", "--url", url, "--output", fit, "--quiet",
+				"--max-concurrency", fmt.Sprint(tc.inFlight), "--max-input-tokens", "2048"}, tc.fit...)...)
+			t.Logf("calibrate:\n%s", out)
+			// Capacity at the batch limit, from the fit, for an open loop at about 70 % of it.
+			capDir := filepath.Join(dir, "capacity")
+			llmbenchCmd(t, bin, "simulate", "--sim", fit, "--output-dir", capDir, "--quiet", "--no-progress",
+				"--concurrency", fmt.Sprint(tc.limit), "--requests", fmt.Sprint(8*tc.limit), "--input-tokens", "512", "--output-tokens", "128")
+			rate := 0.7 * levelFigure(t, capDir, "request_throughput")
+			for _, l := range []struct {
+				name string
+				args []string
+			}{
+				{"more in flight", []string{"--concurrency", fmt.Sprint(3 * tc.limit), "--requests", fmt.Sprint(12 * tc.limit), "--input-tokens", "256", "--output-tokens", "64"}},
+				{fmt.Sprintf("open loop at %.1f req/s", rate), []string{"--rate", fmt.Sprintf("%.2f", rate), "--requests", "200", "--input-tokens", "512", "--output-tokens", "128"}},
+				{"longer prompts", []string{"--concurrency", "2", "--requests", "16", "--input-tokens", "4096", "--output-tokens", "32"}},
+			} {
+				common := append(l.args, "--percentiles", "50,99", "--quiet", "--no-progress")
+				name := strings.ReplaceAll(l.name, " ", "-")
+				live, sim := filepath.Join(dir, "live-"+name), filepath.Join(dir, "sim-"+name)
+				llmbenchCmd(t, bin, append([]string{"run", "--url", url, "--output-dir", live}, common...)...)
+				llmbenchCmd(t, bin, append([]string{"simulate", "--sim", fit, "--output-dir", sim}, common...)...)
+				lm, sm := p50s(t, live), p50s(t, sim)
+				for _, k := range []string{"ttft_ms", "tpot_ms"} {
+					e := (sm[k] - lm[k]) / lm[k]
+					t.Logf("%s: %s P50 live %.2f ms, predicted %.2f ms (%+.1f%%)", l.name, k, lm[k], sm[k], 100*e)
+					if math.Abs(e) > twinTolerance {
+						t.Errorf("%s: %s P50 predicted %.2f ms, live %.2f ms: off by %+.1f%%, beyond %.0f%%", l.name, k, sm[k], lm[k], 100*e, 100*twinTolerance)
+					}
+				}
+			}
+		})
+	}
+}
+
+// startServe starts `llmbench serve --sim profile` on a free port and returns its URL; the
+// server stops with the test.
+func startServe(t *testing.T, bin, profile string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--sim", profile)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				lines <- u
+			}
+		}
+	}()
+	select {
+	case u := <-lines:
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatal("llmbench serve did not say where it listens within 30 s")
+	}
+	return ""
+}
+
+// levelFigure reads a number of levels[0] from a run folder's summary.json.
+func levelFigure(t *testing.T, dir, key string) float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Levels []map[string]any `json:"levels"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Levels) == 0 {
+		t.Fatalf("%s/summary.json: %v", dir, err)
+	}
+	v, ok := sum.Levels[0][key].(float64)
+	if !ok || v <= 0 {
+		t.Fatalf("%s: levels[0].%s is %v", dir, key, sum.Levels[0][key])
+	}
+	return v
+}
