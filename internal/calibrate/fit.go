@@ -88,6 +88,10 @@ type param struct {
 	ptr    func(*sim.Profile) *float64
 	lo, hi float64
 	off    float64
+	// optional terms are 0 in the textbook model: one stays only where the probe shows it
+	// (prune), so that measurement noise does not become a cost that grows with the
+	// prompt and is then extrapolated.
+	optional bool
 }
 
 func (q param) get(p *sim.Profile) float64 { return math.Log(*q.ptr(p) + q.off) }
@@ -276,14 +280,14 @@ func (f *fitter) linearParams(pts []Point) {
 		param{key: "cost.prefill_ms_per_token", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillMsPerToken }, lo: 1e-6, hi: 1e3, off: 0},
 		param{key: "cost.decode_step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeStepMs }, lo: 1e-3, hi: 1e5, off: 0},
 		param{key: "cost.decode_growth", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeGrowth }, lo: 0, hi: 100, off: 1e-3},
-		param{key: "cost.prefill_attention_ms_per_1m", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillAttnMsPer1M }, lo: 0, hi: 1e5, off: 0.01},
-		param{key: "cost.context_ms_per_1k", ptr: func(p *sim.Profile) *float64 { return &p.Cost.ContextMsPer1k }, lo: 0, hi: 1e4, off: 0.01},
+		param{key: "cost.prefill_attention_ms_per_1m", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillAttnMsPer1M }, lo: 0, hi: 1e5, off: 0.01, optional: true},
+		param{key: "cost.context_ms_per_1k", ptr: func(p *sim.Profile) *float64 { return &p.Cost.ContextMsPer1k }, lo: 0, hi: 1e4, off: 0.01, optional: true},
 	)
 	// A fixed cost of every step is told apart from the network only where the server
 	// times its own prefill: otherwise both only add to TTFT (and the step's share to
 	// decode_step_ms), so the fit keeps the network and leaves step_ms at 0.
 	if !isNaN(overheadOf(pts)) {
-		f.params = append(f.params, param{key: "cost.step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.StepMs }, lo: 0, hi: 1e4, off: 0.01})
+		f.params = append(f.params, param{key: "cost.step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.StepMs }, lo: 0, hi: 1e4, off: 0.01, optional: true})
 	}
 }
 
@@ -326,7 +330,35 @@ func (f *fitter) fitAll(p sim.Profile, pts []*Point, seqCands []int) (sim.Profil
 			return p, err
 		}
 	}
-	return f.continuous(p, pts), f.ctx.Err()
+	p = f.continuous(p, pts)
+	return f.prune(p, pts), f.ctx.Err()
+}
+
+// pruneChiSquare is how much worse (in the objective's chi-square) the fit may get without
+// an optional term before the term is kept: 4, a two-sigma improvement for one parameter.
+const pruneChiSquare = 4
+
+// prune drops each optional term the points do not need: refitted without it, the fit is
+// within pruneChiSquare of the fit with it.
+func (f *fitter) prune(p sim.Profile, pts []*Point) sim.Profile {
+	with := f.objective(p, pts)
+	for i := 0; i < len(f.params); i++ {
+		q := f.params[i]
+		if !q.optional || *q.ptr(&p) == 0 {
+			continue
+		}
+		rest := append(append([]param(nil), f.params[:i]...), f.params[i+1:]...)
+		c := p
+		*q.ptr(&c) = 0
+		all := f.params
+		f.params = rest
+		c = f.continuous(c, pts)
+		f.params = all
+		if without := f.objective(c, pts); without <= with+pruneChiSquare {
+			p, with = c, without
+		}
+	}
+	return p
 }
 
 // continuous moves the params to minimise the objective on pts.
@@ -422,8 +454,10 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 }
 
 // objective is the sum over points of squared log errors of TTFT and TPOT P50 (and, where
-// prompts of very different lengths share the batch, ITL P99); +Inf for a profile that
-// cannot serve the points.
+// prompts of very different lengths share the batch, ITL P99 instead of TPOT), each over
+// its measurement's relative standard error (a chi-square: about one a figure when the
+// profile explains the point to within its noise); +Inf for a profile that cannot serve
+// the points.
 func (f *fitter) objective(p sim.Profile, pts []*Point) float64 {
 	f.evals++
 	if p.Validate() != nil {
@@ -435,10 +469,14 @@ func (f *fitter) objective(p sim.Profile, pts []*Point) float64 {
 		if err != nil {
 			return math.Inf(1)
 		}
-		m := pt.Measured
-		s += sq(logRatio(fig.TTFTP50, m.TTFTP50)) + sq(logRatio(fig.TPOTP50, m.TPOTP50))
+		m, se := pt.Measured, pt.SE
+		s += sq(logRatio(fig.TTFTP50, m.TTFTP50) / se.TTFTP50)
 		if pt.mixed() {
-			s += 0.5 * sq(logRatio(fig.ITLP99, m.ITLP99))
+			// Its TPOT P50 is a few long prompts' one gap each; the decoding requests' gaps,
+			// lengthened where a prefill shared their step, are in ITL's tail.
+			s += sq(logRatio(fig.ITLP99, m.ITLP99) / se.ITLP99)
+		} else {
+			s += sq(logRatio(fig.TPOTP50, m.TPOTP50) / se.TPOTP50)
 		}
 	}
 	return s

@@ -3,6 +3,7 @@ package calibrate
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/load"
@@ -118,4 +119,31 @@ func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millise
 func NetworkOf(p sim.Profile) load.Network {
 	rtt, jitter := p.NetworkDelays()
 	return load.Network{RTT: rtt, Jitter: jitter}
+}
+
+// seFloor is the least relative standard error a figure is trusted to: clocks, the
+// simulator's step rounding and the fit's own tolerance are not better than that.
+const seFloor = 0.005
+
+// relativeErrors estimates each fitted figure's relative standard error from the spread of
+// its samples: the median's is about 1.253 σ/√n with σ = 1.4826 × the median absolute
+// deviation (robust to a long tail), and a P99's about three times a median's.
+func (d *dists) relativeErrors() Figures {
+	se := func(x *metrics.Dist, scale float64) float64 {
+		v := x.Values()
+		if len(v) < 2 {
+			return 1 // one sample: barely a measurement
+		}
+		m := median(v)
+		if m <= 0 {
+			return 1
+		}
+		dev := make([]float64, len(v))
+		for i, x := range v {
+			dev[i] = math.Abs(x - m)
+		}
+		return math.Max(scale*1.253*1.4826*median(dev)/m/math.Sqrt(float64(len(v))), seFloor)
+	}
+	return Figures{TTFTP50: se(d.ttft, 1), TTFTP99: se(d.ttft, 3), TPOTP50: se(d.tpot, 1), TPOTP99: se(d.tpot, 3),
+		ITLP50: se(d.itl, 1), ITLP99: se(d.itl, 3)}
 }

@@ -39,6 +39,10 @@ type Point struct {
 	Open        bool // open loop or trace: Arrival times replayed as measured
 	Requests    []Request
 	Measured    Figures
+	// SE is the relative standard error of each measured figure (TTFTP50, TPOTP50, ITLP99
+	// used): how much a figure would move between two runs of the point, so that the fit
+	// trusts a TPOT averaged over hundreds of tokens more than a TTFT median of six requests.
+	SE          Figures
 	Server      *servermetrics.Summary // the server's /metrics during the level; nil if not scraped
 	// ServerOverhead is the median of TTFT minus the server's own queue and prefill times
 	// (llama.cpp timings, Ollama durations): the network and front end; NaN without them.
@@ -184,6 +188,7 @@ func newPoint(name, dir string, idx int, l report.Level, recs []record.Record) (
 		d.add(&recs[i])
 	}
 	pt.Measured = d.figures()
+	pt.SE = d.relativeErrors()
 	if pt.Measured.Completed == 0 {
 		return pt, errors.New("no request completed")
 	}

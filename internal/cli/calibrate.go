@@ -250,7 +250,12 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 			args = append(args, "--keep-alive=false") // found at an earlier step: do not find it again
 		}
 		if step.Trace != nil {
-			trace := filepath.Join(dir, fmt.Sprintf("%02d-%s.jsonl", n, step.Name))
+			// Inside the step's folder (beside its run files), so that FILE.probe/* names
+			// run folders only.
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return nil, pub, withCode(ExitFailure, err)
+			}
+			trace := filepath.Join(out, "trace.jsonl")
 			if err := report.WriteFileAtomic(trace, func(w io.Writer) error { return calibrate.WriteTrace(w, step.Trace) }); err != nil {
 				return nil, pub, withCode(ExitFailure, err)
 			}
