@@ -85,6 +85,15 @@ profile that simulate --sim and serve --sim accept.`,
 	for name := range planRefused {
 		_ = fs.MarkHidden(name)
 	}
+	for name, usage := range map[string]string{
+		"rate":       "the traffic to plan for: its arrival rate, requests/s (`R`; a trace given with --dataset brings its own)",
+		"sim":        "the model as a profile: textbook, h200-llama-3.1-8b, or a YAML file (a roofline one carries to --gpu and --tp; a linear or table one plans its replicas only)",
+		"output-dir": "folder for plan.json, plan.html and best.yaml (default llmbench-results/plan-<UTC timestamp>)",
+		"overwrite":  "replace the plan already in --output-dir",
+		"gpu-price":  "USD per GPU-hour, for every GPU searched (default: each GPU preset's list price, or the profile's gpu.usd_per_hour)",
+	} {
+		fs.Lookup(name).Usage = usage
+	}
 	fs.StringVar(&f.modelShape, "model-shape", "", "the model, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"), priced by the roofline on each --gpu (instead of --sim)")
 	fs.StringVar(&f.gpus, "gpu", "", "GPU presets to try, `a,b,...` ("+strings.Join(sim.GPUPresets(), ", ")+"; default: the profile's GPU)")
 	fs.StringVar(&f.tps, "tp", "", "tensor-parallel GPUs per replica to try, `N,N,...` (powers of two; default: the profile's)")
@@ -273,9 +282,9 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	if !queueingJudged(cfg.metrics.SLOs) {
 		fmt.Fprintln(stdio.Err, "note: --slo has no ttft or e2el term: a fleet too small for the traffic queues its requests, which shows in TTFT and E2EL only (TPOT stays bounded by the batch limit), so the plan may choose fleets that cannot keep up: add e.g. ttft:p99<=2s")
 	}
-	fmt.Fprintf(stdio.Out, "Planning %s for %s req/s (%s, %s → %s tokens) to meet %s: %d candidates, fleets of up to %d replicas\n",
-		base.ModelName(), strconv.FormatFloat(pc.Traffic.Rate, 'g', 4, 64), describeArrivals(cfg), cfg.workload.InputTokens, cfg.workload.OutputTokens,
-		cfg.sloSpec, pc.Configurations(), pc.MaxReplicas)
+	fmt.Fprintf(stdio.Out, "Planning %s for %s req/s (%s) to meet %s: %d %s, fleets of up to %d replicas\n",
+		base.ModelName(), strconv.FormatFloat(pc.Traffic.Rate, 'g', 4, 64), describeTraffic(cfg), cfg.sloSpec,
+		pc.Configurations(), plural(pc.Configurations(), "candidate", "candidates"), pc.MaxReplicas)
 
 	var mu sync.Mutex
 	var last plan.Progress
@@ -368,12 +377,19 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// describeArrivals names the traffic's arrivals for the console.
-func describeArrivals(cfg *benchConfig) string {
-	if cfg.workload.Dataset != "" && cfg.workload.Dataset != "random" {
-		return cfg.workload.Dataset
+// describeTraffic names the traffic for the console: its arrivals and lengths, or its dataset.
+func describeTraffic(cfg *benchConfig) string {
+	if w := cfg.workload; w.Dataset != "" && w.Dataset != "random" {
+		return w.Dataset
 	}
-	return cfg.base.Arrival.Kind
+	return fmt.Sprintf("%s, %s → %s tokens", cfg.base.Arrival.Kind, cfg.workload.InputTokens, cfg.workload.OutputTokens)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // planProgressLine is what plan's progress line says: pure, for tests.

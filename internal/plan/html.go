@@ -192,7 +192,7 @@ td.why { white-space: normal; text-align: left; max-width: 520px; }
 <body>
 <h1>Plan: {{.Plan.Model}} at {{printf "%.3g" .Plan.Rate}} req/s</h1>
 <p class="sub">SLOs {{.Plan.SLO}} · profile {{.Plan.Profile}} · {{.Plan.Evaluated}} of {{.Plan.Configurations}} candidates planned{{if .Plan.Interrupted}} (interrupted){{end}} · fleets of up to {{.Plan.MaxReplicas}} replicas · llmbench {{.Plan.Version}}</p>
-{{with .Best}}<p class="best">Chosen: <b>{{.Describe}}</b> — {{.GPUs}} GPUs, {{opt .USDPerHour "%.2f"}} USD/hour, {{opt .CostPerMillionOutputTokens "%.3f"}} USD per million output tokens, meets the SLOs up to {{opt .HeadroomRate "%.3g"}} req/s.{{if $.Plan.BestProfile}} Its profile: <code>{{$.Plan.BestProfile}}</code>.{{end}}</p>
+{{with .Best}}<p class="best">Chosen: <b>{{.Describe}}</b> — {{.GPUs}} {{if eq .GPUs 1}}GPU{{else}}GPUs{{end}}, {{opt .USDPerHour "%.2f"}} USD/hour, {{opt .CostPerMillionOutputTokens "%.3f"}} USD per million output tokens, meets the SLOs up to {{opt .HeadroomRate "%.3g"}} req/s.{{if $.Plan.BestProfile}} Its profile: <code>{{$.Plan.BestProfile}}</code>.{{end}}</p>
 {{else}}<p class="best">No candidate meets the SLOs at this traffic: the table says why.</p>{{end}}
 <h2>Throughput per GPU against tokens/s per user</h2>
 {{with .Chart}}{{if .Empty}}<p>No candidate meets the SLOs, so there is nothing to draw.</p>{{else}}
