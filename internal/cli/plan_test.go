@@ -136,7 +136,7 @@ func TestPlan70BNeverAtTP1(t *testing.T) {
 	if b := pl.Candidates[*pl.Best]; b.TP < 2 {
 		t.Errorf("chose %s", b.Describe())
 	}
-	if !strings.Contains(stdout, "2 do not fit") {
+	if !strings.Contains(stdout, "2 cannot be deployed as configured") {
 		t.Errorf("console does not say what does not fit:\n%s", stdout)
 	}
 }

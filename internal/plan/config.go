@@ -131,6 +131,9 @@ func (c Config) Validate() error {
 			add("--router: %q is not one of %s", r, strings.Join(routers, ", "))
 		}
 	}
+	if slices.Contains(s.Routers, sim.RouterPrefixAffinity) && !c.Base.Engine.PrefixCaching {
+		add("--router prefix-affinity: needs a profile with engine.prefix_caching: true (without a cache there is no prefix to be near)")
+	}
 	for name, list := range map[string][]string{"--gpu": s.GPUs, "--dtype": s.Dtypes, "--prefill": s.Prefill, "--router": s.Routers} {
 		if d := duplicate(list); d != "" {
 			add("%s: %s is listed twice", name, d)

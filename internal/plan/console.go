@@ -69,7 +69,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int) {
 	for _, g := range []struct {
 		what  string
 		cands []Candidate
-	}{{"do not fit", noFit}, {"miss the SLOs", miss}} {
+	}{{"cannot be deployed as configured (they do not fit the GPUs' memory, or the simulator refuses their settings)", noFit}, {"miss the SLOs", miss}} {
 		if len(g.cands) == 0 {
 			continue
 		}

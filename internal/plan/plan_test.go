@@ -32,7 +32,7 @@ func textbook(t *testing.T) sim.Profile {
 func TestValidateListsEveryProblem(t *testing.T) {
 	cfg := Config{Base: textbook(t), MaxReplicas: 0, Workers: -1,
 		Space: Space{GPUs: []string{"h100", "tpu", "h100"}, TPs: []int{3}, Dtypes: []string{"int8"}, MaxNumSeqs: []int{0},
-			MaxBatchedTokens: []int{-1}, Prefill: []string{"split"}, Routers: []string{"random"}},
+			MaxBatchedTokens: []int{-1}, Prefill: []string{"split"}, Routers: []string{"random", "prefix-affinity"}},
 		Metrics: slos(t, "ttft<=500ms")}
 	err := cfg.Validate()
 	if err == nil {
@@ -42,7 +42,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 		"--gpu, --tp, --dtype: profile textbook has a linear cost model", "plans replicas of that server only",
 		`--gpu: "tpu" is not a GPU preset`, "--gpu: h100 is listed twice", "--tp: 3 is not a power of two",
 		`--dtype: "int8" is not bf16 or fp8`, "--max-num-seqs: 0", "--max-batched-tokens: -1", `--prefill: "split"`,
-		`--router: "random"`, "traffic: needs an arrival rate", "--slo: plan needs verdict terms", "--max-replicas: 0", "workers: -1",
+		`--router: "random"`, "--router prefix-affinity: needs a profile with engine.prefix_caching: true", "traffic: needs an arrival rate", "--slo: plan needs verdict terms", "--max-replicas: 0", "workers: -1",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

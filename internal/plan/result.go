@@ -86,8 +86,8 @@ type Candidate struct {
 	KVCacheTokens int      `json:"kv_cache_tokens"` // per replica; 0 when it does not fit
 	// Reason says why the candidate does not fit or does not meet the SLOs; "" when it does.
 	Reason string `json:"reason,omitempty"`
-	// Simulations is how many levels its engine configuration took to plan (shared by
-	// its routers).
+	// Simulations is how many levels its engine configuration took to plan, behind all
+	// its routers together (they share one replica's runs).
 	Simulations int `json:"simulations"`
 
 	profile sim.Profile

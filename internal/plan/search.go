@@ -170,7 +170,9 @@ func (ev *evaluation) plan(routers []string) ([]Candidate, error) {
 			}
 			c.HeadroomRate = ptr(h * ev.cfg.Traffic.Rate)
 		}
-		c.Simulations = len(ev.runs)
+	}
+	for i := range out {
+		out[i].Simulations = len(ev.runs)
 	}
 	return out, nil
 }
