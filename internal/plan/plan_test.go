@@ -97,7 +97,6 @@ func TestTextbookFleet(t *testing.T) {
 	}
 	// The fleet one replica smaller misses the SLOs; the evaluation simulated it.
 	ev := &evaluation{cfg: &cfg, ctx: context.Background(), e: cfg.engines()[0], runs: map[runKey]*outcome{}}
-	ev.e.p.Seed = base.Seed
 	for n, meet := range map[int]bool{want: true, want - 1: false} {
 		o, err := ev.run(n, sim.RouterRoundRobin, 1)
 		if err != nil || o.meets != meet {

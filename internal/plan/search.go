@@ -122,8 +122,6 @@ type evaluation struct {
 // plan finds, behind each router, the fewest replicas meeting the SLOs at the traffic.
 func (ev *evaluation) plan(routers []string) ([]Candidate, error) {
 	p := ev.e.p
-	p.Seed = ev.cfg.Base.Seed
-	ev.e.p = p
 	base := newCandidate(p)
 	out := make([]Candidate, len(routers))
 	for i, r := range routers {
