@@ -213,3 +213,20 @@ func TestPlanProgressLine(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+// No candidate meeting the SLOs is a finding, written down, and exit 3: the textbook's
+// fastest step is 8 ms, so no fleet meets a 5 ms TPOT.
+func TestPlanNoneMeetsIsExit3(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, context.Background(), "plan", "--sim", "textbook", "--rate", "20", "--slo", "tpot:p99<=5ms",
+		"--output-dir", dir, "--no-progress")
+	if code != ExitSLOFailed || !strings.Contains(stderr, "no candidate met the SLOs") || !strings.Contains(stdout, "1 misses the SLOs") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if pl := readPlan(t, dir); pl.Best != nil || len(pl.Candidates) != 1 || pl.Candidates[0].MeetsSLO {
+		t.Errorf("plan.json: %+v", pl)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "best.yaml")); !os.IsNotExist(err) {
+		t.Errorf("best.yaml written without a plan: %v", err)
+	}
+}

@@ -60,8 +60,8 @@ type Config struct {
 	MaxReplicas int
 	// Workers simulate configurations in parallel (0: one).
 	Workers int
-	// Progress, if set, is called after each engine configuration is planned, from one
-	// goroutine at a time.
+	// Progress, if set, is called as the plan starts and after each engine configuration
+	// is planned, from one goroutine at a time.
 	Progress func(Progress)
 }
 

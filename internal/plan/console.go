@@ -69,7 +69,8 @@ func WriteTable(w io.Writer, pl *Plan, limit int) {
 	for _, g := range []struct {
 		what  string
 		cands []Candidate
-	}{{"cannot be deployed as configured (they do not fit the GPUs' memory, or the simulator refuses their settings)", noFit}, {"miss the SLOs", miss}} {
+	}{{"cannot be deployed as configured (they do not fit the GPUs' memory, or the simulator refuses their settings)", noFit},
+		{plural(len(miss), "misses the SLOs", "miss the SLOs"), miss}} {
 		if len(g.cands) == 0 {
 			continue
 		}

@@ -64,6 +64,9 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 
 	byEngine := make([][]Candidate, len(engines))
 	done := 0
+	if cfg.Progress != nil {
+		cfg.Progress(Progress{Total: len(engines)})
+	}
 	var firstErr error
 	for r := range results {
 		switch {
