@@ -202,6 +202,7 @@ func (ev *evaluation) run(n int, router string, scale float64) (*outcome, error)
 		return nil, err
 	}
 	o := &outcome{lv: agg.Level(), oversaturated: reason == load.EndOversaturated}
+	o.lv.Dists, o.lv.Anatomy = nil, nil // the figures are taken; the distributions are not kept
 	o.meets, o.why = meets(o.lv, o.oversaturated)
 	ev.runs[k] = o
 	return o, nil
