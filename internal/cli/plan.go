@@ -154,18 +154,24 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 		MaxBatchedTokens: ints("max-batched-tokens", f.maxBatchedTokens)}
 
 	var base sim.Profile
+	baseErr := error(nil)
 	switch {
 	case f.modelShape != "":
 		m, ok := sim.ModelPreset(f.modelShape)
 		if !ok {
-			errs = append(errs, fmt.Errorf("--model-shape: %q is not a model preset (%s)%s", f.modelShape, strings.Join(sim.ModelPresets(), ", "), didYouMean(f.modelShape, sim.ModelPresets())))
+			baseErr = fmt.Errorf("--model-shape: %q is not a model preset (%s)%s", f.modelShape, strings.Join(sim.ModelPresets(), ", "), didYouMean(f.modelShape, sim.ModelPresets()))
 		}
 		base, _ = sim.LoadProfile(sim.DefaultProfile) // the roofline on the default GPU, the default engine
 		base.Model, base.Name = m, f.modelShape
 	default:
 		if base, err = sim.LoadProfile(f.bench.sim); err != nil {
-			errs = append(errs, fmt.Errorf("--sim: %w", err))
+			baseErr = fmt.Errorf("--sim: %w", err)
 		}
+	}
+	if baseErr != nil {
+		errs = append(errs, baseErr)
+	} else if err := space.Validate(base); err != nil && len(errs) > 0 {
+		errs = append(errs, err) // with the others; plan.Config.Validate reports it otherwise
 	}
 	if len(errs) > 0 {
 		return nil, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))

@@ -156,6 +156,16 @@ func TestPlanFlagErrorsAllAtOnce(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
+	// The space's problems come with the flags' others.
+	code, _, stderr = runCLI(t, context.Background(), "plan", "--concurrency", "4", "--gpu", "tpu", "--dtype", "int8")
+	if code != ExitUsage {
+		t.Fatalf("exit %d, want %d:\n%s", code, ExitUsage, stderr)
+	}
+	for _, want := range []string{"--concurrency: plan sizes", `--gpu: "tpu" is not a GPU preset`, `--dtype: "int8" is not bf16 or fp8`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
 	for _, c := range []struct {
 		args []string
 		want string

@@ -77,10 +77,31 @@ const MaxReplicasLimit = 1000
 
 // Validate reports every problem with the configuration at once.
 func (c Config) Validate() error {
+	errs := []error{c.Space.Validate(c.Base)}
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if !(c.Traffic.Rate > 0) || c.Traffic.At == nil {
+		add("traffic: needs an arrival rate above 0 and the levels at it")
+	}
+	if !metrics.HasVerdict(c.Metrics.SLOs) {
+		add("--slo: plan needs verdict terms to decide on, such as 'ttft:p99<=500ms,tpot:p99<=50ms' (per-request bounds alone judge no level)")
+	}
+	if err := c.Metrics.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MaxReplicas < 1 || c.MaxReplicas > MaxReplicasLimit {
+		add("--max-replicas: %d is not in 1..%d", c.MaxReplicas, MaxReplicasLimit)
+	}
+	if c.Workers < 0 {
+		add("workers: %d is negative", c.Workers)
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem with the space over the base profile at once.
+func (s Space) Validate(base sim.Profile) error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	s := c.Space
-	if c.Base.Cost.Kind != sim.CostRoofline {
+	if base.Cost.Kind != sim.CostRoofline {
 		var hw []string
 		for _, f := range []struct {
 			flag string
@@ -92,7 +113,7 @@ func (c Config) Validate() error {
 		}
 		if len(hw) > 0 {
 			add("%s: profile %s has a %s cost model, fitted to (or describing) one server on its own GPU and TP: it does not say how the model would run on other GPUs, split over GPUs or at another precision, so it plans replicas of that server only (drop %s, or give a roofline profile or --model-shape)",
-				strings.Join(hw, ", "), c.Base.Name, c.Base.Cost.Kind, strings.Join(hw, ", "))
+				strings.Join(hw, ", "), base.Name, base.Cost.Kind, strings.Join(hw, ", "))
 		}
 	}
 	for _, g := range s.GPUs {
@@ -131,7 +152,7 @@ func (c Config) Validate() error {
 			add("--router: %q is not one of %s", r, strings.Join(routers, ", "))
 		}
 	}
-	if slices.Contains(s.Routers, sim.RouterPrefixAffinity) && !c.Base.Engine.PrefixCaching {
+	if slices.Contains(s.Routers, sim.RouterPrefixAffinity) && !base.Engine.PrefixCaching {
 		add("--router prefix-affinity: needs a profile with engine.prefix_caching: true (without a cache there is no prefix to be near)")
 	}
 	for name, list := range map[string][]string{"--gpu": s.GPUs, "--dtype": s.Dtypes, "--prefill": s.Prefill, "--router": s.Routers} {
@@ -143,21 +164,6 @@ func (c Config) Validate() error {
 		if d := duplicate(list); d != "" {
 			add("%s: %s is listed twice", name, d)
 		}
-	}
-	if !(c.Traffic.Rate > 0) || c.Traffic.At == nil {
-		add("traffic: needs an arrival rate above 0 and the levels at it")
-	}
-	if !metrics.HasVerdict(c.Metrics.SLOs) {
-		add("--slo: plan needs verdict terms to decide on, such as 'ttft:p99<=500ms,tpot:p99<=50ms' (per-request bounds alone judge no level)")
-	}
-	if err := c.Metrics.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxReplicas < 1 || c.MaxReplicas > MaxReplicasLimit {
-		add("--max-replicas: %d is not in 1..%d", c.MaxReplicas, MaxReplicasLimit)
-	}
-	if c.Workers < 0 {
-		add("workers: %d is negative", c.Workers)
 	}
 	return errors.Join(errs...)
 }
