@@ -177,6 +177,7 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 		newCompareCmd(stdio),
 		newFidelityCmd(stdio), newMergeCmd(stdio),
 		newCalibrateCmd(stdio),
+		newPlanCmd(stdio),
 	)
 	var wrap func(*cobra.Command)
 	wrap = func(c *cobra.Command) {

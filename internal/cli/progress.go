@@ -63,8 +63,7 @@ func (w *window) p50p99() (p50, p99 float64, ok bool) {
 }
 
 func newProgress(w io.Writer, name string, total int, d time.Duration, disabled bool) *progress {
-	f, ok := w.(*os.File)
-	if disabled || !ok || !term.IsTerminal(int(f.Fd())) {
+	if disabled || !terminal(w) {
 		return &progress{}
 	}
 	p := &progress{w: w, name: name, total: total, d: d, start: time.Now(),
@@ -114,16 +113,66 @@ func (p *progress) draw() {
 	p.mu.Lock()
 	line := progressLine(p.name, p.total, p.d, time.Since(p.start), p.done, p.failed, p.toks, &p.ttft, &p.tpot)
 	p.mu.Unlock()
+	redraw(p.w, line)
+}
+
+// redraw replaces the terminal's current line with line, cut to the terminal's width.
+func redraw(w io.Writer, line string) {
 	width := 100
-	if f, ok := p.w.(*os.File); ok {
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
-			width = w
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
+			width = cols
 		}
 	}
 	if len(line) >= width {
 		line = line[:width-1]
 	}
-	fmt.Fprintf(p.w, "\r\033[K%s", line)
+	fmt.Fprintf(w, "\r\033[K%s", line)
+}
+
+// terminal reports whether w is a terminal (where a progress line belongs).
+func terminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// liveLine redraws the line a function gives four times a second on a terminal (nothing
+// elsewhere), like a level's progress bar, for commands that are not levels (plan).
+type liveLine struct {
+	w             io.Writer
+	line          func() string
+	stop, stopped chan struct{}
+}
+
+func newLiveLine(w io.Writer, disabled bool, line func() string) *liveLine {
+	if disabled || !terminal(w) {
+		return &liveLine{}
+	}
+	l := &liveLine{w: w, line: line, stop: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(l.stopped)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			redraw(l.w, l.line())
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return l
+}
+
+// finish clears the line.
+func (l *liveLine) finish() {
+	if l.w == nil {
+		return
+	}
+	close(l.stop)
+	<-l.stopped
+	fmt.Fprint(l.w, "\r\033[K")
 }
 
 // progressLine is what the bar says: pure, for tests.

@@ -291,3 +291,33 @@ func ParseFraction(s string) (float64, error) {
 	}
 	return v * scale, nil
 }
+
+// Bound is a verdict term's bound in its value's unit (TermCheck.Value): ms for a
+// percentile or mean term, a fraction for goodput and error_rate; 0 for a per-request bound.
+func (s SLO) Bound() float64 {
+	switch s.Kind {
+	case SLOPercentile:
+		return float64(s.Limit) / float64(time.Millisecond)
+	case SLOGoodput:
+		return s.Min
+	case SLOErrorRate:
+		return s.Max
+	}
+	return 0
+}
+
+// Margin is how far a verdict term's measured value lies inside its bound, as a fraction
+// of the bound: (bound − value) / bound for the upper bounds (latencies, error_rate),
+// (value − bound) / bound for goodput's lower bound; negative when the term fails. A bound
+// of 0 (error_rate<=0, goodput>=0) has no scale, so its margin is the difference itself.
+func (s SLO) Margin(value float64) float64 {
+	b := s.Bound()
+	d := b - value
+	if s.Kind == SLOGoodput {
+		d = value - b
+	}
+	if b == 0 {
+		return d
+	}
+	return d / b
+}

@@ -113,12 +113,29 @@ func (p Profile) dtypeName() string {
 	if p.Deployment.WeightDtype != "" {
 		return p.Deployment.WeightDtype
 	}
+	return elemName(p.Model.bytesPerParam())
+}
+
+// WeightDtype is the weights' precision by name (bf16, fp8, int4), as the deployment or the
+// model's bytes_per_param gives it; "N bytes per parameter" for a size without a name.
+func (p Profile) WeightDtype() string { return p.dtypeName() }
+
+// KVDtype is the KV cache's precision by name, as ShardModel applies it: kv_dtype, else the
+// model's element size (weight_dtype alone leaves the cache at bytes_per_param).
+func (p Profile) KVDtype() string {
+	if p.Deployment.KVDtype != "" {
+		return p.Deployment.KVDtype
+	}
+	return elemName(p.Model.kvBytesPerElem())
+}
+
+func elemName(b float64) string {
 	for _, name := range []string{DtypeBF16, DtypeFP8, DtypeInt4} {
-		if dtypeBytes[name] == p.Model.bytesPerParam() {
+		if dtypeBytes[name] == b {
 			return name
 		}
 	}
-	return fmt.Sprintf("%g bytes per parameter", p.Model.bytesPerParam())
+	return fmt.Sprintf("%g bytes per parameter", b)
 }
 
 // fit checks that one GPU's share of the weights leaves room for a KV cache in the memory

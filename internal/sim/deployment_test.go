@@ -428,3 +428,26 @@ func TestDeploymentTable(t *testing.T) {
 	}
 	t.Logf("\n%s", strings.Join(rows, "\n"))
 }
+
+// The precisions by name follow ShardModel: weight_dtype alone leaves the KV cache at the
+// model's element size.
+func TestDtypeNames(t *testing.T) {
+	p, _ := LoadProfile("")
+	for _, c := range []struct {
+		w, kv         string
+		bytes         float64
+		wantW, wantKV string
+	}{
+		{"", "", 0, "bf16", "bf16"},
+		{"fp8", "", 0, "fp8", "bf16"},
+		{"int4", "fp8", 0, "int4", "fp8"},
+		{"", "", 1, "fp8", "fp8"},
+		{"", "", 4, "4 bytes per parameter", "4 bytes per parameter"},
+	} {
+		q := p
+		q.Deployment.WeightDtype, q.Deployment.KVDtype, q.Model.BytesPerParam = c.w, c.kv, c.bytes
+		if got, gotKV := q.WeightDtype(), q.KVDtype(); got != c.wantW || gotKV != c.wantKV {
+			t.Errorf("weight_dtype %q, kv_dtype %q, bytes %v: %s, %s; want %s, %s", c.w, c.kv, c.bytes, got, gotKV, c.wantW, c.wantKV)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+// Package plan sizes a deployment for a traffic (llmbench plan): for each engine
+// configuration of a search space (GPU, tensor parallelism, precision, batch limits,
+// prefill placement) it simulates one replica to bound the replicas needed, finds the
+// fewest replicas whose whole fleet, behind each router, meets the SLOs at the traffic,
+// measures how much more traffic that fleet takes (headroom), and prices it. It runs the
+// same simulator, load driver and aggregation as simulate; the CLI supplies the traffic
+// and the price.
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// Space is the search space: every combination of its lists is an engine configuration,
+// and every engine configuration is planned behind each router. An empty list keeps the
+// base profile's own setting.
+type Space struct {
+	GPUs             []string // GPU presets
+	TPs              []int    // tensor-parallel GPUs per replica
+	Dtypes           []string // weight precision; the KV cache follows (sim.DtypeBF16, sim.DtypeFP8)
+	MaxNumSeqs       []int
+	MaxBatchedTokens []int
+	Prefill          []string // sim.PrefillColocated, sim.PrefillDisaggregated
+	Routers          []string // sim.Router*
+}
+
+// Traffic is what the deployment must serve. At builds the level and its requests at
+// scale times the traffic (scale 1 is the traffic itself, as simulate runs it; 2 is twice
+// its arrival rate, or a trace replayed twice as fast).
+type Traffic struct {
+	Rate float64 // the traffic's arrival rate, requests/s (a trace's mean)
+	At   func(scale float64) (load.Level, workload.Source, error)
+}
+
+// Config is a plan to make.
+type Config struct {
+	// Base is the model and everything the space leaves alone: a roofline profile (a model
+	// preset on a GPU, or a calibrated roofline fit) whose model carries to every GPU and
+	// TP, or a linear or table profile, which describes one measured server and plans
+	// replicas of it only.
+	Base    sim.Profile
+	Space   Space
+	Traffic Traffic
+	// Metrics aggregates each simulated level, its verdict terms deciding; at least one
+	// verdict term (a percentile, goodput or error_rate) is needed.
+	Metrics metrics.Config
+	// Price is a deployment's price (nil: it has none, and the plan ranks by GPUs).
+	Price func(sim.Profile) *metrics.Price
+	// MaxReplicas bounds the fleets tried: a configuration that needs more does not meet
+	// the SLOs.
+	MaxReplicas int
+	// Workers simulate configurations in parallel (0: one).
+	Workers int
+	// Progress, if set, is called as the plan starts and after each engine configuration
+	// is planned, from one goroutine at a time.
+	Progress func(Progress)
+}
+
+// Progress is how far a plan has got.
+type Progress struct {
+	Done, Total int        // engine configurations
+	Meeting     int        // candidates meeting the SLOs so far
+	Cheapest    *Candidate // the cheapest of them; nil while none meets
+}
+
+// MaxReplicasLimit is the most replicas a plan may try: sim's own limit on a deployment.
+const MaxReplicasLimit = 1000
+
+// Validate reports every problem with the configuration at once.
+func (c Config) Validate() error {
+	errs := []error{c.Space.Validate(c.Base)}
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if !(c.Traffic.Rate > 0) || c.Traffic.At == nil {
+		add("traffic: needs an arrival rate above 0 and the levels at it")
+	}
+	if !metrics.HasVerdict(c.Metrics.SLOs) {
+		add("--slo: plan needs verdict terms to decide on, such as 'ttft:p99<=500ms,tpot:p99<=50ms' (per-request bounds alone judge no level)")
+	}
+	if err := c.Metrics.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MaxReplicas < 1 || c.MaxReplicas > MaxReplicasLimit {
+		add("--max-replicas: %d is not in 1..%d", c.MaxReplicas, MaxReplicasLimit)
+	}
+	if c.Workers < 0 {
+		add("workers: %d is negative", c.Workers)
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem with the space over the base profile at once.
+func (s Space) Validate(base sim.Profile) error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if base.Cost.Kind != sim.CostRoofline {
+		var hw []string
+		for _, f := range []struct {
+			flag string
+			n    int
+		}{{"--gpu", len(s.GPUs)}, {"--tp", len(s.TPs)}, {"--dtype", len(s.Dtypes)}} {
+			if f.n > 0 {
+				hw = append(hw, f.flag)
+			}
+		}
+		if len(hw) > 0 {
+			add("%s: profile %s has a %s cost model, fitted to (or describing) one server on its own GPU and TP: it does not say how the model would run on other GPUs, split over GPUs or at another precision, so it plans replicas of that server only (drop %s, or give a roofline profile or --model-shape)",
+				strings.Join(hw, ", "), base.Name, base.Cost.Kind, strings.Join(hw, ", "))
+		}
+	}
+	for _, g := range s.GPUs {
+		if _, ok := sim.GPUPreset(g); !ok {
+			add("--gpu: %q is not a GPU preset (%s)", g, strings.Join(sim.GPUPresets(), ", "))
+		}
+	}
+	for _, tp := range s.TPs {
+		if tp < 1 || tp > 64 || bits.OnesCount(uint(tp)) != 1 {
+			add("--tp: %d is not a power of two in 1..64", tp)
+		}
+	}
+	for _, d := range s.Dtypes {
+		if d != sim.DtypeBF16 && d != sim.DtypeFP8 {
+			add("--dtype: %q is not bf16 or fp8 (the weights' precision; the KV cache takes the same)", d)
+		}
+	}
+	for _, n := range s.MaxNumSeqs {
+		if n < 1 || n > 1_000_000 {
+			add("--max-num-seqs: %d is not in 1..1000000", n)
+		}
+	}
+	for _, n := range s.MaxBatchedTokens {
+		if n < 1 || n > 100_000_000 {
+			add("--max-batched-tokens: %d is not in 1..100000000", n)
+		}
+	}
+	for _, p := range s.Prefill {
+		if p != sim.PrefillColocated && p != sim.PrefillDisaggregated {
+			add("--prefill: %q is not %s or %s", p, sim.PrefillColocated, sim.PrefillDisaggregated)
+		}
+	}
+	routers := []string{sim.RouterRoundRobin, sim.RouterLeastOutstanding, sim.RouterPrefixAffinity}
+	for _, r := range s.Routers {
+		if !slices.Contains(routers, r) {
+			add("--router: %q is not one of %s", r, strings.Join(routers, ", "))
+		}
+	}
+	if slices.Contains(s.Routers, sim.RouterPrefixAffinity) && !base.Engine.PrefixCaching {
+		add("--router prefix-affinity: needs a profile with engine.prefix_caching: true (without a cache there is no prefix to be near)")
+	}
+	for name, list := range map[string][]string{"--gpu": s.GPUs, "--dtype": s.Dtypes, "--prefill": s.Prefill, "--router": s.Routers} {
+		if d := duplicate(list); d != "" {
+			add("%s: %s is listed twice", name, d)
+		}
+	}
+	for name, list := range map[string][]int{"--tp": s.TPs, "--max-num-seqs": s.MaxNumSeqs, "--max-batched-tokens": s.MaxBatchedTokens} {
+		if d := duplicate(list); d != "" {
+			add("%s: %s is listed twice", name, d)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func duplicate[T comparable](list []T) string {
+	for i, v := range list {
+		if slices.Contains(list[:i], v) {
+			return fmt.Sprint(v)
+		}
+	}
+	return ""
+}
+
+// engine is one engine configuration: a replica's profile, and its place in the space.
+type engine struct {
+	index int         // in the space's order
+	p     sim.Profile // one replica (Deployment.Replicas 1), router unset
+}
+
+// engines lists the space's engine configurations in a fixed order (GPU, TP, dtype,
+// max_num_seqs, max_batched_tokens, prefill), each the base with those settings.
+func (c Config) engines() []engine {
+	b := c.Base
+	or := func(list []string, def string) []string {
+		if len(list) == 0 {
+			return []string{def}
+		}
+		return list
+	}
+	orInt := func(list []int, def int) []int {
+		if len(list) == 0 {
+			return []int{def}
+		}
+		return list
+	}
+	s := c.Space
+	var out []engine
+	for _, g := range or(s.GPUs, "") {
+		for _, tp := range orInt(s.TPs, max(b.Deployment.TP, 1)) {
+			for _, dt := range or(s.Dtypes, "") {
+				for _, seqs := range orInt(s.MaxNumSeqs, b.Engine.MaxNumSeqs) {
+					for _, tok := range orInt(s.MaxBatchedTokens, b.Engine.MaxBatchedTokens) {
+						for _, pf := range or(s.Prefill, b.Engine.Prefill) {
+							p := b
+							if g != "" {
+								p.GPU, _ = sim.GPUPreset(g)
+							}
+							p.Deployment.Replicas, p.Deployment.TP = 1, tp
+							if dt != "" {
+								p.Deployment.WeightDtype, p.Deployment.KVDtype = dt, dt
+							}
+							p.Engine.MaxNumSeqs, p.Engine.MaxBatchedTokens, p.Engine.Prefill = seqs, tok, pf
+							if pf == sim.PrefillColocated {
+								p.Engine.PrefillWorkers = 0 // the pool's size is the disaggregated placement's
+							}
+							out = append(out, engine{index: len(out), p: p})
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// routers are the routers each engine configuration is planned behind.
+func (c Config) routers() []string {
+	if len(c.Space.Routers) > 0 {
+		return c.Space.Routers
+	}
+	r := c.Base.Deployment.Router
+	if r == "" {
+		r = sim.RouterLeastOutstanding
+	}
+	return []string{r}
+}
+
+// Configurations is the number of candidates the plan evaluates: engine configurations
+// times routers.
+func (c Config) Configurations() int { return len(c.engines()) * len(c.routers()) }

@@ -1,0 +1,248 @@
+package plan
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// Schema is plan.json's schema.
+const Schema = "llmbench/plan/v1"
+
+// Plan is plan.json: what was planned for, every candidate, and the one chosen.
+// docs/simulator.md documents every field.
+type Plan struct {
+	Schema  string `json:"schema"`
+	Version string `json:"llmbench_version"`
+	// Model is the model served; Profile the profile the space was built on.
+	Model   string `json:"model"`
+	Profile string `json:"profile"`
+	// Rate is the traffic's arrival rate, requests/s (a trace's mean); Load and Workload
+	// describe it as summary.json does a run's.
+	Rate     float64          `json:"rate"`
+	Load     rundesc.Load     `json:"load"`
+	Workload rundesc.Workload `json:"workload"`
+	SLO      string           `json:"slo"` // the --slo terms as given
+	// MaxReplicas bounds the fleets tried; Configurations is the candidates planned (engine
+	// configurations × routers), Evaluated those finished (fewer when Interrupted).
+	MaxReplicas    int  `json:"max_replicas"`
+	Configurations int  `json:"configurations"`
+	Evaluated      int  `json:"evaluated"`
+	Interrupted    bool `json:"interrupted"`
+	// Candidates are sorted as the console prints them: those meeting the SLOs first,
+	// cheapest first (then fewer GPUs, then more headroom); then the others in the space's
+	// order. Best is the chosen candidate's index, null when none meets the SLOs.
+	Candidates []Candidate `json:"candidates"`
+	Best       *int        `json:"best"`
+	// BestProfile is the file holding the chosen deployment (best.yaml), when written.
+	BestProfile string `json:"best_profile,omitempty"`
+}
+
+// Candidate is one engine configuration behind one router, with its fewest replicas
+// meeting the SLOs and their figures at the traffic.
+type Candidate struct {
+	GPU string `json:"gpu"`
+	TP  int    `json:"tp"`
+	// Replicas is the fleet the figures below are for: the fewest meeting the SLOs, or,
+	// when none of up to MaxReplicas did, the largest tried; 0 when no fleet was simulated
+	// (it does not fit, or one replica cannot meet the SLOs at any share of the traffic).
+	Replicas int  `json:"replicas"`
+	GPUs     int  `json:"gpus"` // tp × replicas
+	Fits     bool `json:"fits"` // the model fits the GPUs' memory with room for a KV cache, and the settings go together
+	MeetsSLO bool `json:"meets_slo"`
+	// USDPerHour is the fleet's price an hour and CostPerMillionOutputTokens its cost per
+	// million output tokens at the traffic (metrics.Cost); null without a price.
+	USDPerHour                 *float64 `json:"usd_per_hour"`
+	CostPerMillionOutputTokens *float64 `json:"cost_per_million_output_tokens"`
+	// HeadroomRate is the highest arrival rate, to 5 %, that the fleet still meets the
+	// SLOs at (requests/s); null unless it meets them at the traffic.
+	HeadroomRate *float64 `json:"headroom_rate"`
+	// The engine settings searched.
+	MaxNumSeqs       int    `json:"max_num_seqs"`
+	MaxBatchedTokens int    `json:"max_batched_tokens"`
+	Prefill          string `json:"prefill"`
+	Router           string `json:"router"`
+	Dtype            string `json:"dtype"` // the weights' precision; the KV cache's is KVDtype
+	KVDtype          string `json:"kv_dtype"`
+	// SLO is each verdict term at the traffic: its value, bound and margin.
+	SLO []Term `json:"slo"`
+	// Oversaturated says the level at the traffic was stopped by the over-saturation rule
+	// (docs/metrics.md), as simulate stops it: the fleet did not keep up, whatever its verdict.
+	Oversaturated bool `json:"oversaturated"`
+	// Figures at the traffic: output tokens/s, the same per GPU, and a user's decode
+	// speed, 1,000 / mean TPOT in ms (tokens/s per user); null when not measured.
+	OutputThroughput       *float64 `json:"output_throughput"`
+	OutputThroughputPerGPU *float64 `json:"output_throughput_per_gpu"`
+	TokensPerSPerUser      *float64 `json:"tokens_per_s_per_user"`
+	// ReplicaRate is the highest arrival rate, to 5 %, one replica meets the SLOs at (at
+	// most the traffic's): the bound the replica search starts from.
+	ReplicaRate   *float64 `json:"replica_rate"`
+	KVCacheTokens int      `json:"kv_cache_tokens"` // per replica; 0 when it does not fit
+	// Reason says why the candidate does not fit or does not meet the SLOs; "" when it does.
+	Reason string `json:"reason,omitempty"`
+	// Simulations is how many levels its engine configuration took to plan, behind all
+	// its routers together (they share one replica's runs).
+	Simulations int `json:"simulations"`
+
+	profile sim.Profile
+}
+
+// Term is one SLO verdict term at the traffic.
+type Term struct {
+	Term  string   `json:"term"`
+	Value *float64 `json:"value"` // ms, or a fraction for goodput and error_rate; null when unmeasured
+	Unit  string   `json:"unit"`  // "ms", or "fraction" for goodput and error_rate
+	Bound float64  `json:"bound"` // in the value's unit
+	// Margin is how far the value lies inside the bound, as a fraction of it
+	// (metrics.SLO.Margin); negative when the term fails.
+	Margin *float64 `json:"margin"`
+	Pass   bool     `json:"pass"`
+}
+
+// Profile is the candidate's deployment as a profile (its replicas, TP, router, engine
+// settings and precisions); the zero Profile for a candidate that does not fit.
+func (c Candidate) Profile() sim.Profile { return c.profile }
+
+func newCandidate(p sim.Profile) Candidate {
+	return Candidate{GPU: p.GPU.Name, TP: max(p.Deployment.TP, 1), MaxNumSeqs: p.Engine.MaxNumSeqs,
+		MaxBatchedTokens: p.Engine.MaxBatchedTokens, Prefill: p.Engine.Prefill, Dtype: p.WeightDtype(), KVDtype: p.KVDtype()}
+}
+
+// Describe names the candidate's deployment in words.
+func (c Candidate) Describe() string {
+	s := fmt.Sprintf("%s tp %d %s, max_num_seqs %d, max_batched_tokens %d, %s prefill, %s",
+		c.GPU, c.TP, c.Dtype, c.MaxNumSeqs, c.MaxBatchedTokens, c.Prefill, c.Router)
+	if c.Replicas > 0 {
+		s = fmt.Sprintf("%d × %s", c.Replicas, s)
+	}
+	return s
+}
+
+func describeEngine(p sim.Profile) string {
+	c := newCandidate(p)
+	return c.Describe()
+}
+
+// setCandidates flattens the engines' candidates and ranks them.
+func (pl *Plan) setCandidates(byEngine [][]Candidate) {
+	pl.Candidates = pl.Candidates[:0]
+	for _, cs := range byEngine {
+		pl.Candidates = append(pl.Candidates, cs...)
+	}
+	slices.SortStableFunc(pl.Candidates, rank)
+	pl.Best = nil
+	if len(pl.Candidates) > 0 && pl.Candidates[0].MeetsSLO {
+		pl.Best = ptr(0)
+	}
+}
+
+// rank orders candidates meeting the SLOs first, cheapest first (an unpriced one after
+// the priced), then by fewer GPUs, more headroom and a lower cost per output token; the
+// others keep the space's order.
+func rank(a, b Candidate) int {
+	if a.MeetsSLO != b.MeetsSLO {
+		if a.MeetsSLO {
+			return -1
+		}
+		return 1
+	}
+	if !a.MeetsSLO {
+		return 0
+	}
+	if c := cmpNil(a.USDPerHour, b.USDPerHour, 1); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.GPUs, b.GPUs); c != 0 {
+		return c
+	}
+	if c := cmpNil(a.HeadroomRate, b.HeadroomRate, -1); c != 0 {
+		return c
+	}
+	return cmpNil(a.CostPerMillionOutputTokens, b.CostPerMillionOutputTokens, 1)
+}
+
+// cmpNil compares two optional figures, sign 1 for ascending and -1 for descending; an
+// absent one comes last either way.
+func cmpNil(a, b *float64, sign int) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return 1
+	case b == nil:
+		return -1
+	}
+	return sign * cmp.Compare(*a, *b)
+}
+
+// BestCandidate is the chosen candidate; nil when none meets the SLOs.
+func (pl *Plan) BestCandidate() *Candidate {
+	if pl.Best == nil {
+		return nil
+	}
+	return &pl.Candidates[*pl.Best]
+}
+
+func (pl *Plan) meeting() int {
+	n := 0
+	for _, c := range pl.Candidates {
+		if c.MeetsSLO {
+			n++
+		}
+	}
+	return n
+}
+
+// Pareto lists the indices of the candidates meeting the SLOs that no other beats on both
+// output throughput per GPU and tokens/s per user (at least as good on both, better on
+// one), by tokens/s per user.
+func (pl *Plan) Pareto() []int {
+	var front []int
+	for i, a := range pl.Candidates {
+		if !a.MeetsSLO || a.OutputThroughputPerGPU == nil || a.TokensPerSPerUser == nil {
+			continue
+		}
+		dominated := false
+		for j, b := range pl.Candidates {
+			if j == i || !b.MeetsSLO || b.OutputThroughputPerGPU == nil || b.TokensPerSPerUser == nil {
+				continue
+			}
+			x, y, bx, by := *a.TokensPerSPerUser, *a.OutputThroughputPerGPU, *b.TokensPerSPerUser, *b.OutputThroughputPerGPU
+			if bx >= x && by >= y && (bx > x || by > y) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			front = append(front, i)
+		}
+	}
+	slices.SortStableFunc(front, func(i, j int) int {
+		return cmp.Compare(*pl.Candidates[i].TokensPerSPerUser, *pl.Candidates[j].TokensPerSPerUser)
+	})
+	return front
+}
+
+// WriteJSON writes pl as indented JSON with a final newline.
+func WriteJSON(w io.Writer, pl *Plan) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(pl); err != nil {
+		return fmt.Errorf("plan.json: %w", err)
+	}
+	return nil
+}
+
+// fmtRate writes a rate in requests/s with three significant digits.
+func fmtRate(r float64) string { return strconv.FormatFloat(r, 'g', 3, 64) }
+
+// fmtValue writes a term's value: ms for latencies (a fraction's terms are below 1 and
+// read as such).
+func fmtValue(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
