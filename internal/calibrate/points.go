@@ -42,8 +42,8 @@ type Point struct {
 	// SE is the relative standard error of each measured figure (TTFTP50, TPOTP50, ITLP99
 	// used): how much a figure would move between two runs of the point, so that the fit
 	// trusts a TPOT averaged over hundreds of tokens more than a TTFT median of six requests.
-	SE          Figures
-	Server      *servermetrics.Summary // the server's /metrics during the level; nil if not scraped
+	SE     Figures
+	Server *servermetrics.Summary // the server's /metrics during the level; nil if not scraped
 	// ServerOverhead is the median of TTFT minus the server's own queue and prefill times
 	// (llama.cpp timings, Ollama durations): the network and front end; NaN without them.
 	ServerOverhead float64
