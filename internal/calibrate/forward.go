@@ -121,9 +121,9 @@ func NetworkOf(p sim.Profile) load.Network {
 	return load.Network{RTT: rtt, Jitter: jitter}
 }
 
-// seFloor is the least relative standard error a figure is trusted to: clocks, the
-// simulator's step rounding and the fit's own tolerance are not better than that.
-const seFloor = 0.005
+// seFloor is the least relative standard error a figure is trusted to: clocks, a live
+// server's pacing and the simulator's model of a step are not better than 2 %.
+const seFloor = 0.02
 
 // relativeErrors estimates each fitted figure's relative standard error from the spread of
 // its samples: the median's is about 1.253 σ/√n with σ = 1.4826 × the median absolute

@@ -104,7 +104,7 @@ func newCore(p Profile, emit func(*seq, time.Duration, int, bool)) (*core, error
 	}
 	c := &core{
 		cost: cost, cfg: p.Engine, disagg: p.Engine.Prefill == PrefillDisaggregated,
-		bs: p.Engine.BlockSize, seed: uint64(p.Seed), emit: emit, maxLen: p.Deployment.MaxModelLen,
+		bs: p.Engine.BlockSize, seed: uint64(p.Seed), emit: emit, maxLen: p.MaxSeqLen(),
 		noise: newStepNoise(p.Cost.StepNoise, p.Seed),
 	}
 	c.totalBlocks = kv / c.bs
@@ -161,7 +161,7 @@ func (c *core) check(prompt, maxTokens int) error {
 		return fmt.Errorf("max_tokens %d: need at least 1", maxTokens)
 	}
 	if c.maxLen > 0 && prompt+maxTokens > c.maxLen {
-		return fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds max_model_len %d", prompt, maxTokens, c.maxLen)
+		return fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the model's maximum length %d (max_model_len)", prompt, maxTokens, c.maxLen)
 	}
 	if need := c.blocksFor(prompt + maxTokens); need > c.totalBlocks {
 		return fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the KV cache of %d tokens", prompt, maxTokens, c.totalBlocks*c.bs)

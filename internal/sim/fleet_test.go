@@ -270,7 +270,7 @@ func TestMaxModelLen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Submit(1, 900, nil, 101, 0); err == nil || err.Error() != "prompt of 900 tokens plus max_tokens 101 exceeds max_model_len 1000" {
+	if err := v.Submit(1, 900, nil, 101, 0); err == nil || err.Error() != "prompt of 900 tokens plus max_tokens 101 exceeds the model's maximum length 1000 (max_model_len)" {
 		t.Errorf("over max_model_len: %v", err)
 	}
 	if err := v.Submit(2, 900, nil, 100, 0); err != nil {

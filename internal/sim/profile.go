@@ -602,6 +602,11 @@ func (p Profile) checkStepTimes(kv int) error {
 	if e.PrefixCaching {
 		ctx *= int64(n)
 	}
+	// One sequence holds at most the longest a request may ask for.
+	one := kv
+	if m := p.MaxSeqLen(); m > 0 {
+		one = min(one, m)
+	}
 	chunk := StepWork{PrefillSeqs: 1, PrefillTokens: b, PrefillAttn: float64(b) * (float64(kv) + float64(b)/2), PrefillContext: int64(kv)}
 	full := chunk
 	full.DecodeSeqs, full.DecodeContext = n, ctx
@@ -611,8 +616,8 @@ func (p Profile) checkStepTimes(kv int) error {
 	}{
 		{fmt.Sprintf("a full step (%d sequences decoding over %d cached tokens, %d prefill tokens)", n, ctx, b), cm.Step(full)},
 		// One sequence alone cannot spread its reads over the GPU (roofline's parallelism).
-		{fmt.Sprintf("one sequence decoding over the whole cache of %d tokens", kv), cm.Step(StepWork{DecodeSeqs: 1, DecodeContext: int64(kv)})},
-		{fmt.Sprintf("a prefill of %d tokens (the whole cache) alone", kv), cm.Prefill(kv)},
+		{fmt.Sprintf("one sequence decoding over %d tokens (the longest a request may be)", one), cm.Step(StepWork{DecodeSeqs: 1, DecodeContext: int64(one)})},
+		{fmt.Sprintf("a prefill of %d tokens (the longest a request may be) alone", one), cm.Prefill(one)},
 	}
 	for _, w := range work {
 		if w.d < 0 || w.d > maxStepTime {
@@ -710,4 +715,14 @@ func (c *Calibration) Outside(prompt, output [2]int, maxInFlight int) []string {
 		out = append(out, fmt.Sprintf("%d requests in flight, beyond %d× the most probed (%d)", maxInFlight, farOutside, c.Concurrency[1]))
 	}
 	return out
+}
+
+// MaxSeqLen is the longest prompt plus max_tokens a request may ask for: the deployment's
+// max_model_len, else the model's own context (vLLM's default for --max-model-len); 0 when
+// neither is known, and the KV cache is the only bound.
+func (p Profile) MaxSeqLen() int {
+	if p.Deployment.MaxModelLen > 0 {
+		return p.Deployment.MaxModelLen
+	}
+	return p.Model.MaxContext
 }

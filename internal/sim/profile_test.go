@@ -225,8 +225,11 @@ func TestProfileBounds(t *testing.T) {
 		{"linear at its limits", "cost: {kind: linear, prefill_ms_per_token: 0, decode_step_ms: 1e6, decode_growth: 0}\nengine: {prefill: disaggregated}\n", nil},
 		{"in range, absurd together", "cost: {kind: linear, decode_step_ms: 1e6, decode_growth: 1e6}\n",
 			[]string{"cost: a full step (256 sequences decoding", "beyond the 1h limit"}},
-		{"whole-cache prefill too slow", "cost: {kind: linear, prefill_ms_per_token: 5, decode_step_ms: 8}\nengine: {prefill: disaggregated}\n",
-			[]string{"cost: a prefill of 845632 tokens (the whole cache) alone would take"}},
+		{"longest prefill too slow", "cost: {kind: linear, prefill_ms_per_token: 50, decode_step_ms: 8}\nengine: {prefill: disaggregated}\n",
+			[]string{"cost: a prefill of 131072 tokens (the longest a request may be) alone would take"}},
+		{"whole-cache prefill too slow without a model context", "model: {layers: 32, hidden: 4096, heads: 32, kv_heads: 8, intermediate: 14336, vocab: 128256}\n" +
+			"cost: {kind: linear, prefill_ms_per_token: 5, decode_step_ms: 8}\nengine: {prefill: disaggregated}\n",
+			[]string{"cost: a prefill of 845632 tokens (the longest a request may be) alone would take"}},
 		{"GPU figures", "gpu: {tflops: 1e7, bandwidth_gbps: 0, memory_gb: .inf, sms: -1}\n",
 			[]string{"gpu.tflops: must be a number in (0, 1000000], got 1e+07", "gpu.bandwidth_gbps: must be a number in (0, 1000000], got 0",
 				"gpu.memory_gb: want a number", "gpu.sms: must be an integer in 0..1000000"}},
