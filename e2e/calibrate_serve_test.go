@@ -35,7 +35,7 @@ func TestCalibrateTwinOfServe(t *testing.T) {
 	}{
 		{"linear-colocated", "cost: {kind: linear, prefill_ms_per_token: 0.01, decode_step_ms: 4, decode_growth: 0.1}\n" +
 			"engine: {prefill: colocated, max_num_seqs: 8, max_batched_tokens: 1024}\n", nil, 8, 16},
-		{"linear-disaggregated", "cost: {kind: linear, prefill_ms_per_token: 0.02, decode_step_ms: 6, decode_growth: 0.05}\n" +
+		{"linear-disaggregated", "cost: {kind: linear, prefill_ms_per_token: 0.04, decode_step_ms: 6, decode_growth: 0.05}\n" +
 			"engine: {prefill: disaggregated, max_num_seqs: 12}\n", nil, 12, 24},
 		{"roofline-colocated", "model: llama-3.1-8b\ngpu: h200\ncost: {kind: roofline}\nengine: {max_num_seqs: 16, max_batched_tokens: 2048}\n",
 			[]string{"--model-shape", "llama-3.1-8b", "--gpu", "h200"}, 16, 32},
@@ -54,14 +54,14 @@ func TestCalibrateTwinOfServe(t *testing.T) {
 			// Capacity at the batch limit, from the fit, for an open loop at about 70 % of it.
 			capDir := filepath.Join(dir, "capacity")
 			llmbenchCmd(t, bin, "simulate", "--sim", fit, "--output-dir", capDir, "--quiet", "--no-progress",
-				"--concurrency", fmt.Sprint(tc.limit), "--requests", fmt.Sprint(8*tc.limit), "--input-tokens", "512", "--output-tokens", "128")
+				"--concurrency", fmt.Sprint(tc.limit), "--requests", fmt.Sprint(8*tc.limit), "--input-tokens", "512", "--output-tokens", "64")
 			rate := 0.7 * levelFigure(t, capDir, "request_throughput")
 			for _, l := range []struct {
 				name string
 				args []string
 			}{
 				{"more in flight", []string{"--concurrency", fmt.Sprint(3 * tc.limit), "--requests", fmt.Sprint(12 * tc.limit), "--input-tokens", "256", "--output-tokens", "64"}},
-				{fmt.Sprintf("open loop at %.1f req/s", rate), []string{"--rate", fmt.Sprintf("%.2f", rate), "--requests", "200", "--input-tokens", "512", "--output-tokens", "128"}},
+				{fmt.Sprintf("open loop at %.1f req/s", rate), []string{"--rate", fmt.Sprintf("%.2f", rate), "--requests", "400", "--input-tokens", "512", "--output-tokens", "64"}},
 				{"longer prompts", []string{"--concurrency", "2", "--requests", "16", "--input-tokens", "4096", "--output-tokens", "32"}},
 			} {
 				common := append(l.args, "--percentiles", "50,99", "--quiet", "--no-progress")

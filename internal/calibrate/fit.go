@@ -454,7 +454,7 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 }
 
 // objective is the sum over points of squared log errors of TTFT and TPOT P50 (and, where
-// prompts of very different lengths share the batch, ITL P99 instead of TPOT), each over
+// prompts of very different lengths share the batch, ITL P99 too), each over
 // its measurement's relative standard error (a chi-square: about one a figure when the
 // profile explains the point to within its noise); +Inf for a profile that cannot serve
 // the points.
@@ -470,13 +470,11 @@ func (f *fitter) objective(p sim.Profile, pts []*Point) float64 {
 			return math.Inf(1)
 		}
 		m, se := pt.Measured, pt.SE
-		s += sq(logRatio(fig.TTFTP50, m.TTFTP50) / se.TTFTP50)
+		s += sq(logRatio(fig.TTFTP50, m.TTFTP50)/se.TTFTP50) + sq(logRatio(fig.TPOTP50, m.TPOTP50)/se.TPOTP50)
 		if pt.mixed() {
-			// Its TPOT P50 is a few long prompts' one gap each; the decoding requests' gaps,
-			// lengthened where a prefill shared their step, are in ITL's tail.
+			// The decoding requests' gaps lengthened where a prefill shared their step (or
+			// not, if prefill runs apart) are in ITL's tail.
 			s += sq(logRatio(fig.ITLP99, m.ITLP99) / se.ITLP99)
-		} else {
-			s += sq(logRatio(fig.TPOTP50, m.TPOTP50) / se.TPOTP50)
 		}
 	}
 	return s

@@ -27,7 +27,7 @@ const (
 	prefillOutput         = 16 // tokens after each prefill probe's prompt: TPOT at concurrency 1 against context
 	decodePrompt          = 32
 	decodeOutput          = 64
-	mixedLong             = 4 // long prompts in the mixed phase
+	mixedLong             = 8 // long prompts in the mixed phase: enough stalled steps for ITL's P99 to show
 )
 
 // Validate reports every problem at once.
@@ -209,7 +209,8 @@ func (p *Prober) mixed() (Step, bool) {
 		s.Trace = append(s.Trace, TraceRow{At: 0, Input: decodePrompt, Output: out})
 	}
 	for j := range mixedLong {
-		s.Trace = append(s.Trace, TraceRow{At: spacing/2 + time.Duration(j)*spacing, Input: long, Output: 2})
+		// One output token: the point's TPOT is then the decoding requests' alone.
+		s.Trace = append(s.Trace, TraceRow{At: spacing/2 + time.Duration(j)*spacing, Input: long, Output: 1})
 	}
 	s.Requests = len(s.Trace)
 	return s, true
