@@ -17,14 +17,14 @@ import (
 // loads its probe did not run from what a live run against P measures (issue 13: 5 %).
 const twinTolerance = 0.05
 
-// TestCalibrateTwinOfServe fits profiles to the simulator's own server for several
-// profiles P nobody tuned the fit to — linear and roofline costs, colocated and
-// disaggregated prefill, different batch limits — and holds each fit's predictions of
+// TestCalibrateTwinOfServe fits profiles to the simulator's own server for profiles P
+// nobody tuned the fit to — a linear cost with disaggregated prefill and a roofline with
+// colocated, chunked prefill, batch limits 12 and 16 — and holds each fit's predictions of
 // loads outside its probe (more requests in flight, an open loop near capacity, prompts
 // longer than any probed) to a live run against P.
 func TestCalibrateTwinOfServe(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: probes three servers on the real clock (about two minutes)")
+		t.Skip("-short: probes two servers on the real clock (about two minutes)")
 	}
 	bin := llmbenchBinary(t)
 	for _, tc := range []struct {
@@ -33,8 +33,6 @@ func TestCalibrateTwinOfServe(t *testing.T) {
 		limit         int      // P's max_num_seqs
 		inFlight      int      // the probe's cap
 	}{
-		{"linear-colocated", "cost: {kind: linear, prefill_ms_per_token: 0.01, decode_step_ms: 4, decode_growth: 0.1}\n" +
-			"engine: {prefill: colocated, max_num_seqs: 8, max_batched_tokens: 1024}\n", nil, 8, 16},
 		{"linear-disaggregated", "cost: {kind: linear, prefill_ms_per_token: 0.04, decode_step_ms: 6, decode_growth: 0.05}\n" +
 			"engine: {prefill: disaggregated, max_num_seqs: 12}\n", nil, 12, 24},
 		{"roofline-colocated", "model: llama-3.1-8b\ngpu: h200\ncost: {kind: roofline}\nengine: {max_num_seqs: 16, max_batched_tokens: 2048}\n",

@@ -136,8 +136,8 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		}
 	}
 	if len(spreads) > 0 {
-		base.Network.JitterMs = median(spreads)
-		res.Settings = append(res.Settings, Setting{"network.jitter_ms", fmt.Sprintf("%.3f", base.Network.JitterMs), "the median spread of the sends of requests started together"})
+		f.jitter = median(spreads)
+		base.Network.JitterMs = f.jitter
 	}
 	maxSeqs, seqsHow := 0, ""
 	switch {
@@ -257,6 +257,13 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	res.Settings = append(res.Settings,
 		Setting{"engine.prefill", p.Engine.Prefill, f.placementHow},
 		Setting{"engine.max_batched_tokens", fmt.Sprint(p.Engine.MaxBatchedTokens), f.budgetHow})
+	if f.jitter > 0 {
+		how := "the median spread of the sends of requests started together: the engine starts a step at the first"
+		if p.Network.JitterMs == 0 {
+			how = fmt.Sprintf("0: requests sent together (within %.3f ms) are batched together, as the engine gathers arrivals before it steps", f.jitter)
+		}
+		res.Settings = append(res.Settings, Setting{"network.jitter_ms", fmt.Sprintf("%.3f", p.Network.JitterMs), how})
+	}
 	noiseHow := "the spread of each request's inter-token gaps about its median, at the lowest concurrency probed"
 	if noise == 0 {
 		noiseHow = "not measured (too few inter-token gaps): P99s are those of a noiseless engine"
@@ -301,6 +308,7 @@ func rooflineOffset(fl sim.RooflineField) float64 {
 }
 
 type fitter struct {
+	jitter                  float64 // the measured send spread, ms
 	ctx                     context.Context
 	opt                     Options
 	params                  []param
@@ -434,6 +442,18 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 			}
 			c := best
 			c.Engine.Prefill, c.Engine.MaxBatchedTokens = pl, max(b, n)
+			if v := f.objective(c, pts); v < bestV-1e-9 {
+				best, bestV = c, v
+			}
+		}
+	}
+	// Requests sent together reach some engines spread by the client's sends (vLLM and
+	// serve start a step at the first, the others wait for it), while others gather what
+	// arrived before stepping (llama.cpp prefills them in one batch): no spread at all.
+	if f.jitter > 0 {
+		for _, j := range []float64{0, f.jitter} {
+			c := best
+			c.Network.JitterMs = j
 			if v := f.objective(c, pts); v < bestV-1e-9 {
 				best, bestV = c, v
 			}

@@ -65,6 +65,9 @@ type Figures struct {
 type Source struct {
 	URL, API, Model string
 	Dirs            []string
+	// Published is what the server published of its limits, as a probe of it wrote down
+	// beside its run folders (PublishedFile); zero when none did.
+	Published Published
 }
 
 // Load reads the probe points of run folders: every level of each, with its records.
@@ -88,6 +91,12 @@ func Load(dirs []string) ([]Point, Source, error) {
 		}
 		src.Dirs = append(src.Dirs, dir)
 		pts = append(pts, p...)
+		pub, err := readPublished(dir)
+		if err != nil {
+			errs = append(errs, err)
+		} else if pub.Slots > 0 {
+			src.Published = pub
+		}
 	}
 	if len(errs) > 0 {
 		return nil, src, errors.Join(errs...)

@@ -120,7 +120,7 @@ func (p *Prober) Next() (Step, bool) {
 			if p.i < len(p.prefills) {
 				n := p.prefills[p.i]
 				p.i++
-				return Step{Name: fmt.Sprintf("prefill-%d", n), Phase: "prefill", Concurrency: 1, Requests: 6, InputTokens: n, OutputTokens: prefillOutput}, true
+				return Step{Name: fmt.Sprintf("prefill-%d", n), Phase: "prefill", Concurrency: 1, Requests: 8, InputTokens: n, OutputTokens: prefillOutput}, true
 			}
 			p.phase = 1
 		case 1:
@@ -133,7 +133,7 @@ func (p *Prober) Next() (Step, bool) {
 				if p.nextC > p.maxConc && c < p.maxConc {
 					p.nextC = p.maxConc // the cap itself is probed
 				}
-				return Step{Name: fmt.Sprintf("decode-c%d", c), Phase: "decode", Concurrency: c, Requests: max(4*c, 8), InputTokens: decodePrompt, OutputTokens: decodeOutput}, true
+				return Step{Name: fmt.Sprintf("decode-c%d", c), Phase: "decode", Concurrency: c, Requests: max(4*c, 32), InputTokens: decodePrompt, OutputTokens: decodeOutput}, true
 			}
 			p.phase = 2
 		case 2:

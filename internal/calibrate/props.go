@@ -3,10 +3,13 @@ package calibrate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -54,4 +57,35 @@ func parseProps(b []byte, where string) (Published, error) {
 		return Published{}, fmt.Errorf("%s: total_slots %d and n_ctx %d are not a server's limits", where, *p.Slots, p.Defaults.NCtx)
 	}
 	return Published{Slots: *p.Slots, ContextTokens: p.Defaults.NCtx * *p.Slots, How: "llama.cpp /props total_slots and n_ctx"}, nil
+}
+
+// PublishedFile is where calibrate --url writes, in each probe step's run folder, what the
+// server published of its limits.
+const PublishedFile = "server-limits.json"
+
+type publishedJSON struct {
+	Slots         int    `json:"slots"`
+	ContextTokens int    `json:"context_tokens"`
+	How           string `json:"how"`
+}
+
+// Write writes p as PublishedFile's JSON.
+func (p Published) Write(w io.Writer) error {
+	return json.NewEncoder(w).Encode(publishedJSON{p.Slots, p.ContextTokens, p.How})
+}
+
+// readPublished reads dir's PublishedFile; zero and no error when there is none.
+func readPublished(dir string) (Published, error) {
+	b, err := os.ReadFile(filepath.Join(dir, PublishedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return Published{}, nil
+	}
+	if err != nil {
+		return Published{}, err
+	}
+	var j publishedJSON
+	if err := json.Unmarshal(b, &j); err != nil || j.Slots < 0 || j.ContextTokens < 0 {
+		return Published{}, fmt.Errorf("%s: not what calibrate writes (%v)", filepath.Join(dir, PublishedFile), err)
+	}
+	return Published{Slots: j.Slots, ContextTokens: j.ContextTokens, How: j.How}, nil
 }

@@ -155,6 +155,9 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	if err != nil {
 		return withCode(ExitFailure, err)
 	}
+	if opts.Server.Slots == 0 {
+		opts.Server = src.Published // what an earlier probe of the server wrote down
+	}
 	if !f.quiet {
 		fmt.Fprintf(stdio.Out, "Fitting %d probe points from %d run folders\n", len(pts), len(dirs))
 	}
@@ -249,12 +252,18 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 		if !keepAlive {
 			args = append(args, "--keep-alive=false") // found at an earlier step: do not find it again
 		}
-		if step.Trace != nil {
-			// Inside the step's folder (beside its run files), so that FILE.probe/* names
-			// run folders only.
-			if err := os.MkdirAll(out, 0o755); err != nil {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return nil, pub, withCode(ExitFailure, err)
+		}
+		// What the server published, beside the step's run files, so that a refit of the
+		// folders alone (calibrate FILE.probe/*) knows it too.
+		if pub.Slots > 0 {
+			if err := report.WriteFileAtomic(filepath.Join(out, calibrate.PublishedFile), func(w io.Writer) error { return pub.Write(w) }); err != nil {
 				return nil, pub, withCode(ExitFailure, err)
 			}
+		}
+		if step.Trace != nil {
+			// Inside the step's folder too, so that FILE.probe/* names run folders only.
 			trace := filepath.Join(out, "trace.jsonl")
 			if err := report.WriteFileAtomic(trace, func(w io.Writer) error { return calibrate.WriteTrace(w, step.Trace) }); err != nil {
 				return nil, pub, withCode(ExitFailure, err)
