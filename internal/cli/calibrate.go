@@ -183,15 +183,10 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 // probe runs the designed probe against f.url, each step a run folder under dir, and
 // returns the folders and what the server published of its limits.
 func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]string, calibrate.Published, error) {
-	key := f.apiKey
-	if f.apiKeyFile != "" {
-		b, err := os.ReadFile(f.apiKeyFile)
-		if err != nil {
-			return nil, calibrate.Published{}, usageError(fmt.Errorf("--api-key-file: %w", err))
-		}
-		key = strings.TrimSpace(string(b))
-	} else if key == "" {
-		key = os.Getenv("OPENAI_API_KEY")
+	// The same key rules as run's (a file, the flag, or $OPENAI_API_KEY).
+	key, err := (&benchFlags{apiKey: f.apiKey, apiKeyFile: f.apiKeyFile}).resolveAPIKey()
+	if err != nil {
+		return nil, calibrate.Published{}, usageError(err)
 	}
 	hdr, err := parseHeaders(f.headers)
 	if err != nil {
