@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+func TestCalibrateUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "fit.yaml")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"calibrate", "--output", out}, []string{"give --url URL to probe a server, or run folders to fit"}},
+		{[]string{"calibrate", "--url", "http://127.0.0.1:1", dir, "--output", out}, []string{"give --url or run folders, not both"}},
+		{[]string{"calibrate", dir}, []string{"--output FILE.yaml is required"}},
+		{[]string{"calibrate", dir, "--output", filepath.Join(dir, "fit.json")}, []string{"name a .yaml file"}},
+		{[]string{"calibrate", dir, "--output", out, "--max-concurrency", "4", "--model-shape", "llama-3.1-8b"},
+			[]string{"--max-concurrency applies to probing a server", "--model-shape and --gpu go together"}},
+		{[]string{"calibrate", "--url", "http://127.0.0.1:1", "--output", out, "--model-shape", "gpt-9", "--gpu", "tpu", "--max-input-tokens", "10"},
+			[]string{`--model-shape "gpt-9": not a preset`, `--gpu "tpu": not a preset`, "--max-input-tokens 10: must be at least 64"}},
+	} {
+		code, _, stderr := runCLI(t, t.Context(), tc.args...)
+		if code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d (usage)\n%s", tc.args, code, ExitUsage, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, stderr)
+			}
+		}
+	}
+}
+
+// TestCalibrateRunFolders fits a profile to a ladder run against the in-process simulator
+// (a live run over HTTP), writes the three files, refuses to overwrite them, and the
+// profile is one simulate takes, stating its validity range.
+func TestCalibrateRunFolders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a ladder on the real clock (about 3 s)")
+	}
+	dir := t.TempDir()
+	ladder := filepath.Join(dir, "ladder")
+	if code, _, stderr := runCLI(t, t.Context(), "run", "--sim", "textbook", "--concurrency", "1,2,4", "--requests", "8",
+		"--input-tokens", "64", "--output-tokens", "24", "--output-dir", ladder, "--quiet", "--no-progress"); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	fit := filepath.Join(dir, "fit.yaml")
+	code, stdout, stderr := runCLI(t, t.Context(), "calibrate", ladder, "--output", fit)
+	if code != ExitOK {
+		t.Fatalf("calibrate: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"Fitting 3 probe points", "Fitted settings:", "cost.decode_step_ms", "engine.max_num_seqs", "Profile: " + fit} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("console lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, f := range []string{fit, filepath.Join(dir, "fit.calibration.json"), filepath.Join(dir, "fit.calibration.html")} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	p, err := sim.LoadProfile(fit)
+	if err != nil {
+		t.Fatalf("the fitted profile does not load: %v", err)
+	}
+	// textbook's decode step is 8 ms at one sequence; the fit sees it through HTTP and pacing.
+	if p.Cost.Kind != sim.CostLinear || p.Calibration == nil || p.Cost.DecodeStepMs < 7 || p.Cost.DecodeStepMs > 9 {
+		t.Errorf("fitted cost %+v, calibration %+v", p.Cost, p.Calibration)
+	}
+	if code, _, stderr := runCLI(t, t.Context(), "calibrate", ladder, "--output", fit); code != ExitUsage || !strings.Contains(stderr, "exists") {
+		t.Errorf("a second calibrate over the same output: exit %d, want %d with 'exists'\n%s", code, ExitUsage, stderr)
+	}
+	code, stdout, stderr = runCLI(t, t.Context(), "simulate", "--sim", fit, "--concurrency", "64", "--requests", "64",
+		"--input-tokens", "64", "--output-tokens", "24", "--output-dir", filepath.Join(dir, "sim"), "--quiet")
+	if code != ExitOK {
+		t.Fatalf("simulate --sim fit.yaml: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "Calibrated on ") || !strings.Contains(stderr, "64 requests in flight, beyond 2× the most probed (4)") {
+		t.Errorf("simulate states no validity range or no warning:\n%s\n%s", stdout, stderr)
+	}
+}
