@@ -31,12 +31,12 @@ func TestCalibrateTwinOfServe(t *testing.T) {
 		name, profile string
 		fit           []string // calibrate's flags beyond --url and --output
 		limit         int      // P's max_num_seqs
-		inFlight      int      // the probe's cap
+		inFlight      int      // the probe's cap: 1.5 × the limit, below the loads predicted
 	}{
 		{"linear-disaggregated", "cost: {kind: linear, prefill_ms_per_token: 0.04, decode_step_ms: 6, decode_growth: 0.05}\n" +
-			"engine: {prefill: disaggregated, max_num_seqs: 12}\n", nil, 12, 24},
+			"engine: {prefill: disaggregated, max_num_seqs: 12}\n", nil, 12, 18},
 		{"roofline-colocated", "model: llama-3.1-8b\ngpu: h200\ncost: {kind: roofline}\nengine: {max_num_seqs: 16, max_batched_tokens: 2048}\n",
-			[]string{"--model-shape", "llama-3.1-8b", "--gpu", "h200"}, 16, 32},
+			[]string{"--model-shape", "llama-3.1-8b", "--gpu", "h200"}, 16, 24},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -58,7 +58,7 @@ func TestCalibrateTwinOfServe(t *testing.T) {
 				name string
 				args []string
 			}{
-				{"more in flight", []string{"--concurrency", fmt.Sprint(3 * tc.limit), "--requests", fmt.Sprint(12 * tc.limit), "--input-tokens", "256", "--output-tokens", "64"}},
+				{"more in flight", []string{"--concurrency", fmt.Sprint(2 * tc.limit), "--requests", fmt.Sprint(8 * tc.limit), "--input-tokens", "256", "--output-tokens", "64"}},
 				{fmt.Sprintf("open loop at %.1f req/s", rate), []string{"--rate", fmt.Sprintf("%.2f", rate), "--requests", "400", "--input-tokens", "512", "--output-tokens", "64"}},
 				{"longer prompts", []string{"--concurrency", "2", "--requests", "16", "--input-tokens", "4096", "--output-tokens", "32"}},
 			} {
