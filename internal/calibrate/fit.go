@@ -770,7 +770,7 @@ func rangeOf(pts []Point, v func(Request) int) [2]int {
 func describe(ss []Setting) string {
 	var b strings.Builder
 	for _, s := range ss {
-		fmt.Fprintf(&b, "  %-28s %-10s %s\n", s.Key, s.Value, s.How)
+		fmt.Fprintf(&b, "  %-33s %-10s %s\n", s.Key, s.Value, s.How)
 	}
 	return b.String()
 }

@@ -173,8 +173,12 @@ func (r *Result) Console(w io.Writer) {
 	if e.Points == 0 {
 		fmt.Fprintln(w, "\nHeld-out error: not measured (too few probe points of a kind to leave one out)")
 	} else {
-		fmt.Fprintf(w, "\nHeld-out error (fitted without %d points, judged on them; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s\n",
-			e.Points, fmtAbs(e.TTFTP50), fmtAbs(e.TTFTP99), fmtAbs(e.TPOTP50), fmtAbs(e.TPOTP99))
+		points := fmt.Sprintf("%d points", e.Points)
+		if e.Points == 1 {
+			points = "1 point"
+		}
+		fmt.Fprintf(w, "\nHeld-out error (fitted without %s, judged on them; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s\n",
+			points, fmtAbs(e.TTFTP50), fmtAbs(e.TTFTP99), fmtAbs(e.TPOTP50), fmtAbs(e.TPOTP99))
 	}
 	i := r.InSample
 	fmt.Fprintf(w, "In-sample error (the profile written, every point; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s\n",
