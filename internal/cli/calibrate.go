@@ -274,6 +274,11 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 		run.SetErr(stdio.Err)
 		run.SilenceUsage, run.SilenceErrors = true, true
 		if err := run.ExecuteContext(ctx); err != nil {
+			// Folders the step left empty go (os.Remove removes nothing else): what was
+			// measured stays, and nothing blocks a calibration run again.
+			os.Remove(filepath.Join(out, calibrate.PublishedFile))
+			os.Remove(out)
+			os.Remove(dir)
 			if ctx.Err() != nil {
 				return nil, pub, withCode(ExitInterrupted, fmt.Errorf("interrupted at probe step %s; the steps done are in %s", step.Name, dir))
 			}
