@@ -45,39 +45,62 @@ func TestCalibrateTwinOfServe(t *testing.T) {
 				t.Fatal(err)
 			}
 			url := startServe(t, bin, p)
-			fit := filepath.Join(dir, "fit.yaml")
-			out := llmbenchCmd(t, bin, append([]string{"calibrate", "--url", url, "--output", fit, "--quiet",
-				"--max-concurrency", fmt.Sprint(tc.inFlight), "--max-input-tokens", "2048"}, tc.fit...)...)
-			t.Logf("calibrate:\n%s", out)
-			// Capacity at the batch limit, from the fit, for an open loop at about 70 % of it.
-			capDir := filepath.Join(dir, "capacity")
-			llmbenchCmd(t, bin, "simulate", "--sim", fit, "--output-dir", capDir, "--quiet", "--no-progress",
-				"--concurrency", fmt.Sprint(tc.limit), "--requests", fmt.Sprint(8*tc.limit), "--input-tokens", "512", "--output-tokens", "64")
-			rate := 0.7 * levelFigure(t, capDir, "request_throughput")
-			for _, l := range []struct {
-				name string
-				args []string
-			}{
-				{"more in flight", []string{"--concurrency", fmt.Sprint(2 * tc.limit), "--requests", fmt.Sprint(8 * tc.limit), "--input-tokens", "256", "--output-tokens", "64"}},
-				{fmt.Sprintf("open loop at %.1f req/s", rate), []string{"--rate", fmt.Sprintf("%.2f", rate), "--requests", "400", "--input-tokens", "512", "--output-tokens", "64"}},
-				{"longer prompts", []string{"--concurrency", "2", "--requests", "16", "--input-tokens", "4096", "--output-tokens", "32"}},
-			} {
-				common := append(l.args, "--percentiles", "50,99", "--quiet", "--no-progress")
-				name := strings.ReplaceAll(l.name, " ", "-")
-				live, sim := filepath.Join(dir, "live-"+name), filepath.Join(dir, "sim-"+name)
-				llmbenchCmd(t, bin, append([]string{"run", "--url", url, "--output-dir", live}, common...)...)
-				llmbenchCmd(t, bin, append([]string{"simulate", "--sim", fit, "--output-dir", sim}, common...)...)
-				lm, sm := p50s(t, live), p50s(t, sim)
-				for _, k := range []string{"ttft_ms", "tpot_ms"} {
-					e := (sm[k] - lm[k]) / lm[k]
-					t.Logf("%s: %s P50 live %.2f ms, predicted %.2f ms (%+.1f%%)", l.name, k, lm[k], sm[k], 100*e)
-					if math.Abs(e) > twinTolerance {
-						t.Errorf("%s: %s P50 predicted %.2f ms, live %.2f ms: off by %+.1f%%, beyond %.0f%%", l.name, k, sm[k], lm[k], 100*e, 100*twinTolerance)
-					}
+			// Once more, after a pause, when the first attempt misses: the real clock on a
+			// machine that other packages' tests share is the point and the risk; a fit that
+			// is wrong misses both times.
+			var misses []string
+			for attempt := 1; attempt <= 2; attempt++ {
+				if misses = twinAttempt(t, bin, url, filepath.Join(dir, fmt.Sprint(attempt)), tc.fit, tc.limit, tc.inFlight); len(misses) == 0 {
+					return
 				}
+				t.Logf("attempt %d missed:\n%s", attempt, strings.Join(misses, "\n"))
+				time.Sleep(10 * time.Second)
 			}
+			t.Errorf("twice:\n%s", strings.Join(misses, "\n"))
 		})
 	}
+}
+
+// twinAttempt calibrates the server at url into dir and returns the predictions that miss
+// the live runs by more than twinTolerance, in words.
+func twinAttempt(t *testing.T, bin, url, dir string, fitFlags []string, limit, inFlight int) []string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fit := filepath.Join(dir, "fit.yaml")
+	out := llmbenchCmd(t, bin, append([]string{"calibrate", "--url", url, "--output", fit, "--quiet",
+		"--max-concurrency", fmt.Sprint(inFlight), "--max-input-tokens", "2048"}, fitFlags...)...)
+	t.Logf("calibrate:\n%s", out)
+	// Capacity at the batch limit, from the fit, for an open loop at about 70 % of it.
+	capDir := filepath.Join(dir, "capacity")
+	llmbenchCmd(t, bin, "simulate", "--sim", fit, "--output-dir", capDir, "--quiet", "--no-progress",
+		"--concurrency", fmt.Sprint(limit), "--requests", fmt.Sprint(8*limit), "--input-tokens", "512", "--output-tokens", "64")
+	rate := 0.7 * levelFigure(t, capDir, "request_throughput")
+	var misses []string
+	for _, l := range []struct {
+		name string
+		args []string
+	}{
+		{"more in flight", []string{"--concurrency", fmt.Sprint(2 * limit), "--requests", fmt.Sprint(8 * limit), "--input-tokens", "256", "--output-tokens", "64"}},
+		{fmt.Sprintf("open loop at %.1f req/s", rate), []string{"--rate", fmt.Sprintf("%.2f", rate), "--requests", "400", "--input-tokens", "512", "--output-tokens", "64"}},
+		{"longer prompts", []string{"--concurrency", "2", "--requests", "16", "--input-tokens", "4096", "--output-tokens", "32"}},
+	} {
+		common := append(l.args, "--percentiles", "50,99", "--quiet", "--no-progress")
+		name := strings.ReplaceAll(l.name, " ", "-")
+		live, sim := filepath.Join(dir, "live-"+name), filepath.Join(dir, "sim-"+name)
+		llmbenchCmd(t, bin, append([]string{"run", "--url", url, "--output-dir", live}, common...)...)
+		llmbenchCmd(t, bin, append([]string{"simulate", "--sim", fit, "--output-dir", sim}, common...)...)
+		lm, sm := p50s(t, live), p50s(t, sim)
+		for _, k := range []string{"ttft_ms", "tpot_ms"} {
+			e := (sm[k] - lm[k]) / lm[k]
+			t.Logf("%s: %s P50 live %.2f ms, predicted %.2f ms (%+.1f%%)", l.name, k, lm[k], sm[k], 100*e)
+			if math.Abs(e) > twinTolerance {
+				misses = append(misses, fmt.Sprintf("%s: %s P50 predicted %.2f ms, live %.2f ms: off by %+.1f%%, beyond %.0f%%", l.name, k, sm[k], lm[k], 100*e, 100*twinTolerance))
+			}
+		}
+	}
+	return misses
 }
 
 // startServe starts `llmbench serve --sim profile` on a free port and returns its URL; the
