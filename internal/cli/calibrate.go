@@ -38,12 +38,13 @@ func newCalibrateCmd(stdio Stdio) *cobra.Command {
 		Long: `calibrate fits a simulator profile to a server. With --url it runs a designed probe (prefill at
 concurrency 1 over prompt lengths, decode over a ladder of concurrencies, and long prompts
 arriving while others decode), each step an ordinary run folder under FILE.probe/; with run
-folders instead it fits what they measured. The fit finds the linear cost model, the batch
+folders instead it fits what they measured. The fit finds the cost model (linear, or with
+--model-shape and --gpu the roofline's constants, which carry to other GPUs and tp), the batch
 limit (max_num_seqs: from the server's /props or running-requests gauge, --max-num-seqs, or
 where requests start to queue), the chunked-prefill budget, the prefill placement, the
 network round trip (apart from the engine's steps) and the step-time noise (for P99s), by
 replaying every probe point through the simulator. It writes FILE.yaml (a profile that
-simulate --sim and serve --sim accept), FILE.calibration.json and FILE.calibration.html, and
+simulate, serve and plan accept), FILE.calibration.json and FILE.calibration.html, and
 states the prediction error on probe points held out of the fit.`,
 		Example: `  llmbench calibrate --url http://127.0.0.1:8080 --output llama.yaml
   llmbench calibrate --url http://127.0.0.1:11434 --max-num-seqs 2 --max-concurrency 2 --output ollama.yaml
