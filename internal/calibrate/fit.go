@@ -170,6 +170,10 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	} else {
 		f.linearParams(pts)
 		guess(&base, pts)
+		// A linear fit knows the server's steps, not its hardware: the GPU keeps the default's
+		// figures (they only size a KV cache nobody published) under a name of its own and
+		// no price, so that simulate and plan price it only at --gpu-price.
+		base.GPU.Name, base.GPU.USDPerHour = "probed-server", 0
 	}
 
 	held := holdOut(pts)
