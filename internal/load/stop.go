@@ -1,6 +1,10 @@
 package load
 
-import "github.com/llmbench/llmbench/internal/metrics"
+import (
+	"math"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+)
 
 // Stopping rules: besides its length, a level can be stopped early by what its requests
 // show. They are written here once, clock-free, and consulted by Dispatch, so Run and
@@ -28,15 +32,16 @@ import "github.com/llmbench/llmbench/internal/metrics"
 //     nearly independent when batches are long against the backlog's correlation time,
 //     which is why the test waits for SaturationMinimum arrivals);
 //  2. the growth is material: the fitted line rises over the half by at least 10% of the
-//     half's arrivals — the server finished less than 90% of what arrived;
+//     half's arrivals — the server finished less than 90% of what arrived — plus twice the
+//     square root of the backlog the half began with (excursion);
 //  3. the backlog now holds at least 10% of every request that arrived in the level (a
 //     wandering backlog is bounded; a growing one is not);
 //  4. the level's first request finished before the half began (the ramp from an empty
 //     server is over).
 //
 // On the textbook profile (capacity 10.23 req/s for 512/100-token requests) a Poisson
-// ladder in steps of 10% of capacity stops at 1.0 or 1.1 × capacity (60 seeds: once at
-// 0.9), after 90-190 s of a 300 s level (TestOversaturationLadder). End reason
+// ladder in steps of 10% of capacity stops at 1.0, 1.1 or 1.2 × capacity (60 seeds: 21, 33,
+// 5, and once at 0.9), after 78-213 s of a 300 s level (TestOversaturationLadder). End reason
 // EndOversaturated.
 //
 // Unreachable (always on): when the level's first UnreachableFirst finished requests all
@@ -129,8 +134,14 @@ func (s *stopRules) rising(backlog int) bool {
 		return false
 	}
 	bg, ok := s.backlog.trend()
-	return ok && bg.growth >= 0.1*float64(bg.n)
+	return ok && bg.growth >= 0.1*float64(bg.n)+excursion*math.Sqrt(bg.start)
 }
+
+// excursion is how many "standard deviations" of the backlog the half began with (about the
+// square root of its size, as the number in flight of Poisson arrivals is) a rise must
+// exceed besides the 10 % of arrivals: a fleet holding a hundred requests wanders by tens
+// over a few seconds, which 10 % of a short level's arrivals does not cover.
+const excursion = 2
 
 // series is a sequence of values, kept every stride-th so that its memory stays bounded:
 // past maxMarks values, every other one is dropped and the stride doubles.
@@ -168,6 +179,7 @@ func (s *series) add(v float64) bool {
 type trendResult struct {
 	n      int
 	growth float64
+	start  float64 // the first batch's mean: the backlog the half began with
 }
 
 // trend fits a line through the batch means of the second half; ok says the slope is
@@ -191,6 +203,6 @@ func (s *series) trend() (trendResult, bool) {
 		m[k] /= float64(hi - lo)
 	}
 	slope, se := metrics.LineFit(m[:])
-	r := trendResult{n: s.n - half, growth: slope * metrics.TrendBatches}
+	r := trendResult{n: s.n - half, growth: slope * metrics.TrendBatches, start: m[0]}
 	return r, slope > 0 && (se == 0 || slope/se > metrics.TrendT)
 }
