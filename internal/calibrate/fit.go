@@ -123,7 +123,7 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	base.Engine.MaxBatchedTokens = 8192
 
 	// What the records give directly: the network, the noise, the server's own limits.
-	if o := overheadOf(pts); !isNaN(o) {
+	if o := overheadOf(pts); !math.IsNaN(o) {
 		base.Network.RTTMs = math.Max(0, o)
 		res.Settings = append(res.Settings, Setting{"network.rtt_ms", fmt.Sprintf("%.3f", base.Network.RTTMs), "the median of TTFT minus the server's own queue and prefill times"})
 	} else {
@@ -131,7 +131,7 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	}
 	var spreads []float64
 	for i := range pts {
-		if !isNaN(pts[i].SendSpread) {
+		if !math.IsNaN(pts[i].SendSpread) {
 			spreads = append(spreads, pts[i].SendSpread)
 		}
 	}
@@ -161,7 +161,7 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		base.Cost = sim.CostConfig{Kind: sim.CostRoofline, Roofline: sim.DefaultRooflineParams()}
 		rp := sim.DefaultRooflineParams()
 		for i, fl := range rp.Fields() {
-			if fl.Key == "step_overhead_us" && isNaN(overheadOf(pts)) {
+			if fl.Key == "step_overhead_us" && math.IsNaN(overheadOf(pts)) {
 				continue // told apart from the network only by the server's own timings
 			}
 			f.params = append(f.params, param{key: "cost." + fl.Key, ptr: func(p *sim.Profile) *float64 { return p.Cost.Roofline.Fields()[i].Value },
@@ -199,41 +199,30 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		return nil, err
 	}
 	noise := noiseOf(pts)
+	all := make([]*Point, len(pts))
+	for i := range pts {
+		all[i] = &pts[i]
+	}
 	res.HeldOut = Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan}
 	validation := map[*Point]Figures{}
 	if len(test) > 0 {
 		pv := p
 		pv.Cost.StepNoise = noise
-		for _, pt := range test {
-			fig, err := predict(ctx, pv, pt)
-			if err != nil {
-				return nil, err
-			}
-			validation[pt] = fig
+		var err error
+		if validation, err = predictAll(ctx, pv, test); err != nil {
+			return nil, err
 		}
 		res.HeldOut = errorsOf(test, func(pt *Point) Figures { return validation[pt] })
 		say(fmt.Sprintf("held-out error: TTFT P50 %.1f%%, TPOT P50 %.1f%%", res.HeldOut.TTFTP50, res.HeldOut.TPOTP50))
 		// The profile written is fitted on every point, starting from the held-out fit.
-		all := make([]*Point, len(pts))
-		for i := range pts {
-			all[i] = &pts[i]
-		}
 		if p, err = f.fitAll(p, all, seqCands); err != nil {
 			return nil, err
 		}
 	}
 	p.Cost.StepNoise = noise
-	all := make([]*Point, len(pts))
-	for i := range pts {
-		all[i] = &pts[i]
-	}
-	pred := map[*Point]Figures{}
-	for _, pt := range all {
-		fig, err := predict(ctx, p, pt)
-		if err != nil {
-			return nil, err
-		}
-		pred[pt] = fig
+	pred, err := predictAll(ctx, p, all)
+	if err != nil {
+		return nil, err
 	}
 	res.InSample = errorsOf(all, func(pt *Point) Figures { return pred[pt] })
 	for i, pt := range all {
@@ -297,7 +286,7 @@ func (f *fitter) linearParams(pts []Point) {
 	// A fixed cost of every step is told apart from the network only where the server
 	// times its own prefill: otherwise both only add to TTFT (and the step's share to
 	// decode_step_ms), so the fit keeps the network and leaves step_ms at 0.
-	if !isNaN(overheadOf(pts)) {
+	if !math.IsNaN(overheadOf(pts)) {
 		f.params = append(f.params, param{key: "cost.step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.StepMs }, lo: 0, hi: 1e4, off: 0.01, optional: true})
 	}
 }
@@ -317,7 +306,6 @@ type fitter struct {
 	opt                     Options
 	params                  []param
 	placementHow, budgetHow string
-	evals                   int
 }
 
 // fitAll fits the continuous settings on the plain points (one prompt length each), then
@@ -483,11 +471,7 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 // profile explains the point to within its noise); +Inf for a profile that cannot serve
 // the points.
 func (f *fitter) objective(p sim.Profile, pts []*Point) float64 {
-	f.evals++
-	if p.Validate() != nil {
-		return math.Inf(1)
-	}
-	var s float64
+	var s float64 // an invalid profile fails predict's sim.NewVirtual: +Inf below
 	for _, pt := range pts {
 		fig, err := predict(f.ctx, p, pt)
 		if err != nil {
@@ -508,7 +492,7 @@ func sq(v float64) float64 { return v * v }
 
 // logRatio is ln(pred/meas), 0 when either is not measured.
 func logRatio(pred, meas float64) float64 {
-	if isNaN(pred) || isNaN(meas) || meas <= 0 {
+	if math.IsNaN(pred) || math.IsNaN(meas) || meas <= 0 {
 		return 0
 	}
 	return math.Log(math.Max(pred, 1e-6) / meas)
@@ -534,7 +518,7 @@ func guess(p *sim.Profile, pts []Point) {
 			xs = append(xs, float64(meanPrompt(pt)))
 			ys = append(ys, pt.Measured.TTFTP50)
 		}
-		if !isNaN(pt.Measured.TPOTP50) {
+		if !math.IsNaN(pt.Measured.TPOTP50) {
 			cs = append(cs, float64(pt.Concurrency))
 			ts = append(ts, pt.Measured.TPOTP50)
 		}
@@ -625,11 +609,11 @@ func holdOut(pts []Point) []bool {
 func errorsOf(pts []*Point, pred func(*Point) Figures) Errors {
 	e := Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, Points: len(pts)}
 	worst := func(dst *float64, p, m float64) {
-		if isNaN(p) || isNaN(m) || m <= 0 {
+		if math.IsNaN(p) || math.IsNaN(m) || m <= 0 {
 			return
 		}
 		v := math.Abs(p-m) / m * 100
-		if isNaN(*dst) || v > *dst {
+		if math.IsNaN(*dst) || v > *dst {
 			*dst = v
 		}
 	}
@@ -648,7 +632,7 @@ func errorsOf(pts []*Point, pred func(*Point) Figures) Errors {
 func overheadOf(pts []Point) float64 {
 	var xs []float64
 	for i := range pts {
-		if pts[i].Concurrency == 1 && !isNaN(pts[i].ServerOverhead) {
+		if pts[i].Concurrency == 1 && !math.IsNaN(pts[i].ServerOverhead) {
 			xs = append(xs, pts[i].ServerOverhead)
 		}
 	}
@@ -660,7 +644,7 @@ func overheadOf(pts []Point) float64 {
 func noiseOf(pts []Point) float64 {
 	byC := map[int][]float64{}
 	for i := range pts {
-		if pt := &pts[i]; !pt.Open && !pt.mixed() && !isNaN(pt.Noise) {
+		if pt := &pts[i]; !pt.Open && !pt.mixed() && !math.IsNaN(pt.Noise) {
 			byC[pt.Concurrency] = append(byC[pt.Concurrency], pt.Noise)
 		}
 	}
@@ -686,7 +670,7 @@ func gauges(s *servermetrics.Summary) (runningMax, waitingMean float64, ok bool)
 	n := 0
 	for i := 1; i < len(s.Series.TS); i++ {
 		r, w := s.Series.Running[i], s.Series.Waiting[i]
-		if isNaN(r) || isNaN(w) {
+		if math.IsNaN(r) || math.IsNaN(w) {
 			continue
 		}
 		runningMax = math.Max(runningMax, r)

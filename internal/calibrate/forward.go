@@ -67,6 +67,19 @@ func predict(ctx context.Context, p sim.Profile, pt *Point) (Figures, error) {
 	return d.figures(), nil
 }
 
+// predictAll predicts every point on profile p (with its step noise: P99s too).
+func predictAll(ctx context.Context, p sim.Profile, pts []*Point) (map[*Point]Figures, error) {
+	out := make(map[*Point]Figures, len(pts))
+	for _, pt := range pts {
+		fig, err := predict(ctx, p, pt)
+		if err != nil {
+			return nil, err
+		}
+		out[pt] = fig
+	}
+	return out, nil
+}
+
 // dists hold a point's fitted figures as metrics' own derivations give them (the
 // registry's Samples) in sparse distributions: a full Aggregator's dense counters cost more
 // than the simulation itself, and a fit simulates each point thousands of times.

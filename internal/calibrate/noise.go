@@ -9,8 +9,6 @@ import (
 
 var nan = math.NaN()
 
-func isNaN(v float64) bool { return v != v }
-
 func median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)

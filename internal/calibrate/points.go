@@ -13,6 +13,7 @@ package calibrate
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -68,6 +69,9 @@ type Source struct {
 	// Published is what the server published of its limits, as a probe of it wrote down
 	// beside its run folders (PublishedFile); zero when none did.
 	Published Published
+	// ClosesConnections says a run found the server closing every connection after its
+	// response (summary.json's target).
+	ClosesConnections bool
 }
 
 // Load reads the probe points of run folders: every level of each, with its records.
@@ -90,6 +94,7 @@ func Load(dirs []string) ([]Point, Source, error) {
 			continue
 		}
 		src.Dirs = append(src.Dirs, dir)
+		src.ClosesConnections = src.ClosesConnections || s.ClosesConnections
 		pts = append(pts, p...)
 		pub, err := readPublished(dir)
 		if err != nil {
@@ -201,7 +206,7 @@ func newPoint(name, dir string, idx int, l report.Level, recs []record.Record) (
 	if pt.Measured.Completed == 0 {
 		return pt, errors.New("no request completed")
 	}
-	if isNaN(pt.Measured.TTFTP50) {
+	if math.IsNaN(pt.Measured.TTFTP50) {
 		return pt, errors.New("no TTFT measured (an unstreamed run?): calibrate needs streamed generation requests")
 	}
 	pt.ServerOverhead = serverOverhead(recs)

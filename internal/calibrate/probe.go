@@ -198,7 +198,7 @@ func (p *Prober) mixed() (Step, bool) {
 			ttft = d.Measured.TTFTP50
 		}
 	}
-	if isNaN(tpot) || isNaN(ttft) || tpot <= 0 {
+	if math.IsNaN(tpot) || math.IsNaN(ttft) || tpot <= 0 {
 		return Step{}, false
 	}
 	out := int(math.Ceil(float64(mixedLong+1) * 1.5 * ttft / tpot))

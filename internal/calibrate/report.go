@@ -72,7 +72,7 @@ type jsonPoint struct {
 }
 
 func opt(v float64) *float64 {
-	if isNaN(v) || math.IsInf(v, 0) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil
 	}
 	r := math.Round(v*1000) / 1000
@@ -88,7 +88,7 @@ func jsonErrs(e Errors) jsonErrors {
 }
 
 func pct(pred, meas float64) float64 {
-	if isNaN(pred) || isNaN(meas) || meas <= 0 {
+	if math.IsNaN(pred) || math.IsNaN(meas) || meas <= 0 {
 		return nan
 	}
 	return (pred - meas) / meas * 100
@@ -128,14 +128,14 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 }
 
 func fmtMs(v float64) string {
-	if isNaN(v) {
+	if math.IsNaN(v) {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f", v)
 }
 
 func fmtPct(v float64) string {
-	if isNaN(v) {
+	if math.IsNaN(v) {
 		return "—"
 	}
 	return fmt.Sprintf("%+.1f%%", v)
@@ -186,7 +186,7 @@ func (r *Result) Console(w io.Writer) {
 }
 
 func fmtAbs(v float64) string {
-	if isNaN(v) {
+	if math.IsNaN(v) {
 		return "not measured"
 	}
 	return fmt.Sprintf("%.1f%%", v)
@@ -218,10 +218,10 @@ func (r *Result) WriteHTML(w io.Writer, title string) error {
 				fmtMs(m.TTFTP99), fmtMs(pred.TTFTP99), fmtPct(pct(pred.TTFTP99, m.TTFTP99)),
 				fmtMs(m.TPOTP50), fmtMs(pred.TPOTP50), fmtPct(pct(pred.TPOTP50, m.TPOTP50)),
 				fmtMs(m.TPOTP99), fmtMs(pred.TPOTP99), fmtPct(pct(pred.TPOTP99, m.TPOTP99))}})
-		if !isNaN(m.TTFTP50) && !isNaN(pred.TTFTP50) {
+		if !math.IsNaN(m.TTFTP50) && !math.IsNaN(pred.TTFTP50) {
 			ttft = append(ttft, [2]float64{m.TTFTP50, pred.TTFTP50})
 		}
-		if !isNaN(m.TPOTP50) && !isNaN(pred.TPOTP50) {
+		if !math.IsNaN(m.TPOTP50) && !math.IsNaN(pred.TPOTP50) {
 			tpot = append(tpot, [2]float64{m.TPOTP50, pred.TPOTP50})
 		}
 	}

@@ -285,14 +285,12 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 			}
 			return nil, pub, fmt.Errorf("probe step %s failed, so the server cannot be fitted: %w", step.Name, err)
 		}
-		pts, _, err := calibrate.Load([]string{out})
+		pts, src, err := calibrate.Load([]string{out})
 		if err != nil {
 			return nil, pub, withCode(ExitLevelErrors, fmt.Errorf("probe step %s: %w", step.Name, err))
 		}
 		pr.Done(pts[0])
-		if sum, err := readSummary(out); err == nil && sum.Target.ClosesConnections {
-			keepAlive = false
-		}
+		keepAlive = keepAlive && !src.ClosesConnections
 		dirs = append(dirs, out)
 		if !f.quiet {
 			m := pts[0].Measured
