@@ -280,9 +280,21 @@ func (f *fitter) linearParams(pts []Point) {
 		param{key: "cost.prefill_ms_per_token", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillMsPerToken }, lo: 1e-6, hi: 1e3, off: 0},
 		param{key: "cost.decode_step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeStepMs }, lo: 1e-3, hi: 1e5, off: 0},
 		param{key: "cost.decode_growth", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeGrowth }, lo: 0, hi: 100, off: 1e-3},
-		param{key: "cost.prefill_attention_ms_per_1m", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillAttnMsPer1M }, lo: 0, hi: 1e5, off: 0.01, optional: true},
-		param{key: "cost.context_ms_per_1k", ptr: func(p *sim.Profile) *float64 { return &p.Cost.ContextMsPer1k }, lo: 0, hi: 1e4, off: 0.01, optional: true},
 	)
+	// Terms that grow with the prompt are told apart from the per-step ones only where the
+	// points' prompts differ: with one prompt length they would trade against decode_step_ms
+	// freely, and be extrapolated to prompts nobody sent.
+	lo, hi := math.MaxInt, 0
+	for i := range pts {
+		n := meanPrompt(&pts[i])
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	if hi >= 4*max(lo, 1) {
+		f.params = append(f.params,
+			param{key: "cost.prefill_attention_ms_per_1m", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillAttnMsPer1M }, lo: 0, hi: 1e5, off: 0.01, optional: true},
+			param{key: "cost.context_ms_per_1k", ptr: func(p *sim.Profile) *float64 { return &p.Cost.ContextMsPer1k }, lo: 0, hi: 1e4, off: 0.01, optional: true},
+		)
+	}
 	// A fixed cost of every step is told apart from the network only where the server
 	// times its own prefill: otherwise both only add to TTFT (and the step's share to
 	// decode_step_ms), so the fit keeps the network and leaves step_ms at 0.

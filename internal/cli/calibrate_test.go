@@ -69,8 +69,11 @@ func TestCalibrateRunFolders(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the fitted profile does not load: %v", err)
 	}
-	// textbook's decode step is 8 ms at one sequence; the fit sees it through HTTP and pacing.
-	if p.Cost.Kind != sim.CostLinear || p.Calibration == nil || p.Cost.DecodeStepMs < 7 || p.Cost.DecodeStepMs > 9 {
+	// textbook's decode step is 8 ms at one sequence; the fit sees it through HTTP and the
+	// wall clock, which a loaded machine (race tests beside it) skews by a fifth or more, so
+	// this holds it to a factor of two: units and the wiring, not the fit's precision (the
+	// virtual-clock tests in internal/calibrate hold that to 3 %).
+	if p.Cost.Kind != sim.CostLinear || p.Calibration == nil || p.Cost.DecodeStepMs < 4 || p.Cost.DecodeStepMs > 16 {
 		t.Errorf("fitted cost %+v, calibration %+v", p.Cost, p.Calibration)
 	}
 	if code, _, stderr := runCLI(t, t.Context(), "calibrate", ladder, "--output", fit); code != ExitUsage || !strings.Contains(stderr, "exists") {
