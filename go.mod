@@ -3,6 +3,7 @@ module github.com/llmbench/llmbench
 go 1.26.0
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/dlclark/regexp2 v1.10.0
 	github.com/jedib0t/go-pretty/v6 v6.8.3
 	github.com/pkoukk/tiktoken-go v0.1.8

@@ -307,3 +307,10 @@ func (run *benchRun) checkServerTPOT(t *testing.T, tol float64) {
 		t.Errorf("summary.json levels[0].server_timings.requests = %v, want %d", st["requests"], len(client))
 	}
 }
+
+// TestLlamaCppChatTemplate: with the model's tokenizer folder, chat prompts are sized with
+// its chat template (the one the GGUF carries, which llama-server applies), so the server's
+// prompt_tokens equal --input-tokens, history included in multi-turn chat.
+func TestLlamaCppChatTemplate(t *testing.T) {
+	checkChatTemplate(t, llamacppTarget(t), "openai-chat")
+}

@@ -158,3 +158,13 @@ func TestOllamaNative(t *testing.T) {
 		t.Errorf("client TPOT %.3f ms is not within 10%% of the server's %.3f ms", c*1e3, s*1e3)
 	}
 }
+
+// TestOllamaChatTemplate: Ollama formats chat with its own Go template for Llama 3 (which
+// does not trim messages as the Jinja one does); prompts sized with the Jinja template
+// still come out exact on both of its chat APIs.
+func TestOllamaChatTemplate(t *testing.T) {
+	s := ollamaTarget(t)
+	for _, api := range []string{"ollama", "openai-chat"} {
+		t.Run(api, func(t *testing.T) { checkChatTemplate(t, s, api) })
+	}
+}

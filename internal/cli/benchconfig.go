@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -390,6 +392,17 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 			c.topP = &f.topP
 		}
 	}
+	if live {
+		var err error
+		c.workload.ChatTemplate, err = resolveChatTemplate(f.chatTemplate, f.tokenizer, f.api)
+		add(err)
+		if f.api == client.APIOllamaGenerate && f.turns > 1 {
+			// Its prompt is the whole conversation joined, which Ollama formats as one
+			// user message: the turns are not the template's messages, so message text
+			// alone is sized (and the server's count differs by the template's tokens).
+			c.workload.ChatTemplate = nil
+		}
+	}
 	if !live && f.tokenizer == "server" {
 		add(errors.New("--tokenizer server: simulate has no server to ask (it needs lengths only): drop it, or give a tokenizer.json or an encoding"))
 	}
@@ -513,4 +526,34 @@ func defaultRequests(l load.Level) int {
 // loadName describes a level's load for the console and summary.
 func loadName(l load.Level) string {
 	return rundesc.Level{Concurrency: l.Concurrency, Rate: l.Rate}.Name()
+}
+
+// resolveChatTemplate finds the chat template the chat APIs' prompts are sized with:
+// --chat-template's, else the one beside --tokenizer's tokenizer.json (a HuggingFace model
+// folder holds both), else none. APIs that send the prompt as it is have none.
+func resolveChatTemplate(flag, tok, api string) (*chattemplate.Template, error) {
+	applies := client.AppliesChatTemplate(api)
+	switch {
+	case flag == "none":
+		return nil, nil
+	case flag != "" && !applies:
+		return nil, fmt.Errorf("--chat-template: --api %s sends its prompt as it is; the APIs a server formats with a chat template are %s", api, strings.Join(client.ChatTemplateAPIs(), ", "))
+	case flag != "":
+		tm, err := chattemplate.Load(flag)
+		if err != nil {
+			return nil, fmt.Errorf("--chat-template: %w", err)
+		}
+		return tm, nil
+	case !applies || tok == "server" || slices.Contains(tokenizer.Encodings(), tok):
+		return nil, nil
+	}
+	path, err := tokenizer.Resolve(tok)
+	if err != nil {
+		return nil, nil // --tokenizer's own error is reported where it is loaded
+	}
+	tm, err := chattemplate.Find(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer %s: %w (--chat-template none sizes message text alone)", tok, err)
+	}
+	return tm, nil
 }

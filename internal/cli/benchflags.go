@@ -59,6 +59,7 @@ type benchFlags struct {
 	// Workload.
 	inputTokens, outputTokens  string
 	tokenizer, dataset         string
+	chatTemplate               string
 	prefixTokens, prefixGroups int
 	traceSpeed                 float64
 	turns                      int
@@ -106,6 +107,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.BoolVar(&f.keepAlive, "keep-alive", true, "reuse connections between requests; false opens a new one per request, as vLLM's client does (a request that meets a connection the server closed is re-sent once either way: docs/real-servers.md)")
 		fs.BoolVar(&f.testRequest, "test-request", true, "send one request (the first level's first) before measuring, as vLLM's client does: a failure stops the run with its error (exit 4); an answer warms the server; it is not recorded")
 		fs.BoolVar(&f.saveText, "save-text", false, "keep each response's generated text in records.jsonl (\"text\") and in --result-format vllm's generated_texts; records grow by the text's size")
+		fs.StringVar(&f.chatTemplate, "chat-template", "", "the model's chat template, which the chat APIs' prompts are sized with so that the server's prompt_tokens is --input-tokens: a .jinja file, a tokenizer_config.json or a model folder (default: the one beside --tokenizer's tokenizer.json, if any); none: size message text alone")
 		fs.BoolVar(&f.readStamps, "read-stamps", false, "time token events when llmbench reads them, not by the kernel's receive time of their bytes (the default on Linux over HTTP/1.1)")
 	}
 	if live {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
@@ -57,9 +58,10 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		if tok, err = tokenizer.Load(cfg.tokenizer); err != nil {
 			return usageError(fmt.Errorf("--tokenizer: %w", err))
 		}
-		// The simulator counts prompts with the run's tokenizer, as a real server counts
-		// them with the model's, so usage.prompt_tokens matches the intended lengths.
-		url, p, stop, err := startInProcessSim(ctx, cfg.simProfile, cfg.seed, func(s string) int { return len(tok.Encode(s)) })
+		// The simulator counts prompts with the run's tokenizer (and formats chat with its
+		// chat template), as a real server counts them with the model's, so
+		// usage.prompt_tokens matches the intended lengths.
+		url, p, stop, err := startInProcessSim(ctx, cfg.simProfile, cfg.seed, func(s string) int { return len(tok.Encode(s)) }, cfg.workload.ChatTemplate)
 		if err != nil {
 			return err
 		}
@@ -289,7 +291,7 @@ func warnPortLimit(stdio Stdio, levels []load.Level) {
 
 // startInProcessSim serves the simulator of profile on a loopback port until stop is
 // called.
-func startInProcessSim(ctx context.Context, profile string, seed int64, countTokens func(string) int) (url string, p sim.Profile, stop func(), err error) {
+func startInProcessSim(ctx context.Context, profile string, seed int64, countTokens func(string) int, chat *chattemplate.Template) (url string, p sim.Profile, stop func(), err error) {
 	p, err = sim.LoadProfile(profile)
 	if err != nil {
 		return "", p, nil, usageError(fmt.Errorf("--sim: %w", err))
@@ -300,7 +302,7 @@ func startInProcessSim(ctx context.Context, profile string, seed int64, countTok
 		return "", p, nil, err
 	}
 	opts := simServerOptions(p, seed)
-	opts.CountTokens = countTokens
+	opts.CountTokens, opts.ChatTemplate = countTokens, chat
 	s, err := startSimServer(ctx, ln, p, opts, nil)
 	if err != nil {
 		return "", p, nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
 	"github.com/llmbench/llmbench/internal/tokenizer"
@@ -18,10 +19,10 @@ import (
 
 func newServeCmd(stdio Stdio) *cobra.Command {
 	var (
-		listen, profile, truth, faults, apiKey, apiKeyFile, modelName, tok string
-		seed                                                               int64
-		closeAfter, imageEncode                                            time.Duration
-		imagePatch, imageMerge                                             int
+		listen, profile, truth, faults, apiKey, apiKeyFile, modelName, tok, chatTemplate string
+		seed                                                                             int64
+		closeAfter, imageEncode                                                          time.Duration
+		imagePatch, imageMerge                                                           int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -61,12 +62,16 @@ the instant of every token event it sent, the ground truth for 'llmbench fidelit
 			} else if t, err = tokenizer.Load(tok); err != nil {
 				errs = append(errs, fmt.Errorf("--tokenizer: %w", err))
 			}
+			tmpl, err := resolveChatTemplate(chatTemplate, tok, client.APIOpenAIChat)
+			if err != nil {
+				errs = append(errs, err)
+			}
 			if len(errs) > 0 {
 				return usageError(errors.Join(errs...))
 			}
 			p.Seed = seed
 			opts := simServerOptions(p, seed)
-			opts.Faults, opts.APIKey, opts.Tokenizer = fs, key, t
+			opts.Faults, opts.APIKey, opts.Tokenizer, opts.ChatTemplate = fs, key, t, tmpl
 			if modelName != "" {
 				opts.ModelName = modelName
 			}
@@ -93,6 +98,7 @@ the instant of every token event it sent, the ground truth for 'llmbench fidelit
 	fl.StringVar(&apiKeyFile, "api-key-file", "", "read the required API key from this file")
 	fl.StringVar(&modelName, "model-name", "", "model id to serve (default: the profile's model)")
 	fl.StringVar(&tok, "tokenizer", "o200k_base", "tokenizer for /tokenize, /detokenize and prompt_tokens: o200k_base, cl100k_base, a tokenizer.json path, or a HuggingFace model id in the local cache")
+	fl.StringVar(&chatTemplate, "chat-template", "", "chat template that formats chat and Responses conversations before they are counted, as vLLM applies the model's: a .jinja file, a tokenizer_config.json or a model folder (default: the one beside --tokenizer's tokenizer.json, if any); none: count message text alone")
 	fl.Int64Var(&seed, "seed", 1, "seed for the engine and fault injection")
 	fl.IntVar(&imagePatch, "image-patch", 14, "images: the vision encoder's patch side in pixels (an image costs ceil(W/P)·ceil(H/P)/M² prompt tokens)")
 	fl.IntVar(&imageMerge, "image-merge", 2, "images: patches merged M × M into one token")

@@ -29,11 +29,33 @@ type apiSpec struct {
 	// end names the event that ends a complete stream, for the message of one that ended
 	// without it.
 	end string
+	// templated: the server formats the request's conversation (or, for Ollama's generate,
+	// its prompt) with the model's chat template before counting and prefilling it.
+	templated bool
+}
+
+// AppliesChatTemplate reports whether the server formats api's requests with the model's
+// chat template, so their prompt tokens include the template's.
+func AppliesChatTemplate(api string) bool {
+	s, ok := apiSpecs[api]
+	return ok && s.templated
+}
+
+// ChatTemplateAPIs lists the APIs AppliesChatTemplate holds for.
+func ChatTemplateAPIs() []string {
+	var out []string
+	for _, a := range APIs() {
+		if AppliesChatTemplate(a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 var apiSpecs = map[string]*apiSpec{
 	APIOpenAIChat: {
-		path: "/v1/chat/completions", modelsPath: "/v1/models", accept: "text/event-stream",
+		templated: true,
+		path:      "/v1/chat/completions", modelsPath: "/v1/models", accept: "text/event-stream",
 		auth:        bearer,
 		static:      openAIStatic,
 		requestKeys: []string{"max_tokens", "messages"},
@@ -62,7 +84,8 @@ var apiSpecs = map[string]*apiSpec{
 	},
 	// OpenAI's Responses API: typed events, usage in response.completed, no [DONE].
 	APIOpenAIResponses: {
-		path: "/v1/responses", modelsPath: "/v1/models", accept: "text/event-stream",
+		templated: true,
+		path:      "/v1/responses", modelsPath: "/v1/models", accept: "text/event-stream",
 		auth:        bearer,
 		static:      modelStreamEOS,
 		requestKeys: []string{"max_output_tokens", "input"},
@@ -112,7 +135,8 @@ var apiSpecs = map[string]*apiSpec{
 	},
 	// Ollama's native chat API: NDJSON; num_predict bounds the output (it has no ignore_eos).
 	APIOllama: {
-		path: "/api/chat", modelsPath: "/api/tags", accept: "application/x-ndjson", ndjson: true,
+		templated: true,
+		path:      "/api/chat", modelsPath: "/api/tags", accept: "application/x-ndjson", ndjson: true,
 		auth:        bearer,
 		static:      modelStream,
 		requestKeys: []string{"messages", "options"},
@@ -126,7 +150,8 @@ var apiSpecs = map[string]*apiSpec{
 		decode: (*decoder).decodeOllama,
 	},
 	APIOllamaGenerate: {
-		path: "/api/generate", modelsPath: "/api/tags", accept: "application/x-ndjson", ndjson: true,
+		templated: true,
+		path:      "/api/generate", modelsPath: "/api/tags", accept: "application/x-ndjson", ndjson: true,
 		auth:        bearer,
 		static:      modelStream,
 		requestKeys: []string{"prompt", "options"},
@@ -173,7 +198,8 @@ var apiSpecs = map[string]*apiSpec{
 	// Anthropic's Messages API: x-api-key and anthropic-version headers; max_tokens is
 	// required; system messages go in the top-level "system" field.
 	APIAnthropic: {
-		path: "/v1/messages", modelsPath: "/v1/models", accept: "text/event-stream",
+		templated: true,
+		path:      "/v1/messages", modelsPath: "/v1/models", accept: "text/event-stream",
 		headers:     map[string]string{"anthropic-version": "2023-06-01"},
 		auth:        func(h http.Header, key string) { h.Set("x-api-key", key) },
 		static:      modelStream,

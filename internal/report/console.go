@@ -167,9 +167,15 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 		b.line("Mean input tokens (client/server):", fmt.Sprintf("%.1f / %.1f", p.IntendedMean, p.ServerMean), note)
 		if p.ImagesMean == 0 {
 			// What to do about it: the client's tokenizer is not the model's, or the chat
-			// template added its tokens (a few per message).
-			b.w.WriteString("  for exact lengths: --tokenizer with the model's tokenizer.json or --tokenizer server;\n" +
-				"  a chat template adds its own tokens (--api openai-completions sends the prompt as it is)\n")
+			// template added tokens the client did not count (a few per message).
+			if t := s.Workload.ChatTemplate; t != "" {
+				b.w.WriteString("  prompts were sized with the chat template " + t + ":\n" +
+					"  is it the one the server applies, and --tokenizer the model's?\n")
+			} else {
+				b.w.WriteString("  for exact lengths: --tokenizer with the model's tokenizer (its folder or HuggingFace id:\n" +
+					"  the chat template in its tokenizer_config.json then sizes chat prompts too),\n" +
+					"  --chat-template FILE, or --tokenizer server\n")
+			}
 		}
 	}
 	b.line("Request throughput (req/s):", consoleFloat(l.RequestThroughput))

@@ -81,8 +81,11 @@ func (l Level) Name() string {
 
 // Workload is summary.json's "workload": what the requests were made of.
 type Workload struct {
-	Dataset      string  `json:"dataset"`
-	Tokenizer    string  `json:"tokenizer"`
+	Dataset   string `json:"dataset"`
+	Tokenizer string `json:"tokenizer"`
+	// ChatTemplate is the file of the chat template chat prompts were sized with (their
+	// input tokens then count the formatted conversation); absent when none was.
+	ChatTemplate string  `json:"chat_template,omitempty"`
 	InputTokens  string  `json:"input_tokens"`
 	OutputTokens string  `json:"output_tokens"`
 	PrefixTokens int     `json:"prefix_tokens,omitempty"`
@@ -188,6 +191,7 @@ func (r Run) load() Load {
 func (r Run) workload() Workload {
 	w := r.Workload
 	d := Workload{Dataset: w.Dataset, Tokenizer: r.Tokenizer, InputTokens: w.InputTokens.String(),
+		ChatTemplate: w.ChatTemplate.Path(),
 		OutputTokens: w.OutputTokens.String(), PrefixTokens: w.PrefixTokens, TraceSpeed: w.TraceSpeed}
 	if w.Turns > 1 {
 		d.Turns, d.ThinkTime = w.Turns, durString(w.ThinkTime)

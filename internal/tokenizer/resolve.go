@@ -42,11 +42,13 @@ func Resolve(spec string) (string, error) {
 		if !fi.IsDir() {
 			return spec, nil
 		}
-		p := filepath.Join(spec, "tokenizer.json")
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("tokenizer: folder %s holds no tokenizer.json", spec)
+		for _, name := range []string{"tokenizer.json", "tokenizer.json.gz"} {
+			p := filepath.Join(spec, name)
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
 		}
-		return p, nil
+		return "", fmt.Errorf("tokenizer: folder %s holds no tokenizer.json", spec)
 	}
 	hub := HubDir()
 	if !isModelID(spec) {

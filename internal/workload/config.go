@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/chattemplate"
 )
 
 // Config describes the requests of a run.
@@ -36,6 +38,11 @@ type Config struct {
 	// user's pause between a reply and the next turn.
 	Turns     int
 	ThinkTime time.Duration
+	// ChatTemplate, when set, is the model's chat template, which the server applies to the
+	// chat APIs' messages: synthetic prompts are then sized, and dataset prompts counted, as
+	// the conversation it formats (template tokens included), so the server's prompt_tokens
+	// equals InputTokens. nil counts message text alone (completions, or no template known).
+	ChatTemplate *chattemplate.Template
 }
 
 // Dataset kinds.

@@ -2,13 +2,14 @@
 // length distributions, datasets and traces.
 package workload
 
-import "time"
+import (
+	"time"
+
+	"github.com/llmbench/llmbench/internal/chattemplate"
+)
 
 // Message is one chat message.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
+type Message = chattemplate.Message
 
 // Request is one request as it will be sent.
 type Request struct {
@@ -16,7 +17,9 @@ type Request struct {
 	// API when Messages is nil. Empty in lengths-only mode (the virtual-clock simulator).
 	Prompt   string
 	Messages []Message
-	// InputTokens is the prompt's exact length under the run's tokenizer.
+	// InputTokens is the prompt's exact length under the run's tokenizer: with a chat
+	// template (Config.ChatTemplate), the length of the whole conversation as the template
+	// formats it, which is what the server counts.
 	InputTokens int
 	// PrefixTokens of the prompt are shared with other requests of the same PrefixGroup
 	// (prefix-cache studies); 0 when there is no shared prefix.

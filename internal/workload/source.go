@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,11 @@ func New(cfg Config, tok tokenizer.Tokenizer) (Source, error) {
 		}
 		s.syn = syn
 	}
+	if cfg.ChatTemplate != nil && !cfg.LengthsOnly {
+		if err := s.initChat(); err != nil {
+			return nil, err
+		}
+	}
 	var err error
 	switch kind {
 	case DatasetJSONL:
@@ -110,6 +116,10 @@ type source struct {
 	period time.Duration
 
 	prefixes prefixCache
+	// chatOverhead is the tokens the chat template adds to a one-message conversation
+	// (cfg.ChatTemplate set, synthetic prompts): the first guess of how far to shorten a
+	// message's text before sizing the formatted conversation exactly.
+	chatOverhead int
 }
 
 // row is one dataset entry.
@@ -193,6 +203,13 @@ func (s *source) countRow(rw *row) (in, out int) {
 	in = rw.input
 	if !s.cfg.LengthsOnly || in == 0 {
 		in = len(s.tok.Encode(rw.prompt))
+		msgs := rw.messages
+		if msgs == nil {
+			msgs = []Message{{Role: "user", Content: rw.prompt}}
+		}
+		if n, ok := s.chatCount(msgs); ok {
+			in = n
+		}
 	}
 	out = rw.output
 	if rw.reply != "" {
@@ -227,8 +244,86 @@ func (s *source) fillSynthetic(req *Request, level, i int) {
 	if p > 0 {
 		b.WriteString(s.prefix(req.PrefixGroup))
 	}
-	s.syn.write(&b, req.InputTokens-p, identity(s.cfg.Seed, level, i), true, r, nil)
-	req.Prompt, req.InputTokens = s.syn.exact(s.syn.start(b.String()), req.InputTokens, r)
+	s.syn.write(&b, s.textTokens(req.InputTokens-p), identity(s.cfg.Seed, level, i), true, r, nil)
+	req.Prompt, req.InputTokens = s.sizePrompt(s.syn.start(b.String()), req.InputTokens, r)
+}
+
+// initChat checks that the chat template formats the conversations this source makes, and
+// measures what it adds to one message.
+func (s *source) initChat() error {
+	tm := s.cfg.ChatTemplate
+	sample := "Measure the words of this message"
+	if s.syn != nil {
+		var b strings.Builder
+		s.syn.write(&b, 64, 0, false, newRand(s.cfg.Seed, purposePrompt, -1, 0), nil)
+		sample = s.syn.start(b.String())
+	}
+	convs := [][]Message{{{Role: "user", Content: sample}}}
+	if s.cfg.Turns > 1 {
+		convs = append(convs, []Message{{Role: "user", Content: sample}, {Role: "assistant", Content: sample}, {Role: "user", Content: sample}})
+	}
+	for _, c := range convs {
+		if _, err := tm.Render(c); err != nil {
+			return fmt.Errorf("workload: %w (give --chat-template another template, or --chat-template none to count message text alone)", err)
+		}
+	}
+	n, _ := s.chatCount(convs[0])
+	s.chatOverhead = max(0, n-len(s.tok.Encode(sample)))
+	if kind, _ := s.cfg.datasetKind(); kind == DatasetRandom && s.cfg.InputTokens.Kind != "normal" {
+		if least := s.chatOverhead + max(s.cfg.PrefixTokens, 0) + 1; s.cfg.InputTokens.Min() < least {
+			return fmt.Errorf("workload: input tokens %s: the chat template (%s) adds %d tokens to every request, so a prompt needs at least %d; raise the input tokens, or give --chat-template none to size message text alone",
+				s.cfg.InputTokens, tm.Source, s.chatOverhead, least)
+		}
+	}
+	return nil
+}
+
+// chatCount is msgs' token count as the server counts a chat request: the chat template's
+// formatting, tokenized. ok is false without a template, or when it refuses msgs.
+func (s *source) chatCount(msgs []Message) (int, bool) {
+	if s.cfg.ChatTemplate == nil || s.cfg.LengthsOnly {
+		return 0, false
+	}
+	text, err := s.cfg.ChatTemplate.Render(msgs)
+	if err != nil {
+		return 0, false
+	}
+	return len(s.tok.Encode(text)), true
+}
+
+// textTokens is how many tokens of text to write for a one-message prompt of n tokens: n
+// less what the chat template adds, at least 1.
+func (s *source) textTokens(n int) int {
+	return max(1, n-s.chatOverhead)
+}
+
+// sizePrompt makes text, a prompt sent alone (the completions prompt, or the chat APIs'
+// one user message), exactly n tokens as the server counts them, and returns it with its
+// count (above n only when the template alone is longer).
+func (s *source) sizePrompt(text string, n int, r *rand.Rand) (string, int) {
+	if s.cfg.ChatTemplate == nil {
+		return s.syn.exact(text, n, r)
+	}
+	return s.syn.exactBy(chatText(text), n, r, func(t string) int { return s.countWith(nil, t) })
+}
+
+// chatText is text as a chat message's content: without a leading space, so that templates
+// that trim the content (Llama 3's Jinja) and those that do not (Ollama's own Go
+// templates) format the same text.
+func chatText(text string) string { return strings.TrimLeft(text, " ") }
+
+// countWith counts history plus a user message text: formatted by the chat template when
+// there is one, else the texts' own tokens.
+func (s *source) countWith(history []Message, text string) int {
+	msgs := append(history[:len(history):len(history)], Message{Role: "user", Content: text})
+	if n, ok := s.chatCount(msgs); ok {
+		return n
+	}
+	n := 0
+	for _, m := range msgs {
+		n += len(s.tok.Encode(m.Content))
+	}
+	return n
 }
 
 // prefix returns shared prefix g: exactly PrefixTokens tokens, the same for every level.
@@ -250,7 +345,7 @@ func (s *source) prefix(g int) string {
 func (s *source) mooncakePrompt(level, i int, rw *row) (string, int) {
 	bt := s.cfg.blockTokens()
 	var b strings.Builder
-	left := rw.input
+	left := s.textTokens(rw.input)
 	for _, h := range rw.hashIDs {
 		if left == 0 {
 			break
@@ -266,7 +361,7 @@ func (s *source) mooncakePrompt(level, i int, rw *row) (string, int) {
 	if left > 0 {
 		s.syn.write(&b, left, identity(s.cfg.Seed, level, i), true, r, nil)
 	}
-	return s.syn.exact(s.syn.start(b.String()), rw.input, r)
+	return s.sizePrompt(s.syn.start(b.String()), rw.input, r)
 }
 
 // hashBlocks turns trace hash ids into the block hashes a simulator keys its prefix cache
@@ -290,7 +385,9 @@ func hashBlocks(ids []int64) []uint64 {
 // history is exactly the earlier turns' messages, and each reply has the length the
 // earlier request asked for (max_tokens with ignore_eos). Message contents all start with
 // a word, so their concatenation (the completions prompt, joined by synth.sep) keeps the
-// sum of their token counts.
+// sum of their token counts. With a chat template, each turn's user message is sized so
+// that the formatted conversation up to it is the turns' lengths summed (what the template
+// adds to every message comes out of the user messages), and InputTokens is that count.
 func (s *source) turn(level, i int) Request {
 	n := s.cfg.Turns
 	c, k := i/n, i%n
@@ -298,10 +395,13 @@ func (s *source) turn(level, i int) Request {
 	if k > 0 {
 		req.ThinkTime = s.cfg.ThinkTime
 	}
+	chat := s.syn != nil && s.cfg.ChatTemplate != nil
 	var texts []string
+	target := 0 // the conversation's intended length up to this turn's user message
 	for j := 0; j <= k; j++ {
 		r := newRand(s.cfg.Seed, purposeTurn, int64(level)<<32^int64(c), int64(j))
 		in, out := s.cfg.InputTokens.Sample(r), s.cfg.OutputTokens.Sample(r)
+		target += in
 		req.InputTokens += in
 		if j < k {
 			req.InputTokens += out
@@ -309,15 +409,33 @@ func (s *source) turn(level, i int) Request {
 			req.OutputTokens = out
 		}
 		if s.syn == nil {
+			target += out
 			continue
 		}
-		user, got := s.turnText(level, c, j, 0, in)
-		req.InputTokens += got - in
+		var user string
+		var got int
+		if chat {
+			history := req.Messages
+			user, got = s.turnText(level, c, j, 0, s.textTokens(in), target, func(t string) int { return s.countWith(history, t) })
+			if j == k {
+				req.InputTokens = got
+			}
+		} else {
+			user, got = s.turnText(level, c, j, 0, in, in, nil)
+			req.InputTokens += got - in
+		}
 		req.Messages = append(req.Messages, Message{Role: "user", Content: user})
 		texts = append(texts, user)
+		target += out
 		if j < k {
-			reply, got := s.turnText(level, c, j, 1, out)
-			req.InputTokens += got - out
+			var exactly func(string) int
+			if chat {
+				exactly = func(t string) int { return len(s.tok.Encode(t)) }
+			}
+			reply, got := s.turnText(level, c, j, 1, out, out, exactly)
+			if !chat {
+				req.InputTokens += got - out
+			}
 			req.Messages = append(req.Messages, Message{Role: "assistant", Content: reply})
 			texts = append(texts, reply)
 		}
@@ -326,11 +444,16 @@ func (s *source) turn(level, i int) Request {
 	return req
 }
 
-// turnText writes the user (who 0) or assistant (who 1) message of turn j.
-func (s *source) turnText(level, c, j, who, n int) (string, int) {
+// turnText writes the user (who 0) or assistant (who 1) message of turn j: n pieces, made
+// exactly target tokens under count. With a count, the text is a chat message's (chatText);
+// nil counts the text's own tokens, the text written to be joined into one prompt.
+func (s *source) turnText(level, c, j, who, n, target int, count func(string) int) (string, int) {
 	r := newRand(s.cfg.Seed, purposeTurn, int64(level)<<32^int64(c), int64(j)<<1|int64(who)+1<<40)
 	var b strings.Builder
 	// Identities from a pseudo-level below -1 keep conversations distinct from each other.
 	s.syn.write(&b, n, identity(s.cfg.Seed, -2-level, (c*s.cfg.Turns+j)*2+who), true, r, nil)
-	return s.syn.exact(s.syn.start(b.String()), n, r)
+	if count == nil {
+		return s.syn.exact(s.syn.start(b.String()), target, r)
+	}
+	return s.syn.exactBy(chatText(b.String()), target, r, count)
 }

@@ -175,12 +175,26 @@ func (s *synth) write(b *strings.Builder, n int, ident uint64, hasIdent bool, r 
 // exact returns text with exactly n tokens: it re-encodes the candidate and, if the
 // tokenizer merged across a boundary, trims or extends it with fresh pieces.
 func (s *synth) exact(text string, n int, r *rand.Rand) (string, int) {
-	got := len(s.tok.Encode(text))
+	return s.exactBy(text, n, r, func(t string) int { return len(s.tok.Encode(t)) })
+}
+
+// exactBy is exact under another count: count(text) is what must come out at n (the chat
+// template's formatting of text, tokenized, for one). Pieces are dropped or added by the
+// difference, so a count that adds a fixed number of tokens to text's settles at once.
+func (s *synth) exactBy(text string, n int, r *rand.Rand, count func(string) int) (string, int) {
+	got := count(text)
 	for try := 0; got != n && try < 64; try++ {
 		if got > n {
-			// Drop the last piece (everything from the last space).
-			cut := strings.LastIndexByte(text, ' ')
-			if cut <= 0 {
+			// Drop the last got-n pieces (everything from the last spaces), keeping one.
+			cut := len(text)
+			for k := 0; k < got-n; k++ {
+				c := strings.LastIndexByte(text[:cut], ' ')
+				if c <= 0 {
+					break
+				}
+				cut = c
+			}
+			if cut == len(text) {
 				break
 			}
 			text = text[:cut]
@@ -190,7 +204,7 @@ func (s *synth) exact(text string, n int, r *rand.Rand) (string, int) {
 			s.write(&b, n-got, 0, false, r, nil)
 			text = b.String()
 		}
-		got = len(s.tok.Encode(text))
+		got = count(text)
 	}
 	return text, got
 }

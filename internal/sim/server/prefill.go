@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -39,12 +40,15 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 		}
 		g.maxTokens = int(*mt)
 	}
-	add := func(text string) {
+	var conv []chattemplate.Message
+	imageTokens := 0
+	add := func(role, text string) {
 		g.promptParts = append(g.promptParts, text)
 		g.promptTokens += lim.countTokens(text)
+		conv = append(conv, chattemplate.Message{Role: role, Content: text})
 	}
 	if w.Instructions != nil {
-		add(*w.Instructions)
+		add("system", *w.Instructions)
 	}
 	raw := bytes.TrimSpace(w.Input)
 	switch {
@@ -53,7 +57,7 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, badRequest("input", "input: %v", err)
 		}
-		add(s)
+		add("user", s)
 	case len(raw) > 0 && raw[0] == '[':
 		var msgs []wireMessage
 		if err := json.Unmarshal(raw, &msgs); err != nil {
@@ -64,12 +68,16 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 			if err != nil {
 				return nil, badRequest(fmt.Sprintf("input[%d].content", i), "input[%d].content: %v", i, err)
 			}
-			add(text)
+			add(m.Role, text)
 			g.promptTokens += images.tokens
 			g.images += images.n
+			imageTokens += images.tokens
 		}
 	default:
 		return nil, badRequest("input", "input is required: a string or an array of messages")
+	}
+	if aerr := lim.formatChat(g, conv, imageTokens, "input"); aerr != nil {
+		return nil, aerr
 	}
 	g.promptTokens = max(g.promptTokens, 1)
 	return g, nil

@@ -12,6 +12,8 @@ import (
 	_ "image/png"
 	"net/http"
 	"strings"
+
+	"github.com/llmbench/llmbench/internal/chattemplate"
 )
 
 // apiError is an OpenAI-style error response: {"error":{"message","type","param","code"}}.
@@ -100,9 +102,27 @@ type limits struct {
 	maxTokens        int
 	defaultMaxTokens int
 	countTokens      func(string) int
+	// chatTemplate, when set, formats chat and Responses conversations, which then count as
+	// its formatting tokenized (as vLLM counts them), not as their texts' tokens.
+	chatTemplate *chattemplate.Template
 	// imagePatch and imageMerge are the vision encoder's patch side in pixels and merge
 	// factor (imageTokens).
 	imagePatch, imageMerge int
+}
+
+// formatChat counts conv as the chat template formats it, when the server has one: g's
+// prompt is then the formatting's tokens plus imageTokens. A conversation the template
+// refuses is a 400 naming param, as vLLM answers it.
+func (lim limits) formatChat(g *genRequest, conv []chattemplate.Message, imageTokens int, param string) *apiError {
+	if lim.chatTemplate == nil {
+		return nil
+	}
+	text, err := lim.chatTemplate.Render(conv)
+	if err != nil {
+		return badRequest(param, "%v", err)
+	}
+	g.promptTokens = lim.countTokens(text) + imageTokens
+	return nil
 }
 
 // decodeRequest parses and validates a /v1/chat/completions (chat) or /v1/completions body.
@@ -168,6 +188,8 @@ func decodeRequest(body []byte, chat bool, lim limits) (*genRequest, *apiError) 
 		if len(w.Messages) == 0 {
 			return nil, badRequest("messages", "messages must be a non-empty array")
 		}
+		var conv []chattemplate.Message
+		imageTokens := 0
 		for i, m := range w.Messages {
 			if m.Role == "" {
 				return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
@@ -179,6 +201,11 @@ func decodeRequest(body []byte, chat bool, lim limits) (*genRequest, *apiError) 
 			g.promptParts = append(g.promptParts, text)
 			g.promptTokens += lim.countTokens(text) + images.tokens
 			g.images += images.n
+			imageTokens += images.tokens
+			conv = append(conv, chattemplate.Message{Role: m.Role, Content: text})
+		}
+		if aerr := lim.formatChat(g, conv, imageTokens, "messages"); aerr != nil {
+			return nil, aerr
 		}
 		// A chat template always adds tokens; never hand the engine an empty prompt.
 		g.promptTokens = max(g.promptTokens, 1)

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -51,10 +52,14 @@ type Options struct {
 	ModelName string
 	// APIKey, when set, is required on /v1/ routes as "Authorization: Bearer KEY".
 	APIKey string
-	// CountTokens counts a prompt's tokens; nil uses EstimateTokens. Chat prompts count
-	// each message's text (no chat-template overhead), so usage.prompt_tokens matches what a
-	// client that built an exact-length prompt intended.
+	// CountTokens counts a prompt's tokens; nil uses EstimateTokens. Without ChatTemplate,
+	// chat prompts count each message's text (no chat-template overhead), so
+	// usage.prompt_tokens matches what a client that built an exact-length prompt intended.
 	CountTokens func(string) int
+	// ChatTemplate, when set, formats chat and Responses conversations before they are
+	// counted, as vLLM applies the model's chat template: usage.prompt_tokens then includes
+	// the template's tokens, and a conversation the template refuses gets 400.
+	ChatTemplate *chattemplate.Template
 	// Tokenizer answers POST /tokenize and /detokenize (as vLLM and llama.cpp do); nil
 	// leaves them unrouted (404), as on servers without them. When CountTokens is nil
 	// it counts prompts too.
@@ -179,7 +184,8 @@ func New(g Generator, opts Options) (*Server, error) {
 		lim: limits{
 			model: opts.ModelName, maxTokens: opts.MaxTokensLimit,
 			defaultMaxTokens: opts.DefaultMaxTokens, countTokens: opts.CountTokens,
-			imagePatch: opts.ImagePatch, imageMerge: opts.ImageMerge,
+			chatTemplate: opts.ChatTemplate,
+			imagePatch:   opts.ImagePatch, imageMerge: opts.ImageMerge,
 		},
 		keyHash:   sha256.Sum256([]byte(opts.APIKey)),
 		idPrefix:  hex.EncodeToString(rnd[:]),

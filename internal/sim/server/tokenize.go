@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/llmbench/llmbench/internal/chattemplate"
 )
 
 // tokenizeRequest is vLLM's /tokenize body (prompt, or chat messages) with llama.cpp's
@@ -24,7 +26,8 @@ type detokenizeRequest struct {
 // ({"tokens": [...]} -> {"prompt": text, "content": text}: vLLM's and llama.cpp's
 // names), with the server's tokenizer. Special tokens are never added, so /tokenize's
 // count is the usage.prompt_tokens the server reports for that prompt (chat messages are
-// encoded one by one, as generation counts them).
+// formatted by the chat template when the server has one, else encoded one by one, as
+// generation counts them).
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request, tokenize bool) {
 	body, aerr := s.readBody(w, r)
 	if aerr != nil {
@@ -97,12 +100,22 @@ func tokenizeTexts(req tokenizeRequest, lim limits) ([]string, *apiError) {
 		return []string{text}, nil
 	case req.Messages != nil:
 		texts := make([]string, len(req.Messages))
+		conv := make([]chattemplate.Message, len(req.Messages))
 		for i, m := range req.Messages {
 			t, _, err := messageContent(m.Content, lim)
 			if err != nil {
 				return nil, badRequest("messages", "messages[%d].content: %v", i, err)
 			}
 			texts[i] = t
+			conv[i] = chattemplate.Message{Role: m.Role, Content: t}
+		}
+		if lim.chatTemplate != nil {
+			// Formatted as generation formats them, so the count is prompt_tokens' (vLLM).
+			text, err := lim.chatTemplate.Render(conv)
+			if err != nil {
+				return nil, badRequest("messages", "%v", err)
+			}
+			return []string{text}, nil
 		}
 		return texts, nil
 	}

@@ -3,10 +3,13 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
@@ -87,4 +90,67 @@ func TestTokenizeEndpoints(t *testing.T) {
 func mustJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestChatTemplateCounts: with a chat template the server formats chat and Responses
+// conversations before counting them, and /tokenize's messages count is generation's
+// prompt_tokens; a conversation the template refuses is a 400 with the template's reason.
+func TestChatTemplateCounts(t *testing.T) {
+	const dir = "../../tokenizer/testdata/llama3"
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := chattemplate.Find(dir)
+	if err != nil || tm == nil {
+		t.Fatalf("template: %v %v", tm, err)
+	}
+	_, ts := newTestServer(t, &fakeGen{}, Options{ModelName: "m", Tokenizer: tok, ChatTemplate: tm})
+	conv := []chattemplate.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hello world"}}
+	formatted, err := tm.Render(conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(tok.Encode(formatted))
+	convJSON, _ := json.Marshal(conv)
+	var got struct {
+		Count int `json:"count"`
+	}
+	resp := post(t, ts, "/tokenize", `{"messages": `+string(convJSON)+`}`)
+	if err := json.Unmarshal(readAll(t, resp.Body), &got); err != nil || got.Count != want {
+		t.Errorf("/tokenize messages: %+v %v, want count %d", got, err, want)
+	}
+	var usage struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+			InputTokens  int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	resp = post(t, ts, "/v1/chat/completions", `{"model": "m", "messages": `+string(convJSON)+`, "max_tokens": 2}`)
+	if err := json.Unmarshal(readAll(t, resp.Body), &usage); err != nil || usage.Usage.PromptTokens != want {
+		t.Errorf("chat prompt_tokens %d (%v), want %d", usage.Usage.PromptTokens, err, want)
+	}
+	resp = post(t, ts, "/v1/responses", `{"model": "m", "instructions": "Be brief.", "input": "Hello world", "max_output_tokens": 2}`)
+	if err := json.Unmarshal(readAll(t, resp.Body), &usage); err != nil || usage.Usage.InputTokens != want {
+		t.Errorf("responses input_tokens %d (%v), want %d", usage.Usage.InputTokens, err, want)
+	}
+
+	strict, err := chattemplate.Load(writeTemp(t, "strict.jinja", `{% if messages[0].role != 'user' %}{{ raise_exception('the first message must be the user\'s') }}{% endif %}{{ messages[0].content }}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts = newTestServer(t, &fakeGen{}, Options{ModelName: "m", Tokenizer: tok, ChatTemplate: strict})
+	resp = post(t, ts, "/v1/chat/completions", `{"model": "m", "messages": [{"role": "assistant", "content": "x"}], "max_tokens": 2}`)
+	if body := string(readAll(t, resp.Body)); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "the first message must be the user") {
+		t.Errorf("refused conversation: %d %s", resp.StatusCode, body)
+	}
+}
+
+func writeTemp(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

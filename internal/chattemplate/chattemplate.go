@@ -1,0 +1,233 @@
+// Package chattemplate formats a conversation as the model's chat template does on the
+// server (HuggingFace's apply_chat_template, which vLLM, SGLang, TGI and llama.cpp's server
+// all follow), so a client can count the tokens the server will count.
+//
+// Templates are Jinja, rendered by github.com/ardanlabs/jinja (a Go Jinja engine built for
+// chat templates and checked byte for byte against Python's Jinja2 in HuggingFace's set-up).
+package chattemplate
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Template is a compiled chat template and the special tokens it refers to. Safe for
+// concurrent use.
+type Template struct {
+	// Source names where the template came from (a file path), for messages.
+	Source string
+	t      *jinja.Template
+	bos    string
+	eos    string
+}
+
+// Files a model folder may hold its template in, in the order they are preferred: recent
+// transformers versions write chat_template.jinja beside tokenizer_config.json and leave
+// the latter without one.
+const (
+	JinjaFile  = "chat_template.jinja"
+	ConfigFile = "tokenizer_config.json"
+)
+
+// Find returns the chat template of the model folder dir (a tokenizer.json's folder: a
+// HuggingFace snapshot, or any folder laid out like one), or nil when it holds none.
+// An unreadable or invalid template is an error, never silently skipped.
+func Find(dir string) (*Template, error) {
+	var bos, eos string
+	var fromConfig string
+	cfgPath := filepath.Join(dir, ConfigFile)
+	if _, err := os.Stat(cfgPath); err == nil {
+		cfg, err := readConfig(cfgPath)
+		if err != nil {
+			return nil, err
+		}
+		bos, eos, fromConfig = cfg.bos, cfg.eos, cfg.template
+	}
+	jinjaPath := filepath.Join(dir, JinjaFile)
+	if src, err := os.ReadFile(jinjaPath); err == nil {
+		return compile(jinjaPath, string(src), bos, eos)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("chat template: %w", err)
+	}
+	if fromConfig == "" {
+		return nil, nil
+	}
+	return compile(cfgPath, fromConfig, bos, eos)
+}
+
+// Load reads the template a user names: a .jinja file (its special tokens then come from a
+// tokenizer_config.json beside it, if any), a tokenizer_config.json, or a folder holding
+// either.
+func Load(path string) (*Template, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("chat template: %w", err)
+	}
+	if fi.IsDir() {
+		t, err := Find(path)
+		if err == nil && t == nil {
+			err = fmt.Errorf("chat template: folder %s holds no %s and no %s with a chat_template", path, JinjaFile, ConfigFile)
+		}
+		return t, err
+	}
+	data, err := readMaybeGzip(path)
+	if err != nil {
+		return nil, fmt.Errorf("chat template: %w", err)
+	}
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' && !bytes.HasPrefix(trimmed, []byte("{{")) && !bytes.HasPrefix(trimmed, []byte("{%")) && !bytes.HasPrefix(trimmed, []byte("{#")) {
+		cfg, err := parseConfig(path, data)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.template == "" {
+			return nil, fmt.Errorf("chat template: %s has no chat_template", path)
+		}
+		return compile(path, cfg.template, cfg.bos, cfg.eos)
+	}
+	var bos, eos string
+	if cfg, err := readConfig(filepath.Join(filepath.Dir(path), ConfigFile)); err == nil {
+		bos, eos = cfg.bos, cfg.eos
+	}
+	return compile(path, string(data), bos, eos)
+}
+
+func compile(source, src, bos, eos string) (*Template, error) {
+	t, err := jinja.Compile(src)
+	if err != nil {
+		return nil, fmt.Errorf("chat template %s: %w", source, err)
+	}
+	return &Template{Source: source, t: t, bos: bos, eos: eos}, nil
+}
+
+// Path is the file the template was read from; "" for a nil template.
+func (t *Template) Path() string {
+	if t == nil {
+		return ""
+	}
+	return t.Source
+}
+
+// Render formats msgs as the server does for a chat request: with the generation prompt
+// (the assistant's turn header) appended, and no tools. An error is the template's own
+// (raise_exception, e.g. roles that do not alternate).
+func (t *Template) Render(msgs []Message) (string, error) {
+	list := make([]any, len(msgs))
+	for i, m := range msgs {
+		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+	}
+	out, err := t.t.Render(map[string]any{
+		"messages":              list,
+		"add_generation_prompt": true,
+		"bos_token":             t.bos,
+		"eos_token":             t.eos,
+	})
+	if err != nil {
+		return "", fmt.Errorf("chat template %s: %w", t.Source, err)
+	}
+	return out, nil
+}
+
+// config is what a tokenizer_config.json says about chat formatting.
+type config struct {
+	template, bos, eos string
+}
+
+func readConfig(path string) (config, error) {
+	data, err := readMaybeGzip(path)
+	if err != nil {
+		return config{}, fmt.Errorf("chat template: %w", err)
+	}
+	return parseConfig(path, data)
+}
+
+// parseConfig reads tokenizer_config.json. chat_template is a string, or a list of named
+// templates (the one named "default" is the chat one); bos_token and eos_token are strings
+// or AddedToken objects ({"content": ...}).
+func parseConfig(path string, data []byte) (config, error) {
+	var raw struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+		BOS          json.RawMessage `json:"bos_token"`
+		EOS          json.RawMessage `json:"eos_token"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return config{}, fmt.Errorf("chat template: %s: %w", path, err)
+	}
+	var c config
+	var err error
+	if c.bos, err = tokenText(raw.BOS); err != nil {
+		return config{}, fmt.Errorf("chat template: %s: bos_token: %w", path, err)
+	}
+	if c.eos, err = tokenText(raw.EOS); err != nil {
+		return config{}, fmt.Errorf("chat template: %s: eos_token: %w", path, err)
+	}
+	if len(raw.ChatTemplate) == 0 || string(raw.ChatTemplate) == "null" {
+		return c, nil
+	}
+	if err := json.Unmarshal(raw.ChatTemplate, &c.template); err == nil {
+		return c, nil
+	}
+	var named []struct {
+		Name     string `json:"name"`
+		Template string `json:"template"`
+	}
+	if err := json.Unmarshal(raw.ChatTemplate, &named); err != nil {
+		return config{}, fmt.Errorf("chat template: %s: chat_template is neither a string nor a list of {name, template}", path)
+	}
+	var names []string
+	for _, n := range named {
+		if n.Name == "default" {
+			c.template = n.Template
+			return c, nil
+		}
+		names = append(names, n.Name)
+	}
+	return config{}, fmt.Errorf("chat template: %s: chat_template lists no \"default\" template (it has %s)", path, strings.Join(names, ", "))
+}
+
+// tokenText is a special token's text: a JSON string, an AddedToken object, or null.
+func tokenText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var obj struct {
+		Content string `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "", errors.New("neither a string nor an object with content")
+	}
+	return obj.Content, nil
+}
+
+func readMaybeGzip(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasSuffix(path, ".gz") {
+		return data, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return io.ReadAll(zr)
+}

@@ -1,0 +1,142 @@
+package workload
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/llmbench/llmbench/internal/chattemplate"
+	"github.com/llmbench/llmbench/internal/tokenizer"
+)
+
+// chatModels are the committed tokenizers whose folders hold the model's chat template.
+var chatModels = []string{"../tokenizer/testdata/llama3", "../tokenizer/testdata/qwen3"}
+
+func loadChat(t *testing.T, dir string) (tokenizer.Tokenizer, *chattemplate.Template) {
+	t.Helper()
+	tok := loadTok(t, dir)
+	tm, err := chattemplate.Find(dir)
+	if err != nil || tm == nil {
+		t.Fatalf("chat template of %s: %v, %v", dir, tm, err)
+	}
+	return tok, tm
+}
+
+// chatTokens counts msgs as the server does: the template's formatting, tokenized.
+func chatTokens(t *testing.T, tok tokenizer.Tokenizer, tm *chattemplate.Template, msgs []Message) int {
+	t.Helper()
+	text, err := tm.Render(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(tok.Encode(text))
+}
+
+// TestChatTemplateSizesPrompts: with the model's chat template, the formatted conversation
+// of every synthetic request (one message, a shared prefix, multi-turn) is exactly the
+// requested length, and lengths-only mode (which knows no template) predicts the same
+// lengths.
+func TestChatTemplateSizesPrompts(t *testing.T) {
+	for _, dir := range chatModels {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			tok, tm := loadChat(t, dir)
+			for _, cfg := range []Config{
+				{InputTokens: Dist{Kind: "uniform", A: 20, B: 600}, OutputTokens: Dist{Kind: "fixed", A: 8}},
+				{InputTokens: Dist{Kind: "fixed", A: 300}, OutputTokens: Dist{Kind: "fixed", A: 8}, PrefixTokens: 100, PrefixGroups: 2},
+				{InputTokens: Dist{Kind: "uniform", A: 30, B: 80}, OutputTokens: Dist{Kind: "uniform", A: 5, B: 40}, Turns: 3},
+			} {
+				cfg.Seed = 3
+				lo := cfg
+				lo.LengthsOnly = true
+				cfg.ChatTemplate = tm
+				src, los := mustNew(t, cfg, tok), mustNew(t, lo, nil)
+				prefixes := map[int]string{}
+				for i := range 24 {
+					r := src.Request(0, i)
+					msgs := r.Messages
+					if msgs == nil {
+						msgs = []Message{{Role: "user", Content: r.Prompt}}
+					}
+					if got := chatTokens(t, tok, tm, msgs); got != r.InputTokens {
+						t.Fatalf("%+v request %d: formatted conversation is %d tokens, InputTokens %d", cfg, i, got, r.InputTokens)
+					}
+					if l := los.Request(0, i); l.InputTokens != r.InputTokens {
+						t.Fatalf("%+v request %d: %d tokens, lengths-only %d", cfg, i, r.InputTokens, l.InputTokens)
+					}
+					if cfg.PrefixTokens > 0 {
+						// The text still starts with its group's shared prefix.
+						p := prefixes[r.PrefixGroup]
+						if p == "" {
+							prefixes[r.PrefixGroup] = r.Prompt[:len(r.Prompt)/4]
+						} else if !strings.HasPrefix(r.Prompt, p) {
+							t.Fatalf("request %d lost its shared prefix", i)
+						}
+					}
+				}
+				if cfg.Turns > 1 {
+					// Turn 2 carries turn 1's messages verbatim.
+					a, b := src.Request(0, 1), src.Request(0, 2)
+					if !slices.Equal(b.Messages[:len(a.Messages)], a.Messages) {
+						t.Fatal("turn 2 does not carry turn 1's messages")
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestChatTemplateCountsDatasets: dataset prompts (a prompt or a conversation) count as
+// the template formats them.
+func TestChatTemplateCountsDatasets(t *testing.T) {
+	tok, tm := loadChat(t, chatModels[0])
+	p := filepath.Join(t.TempDir(), "d.jsonl")
+	body := `{"prompt": "Say hello to the world."}` + "\n" +
+		`{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why?"}]}` + "\n"
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := mustNew(t, Config{Dataset: "jsonl:" + p, OutputTokens: Dist{Kind: "fixed", A: 4}, ChatTemplate: tm}, tok)
+	for i := range 2 {
+		r := src.Request(0, i)
+		msgs := r.Messages
+		if msgs == nil {
+			msgs = []Message{{Role: "user", Content: r.Prompt}}
+		}
+		if want := chatTokens(t, tok, tm, msgs); r.InputTokens != want {
+			t.Errorf("row %d: InputTokens %d, formatted %d", i, r.InputTokens, want)
+		}
+	}
+}
+
+// TestChatTemplateRefusal: a template that refuses the source's conversations stops New
+// with its reason and what to do.
+func TestChatTemplateRefusal(t *testing.T) {
+	tok := loadTok(t, qwenPath)
+	p := filepath.Join(t.TempDir(), "t.jinja")
+	if err := os.WriteFile(p, []byte(`{% for m in messages %}{% if m.role == 'assistant' %}{{ raise_exception('assistant turns are not supported') }}{% endif %}{{ m.content }}{% endfor %}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm, err := chattemplate.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{InputTokens: Dist{Kind: "fixed", A: 50}, OutputTokens: Dist{Kind: "fixed", A: 5}, ChatTemplate: tm}
+	mustNew(t, cfg, tok) // one message: accepted
+	cfg.Turns = 2
+	_, err = New(cfg, tok)
+	if err == nil || !strings.Contains(err.Error(), "assistant turns are not supported") || !strings.Contains(err.Error(), "--chat-template") {
+		t.Fatalf("New = %v", err)
+	}
+}
+
+// TestChatTemplateTooShort: prompts shorter than the template's own tokens are refused up
+// front, with the template's cost and what to do.
+func TestChatTemplateTooShort(t *testing.T) {
+	tok, tm := loadChat(t, chatModels[0])
+	_, err := New(Config{InputTokens: Dist{Kind: "uniform", A: 5, B: 300}, OutputTokens: Dist{Kind: "fixed", A: 4}, ChatTemplate: tm}, tok)
+	if err == nil || !strings.Contains(err.Error(), "adds 10 tokens to every request, so a prompt needs at least 11") || !strings.Contains(err.Error(), "--chat-template none") {
+		t.Fatalf("New = %v", err)
+	}
+}
