@@ -16,14 +16,14 @@ import (
 
 // predictTolerance is how far calibrate's predictions of the loads above its probe may
 // be from what the server then measures, for TTFT and TPOT P50: issue 13 asks 20 %, which
-// Ollama meets. llama.cpp's server does not yet: its step cost grows faster from 2 to 4
-// sequences than from 1 to 2 on one CPU thread (TPOT 12–22 % low at 4 and 8), and at 4 slots
-// its requests' prefills fall out of step with one another where the simulator keeps them
-// together (TTFT P50 at concurrency 4 44–67 % high); its bounds are what was measured, so
-// that the test still catches a fit that gets worse (docs/simulator.md, Calibration).
+// Ollama meets. llama.cpp's server does not yet: on one CPU thread its decode step grows
+// faster from 2 to 4 sequences than from 1 to 2, which a probe of at most 2 in flight cannot
+// see (TPOT 14–26 % low at 4 and 8), and where that extrapolation misses, so does TTFT (−24 to
+// +34 %); its bounds are what was measured, so that the test still catches a fit that gets
+// worse (docs/simulator.md, Calibration).
 var predictTolerance = map[string]map[string]float64{
 	"ollama":   {"ttft_ms": 0.20, "tpot_ms": 0.20},
-	"llamacpp": {"ttft_ms": 0.80, "tpot_ms": 0.30},
+	"llamacpp": {"ttft_ms": 0.50, "tpot_ms": 0.30},
 }
 
 // TestLlamaCppCalibratePredictsQueueing calibrates llama-server (4 slots) with a probe of at
@@ -62,7 +62,11 @@ func calibrateAndPredict(t *testing.T, s server, kind string, extra []string) {
 			"--percentiles", "50,99", "--quiet", "--no-progress"}
 		live := filepath.Join(dir, fmt.Sprintf("live-%d", c))
 		sim := filepath.Join(dir, fmt.Sprintf("sim-%d", c))
-		llmbenchCmd(t, bin, append(append([]string{"run", "--output-dir", live}, target...), load...)...)
+		// Prompts new to the server, as the probe's are: a prompt cache that has seen them
+		// (an earlier run's, at the same seed) would flatter TTFT beyond what any profile
+		// without one predicts.
+		fresh := fmt.Sprint(time.Now().UnixNano()%1e12 + int64(c))
+		llmbenchCmd(t, bin, append(append([]string{"run", "--output-dir", live, "--seed", fresh}, target...), load...)...)
 		llmbenchCmd(t, bin, append([]string{"simulate", "--sim", fit, "--output-dir", sim}, load...)...)
 		lm, sm := p50s(t, live), p50s(t, sim)
 		for _, k := range []string{"ttft_ms", "tpot_ms"} {

@@ -115,7 +115,7 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	if say == nil {
 		say = func(string) {}
 	}
-	f := &fitter{ctx: ctx, opt: opt}
+	f := &fitter{ctx: ctx, opt: opt, overhead: overheadOf(pts)}
 	res := &Result{Source: src}
 	base, _ := sim.LoadProfile("textbook")
 	base.Name, base.Seed = "", opt.Seed
@@ -257,6 +257,19 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		}
 		res.Settings = append(res.Settings, Setting{"network.jitter_ms", fmt.Sprintf("%.3f", p.Network.JitterMs), how})
 	}
+	if !math.IsNaN(f.overhead) {
+		how := "0: requests sent together reach the engine together (no front end that takes them in turn)"
+		if fe := p.Network.FrontEndMs; fe > 0 {
+			how = "fitted: requests sent together reach the engine this far apart, as a front end that takes them in turn (on a CPU the engine leaves it) sends them; its share of the measured round trip"
+			for i := range res.Settings {
+				if res.Settings[i].Key == "network.rtt_ms" {
+					res.Settings[i].Value = fmt.Sprintf("%.3f", p.Network.RTTMs)
+					res.Settings[i].How += ", less the front end's"
+				}
+			}
+		}
+		res.Settings = append(res.Settings, Setting{"network.frontend_ms", fmt.Sprintf("%.3f", p.Network.FrontEndMs), how})
+	}
 	noiseHow := "the spread of each request's inter-token gaps about its median, at the lowest concurrency probed"
 	if noise == 0 {
 		noiseHow = "not measured (too few inter-token gaps): P99s are those of a noiseless engine"
@@ -300,6 +313,9 @@ func (f *fitter) linearParams(pts []Point) {
 	// decode_step_ms), so the fit keeps the network and leaves step_ms at 0.
 	if !math.IsNaN(overheadOf(pts)) {
 		f.params = append(f.params, param{key: "cost.step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.StepMs }, lo: 0, hi: 1e4, off: 0.01, optional: true})
+		// A prompt's own fixed cost is told apart from the step's likewise: the server's
+		// prefill time against its decode steps.
+		f.params = append(f.params, param{key: "cost.prefill_seq_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillSeqMs }, lo: 0, hi: 1e4, off: 0.01, optional: true})
 	}
 }
 
@@ -312,8 +328,12 @@ func rooflineOffset(fl sim.RooflineField) float64 {
 	return math.Max(fl.Max*1e-4, 1e-3)
 }
 
+// frontEnds are the front-end times per request tried, ms (0: none).
+var frontEnds = []float64{0, 0.25, 0.5, 1, 2}
+
 type fitter struct {
 	jitter                  float64 // the measured send spread, ms
+	overhead                float64 // the measured round trip and front end, ms (NaN: not measured)
 	ctx                     context.Context
 	opt                     Options
 	params                  []param
@@ -458,6 +478,20 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 		for _, j := range []float64{0, f.jitter} {
 			c := best
 			c.Network.JitterMs = j
+			if v := f.objective(c, pts); v < bestV-1e-9 {
+				best, bestV = c, v
+			}
+		}
+	}
+	// A front end that takes requests one at a time carves its share out of the measured
+	// round trip; only the server's own timings tell the round trip, so only then.
+	if !math.IsNaN(f.overhead) {
+		for _, fe := range frontEnds {
+			if fe >= f.overhead {
+				break
+			}
+			c := best
+			c.Network.FrontEndMs, c.Network.RTTMs = fe, f.overhead-fe
 			if v := f.objective(c, pts); v < bestV-1e-9 {
 				best, bestV = c, v
 			}

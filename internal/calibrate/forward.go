@@ -130,8 +130,8 @@ func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millise
 // NetworkOf is the profile's network (a calibrated profile's; none otherwise) as the
 // virtual driver models it.
 func NetworkOf(p sim.Profile) load.Network {
-	rtt, jitter := p.NetworkDelays()
-	return load.Network{RTT: rtt, Jitter: jitter}
+	rtt, jitter, fe := p.NetworkDelays()
+	return load.Network{RTT: rtt, Jitter: jitter, FrontEnd: fe}
 }
 
 // seFloor is the least relative standard error a figure is trusted to: clocks, a live

@@ -14,14 +14,19 @@ type Network struct {
 	// together do not reach a real server at one instant, so the first starts a step the
 	// others then wait for (a deterministic spread, by submission order).
 	Jitter time.Duration
+	// FrontEnd is the server's front end (HTTP parsing, tokenising, the chat template),
+	// which handles arrivals one at a time for this long each before the engine sees them:
+	// on a CPU server whose engine holds a core, requests that arrive together reach the
+	// engine one after another, and so are prefilled in steps of their own.
+	FrontEnd time.Duration
 }
 
 // WithNetwork puts the network n between RunVirtual and srv; a zero Network returns srv.
 func WithNetwork(srv VirtualServer, n Network) VirtualServer {
-	if n.RTT <= 0 && n.Jitter <= 0 {
+	if n.RTT <= 0 && n.Jitter <= 0 && n.FrontEnd <= 0 {
 		return srv
 	}
-	return &network{srv: srv, up: n.RTT / 2, down: n.RTT - n.RTT/2, jitter: n.Jitter}
+	return &network{srv: srv, up: n.RTT / 2, down: n.RTT - n.RTT/2, jitter: n.Jitter, frontEnd: n.FrontEnd}
 }
 
 // network delays srv's requests and emitted tokens. Tokens are delayed by a constant, so
@@ -30,11 +35,17 @@ type network struct {
 	srv              VirtualServer
 	up, down, jitter time.Duration
 	arrivals         arrivals
-	nsent            uint64
-	queue            []delivery // tokens on the wire, in arrival order from index head
-	head             int
-	dones            int // finished requests whose last token is still on the wire
-	push             func(id uint64, at time.Duration, n int, done bool)
+	// frontEnd serves arrivals in arrival order: fed holds those it has taken, each
+	// reaching the engine at its at; feFree is when it is next free.
+	frontEnd time.Duration
+	fed      []arrival
+	feHead   int
+	feFree   time.Duration
+	nsent    uint64
+	queue    []delivery // tokens on the wire, in arrival order from index head
+	head     int
+	dones    int // finished requests whose last token is still on the wire
+	push     func(id uint64, at time.Duration, n int, done bool)
 }
 
 type arrival struct {
@@ -93,6 +104,11 @@ func (w *network) Next() (time.Duration, bool) {
 			t, ok = a, true
 		}
 	}
+	if w.feHead < len(w.fed) {
+		if a := w.fed[w.feHead].at; !ok || a < t {
+			t, ok = a, true
+		}
+	}
 	if w.head < len(w.queue) {
 		if a := w.queue[w.head].at; !ok || a < t {
 			t, ok = a, true
@@ -115,8 +131,22 @@ func (w *network) Process(t time.Duration, emit func(id uint64, at time.Duration
 	}
 	for len(w.arrivals) > 0 && w.arrivals[0].at <= t {
 		a := heap.Pop(&w.arrivals).(arrival)
+		if w.frontEnd > 0 {
+			w.feFree = max(w.feFree, a.at) + w.frontEnd
+			a.at = w.feFree
+			w.fed = append(w.fed, a)
+			continue
+		}
 		// Check passed when it was sent, and nothing the engine refuses depends on its state.
 		_ = w.srv.Submit(a.id, a.prompt, a.hashes, a.maxTokens, a.at)
+	}
+	for w.feHead < len(w.fed) && w.fed[w.feHead].at <= t {
+		a := w.fed[w.feHead]
+		w.feHead++
+		_ = w.srv.Submit(a.id, a.prompt, a.hashes, a.maxTokens, a.at)
+	}
+	if w.feHead == len(w.fed) {
+		w.fed, w.feHead = w.fed[:0], 0
 	}
 	for w.head < len(w.queue) && w.queue[w.head].at <= t {
 		d := w.queue[w.head]
@@ -133,4 +163,4 @@ func (w *network) Process(t time.Duration, emit func(id uint64, at time.Duration
 
 func (w *network) Kick(t time.Duration) { w.srv.Kick(t) }
 
-func (w *network) Live() int { return w.srv.Live() + len(w.arrivals) + w.dones }
+func (w *network) Live() int { return w.srv.Live() + len(w.arrivals) + len(w.fed) - w.feHead + w.dones }

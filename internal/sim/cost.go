@@ -58,7 +58,10 @@ func nanos(ns float64) time.Duration {
 // once, launches, sampling: a prefill-only step is not free), ContextMsPer1k per 1,000
 // tokens of context the step's decoding sequences attend to, and PrefillAttnMsPer1M per
 // million query-key pairs of its prefill chunks (attention's quadratic share of a long
-// prompt, which dominates on small models and CPUs).
+// prompt, which dominates on small models and CPUs), and PrefillSeqMs per sequence whose
+// prompt (or chunk of it) the step prefills (a server's per-prompt work: llama.cpp's
+// slot set-up and a compute graph built for the new batch shape, which decode steps of one
+// shape reuse).
 type Linear struct {
 	PrefillMsPerToken  float64
 	DecodeStepMs       float64
@@ -66,6 +69,7 @@ type Linear struct {
 	StepMs             float64
 	ContextMsPer1k     float64
 	PrefillAttnMsPer1M float64
+	PrefillSeqMs       float64
 }
 
 // Step implements CostModel.
@@ -73,7 +77,8 @@ func (l Linear) Step(w StepWork) time.Duration {
 	if w.DecodeSeqs == 0 && w.PrefillTokens == 0 {
 		return 0
 	}
-	t := l.StepMs + l.PrefillMsPerToken*float64(w.PrefillTokens) + l.PrefillAttnMsPer1M*w.PrefillAttn/1e6
+	t := l.StepMs + l.PrefillMsPerToken*float64(w.PrefillTokens) + l.PrefillAttnMsPer1M*w.PrefillAttn/1e6 +
+		l.PrefillSeqMs*float64(w.PrefillSeqs)
 	if w.DecodeSeqs > 0 {
 		t += l.DecodeStepMs*(1+l.DecodeGrowth*float64(w.DecodeSeqs-1)) + l.ContextMsPer1k*float64(w.DecodeContext)/1000
 	}

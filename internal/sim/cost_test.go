@@ -354,3 +354,20 @@ func TestModelPresetTable(t *testing.T) {
 	}
 	t.Logf("\n| name | layers | hidden | heads / kv | head dim | MLP | vocab | params | weights GB | KV bytes/token | KV tokens a100 / h100 | h200 | b200 | l40s | step ms, 1 × 1k ctx | 64 × 1k |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }
+
+// TestLinearPrefillSeqMs: a prompt's fixed cost is paid per sequence a step prefills, by
+// prefill steps only.
+func TestLinearPrefillSeqMs(t *testing.T) {
+	base := Linear{PrefillMsPerToken: 0.01, DecodeStepMs: 1, StepMs: 0.2}
+	with := base
+	with.PrefillSeqMs = 0.5
+	for _, w := range []StepWork{
+		{DecodeSeqs: 3, DecodeContext: 300},
+		{PrefillSeqs: 1, PrefillTokens: 100},
+		{DecodeSeqs: 2, PrefillSeqs: 2, PrefillTokens: 300},
+	} {
+		if got, want := with.Step(w)-base.Step(w), time.Duration(w.PrefillSeqs)*500*time.Microsecond; got != want {
+			t.Errorf("%+v: prefill_seq_ms adds %v, want %v", w, got, want)
+		}
+	}
+}

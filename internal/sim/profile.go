@@ -59,6 +59,7 @@ type CostConfig struct {
 	StepMs             float64 // linear: paid by every step
 	ContextMsPer1k     float64 // linear: per 1,000 tokens of context the decoding sequences attend to
 	PrefillAttnMsPer1M float64 // linear: per million query-key pairs of prefill chunks
+	PrefillSeqMs       float64 // linear: per sequence a step prefills (a prompt or a chunk of one)
 	File               string  // table: calibration-shaped JSON
 	// Roofline holds the roofline's constants; the zero value means DefaultRooflineParams
 	// (a YAML profile starts from the defaults and overrides the keys it sets).
@@ -85,6 +86,10 @@ type NetworkConfig struct {
 	// JitterMs spreads the requests' arrivals over [0, JitterMs): requests sent together do
 	// not reach a real engine at one instant, so the first starts a step the others wait for.
 	JitterMs float64
+	// FrontEndMs is the server's front end's time per request, one request at a time,
+	// before the engine sees it (part of the round trip a probe measures, kept apart): on a
+	// CPU server requests that arrive together reach the engine in turn.
+	FrontEndMs float64
 }
 
 // Calibration is a fitted profile's provenance and validity range: the loads its probe
@@ -343,6 +348,7 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				"step_ms":                     d.number(&p.Cost.StepMs),
 				"context_ms_per_1k":           d.number(&p.Cost.ContextMsPer1k),
 				"prefill_attention_ms_per_1m": d.number(&p.Cost.PrefillAttnMsPer1M),
+				"prefill_seq_ms":              d.number(&p.Cost.PrefillSeqMs),
 				"file":                        d.str(&p.Cost.File),
 				"step_noise":                  d.number(&p.Cost.StepNoise),
 			}
@@ -370,8 +376,9 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"seed": func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
 		"network": func(key string, v *yaml.Node) {
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-				"rtt_ms":    d.number(&p.Network.RTTMs),
-				"jitter_ms": d.number(&p.Network.JitterMs),
+				"rtt_ms":      d.number(&p.Network.RTTMs),
+				"jitter_ms":   d.number(&p.Network.JitterMs),
+				"frontend_ms": d.number(&p.Network.FrontEndMs),
 			})
 		},
 		"calibration": func(key string, v *yaml.Node) {
@@ -411,7 +418,7 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 
 func (d *yamlDecoder) costKeysForKind(n *yaml.Node, kind string) {
 	owner := map[string]string{"prefill_ms_per_token": CostLinear, "decode_step_ms": CostLinear, "decode_growth": CostLinear,
-		"step_ms": CostLinear, "context_ms_per_1k": CostLinear, "prefill_attention_ms_per_1m": CostLinear, "file": CostTable}
+		"step_ms": CostLinear, "context_ms_per_1k": CostLinear, "prefill_attention_ms_per_1m": CostLinear, "prefill_seq_ms": CostLinear, "file": CostTable}
 	var rp RooflineParams
 	for _, f := range rp.Fields() {
 		owner[f.Key] = CostRoofline
@@ -522,6 +529,9 @@ func (p Profile) validate() []error {
 		if !(c.PrefillAttnMsPer1M >= 0 && c.PrefillAttnMsPer1M <= maxCostMs) {
 			add("cost.prefill_attention_ms_per_1m", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillAttnMsPer1M)
 		}
+		if !(c.PrefillSeqMs >= 0 && c.PrefillSeqMs <= maxCostMs) {
+			add("cost.prefill_seq_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillSeqMs)
+		}
 	case CostRoofline:
 		errs = append(errs, c.rooflineParams().validate("cost.")...)
 	case CostTable:
@@ -538,6 +548,9 @@ func (p Profile) validate() []error {
 	}
 	if !(p.Network.RTTMs >= 0 && p.Network.RTTMs <= maxCostMs) {
 		add("network.rtt_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.RTTMs)
+	}
+	if !(p.Network.FrontEndMs >= 0 && p.Network.FrontEndMs <= maxCostMs) {
+		add("network.frontend_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.FrontEndMs)
 	}
 	if !(p.Network.JitterMs >= 0 && p.Network.JitterMs <= maxCostMs) {
 		add("network.jitter_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.JitterMs)
@@ -663,7 +676,7 @@ func (p Profile) NewCostModel() (CostModel, error) {
 	case CostLinear:
 		c := p.Cost
 		return Linear{PrefillMsPerToken: c.PrefillMsPerToken, DecodeStepMs: c.DecodeStepMs, DecodeGrowth: c.DecodeGrowth,
-			StepMs: c.StepMs, ContextMsPer1k: c.ContextMsPer1k, PrefillAttnMsPer1M: c.PrefillAttnMsPer1M}, nil
+			StepMs: c.StepMs, ContextMsPer1k: c.ContextMsPer1k, PrefillAttnMsPer1M: c.PrefillAttnMsPer1M, PrefillSeqMs: c.PrefillSeqMs}, nil
 	case CostRoofline:
 		return p.tensorParallel(NewRoofline(p.ShardModel(), p.GPU, p.Cost.rooflineParams())), nil
 	case CostTable:
@@ -685,9 +698,9 @@ func (p Profile) WithTable(t *StepTable) Profile {
 	return p
 }
 
-// NetworkDelays are Network's round trip and arrival jitter as durations.
-func (p Profile) NetworkDelays() (rtt, jitter time.Duration) {
-	return ms(p.Network.RTTMs), ms(p.Network.JitterMs)
+// NetworkDelays are Network's round trip, arrival jitter and front-end time as durations.
+func (p Profile) NetworkDelays() (rtt, jitter, frontEnd time.Duration) {
+	return ms(p.Network.RTTMs), ms(p.Network.JitterMs), ms(p.Network.FrontEndMs)
 }
 
 // farOutside is how far beyond its probe a prediction may go before it is called an

@@ -46,8 +46,11 @@ func (p Profile) YAML(header string) []byte {
 	case CostLinear:
 		fmt.Fprintf(&b, "  prefill_ms_per_token: %s\n  decode_step_ms: %s\n  decode_growth: %s\n",
 			num(c.PrefillMsPerToken), num(c.DecodeStepMs), num(c.DecodeGrowth))
-		if c.StepMs != 0 || c.ContextMsPer1k != 0 || c.PrefillAttnMsPer1M != 0 {
+		if c.StepMs != 0 || c.ContextMsPer1k != 0 || c.PrefillAttnMsPer1M != 0 || c.PrefillSeqMs != 0 {
 			fmt.Fprintf(&b, "  step_ms: %s\n  context_ms_per_1k: %s\n  prefill_attention_ms_per_1m: %s\n", num(c.StepMs), num(c.ContextMsPer1k), num(c.PrefillAttnMsPer1M))
+		}
+		if c.PrefillSeqMs != 0 {
+			fmt.Fprintf(&b, "  prefill_seq_ms: %s\n", num(c.PrefillSeqMs))
 		}
 	case CostRoofline:
 		rp := c.rooflineParams()
@@ -79,8 +82,11 @@ func (p Profile) YAML(header string) []byte {
 	if dep.MaxModelLen > 0 {
 		fmt.Fprintf(&b, "  max_model_len: %d\n", dep.MaxModelLen)
 	}
-	if n := p.Network; n.RTTMs > 0 || n.JitterMs > 0 {
+	if n := p.Network; n.RTTMs > 0 || n.JitterMs > 0 || n.FrontEndMs > 0 {
 		fmt.Fprintf(&b, "network:\n  rtt_ms: %s\n  jitter_ms: %s\n", num(n.RTTMs), num(n.JitterMs))
+		if n.FrontEndMs > 0 {
+			fmt.Fprintf(&b, "  frontend_ms: %s\n", num(n.FrontEndMs))
+		}
 	}
 	if k := p.Calibration; k != nil {
 		fmt.Fprintf(&b, "calibration:\n  source: %s\n  date: %s\n  prompt_tokens: [%d, %d]\n  output_tokens: [%d, %d]\n  concurrency: [%d, %d]\n",

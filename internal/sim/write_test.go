@@ -14,9 +14,9 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 	custom := tb
 	custom.Model = ModelShape{Name: "tiny \"q\"", Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 1000, TiedEmbeddings: true, BytesPerParam: 1}
 	custom.GPU = GPU{Name: "cpu", TFLOPS: 0.5, BandwidthGBps: 40, MemoryGB: 16}
-	custom.Cost = CostConfig{Kind: CostLinear, PrefillMsPerToken: 0.123456789, DecodeStepMs: 17.5, DecodeGrowth: 0.31, StepMs: 0.9, ContextMsPer1k: 0.25, PrefillAttnMsPer1M: 3.5, StepNoise: 0.07}
+	custom.Cost = CostConfig{Kind: CostLinear, PrefillMsPerToken: 0.123456789, DecodeStepMs: 17.5, DecodeGrowth: 0.31, StepMs: 0.9, ContextMsPer1k: 0.25, PrefillAttnMsPer1M: 3.5, PrefillSeqMs: 0.75, StepNoise: 0.07}
 	custom.Engine.MaxNumSeqs, custom.Engine.KVCacheTokens, custom.Engine.PrefillWorkers = 4, 4096, 2
-	custom.Network.RTTMs, custom.Network.JitterMs = 0.42, 0.05
+	custom.Network.RTTMs, custom.Network.JitterMs, custom.Network.FrontEndMs = 0.42, 0.05, 1.25
 	custom.Calibration = &Calibration{Source: "http://127.0.0.1:8080/v1 (llama.cpp)", Date: "2026-12-01",
 		PromptTokens: [2]int{16, 2048}, OutputTokens: [2]int{8, 64}, Concurrency: [2]int{1, 2}, MaxNumSeqs: "server: /props total_slots",
 		Error: FitError{TTFTP50: 3.2, TTFTP99: math.NaN(), TPOTP50: 1.5, TPOTP99: math.NaN()}}
