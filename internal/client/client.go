@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -445,7 +446,11 @@ func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("listing models: %s", c.message(unwrapURLError(err).Error()))
+		msg := c.message(unwrapURLError(err).Error())
+		if hint := (&record.Error{Kind: record.KindConnect, Message: msg}).Hint(); hint != "" {
+			msg += ": " + hint
+		}
+		return nil, fmt.Errorf("listing models: %s", msg)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -454,7 +459,11 @@ func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	}
 	if resp.StatusCode/100 != 2 {
 		msg := fmt.Sprintf("listing models at %s: HTTP %d %s", c.redactedURL(c.modelsURL), resp.StatusCode, c.message(ErrorMessage(body)))
-		if hint := HTTPHint(resp.StatusCode, c.cfg.APIKey != ""); hint != "" {
+		hint := HTTPHint(resp.StatusCode, c.cfg.APIKey != "")
+		if hint == "" && resp.StatusCode == http.StatusNotFound {
+			hint = "the server has no model list there: give --model, and check --url (a base URL, without the API path) and --api"
+		}
+		if hint != "" {
 			msg += ": " + hint
 		}
 		return nil, errors.New(msg)

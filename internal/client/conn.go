@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // Connections to the target. Every call llmbench makes to the target — the generation
@@ -149,9 +151,12 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // ErrorMessage is the message of an error response's body: {"error":{"message":…}} (OpenAI,
-// vLLM, llama.cpp), {"error":"…"} (Ollama, TGI), {"message":…}, {"detail":…} (FastAPI), else
-// the body itself.
+// vLLM, llama.cpp), {"error":"…"} (Ollama, TGI), {"message":…}, {"detail":…} (FastAPI), an
+// HTML error page's text (a proxy's or a plain web server's), else the body itself.
 func ErrorMessage(body []byte) string {
+	if t := htmlText(body); t != "" {
+		return "an HTML page: " + t
+	}
 	var j struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
@@ -354,4 +359,51 @@ func trackedOf(c net.Conn) *trackedConn {
 	}
 	tc, _ := c.(*trackedConn)
 	return tc
+}
+
+// maxHTMLText bounds the text kept of an HTML error page: its gist, not the page.
+const maxHTMLText = 240
+
+// htmlText is the visible text of body when it is an HTML page (tags, scripts and styles
+// dropped, entities decoded, white space collapsed, at most maxHTMLText bytes), else "".
+func htmlText(body []byte) string {
+	b := bytes.TrimSpace(body)
+	head := strings.ToLower(string(b[:min(len(b), 512)]))
+	if !strings.HasPrefix(head, "<!doctype html") && !strings.HasPrefix(head, "<html") && !strings.Contains(head, "<head>") && !strings.Contains(head, "<body") {
+		return ""
+	}
+	var out strings.Builder
+	skip := "" // inside <script> or <style>: the closing tag that ends it
+	for len(b) > 0 && out.Len() < 4*maxHTMLText {
+		lt := bytes.IndexByte(b, '<')
+		if lt < 0 {
+			lt = len(b)
+		}
+		if skip == "" {
+			out.Write(b[:lt])
+			out.WriteByte(' ')
+		}
+		b = b[lt:]
+		gt := bytes.IndexByte(b, '>')
+		if gt < 0 {
+			break
+		}
+		tag := strings.ToLower(string(b[1:gt]))
+		switch {
+		case skip != "" && strings.HasPrefix(tag, skip):
+			skip = ""
+		case skip == "" && (strings.HasPrefix(tag, "script") || strings.HasPrefix(tag, "style")):
+			skip = "/" + strings.Fields(tag)[0]
+		}
+		b = b[gt+1:]
+	}
+	text := strings.Join(strings.Fields(html.UnescapeString(out.String())), " ")
+	if len(text) > maxHTMLText {
+		cut := maxHTMLText
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "…"
+	}
+	return text
 }
