@@ -45,25 +45,47 @@ func TestCalibrateTwinOfServe(t *testing.T) {
 				t.Fatal(err)
 			}
 			url := startServe(t, bin, p)
-			// Once more, after a pause, when the first attempt misses: the real clock on a
-			// machine that other packages' tests share is the point and the risk; a fit that
-			// is wrong misses both times.
+			// The real clock on a machine that other packages' tests share is the point and
+			// the risk: a miss is measured again, first the live runs alone (the cheaper
+			// half, and the likelier to have met a busy machine), then the whole attempt
+			// after a pause; a fit that is wrong misses every time.
 			var misses []string
 			for attempt := 1; attempt <= 2; attempt++ {
-				if misses = twinAttempt(t, bin, url, filepath.Join(dir, fmt.Sprint(attempt)), tc.fit, tc.limit, tc.inFlight); len(misses) == 0 {
+				at := filepath.Join(dir, fmt.Sprint(attempt))
+				fit := twinCalibrate(t, bin, url, at, tc.fit, tc.inFlight)
+				loads := twinLoads(t, bin, fit, at, tc.limit)
+				if misses = twinCompare(t, bin, url, fit, at, loads); len(misses) == 0 {
 					return
 				}
 				t.Logf("attempt %d missed:\n%s", attempt, strings.Join(misses, "\n"))
-				time.Sleep(10 * time.Second)
+				var again []twinLoad
+				for _, l := range loads {
+					for _, m := range misses {
+						if strings.HasPrefix(m, l.name+":") {
+							again = append(again, l)
+							break
+						}
+					}
+				}
+				if misses = twinCompare(t, bin, url, fit, filepath.Join(at, "again"), again); len(misses) == 0 {
+					return
+				}
+				t.Logf("attempt %d, measured again, missed:\n%s", attempt, strings.Join(misses, "\n"))
+				time.Sleep(5 * time.Second)
 			}
-			t.Errorf("twice:\n%s", strings.Join(misses, "\n"))
+			t.Errorf("every time:\n%s", strings.Join(misses, "\n"))
 		})
 	}
 }
 
-// twinAttempt calibrates the server at url into dir and returns the predictions that miss
-// the live runs by more than twinTolerance, in words.
-func twinAttempt(t *testing.T, bin, url, dir string, fitFlags []string, limit, inFlight int) []string {
+// twinLoad is one load outside the probe: its name and the flags that make it.
+type twinLoad struct {
+	name string
+	args []string
+}
+
+// twinCalibrate calibrates the server at url into dir and returns the fitted profile.
+func twinCalibrate(t *testing.T, bin, url, dir string, fitFlags []string, inFlight int) string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -72,20 +94,30 @@ func twinAttempt(t *testing.T, bin, url, dir string, fitFlags []string, limit, i
 	out := llmbenchCmd(t, bin, append([]string{"calibrate", "--url", url, "--output", fit, "--quiet",
 		"--max-concurrency", fmt.Sprint(inFlight), "--max-input-tokens", "2048"}, fitFlags...)...)
 	t.Logf("calibrate:\n%s", out)
-	// Capacity at the batch limit, from the fit, for an open loop at about 70 % of it.
+	return fit
+}
+
+// twinLoads are the loads outside the probe: twice the batch limit in flight, an open loop
+// at about 70 % of the capacity the fit gives at the limit, prompts twice the longest probed.
+func twinLoads(t *testing.T, bin, fit, dir string, limit int) []twinLoad {
+	t.Helper()
 	capDir := filepath.Join(dir, "capacity")
 	llmbenchCmd(t, bin, "simulate", "--sim", fit, "--output-dir", capDir, "--quiet", "--no-progress",
 		"--concurrency", fmt.Sprint(limit), "--requests", fmt.Sprint(8*limit), "--input-tokens", "512", "--output-tokens", "64")
 	rate := 0.7 * levelFigure(t, capDir, "request_throughput")
-	var misses []string
-	for _, l := range []struct {
-		name string
-		args []string
-	}{
+	return []twinLoad{
 		{"more in flight", []string{"--concurrency", fmt.Sprint(2 * limit), "--requests", fmt.Sprint(8 * limit), "--input-tokens", "256", "--output-tokens", "64"}},
 		{fmt.Sprintf("open loop at %.1f req/s", rate), []string{"--rate", fmt.Sprintf("%.2f", rate), "--requests", "400", "--input-tokens", "512", "--output-tokens", "64"}},
 		{"longer prompts", []string{"--concurrency", "2", "--requests", "16", "--input-tokens", "4096", "--output-tokens", "32"}},
-	} {
+	}
+}
+
+// twinCompare runs each load live against url and simulated on fit, into dir, and returns
+// the predictions that miss the live runs by more than twinTolerance, in words.
+func twinCompare(t *testing.T, bin, url, fit, dir string, loads []twinLoad) []string {
+	t.Helper()
+	var misses []string
+	for _, l := range loads {
 		common := append(l.args, "--percentiles", "50,99", "--quiet", "--no-progress")
 		name := strings.ReplaceAll(l.name, " ", "-")
 		live, sim := filepath.Join(dir, "live-"+name), filepath.Join(dir, "sim-"+name)
