@@ -434,17 +434,18 @@ func TestMedian(t *testing.T) {
 // chat_template the GGUF carries.
 const llama3Tokenizer = "../internal/tokenizer/testdata/llama3"
 
-// checkChatTemplate runs api with --tokenizer llama3Tokenizer, one message and then three
-// turns per conversation, and checks that the server counts every prompt exactly as
-// llmbench sized it: --input-tokens for one message, the turns' sum with their history.
-func checkChatTemplate(t *testing.T, s server, api string) {
+// checkChatTemplate runs api with --tokenizer tok (llama3Tokenizer, or server), one message
+// and then three turns per conversation, and checks that the server counts every prompt
+// exactly as llmbench sized it: --input-tokens for one message, the turns' sum with their
+// history.
+func checkChatTemplate(t *testing.T, s server, api, tok string) {
 	t.Helper()
-	if v := os.Getenv("LLMBENCH_GGUF_TOKENIZER"); v != "" && !strings.HasSuffix(v, "testdata/llama3/tokenizer.json.gz") {
+	if v := os.Getenv("LLMBENCH_GGUF_TOKENIZER"); tok != "server" && v != "" && !strings.HasSuffix(v, "testdata/llama3/tokenizer.json.gz") {
 		t.Skipf("LLMBENCH_GGUF_TOKENIZER=%s: the model's vocabulary is not the committed Llama 3 tokenizer this test sizes prompts with", v)
 	}
 	l := load{concurrency: 2, requests: 12, input: 150, output: 6}
 	for _, turns := range []string{"1", "3"} {
-		run := runBench(t, s, api, l, "--tokenizer", llama3Tokenizer, "--turns", turns)
+		run := runBench(t, s, api, l, "--tokenizer", tok, "--turns", turns)
 		for _, r := range run.recs {
 			if !r.OK() {
 				t.Errorf("--turns %s request %d failed", turns, r.Index)

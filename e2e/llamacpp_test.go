@@ -312,5 +312,12 @@ func (run *benchRun) checkServerTPOT(t *testing.T, tol float64) {
 // its chat template (the one the GGUF carries, which llama-server applies), so the server's
 // prompt_tokens equal --input-tokens, history included in multi-turn chat.
 func TestLlamaCppChatTemplate(t *testing.T) {
-	checkChatTemplate(t, llamacppTarget(t), "openai-chat")
+	checkChatTemplate(t, llamacppTarget(t), "openai-chat", llama3Tokenizer)
+}
+
+// TestLlamaCppServerTokenizerChat: with --tokenizer server, chat prompts are formatted by the
+// server itself (its /apply-template, then /tokenize with the BOS its chat path adds), so
+// they come out exact with no tokenizer file at all.
+func TestLlamaCppServerTokenizerChat(t *testing.T) {
+	checkChatTemplate(t, llamacppTarget(t), "openai-chat", "server")
 }

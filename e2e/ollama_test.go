@@ -165,6 +165,6 @@ func TestOllamaNative(t *testing.T) {
 func TestOllamaChatTemplate(t *testing.T) {
 	s := ollamaTarget(t)
 	for _, api := range []string{"ollama", "openai-chat"} {
-		t.Run(api, func(t *testing.T) { checkChatTemplate(t, s, api) })
+		t.Run(api, func(t *testing.T) { checkChatTemplate(t, s, api, llama3Tokenizer) })
 	}
 }

@@ -64,7 +64,11 @@ type benchConfig struct {
 	stopOnSaturation bool
 	maxErrorRate     float64
 
-	workload     workload.Config
+	workload workload.Config
+	// chatTemplate sizes chat prompts (with the run's tokenizer, once loaded: useChat);
+	// chatOnServer has the server count them instead (--tokenizer server, no template).
+	chatTemplate *chattemplate.Template
+	chatOnServer bool
 	tokenizer    string
 	metrics      metrics.Config
 	outputDir    string
@@ -394,13 +398,14 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	}
 	if live {
 		var err error
-		c.workload.ChatTemplate, err = resolveChatTemplate(f.chatTemplate, f.tokenizer, f.api)
+		c.chatTemplate, err = resolveChatTemplate(f.chatTemplate, f.tokenizer, f.api)
 		add(err)
+		c.chatOnServer = f.chatTemplate == "" && f.tokenizer == "server" && client.AppliesChatTemplate(f.api)
 		if f.api == client.APIOllamaGenerate && f.turns > 1 {
 			// Its prompt is the whole conversation joined, which Ollama formats as one
 			// user message: the turns are not the template's messages, so message text
 			// alone is sized (and the server's count differs by the template's tokens).
-			c.workload.ChatTemplate = nil
+			c.chatTemplate, c.chatOnServer = nil, false
 		}
 	}
 	if !live && f.tokenizer == "server" {
@@ -556,4 +561,24 @@ func resolveChatTemplate(flag, tok, api string) (*chattemplate.Template, error) 
 		return nil, fmt.Errorf("--tokenizer %s: %w (--chat-template none sizes message text alone)", tok, err)
 	}
 	return tm, nil
+}
+
+// useChat sets how the workload counts chat prompts, once the tokenizer is loaded: with
+// the chat template and tok, or by the server (--tokenizer server) when it can format
+// messages; otherwise message text alone, which a note says.
+func (c *benchConfig) useChat(stdio Stdio, tok tokenizer.Tokenizer) {
+	switch {
+	case c.chatTemplate != nil:
+		c.workload.Chat = workload.TemplateChat(c.chatTemplate, tok)
+	case c.chatOnServer:
+		s, ok := tok.(*tokenizer.Server)
+		if !ok {
+			return
+		}
+		if _, err := s.CountChat([]workload.Message{{Role: "user", Content: "Hello"}}); err != nil {
+			fmt.Fprintf(stdio.Err, "note: chat prompts are sized by their message text: %v; the server adds its chat template's tokens (give --chat-template the model's template for exact lengths)\n", err)
+			return
+		}
+		c.workload.Chat = s
+	}
 }

@@ -52,7 +52,8 @@ func TestChatTemplateExactPromptTokens(t *testing.T) {
 
 // TestChatTemplateFromHFCache: a model id from the local HuggingFace cache brings its
 // snapshot's chat template; `serve --tokenizer` with the same id formats chat as vLLM
-// does; --chat-template none counts message text alone (and then differs).
+// does; --chat-template none counts message text alone (and then differs); --tokenizer
+// server has the server format and count them (its /tokenize with messages).
 func TestChatTemplateFromHFCache(t *testing.T) {
 	home := t.TempDir()
 	snap := filepath.Join(home, "hub", "models--meta-llama--Meta-Llama-3-8B-Instruct", "snapshots", "0123abc")
@@ -90,19 +91,24 @@ func TestChatTemplateFromHFCache(t *testing.T) {
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	for _, c := range []struct {
-		template string
-		exact    bool
-	}{{"", true}, {"none", false}} {
+		tokenizer, template string
+		exact               bool
+	}{{id, "", true}, {id, "none", false}, {"server", "", true}} {
 		dir := filepath.Join(t.TempDir(), "run")
-		code, _, stderr := runCLI(t, t.Context(), "run", "--url", ts.URL, "--tokenizer", id, "--chat-template", c.template,
+		code, _, stderr := runCLI(t, t.Context(), "run", "--url", ts.URL, "--tokenizer", c.tokenizer, "--chat-template", c.template,
 			"--concurrency", "2", "--requests", "4", "--input-tokens", "64", "--output-tokens", "2", "--no-progress",
 			"--metrics-url", "none", "--output-dir", dir)
 		if code != 0 {
-			t.Fatalf("--chat-template %q: exit %d:\n%s", c.template, code, stderr)
+			t.Fatalf("--tokenizer %s --chat-template %q: exit %d:\n%s", c.tokenizer, c.template, code, stderr)
 		}
 		for _, r := range readRecords(t, dir) {
 			if r.InputTokens != 64 || (r.ServerPromptTokens == 64) != c.exact {
-				t.Errorf("--chat-template %q request %d: input_tokens %d, server counted %d", c.template, r.Index, r.InputTokens, r.ServerPromptTokens)
+				t.Errorf("--tokenizer %s --chat-template %q request %d: input_tokens %d, server counted %d", c.tokenizer, c.template, r.Index, r.InputTokens, r.ServerPromptTokens)
+			}
+		}
+		if c.tokenizer == "server" {
+			if got := readSummaryT(t, dir).Workload.ChatTemplate; got != "server" {
+				t.Errorf("--tokenizer server: workload.chat_template = %q, want server", got)
 			}
 		}
 	}

@@ -61,7 +61,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		// The simulator counts prompts with the run's tokenizer (and formats chat with its
 		// chat template), as a real server counts them with the model's, so
 		// usage.prompt_tokens matches the intended lengths.
-		url, p, stop, err := startInProcessSim(ctx, cfg.simProfile, cfg.seed, func(s string) int { return len(tok.Encode(s)) }, cfg.workload.ChatTemplate)
+		url, p, stop, err := startInProcessSim(ctx, cfg.simProfile, cfg.seed, func(s string) int { return len(tok.Encode(s)) }, cfg.chatTemplate)
 		if err != nil {
 			return err
 		}
@@ -130,6 +130,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		warnPortLimit(stdio, cfg.levels)
 	}
 	ccfg.Tokenizer = tok
+	cfg.useChat(stdio, tok)
 	cl, err := client.New(ccfg)
 	if err != nil {
 		return usageError(err)

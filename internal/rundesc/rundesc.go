@@ -83,8 +83,9 @@ func (l Level) Name() string {
 type Workload struct {
 	Dataset   string `json:"dataset"`
 	Tokenizer string `json:"tokenizer"`
-	// ChatTemplate is the file of the chat template chat prompts were sized with (their
-	// input tokens then count the formatted conversation); absent when none was.
+	// ChatTemplate is the file of the chat template chat prompts were sized with, or
+	// "server" when the server formatted and counted them (their input tokens then count
+	// the formatted conversation); absent when none was.
 	ChatTemplate string  `json:"chat_template,omitempty"`
 	InputTokens  string  `json:"input_tokens"`
 	OutputTokens string  `json:"output_tokens"`
@@ -187,11 +188,19 @@ func (r Run) load() Load {
 	return l
 }
 
+// chatSource names what counted chat prompts ("" for nothing).
+func chatSource(c workload.ChatCounter) string {
+	if c == nil {
+		return ""
+	}
+	return c.Source()
+}
+
 // workload describes the run's workload; the dataset is "random" unless one was given.
 func (r Run) workload() Workload {
 	w := r.Workload
 	d := Workload{Dataset: w.Dataset, Tokenizer: r.Tokenizer, InputTokens: w.InputTokens.String(),
-		ChatTemplate: w.ChatTemplate.Path(),
+		ChatTemplate: chatSource(w.Chat),
 		OutputTokens: w.OutputTokens.String(), PrefixTokens: w.PrefixTokens, TraceSpeed: w.TraceSpeed}
 	if w.Turns > 1 {
 		d.Turns, d.ThinkTime = w.Turns, durString(w.ThinkTime)

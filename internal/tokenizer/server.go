@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/chattemplate"
 )
 
 // Server tokenizes on the target server: vLLM's and llama.cpp's POST /tokenize and
@@ -26,7 +28,19 @@ type Server struct {
 
 	mu  sync.Mutex
 	err error
+	// chat is how the server formats a conversation for CountChat, once found.
+	chat chatRoute
 }
+
+// chatRoute is the server's way to count a formatted conversation.
+type chatRoute int
+
+const (
+	chatUnknown  chatRoute = iota
+	chatTokenize           // vLLM: /tokenize with messages applies the chat template
+	chatApply              // llama.cpp: /apply-template, then /tokenize of its prompt
+	chatNone               // neither
+)
 
 // NewServer returns a tokenizer that calls baseURL's /tokenize and /detokenize. A nil
 // httpClient means http.DefaultClient.
@@ -105,6 +119,85 @@ func (s *Server) Tokenize(ctx context.Context, text string) ([]int, error) {
 		}
 	}
 	return ids, nil
+}
+
+// CountChat is msgs' prompt tokens as the server counts a chat request with them: vLLM's
+// /tokenize with messages (its chat template and generation prompt, no special tokens
+// added, as its chat path), else llama.cpp's /apply-template and /tokenize of that prompt
+// with the BOS its chat path adds (the prompt comes without it). The route that answers
+// first is kept.
+func (s *Server) CountChat(msgs []chattemplate.Message) (int, error) {
+	ctx := context.Background()
+	s.mu.Lock()
+	route := s.chat
+	s.mu.Unlock()
+	if route == chatUnknown || route == chatTokenize {
+		n, err := s.countMessages(ctx, msgs)
+		if err == nil && n > 0 {
+			s.setRoute(chatTokenize)
+			return n, nil
+		}
+		if route == chatTokenize {
+			return 0, err
+		}
+	}
+	if route == chatUnknown || route == chatApply {
+		n, err := s.countApplied(ctx, msgs)
+		if err == nil {
+			s.setRoute(chatApply)
+			return n, nil
+		}
+		if route == chatApply {
+			return 0, err
+		}
+		s.setRoute(chatNone)
+	}
+	return 0, errors.New("the server formats no chat messages for counting (vLLM's /tokenize takes messages, llama.cpp's /apply-template formats them; this server does neither)")
+}
+
+// Source names the chat formatting for summaries.
+func (s *Server) Source() string { return "server" }
+
+func (s *Server) setRoute(r chatRoute) {
+	s.mu.Lock()
+	s.chat = r
+	s.mu.Unlock()
+}
+
+// countMessages is vLLM's route: the ids /tokenize gives for the messages; 0 from a server
+// that ignores them (llama.cpp answers an empty list).
+func (s *Server) countMessages(ctx context.Context, msgs []chattemplate.Message) (int, error) {
+	req := map[string]any{"messages": msgs, "add_generation_prompt": true, "add_special_tokens": false}
+	if s.Model != "" {
+		req["model"] = s.Model
+	}
+	var resp struct {
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if err := s.post(ctx, "/tokenize", req, &resp); err != nil {
+		return 0, err
+	}
+	return len(resp.Tokens), nil
+}
+
+// countApplied is llama.cpp's route.
+func (s *Server) countApplied(ctx context.Context, msgs []chattemplate.Message) (int, error) {
+	var applied struct {
+		Prompt *string `json:"prompt"`
+	}
+	if err := s.post(ctx, "/apply-template", map[string]any{"messages": msgs}, &applied); err != nil {
+		return 0, err
+	}
+	if applied.Prompt == nil {
+		return 0, errors.New(`/apply-template: the response has no "prompt"`)
+	}
+	var resp struct {
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if err := s.post(ctx, "/tokenize", map[string]any{"content": *applied.Prompt, "add_special": true}, &resp); err != nil {
+		return 0, err
+	}
+	return len(resp.Tokens), nil
 }
 
 // Detokenize decodes ids; vLLM answers "prompt", llama.cpp "content".

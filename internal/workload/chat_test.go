@@ -50,7 +50,7 @@ func TestChatTemplateSizesPrompts(t *testing.T) {
 				cfg.Seed = 3
 				lo := cfg
 				lo.LengthsOnly = true
-				cfg.ChatTemplate = tm
+				cfg.Chat = TemplateChat(tm, tok)
 				src, los := mustNew(t, cfg, tok), mustNew(t, lo, nil)
 				prefixes := map[int]string{}
 				for i := range 24 {
@@ -97,7 +97,7 @@ func TestChatTemplateCountsDatasets(t *testing.T) {
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src := mustNew(t, Config{Dataset: "jsonl:" + p, OutputTokens: Dist{Kind: "fixed", A: 4}, ChatTemplate: tm}, tok)
+	src := mustNew(t, Config{Dataset: "jsonl:" + p, OutputTokens: Dist{Kind: "fixed", A: 4}, Chat: TemplateChat(tm, tok)}, tok)
 	for i := range 2 {
 		r := src.Request(0, i)
 		msgs := r.Messages
@@ -122,7 +122,7 @@ func TestChatTemplateRefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{InputTokens: Dist{Kind: "fixed", A: 50}, OutputTokens: Dist{Kind: "fixed", A: 5}, ChatTemplate: tm}
+	cfg := Config{InputTokens: Dist{Kind: "fixed", A: 50}, OutputTokens: Dist{Kind: "fixed", A: 5}, Chat: TemplateChat(tm, tok)}
 	mustNew(t, cfg, tok) // one message: accepted
 	cfg.Turns = 2
 	_, err = New(cfg, tok)
@@ -135,7 +135,7 @@ func TestChatTemplateRefusal(t *testing.T) {
 // front, with the template's cost and what to do.
 func TestChatTemplateTooShort(t *testing.T) {
 	tok, tm := loadChat(t, chatModels[0])
-	_, err := New(Config{InputTokens: Dist{Kind: "uniform", A: 5, B: 300}, OutputTokens: Dist{Kind: "fixed", A: 4}, ChatTemplate: tm}, tok)
+	_, err := New(Config{InputTokens: Dist{Kind: "uniform", A: 5, B: 300}, OutputTokens: Dist{Kind: "fixed", A: 4}, Chat: TemplateChat(tm, tok)}, tok)
 	if err == nil || !strings.Contains(err.Error(), "adds 10 tokens to every request, so a prompt needs at least 11") || !strings.Contains(err.Error(), "--chat-template none") {
 		t.Fatalf("New = %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/chattemplate"
+	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
 // Config describes the requests of a run.
@@ -38,12 +39,42 @@ type Config struct {
 	// user's pause between a reply and the next turn.
 	Turns     int
 	ThinkTime time.Duration
-	// ChatTemplate, when set, is the model's chat template, which the server applies to the
-	// chat APIs' messages: synthetic prompts are then sized, and dataset prompts counted, as
-	// the conversation it formats (template tokens included), so the server's prompt_tokens
-	// equals InputTokens. nil counts message text alone (completions, or no template known).
-	ChatTemplate *chattemplate.Template
+	// Chat, when set, counts a conversation as the server counts a chat request (the model's
+	// chat template applied): synthetic prompts are then sized, and dataset prompts counted,
+	// as the formatted conversation (template tokens included), so the server's
+	// prompt_tokens equals InputTokens. nil counts message text alone (completions, or no
+	// template known).
+	Chat ChatCounter
 }
+
+// ChatCounter counts a conversation's prompt tokens as the server counts a chat request.
+type ChatCounter interface {
+	// CountChat is msgs' token count, formatted with the generation prompt; an error is a
+	// conversation the template (or the server) refuses, or a server that did not answer.
+	CountChat(msgs []Message) (int, error)
+	// Source names the formatting, for summaries: a template file, or "server".
+	Source() string
+}
+
+// TemplateChat counts conversations with a chat template and the model's tokenizer.
+func TemplateChat(t *chattemplate.Template, tok tokenizer.Tokenizer) ChatCounter {
+	return templateChat{t, tok}
+}
+
+type templateChat struct {
+	t   *chattemplate.Template
+	tok tokenizer.Tokenizer
+}
+
+func (c templateChat) CountChat(msgs []Message) (int, error) {
+	text, err := c.t.Render(msgs)
+	if err != nil {
+		return 0, err
+	}
+	return len(c.tok.Encode(text)), nil
+}
+
+func (c templateChat) Source() string { return c.t.Path() }
 
 // Dataset kinds.
 const (

@@ -18,7 +18,7 @@ type Request struct {
 	Prompt   string
 	Messages []Message
 	// InputTokens is the prompt's exact length under the run's tokenizer: with a chat
-	// template (Config.ChatTemplate), the length of the whole conversation as the template
+	// template (Config.Chat), the length of the whole conversation as the template
 	// formats it, which is what the server counts.
 	InputTokens int
 	// PrefixTokens of the prompt are shared with other requests of the same PrefixGroup

@@ -59,7 +59,7 @@ func New(cfg Config, tok tokenizer.Tokenizer) (Source, error) {
 		}
 		s.syn = syn
 	}
-	if cfg.ChatTemplate != nil && !cfg.LengthsOnly {
+	if cfg.Chat != nil && !cfg.LengthsOnly {
 		if err := s.initChat(); err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ type source struct {
 
 	prefixes prefixCache
 	// chatOverhead is the tokens the chat template adds to a one-message conversation
-	// (cfg.ChatTemplate set, synthetic prompts): the first guess of how far to shorten a
+	// (cfg.Chat set, synthetic prompts): the first guess of how far to shorten a
 	// message's text before sizing the formatted conversation exactly.
 	chatOverhead int
 }
@@ -251,7 +251,7 @@ func (s *source) fillSynthetic(req *Request, level, i int) {
 // initChat checks that the chat template formats the conversations this source makes, and
 // measures what it adds to one message.
 func (s *source) initChat() error {
-	tm := s.cfg.ChatTemplate
+	chat := s.cfg.Chat
 	sample := "Measure the words of this message"
 	if s.syn != nil {
 		var b strings.Builder
@@ -263,7 +263,7 @@ func (s *source) initChat() error {
 		convs = append(convs, []Message{{Role: "user", Content: sample}, {Role: "assistant", Content: sample}, {Role: "user", Content: sample}})
 	}
 	for _, c := range convs {
-		if _, err := tm.Render(c); err != nil {
+		if _, err := chat.CountChat(c); err != nil {
 			return fmt.Errorf("workload: %w (give --chat-template another template, or --chat-template none to count message text alone)", err)
 		}
 	}
@@ -272,7 +272,7 @@ func (s *source) initChat() error {
 	if kind, _ := s.cfg.datasetKind(); kind == DatasetRandom && s.cfg.InputTokens.Kind != "normal" {
 		if least := s.chatOverhead + max(s.cfg.PrefixTokens, 0) + 1; s.cfg.InputTokens.Min() < least {
 			return fmt.Errorf("workload: input tokens %s: the chat template (%s) adds %d tokens to every request, so a prompt needs at least %d; raise the input tokens, or give --chat-template none to size message text alone",
-				s.cfg.InputTokens, tm.Source, s.chatOverhead, least)
+				s.cfg.InputTokens, chat.Source(), s.chatOverhead, least)
 		}
 	}
 	return nil
@@ -281,14 +281,11 @@ func (s *source) initChat() error {
 // chatCount is msgs' token count as the server counts a chat request: the chat template's
 // formatting, tokenized. ok is false without a template, or when it refuses msgs.
 func (s *source) chatCount(msgs []Message) (int, bool) {
-	if s.cfg.ChatTemplate == nil || s.cfg.LengthsOnly {
+	if s.cfg.Chat == nil || s.cfg.LengthsOnly {
 		return 0, false
 	}
-	text, err := s.cfg.ChatTemplate.Render(msgs)
-	if err != nil {
-		return 0, false
-	}
-	return len(s.tok.Encode(text)), true
+	n, err := s.cfg.Chat.CountChat(msgs)
+	return n, err == nil
 }
 
 // textTokens is how many tokens of text to write for a one-message prompt of n tokens: n
@@ -301,7 +298,7 @@ func (s *source) textTokens(n int) int {
 // one user message), exactly n tokens as the server counts them, and returns it with its
 // count (above n only when the template alone is longer).
 func (s *source) sizePrompt(text string, n int, r *rand.Rand) (string, int) {
-	if s.cfg.ChatTemplate == nil {
+	if s.cfg.Chat == nil {
 		return s.syn.exact(text, n, r)
 	}
 	return s.syn.exactBy(chatText(text), n, r, func(t string) int { return s.countWith(nil, t) })
@@ -395,7 +392,7 @@ func (s *source) turn(level, i int) Request {
 	if k > 0 {
 		req.ThinkTime = s.cfg.ThinkTime
 	}
-	chat := s.syn != nil && s.cfg.ChatTemplate != nil
+	chat := s.syn != nil && s.cfg.Chat != nil
 	var texts []string
 	target := 0 // the conversation's intended length up to this turn's user message
 	for j := 0; j <= k; j++ {
