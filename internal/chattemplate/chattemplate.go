@@ -7,12 +7,9 @@
 package chattemplate
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,11 +26,10 @@ type Message struct {
 // Template is a compiled chat template and the special tokens it refers to. Safe for
 // concurrent use.
 type Template struct {
-	// Source names where the template came from (a file path), for messages.
-	Source string
-	t      *jinja.Template
-	bos    string
-	eos    string
+	path string // the file it was read from, for messages
+	t    *jinja.Template
+	bos  string
+	eos  string
 }
 
 // Files a model folder may hold its template in, in the order they are preferred: recent
@@ -70,9 +66,9 @@ func Find(dir string) (*Template, error) {
 	return compile(cfgPath, fromConfig, bos, eos)
 }
 
-// Load reads the template a user names: a .jinja file (its special tokens then come from a
-// tokenizer_config.json beside it, if any), a tokenizer_config.json, or a folder holding
-// either.
+// Load reads the template a user names: a folder holding one (as Find), a .json file (a
+// tokenizer_config.json), or any other file as the template itself (its special tokens then
+// come from a tokenizer_config.json beside it, if any).
 func Load(path string) (*Template, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -85,12 +81,8 @@ func Load(path string) (*Template, error) {
 		}
 		return t, err
 	}
-	data, err := readMaybeGzip(path)
-	if err != nil {
-		return nil, fmt.Errorf("chat template: %w", err)
-	}
-	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' && !bytes.HasPrefix(trimmed, []byte("{{")) && !bytes.HasPrefix(trimmed, []byte("{%")) && !bytes.HasPrefix(trimmed, []byte("{#")) {
-		cfg, err := parseConfig(path, data)
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		cfg, err := readConfig(path)
 		if err != nil {
 			return nil, err
 		}
@@ -99,6 +91,10 @@ func Load(path string) (*Template, error) {
 		}
 		return compile(path, cfg.template, cfg.bos, cfg.eos)
 	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("chat template: %w", err)
+	}
 	var bos, eos string
 	if cfg, err := readConfig(filepath.Join(filepath.Dir(path), ConfigFile)); err == nil {
 		bos, eos = cfg.bos, cfg.eos
@@ -106,12 +102,12 @@ func Load(path string) (*Template, error) {
 	return compile(path, string(data), bos, eos)
 }
 
-func compile(source, src, bos, eos string) (*Template, error) {
+func compile(path, src, bos, eos string) (*Template, error) {
 	t, err := jinja.Compile(src)
 	if err != nil {
-		return nil, fmt.Errorf("chat template %s: %w", source, err)
+		return nil, fmt.Errorf("chat template %s: %w", path, err)
 	}
-	return &Template{Source: source, t: t, bos: bos, eos: eos}, nil
+	return &Template{path: path, t: t, bos: bos, eos: eos}, nil
 }
 
 // Path is the file the template was read from; "" for a nil template.
@@ -119,7 +115,7 @@ func (t *Template) Path() string {
 	if t == nil {
 		return ""
 	}
-	return t.Source
+	return t.path
 }
 
 // Render formats msgs as the server does for a chat request: with the generation prompt
@@ -137,7 +133,7 @@ func (t *Template) Render(msgs []Message) (string, error) {
 		"eos_token":             t.eos,
 	})
 	if err != nil {
-		return "", fmt.Errorf("chat template %s: %w", t.Source, err)
+		return "", fmt.Errorf("chat template %s: %w", t.path, err)
 	}
 	return out, nil
 }
@@ -148,7 +144,7 @@ type config struct {
 }
 
 func readConfig(path string) (config, error) {
-	data, err := readMaybeGzip(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return config{}, fmt.Errorf("chat template: %w", err)
 	}
@@ -215,19 +211,4 @@ func tokenText(raw json.RawMessage) (string, error) {
 		return "", errors.New("neither a string nor an object with content")
 	}
 	return obj.Content, nil
-}
-
-func readMaybeGzip(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if !strings.HasSuffix(path, ".gz") {
-		return data, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return io.ReadAll(zr)
 }

@@ -92,7 +92,12 @@ func (s *Server) setErr(err error) {
 // The request carries both servers' field names: vLLM reads prompt/add_special_tokens,
 // llama.cpp content/add_special.
 func (s *Server) Tokenize(ctx context.Context, text string) ([]int, error) {
-	req := map[string]any{"prompt": text, "content": text, "add_special_tokens": false, "add_special": false}
+	return s.tokenize(ctx, text, false)
+}
+
+// tokenize encodes text, adding the special tokens (BOS) a prompt gets when special is set.
+func (s *Server) tokenize(ctx context.Context, text string, special bool) ([]int, error) {
+	req := map[string]any{"prompt": text, "content": text, "add_special_tokens": special, "add_special": special}
 	if s.Model != "" {
 		req["model"] = s.Model
 	}
@@ -191,13 +196,8 @@ func (s *Server) countApplied(ctx context.Context, msgs []chattemplate.Message) 
 	if applied.Prompt == nil {
 		return 0, errors.New(`/apply-template: the response has no "prompt"`)
 	}
-	var resp struct {
-		Tokens []json.RawMessage `json:"tokens"`
-	}
-	if err := s.post(ctx, "/tokenize", map[string]any{"content": *applied.Prompt, "add_special": true}, &resp); err != nil {
-		return 0, err
-	}
-	return len(resp.Tokens), nil
+	ids, err := s.tokenize(ctx, *applied.Prompt, true)
+	return len(ids), err
 }
 
 // Detokenize decodes ids; vLLM answers "prompt", llama.cpp "content".
