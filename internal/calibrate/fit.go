@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -103,7 +104,8 @@ func (q param) set(p *sim.Profile, x float64) {
 // largest is no chunking at all for any prompt a probe sends.
 var budgets = []int{256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20}
 
-// Fit fits a linear-cost profile to the points.
+// Fit fits a profile to the points: the linear cost model's terms, or with opt.Model and
+// opt.GPU the roofline's constants.
 func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
@@ -123,7 +125,7 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	base.Engine.MaxBatchedTokens = 8192
 
 	// What the records give directly: the network, the noise, the server's own limits.
-	if o := overheadOf(pts); !math.IsNaN(o) {
+	if o := f.overhead; !math.IsNaN(o) {
 		base.Network.RTTMs = math.Max(0, o)
 		res.Settings = append(res.Settings, Setting{"network.rtt_ms", fmt.Sprintf("%.3f", base.Network.RTTMs), "the median of TTFT minus the server's own queue and prefill times"})
 	} else {
@@ -159,9 +161,8 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		// fitted, so that the profile carries to other GPUs and tensor parallelism (plan).
 		base.Model, base.GPU = *opt.Model, *opt.GPU
 		base.Cost = sim.CostConfig{Kind: sim.CostRoofline, Roofline: sim.DefaultRooflineParams()}
-		rp := sim.DefaultRooflineParams()
-		for i, fl := range rp.Fields() {
-			if fl.Key == "step_overhead_us" && math.IsNaN(overheadOf(pts)) {
+		for i, fl := range base.Cost.Roofline.Fields() {
+			if fl.Key == "step_overhead_us" && math.IsNaN(f.overhead) {
 				continue // told apart from the network only by the server's own timings
 			}
 			f.params = append(f.params, param{key: "cost." + fl.Key, ptr: func(p *sim.Profile) *float64 { return p.Cost.Roofline.Fields()[i].Value },
@@ -311,7 +312,7 @@ func (f *fitter) linearParams(pts []Point) {
 	// A fixed cost of every step is told apart from the network only where the server
 	// times its own prefill: otherwise both only add to TTFT (and the step's share to
 	// decode_step_ms), so the fit keeps the network and leaves step_ms at 0.
-	if !math.IsNaN(overheadOf(pts)) {
+	if !math.IsNaN(f.overhead) {
 		f.params = append(f.params, param{key: "cost.step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.StepMs }, lo: 0, hi: 1e4, off: 0.01, optional: true})
 		// A prompt's own fixed cost is told apart from the step's likewise: the server's
 		// prefill time against its decode steps.
@@ -356,13 +357,13 @@ func (f *fitter) fitAll(p sim.Profile, pts []*Point, seqCands []int) (sim.Profil
 	// Twice: the plain points' fit is skewed by any it cannot reproduce under the first
 	// guess of the discrete settings (a queueing level under a batch limit set too high).
 	for range 2 {
-		p = f.continuous(p, plain)
+		p = f.continuous(p, plain, f.params)
 		var err error
 		if p, err = f.discrete(p, pts, seqCands); err != nil {
 			return p, err
 		}
 	}
-	p = f.continuous(p, pts)
+	p = f.continuous(p, pts, f.params)
 	return f.prune(p, pts), f.ctx.Err()
 }
 
@@ -370,46 +371,45 @@ func (f *fitter) fitAll(p sim.Profile, pts []*Point, seqCands []int) (sim.Profil
 // an optional term before the term is kept: 4, a two-sigma improvement for one parameter.
 const pruneChiSquare = 4
 
-// prune drops each optional term the points do not need: refitted without it, the fit is
-// within pruneChiSquare of the fit with it.
+// prune drops each optional term the points do not need: refitted without it (and without
+// the terms dropped before it), the fit is within pruneChiSquare of the fit with it.
 func (f *fitter) prune(p sim.Profile, pts []*Point) sim.Profile {
 	with := f.objective(p, pts)
-	for i := 0; i < len(f.params); i++ {
-		q := f.params[i]
+	active := slices.Clone(f.params)
+	for i := 0; i < len(active); i++ {
+		q := active[i]
 		if !q.optional || *q.ptr(&p) == 0 {
 			continue
 		}
-		rest := append(append([]param(nil), f.params[:i]...), f.params[i+1:]...)
+		rest := slices.Delete(slices.Clone(active), i, i+1)
 		c := p
 		*q.ptr(&c) = 0
-		all := f.params
-		f.params = rest
-		c = f.continuous(c, pts)
-		f.params = all
+		c = f.continuous(c, pts, rest)
 		if without := f.objective(c, pts); without <= with+pruneChiSquare {
-			p, with = c, without
+			p, with, active = c, without, rest
+			i-- // active[i] is now the next term
 		}
 	}
 	return p
 }
 
-// continuous moves the params to minimise the objective on pts.
-func (f *fitter) continuous(p sim.Profile, pts []*Point) sim.Profile {
-	x0 := make([]float64, len(f.params))
-	step := make([]float64, len(f.params))
-	for i, q := range f.params {
+// continuous moves params to minimise the objective on pts.
+func (f *fitter) continuous(p sim.Profile, pts []*Point, params []param) sim.Profile {
+	x0 := make([]float64, len(params))
+	step := make([]float64, len(params))
+	for i, q := range params {
 		x0[i], step[i] = q.get(&p), 0.3
 	}
 	cand := p
 	obj := func(x []float64) float64 {
-		for i, q := range f.params {
+		for i, q := range params {
 			q.set(&cand, x[i])
 		}
 		return f.objective(cand, pts)
 	}
 	x, _ := minimize(obj, x0, step, 400, 1e-6)
 	x, _ = minimize(obj, x, step, 200, 1e-7) // a restart escapes a collapsed simplex
-	for i, q := range f.params {
+	for i, q := range params {
 		q.set(&p, x[i])
 	}
 	return p
@@ -452,7 +452,7 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 		c.Engine.MaxNumSeqs = s.n
 		c.Engine.MaxBatchedTokens = max(c.Engine.MaxBatchedTokens, s.n)
 		if len(scan) > 1 {
-			c = f.continuous(c, pts)
+			c = f.continuous(c, pts, f.params)
 		}
 		if v := f.objective(c, pts); v < bestV-1e-9 {
 			best, bestV = c, v

@@ -46,7 +46,6 @@ func (c ProbeConfig) Validate() error {
 // a replay of the mixed phase's arrivals.
 type Step struct {
 	Name                      string
-	Phase                     string // prefill, decode or mixed
 	Concurrency, Requests     int
 	InputTokens, OutputTokens int
 	Trace                     []TraceRow
@@ -120,7 +119,7 @@ func (p *Prober) Next() (Step, bool) {
 			if p.i < len(p.prefills) {
 				n := p.prefills[p.i]
 				p.i++
-				return Step{Name: fmt.Sprintf("prefill-%d", n), Phase: "prefill", Concurrency: 1, Requests: 8, InputTokens: n, OutputTokens: prefillOutput}, true
+				return Step{Name: fmt.Sprintf("prefill-%d", n), Concurrency: 1, Requests: 8, InputTokens: n, OutputTokens: prefillOutput}, true
 			}
 			p.phase = 1
 		case 1:
@@ -133,7 +132,7 @@ func (p *Prober) Next() (Step, bool) {
 				if p.nextC > p.maxConc && c < p.maxConc {
 					p.nextC = p.maxConc // the cap itself is probed
 				}
-				return Step{Name: fmt.Sprintf("decode-c%d", c), Phase: "decode", Concurrency: c, Requests: max(4*c, 32), InputTokens: decodePrompt, OutputTokens: decodeOutput}, true
+				return Step{Name: fmt.Sprintf("decode-c%d", c), Concurrency: c, Requests: max(4*c, 32), InputTokens: decodePrompt, OutputTokens: decodeOutput}, true
 			}
 			p.phase = 2
 		case 2:
@@ -204,7 +203,7 @@ func (p *Prober) mixed() (Step, bool) {
 	out := int(math.Ceil(float64(mixedLong+1) * 1.5 * ttft / tpot))
 	out = min(max(out, 256), 2048)
 	spacing := time.Duration(float64(out) * tpot / float64(mixedLong+1) * float64(time.Millisecond))
-	s := Step{Name: "mixed", Phase: "mixed"}
+	s := Step{Name: "mixed"}
 	for range k {
 		s.Trace = append(s.Trace, TraceRow{At: 0, Input: decodePrompt, Output: out})
 	}

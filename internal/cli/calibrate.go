@@ -209,6 +209,13 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 	if err != nil {
 		return nil, pub, usageError(err)
 	}
+	if f.overwrite {
+		// The earlier probe goes as a whole: steps it ran that this one does not, and what
+		// that server published, would otherwise be fitted with this one's.
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, pub, withCode(ExitFailure, err)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, pub, withCode(ExitFailure, err)
 	}
@@ -278,6 +285,7 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 			// Folders the step left empty go (os.Remove removes nothing else): what was
 			// measured stays, and nothing blocks a calibration run again.
 			os.Remove(filepath.Join(out, calibrate.PublishedFile))
+			os.Remove(filepath.Join(out, "trace.jsonl"))
 			os.Remove(out)
 			os.Remove(dir)
 			if ctx.Err() != nil {

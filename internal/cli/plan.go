@@ -288,9 +288,10 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	if !queueingJudged(cfg.metrics.SLOs) {
 		fmt.Fprintln(stdio.Err, "note: --slo has no ttft or e2el term: a fleet too small for the traffic queues its requests, which shows in TTFT and E2EL only (TPOT stays bounded by the batch limit), so the plan may choose fleets that cannot keep up: add e.g. ttft:p99<=2s")
 	}
+	n := pc.Configurations()
 	fmt.Fprintf(stdio.Out, "Planning %s for %s req/s (%s) to meet %s: %d %s, fleets of up to %d replicas\n",
 		base.ModelName(), strconv.FormatFloat(pc.Traffic.Rate, 'g', 4, 64), describeTraffic(cfg), cfg.sloSpec,
-		pc.Configurations(), plural(pc.Configurations(), "candidate", "candidates"), pc.MaxReplicas)
+		n, plural(n, "candidate", "candidates"), pc.MaxReplicas)
 
 	var mu sync.Mutex
 	var last plan.Progress
@@ -309,13 +310,14 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	load, wl := cfg.describe().Describe()
 	pl.Schema, pl.Version, pl.Model, pl.Profile = plan.Schema, Version, base.ModelName(), base.Name
 	pl.Load, pl.Workload, pl.SLO = load, wl, cfg.sloSpec
-	if err := writePlan(cfg.outputDir, pl, f.checkCommand(cfg.outputDir)); err != nil {
+	check := f.checkCommand(cfg.outputDir)
+	if err := writePlan(cfg.outputDir, pl, check); err != nil {
 		return withCode(ExitFailure, err)
 	}
 	fmt.Fprintln(stdio.Out)
 	plan.WriteTable(stdio.Out, pl, 20)
 	if pl.Best != nil {
-		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.outputDir, "best.yaml"), f.checkCommand(cfg.outputDir))
+		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.outputDir, "best.yaml"), check)
 	}
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
 	switch {

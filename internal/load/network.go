@@ -130,19 +130,17 @@ func (w *network) Process(t time.Duration, emit func(id uint64, at time.Duration
 		w.srv.Process(t, w.push)
 	}
 	for len(w.arrivals) > 0 && w.arrivals[0].at <= t {
+		// Arrivals leave the heap in time order, so with no front end each reaches the
+		// engine when it arrives, in the loop below.
 		a := heap.Pop(&w.arrivals).(arrival)
-		if w.frontEnd > 0 {
-			w.feFree = max(w.feFree, a.at) + w.frontEnd
-			a.at = w.feFree
-			w.fed = append(w.fed, a)
-			continue
-		}
-		// Check passed when it was sent, and nothing the engine refuses depends on its state.
-		_ = w.srv.Submit(a.id, a.prompt, a.hashes, a.maxTokens, a.at)
+		w.feFree = max(w.feFree, a.at) + w.frontEnd
+		a.at = w.feFree
+		w.fed = append(w.fed, a)
 	}
 	for w.feHead < len(w.fed) && w.fed[w.feHead].at <= t {
 		a := w.fed[w.feHead]
 		w.feHead++
+		// Check passed when it was sent, and nothing the engine refuses depends on its state.
 		_ = w.srv.Submit(a.id, a.prompt, a.hashes, a.maxTokens, a.at)
 	}
 	if w.feHead == len(w.fed) {

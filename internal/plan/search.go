@@ -82,7 +82,12 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 		done++
 		if cfg.Progress != nil {
 			pl.setCandidates(byEngine)
-			cfg.Progress(Progress{Done: done, Total: len(engines), Meeting: pl.meeting(), Cheapest: pl.BestCandidate()})
+			pr := Progress{Done: done, Total: len(engines), Meeting: pl.meeting()}
+			if b := pl.BestCandidate(); b != nil {
+				c := *b // a copy: the next engine's candidates reuse and re-sort pl.Candidates
+				pr.Cheapest = &c
+			}
+			cfg.Progress(pr)
 		}
 	}
 	pl.setCandidates(byEngine)

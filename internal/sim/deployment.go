@@ -108,17 +108,14 @@ func (p Profile) ShardModel() ModelShape {
 	return m.Shard(p.Deployment.tp())
 }
 
-// dtypeName is the weights' precision in words, for messages.
-func (p Profile) dtypeName() string {
+// WeightDtype is the weights' precision by name (bf16, fp8, int4), as the deployment or the
+// model's bytes_per_param gives it; "N bytes per parameter" for a size without a name.
+func (p Profile) WeightDtype() string {
 	if p.Deployment.WeightDtype != "" {
 		return p.Deployment.WeightDtype
 	}
 	return elemName(p.Model.bytesPerParam())
 }
-
-// WeightDtype is the weights' precision by name (bf16, fp8, int4), as the deployment or the
-// model's bytes_per_param gives it; "N bytes per parameter" for a size without a name.
-func (p Profile) WeightDtype() string { return p.dtypeName() }
 
 // KVDtype is the KV cache's precision by name, as ShardModel applies it: kv_dtype, else the
 // model's element size (weight_dtype alone leaves the cache at bytes_per_param).
@@ -148,7 +145,7 @@ func (p Profile) fit() (free float64, err error) {
 	}
 	tp := p.Deployment.tp()
 	msg := fmt.Sprintf("deployment.tp: %s's %s weights at tp %d (%.1f GB per GPU) leave no room for a KV cache in %.0f%% of %s's %.0f GB",
-		p.Model.Name, p.dtypeName(), tp, w/1e9, p.Engine.GPUMemoryUtilization*100, p.GPU.Name, p.GPU.MemoryGB)
+		p.Model.Name, p.WeightDtype(), tp, w/1e9, p.Engine.GPUMemoryUtilization*100, p.GPU.Name, p.GPU.MemoryGB)
 	var fixes []string
 	for t := tp * 2; t <= maxTP && p.Model.Heads%t == 0; t *= 2 {
 		q := p

@@ -46,11 +46,14 @@ func (p Profile) YAML(header string) []byte {
 	case CostLinear:
 		fmt.Fprintf(&b, "  prefill_ms_per_token: %s\n  decode_step_ms: %s\n  decode_growth: %s\n",
 			num(c.PrefillMsPerToken), num(c.DecodeStepMs), num(c.DecodeGrowth))
-		if c.StepMs != 0 || c.ContextMsPer1k != 0 || c.PrefillAttnMsPer1M != 0 || c.PrefillSeqMs != 0 {
-			fmt.Fprintf(&b, "  step_ms: %s\n  context_ms_per_1k: %s\n  prefill_attention_ms_per_1m: %s\n", num(c.StepMs), num(c.ContextMsPer1k), num(c.PrefillAttnMsPer1M))
-		}
-		if c.PrefillSeqMs != 0 {
-			fmt.Fprintf(&b, "  prefill_seq_ms: %s\n", num(c.PrefillSeqMs))
+		// The terms the textbook leaves at 0, each only when set.
+		for _, t := range []struct {
+			key string
+			v   float64
+		}{{"step_ms", c.StepMs}, {"context_ms_per_1k", c.ContextMsPer1k}, {"prefill_attention_ms_per_1m", c.PrefillAttnMsPer1M}, {"prefill_seq_ms", c.PrefillSeqMs}} {
+			if t.v != 0 {
+				fmt.Fprintf(&b, "  %s: %s\n", t.key, num(t.v))
+			}
 		}
 	case CostRoofline:
 		rp := c.rooflineParams()
