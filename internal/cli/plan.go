@@ -235,26 +235,10 @@ func (f *planFlags) traffic(stdio Stdio, cfg *benchConfig) (plan.Traffic, error)
 	cfg.adaptToSource(stdio, info) // a trace: one level of its own arrivals
 	lvl := cfg.levels[0]
 	if info.Trace {
-		var mu sync.Mutex
-		sources := map[float64]workload.Source{1: src}
 		return plan.Traffic{Rate: lvl.Rate, At: func(scale float64) (load.Level, workload.Source, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			s, ok := sources[scale]
-			if !ok {
-				wc := cfg.workload
-				wc.TraceSpeed = wc.TraceSpeed * scale
-				if wc.TraceSpeed == 0 {
-					wc.TraceSpeed = scale
-				}
-				if s, err = workload.New(wc, tok); err != nil {
-					return load.Level{}, nil, err
-				}
-				sources[scale] = s
-			}
 			l := lvl
 			l.Rate *= scale
-			return l, s, nil
+			return l, workload.Faster(src, scale), nil
 		}}, nil
 	}
 	return plan.Traffic{Rate: lvl.Rate, At: func(scale float64) (load.Level, workload.Source, error) {

@@ -454,3 +454,35 @@ func (s *source) turnText(level, c, j, who, n, target int, count func(string) in
 	}
 	return s.syn.exactBy(chatText(b.String()), target, r, count)
 }
+
+// Faster replays src's arrivals scale times faster: each request's Arrival (a trace's, its
+// passes' offsets included) divided by scale, the rest as src has it. It is --trace-speed
+// applied to a source already loaded, so a trace is read once however many speeds are run.
+func Faster(src Source, scale float64) Source {
+	if scale == 1 {
+		return src
+	}
+	return faster{src, scale}
+}
+
+type faster struct {
+	src   Source
+	scale float64
+}
+
+func (f faster) Request(level, i int) Request {
+	r := f.src.Request(level, i)
+	if r.HasArrival {
+		r.Arrival = time.Duration(float64(r.Arrival) / f.scale)
+	}
+	return r
+}
+
+func (f faster) Len() int { return f.src.Len() }
+
+func (f faster) Info() Info {
+	in := Describe(f.src)
+	in.Span = time.Duration(float64(in.Span) / f.scale)
+	in.Period = time.Duration(float64(in.Period) / f.scale)
+	return in
+}

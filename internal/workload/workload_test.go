@@ -513,3 +513,29 @@ func TestWriteJSONLRoundTrip(t *testing.T) {
 		t.Error("a request without text cannot be written")
 	}
 }
+
+// TestFasterIsTraceSpeed: a loaded trace replayed Faster by a factor arrives as the same
+// trace loaded at that --trace-speed, every pass of it, and says so in its Info.
+func TestFasterIsTraceSpeed(t *testing.T) {
+	path := writeFile(t, "m.jsonl", `{"timestamp": 1000, "input_length": 35, "output_length": 3, "hash_ids": [1]}
+{"timestamp": 1700, "input_length": 20, "output_length": 2, "hash_ids": [2]}
+{"timestamp": 4100, "input_length": 60, "output_length": 9, "hash_ids": [3]}
+`)
+	cfg := Config{Dataset: "mooncake:" + path, LengthsOnly: true, Seed: 5}
+	once := mustNew(t, cfg, nil)
+	cfg.TraceSpeed = 3
+	sped := mustNew(t, cfg, nil)
+	fast := Faster(once, 3)
+	for i := range 7 { // two passes and a bit
+		a, b := fast.Request(0, i), sped.Request(0, i)
+		if d := a.Arrival - b.Arrival; d < -time.Microsecond || d > time.Microsecond || a.InputTokens != b.InputTokens {
+			t.Errorf("request %d: Faster arrives %v (%d tokens), --trace-speed 3 %v (%d)", i, a.Arrival, a.InputTokens, b.Arrival, b.InputTokens)
+		}
+	}
+	if fi, si := Describe(fast), Describe(sped); fi.Span != si.Span || fi.Rows != si.Rows {
+		t.Errorf("Info %+v, --trace-speed 3 %+v", fi, si)
+	}
+	if Faster(once, 1) != once {
+		t.Error("Faster by 1 is not the source itself")
+	}
+}
