@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,43 +44,13 @@ func TestCalibrateTwinOfServe(t *testing.T) {
 				t.Fatal(err)
 			}
 			url := startServe(t, bin, p)
-			// The real clock on a machine that other packages' tests share is the point and
-			// the risk: a miss is measured again, first the live runs alone (the cheaper
-			// half, and the likelier to have met a busy machine), then the whole attempt
-			// after a pause; a fit that is wrong misses every time.
-			var misses []string
-			for attempt := 1; attempt <= 2; attempt++ {
-				at := filepath.Join(dir, fmt.Sprint(attempt))
+			check := predictCheck{bin: bin, target: []string{"--url", url}, tolerance: map[string]float64{"ttft_ms": twinTolerance, "tpot_ms": twinTolerance}}
+			check.untilMet(t, dir, func(at string) (string, []predictLoad) {
 				fit := twinCalibrate(t, bin, url, at, tc.fit, tc.inFlight)
-				loads := twinLoads(t, bin, fit, at, tc.limit)
-				if misses = twinCompare(t, bin, url, fit, at, loads); len(misses) == 0 {
-					return
-				}
-				t.Logf("attempt %d missed:\n%s", attempt, strings.Join(misses, "\n"))
-				var again []twinLoad
-				for _, l := range loads {
-					for _, m := range misses {
-						if strings.HasPrefix(m, l.name+":") {
-							again = append(again, l)
-							break
-						}
-					}
-				}
-				if misses = twinCompare(t, bin, url, fit, filepath.Join(at, "again"), again); len(misses) == 0 {
-					return
-				}
-				t.Logf("attempt %d, measured again, missed:\n%s", attempt, strings.Join(misses, "\n"))
-				time.Sleep(5 * time.Second)
-			}
-			t.Errorf("every time:\n%s", strings.Join(misses, "\n"))
+				return fit, twinLoads(t, bin, fit, at, tc.limit)
+			})
 		})
 	}
-}
-
-// twinLoad is one load outside the probe: its name and the flags that make it.
-type twinLoad struct {
-	name string
-	args []string
 }
 
 // twinCalibrate calibrates the server at url into dir and returns the fitted profile.
@@ -99,40 +68,17 @@ func twinCalibrate(t *testing.T, bin, url, dir string, fitFlags []string, inFlig
 
 // twinLoads are the loads outside the probe: twice the batch limit in flight, an open loop
 // at about 70 % of the capacity the fit gives at the limit, prompts twice the longest probed.
-func twinLoads(t *testing.T, bin, fit, dir string, limit int) []twinLoad {
+func twinLoads(t *testing.T, bin, fit, dir string, limit int) []predictLoad {
 	t.Helper()
 	capDir := filepath.Join(dir, "capacity")
 	llmbenchCmd(t, bin, "simulate", "--sim", fit, "--output-dir", capDir, "--quiet", "--no-progress",
 		"--concurrency", fmt.Sprint(limit), "--requests", fmt.Sprint(8*limit), "--input-tokens", "512", "--output-tokens", "64")
 	rate := 0.7 * levelFigure(t, capDir, "request_throughput")
-	return []twinLoad{
+	return []predictLoad{
 		{"more in flight", []string{"--concurrency", fmt.Sprint(2 * limit), "--requests", fmt.Sprint(8 * limit), "--input-tokens", "256", "--output-tokens", "64"}},
 		{fmt.Sprintf("open loop at %.1f req/s", rate), []string{"--rate", fmt.Sprintf("%.2f", rate), "--requests", "400", "--input-tokens", "512", "--output-tokens", "64"}},
 		{"longer prompts", []string{"--concurrency", "2", "--requests", "16", "--input-tokens", "4096", "--output-tokens", "32"}},
 	}
-}
-
-// twinCompare runs each load live against url and simulated on fit, into dir, and returns
-// the predictions that miss the live runs by more than twinTolerance, in words.
-func twinCompare(t *testing.T, bin, url, fit, dir string, loads []twinLoad) []string {
-	t.Helper()
-	var misses []string
-	for _, l := range loads {
-		common := append(l.args, "--percentiles", "50,99", "--quiet", "--no-progress")
-		name := strings.ReplaceAll(l.name, " ", "-")
-		live, sim := filepath.Join(dir, "live-"+name), filepath.Join(dir, "sim-"+name)
-		llmbenchCmd(t, bin, append([]string{"run", "--url", url, "--output-dir", live}, common...)...)
-		llmbenchCmd(t, bin, append([]string{"simulate", "--sim", fit, "--output-dir", sim}, common...)...)
-		lm, sm := p50s(t, live), p50s(t, sim)
-		for _, k := range []string{"ttft_ms", "tpot_ms"} {
-			e := (sm[k] - lm[k]) / lm[k]
-			t.Logf("%s: %s P50 live %.2f ms, predicted %.2f ms (%+.1f%%)", l.name, k, lm[k], sm[k], 100*e)
-			if math.Abs(e) > twinTolerance {
-				misses = append(misses, fmt.Sprintf("%s: %s P50 predicted %.2f ms, live %.2f ms: off by %+.1f%%, beyond %.0f%%", l.name, k, sm[k], lm[k], 100*e, 100*twinTolerance))
-			}
-		}
-	}
-	return misses
 }
 
 // startServe starts `llmbench serve --sim profile` on a free port and returns its URL; the

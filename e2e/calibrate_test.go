@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,40 +47,108 @@ func TestOllamaCalibratePredictsQueueing(t *testing.T) {
 func calibrateAndPredict(t *testing.T, s server, kind string, extra []string) {
 	t.Helper()
 	bin := llmbenchBinary(t)
-	dir := t.TempDir()
-	fit := filepath.Join(dir, "fit.yaml")
 	target := []string{"--url", s.url, "--model", s.model}
 	if s.apiKey != "" {
 		target = append(target, "--api-key", s.apiKey)
 	}
-	out := llmbenchCmd(t, bin, append(append([]string{"calibrate", "--output", fit}, target...), extra...)...)
-	t.Logf("calibrate:\n%s", out)
-	for _, f := range []string{fit, filepath.Join(dir, "fit.calibration.json"), filepath.Join(dir, "fit.calibration.html")} {
-		if _, err := os.Stat(f); err != nil {
-			t.Fatalf("calibrate wrote no %s: %v", f, err)
+	// Prompts new to the server, as the probe's are: a prompt cache that has seen them
+	// (an earlier run's, at the same seed) would flatter TTFT beyond what any profile
+	// without one predicts.
+	check := predictCheck{bin: bin, target: target, tolerance: predictTolerance[kind], freshSeeds: true}
+	check.untilMet(t, t.TempDir(), func(dir string) (string, []predictLoad) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
 		}
+		fit := filepath.Join(dir, "fit.yaml")
+		out := llmbenchCmd(t, bin, append(append([]string{"calibrate", "--output", fit}, target...), extra...)...)
+		t.Logf("calibrate:\n%s", out)
+		for _, f := range []string{fit, filepath.Join(dir, "fit.calibration.json"), filepath.Join(dir, "fit.calibration.html")} {
+			if _, err := os.Stat(f); err != nil {
+				t.Fatalf("calibrate wrote no %s: %v", f, err)
+			}
+		}
+		var loads []predictLoad
+		for _, c := range []int{4, 8} {
+			loads = append(loads, predictLoad{fmt.Sprintf("concurrency %d", c), []string{"--concurrency", fmt.Sprint(c),
+				"--requests", fmt.Sprint(16 * c), "--input-tokens", "128", "--output-tokens", "64"}})
+		}
+		return fit, loads
+	})
+}
+
+// predictLoad is one load a fitted profile predicts: its name and the flags that make it.
+type predictLoad struct {
+	name string
+	args []string
+}
+
+// predictCheck holds a fitted profile's predictions to live runs against its target.
+type predictCheck struct {
+	bin        string
+	target     []string           // the live runs' flags naming the server
+	tolerance  map[string]float64 // the largest relative miss of each P50 checked
+	freshSeeds bool               // each live run's prompts new to the server
+}
+
+// untilMet calibrates and predicts (attempt, into the folder it is given) until every
+// prediction is within tolerance, twice at most. The real clock on a shared machine is the
+// point and the risk (the same load's TPOT moved 1.5–2.1 ms between Ollama runs minutes
+// apart here): a miss is measured again, first the live runs alone (the cheaper half, and
+// the likelier to have met a busy machine), then the whole attempt after a pause. A fit
+// that is wrong misses every time.
+func (p predictCheck) untilMet(t *testing.T, dir string, attempt func(dir string) (fit string, loads []predictLoad)) {
+	t.Helper()
+	var misses []string
+	for n := 1; n <= 2; n++ {
+		at := filepath.Join(dir, fmt.Sprint(n))
+		fit, loads := attempt(at)
+		if misses = p.compare(t, fit, at, loads); len(misses) == 0 {
+			return
+		}
+		t.Logf("attempt %d missed:\n%s", n, strings.Join(misses, "\n"))
+		var again []predictLoad
+		for _, l := range loads {
+			for _, m := range misses {
+				if strings.HasPrefix(m, l.name+":") {
+					again = append(again, l)
+					break
+				}
+			}
+		}
+		if misses = p.compare(t, fit, filepath.Join(at, "again"), again); len(misses) == 0 {
+			return
+		}
+		t.Logf("attempt %d, measured again, missed:\n%s", n, strings.Join(misses, "\n"))
+		time.Sleep(5 * time.Second)
 	}
-	for _, c := range []int{4, 8} {
-		load := []string{"--concurrency", fmt.Sprint(c), "--requests", fmt.Sprint(6 * c), "--input-tokens", "128", "--output-tokens", "64",
-			"--percentiles", "50,99", "--quiet", "--no-progress"}
-		live := filepath.Join(dir, fmt.Sprintf("live-%d", c))
-		sim := filepath.Join(dir, fmt.Sprintf("sim-%d", c))
-		// Prompts new to the server, as the probe's are: a prompt cache that has seen them
-		// (an earlier run's, at the same seed) would flatter TTFT beyond what any profile
-		// without one predicts.
-		fresh := fmt.Sprint(time.Now().UnixNano()%1e12 + int64(c))
-		llmbenchCmd(t, bin, append(append([]string{"run", "--output-dir", live, "--seed", fresh}, target...), load...)...)
-		llmbenchCmd(t, bin, append([]string{"simulate", "--sim", fit, "--output-dir", sim}, load...)...)
+	t.Errorf("every time:\n%s", strings.Join(misses, "\n"))
+}
+
+// compare runs each load live against the target and simulated on fit, into dir, and
+// returns the predictions that miss by more than the tolerance, in words.
+func (p predictCheck) compare(t *testing.T, fit, dir string, loads []predictLoad) []string {
+	t.Helper()
+	var misses []string
+	for _, l := range loads {
+		common := append(slices.Clone(l.args), "--percentiles", "50,99", "--quiet", "--no-progress")
+		name := strings.ReplaceAll(l.name, " ", "-")
+		live, sim := filepath.Join(dir, "live-"+name), filepath.Join(dir, "sim-"+name)
+		runArgs := append([]string{"run", "--output-dir", live}, p.target...)
+		if p.freshSeeds {
+			runArgs = append(runArgs, "--seed", fmt.Sprint(time.Now().UnixNano()%1e12))
+		}
+		llmbenchCmd(t, p.bin, append(runArgs, common...)...)
+		llmbenchCmd(t, p.bin, append([]string{"simulate", "--sim", fit, "--output-dir", sim}, common...)...)
 		lm, sm := p50s(t, live), p50s(t, sim)
 		for _, k := range []string{"ttft_ms", "tpot_ms"} {
-			err := (sm[k] - lm[k]) / lm[k]
-			t.Logf("concurrency %d: %s P50 measured %.2f ms, predicted %.2f ms (%+.1f%%)", c, k, lm[k], sm[k], 100*err)
-			if tol := predictTolerance[kind][k]; math.Abs(err) > tol {
-				t.Errorf("concurrency %d: %s P50 predicted %.2f ms, measured %.2f ms: off by %+.1f%%, beyond %.0f%%",
-					c, k, sm[k], lm[k], 100*err, 100*tol)
+			e, tol := (sm[k]-lm[k])/lm[k], p.tolerance[k]
+			t.Logf("%s: %s P50 live %.2f ms, predicted %.2f ms (%+.1f%%)", l.name, k, lm[k], sm[k], 100*e)
+			if math.Abs(e) > tol {
+				misses = append(misses, fmt.Sprintf("%s: %s P50 predicted %.2f ms, live %.2f ms: off by %+.1f%%, beyond %.0f%%", l.name, k, sm[k], lm[k], 100*e, 100*tol))
 			}
 		}
 	}
+	return misses
 }
 
 // llmbenchCmd runs the binary and returns its stdout; a failure fails the test.

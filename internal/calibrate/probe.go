@@ -27,7 +27,11 @@ const (
 	prefillOutput         = 16 // tokens after each prefill probe's prompt: TPOT at concurrency 1 against context
 	decodePrompt          = 32
 	decodeOutput          = 64
-	mixedLong             = 8 // long prompts in the mixed phase: enough stalled steps for ITL's P99 to show
+	// decodeRequests is the fewest requests of a decode step: its TPOT median is what every
+	// prediction above the probe extrapolates from, and 32 left it 8–12 % off on a busy
+	// two-core machine (Ollama's c = 2 step, 2.38–2.78 ms over calibrations minutes apart).
+	decodeRequests = 64
+	mixedLong      = 8 // long prompts in the mixed phase: enough stalled steps for ITL's P99 to show
 )
 
 // Validate reports every problem at once.
@@ -132,7 +136,7 @@ func (p *Prober) Next() (Step, bool) {
 				if p.nextC > p.maxConc && c < p.maxConc {
 					p.nextC = p.maxConc // the cap itself is probed
 				}
-				return Step{Name: fmt.Sprintf("decode-c%d", c), Concurrency: c, Requests: max(4*c, 32), InputTokens: decodePrompt, OutputTokens: decodeOutput}, true
+				return Step{Name: fmt.Sprintf("decode-c%d", c), Concurrency: c, Requests: max(4*c, decodeRequests), InputTokens: decodePrompt, OutputTokens: decodeOutput}, true
 			}
 			p.phase = 2
 		case 2:
