@@ -13,8 +13,8 @@ package calibrate
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -78,49 +78,69 @@ type Source struct {
 // A folder that is not a run, a level with failed requests or one with no completed
 // request is an error naming it: a fit to a server that erred would fit the errors.
 func Load(dirs []string) ([]Point, Source, error) {
-	var pts []Point
-	var src Source
+	var set Points
 	var errs []error
 	for _, dir := range dirs {
-		p, s, err := loadDir(dir)
-		if err != nil {
+		if _, err := set.Add(dir); err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if src.URL == "" {
-			src.URL, src.API, src.Model = s.URL, s.API, s.Model
-		} else if s.URL != src.URL || s.Model != src.Model {
-			errs = append(errs, fmt.Errorf("%s: measured %s (model %q), not %s (model %q) as %s: fit one server at a time", dir, s.URL, s.Model, src.URL, src.Model, src.Dirs[0]))
-			continue
-		}
-		src.Dirs = append(src.Dirs, dir)
-		src.ClosesConnections = src.ClosesConnections || s.ClosesConnections
-		pts = append(pts, p...)
-		pub, err := readPublished(dir)
-		if err != nil {
-			errs = append(errs, err)
-		} else if pub.Slots > 0 {
-			src.Published = pub
 		}
 	}
 	if len(errs) > 0 {
-		return nil, src, errors.Join(errs...)
+		return nil, set.src, errors.Join(errs...)
 	}
-	if len(pts) == 0 {
-		return nil, src, errors.New("no probe points: name run folders (llmbench run --output-dir DIR) or give --url")
+	return set.All()
+}
+
+// Points gathers probe points a run folder at a time (a probe's steps as each ends), all
+// of one server.
+type Points struct {
+	pts []Point
+	src Source
+}
+
+// Add reads dir's points (as Load does) and returns them; a folder that measured another
+// server than the earlier ones is an error, and adds nothing.
+func (set *Points) Add(dir string) ([]Point, error) {
+	p, s, err := loadDir(dir)
+	if err != nil {
+		return nil, err
 	}
-	return pts, src, nil
+	src := &set.src
+	if src.URL == "" {
+		src.URL, src.API, src.Model = s.URL, s.API, s.Model
+	} else if s.URL != src.URL || s.Model != src.Model {
+		return nil, fmt.Errorf("%s: measured %s (model %q), not %s (model %q) as %s: fit one server at a time", dir, s.URL, s.Model, src.URL, src.Model, src.Dirs[0])
+	}
+	pub, err := readPublished(dir)
+	if err != nil {
+		return nil, err
+	}
+	if pub.Slots > 0 {
+		src.Published = pub
+	}
+	src.Dirs = append(src.Dirs, dir)
+	src.ClosesConnections = src.ClosesConnections || s.ClosesConnections
+	set.pts = append(set.pts, p...)
+	return p, nil
+}
+
+// Source is what the folders added so far say of the server.
+func (set *Points) Source() Source { return set.src }
+
+// All is every point added and what their folders say of the server; none is an error.
+func (set *Points) All() ([]Point, Source, error) {
+	if len(set.pts) == 0 {
+		return nil, set.src, errors.New("no probe points: name run folders (llmbench run --output-dir DIR) or give --url")
+	}
+	return set.pts, set.src, nil
 }
 
 func loadDir(dir string) ([]Point, report.Target, error) {
-	f, err := os.Open(filepath.Join(dir, "summary.json"))
-	if err != nil {
+	sum, err := report.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, report.Target{}, fmt.Errorf("%s: not a run folder (%w)", dir, err)
-	}
-	sum, err := report.ReadJSON(f)
-	f.Close()
-	if err != nil {
-		return nil, report.Target{}, fmt.Errorf("%s: %w", dir, err)
+	} else if err != nil {
+		return nil, report.Target{}, err
 	}
 	if sum.Target.URL == "" {
 		return nil, sum.Target, fmt.Errorf("%s: a simulate run, not one against a server: calibrate fits live runs (llmbench run --url)", dir)
@@ -130,12 +150,12 @@ func loadDir(dir string) ([]Point, report.Target, error) {
 		return nil, sum.Target, err
 	}
 	byLevel := map[int][]record.Record{}
-	err = eachRecord(path, func(r *record.Record) error {
+	err = record.EachInFile(path, func(r *record.Record) error {
 		byLevel[r.Level] = append(byLevel[r.Level], *r)
 		return nil
 	})
 	if err != nil {
-		return nil, sum.Target, fmt.Errorf("%s: %w", path, err)
+		return nil, sum.Target, err
 	}
 	var pts []Point
 	var errs []error
@@ -153,15 +173,6 @@ func loadDir(dir string) ([]Point, report.Target, error) {
 		pts = append(pts, pt)
 	}
 	return pts, sum.Target, errors.Join(errs...)
-}
-
-func eachRecord(path string, f func(*record.Record) error) error {
-	fh, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	return record.Each(fh, f)
 }
 
 func newPoint(name, dir string, idx int, l report.Level, recs []record.Record) (Point, error) {

@@ -146,13 +146,21 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	if !f.quiet {
 		opts.Progress = func(s string) { fmt.Fprintf(stdio.Out, "  %s\n", s) }
 	}
+	var (
+		pts []calibrate.Point
+		src calibrate.Source
+		err error
+	)
 	if f.url != "" {
-		var err error
-		if dirs, opts.Server, err = probe(ctx, stdio, f, probeDir); err != nil {
+		var set *calibrate.Points
+		if set, opts.Server, err = probe(ctx, stdio, f, probeDir); err != nil {
 			return err
 		}
+		pts, src, err = set.All()
+		dirs = src.Dirs
+	} else {
+		pts, src, err = calibrate.Load(dirs)
 	}
-	pts, src, err := calibrate.Load(dirs)
 	if err != nil {
 		return withCode(ExitFailure, err)
 	}
@@ -182,8 +190,8 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 }
 
 // probe runs the designed probe against f.url, each step a run folder under dir, and
-// returns the folders and what the server published of its limits.
-func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]string, calibrate.Published, error) {
+// returns the points the steps measured and what the server published of its limits.
+func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*calibrate.Points, calibrate.Published, error) {
 	// The same key rules as run's (a file, the flag, or $OPENAI_API_KEY).
 	key, err := (&benchFlags{apiKey: f.apiKey, apiKeyFile: f.apiKeyFile}).resolveAPIKey()
 	if err != nil {
@@ -228,7 +236,7 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 	if !f.quiet {
 		fmt.Fprintf(stdio.Out, "Probing %s; each step is a run folder under %s\n", f.url, dir)
 	}
-	var dirs []string
+	var set calibrate.Points
 	keepAlive := true
 	for n := 1; ; n++ {
 		step, ok := pr.Next()
@@ -293,17 +301,16 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) ([]s
 			}
 			return nil, pub, fmt.Errorf("probe step %s failed, so the server cannot be fitted: %w", step.Name, err)
 		}
-		pts, src, err := calibrate.Load([]string{out})
+		pts, err := set.Add(out)
 		if err != nil {
 			return nil, pub, withCode(ExitLevelErrors, fmt.Errorf("probe step %s: %w", step.Name, err))
 		}
 		pr.Done(pts[0])
-		keepAlive = keepAlive && !src.ClosesConnections
-		dirs = append(dirs, out)
+		keepAlive = !set.Source().ClosesConnections
 		if !f.quiet {
 			m := pts[0].Measured
 			fmt.Fprintf(stdio.Out, "  %2d %-16s %4d requests  TTFT P50 %8.2f ms  TPOT P50 %7.2f ms\n", n, step.Name, m.Completed, m.TTFTP50, m.TPOTP50)
 		}
 	}
-	return dirs, pub, nil
+	return &set, pub, nil
 }

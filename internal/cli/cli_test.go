@@ -32,7 +32,7 @@ func runCLI(t testing.TB, ctx context.Context, args ...string) (code int, stdout
 
 func readSummaryT(t *testing.T, dir string) *report.Summary {
 	t.Helper()
-	s, err := readSummary(dir)
+	s, err := report.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

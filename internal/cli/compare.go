@@ -92,7 +92,7 @@ a throughput fell by more than it.`,
 // loadRun reads a run's summary and recomputes its levels (with their exact distributions)
 // from records.jsonl, with the run's own percentiles and SLOs.
 func loadRun(dir string) (*report.Summary, error) {
-	sum, err := readSummary(dir)
+	sum, err := report.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}

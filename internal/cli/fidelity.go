@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -84,13 +85,10 @@ func runFidelity(records, truthPath string, start time.Time, opts fidelity.Optio
 		dir = filepath.Dir(records)
 	}
 	if start.IsZero() {
-		f, err := os.Open(filepath.Join(dir, "summary.json"))
-		if err != nil {
+		s, err := report.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
 			return fidelity.Report{}, fmt.Errorf("--records: the run's start instant comes from summary.json (or give --start): %w", err)
-		}
-		s, err := report.ReadJSON(f)
-		f.Close()
-		if err != nil {
+		} else if err != nil {
 			return fidelity.Report{}, fmt.Errorf("--records: %w", err)
 		}
 		start = s.StartedAt
@@ -108,27 +106,9 @@ func runFidelity(records, truthPath string, start time.Time, opts fidelity.Optio
 		return fidelity.Report{}, fmt.Errorf("--truth %s: %w", truthPath, err)
 	}
 	j := fidelity.NewJoin(truth, start, opts)
-	err = eachRecord(path, func(r *record.Record) { j.Add(r) })
+	err = record.EachInFile(path, func(r *record.Record) error { j.Add(r); return nil })
 	if err := tolerateTruncated(err, func(string) {}); err != nil {
 		return fidelity.Report{}, fmt.Errorf("--records: %w", err)
 	}
 	return j.Report(), nil
-}
-
-// eachRecord streams a records.jsonl file, one decoded record at a time, so that a huge run
-// never sits in memory as JSON.
-func eachRecord(path string, f func(*record.Record)) error {
-	file, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	err = record.Each(file, func(r *record.Record) error {
-		f(r)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

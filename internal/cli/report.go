@@ -32,7 +32,7 @@ re-price it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
-			sum, err := readSummary(dir)
+			sum, err := report.ReadDir(dir)
 			if err != nil {
 				return withCode(ExitFailure, err)
 			}
@@ -135,19 +135,6 @@ func mustAbs(p string) string {
 	return p
 }
 
-// readSummary reads DIR/summary.json.
-func readSummary(dir string) (*report.Summary, error) {
-	f, err := os.Open(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sum, err := report.ReadJSON(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.Name(), err)
-	}
-	return sum, nil
-}
 
 // recompute replaces every level's figures in sum by those aggregated from dir's
 // records.jsonl, read once, keeping each level's load description; the collector it
@@ -163,7 +150,7 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config, vllm bool) (
 	if err != nil {
 		return nil, err
 	}
-	if err := tolerateTruncated(eachRecord(path, col.Add), col.Note); err != nil {
+	if err := tolerateTruncated(record.EachInFile(path, func(r *record.Record) error { col.Add(r); return nil }), col.Note); err != nil {
 		return nil, err
 	}
 	if sum.EndReason == report.EndRunning {

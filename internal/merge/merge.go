@@ -10,8 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -40,14 +38,9 @@ func (s *Shard) Format() record.Format { return s.format }
 
 // Read reads a shard's results folder: summary.json and records.jsonl.
 func Read(dir string) (*Shard, error) {
-	f, err := os.Open(filepath.Join(dir, "summary.json"))
+	sum, err := report.ReadDir(dir)
 	if err != nil {
 		return nil, err
-	}
-	sum, err := report.ReadJSON(f)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	s := &Shard{dir: dir, sum: sum, shards: 1}
 	if sum.StartedAt.IsZero() {
@@ -327,14 +320,8 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 // readRecords reads a shard's records.jsonl; one whose last line a killed writer cut short
 // is taken as it stands, with a note saying so.
 func readRecords(path string) (recs []record.Record, notes []string, err error) {
-	f, err := os.Open(path)
+	err = record.EachInFile(path, func(r *record.Record) error { recs = append(recs, *r); return nil })
 	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	err = record.Each(f, func(r *record.Record) error { recs = append(recs, *r); return nil })
-	if err != nil {
-		err = fmt.Errorf("%s: %w", path, err)
 		if !errors.Is(err, record.ErrTruncated) {
 			return nil, nil, err
 		}

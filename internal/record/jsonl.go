@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -488,6 +489,21 @@ func Each(rd io.Reader, f func(*Record) error) error {
 			return pending
 		}
 	}
+}
+
+// EachInFile is Each over the records file at path (records.jsonl or records.bin, as
+// Find names it), one record at a time so that a huge run never sits in memory; its
+// errors name the file.
+func EachInFile(path string, f func(*Record) error) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	if err := Each(fh, f); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // readLine returns the next line including its '\n' (absent on the last line), of any length.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -233,6 +234,21 @@ func WriteJSON(w io.Writer, s *Summary) error {
 		return fmt.Errorf("summary.json: %w", err)
 	}
 	return nil
+}
+
+// ReadDir reads run folder dir's summary.json (as ReadJSON); a file that is not there is
+// the open's error, which names it, and any other error is prefixed with dir.
+func ReadDir(dir string) (*Summary, error) {
+	f, err := os.Open(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sum, err := ReadJSON(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return sum, nil
 }
 
 // ReadJSON reads a summary.json of any schema this llmbench knows, migrated to SchemaV3,
