@@ -31,6 +31,8 @@
 #                  to give each its own core
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/serve.sh
+. bench/serve.sh
 
 streams=("$@")
 [ ${#streams[@]} -gt 0 ] || streams=(100 1000 2000)
@@ -67,22 +69,8 @@ for n in "${streams[@]}"; do
 	mkdir -p "$dir"
 	load_before=$(cut -d' ' -f1 /proc/loadavg)
 
-	: >"$dir/serve.log" # exists before the background shell opens it
 	# shellcheck disable=SC2086 # the wrappers are word lists
-	$serve_wrap "$bin" serve --listen 127.0.0.1:0 --sim bench/fast50.yaml --truth "$dir/truth.jsonl" >"$dir/serve.log" 2>&1 &
-	serve_pid=$!
-	url=
-	for _ in $(seq 100); do
-		url=$(sed -n 's/^listening on //p' "$dir/serve.log" || true)
-		[ -n "$url" ] && break
-		sleep 0.1
-	done
-	if [ -z "$url" ]; then
-		echo "serve did not start:" >&2
-		cat "$dir/serve.log" >&2
-		kill "$serve_pid"
-		exit 1
-	fi
+	start_serve "$dir/serve.log" $serve_wrap "$bin" serve --listen 127.0.0.1:0 --sim bench/fast50.yaml --truth "$dir/truth.jsonl"
 	serve_cpu0=$(cpu_seconds "$serve_pid")
 	# shellcheck disable=SC2086
 	${PRIO:-} "$stallmon" >"$dir/stallmon.txt" &

@@ -20,6 +20,8 @@
 #             older commit; a serve whose truth has no step_unix leaves the server columns "-"
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/serve.sh
+. bench/serve.sh
 
 levels=("$@")
 [ ${#levels[@]} -gt 0 ] || levels=(1 8 64)
@@ -52,21 +54,7 @@ for c in "${levels[@]}"; do
 	load=(--concurrency "$c" --requests "$n" --input-tokens "$input_tokens" --output-tokens "$output_tokens" --no-progress)
 	"$bin" simulate --sim "$sim" "${load[@]}" --output-dir "$dir/simulate" >"$dir/simulate.log" 2>&1
 
-	: >"$dir/serve.log"
-	"${SERVE_BIN:-$bin}" serve --listen 127.0.0.1:0 --sim "$sim" --truth "$dir/truth.jsonl" >"$dir/serve.log" 2>&1 &
-	serve_pid=$!
-	url=
-	for _ in $(seq 100); do
-		url=$(sed -n 's/^listening on //p' "$dir/serve.log" || true)
-		[ -n "$url" ] && break
-		sleep 0.1
-	done
-	if [ -z "$url" ]; then
-		echo "serve did not start:" >&2
-		cat "$dir/serve.log" >&2
-		kill "$serve_pid"
-		exit 1
-	fi
+	start_serve "$dir/serve.log" "${SERVE_BIN:-$bin}" serve --listen 127.0.0.1:0 --sim "$sim" --truth "$dir/truth.jsonl"
 	echo "== concurrency $c: $bin run --url $url/v1 ${load[*]}" >&2
 	"$bin" run --url "$url/v1" "${load[@]}" --output-dir "$dir/run" >"$dir/run.log" 2>&1 || {
 		echo "run failed:" >&2
