@@ -36,12 +36,12 @@ func measure(t *testing.T, truth sim.Profile, loads []probeLoad) []Point {
 			}
 			pt.Requests = append(pt.Requests, r)
 		}
-		srv, err := sim.NewVirtual(truth)
+		srv, err := Deploy(truth)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var recs []record.Record
-		if _, _, err := load.RunVirtual(context.Background(), pt.level(), 0, replay{&pt}, load.WithNetwork(srv, NetworkOf(truth)),
+		if _, _, err := load.RunVirtual(context.Background(), pt.level(), 0, replay{&pt}, srv,
 			func(r *record.Record) { recs = append(recs, *r) }); err != nil {
 			t.Fatal(err)
 		}

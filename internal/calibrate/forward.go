@@ -44,7 +44,7 @@ func (pt *Point) level() load.Level {
 
 // predict simulates the point on profile p and returns the figures simulate would report.
 func predict(ctx context.Context, p sim.Profile, pt *Point) (Figures, error) {
-	srv, err := sim.NewVirtual(p)
+	srv, err := Deploy(p)
 	if err != nil {
 		return Figures{}, err
 	}
@@ -58,7 +58,7 @@ func predict(ctx context.Context, p sim.Profile, pt *Point) (Figures, error) {
 		}
 		d.add(r)
 	}
-	if _, _, err := load.RunVirtual(ctx, pt.level(), 0, replay{pt}, load.WithNetwork(srv, NetworkOf(p)), sink); err != nil {
+	if _, _, err := load.RunVirtual(ctx, pt.level(), 0, replay{pt}, srv, sink); err != nil {
 		return Figures{}, err
 	}
 	if refused > 0 {
@@ -127,11 +127,27 @@ func (d *dists) figures() Figures {
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
-// NetworkOf is the profile's network (a calibrated profile's; none otherwise) as the
-// virtual driver models it.
-func NetworkOf(p sim.Profile) load.Network {
+// Deploy is profile p's deployment on a virtual clock as the fit models it, so that
+// simulate and plan predict what calibrate checked: its one engine (the hot path of a
+// single replica stays direct) or its replicas behind their router, behind the profile's
+// network (a calibrated profile's round trip and front end; none otherwise).
+func Deploy(p sim.Profile) (load.VirtualServer, error) {
+	var srv load.VirtualServer
+	if p.Deployment.Replicas > 1 {
+		f, err := sim.NewFleet(p)
+		if err != nil {
+			return nil, err
+		}
+		srv = f
+	} else {
+		v, err := sim.NewVirtual(p)
+		if err != nil {
+			return nil, err
+		}
+		srv = v
+	}
 	rtt, jitter, fe := p.NetworkDelays()
-	return load.Network{RTT: rtt, Jitter: jitter, FrontEnd: fe}
+	return load.WithNetwork(srv, load.Network{RTT: rtt, Jitter: jitter, FrontEnd: fe}), nil
 }
 
 // seFloor is the least relative standard error a figure is trusted to: clocks, a live

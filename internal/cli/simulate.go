@@ -91,12 +91,12 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		}
 		pr := p
 		pr.Seed = cfg.runSeed(lvl.Repeat) // a repeated level's runs: the simulator's noise too
-		srv, err := newVirtualServer(pr)
+		srv, err := calibrate.Deploy(pr)
 		if err != nil {
 			return "", usageError(fmt.Errorf("--sim: %w", err))
 		}
 		shaped := func(r *record.Record) { cfg.shapeVirtual(r); sink(r) }
-		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, load.WithNetwork(srv, calibrate.NetworkOf(p)), shaped)
+		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, shaped)
 		clock = end
 		if err != nil {
 			return load.EndInterrupted, err
@@ -137,23 +137,6 @@ func distRange(d workload.Dist) [2]int {
 		return [2]int{max(1, int(d.A-3*d.B)), int(d.A + 3*d.B)}
 	}
 	return [2]int{}
-}
-
-// newVirtualServer is profile p's deployment on a virtual clock: its one engine as it is
-// (the hot path of a single replica stays direct), or its replicas behind their router.
-func newVirtualServer(p sim.Profile) (load.VirtualServer, error) {
-	if p.Deployment.Replicas > 1 {
-		f, err := sim.NewFleet(p)
-		if err != nil {
-			return nil, err
-		}
-		return f, nil
-	}
-	v, err := sim.NewVirtual(p)
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
 }
 
 // describeDeployment names a deployment other than one GPU in the model's precision, for

@@ -197,12 +197,12 @@ func (ev *evaluation) run(n int, router string, scale float64) (*outcome, error)
 	if err != nil {
 		return nil, err
 	}
-	f, err := sim.NewFleet(p)
+	srv, err := calibrate.Deploy(p)
 	if err != nil {
 		return nil, err
 	}
 	agg := metrics.NewAggregator(ev.cfg.Metrics)
-	_, reason, err := load.RunVirtual(ev.ctx, lvl, 0, src, load.WithNetwork(f, calibrate.NetworkOf(p)), agg.Add)
+	_, reason, err := load.RunVirtual(ev.ctx, lvl, 0, src, srv, agg.Add)
 	if err != nil {
 		return nil, err
 	}
