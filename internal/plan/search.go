@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"github.com/llmbench/llmbench/internal/search"
 	"math"
 	"strings"
 	"sync"
@@ -275,19 +276,26 @@ func (ev *evaluation) capacity() (float64, *outcome, error) {
 	if o, err := ev.run(1, "", hi); err != nil || o.meets {
 		return hi, o, err
 	}
-	for hi/lo > closeEnough {
-		mid := math.Sqrt(lo * hi)
-		o, err := ev.run(1, "", mid)
-		if err != nil {
-			return 0, nil, err
-		}
-		if o.meets {
-			lo = mid
-		} else {
-			hi = mid
-		}
+	lo, err = bisectLog(ev.ctx, lo, hi, func(share float64) (bool, error) {
+		o, err := ev.run(1, "", share)
+		return err == nil && o.meets, err
+	})
+	if err != nil {
+		return 0, nil, err
 	}
 	return lo, nil, nil
+}
+
+// bisectLog narrows [lo, hi] — lo meets, hi misses — to within closeEnough of each other,
+// halving the bracket on a log scale (it spans orders of magnitude), and returns lo. An
+// interrupted search is the context's error, not a coarser answer.
+func bisectLog(ctx context.Context, lo, hi float64, meets search.Probe) (float64, error) {
+	lo, err := search.Bisect(ctx, lo, hi, func(lo, hi float64) float64 { return math.Sqrt(lo * hi) },
+		func(lo, hi float64) bool { return hi/lo <= closeEnough }, meets)
+	if err == nil {
+		err = ctx.Err()
+	}
+	return lo, err
 }
 
 // fewest is the fewest replicas behind router that meet the SLOs at the traffic, with
@@ -367,19 +375,10 @@ func (ev *evaluation) headroom(n int, router string, share float64) (float64, er
 			hi = g
 		}
 	}
-	for hi/lo > closeEnough {
-		mid := math.Sqrt(lo * hi)
-		o, err := ev.run(n, router, mid)
-		if err != nil {
-			return 0, err
-		}
-		if o.meets {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo, nil
+	return bisectLog(ev.ctx, lo, hi, func(scale float64) (bool, error) {
+		o, err := ev.run(n, router, scale)
+		return err == nil && o.meets, err
+	})
 }
 
 // fill gives c the figures of its fleet of n replicas at the traffic.

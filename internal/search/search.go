@@ -47,30 +47,28 @@ func Largest(ctx context.Context, axis Axis, limit float64, probe Probe) (float6
 		}
 		load *= 2
 	}
-	for ctx.Err() == nil {
-		var mid float64
-		if axis == Concurrency {
-			if hi-lo <= 1 {
-				return lo, nil
-			}
-			mid = math.Floor((lo + hi) / 2)
-		} else {
-			if lo > 0 && hi <= lo*1.05 {
-				return lo, nil
-			}
-			if lo == 0 && hi <= 0.01 {
-				return lo, nil
-			}
-			mid = (lo + hi) / 2
-		}
-		ok, err := probe(mid)
+	if axis == Concurrency {
+		return Bisect(ctx, lo, hi, func(lo, hi float64) float64 { return math.Floor((lo + hi) / 2) },
+			func(lo, hi float64) bool { return hi-lo <= 1 }, probe)
+	}
+	return Bisect(ctx, lo, hi, func(lo, hi float64) float64 { return (lo + hi) / 2 },
+		func(lo, hi float64) bool { return (lo > 0 && hi <= lo*1.05) || (lo == 0 && hi <= 0.01) }, probe)
+}
+
+// Bisect narrows a bracket whose lo passed and hi failed, probing mid(lo, hi), until
+// done(lo, hi), and returns the largest load that passed (lo as it then is). It stops
+// early, with what it has, when ctx is done or a probe errs.
+func Bisect(ctx context.Context, lo, hi float64, mid func(lo, hi float64) float64, done func(lo, hi float64) bool, probe Probe) (float64, error) {
+	for ctx.Err() == nil && !done(lo, hi) {
+		m := mid(lo, hi)
+		ok, err := probe(m)
 		if err != nil {
 			return lo, err
 		}
 		if ok {
-			lo = mid
+			lo = m
 		} else {
-			hi = mid
+			hi = m
 		}
 	}
 	return lo, nil
