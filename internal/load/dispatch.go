@@ -29,7 +29,7 @@ type Dispatch struct {
 	turns    map[int]Turn // multi-turn: in flight, by index
 	startDue time.Duration
 	hasStart bool // open-loop conversations: startDue is set
-	follows  followHeap
+	follows  dueHeap[follow]
 	nfollow  uint64
 
 	cap      int    // in-flight cap (open loop), 0 = none
@@ -374,19 +374,27 @@ type follow struct {
 	req  workload.Request
 }
 
-// followHeap is a min-heap of follows by (at, no), for container/heap.
-type followHeap []follow
+func (f follow) due() (time.Duration, uint64) { return f.at, f.no }
 
-func (h followHeap) Len() int { return len(h) }
-func (h followHeap) Less(i, j int) bool {
-	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].no < h[j].no
+// dueHeap is a min-heap, for container/heap, of what is due at a time: by that time, then
+// by the order it was scheduled in.
+type dueHeap[T interface {
+	due() (time.Duration, uint64)
+}] []T
+
+func (h dueHeap[T]) Len() int { return len(h) }
+func (h dueHeap[T]) Less(i, j int) bool {
+	a, na := h[i].due()
+	b, nb := h[j].due()
+	return a < b || a == b && na < nb
 }
-func (h followHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *followHeap) Push(x any)   { *h = append(*h, x.(follow)) }
-func (h *followHeap) Pop() any {
+func (h dueHeap[T]) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap[T]) Push(x any)   { *h = append(*h, x.(T)) }
+func (h *dueHeap[T]) Pop() any {
 	a := *h
-	f := a[len(a)-1]
-	a[len(a)-1] = follow{}
+	x := a[len(a)-1]
+	var zero T
+	a[len(a)-1] = zero // what it held is not kept alive
 	*h = a[:len(a)-1]
-	return f
+	return x
 }

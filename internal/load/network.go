@@ -34,7 +34,7 @@ func WithNetwork(srv VirtualServer, n Network) VirtualServer {
 type network struct {
 	srv              VirtualServer
 	up, down, jitter time.Duration
-	arrivals         arrivals
+	arrivals         dueHeap[arrival]
 	// frontEnd serves arrivals in arrival order: fed holds those it has taken, each
 	// reaching the engine at its at; feFree is when it is next free.
 	frontEnd time.Duration
@@ -56,20 +56,7 @@ type arrival struct {
 	hashes            []uint64
 }
 
-type arrivals []arrival
-
-func (a arrivals) Len() int { return len(a) }
-func (a arrivals) Less(i, j int) bool {
-	return a[i].at < a[j].at || (a[i].at == a[j].at && a[i].no < a[j].no)
-}
-func (a arrivals) Swap(i, j int) { a[i], a[j] = a[j], a[i] }
-func (a *arrivals) Push(x any)   { *a = append(*a, x.(arrival)) }
-func (a *arrivals) Pop() any {
-	old := *a
-	x := old[len(old)-1]
-	*a = old[:len(old)-1]
-	return x
-}
+func (a arrival) due() (time.Duration, uint64) { return a.at, a.no }
 
 type delivery struct {
 	id   uint64
