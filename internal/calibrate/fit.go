@@ -32,10 +32,11 @@ type Options struct {
 }
 
 // Published is what a server says of its own limits.
+// Its JSON is PublishedFile's.
 type Published struct {
-	Slots         int    // sequences it runs at once (llama.cpp /props total_slots); 0 unknown
-	ContextTokens int    // KV-cache capacity in tokens (llama.cpp n_ctx × slots); 0 unknown
-	How           string // where they were read, for the report
+	Slots         int    `json:"slots"`          // sequences it runs at once (llama.cpp /props total_slots); 0 unknown
+	ContextTokens int    `json:"context_tokens"` // KV-cache capacity in tokens (llama.cpp n_ctx × slots); 0 unknown
+	How           string `json:"how"`            // where they were read, for the report
 }
 
 // Validate reports every problem at once.
@@ -81,7 +82,11 @@ type Errors struct {
 }
 
 // Setting is one fitted setting: its profile key, value and where it came from.
-type Setting struct{ Key, Value, How string }
+type Setting struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	How   string `json:"how"`
+}
 
 // param is one continuous setting the fit moves, on a log scale: x = ln(v + off).
 type param struct {

@@ -63,15 +63,9 @@ func parseProps(b []byte, where string) (Published, error) {
 // server published of its limits.
 const PublishedFile = "server-limits.json"
 
-type publishedJSON struct {
-	Slots         int    `json:"slots"`
-	ContextTokens int    `json:"context_tokens"`
-	How           string `json:"how"`
-}
-
 // Write writes p as PublishedFile's JSON.
 func (p Published) Write(w io.Writer) error {
-	return json.NewEncoder(w).Encode(publishedJSON{p.Slots, p.ContextTokens, p.How})
+	return json.NewEncoder(w).Encode(p)
 }
 
 // readPublished reads dir's PublishedFile; zero and no error when there is none.
@@ -83,9 +77,9 @@ func readPublished(dir string) (Published, error) {
 	if err != nil {
 		return Published{}, err
 	}
-	var j publishedJSON
-	if err := json.Unmarshal(b, &j); err != nil || j.Slots < 0 || j.ContextTokens < 0 {
+	var p Published
+	if err := json.Unmarshal(b, &p); err != nil || p.Slots < 0 || p.ContextTokens < 0 {
 		return Published{}, fmt.Errorf("%s: not what calibrate writes (%v)", filepath.Join(dir, PublishedFile), err)
 	}
-	return Published{Slots: j.Slots, ContextTokens: j.ContextTokens, How: j.How}, nil
+	return p, nil
 }

@@ -17,7 +17,7 @@ type jsonReport struct {
 	Version   string      `json:"llmbench_version"`
 	Profile   string      `json:"profile"`
 	Source    jsonSource  `json:"source"`
-	Settings  []jsonSet   `json:"settings"`
+	Settings  []Setting   `json:"settings"`
 	HeldOut   jsonErrors  `json:"held_out_error_pct"`
 	InSample  jsonErrors  `json:"in_sample_error_pct"`
 	Points    []jsonPoint `json:"points"`
@@ -29,12 +29,6 @@ type jsonSource struct {
 	API   string   `json:"api"`
 	Model string   `json:"model"`
 	Dirs  []string `json:"dirs"`
-}
-
-type jsonSet struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-	How   string `json:"how"`
 }
 
 type jsonErrors struct {
@@ -107,9 +101,7 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 		HeldOut: jsonErrs(r.HeldOut), InSample: jsonErrs(r.InSample),
 		Predicted: "each point's requests replayed through the fitted profile on simulate's virtual clock (step noise on); " +
 			"held_out_prediction is the fit made without the held-out points"}
-	for _, s := range r.Settings {
-		out.Settings = append(out.Settings, jsonSet(s))
-	}
+	out.Settings = r.Settings
 	for _, p := range r.Points {
 		jp := jsonPoint{Name: p.Name, Dir: p.Dir, Level: p.Level, Phase: p.Phase(), Concurrency: p.Concurrency, Open: p.Open,
 			Requests: len(p.Requests), HeldOut: p.HeldOut, Measured: jsonFigs(p.Measured), Predicted: jsonFigs(p.Predicted),
@@ -225,12 +217,8 @@ func (r *Result) WriteHTML(w io.Writer, title string) error {
 			tpot = append(tpot, [2]float64{m.TPOTP50, pred.TPOTP50})
 		}
 	}
-	var sets []jsonSet
-	for _, s := range r.Settings {
-		sets = append(sets, jsonSet(s))
-	}
 	return htmlPage.Execute(w, map[string]any{
-		"Title": title, "Source": r.Source, "Rows": rows, "Settings": sets,
+		"Title": title, "Source": r.Source, "Rows": rows, "Settings": r.Settings,
 		"TTFT": template.HTML(scatter("TTFT P50 (ms)", ttft)), "TPOT": template.HTML(scatter("TPOT P50 (ms)", tpot)),
 		"HeldOut": r.HeldOut, "Fmt": fmtAbs,
 	})
