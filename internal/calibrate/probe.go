@@ -27,11 +27,15 @@ const (
 	prefillOutput         = 16 // tokens after each prefill probe's prompt: TPOT at concurrency 1 against context
 	decodePrompt          = 32
 	decodeOutput          = 64
-	// decodeRequests is the fewest requests of a decode step: its TPOT median is what every
-	// prediction above the probe extrapolates from, and 32 left it 8–12 % off on a busy
-	// two-core machine (Ollama's c = 2 step, 2.38–2.78 ms over calibrations minutes apart).
-	decodeRequests = 64
-	mixedLong      = 8 // long prompts in the mixed phase: enough stalled steps for ITL's P99 to show
+	// A decode step's TPOT median is what every prediction above the probe extrapolates
+	// from: each step runs at least decodeRequests requests, and more (up to
+	// maxDecodeRequests) where they are quick, so that it lasts about decodeSeconds and
+	// outlasts a machine's drift (32 requests of Ollama's 2 ms steps, a second or two, left
+	// its c = 2 step 8–12 % off between calibrations minutes apart on two cores).
+	decodeRequests    = 32
+	maxDecodeRequests = 128
+	decodeSeconds     = 6.0
+	mixedLong         = 8 // long prompts in the mixed phase: enough stalled steps for ITL's P99 to show
 )
 
 // Validate reports every problem at once.
@@ -136,7 +140,7 @@ func (p *Prober) Next() (Step, bool) {
 				if p.nextC > p.maxConc && c < p.maxConc {
 					p.nextC = p.maxConc // the cap itself is probed
 				}
-				return Step{Name: fmt.Sprintf("decode-c%d", c), Concurrency: c, Requests: max(4*c, decodeRequests), InputTokens: decodePrompt, OutputTokens: decodeOutput}, true
+				return Step{Name: fmt.Sprintf("decode-c%d", c), Concurrency: c, Requests: p.decodeRequests(c), InputTokens: decodePrompt, OutputTokens: decodeOutput}, true
 			}
 			p.phase = 2
 		case 2:
@@ -148,6 +152,28 @@ func (p *Prober) Next() (Step, bool) {
 			return Step{}, false
 		}
 	}
+}
+
+// decodeRequests is how many requests the decode step at concurrency c runs: 4 per request
+// in flight, at least decodeRequests, and as many as last about decodeSeconds at the pace
+// last measured with short prompts (the last decode step's, else the shortest prefill
+// step's: a request's TTFT and decodeOutput tokens at its TPOT), up to maxDecodeRequests.
+func (p *Prober) decodeRequests(c int) int {
+	n := max(4*c, decodeRequests)
+	var pace *Point
+	if d, ok := p.lastDecode(); ok {
+		pace = d
+	} else if len(p.done) > 0 {
+		pace = &p.done[0]
+	} else {
+		return n
+	}
+	ms := pace.Measured.TTFTP50 + decodeOutput*pace.Measured.TPOTP50
+	if math.IsNaN(ms) || ms <= 0 {
+		return n
+	}
+	want := int(math.Ceil(decodeSeconds * 1000 * float64(c) / ms))
+	return max(n, min(want, max(4*c, maxDecodeRequests)))
 }
 
 func (p *Prober) lastDecode() (*Point, bool) {

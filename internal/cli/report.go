@@ -135,7 +135,6 @@ func mustAbs(p string) string {
 	return p
 }
 
-
 // recompute replaces every level's figures in sum by those aggregated from dir's
 // records.jsonl, read once, keeping each level's load description; the collector it
 // returns holds report.html's charts.

@@ -1,0 +1,133 @@
+package calibrate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// fakeServer is a made-up server's figures at a probe step: TTFT grows with the prompt,
+// TPOT with the requests in flight, and TTFT jumps once they exceed its slots.
+type fakeServer struct {
+	slots      int
+	tpotMs     float64 // at concurrency 1
+	growth     float64 // TPOT's relative growth per request in flight beyond the first
+	ttftMs     float64 // of a short prompt
+	perTokenMs float64 // prefill per prompt token
+}
+
+func (s fakeServer) measure(st Step) Point {
+	pt := Point{Name: "01-" + st.Name, Concurrency: st.Concurrency}
+	c := max(st.Concurrency, 1)
+	in := min(c, s.slots)
+	pt.Measured.TPOTP50 = s.tpotMs * (1 + s.growth*float64(in-1))
+	pt.Measured.TTFTP50 = s.ttftMs + s.perTokenMs*float64(st.InputTokens)
+	if c > s.slots { // a request waits for one to end
+		pt.Measured.TTFTP50 += float64(decodeOutput) * pt.Measured.TPOTP50
+	}
+	for range st.Requests {
+		pt.Requests = append(pt.Requests, Request{Prompt: st.InputTokens, Output: st.OutputTokens})
+	}
+	return pt
+}
+
+// runProbe plans a probe within cfg against s and returns its steps.
+func runProbe(t *testing.T, cfg ProbeConfig, s fakeServer) []Step {
+	t.Helper()
+	pr, err := NewProber(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []Step
+	for {
+		st, ok := pr.Next()
+		if !ok {
+			return steps
+		}
+		steps = append(steps, st)
+		if len(steps) > 40 {
+			t.Fatal("the probe never ends")
+		}
+		pr.Done(s.measure(st))
+	}
+}
+
+func names(steps []Step) string {
+	var n []string
+	for _, s := range steps {
+		n = append(n, fmt.Sprintf("%s:%d", s.Name, s.Requests))
+	}
+	return strings.Join(n, " ")
+}
+
+func TestProbeWithinItsCaps(t *testing.T) {
+	// Ollama-like: 2 ms steps, so a decode step needs more than 32 requests to last
+	// decodeSeconds; the cap of 2 in flight stops the ladder.
+	fast := fakeServer{slots: 2, tpotMs: 1.6, growth: 0.5, ttftMs: 16, perTokenMs: 0.1}
+	steps := runProbe(t, ProbeConfig{MaxConcurrency: 2, MaxInputTokens: 512}, fast)
+	// decode-c1 at prefill-32's pace: 6 s / (19.2 ms + 64 × 1.6 ms) = 49.3, so 50 requests;
+	// decode-c2 at c1's, twice as many in flight: 99.
+	want := "prefill-32:8 prefill-128:8 prefill-512:8 decode-c1:50 decode-c2:99 mixed:9"
+	if got := names(steps); got != want {
+		t.Errorf("steps %s, want %s", got, want)
+	}
+	mixed := steps[len(steps)-1]
+	short, long := 0, 0
+	for _, r := range mixed.Trace {
+		if r.Input == decodePrompt {
+			short++
+		} else if r.Input == 512 && r.Output == 1 {
+			long++
+		}
+	}
+	if short != 1 || long != mixedLong {
+		t.Errorf("mixed: %d short prompts decoding and %d long ones, want 1 (the cap less one) and %d", short, long, mixedLong)
+	}
+
+	// A slow server (30 ms steps): 32 requests already last longer than decodeSeconds.
+	slow := fakeServer{slots: 2, tpotMs: 30, growth: 0.1, ttftMs: 50, perTokenMs: 0.5}
+	if got := names(runProbe(t, ProbeConfig{MaxConcurrency: 2, MaxInputTokens: 128}, slow)); got != "prefill-32:8 prefill-128:8 decode-c1:32 decode-c2:32 mixed:9" {
+		t.Errorf("slow server: %s", got)
+	}
+}
+
+func TestProbeLadderStopsWhereRequestsQueue(t *testing.T) {
+	s := fakeServer{slots: 8, tpotMs: 10, growth: 0.05, ttftMs: 20, perTokenMs: 0.05}
+	steps := runProbe(t, ProbeConfig{MaxInputTokens: 256}, s)
+	var ladder []string
+	for _, st := range steps {
+		if strings.HasPrefix(st.Name, "decode-") {
+			ladder = append(ladder, st.Name)
+			if st.Requests < 4*st.Concurrency || st.Requests > max(4*st.Concurrency, maxDecodeRequests) {
+				t.Errorf("%s: %d requests, want 4 per request in flight up to %d", st.Name, st.Requests, maxDecodeRequests)
+			}
+		}
+	}
+	// c = 16 is the first beyond the 8 slots: its TTFT jumps by a whole request's decoding.
+	if got := strings.Join(ladder, " "); got != "decode-c1 decode-c2 decode-c4 decode-c8 decode-c16" {
+		t.Errorf("ladder %s, want it to stop at the first level that queues (16)", got)
+	}
+	// A published slot count caps the ladder at twice it, and the cap itself is probed.
+	steps = runProbe(t, ProbeConfig{MaxInputTokens: 256, Server: Published{Slots: 3, ContextTokens: 3 * 4096}}, fakeServer{slots: 100, tpotMs: 10, ttftMs: 20})
+	ladder = nil
+	for _, st := range steps {
+		if strings.HasPrefix(st.Name, "decode-") {
+			ladder = append(ladder, st.Name)
+		}
+	}
+	if got := strings.Join(ladder, " "); got != "decode-c1 decode-c2 decode-c4 decode-c6" {
+		t.Errorf("ladder with 3 published slots %s, want up to 6", got)
+	}
+}
+
+func TestProbeConfigErrors(t *testing.T) {
+	err := ProbeConfig{MaxConcurrency: -1, MaxInputTokens: 10}.Validate()
+	for _, want := range []string{"--max-concurrency -1", "--max-input-tokens 10"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v, want it to name %q", err, want)
+		}
+	}
+	if _, err := NewProber(ProbeConfig{Server: Published{Slots: 4, ContextTokens: 256}}); err == nil || !strings.Contains(err.Error(), "larger context") {
+		t.Errorf("a context too small for any prompt: %v", err)
+	}
+}
