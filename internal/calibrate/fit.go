@@ -469,6 +469,9 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 			if pl == sim.PrefillDisaggregated && b != bs[0] {
 				continue // no chunking without a shared step
 			}
+			if !math.IsInf(bestV, 1) && pl == best.Engine.Prefill && max(b, n) == best.Engine.MaxBatchedTokens {
+				continue // best itself
+			}
 			c := best
 			c.Engine.Prefill, c.Engine.MaxBatchedTokens = pl, max(b, n)
 			if v := f.objective(c, pts); v < bestV-1e-9 {
@@ -481,6 +484,9 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 	// arrived before stepping (llama.cpp prefills them in one batch): no spread at all.
 	if f.jitter > 0 {
 		for _, j := range []float64{0, f.jitter} {
+			if j == best.Network.JitterMs && !math.IsInf(bestV, 1) {
+				continue // best itself
+			}
 			c := best
 			c.Network.JitterMs = j
 			if v := f.objective(c, pts); v < bestV-1e-9 {
@@ -494,6 +500,9 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 		for _, fe := range frontEnds {
 			if fe >= f.overhead {
 				break
+			}
+			if fe == best.Network.FrontEndMs && f.overhead-fe == best.Network.RTTMs && !math.IsInf(bestV, 1) {
+				continue // best itself
 			}
 			c := best
 			c.Network.FrontEndMs, c.Network.RTTMs = fe, f.overhead-fe

@@ -34,7 +34,7 @@ const (
 	// its c = 2 step 8–12 % off between calibrations minutes apart on two cores).
 	decodeRequests    = 32
 	maxDecodeRequests = 128
-	decodeSeconds     = 6.0
+	decodeSeconds     = 4.0
 	mixedLong         = 8 // long prompts in the mixed phase: enough stalled steps for ITL's P99 to show
 )
 

@@ -65,9 +65,9 @@ func TestProbeWithinItsCaps(t *testing.T) {
 	// decodeSeconds; the cap of 2 in flight stops the ladder.
 	fast := fakeServer{slots: 2, tpotMs: 1.6, growth: 0.5, ttftMs: 16, perTokenMs: 0.1}
 	steps := runProbe(t, ProbeConfig{MaxConcurrency: 2, MaxInputTokens: 512}, fast)
-	// decode-c1 at prefill-32's pace: 6 s / (19.2 ms + 64 × 1.6 ms) = 49.3, so 50 requests;
-	// decode-c2 at c1's, twice as many in flight: 99.
-	want := "prefill-32:8 prefill-128:8 prefill-512:8 decode-c1:50 decode-c2:99 mixed:9"
+	// decode-c1 at prefill-32's pace: 4 s / (19.2 ms + 64 × 1.6 ms) = 32.9, so 33 requests;
+	// decode-c2 at c1's, twice as many in flight: 66.
+	want := "prefill-32:8 prefill-128:8 prefill-512:8 decode-c1:33 decode-c2:66 mixed:9"
 	if got := names(steps); got != want {
 		t.Errorf("steps %s, want %s", got, want)
 	}
