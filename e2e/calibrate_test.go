@@ -19,8 +19,8 @@ import (
 // be from what the server then measures, for TTFT and TPOT P50: issue 13 asks 20 %, which
 // Ollama meets. llama.cpp's server does not yet: on one CPU thread its decode step adds
 // 0.36 ms a sequence up to 3 and 0.9 ms at the 4th, which a probe of at most 2 in flight
-// cannot see (TPOT 14–26 % low at 4 and 8), and where that extrapolation misses, so does TTFT
-// (−24 to +53 %: at 4 busy slots its requests fall out of step and prefill alone more than
+// cannot see (TPOT 1–29 % low at 4 and 8), and where that extrapolation misses, so does TTFT
+// (−31 to +53 %: at 4 busy slots its requests fall out of step and prefill alone more than
 // the simulator's do); its bounds are what was measured with a margin for a slower machine,
 // so that the test still catches a fit that gets worse (one whose per-step cost took short
 // prompts' TTFT predicted TPOT 36–40 % low; docs/simulator.md, Calibration).
