@@ -79,7 +79,9 @@ when client and server share a machine (see docs/performance.md for the subtleti
 func runFidelity(records, truthPath string, start time.Time, opts fidelity.Options) (fidelity.Report, error) {
 	path, dir := records, records
 	var findErr error // said after summary.json's, the folder's first file
-	if st, err := os.Stat(records); err == nil && st.IsDir() {
+	if st, err := os.Stat(records); err != nil {
+		return fidelity.Report{}, fmt.Errorf("--records: %w (name a run's results folder or its records file)", err)
+	} else if st.IsDir() {
 		path, findErr = record.Find(records)
 	} else {
 		dir = filepath.Dir(records)

@@ -240,6 +240,7 @@ func TestFidelityCommand(t *testing.T) {
 		{[]string{"fidelity", "--records", dir, "--truth", truth, "--start", "yesterday"}, ExitUsage, "--start"},
 		{[]string{"fidelity", "--records", dir, "--truth", filepath.Join(dir, "nope")}, ExitFailure, "--truth"},
 		{[]string{"fidelity", "--records", t.TempDir(), "--truth", truth}, ExitFailure, "summary.json"},
+		{[]string{"fidelity", "--records", filepath.Join(dir, "nope"), "--truth", truth}, ExitFailure, "name a run's results folder"},
 	} {
 		code, _, stderr := mainCapture(c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
