@@ -130,8 +130,10 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	base.Engine.MaxBatchedTokens = 8192
 
 	// What the records give directly: the network, the noise, the server's own limits.
+	rttAt := -1 // the measured round trip's setting, which a fitted front end takes a share of
 	if o := f.overhead; !math.IsNaN(o) {
 		base.Network.RTTMs = math.Max(0, o)
+		rttAt = len(res.Settings)
 		res.Settings = append(res.Settings, Setting{"network.rtt_ms", fmt.Sprintf("%.3f", base.Network.RTTMs), "the median of TTFT minus the server's own queue and prefill times"})
 	} else {
 		f.params = append(f.params, param{key: "network.rtt_ms", ptr: func(p *sim.Profile) *float64 { return &p.Network.RTTMs }, lo: 0, hi: 1e4, off: 0.05})
@@ -267,12 +269,8 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		how := "0: requests sent together reach the engine together (no front end that takes them in turn)"
 		if fe := p.Network.FrontEndMs; fe > 0 {
 			how = "fitted: requests sent together reach the engine this far apart, as a front end that takes them in turn (on a CPU the engine leaves it) sends them; its share of the measured round trip"
-			for i := range res.Settings {
-				if res.Settings[i].Key == "network.rtt_ms" {
-					res.Settings[i].Value = fmt.Sprintf("%.3f", p.Network.RTTMs)
-					res.Settings[i].How += ", less the front end's"
-				}
-			}
+			res.Settings[rttAt].Value = fmt.Sprintf("%.3f", p.Network.RTTMs)
+			res.Settings[rttAt].How += ", less the front end's"
 		}
 		res.Settings = append(res.Settings, Setting{"network.frontend_ms", fmt.Sprintf("%.3f", p.Network.FrontEndMs), how})
 	}
