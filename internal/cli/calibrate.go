@@ -302,6 +302,9 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*ca
 			return nil, pub, fmt.Errorf("probe step %s failed, so the server cannot be fitted: %w", step.Name, err)
 		}
 		pts, err := set.Add(out)
+		if err == nil && len(pts) == 0 {
+			err = fmt.Errorf("%s measured no level", out)
+		}
 		if err != nil {
 			return nil, pub, withCode(ExitLevelErrors, fmt.Errorf("probe step %s: %w", step.Name, err))
 		}
