@@ -567,9 +567,10 @@ func resolveChatTemplate(flag, tok, api string) (*chattemplate.Template, error) 
 // the chat template and tok, or by the server (--tokenizer server) when it can format
 // messages; otherwise message text alone, which a note says.
 func (c *benchConfig) useChat(stdio Stdio, tok tokenizer.Tokenizer) {
+	c.workload.OneMessage = c.api == client.APIOllamaGenerate
 	switch {
 	case c.chatTemplate != nil:
-		c.workload.Chat = workload.TemplateChat(c.chatTemplate, tok)
+		c.workload.Chat = workload.WatchChat(workload.TemplateChat(c.chatTemplate, tok))
 	case c.chatOnServer:
 		s, ok := tok.(*tokenizer.Server)
 		if !ok {
@@ -579,6 +580,18 @@ func (c *benchConfig) useChat(stdio Stdio, tok tokenizer.Tokenizer) {
 			fmt.Fprintf(stdio.Err, "note: chat prompts are sized by their message text: %v; the server adds its chat template's tokens (give --chat-template the model's template for exact lengths)\n", err)
 			return
 		}
-		c.workload.Chat = s
+		c.workload.Chat = workload.WatchChat(s)
+	}
+}
+
+// chatFailures says, after a run, how many chat prompts the workload could not count as
+// the server formats them (so sized them by their message text), with the first reason.
+func (c *benchConfig) chatFailures(stdio Stdio) {
+	w, ok := c.workload.Chat.(*workload.ChatWatch)
+	if !ok {
+		return
+	}
+	if n, err := w.Failures(); n > 0 {
+		fmt.Fprintf(stdio.Err, "warning: %d chat prompts could not be counted as %s formats them, so their input tokens count message text alone (first: %v)\n", n, w.Source(), err)
 	}
 }

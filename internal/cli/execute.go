@@ -97,6 +97,7 @@ func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time
 		}
 		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: cfg.wide})
 	}
+	cfg.chatFailures(stdio)
 	if len(cfg.metrics.SLOs) > 0 && !metrics.HasVerdict(cfg.metrics.SLOs) {
 		fmt.Fprintln(stdio.Err, "note: --slo's per-request bounds define goodput but judge no level, so they never fail the run: add goodput>=0.95 (or a percentile term such as ttft:p99<=1s) to make them a gate (exit 3)")
 	}

@@ -110,6 +110,41 @@ func TestChatTemplateCountsDatasets(t *testing.T) {
 	}
 }
 
+// TestChatCountsWhatIsSent: an API that sends a conversation's joined text as one message
+// (OneMessage: Ollama's /api/generate) has it counted so; a conversation the template
+// refuses is sized by its text, and the ChatWatch says how many were and why.
+func TestChatCountsWhatIsSent(t *testing.T) {
+	tok, tm := loadChat(t, chatModels[0])
+	p := filepath.Join(t.TempDir(), "d.jsonl")
+	body := `{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why?"}]}` + "\n"
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Dataset: "jsonl:" + p, OutputTokens: Dist{Kind: "fixed", A: 4}, Chat: TemplateChat(tm, tok), OneMessage: true}
+	r := mustNew(t, cfg, tok).Request(0, 0)
+	if want := chatTokens(t, tok, tm, []Message{{Role: "user", Content: r.Prompt}}); r.InputTokens != want || r.Prompt != "Be brief.\nWhy?" {
+		t.Errorf("one message: InputTokens %d for %q, want %d", r.InputTokens, r.Prompt, want)
+	}
+
+	refuse := filepath.Join(t.TempDir(), "t.jinja")
+	if err := os.WriteFile(refuse, []byte(`{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system messages') }}{% endif %}{{ m.content }}{% endfor %}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := chattemplate.Load(refuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := WatchChat(TemplateChat(rt, tok))
+	cfg.Chat, cfg.OneMessage = w, false
+	r = mustNew(t, cfg, tok).Request(0, 0)
+	if want := len(tok.Encode(r.Prompt)); r.InputTokens != want {
+		t.Errorf("refused: InputTokens %d, want the text's %d", r.InputTokens, want)
+	}
+	if n, err := w.Failures(); n != 1 || err == nil || !strings.Contains(err.Error(), "no system messages") {
+		t.Errorf("Failures = %d, %v; want 1 with the template's reason", n, err)
+	}
+}
+
 // TestChatTemplateRefusal: a template that refuses the source's conversations stops New
 // with its reason and what to do.
 func TestChatTemplateRefusal(t *testing.T) {

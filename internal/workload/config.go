@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/chattemplate"
@@ -45,6 +46,10 @@ type Config struct {
 	// prompt_tokens equals InputTokens. nil counts message text alone (completions, or no
 	// template known).
 	Chat ChatCounter
+	// OneMessage says the API sends the prompt alone, which the server formats as one user
+	// message (Ollama's /api/generate): a dataset's conversation is counted as its joined
+	// text in one message, as it is sent.
+	OneMessage bool
 }
 
 // ChatCounter counts a conversation's prompt tokens as the server counts a chat request.
@@ -54,6 +59,38 @@ type ChatCounter interface {
 	CountChat(msgs []Message) (int, error)
 	// Source names the formatting, for summaries: a template file, or "server".
 	Source() string
+}
+
+// ChatWatch counts with a ChatCounter and keeps what it failed to count: a source sizes a
+// conversation it cannot count by its message text, and the run says how many were.
+type ChatWatch struct {
+	ChatCounter
+	mu     sync.Mutex
+	failed int
+	first  error
+}
+
+// WatchChat wraps c.
+func WatchChat(c ChatCounter) *ChatWatch { return &ChatWatch{ChatCounter: c} }
+
+// CountChat counts msgs with the wrapped counter, keeping a failure.
+func (w *ChatWatch) CountChat(msgs []Message) (int, error) {
+	n, err := w.ChatCounter.CountChat(msgs)
+	if err != nil {
+		w.mu.Lock()
+		if w.failed++; w.first == nil {
+			w.first = err
+		}
+		w.mu.Unlock()
+	}
+	return n, err
+}
+
+// Failures is how many conversations could not be counted, and the first reason.
+func (w *ChatWatch) Failures() (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed, w.first
 }
 
 // TemplateChat counts conversations with a chat template and the model's tokenizer.

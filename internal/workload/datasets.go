@@ -203,8 +203,9 @@ func loadJSONL(path string) ([]row, error) {
 			// With both, "prompt" is the completions form of the same request.
 			rw.prompt = *jr.Prompt
 		} else {
-			// The completions API gets the contents; the input count is theirs (the chat
-			// template's tokens are the server's, reported as prompt_tokens).
+			// The completions API (and Ollama's /api/generate) gets the contents joined;
+			// the input count is the conversation as Config.Chat formats it, or the
+			// contents' own tokens without one.
 			rw.prompt = strings.Join(texts, "\n")
 		}
 		if jr.OutputTokens != nil {

@@ -202,13 +202,14 @@ func (s *source) Request(level, i int) Request {
 func (s *source) countRow(rw *row) (in, out int) {
 	in = rw.input
 	if !s.cfg.LengthsOnly || in == 0 {
-		in = len(s.tok.Encode(rw.prompt))
 		msgs := rw.messages
-		if msgs == nil {
+		if msgs == nil || s.cfg.OneMessage {
 			msgs = []Message{{Role: "user", Content: rw.prompt}}
 		}
 		if n, ok := s.chatCount(msgs); ok {
 			in = n
+		} else {
+			in = len(s.tok.Encode(rw.prompt))
 		}
 	}
 	out = rw.output
@@ -262,12 +263,16 @@ func (s *source) initChat() error {
 	if s.cfg.Turns > 1 {
 		convs = append(convs, []Message{{Role: "user", Content: sample}, {Role: "assistant", Content: sample}, {Role: "user", Content: sample}})
 	}
-	for _, c := range convs {
-		if _, err := chat.CountChat(c); err != nil {
+	n := 0
+	for i, c := range convs {
+		m, err := chat.CountChat(c)
+		if err != nil {
 			return fmt.Errorf("workload: %w (give --chat-template another template, or --chat-template none to count message text alone)", err)
 		}
+		if i == 0 {
+			n = m
+		}
 	}
-	n, _ := s.chatCount(convs[0])
 	s.chatOverhead = max(0, n-len(s.tok.Encode(sample)))
 	if kind, _ := s.cfg.datasetKind(); kind == DatasetRandom && s.cfg.InputTokens.Kind != "normal" {
 		if least := s.chatOverhead + max(s.cfg.PrefixTokens, 0) + 1; s.cfg.InputTokens.Min() < least {
@@ -279,7 +284,8 @@ func (s *source) initChat() error {
 }
 
 // chatCount is msgs' token count as the server counts a chat request: the chat template's
-// formatting, tokenized. ok is false without a template, or when it refuses msgs.
+// formatting, tokenized. ok is false without a template, or when it refuses msgs (a
+// ChatWatch keeps the reason, for the run to report).
 func (s *source) chatCount(msgs []Message) (int, bool) {
 	if s.cfg.Chat == nil || s.cfg.LengthsOnly {
 		return 0, false
