@@ -102,4 +102,25 @@ func TestServerCountChat(t *testing.T) {
 	if s.Source() != "server" {
 		t.Errorf("Source = %q", s.Source())
 	}
+
+	// A server that is briefly unavailable while the route is unknown: its own error, not
+	// "neither route", and the route is still found once it answers.
+	good := fakeChatServer(t, "vllm", tok, tm)
+	failing := 2
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing > 0 {
+			failing--
+			http.Error(w, "loading model", http.StatusServiceUnavailable)
+			return
+		}
+		good.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(flaky.Close)
+	s = NewServer(flaky.URL, nil).(*Server)
+	if _, err := s.CountChat(msgs); err == nil || !strings.Contains(err.Error(), "503") || strings.Contains(err.Error(), "formats no chat messages") {
+		t.Errorf("an unavailable server: %v, want its 503", err)
+	}
+	if n, err := s.CountChat(msgs); err != nil || n != want {
+		t.Errorf("once it answers: CountChat = %d, %v; want %d", n, err, want)
+	}
 }

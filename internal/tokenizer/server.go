@@ -136,15 +136,20 @@ func (s *Server) CountChat(msgs []chattemplate.Message) (int, error) {
 	s.mu.Lock()
 	route := s.chat
 	s.mu.Unlock()
+	var errs []error
 	if route == chatUnknown || route == chatTokenize {
 		n, err := s.countMessages(ctx, msgs)
 		if err == nil && n > 0 {
 			s.setRoute(chatTokenize)
 			return n, nil
 		}
+		if err == nil {
+			err = errNoChatTokens
+		}
 		if route == chatTokenize {
 			return 0, err
 		}
+		errs = append(errs, err)
 	}
 	if route == chatUnknown || route == chatApply {
 		n, err := s.countApplied(ctx, msgs)
@@ -155,10 +160,31 @@ func (s *Server) CountChat(msgs []chattemplate.Message) (int, error) {
 		if route == chatApply {
 			return 0, err
 		}
+		errs = append(errs, err)
+		// Neither route is there only when both said so (a route missing, or messages
+		// ignored); a timeout or a refused conversation says nothing of the routes.
+		if !routeMissing(errs[0], true) || !routeMissing(errs[1], false) {
+			return 0, errors.Join(errs...)
+		}
 		s.setRoute(chatNone)
 	}
 	return 0, errors.New("the server formats no chat messages for counting (vLLM's /tokenize takes messages, llama.cpp's /apply-template formats them; this server does neither)")
 }
+
+// routeMissing says whether a chat route's error means the server has no such route: an
+// HTTP 404, 405 or 501, or (for /tokenize, which llama.cpp answers with an empty list for
+// messages it ignores) no tokens.
+func routeMissing(err error, tokenize bool) bool {
+	var he *HTTPError
+	if errors.As(err, &he) {
+		return he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed || he.Status == http.StatusNotImplemented
+	}
+	return tokenize && errors.Is(err, errNoChatTokens)
+}
+
+// errNoChatTokens is /tokenize's answer of no tokens for messages: a server that ignores
+// them (llama.cpp) answers so.
+var errNoChatTokens = errors.New("/tokenize: no tokens for the messages")
 
 // Source names the chat formatting for summaries.
 func (s *Server) Source() string { return "server" }
