@@ -368,6 +368,9 @@ const maxHTMLText = 240
 // dropped, entities decoded, white space collapsed, at most maxHTMLText bytes), else "".
 func htmlText(body []byte) string {
 	b := bytes.TrimSpace(body)
+	if len(b) == 0 || b[0] != '<' {
+		return "" // JSON or text that may quote a page: not a page itself
+	}
 	head := strings.ToLower(string(b[:min(len(b), 512)]))
 	if !strings.HasPrefix(head, "<!doctype html") && !strings.HasPrefix(head, "<html") && !strings.Contains(head, "<head>") && !strings.Contains(head, "<body") {
 		return ""

@@ -31,6 +31,8 @@ func TestErrorMessage(t *testing.T) {
 		{"plain words\n", "plain words"},
 		{pyHTTP, "an HTML page: Error response Error response Error code: 501 Message: Unsupported method ('POST'). Error code explanation: 501 - Server does not support this operation."},
 		{"<html><body><script>var x = '<b>';</script><h1>502 Bad Gateway</h1><hr><center>nginx</center></body></html>", "an HTML page: 502 Bad Gateway nginx"},
+		// JSON that quotes an upstream page is the JSON's message.
+		{`{"error":{"message":"upstream said <html><body>502</body></html>"}}`, "upstream said <html><body>502</body></html>"},
 	} {
 		if got := ErrorMessage([]byte(c.body)); got != c.want {
 			t.Errorf("ErrorMessage(%.40q) = %q, want %q", c.body, got, c.want)
