@@ -44,26 +44,24 @@ const (
 // HuggingFace snapshot, or any folder laid out like one), or nil when it holds none.
 // An unreadable or invalid template is an error, never silently skipped.
 func Find(dir string) (*Template, error) {
-	var bos, eos string
-	var fromConfig string
 	cfgPath := filepath.Join(dir, ConfigFile)
-	if _, err := os.Stat(cfgPath); err == nil {
-		cfg, err := readConfig(cfgPath)
-		if err != nil {
-			return nil, err
-		}
-		bos, eos, fromConfig = cfg.bos, cfg.eos, cfg.template
+	cfg, err := besideConfig(cfgPath)
+	if err != nil {
+		return nil, err
 	}
 	jinjaPath := filepath.Join(dir, JinjaFile)
 	if src, err := os.ReadFile(jinjaPath); err == nil {
-		return compile(jinjaPath, string(src), bos, eos)
+		return compile(jinjaPath, string(src), cfg.bos, cfg.eos)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
-	if fromConfig == "" {
+	if cfg.templateErr != nil {
+		return nil, cfg.templateErr
+	}
+	if cfg.template == "" {
 		return nil, nil
 	}
-	return compile(cfgPath, fromConfig, bos, eos)
+	return compile(cfgPath, cfg.template, cfg.bos, cfg.eos)
 }
 
 // Load reads the template a user names: a folder holding one (as Find), a .json file (a
@@ -83,6 +81,9 @@ func Load(path string) (*Template, error) {
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		cfg, err := readConfig(path)
+		if err == nil {
+			err = cfg.templateErr
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -95,11 +96,11 @@ func Load(path string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
-	var bos, eos string
-	if cfg, err := readConfig(filepath.Join(filepath.Dir(path), ConfigFile)); err == nil {
-		bos, eos = cfg.bos, cfg.eos
+	cfg, err := besideConfig(filepath.Join(filepath.Dir(path), ConfigFile))
+	if err != nil {
+		return nil, err
 	}
-	return compile(path, string(data), bos, eos)
+	return compile(path, string(data), cfg.bos, cfg.eos)
 }
 
 func compile(path, src, bos, eos string) (*Template, error) {
@@ -141,6 +142,20 @@ func (t *Template) Render(msgs []Message) (string, error) {
 // config is what a tokenizer_config.json says about chat formatting.
 type config struct {
 	template, bos, eos string
+	// templateErr is why chat_template could not be read: an error only where the template
+	// is the config's (a chat_template.jinja beside it takes only its special tokens).
+	templateErr error
+}
+
+// besideConfig reads the tokenizer_config.json beside a template, for its special tokens:
+// none is no error (the zero config), an unreadable or malformed one is (its bos_token
+// would be missing from every count).
+func besideConfig(path string) (config, error) {
+	c, err := readConfig(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return config{}, nil
+	}
+	return c, err
 }
 
 func readConfig(path string) (config, error) {
@@ -182,7 +197,8 @@ func parseConfig(path string, data []byte) (config, error) {
 		Template string `json:"template"`
 	}
 	if err := json.Unmarshal(raw.ChatTemplate, &named); err != nil {
-		return config{}, fmt.Errorf("chat template: %s: chat_template is neither a string nor a list of {name, template}", path)
+		c.templateErr = fmt.Errorf("chat template: %s: chat_template is neither a string nor a list of {name, template}", path)
+		return c, nil
 	}
 	var names []string
 	for _, n := range named {
@@ -192,7 +208,8 @@ func parseConfig(path string, data []byte) (config, error) {
 		}
 		names = append(names, n.Name)
 	}
-	return config{}, fmt.Errorf("chat template: %s: chat_template lists no \"default\" template (it has %s)", path, strings.Join(names, ", "))
+	c.templateErr = fmt.Errorf("chat template: %s: chat_template lists no \"default\" template (it has %s)", path, strings.Join(names, ", "))
+	return c, nil
 }
 
 // tokenText is a special token's text: a JSON string, an AddedToken object, or null.

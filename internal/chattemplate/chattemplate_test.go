@@ -122,6 +122,20 @@ func TestLoadForms(t *testing.T) {
 	if _, err := Load(empty); err == nil || !strings.Contains(err.Error(), "holds no") {
 		t.Errorf("Load(empty folder) = %v", err)
 	}
+
+	// A chat_template.jinja is the template even where the config's own list has no
+	// "default"; a config beside a template that is not JSON is an error, not a template
+	// without its bos_token.
+	both := t.TempDir()
+	os.WriteFile(filepath.Join(both, ConfigFile), []byte(`{"bos_token": "<s>", "chat_template": [{"name": "rag", "template": "x"}]}`), 0o644)
+	os.WriteFile(filepath.Join(both, JinjaFile), []byte("{{ bos_token }}{{ messages[0].content }}"), 0o644)
+	if got := render(Find(both)); got != "<s>hi" {
+		t.Errorf("Find(.jinja beside a list without default) = %q", got)
+	}
+	os.WriteFile(filepath.Join(both, ConfigFile), []byte(`{"bos_token": `), 0o644)
+	if _, err := Load(filepath.Join(both, JinjaFile)); err == nil || !strings.Contains(err.Error(), ConfigFile) {
+		t.Errorf("Load(.jinja beside a broken config) = %v, want an error naming it", err)
+	}
 }
 
 // TestRaiseException: a template's own refusal comes back as an error naming the template.
