@@ -44,7 +44,7 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 	imageTokens := 0
 	add := func(role, text string) {
 		g.promptParts = append(g.promptParts, text)
-		g.promptTokens += lim.countTokens(text)
+		g.promptTokens += lim.messageTokens(text)
 		conv = append(conv, chattemplate.Message{Role: role, Content: text})
 	}
 	if w.Instructions != nil {

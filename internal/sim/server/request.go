@@ -110,6 +110,16 @@ type limits struct {
 	imagePatch, imageMerge int
 }
 
+// messageTokens is a chat message's own tokens, which the prompt counts when no chat
+// template counts the whole conversation (formatChat) instead; 0 with one, which saves
+// tokenizing every message twice.
+func (lim limits) messageTokens(text string) int {
+	if lim.chatTemplate != nil {
+		return 0
+	}
+	return lim.countTokens(text)
+}
+
 // formatChat counts conv as the chat template formats it, when the server has one: g's
 // prompt is then the formatting's tokens plus imageTokens. A conversation the template
 // refuses is a 400 naming param, as vLLM answers it.
@@ -199,7 +209,7 @@ func decodeRequest(body []byte, chat bool, lim limits) (*genRequest, *apiError) 
 				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
 			}
 			g.promptParts = append(g.promptParts, text)
-			g.promptTokens += lim.countTokens(text) + images.tokens
+			g.promptTokens += lim.messageTokens(text) + images.tokens
 			g.images += images.n
 			imageTokens += images.tokens
 			conv = append(conv, chattemplate.Message{Role: m.Role, Content: text})
