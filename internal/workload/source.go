@@ -400,11 +400,12 @@ func (s *source) turn(level, i int) Request {
 	}
 	chat := s.syn != nil && s.cfg.Chat != nil
 	var texts []string
-	target := 0 // the conversation's intended length up to this turn's user message
 	for j := 0; j <= k; j++ {
 		r := newRand(s.cfg.Seed, purposeTurn, int64(level)<<32^int64(c), int64(j))
 		in, out := s.cfg.InputTokens.Sample(r), s.cfg.OutputTokens.Sample(r)
-		target += in
+		// The conversation's intended length up to this turn's user message (chat sizes
+		// each user message to it).
+		target := req.InputTokens + in
 		req.InputTokens += in
 		if j < k {
 			req.InputTokens += out
@@ -412,7 +413,6 @@ func (s *source) turn(level, i int) Request {
 			req.OutputTokens = out
 		}
 		if s.syn == nil {
-			target += out
 			continue
 		}
 		var user string
@@ -429,7 +429,6 @@ func (s *source) turn(level, i int) Request {
 		}
 		req.Messages = append(req.Messages, Message{Role: "user", Content: user})
 		texts = append(texts, user)
-		target += out
 		if j < k {
 			var exactly func(string) int
 			if chat {
