@@ -17,9 +17,10 @@
 #
 # Progress goes to stderr. Idempotent: a cached build is reused, a running server is reused.
 # Environment:
-#   LLMBENCH_CACHE              cache root (default ~/.cache/llmbench); the binary and the npm
-#                               tarball are cached under it in llamacpp-node-llama-cpp-3.21.1/,
-#                               keyed by the npm package's version
+#   LLMBENCH_CACHE              cache root (default ~/.cache/llmbench); the npm tarball is
+#                               cached under it in llamacpp-node-llama-cpp-3.21.1/ (keyed by the
+#                               npm package's version), the binary in its bin-$BUILD/ (keyed by
+#                               the build's flavour too)
 #   LLMBENCH_LLAMACPP_PORT      port (default 8089; the embeddings and reranking servers take
 #                               the next two)
 #   LLMBENCH_LLAMACPP_API_KEY   the key the server requires (default llmbench-test-key)
@@ -42,7 +43,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${LLMBENCH_CACHE:-$HOME/.cache/llmbench}
 DIR=$CACHE/llamacpp-node-llama-cpp-$NODE_LLAMA_CPP_VERSION
 TARBALL=$DIR/node-llama-cpp-$NODE_LLAMA_CPP_VERSION.tgz
-BIN_DIR=$DIR/bin
+# The build's flavour, part of the binary's cache key: a change of the cmake flags below
+# must change it, or a cached binary of the old flags would be served.
+BUILD=x86-64-v3-nollamafile
+BIN_DIR=$DIR/bin-$BUILD
 SERVER=$BIN_DIR/llama-server
 STATE=${LLMBENCH_LLAMACPP_STATE:-$CACHE/llamacpp-run}
 PORT=${LLMBENCH_LLAMACPP_PORT:-8089}
@@ -84,6 +88,12 @@ fetch_source() {
 # without anything that downloads: no web UI (LLAMA_BUILD_UI=OFF, and LLAMA_USE_PREBUILT_UI=OFF,
 # which would fetch it from Hugging Face), no OpenSSL, no tests or examples. Without OpenMP
 # (ggml's own thread pool; we run one thread), so the binary needs only libstdc++ and libc.
+# Without llamafile's sgemm (GGML_LLAMAFILE=OFF; ggml's own matmul instead): on AVX2 its
+# tiles are at most 3 batch columns wide, and each tile reads the whole 16 MB output matrix
+# again, so a decode step costs 0.9, 1.3, 1.6, then 2.5 ms at 1–4 sequences, a jump at the
+# 4th that e2e's calibrate test (a probe of at most 2 in flight, predicting 4 and 8) cannot
+# see; ggml's matmul reads it once per 16 columns, and the step grows by the same ~0.9 ms
+# each sequence (docs/real-servers.md).
 build() {
   if [ -x "$SERVER" ]; then
     say "using cached $SERVER"
@@ -105,7 +115,7 @@ build() {
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_CCACHE=OFF \
     -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON \
-    -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=OFF >"$tmp/build.log" 2>&1 ||
+    -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF >"$tmp/build.log" 2>&1 ||
     ! cmake --build "$tmp/build" --target llama-server -j "${LLMBENCH_LLAMACPP_JOBS:-2}" >>"$tmp/build.log" 2>&1 ||
     ! "$tmp/build/bin/llama-server" --version >>"$tmp/build.log" 2>&1; then
     build_failed "$tmp" "building llama-server"
@@ -129,7 +139,7 @@ serve_side() {
   answering && die "something else answers on $ADDR; set LLMBENCH_LLAMACPP_PORT"
   say "starting the $name llama-server on $ADDR (log $log)"
   nohup "$SERVER" -m "$STATE/model.gguf" --alias "$MODEL" --host 127.0.0.1 --port "${ADDR##*:}" \
-    --api-key "$API_KEY" -np 2 -c 2048 -t "$THREADS" -tb "$THREADS" --no-webui "$@" \
+    --api-key "$API_KEY" -np 2 -c 2048 -t "$THREADS" -tb "$THREADS" --cache-ram 0 --no-webui "$@" \
     >"$log" 2>&1 </dev/null &
   echo $! >"$pid_file"
   wait_answering "the $name llama-server on $ADDR" "$pid_file" "$log" 60
@@ -167,9 +177,13 @@ start() {
     # a given prompt's answer is reproducible; -n 256 caps requests that send no limit (the
     # model never stops by itself). One thread by default: ggml's threads spin on barriers,
     # and on two busy cores a second thread stalls more than it helps (docs/real-servers.md).
+    # No prompt cache in RAM (--cache-ram 0): it keeps every finished prompt's KV and each
+    # new request searches them all, on the engine's thread, so a request's overhead grew
+    # from 1.7 to 5.5-6.2 ms over the ~30,000 requests of a few e2e runs, and the server
+    # measured at the end of CI was not the one calibrated minutes earlier.
     nohup "$SERVER" -m "$STATE/model.gguf" --alias "$MODEL" --host 127.0.0.1 --port "$PORT" \
       --api-key "$API_KEY" -np 4 -c 4096 -t "$THREADS" -tb "$THREADS" -n 256 \
-      --temp 1 --top-k 40 --top-p 0.95 --min-p 0 --seed 42 --no-webui \
+      --temp 1 --top-k 40 --top-p 0.95 --min-p 0 --seed 42 --cache-ram 0 --no-webui \
       >"$LOG" 2>&1 </dev/null &
     echo $! >"$PID_FILE"
     wait_answering "llama-server on $ADDR" "$PID_FILE" "$LOG" 60
