@@ -13,20 +13,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/calibrate"
 )
 
 // predictTolerance is how far calibrate's predictions of the loads above its probe may
-// be from what the server then measures, for TTFT and TPOT P50: issue 13 asks 20 %, which
-// Ollama meets. llama.cpp's server does not yet: on one CPU thread its decode step adds
-// 0.36 ms a sequence up to 3 and 0.9 ms at the 4th, which a probe of at most 2 in flight
-// cannot see (TPOT 1–29 % low at 4 and 8), and where that extrapolation misses, so does TTFT
-// (−31 to +53 %: at 4 busy slots its requests fall out of step and prefill alone more than
-// the simulator's do); its bounds are what was measured with a margin for a slower machine,
-// so that the test still catches a fit that gets worse (one whose per-step cost took short
-// prompts' TTFT predicted TPOT 36–40 % low; docs/simulator.md, Calibration).
+// be from what the server then measures, for TTFT and TPOT P50: issue 13 asks 20 %.
+// llama.cpp meets it as .ci/llamacpp.sh serves it: ggml's own matmul, whose step grows by
+// the same cost each sequence (llamafile's sgemm steps up at the 4th, beyond a probe of 2),
+// and no prompt cache in RAM (its lookups made each request slower the longer the server
+// ran); docs/simulator.md, Calibration.
 var predictTolerance = map[string]map[string]float64{
 	"ollama":   {"ttft_ms": 0.20, "tpot_ms": 0.20},
-	"llamacpp": {"ttft_ms": 0.80, "tpot_ms": 0.35},
+	"llamacpp": {"ttft_ms": 0.20, "tpot_ms": 0.20},
 }
 
 // TestLlamaCppCalibratePredictsQueueing calibrates llama-server (4 slots) with a probe of at
@@ -67,10 +66,15 @@ func calibrateAndPredict(t *testing.T, s server, kind string, extra []string) {
 				t.Fatalf("calibrate wrote no %s: %v", f, err)
 			}
 		}
+		// Output lengths that differ: with one length every closed-loop request of a wave
+		// ends in the same few steps, and the next wave's prompts prefill together in
+		// whatever groups the first wave's arrivals fell into, for the whole run, so that
+		// TTFT P50 at concurrency 4 is one group size or another (llama.cpp: 9.4–12.1 ms
+		// live, predicted −5 to +67 %; with these lengths −11 to +12 %).
 		var loads []predictLoad
 		for _, c := range []int{4, 8} {
 			loads = append(loads, predictLoad{fmt.Sprintf("concurrency %d", c), []string{"--concurrency", fmt.Sprint(c),
-				"--requests", fmt.Sprint(16 * c), "--input-tokens", "128", "--output-tokens", "64"}})
+				"--requests", fmt.Sprint(16 * c), "--input-tokens", "128", "--output-tokens", "uniform:32:96"}})
 		}
 		return fit, loads
 	})
@@ -91,17 +95,25 @@ type predictCheck struct {
 }
 
 // untilMet calibrates and predicts (attempt, into the folder it is given) until every
-// prediction is within tolerance, twice at most. The real clock on a shared machine is the
-// point and the risk (the same load's TPOT moved 1.5–2.1 ms between Ollama runs minutes
-// apart here): a miss is measured again, first the live runs alone (the cheaper half, and
-// the likelier to have met a busy machine), then the whole attempt after a pause. A fit
-// that is wrong misses every time.
+// prediction is within tolerance, three calibrations at most. The real clock on a shared
+// machine is the point and the risk (the same load's TPOT moved 1.5–2.1 ms between Ollama
+// runs minutes apart here): a calibration whose own pace drift (calibration.json) passes
+// calibrate.DriftWarnPct did not measure one server, so it is not judged and calibrate
+// runs again; a miss is measured again, first the live runs alone (the cheaper half, and the likelier
+// to have met a busy machine), then the whole attempt after a pause. A fit that is wrong
+// misses every time.
 func (p predictCheck) untilMet(t *testing.T, dir string, attempt func(dir string) (fit string, loads []predictLoad)) {
 	t.Helper()
 	var misses []string
-	for n := 1; n <= 2; n++ {
+	for n := 1; n <= 3; n++ {
 		at := filepath.Join(dir, fmt.Sprint(n))
 		fit, loads := attempt(at)
+		if d := probeDrift(t, fit); math.Abs(d) > calibrate.DriftWarnPct {
+			misses = []string{fmt.Sprintf("calibration %d: the server's pace moved %+.1f%% between the probe's two decode passes, beyond %.0f%%: not a fit to judge", n, d, calibrate.DriftWarnPct)}
+			t.Log(misses[0])
+			time.Sleep(5 * time.Second)
+			continue
+		}
 		if misses = p.compare(t, fit, at, loads); len(misses) == 0 {
 			return
 		}
@@ -124,6 +136,28 @@ func (p predictCheck) untilMet(t *testing.T, dir string, attempt func(dir string
 	t.Errorf("every time:\n%s", strings.Join(misses, "\n"))
 }
 
+// probeDrift reads the pace drift calibrate wrote beside the fitted profile (0 when the
+// probe ran its decode ladder once).
+func probeDrift(t *testing.T, fit string) float64 {
+	t.Helper()
+	b, err := os.ReadFile(strings.TrimSuffix(fit, ".yaml") + ".calibration.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		PaceDrift *struct {
+			Pct *float64 `json:"pct"`
+		} `json:"pace_drift"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.PaceDrift == nil || rep.PaceDrift.Pct == nil {
+		return 0
+	}
+	return *rep.PaceDrift.Pct
+}
+
 // compare runs each load live against the target and simulated on fit, into dir, and
 // returns the predictions that miss by more than the tolerance, in words.
 func (p predictCheck) compare(t *testing.T, fit, dir string, loads []predictLoad) []string {
@@ -133,10 +167,11 @@ func (p predictCheck) compare(t *testing.T, fit, dir string, loads []predictLoad
 		common := append(slices.Clone(l.args), "--percentiles", "50,99", "--quiet", "--no-progress")
 		name := strings.ReplaceAll(l.name, " ", "-")
 		live, sim := filepath.Join(dir, "live-"+name), filepath.Join(dir, "sim-"+name)
-		runArgs := append([]string{"run", "--output-dir", live}, p.target...)
 		if p.freshSeeds {
-			runArgs = append(runArgs, "--seed", fmt.Sprint(time.Now().UnixNano()%1e12))
+			// The simulation draws the same lengths as the live run.
+			common = append(common, "--seed", fmt.Sprint(time.Now().UnixNano()%1e12))
 		}
+		runArgs := append([]string{"run", "--output-dir", live}, p.target...)
 		llmbenchCmd(t, p.bin, append(runArgs, common...)...)
 		llmbenchCmd(t, p.bin, append([]string{"simulate", "--sim", fit, "--output-dir", sim}, common...)...)
 		lm, sm := p50s(t, live), p50s(t, sim)

@@ -63,6 +63,8 @@ type Result struct {
 	HeldOut  Errors // fitted without the held-out points, judged on them
 	InSample Errors // the final fit (every point), judged on every point
 	Settings []Setting
+	// PaceDrift is how far the server's pace moved between the decode ladder's passes.
+	PaceDrift Drift
 }
 
 // Fitted is a probe point with the final profile's prediction and, for a held-out point,
@@ -184,6 +186,7 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		base.GPU.Name, base.GPU.USDPerHour = "probed-server", 0
 	}
 
+	res.PaceDrift = paceDrift(pts)
 	held := holdOut(pts)
 	var train, test []*Point
 	for i := range pts {
@@ -621,25 +624,29 @@ func meanPrompt(pt *Point) int {
 }
 
 // holdOut marks the points judged but not fitted on: where there are enough of a kind to
-// leave one out, the one furthest out — the highest concurrency, the longest prompt at
+// leave one out, the ones furthest out — the highest concurrency, the longest prompt at
 // concurrency 1, the last mixed point — so the stated error is that of an extrapolation.
 func holdOut(pts []Point) []bool {
 	held := make([]bool, len(pts))
+	// Every point at the furthest key: a level the decode ladder ran twice is held out
+	// whole, or its other pass would judge the fit on what it was fitted to.
 	mark := func(match func(*Point) bool, key func(*Point) float64) {
-		idx := -1
+		far := math.Inf(-1)
 		distinct := map[float64]bool{}
 		for i := range pts {
-			if !match(&pts[i]) {
-				continue
-			}
-			k := key(&pts[i])
-			distinct[k] = true
-			if idx < 0 || k >= key(&pts[idx]) {
-				idx = i
+			if match(&pts[i]) {
+				k := key(&pts[i])
+				distinct[k] = true
+				far = math.Max(far, k)
 			}
 		}
-		if len(distinct) >= 3 {
-			held[idx] = true
+		if len(distinct) < 3 {
+			return
+		}
+		for i := range pts {
+			if match(&pts[i]) && key(&pts[i]) == far {
+				held[i] = true
+			}
 		}
 	}
 	mark(func(p *Point) bool { return !p.Open && !p.mixed() && p.Concurrency > 1 },

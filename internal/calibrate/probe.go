@@ -29,13 +29,17 @@ const (
 	decodeOutput          = 64
 	// A decode step's TPOT median is what every prediction above the probe extrapolates
 	// from: each step runs at least decodeRequests requests, and more (up to
-	// maxDecodeRequests) where they are quick, so that it lasts about decodeSeconds and
+	// maxDecodeRequests) where they are quick, so that it lasts about decodeSeconds, and
+	// the ladder runs twice (the second pass's steps named "-again"), so that a level
 	// outlasts a machine's drift (32 requests of Ollama's 2 ms steps, a second or two, left
-	// its c = 2 step 8–12 % off between calibrations minutes apart on two cores).
-	decodeRequests    = 32
+	// its c = 2 step 8–12 % off between calibrations minutes apart on two cores): a server
+	// whose pace moved while one level was measured would skew the growth between levels,
+	// which predictions above the probe multiply; two passes halve that, and their
+	// difference at the lowest level is the pace drift the fit reports.
+	decodeRequests    = 16 // a pass's; 32 over both
 	maxDecodeRequests = 128
-	decodeSeconds     = 4.0
-	mixedLong         = 8 // long prompts in the mixed phase: enough stalled steps for ITL's P99 to show
+	decodeSeconds     = 2.0 // a pass's; 4 s over both
+	mixedLong         = 8   // long prompts in the mixed phase: enough stalled steps for ITL's P99 to show
 )
 
 // Validate reports every problem at once.
@@ -74,10 +78,11 @@ type Prober struct {
 	maxIn    int
 	prefills []int
 	done     []Point
-	phase    int // 0 prefill, 1 decode, 2 mixed, 3 done
+	phase    int // 0 prefill, 1 decode, 2 decode again, 3 mixed, 4 done
 	i        int
 	nextC    int
 	queued   bool
+	ladder   []Step // the first pass's decode steps, run again in the second
 }
 
 // NewProber plans a probe within cfg.
@@ -116,6 +121,9 @@ func NewProber(cfg ProbeConfig) (*Prober, error) {
 	return p, nil
 }
 
+// againSuffix ends the names of the decode ladder's second pass.
+const againSuffix = "-again"
+
 // Done records the point a step measured.
 func (p *Prober) Done(pt Point) { p.done = append(p.done, pt) }
 
@@ -140,11 +148,21 @@ func (p *Prober) Next() (Step, bool) {
 				if p.nextC > p.maxConc && c < p.maxConc {
 					p.nextC = p.maxConc // the cap itself is probed
 				}
-				return Step{Name: fmt.Sprintf("decode-c%d", c), Concurrency: c, Requests: p.decodeRequests(c), InputTokens: decodePrompt, OutputTokens: decodeOutput}, true
+				st := Step{Name: fmt.Sprintf("decode-c%d", c), Concurrency: c, Requests: p.decodeRequests(c), InputTokens: decodePrompt, OutputTokens: decodeOutput}
+				p.ladder = append(p.ladder, st)
+				return st, true
 			}
-			p.phase = 2
+			p.phase, p.i = 2, 0
 		case 2:
+			if p.i < len(p.ladder) {
+				st := p.ladder[p.i]
+				p.i++
+				st.Name += againSuffix
+				return st, true
+			}
 			p.phase = 3
+		case 3:
+			p.phase = 4
 			if s, ok := p.mixed(); ok {
 				return s, true
 			}

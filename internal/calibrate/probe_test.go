@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -65,9 +66,10 @@ func TestProbeWithinItsCaps(t *testing.T) {
 	// decodeSeconds; the cap of 2 in flight stops the ladder.
 	fast := fakeServer{slots: 2, tpotMs: 1.6, growth: 0.5, ttftMs: 16, perTokenMs: 0.1}
 	steps := runProbe(t, ProbeConfig{MaxConcurrency: 2, MaxInputTokens: 512}, fast)
-	// decode-c1 at prefill-32's pace: 4 s / (19.2 ms + 64 × 1.6 ms) = 32.9, so 33 requests;
-	// decode-c2 at c1's, twice as many in flight: 66.
-	want := "prefill-32:8 prefill-128:8 prefill-512:8 decode-c1:33 decode-c2:66 mixed:9"
+	// decode-c1 at prefill-32's pace: 2 s / (19.2 ms + 64 × 1.6 ms) = 16.4, so 17 requests;
+	// decode-c2 at c1's, twice as many in flight: 32.9, so 33. The second pass runs the
+	// same steps again.
+	want := "prefill-32:8 prefill-128:8 prefill-512:8 decode-c1:17 decode-c2:33 decode-c1-again:17 decode-c2-again:33 mixed:9"
 	if got := names(steps); got != want {
 		t.Errorf("steps %s, want %s", got, want)
 	}
@@ -84,9 +86,9 @@ func TestProbeWithinItsCaps(t *testing.T) {
 		t.Errorf("mixed: %d short prompts decoding and %d long ones, want 1 (the cap less one) and %d", short, long, mixedLong)
 	}
 
-	// A slow server (30 ms steps): 32 requests already last longer than decodeSeconds.
+	// A slow server (30 ms steps): 16 requests already last longer than decodeSeconds.
 	slow := fakeServer{slots: 2, tpotMs: 30, growth: 0.1, ttftMs: 50, perTokenMs: 0.5}
-	if got := names(runProbe(t, ProbeConfig{MaxConcurrency: 2, MaxInputTokens: 128}, slow)); got != "prefill-32:8 prefill-128:8 decode-c1:32 decode-c2:32 mixed:9" {
+	if got := names(runProbe(t, ProbeConfig{MaxConcurrency: 2, MaxInputTokens: 128}, slow)); got != "prefill-32:8 prefill-128:8 decode-c1:16 decode-c2:16 decode-c1-again:16 decode-c2-again:16 mixed:9" {
 		t.Errorf("slow server: %s", got)
 	}
 }
@@ -104,7 +106,8 @@ func TestProbeLadderStopsWhereRequestsQueue(t *testing.T) {
 		}
 	}
 	// c = 16 is the first beyond the 8 slots: its TTFT jumps by a whole request's decoding.
-	if got := strings.Join(ladder, " "); got != "decode-c1 decode-c2 decode-c4 decode-c8 decode-c16" {
+	// The second pass repeats the first, not what its own TTFTs would say.
+	if got := strings.Join(ladder, " "); got != "decode-c1 decode-c2 decode-c4 decode-c8 decode-c16 decode-c1-again decode-c2-again decode-c4-again decode-c8-again decode-c16-again" {
 		t.Errorf("ladder %s, want it to stop at the first level that queues (16)", got)
 	}
 	// A published slot count caps the ladder at twice it, and the cap itself is probed.
@@ -115,7 +118,7 @@ func TestProbeLadderStopsWhereRequestsQueue(t *testing.T) {
 			ladder = append(ladder, st.Name)
 		}
 	}
-	if got := strings.Join(ladder, " "); got != "decode-c1 decode-c2 decode-c4 decode-c6" {
+	if got := strings.Join(ladder, " "); got != "decode-c1 decode-c2 decode-c4 decode-c6 decode-c1-again decode-c2-again decode-c4-again decode-c6-again" {
 		t.Errorf("ladder with 3 published slots %s, want up to 6", got)
 	}
 }
@@ -129,5 +132,36 @@ func TestProbeConfigErrors(t *testing.T) {
 	}
 	if _, err := NewProber(ProbeConfig{Server: Published{Slots: 4, ContextTokens: 256}}); err == nil || !strings.Contains(err.Error(), "larger context") {
 		t.Errorf("a context too small for any prompt: %v", err)
+	}
+}
+
+// TestPaceDrift pairs the ladder's passes at the lowest concurrency both ran, and holds out
+// both passes of the furthest level.
+func TestPaceDrift(t *testing.T) {
+	pt := func(name string, c int, tpot float64) Point {
+		p := Point{Name: name, Concurrency: c, Requests: []Request{{Prompt: 32, Output: 64}}}
+		p.Measured.TPOTP50 = tpot
+		return p
+	}
+	pts := []Point{pt("05-decode-c1", 1, 1.0), pt("06-decode-c2", 2, 1.8), pt("07-decode-c4", 4, 3.0), pt("08-decode-c8", 8, 5.0),
+		pt("09-decode-c1-again", 1, 1.25), pt("10-decode-c2-again", 2, 1.9), pt("11-decode-c4-again", 4, 3.1), pt("12-decode-c8-again", 8, 5.2)}
+	d := paceDrift(pts)
+	if d.Concurrency != 1 || d.First != 1.0 || d.Again != 1.25 || math.Abs(d.Pct()-25) > 1e-9 {
+		t.Errorf("drift %+v (%.1f%%), want concurrency 1, 1.00 → 1.25 ms, +25%%", d, d.Pct())
+	}
+	if s := d.String(); !strings.Contains(s, "+25.0%") || !strings.Contains(s, "calibrate again") {
+		t.Errorf("a 25%% drift says %q: want the figure and what to do", s)
+	}
+	if s := (Drift{Concurrency: 1, First: 1, Again: 1.05}).String(); strings.Contains(s, "calibrate again") {
+		t.Errorf("a 5%% drift says %q: within the tolerance, no advice", s)
+	}
+	if s := paceDrift(pts[:4]).String(); !strings.Contains(s, "not measured") {
+		t.Errorf("one pass: %q", s)
+	}
+	held := holdOut(pts)
+	for i, p := range pts {
+		if want := p.Concurrency == 8; held[i] != want {
+			t.Errorf("%s held out %v, want %v (both passes of the highest level)", p.Name, held[i], want)
+		}
 	}
 }

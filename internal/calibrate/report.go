@@ -20,8 +20,16 @@ type jsonReport struct {
 	Settings  []Setting   `json:"settings"`
 	HeldOut   jsonErrors  `json:"held_out_error_pct"`
 	InSample  jsonErrors  `json:"in_sample_error_pct"`
+	PaceDrift *jsonDrift  `json:"pace_drift"` // null: the ladder ran once
 	Points    []jsonPoint `json:"points"`
 	Predicted string      `json:"predicted"`
+}
+
+type jsonDrift struct {
+	Concurrency int      `json:"concurrency"`
+	FirstTPOT   *float64 `json:"first_pass_tpot_p50_ms"`
+	AgainTPOT   *float64 `json:"second_pass_tpot_p50_ms"`
+	Pct         *float64 `json:"pct"`
 }
 
 type jsonSource struct {
@@ -102,6 +110,9 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 		Predicted: "each point's requests replayed through the fitted profile on simulate's virtual clock (step noise on); " +
 			"held_out_prediction is the fit made without the held-out points"}
 	out.Settings = r.Settings
+	if d := r.PaceDrift; d.Measured() {
+		out.PaceDrift = &jsonDrift{Concurrency: d.Concurrency, FirstTPOT: opt(d.First), AgainTPOT: opt(d.Again), Pct: opt(d.Pct())}
+	}
 	for _, p := range r.Points {
 		jp := jsonPoint{Name: p.Name, Dir: p.Dir, Level: p.Level, Phase: p.Phase(), Concurrency: p.Concurrency, Open: p.Open,
 			Requests: len(p.Requests), HeldOut: p.HeldOut, Measured: jsonFigs(p.Measured), Predicted: jsonFigs(p.Predicted),
@@ -175,6 +186,7 @@ func (r *Result) Console(w io.Writer) {
 	i := r.InSample
 	fmt.Fprintf(w, "In-sample error (the profile written, every point; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s\n",
 		fmtAbs(i.TTFTP50), fmtAbs(i.TTFTP99), fmtAbs(i.TPOTP50), fmtAbs(i.TPOTP99))
+	fmt.Fprintln(w, r.PaceDrift)
 }
 
 func fmtAbs(v float64) string {
@@ -220,7 +232,7 @@ func (r *Result) WriteHTML(w io.Writer, title string) error {
 	return htmlPage.Execute(w, map[string]any{
 		"Title": title, "Source": r.Source, "Rows": rows, "Settings": r.Settings,
 		"TTFT": template.HTML(scatter("TTFT P50 (ms)", ttft)), "TPOT": template.HTML(scatter("TPOT P50 (ms)", tpot)),
-		"HeldOut": r.HeldOut, "Fmt": fmtAbs,
+		"HeldOut": r.HeldOut, "Fmt": fmtAbs, "Drift": r.PaceDrift.String(),
 	})
 }
 
@@ -275,6 +287,7 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}tr.held td{b
 simulate's virtual clock; held-out points (shaded) are predicted by the fit made without them.</p>
 <p><b>Held-out error</b> (largest over {{.HeldOut.Points}} points): TTFT P50 {{call .Fmt .HeldOut.TTFTP50}}, P99 {{call .Fmt .HeldOut.TTFTP99}};
 TPOT P50 {{call .Fmt .HeldOut.TPOTP50}}, P99 {{call .Fmt .HeldOut.TPOTP99}}.</p>
+<p>{{.Drift}}.</p>
 <div class="charts"><div><h2>TTFT P50</h2>{{.TTFT}}</div><div><h2>TPOT P50</h2>{{.TPOT}}</div></div>
 <h2>Probe points</h2>
 <table><tr><th>point</th><th>phase</th><th>concurrency</th><th>prompt tokens</th>
