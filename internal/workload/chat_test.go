@@ -126,14 +126,7 @@ func TestChatCountsWhatIsSent(t *testing.T) {
 		t.Errorf("one message: InputTokens %d for %q, want %d", r.InputTokens, r.Prompt, want)
 	}
 
-	refuse := filepath.Join(t.TempDir(), "t.jinja")
-	if err := os.WriteFile(refuse, []byte(`{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system messages') }}{% endif %}{{ m.content }}{% endfor %}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := chattemplate.Load(refuse)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := writeTemplate(t, `{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system messages') }}{% endif %}{{ m.content }}{% endfor %}`)
 	w := WatchChat(TemplateChat(rt, tok))
 	cfg.Chat, cfg.OneMessage = w, false
 	r = mustNew(t, cfg, tok).Request(0, 0)
@@ -149,18 +142,11 @@ func TestChatCountsWhatIsSent(t *testing.T) {
 // with its reason and what to do.
 func TestChatTemplateRefusal(t *testing.T) {
 	tok := loadTok(t, qwenPath)
-	p := filepath.Join(t.TempDir(), "t.jinja")
-	if err := os.WriteFile(p, []byte(`{% for m in messages %}{% if m.role == 'assistant' %}{{ raise_exception('assistant turns are not supported') }}{% endif %}{{ m.content }}{% endfor %}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tm, err := chattemplate.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := writeTemplate(t, `{% for m in messages %}{% if m.role == 'assistant' %}{{ raise_exception('assistant turns are not supported') }}{% endif %}{{ m.content }}{% endfor %}`)
 	cfg := Config{InputTokens: Dist{Kind: "fixed", A: 50}, OutputTokens: Dist{Kind: "fixed", A: 5}, Chat: TemplateChat(tm, tok)}
 	mustNew(t, cfg, tok) // one message: accepted
 	cfg.Turns = 2
-	_, err = New(cfg, tok)
+	_, err := New(cfg, tok)
 	if err == nil || !strings.Contains(err.Error(), "assistant turns are not supported") || !strings.Contains(err.Error(), "--chat-template") {
 		t.Fatalf("New = %v", err)
 	}
@@ -174,4 +160,18 @@ func TestChatTemplateTooShort(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "adds 10 tokens to every request, so a prompt needs at least 11") || !strings.Contains(err.Error(), "--chat-template none") {
 		t.Fatalf("New = %v", err)
 	}
+}
+
+// writeTemplate loads a chat template written to a file of its own.
+func writeTemplate(t *testing.T, body string) *chattemplate.Template {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "t.jinja")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm, err := chattemplate.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
 }
