@@ -193,16 +193,30 @@ func OutcomeOf(rec *record.Record) Outcome {
 	return Failed
 }
 
-// Finished is told that s finished (how: o) and its slot freed at now; done is its
-// recorded end, from which a next turn's think time counts. It returns what that sends
-// now: a closed loop's next request, a request that waited for the slot.
-func (d *Dispatch) Finished(s *Send, o Outcome, done, now time.Duration, out func(Send)) {
+// ServiceOf is how long a finished request was served, as the over-saturation rule counts
+// it: from its first token to its end (its decode, which queueing does not lengthen), or
+// from its sending to its end when it came without token events; 0 when it failed.
+func ServiceOf(rec *record.Record) time.Duration {
+	if rec.Error != nil {
+		return 0
+	}
+	if first, ok := rec.FirstToken(); ok && rec.Done > first {
+		return rec.Done - first
+	}
+	return max(rec.Done-rec.Sent, 0)
+}
+
+// Finished is told that s finished (how: o, served for service: ServiceOf) and its slot
+// freed at now; done is its recorded end, from which a next turn's think time counts. It
+// returns what that sends now: a closed loop's next request, a request that waited for the
+// slot.
+func (d *Dispatch) Finished(s *Send, o Outcome, service, done, now time.Duration, out func(Send)) {
 	d.inflight--
 	if d.interrupted {
 		return
 	}
 	failed := o != Succeeded
-	if r := d.rules.finished(o); r != "" {
+	if r := d.rules.finished(o, service); r != "" {
 		d.halt(r)
 		return
 	}

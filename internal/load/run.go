@@ -123,6 +123,7 @@ type runner struct {
 type finished struct {
 	send    *Send
 	outcome Outcome
+	service time.Duration // ServiceOf its record
 	done    time.Duration // its recorded end, from the level's start
 	freed   time.Duration // when its slot freed, from the level's start
 }
@@ -147,14 +148,14 @@ func (r *runner) loop(ctx context.Context, d *Dispatch) EndReason {
 		}
 		select {
 		case f := <-r.finished:
-			d.Finished(f.send, f.outcome, f.done, f.freed, launch)
+			d.Finished(f.send, f.outcome, f.service, f.done, f.freed, launch)
 		case <-due:
 			d.Due(time.Since(r.levelStart), launch)
 		case <-ctx.Done():
 			d.Interrupt()
 			for d.InFlight() > 0 { // they see ctx cancelled, and end soon
 				f := <-r.finished
-				d.Finished(f.send, f.outcome, f.done, f.freed, func(Send) {})
+				d.Finished(f.send, f.outcome, f.service, f.done, f.freed, func(Send) {})
 			}
 			return EndInterrupted
 		}
@@ -169,7 +170,7 @@ func (r *runner) launch(ctx context.Context, s Send) {
 	go func() {
 		defer r.wg.Done()
 		freed := r.send(ctx, rec, s.Request)
-		r.finished <- finished{send: &s, outcome: OutcomeOf(rec), done: rec.Done - r.levelOff, freed: freed.Sub(r.levelStart)}
+		r.finished <- finished{send: &s, outcome: OutcomeOf(rec), service: ServiceOf(rec), done: rec.Done - r.levelOff, freed: freed.Sub(r.levelStart)}
 		r.report(rec)
 	}()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -25,10 +26,7 @@ func TestOversaturationLadder(t *testing.T) {
 	p := simProfile(t, "textbook")
 	fracs := []float64{0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2}
 	capIdx := 5 // the first level at or above capacity
-	seeds := 20
-	if testing.Short() {
-		seeds = 3
-	}
+	seeds := 60
 	for seed := range seeds {
 		stopped := -1
 		var at time.Duration
@@ -56,6 +54,77 @@ func TestOversaturationLadder(t *testing.T) {
 		if fracs[stopped] < 0.9 || stopped > capIdx+2 {
 			t.Errorf("seed %d: stopped at %.2f × capacity (level %d): want at or above 0.9 and at most level %d", seed, fracs[stopped], stopped, capIdx+2)
 		}
+	}
+}
+
+// linear16Capacity is bench/linear16.yaml's capacity in requests/s for 512 → 100-token
+// requests: 16 sequences decode 16 tokens per 8 × (1 + 0.11 × 15) = 21.2 ms step, 99 tokens
+// each (the first comes with the prefill), 7.62 req/s, less the prefill chunks that join
+// the steps: measured over 300 s at 14 req/s, 7.2 req/s.
+const linear16Capacity = 7.1
+
+// TestOversaturationWithinAMinute: a slot-bound server's growing backlog is found within a
+// 60 s level well past its capacity (10 and 14 req/s, about 1.4 and 2 ×), and a level at
+// 0.9 × capacity is not stopped, over 60 seeds each.
+func TestOversaturationWithinAMinute(t *testing.T) {
+	p, err := sim.LoadProfile("../../bench/linear16.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rate    float64
+		atLeast int // levels of 60 stopped as oversaturated
+		atMost  int
+	}{{0.9 * linear16Capacity, 0, 1}, {10, 57, 60}, {14, 57, 60}} {
+		stopped := 0
+		var after time.Duration
+		for seed := range 60 {
+			lvl := Level{Rate: tc.rate, Arrival: schedule.Arrival{Kind: "poisson"}, Duration: time.Minute,
+				Seed: int64(1000*seed + 7), DetectSaturation: true}
+			var last time.Duration
+			_, reason, err := simulateLevel(context.Background(), p, lvl, 0, fixedSource{in: 512, out: 100},
+				func(r *record.Record) { last = max(last, r.Scheduled) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch reason {
+			case EndOversaturated:
+				stopped++
+				after += last
+			case EndDuration:
+			default:
+				t.Fatalf("%.2f req/s, seed %d: end reason %q", tc.rate, seed, reason)
+			}
+		}
+		t.Logf("%.2f req/s: %d of 60 levels stopped as oversaturated, after %.1f s on average", tc.rate, stopped, after.Seconds()/float64(max(stopped, 1)))
+		if stopped < tc.atLeast || stopped > tc.atMost {
+			t.Errorf("%.2f req/s: %d of 60 levels stopped as oversaturated, want %d to %d", tc.rate, stopped, tc.atLeast, tc.atMost)
+		}
+	}
+}
+
+// TestPaceSettled: the short wait needs the server's pace to have settled; a pace that keeps
+// slowing (a batch still filling) is left to the long wait.
+func TestPaceSettled(t *testing.T) {
+	build := func(service func(i int) float64) *series {
+		var s series
+		var m mark
+		for i := range 400 {
+			m.served += service(i)
+			m.nServed++
+			m.backlog = float64(i)
+			s.add(m)
+		}
+		return &s
+	}
+	if !build(func(int) float64 { return 2 }).settled() {
+		t.Error("a steady pace: not settled")
+	}
+	if build(func(i int) float64 { return 2 + float64(i)/50 }).settled() {
+		t.Error("a pace slowing from 2 s to 10 s: settled")
+	}
+	if (&series{}).settled() {
+		t.Error("an empty series: settled")
 	}
 }
 

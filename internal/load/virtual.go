@@ -202,7 +202,7 @@ func (v *vrun) finish(id uint64, t time.Duration) {
 	}
 	v.sink(r.rec)
 	// From Done as recorded (µs), so a next turn's Scheduled is exactly Done + think time.
-	v.d.Finished(&r.send, OutcomeOf(r.rec), r.rec.Done-v.start, t-v.start, v.outFn)
+	v.d.Finished(&r.send, OutcomeOf(r.rec), ServiceOf(r.rec), r.rec.Done-v.start, t-v.start, v.outFn)
 }
 
 // interrupt reports the requests in flight as cancelled at t, as Run does.
