@@ -235,17 +235,26 @@ func (f *planFlags) traffic(stdio Stdio, cfg *benchConfig) (plan.Traffic, error)
 	cfg.adaptToSource(stdio, info) // a trace: one level of its own arrivals
 	lvl := cfg.levels[0]
 	if info.Trace {
-		return plan.Traffic{Rate: lvl.Rate, At: func(scale float64) (load.Level, workload.Source, error) {
+		return plan.Traffic{Rate: lvl.Rate, Fixed: true, Trace: true, At: func(scale float64, _ time.Duration) (load.Level, workload.Source, error) {
 			l := lvl
 			l.Rate *= scale
 			return l, workload.Faster(src, scale), nil
 		}}, nil
 	}
-	return plan.Traffic{Rate: lvl.Rate, At: func(scale float64) (load.Level, workload.Source, error) {
+	fixed := f.fixedLength()
+	return plan.Traffic{Rate: lvl.Rate, Fixed: fixed, At: func(scale float64, horizon time.Duration) (load.Level, workload.Source, error) {
 		l := cfg.base
 		l.Rate = lvl.Rate * scale
+		if !fixed {
+			l.Duration, l.Requests = horizon, 0
+		}
 		return cfg.finishLevel(l, 0, cfg.requests), src, nil
 	}}, nil
+}
+
+// fixedLength says the user gave the levels' length, so the plan does not choose horizons.
+func (f *planFlags) fixedLength() bool {
+	return f.bench.fs.Changed("duration") || f.bench.fs.Changed("requests")
 }
 
 func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) error {
@@ -294,12 +303,15 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	load, wl := cfg.describe().Describe()
 	pl.Schema, pl.Version, pl.Model, pl.Profile = plan.Schema, Version, base.ModelName(), base.Name
 	pl.Load, pl.Workload, pl.SLO = load, wl, cfg.sloSpec
-	check := f.checkCommand(cfg.outputDir)
+	check := f.checkCommand(cfg.outputDir, pl.BestCandidate(), pc.Traffic.Fixed)
 	if err := writePlan(cfg.outputDir, pl, check); err != nil {
 		return withCode(ExitFailure, err)
 	}
 	fmt.Fprintln(stdio.Out)
 	plan.WriteTable(stdio.Out, pl, 20)
+	for _, w := range pl.Warnings {
+		fmt.Fprintf(stdio.Err, "warning: %s\n", w)
+	}
 	if pl.Best != nil {
 		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.outputDir, "best.yaml"), check)
 	}
@@ -350,15 +362,24 @@ var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warm
 	"input-tokens", "output-tokens", "tokenizer", "dataset", "prefix-tokens", "prefix-groups", "trace-speed",
 	"turns", "think-time", "seed", "percentiles", "slo", "gpu-price"}
 
-// checkCommand is the simulate command that re-simulates best.yaml at the traffic.
-func (f *planFlags) checkCommand(dir string) string {
+// checkCommand is the simulate command that re-simulates best.yaml at the traffic, over the
+// horizon the plan judged it over (unless the traffic's length was fixed).
+func (f *planFlags) checkCommand(dir string, best *plan.Candidate, fixed bool) string {
 	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(dir, "best.yaml"))}
 	for _, name := range planTrafficFlags {
 		if fl := f.bench.fs.Lookup(name); fl != nil && fl.Changed {
 			args = append(args, "--"+name, shellQuote(fl.Value.String()))
 		}
 	}
+	if best != nil && !fixed {
+		args = append(args, "--duration", fmtDuration(time.Duration(best.HorizonS*float64(time.Second))))
+	}
 	return strings.Join(args, " ")
+}
+
+// fmtDuration writes a whole number of seconds as a flag value: "300s".
+func fmtDuration(d time.Duration) string {
+	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + "s"
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but plain characters.

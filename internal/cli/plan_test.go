@@ -63,8 +63,9 @@ func TestPlanTextbookReplicas(t *testing.T) {
 }
 
 // TestPlanBestYAMLResimulates: the default model's chosen deployment, re-simulated from
-// best.yaml with the same traffic flags, meets every SLO with the plan's own figures; the
-// same file with one replica fewer does not.
+// best.yaml with the same traffic flags over the plan's horizon (the check command it
+// prints), meets every SLO with the plan's own figures; the same file with one replica
+// fewer does not.
 func TestPlanBestYAMLResimulates(t *testing.T) {
 	dir := t.TempDir()
 	traffic := []string{"--rate", "80", "--slo", "ttft:p99<=300ms,tpot:p99<=30ms"}
@@ -79,9 +80,14 @@ func TestPlanBestYAMLResimulates(t *testing.T) {
 		t.Fatalf("the check needs a fleet of 2 or more, got %d replicas", best.Replicas)
 	}
 	yaml := filepath.Join(dir, "best.yaml")
-	if want := "  llmbench simulate --sim " + yaml + " --rate 80 --slo 'ttft:p99<=300ms,tpot:p99<=30ms'\n"; !strings.Contains(stdout, want) {
+	horizon := fmt.Sprintf("%.0fs", best.HorizonS)
+	if want := "  llmbench simulate --sim " + yaml + " --rate 80 --slo 'ttft:p99<=300ms,tpot:p99<=30ms' --duration " + horizon + "\n"; !strings.Contains(stdout, want) {
 		t.Errorf("console does not print the check %q:\n%s", want, stdout)
 	}
+	if !best.Steady || best.HorizonS < plan.MinHorizon.Seconds() {
+		t.Errorf("best: steady %v over %g s", best.Steady, best.HorizonS)
+	}
+	traffic = append(traffic, "--duration", horizon)
 	simulate := func(profile string) *report.Level {
 		out := t.TempDir()
 		runCLI(t, context.Background(), append([]string{"simulate", "--sim", profile, "--output-dir", out, "--no-progress", "--quiet"}, traffic...)...)

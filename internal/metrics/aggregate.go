@@ -22,6 +22,10 @@ type Config struct {
 	// the requests' done time, so Aggregator.Window can give figures over a sub-window of
 	// the level found only at its end (a steady state).
 	Window time.Duration
+	// Only, when set, names the metrics (registry keys) to derive; the others are absent
+	// from the level, as a metric no request gave is. For a caller that reads a few figures
+	// of many levels (plan), since each metric costs its distribution.
+	Only []string
 }
 
 // Validate reports every problem at once.
@@ -37,12 +41,32 @@ func (c Config) Validate() error {
 		}
 		seen[p] = true
 	}
+	for _, k := range c.Only {
+		if _, ok := Lookup(k); !ok {
+			errs = append(errs, fmt.Errorf("metric %q: not in the registry", k))
+		}
+	}
 	for _, s := range c.SLOs {
+		if len(c.Only) > 0 && s.Metric != "" && !slices.Contains(c.Only, s.Metric) {
+			errs = append(errs, fmt.Errorf("slo %q: its metric is not among the metrics derived (Only)", s.String()))
+		}
 		if s.Kind < SLOBound || s.Kind > SLOErrorRate {
 			errs = append(errs, fmt.Errorf("slo %q: unknown kind (build SLOs with ParseSLOs)", s.String()))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// NeedsTokenEvents says whether judging the SLOs needs every token's time: a term or bound
+// on a per-token metric (ITL, chunk gap). Without one, a level's TTFT, TPOT, E2EL, goodput
+// and throughputs come out the same from each request's first token and its end.
+func (c Config) NeedsTokenEvents() bool {
+	for _, s := range c.SLOs {
+		if m, ok := Lookup(s.Metric); ok && m.PerToken {
+			return true
+		}
+	}
+	return false
 }
 
 func (c Config) percentiles() []float64 {

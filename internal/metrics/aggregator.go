@@ -37,6 +37,7 @@ type Aggregator struct {
 	server  serverTimingsAcc
 	turns   turnsAcc
 	present []bool // by registry index: Metric.Present held for some record; Streamed: some request streamed, or none was measured
+	skip    []bool // by registry index: not derived (Config.Only)
 	// streamed, unstreamed: some measured request had a stream, resp. came as one document.
 	streamed, unstreamed bool
 	inputs, documents    int // of completed requests (embeddings, rerank)
@@ -57,6 +58,12 @@ func NewAggregator(cfg Config) *Aggregator {
 		a.lv.Dists[m.Key] = a.dists[i]
 		a.limits[i] = -1
 		a.present[i] = m.Streamed
+	}
+	if len(cfg.Only) > 0 {
+		a.skip = make([]bool, len(Registry))
+		for i, m := range Registry {
+			a.skip[i] = !slices.Contains(cfg.Only, m.Key)
+		}
 	}
 	for _, s := range cfg.SLOs {
 		if m, ok := Lookup(s.Metric); ok && s.Kind == SLOBound {
@@ -101,7 +108,7 @@ func (a *Aggregator) addSample(num, den int64, weight uint64) {
 // derive adds every registry metric of a scope that r gives.
 func (a *Aggregator) derive(r *record.Record, scope Scope) {
 	for i, m := range Registry {
-		if m.Scope == scope {
+		if m.Scope == scope && (a.skip == nil || !a.skip[i]) {
 			a.cur = i
 			m.Samples(r, a.add)
 			if m.Present != nil && !a.present[i] && m.Present(r) {
@@ -191,7 +198,7 @@ func (a *Aggregator) Add(r *record.Record) {
 	a.peak.add(r)
 	a.server.add(r)
 	a.wacc = nil
-	a.windows.completed(r, n)
+	a.windows.completed(r, n, ok)
 }
 
 // Level returns the level's figures, once its records are in. The distributions in
@@ -252,7 +259,7 @@ func (a *Aggregator) Level() Level {
 	if w := a.windows; w.lo <= w.hi {
 		_, _, accs = w.span(time.Duration(w.lo)*w.width, time.Duration(w.hi+1)*w.width)
 	}
-	setStats(&lv, a.dists, a.present, ps, accs)
+	setStats(&lv, a.dists, a.present, a.skip, ps, accs)
 	if e2el := a.dists[registryIndex[KeyE2EL].index]; e2el.Count() > 0 {
 		mean, _ := e2el.MeanStd()
 		lv.LittlesLawConcurrency = lv.RequestThroughput * mean / 1000
@@ -274,10 +281,13 @@ func (a *Aggregator) Level() Level {
 // setStats fills a level's Metrics (and its OnLevel metrics) from distributions by
 // registry index: optional metrics only when they have samples (and, with Present, when
 // present says so), with intervals by batch means over the buckets accs where they allow.
-func setStats(lv *Level, dists []*Dist, present []bool, ps []float64, accs []*windowAcc) {
+func setStats(lv *Level, dists []*Dist, present, skip []bool, ps []float64, accs []*windowAcc) {
 	lv.Metrics = Metrics{}
 	for i, m := range Registry {
 		d := dists[i]
+		if skip != nil && skip[i] {
+			continue
+		}
 		if m.Optional && (d.Count() == 0 || (m.Present != nil && !present[i])) || m.Streamed && !present[i] {
 			continue
 		}

@@ -29,6 +29,25 @@ const (
 	MinBatches = 10
 )
 
+// PrecisionRequests is how many measured requests a level needs for an interval by batch
+// means of every percentile its SLOs' verdict terms bound (BatchCount batches of
+// ⌈5 / min(q, 1 − q)⌉ samples each: 10,000 for a P99, 1,000 for a P90), at most
+// maxPrecisionRequests (a deeper tail keeps the order-statistics interval); 0 when no term
+// bounds a percentile.
+func PrecisionRequests(slos []SLO) int {
+	n := 0
+	for _, s := range slos {
+		if s.Kind != SLOPercentile || math.IsNaN(s.P) {
+			continue
+		}
+		q := s.P / 100
+		n = max(n, BatchCount*int(math.Ceil(5/max(min(q, 1-q), 1e-9))))
+	}
+	return min(n, maxPrecisionRequests)
+}
+
+const maxPrecisionRequests = 20_000
+
 // CI methods, as ci_method names them.
 const (
 	MethodBatchMeans       = "batch_means"

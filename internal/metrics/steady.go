@@ -22,6 +22,9 @@ type SteadyState struct {
 	OutputThroughput  float64  `json:"output_throughput"`
 	MeanConcurrency   float64  `json:"mean_concurrency"`
 	Metrics           *Metrics `json:"metrics"`
+	// SLO is the verdict on the window's requests (Aggregator.Window); not written, since
+	// summary.json's verdict is the level's.
+	SLO *Verdict `json:"-"`
 }
 
 // MinRequestsPerSlot is how many requests per slot (per request the level held in flight
@@ -87,7 +90,7 @@ func (a *Aggregator) steadyState(lv *Level) *SteadyState {
 	ss := &SteadyState{Reached: true, StartS: &fs, EndS: &ts,
 		Reason:    fmt.Sprintf("throughput and in-flight requests stationary from %.3f s to %.3f s of the run (%.0f%% of the level)", fs, ts, 100*float64(hi-lo)/float64(n)),
 		Completed: w.Completed, RequestThroughput: w.RequestThroughput, OutputThroughput: w.OutputThroughput,
-		MeanConcurrency: w.MeanConcurrency, Metrics: &w.Metrics}
+		MeanConcurrency: w.MeanConcurrency, Metrics: &w.Metrics, SLO: w.SLO}
 	return ss
 }
 

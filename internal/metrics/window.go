@@ -33,6 +33,7 @@ const maxBuckets = 256
 // distribution.
 type windowAcc struct {
 	completed, failed, canceled int
+	good                        int // completed requests within every per-request bound
 	input, output               int
 	tokens                      int64   // output tokens of completed requests emitted in the bucket
 	busy                        int64   // µs of requests in flight within the bucket (partial coverage)
@@ -153,6 +154,7 @@ func (w *windows) coarsen() {
 			n.completed += acc.completed
 			n.failed += acc.failed
 			n.canceled += acc.canceled
+			n.good += acc.good
 			n.input += acc.input
 			n.output += acc.output
 			n.tokens += acc.tokens
@@ -181,10 +183,13 @@ func (w *windows) outcome(r *record.Record) {
 	}
 }
 
-// completed counts a completed measured request and its tokens in its bucket.
-func (w *windows) completed(r *record.Record, n int) {
+// completed counts a completed measured request, good or not, and its tokens in its bucket.
+func (w *windows) completed(r *record.Record, n int, good bool) {
 	acc := w.bucket(r.Done)
 	acc.completed++
+	if good {
+		acc.good++
+	}
 	acc.input += r.InputTokens
 	acc.output += n
 	w.tokensOf(r)
@@ -202,15 +207,16 @@ func (w *windows) span(from, to time.Duration) (lo, hi int64, accs []*windowAcc)
 
 // Window returns the figures of the requests that finished in [from, to) (offsets from
 // the run's start), rounded out to whole buckets (their width is WindowWidth): outcome
-// counts, tokens, throughputs over the window's length, the mean in-flight requests, and
+// counts, tokens, throughputs over the window's length, the mean in-flight requests,
 // every metric's statistics with confidence intervals by batch means over the window
-// (batch.go). Figures that need the whole level (peak concurrency and throughput,
-// goodput, SLO verdicts) are not given.
+// (batch.go), and the SLO verdict on the window's requests (the per-token metrics, which
+// buckets do not keep, judged over the whole level so far). Figures that need the whole
+// level (peak concurrency and throughput, goodput per second) are not given.
 func (a *Aggregator) Window(from, to time.Duration) Level {
 	lv := Level{Errors: map[string]int{}, Dists: map[string]*Dist{}}
 	w := a.windows
 	if to <= from {
-		setStats(&lv, make([]*Dist, len(Registry)), a.present, a.cfg.percentiles(), nil)
+		setStats(&lv, make([]*Dist, len(Registry)), a.present, a.skip, a.cfg.percentiles(), nil)
 		return lv
 	}
 	w.integrate()
@@ -220,10 +226,12 @@ func (a *Aggregator) Window(from, to time.Duration) Level {
 		dists[i] = NewDist()
 	}
 	var busy int64
+	good := 0
 	for _, acc := range accs {
 		if acc == nil {
 			continue
 		}
+		good += acc.good
 		lv.Completed += acc.completed
 		lv.Failed += acc.failed
 		lv.Canceled += acc.canceled
@@ -236,14 +244,25 @@ func (a *Aggregator) Window(from, to time.Duration) Level {
 	}
 	for i, m := range Registry {
 		lv.Dists[m.Key] = dists[i]
+		if m.PerToken {
+			lv.Dists[m.Key] = a.dists[i]
+		}
 	}
+	var goodFraction, errorRate *float64
+	if judged := lv.Completed + lv.Failed; judged > 0 {
+		errorRate = ptr(float64(lv.Failed) / float64(judged))
+		if definesGoodput(a.cfg.SLOs) {
+			goodFraction = ptr(float64(good) / float64(judged))
+		}
+	}
+	lv.SLO = evaluate(a.cfg.SLOs, lv.Dists, goodFraction, errorRate)
 	dur := (time.Duration(hi-lo) * w.width).Seconds()
 	lv.DurationS = dur
 	lv.RequestThroughput = float64(lv.Completed) / dur
 	lv.OutputThroughput = float64(lv.TotalOutputTokens) / dur
 	lv.TotalTokenThroughput = float64(lv.TotalInputTokens+lv.TotalOutputTokens) / dur
 	lv.MeanConcurrency = float64(busy) / 1e6 / dur
-	setStats(&lv, dists, a.present, a.cfg.percentiles(), accs)
+	setStats(&lv, dists, a.present, a.skip, a.cfg.percentiles(), accs)
 	return lv
 }
 

@@ -13,6 +13,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -35,10 +36,18 @@ type Space struct {
 
 // Traffic is what the deployment must serve. At builds the level and its requests at
 // scale times the traffic (scale 1 is the traffic itself, as simulate runs it; 2 is twice
-// its arrival rate, or a trace replayed twice as fast).
+// its arrival rate, or a trace replayed twice as fast), with horizon of arrivals — the
+// length the plan chose for that fleet, as simulate's --duration — unless the traffic's
+// length is Fixed.
 type Traffic struct {
 	Rate float64 // the traffic's arrival rate, requests/s (a trace's mean)
-	At   func(scale float64) (load.Level, workload.Source, error)
+	At   func(scale float64, horizon time.Duration) (load.Level, workload.Source, error)
+	// Fixed says At ignores length: the user gave the levels' length (--duration,
+	// --requests), or the traffic is a trace replayed whole. The plan then judges each fleet
+	// over that length and warns where it is too short for a steady state.
+	Fixed bool
+	// Trace says the traffic is a replayed trace (its length is its own).
+	Trace bool
 }
 
 // Config is a plan to make.

@@ -1,8 +1,8 @@
 package plan
 
 import (
-	"math"
 	"testing"
+	"time"
 
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -10,8 +10,8 @@ import (
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
-// poisson is a traffic of rate requests/s of fixed lengths, each level as simulate's flags
-// would make it (10 s of arrivals, at least 10 requests, over-saturation watched).
+// traffic is a traffic of rate requests/s of fixed lengths, each level as plan's CLI
+// makes it: the plan's horizon, over-saturation watched.
 func traffic(t testing.TB, rate float64, arrival string, in, out int) Traffic {
 	t.Helper()
 	src, err := workload.New(workload.Config{Dataset: "random", InputTokens: workload.Fixed(in), OutputTokens: workload.Fixed(out), Seed: 1, LengthsOnly: true}, nil)
@@ -22,9 +22,8 @@ func traffic(t testing.TB, rate float64, arrival string, in, out int) Traffic {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Traffic{Rate: rate, At: func(scale float64) (load.Level, workload.Source, error) {
-		r := rate * scale
-		return load.Level{Rate: r, Arrival: a, Seed: 1, DetectSaturation: true, Requests: max(10, int(math.Ceil(r*10)))}, src, nil
+	return Traffic{Rate: rate, At: func(scale float64, h time.Duration) (load.Level, workload.Source, error) {
+		return load.Level{Rate: rate * scale, Arrival: a, Seed: 1, DetectSaturation: true, Duration: h}, src, nil
 	}}
 }
 

@@ -42,6 +42,9 @@ type Plan struct {
 	Best       *int        `json:"best"`
 	// BestProfile is the file holding the chosen deployment (best.yaml), when written.
 	BestProfile string `json:"best_profile,omitempty"`
+	// Warnings are what the console warned of: a fixed length (--duration, --requests, a
+	// trace) shorter than a steady state needs.
+	Warnings []string `json:"warnings"`
 }
 
 // Candidate is one engine configuration behind one router, with its fewest replicas
@@ -75,6 +78,12 @@ type Candidate struct {
 	// Oversaturated says the level at the traffic was stopped by the over-saturation rule
 	// (docs/metrics.md), as simulate stops it: the fleet did not keep up, whatever its verdict.
 	Oversaturated bool `json:"oversaturated"`
+	// HorizonS is the length of arrivals, seconds, the fleet was judged over at the traffic
+	// (its first fifth warm-up; the plan's choice, or the fixed length's measured span);
+	// Steady says it reached a steady state there. A fleet that did not, or was
+	// oversaturated, does not meet the SLOs.
+	HorizonS float64 `json:"horizon_s"`
+	Steady   bool    `json:"steady"`
 	// Figures at the traffic: output tokens/s, the same per GPU, and a user's decode
 	// speed, 1,000 / mean TPOT in ms (tokens/s per user); null when not measured.
 	OutputThroughput       *float64 `json:"output_throughput"`
@@ -91,6 +100,7 @@ type Candidate struct {
 	Simulations int `json:"simulations"`
 
 	profile sim.Profile
+	needS   float64 // the horizon the plan would judge its fleet over
 }
 
 // Term is one SLO verdict term at the traffic.

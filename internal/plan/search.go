@@ -3,10 +3,14 @@ package plan
 import (
 	"context"
 	"fmt"
-	"github.com/llmbench/llmbench/internal/search"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/search"
 
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/load"
@@ -28,6 +32,8 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Metrics.Only = figures(cfg.Metrics.SLOs)
+	cfg.Metrics.Percentiles = withSLOPercentiles(cfg.Metrics)
 	engines := cfg.engines()
 	routers := cfg.routers()
 	pl := &Plan{Configurations: len(engines) * len(routers), MaxReplicas: cfg.MaxReplicas, Rate: cfg.Traffic.Rate}
@@ -93,6 +99,7 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 	}
 	pl.setCandidates(byEngine)
 	pl.Evaluated = done * len(routers)
+	pl.Warnings = pl.lengthWarnings(cfg.Traffic)
 	if firstErr != nil {
 		return pl, firstErr
 	}
@@ -103,18 +110,93 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 	return pl, nil
 }
 
+// lengthWarnings say where a fixed length was shorter than the horizon the plan would have
+// judged a fleet over: its figures may describe the servers filling, not holding the traffic.
+func (pl *Plan) lengthWarnings(t Traffic) []string {
+	if !t.Fixed {
+		return []string{}
+	}
+	short, unsteady := 0, 0
+	for _, c := range pl.Candidates {
+		if c.Replicas == 0 {
+			continue
+		}
+		if c.HorizonS < c.needS {
+			short++
+		}
+		if !c.Steady {
+			unsteady++
+		}
+	}
+	if short == 0 {
+		return []string{}
+	}
+	what := "the levels' length you gave (--duration, --requests)"
+	if t.Trace {
+		what = "the trace"
+	}
+	w := fmt.Sprintf("%s is shorter than a steady state needs for %d of the candidates simulated (%d of them reached none): ", what, short, unsteady)
+	if b := pl.BestCandidate(); b != nil && b.HorizonS < b.needS {
+		w += fmt.Sprintf("the chosen one was judged over %s, where the plan would take %s (%d mean E2ELs and %d requests per replica)",
+			fmtSeconds(b.HorizonS), fmtSeconds(b.needS), HorizonE2ELs, RequestsPerReplica)
+	} else {
+		w += fmt.Sprintf("a horizon covers %d mean E2ELs and %d requests per replica", HorizonE2ELs, RequestsPerReplica)
+	}
+	if t.Trace {
+		w += "; its figures may describe the servers filling rather than holding the traffic (a longer trace)"
+	} else {
+		w += "; its figures may describe the servers filling rather than holding the traffic (drop --duration and --requests to let the plan choose)"
+	}
+	return []string{w}
+}
+
+// figures are the metrics a plan derives: those its candidates report and its horizons
+// read (TTFT, TPOT, E2EL), and those its SLOs judge; the others cost each level their
+// distributions and are read by nobody.
+func figures(slos []metrics.SLO) []string {
+	keys := []string{metrics.KeyTTFT, metrics.KeyTPOT, metrics.KeyE2EL}
+	for _, s := range slos {
+		if s.Metric != "" && !slices.Contains(keys, s.Metric) {
+			keys = append(keys, s.Metric)
+		}
+	}
+	return keys
+}
+
+// withSLOPercentiles is the percentiles to compute: the configured ones and every one the
+// SLOs bound, so that each term has its interval.
+func withSLOPercentiles(c metrics.Config) []float64 {
+	ps := slices.Clone(c.Percentiles)
+	if len(ps) == 0 {
+		ps = slices.Clone(metrics.DefaultPercentiles)
+	}
+	for _, s := range c.SLOs {
+		if s.Kind == metrics.SLOPercentile && !math.IsNaN(s.P) && !slices.Contains(ps, s.P) {
+			ps = append(ps, s.P)
+		}
+	}
+	return ps
+}
+
 // runKey names one simulation of an engine configuration: a fleet of n replicas behind
-// router (none for one replica, which no router changes) at scale times the traffic.
+// router (none for one replica, which no router changes) at scale times the traffic, over
+// its horizon doubled precision times.
 type runKey struct {
-	n      int
-	router string
-	scale  float64
+	n         int
+	router    string
+	scale     float64
+	precision int
 }
 
 // outcome is one simulated level and whether it meets the SLOs (why not, when not).
 type outcome struct {
 	lv            metrics.Level
-	oversaturated bool // stopped by load's over-saturation rule
+	horizon       time.Duration // the level's length of arrivals (a fixed one's measured span)
+	oversaturated bool          // stopped by load's over-saturation rule
+	steady        bool          // it reached a steady state over a long enough horizon
+	unsteady      string        // why not, when not
+	windows       []judged      // the verdicts over its steady window and its SLO windows
+	undecided     []string      // terms whose 95% interval holds their bound: too close to tell
 	meets         bool
 	why           string
 }
@@ -184,34 +266,191 @@ func (ev *evaluation) plan(routers []string) ([]Candidate, error) {
 	return out, nil
 }
 
-// run simulates a fleet of n replicas behind router at scale times the traffic, once.
+// run simulates a fleet of n replicas behind router at scale times the traffic, once, over
+// a horizon long enough for its figures to describe a steady state (horizon). A fleet too
+// close to a bound to tell counts as missing it: the searches for capacity and headroom
+// take that (their answers err low); the replica count takes decide.
 func (ev *evaluation) run(n int, router string, scale float64) (*outcome, error) {
+	return ev.runAt(n, router, scale, 0)
+}
+
+// decide is run, where a fleet too close to a bound to tell is run again over twice and
+// four times the horizon, until its intervals clear the bounds; one still undecided then
+// misses the SLOs (the plan does not bet a fleet on a coin toss).
+func (ev *evaluation) decide(n int, router string, scale float64) (*outcome, error) {
+	for p := 0; ; p++ {
+		o, err := ev.runAt(n, router, scale, p)
+		if err != nil || len(o.undecided) == 0 || p == maxPrecision || ev.cfg.Traffic.Fixed || o.horizon >= MaxHorizon {
+			return o, err
+		}
+	}
+}
+
+// maxPrecision is how many times decide doubles a horizon.
+const maxPrecision = 2
+
+func (ev *evaluation) runAt(n int, router string, scale float64, precision int) (*outcome, error) {
 	if n == 1 {
 		router = ""
 	}
-	k := runKey{n, router, scale}
+	k := runKey{n, router, scale, precision}
 	if o, ok := ev.runs[k]; ok {
 		return o, nil
 	}
-	p := ev.fleet(n, router)
-	lvl, src, err := ev.cfg.Traffic.At(scale)
+	rate := scale * ev.cfg.Traffic.Rate
+	h := firstHorizon(n, rate, ev.cfg.Metrics.SLOs)
+	if precision > 0 {
+		prev, err := ev.runAt(n, router, scale, precision-1)
+		if err != nil {
+			return nil, err
+		}
+		h = roundHorizon(2 * prev.horizon.Seconds())
+	}
+	var o *outcome
+	for try := 1; ; try++ {
+		var err error
+		if o, err = ev.simulate(n, router, scale, h); err != nil {
+			return nil, err
+		}
+		if ev.cfg.Traffic.Fixed || o.oversaturated {
+			break // a fixed length is the user's; an oversaturated fleet fails however long it runs
+		}
+		need := e2elHorizon(o.lv)
+		if need <= h {
+			break
+		}
+		if h == MaxHorizon || try == horizonTries {
+			// Its requests grew longer with every horizon: still filling, however long.
+			o.steady = false
+			o.unsteady = fmt.Sprintf("its requests took %s on average over a horizon of %s, which %d of them need: it had not settled",
+				fmtSeconds(meanE2EL(o.lv)), fmtSeconds(h.Seconds()), HorizonE2ELs)
+			o.meets, o.why = meets(o)
+			break
+		}
+		h = need
+	}
+	ev.runs[k] = o
+	return o, nil
+}
+
+// The horizon a fleet is judged over: long enough to settle and for tight percentiles —
+// RequestsPerReplica measured requests for each replica, and enough for a confidence
+// interval by batch means of every percentile the SLOs bound (metrics.PrecisionRequests:
+// 10,000 for a P99), at least MinHorizon, and HorizonE2ELs mean end-to-end latencies
+// (found by running it: a fleet whose requests turn out longer is run again over a longer
+// horizon, horizonTries times at most), to MaxHorizon. Nothing of it is excluded as
+// warm-up: the servers' filling from empty lasts a few end-to-end latencies, the steady
+// state (metrics' MSER) must begin early in the level, and excluding it would make the
+// check command, simulate --duration over the same horizon, differ from the plan.
+// Horizons are rounded up to two significant digits of seconds, so the check command
+// reads well.
+const (
+	RequestsPerReplica = 2000
+	MinHorizon         = 60 * time.Second
+	MaxHorizon         = 4 * time.Hour
+	HorizonE2ELs       = 25
+	horizonTries       = 3
+)
+
+// firstHorizon is the horizon a fleet of n replicas at rate req/s is first run over.
+func firstHorizon(n int, rate float64, slos []metrics.SLO) time.Duration {
+	measured := max(RequestsPerReplica*n, metrics.PrecisionRequests(slos))
+	return roundHorizon(float64(measured) / rate)
+}
+
+// e2elHorizon is the horizon that holds HorizonE2ELs of the level's mean end-to-end latency.
+func e2elHorizon(lv metrics.Level) time.Duration {
+	return roundHorizon(HorizonE2ELs * meanE2EL(lv))
+}
+
+// meanE2EL is the level's mean end-to-end latency in seconds (0 when none completed).
+func meanE2EL(lv metrics.Level) float64 {
+	if st, ok := lv.Metrics.Get(metrics.KeyE2EL); ok && st.Count > 0 {
+		return st.Mean / 1000
+	}
+	return 0
+}
+
+// roundHorizon rounds s seconds up to two significant digits, within [MinHorizon, MaxHorizon].
+func roundHorizon(s float64) time.Duration {
+	if s <= MinHorizon.Seconds() {
+		return MinHorizon
+	}
+	unit := math.Pow(10, math.Floor(math.Log10(s))-1)
+	return min(time.Duration(math.Ceil(s/unit-1e-9)*unit)*time.Second, MaxHorizon)
+}
+
+// simulate runs the fleet of n replicas behind router at scale times the traffic over h.
+func (ev *evaluation) simulate(n int, router string, scale float64, h time.Duration) (*outcome, error) {
+	lvl, src, err := ev.cfg.Traffic.At(scale, h)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := calibrate.Deploy(p)
+	srv, err := calibrate.Deploy(ev.fleet(n, router))
 	if err != nil {
 		return nil, err
 	}
 	agg := metrics.NewAggregator(ev.cfg.Metrics)
-	_, reason, err := load.RunVirtual(ev.ctx, lvl, 0, src, srv, agg.Add)
+	var opts []load.VirtualOption
+	if !ev.cfg.Metrics.NeedsTokenEvents() {
+		opts = append(opts, load.FirstAndLastTokens()) // the figures a plan reports are the same
+	}
+	_, reason, err := load.RunVirtual(ev.ctx, lvl, 0, src, srv, agg.Add, opts...)
 	if err != nil {
 		return nil, err
 	}
-	o := &outcome{lv: agg.Level(), oversaturated: reason == load.EndOversaturated}
+	o := &outcome{lv: agg.Level(), horizon: lvl.Duration, oversaturated: reason == load.EndOversaturated}
+	if ev.cfg.Traffic.Fixed {
+		o.horizon = time.Duration(o.lv.DurationS * float64(time.Second)).Round(time.Second)
+	}
+	switch ss := o.lv.SteadyState; {
+	case o.oversaturated:
+		o.unsteady = "its backlog kept growing (stopped as oversaturated: docs/metrics.md)"
+	case ss == nil:
+		o.unsteady = "no request was measured"
+	case !ss.Reached:
+		o.unsteady = "no steady state: " + ss.Reason
+	default:
+		o.steady = true
+		o.windows = append(o.windows, judged{"in its steady window", ss.SLO})
+		if !ev.cfg.Traffic.Fixed {
+			o.windows = append(o.windows, sloWindows(agg, lvl.WarmupTime, lvl.Duration)...)
+		}
+	}
+	o.undecided = undecided(ev.cfg.Metrics.SLOs, o.lv)
 	o.lv.Dists, o.lv.Anatomy = nil, nil // the figures are taken; the distributions are not kept
-	o.meets, o.why = meets(o.lv, o.oversaturated)
-	ev.runs[k] = o
+	o.meets, o.why = meets(o)
 	return o, nil
+}
+
+// undecided lists the verdict terms whose 95% interval by batch means holds their bound
+// (a percentile or mean term, where the level allows such an interval): the level cannot
+// tell whether the fleet meets them.
+func undecided(slos []metrics.SLO, lv metrics.Level) []string {
+	var out []string
+	for _, s := range slos {
+		if s.Kind != metrics.SLOPercentile {
+			continue
+		}
+		st, ok := lv.Metrics.Get(s.Metric)
+		if !ok || st.Count == 0 {
+			continue
+		}
+		v, lo, hi := st.Mean, st.MeanLo, st.MeanHi
+		if !math.IsNaN(s.P) {
+			pc, ok := st.Get(s.P)
+			if !ok || pc.Method != metrics.MethodBatchMeans {
+				continue
+			}
+			v, lo, hi = pc.Value, pc.Lo, pc.Hi
+		} else if st.MeanMethod != metrics.MethodBatchMeans {
+			continue
+		}
+		if b := s.Bound(); lo <= b && b < hi {
+			out = append(out, fmt.Sprintf("%s measured %s (95%% CI %s to %s)", s.String(), fmtValue(v), fmtValue(lo), fmtValue(hi)))
+		}
+	}
+	return out
 }
 
 // fleet is the engine configuration as a deployment of n replicas behind router.
@@ -224,16 +463,19 @@ func (ev *evaluation) fleet(n int, router string) sim.Profile {
 	return p
 }
 
-// meets says whether a simulated level meets the SLOs: every verdict term passes, no
-// request failed (a fleet that refuses requests serves less than the traffic; the
-// simulator refuses only those no replica could ever take, so this never tells two
-// fleets of one configuration apart), and the level was not stopped as oversaturated (a
-// backlog that kept growing: its figures describe no steady state, which is why run
-// --search and summary.json's slo_limit pass over such a level too). why says what missed.
-func meets(lv metrics.Level, oversaturated bool) (bool, string) {
+// meets says whether a simulated level meets the SLOs: it reached a steady state (a
+// backlog that kept growing, or figures still changing when the horizon ended, describe
+// no fleet that holds the traffic, which is why run --search and summary.json's slo_limit
+// pass over an oversaturated level too), every verdict term passes over the level's
+// measured part and over its steady window, and no request failed (a fleet that refuses
+// requests serves less than the traffic; the simulator refuses only those no replica could
+// ever take, so this never tells two fleets of one configuration apart). why says what
+// missed.
+func meets(o *outcome) (bool, string) {
+	lv := o.lv
 	var why []string
-	if oversaturated {
-		why = append(why, "it could not keep up (stopped as oversaturated: docs/metrics.md)")
+	if !o.steady {
+		why = append(why, "not steady at "+fmtSeconds(o.horizon.Seconds())+": "+o.unsteady)
 	}
 	if lv.Failed > 0 {
 		msg := ""
@@ -246,13 +488,59 @@ func meets(lv metrics.Level, oversaturated bool) (bool, string) {
 		why = append(why, "no verdict (no request completed)")
 	} else {
 		for _, t := range lv.SLO.Terms {
-			if !t.Pass {
+			if !t.Pass && !slices.ContainsFunc(o.undecided, func(u string) bool { return strings.HasPrefix(u, t.Term+" ") }) {
 				why = append(why, missed(t))
+			}
+		}
+	}
+	for _, u := range o.undecided {
+		why = append(why, u+": too close to its bound to tell")
+	}
+	if lv.SLO != nil && lv.SLO.Pass && len(o.undecided) == 0 {
+		for _, w := range o.windows {
+			for _, t := range w.v.Terms {
+				if !t.Pass {
+					why = append(why, missed(t)+" "+w.where)
+				}
+			}
+			if len(why) > 0 {
+				break // the first window that misses says enough
 			}
 		}
 	}
 	return len(why) == 0, strings.Join(why, "; ")
 }
+
+// judged is a verdict over part of a level, and where.
+type judged struct {
+	where string
+	v     *metrics.Verdict
+}
+
+// SLOWindow is the window an SLO is held over: a fleet meets the SLOs when it meets them
+// over its whole measured horizon and over each SLOWindow of it, as a service that reports
+// its percentiles every ten minutes would see. A fleet whose long-run P99 sits just inside
+// a bound still has windows past it (a batching server's bursts last minutes), and one
+// ten-minute run of it is a coin toss.
+const SLOWindow = 10 * time.Minute
+
+// sloWindows are the verdicts over consecutive SLOWindows of the measured part of a level
+// [from, to) (by done time), when it holds two or more.
+func sloWindows(agg *metrics.Aggregator, from, to time.Duration) []judged {
+	k := int((to - from) / SLOWindow)
+	if k < 2 {
+		return nil
+	}
+	out := make([]judged, k)
+	for i := range k {
+		a, b := from+time.Duration(i)*SLOWindow, from+time.Duration(i+1)*SLOWindow
+		out[i] = judged{fmt.Sprintf("in %s–%s of its horizon", fmtSeconds(a.Seconds()), fmtSeconds(b.Seconds())), agg.Window(a, b).SLO}
+	}
+	return out
+}
+
+// fmtSeconds writes a duration in seconds for the console: "240 s", "2.5 s".
+func fmtSeconds(s float64) string { return strconv.FormatFloat(s, 'g', 3, 64) + " s" }
 
 // missed says what a failed term measured.
 func missed(t metrics.TermCheck) string {
@@ -307,13 +595,13 @@ func bisectLog(ctx context.Context, lo, hi float64, meets search.Probe) (float64
 func (ev *evaluation) fewest(router string, share float64) (int, *outcome, error) {
 	maxN := ev.cfg.MaxReplicas
 	n := min(max(int(math.Ceil(1/share-1e-9)), 1), maxN)
-	o, err := ev.run(n, router, 1)
+	o, err := ev.decide(n, router, 1)
 	if err != nil {
 		return 0, nil, err
 	}
 	if o.meets {
 		for n > 1 {
-			less, err := ev.run(n-1, router, 1)
+			less, err := ev.decide(n-1, router, 1)
 			if err != nil {
 				return 0, nil, err
 			}
@@ -330,7 +618,7 @@ func (ev *evaluation) fewest(router string, share float64) (int, *outcome, error
 			return maxN, o, nil
 		}
 		t := min(lo+step, maxN)
-		ot, err := ev.run(t, router, 1)
+		ot, err := ev.decide(t, router, 1)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -342,7 +630,7 @@ func (ev *evaluation) fewest(router string, share float64) (int, *outcome, error
 	}
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
-		om, err := ev.run(mid, router, 1)
+		om, err := ev.decide(mid, router, 1)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -385,6 +673,8 @@ func (ev *evaluation) headroom(n int, router string, share float64) (float64, er
 func (ev *evaluation) fill(c *Candidate, n int, o *outcome) {
 	p := ev.fleet(n, c.Router)
 	c.Replicas, c.GPUs, c.MeetsSLO, c.Oversaturated, c.profile = n, p.GPUs(), o.meets, o.oversaturated, p
+	c.HorizonS, c.Steady = o.horizon.Seconds(), o.steady
+	c.needS = max(firstHorizon(n, ev.cfg.Traffic.Rate, ev.cfg.Metrics.SLOs), e2elHorizon(o.lv)).Seconds()
 	if !o.meets {
 		c.Reason = fmt.Sprintf("%d replicas (the most tried): %s", n, o.why)
 	}
