@@ -19,7 +19,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int) {
 	if meeting > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		head := []string{"#", "deployment", "GPUs", "dtype", "seqs", "batched", "prefill", "router", "$/hour", "$/M out", "headroom"}
+		head := []string{"#", "deployment", "GPUs", "dtype", "seqs", "batched", "prefill", "router", "$/hour", "$/M out", "headroom", "horizon"}
 		for _, t := range pl.Candidates[0].SLO {
 			head = append(head, t.Term)
 		}
@@ -32,7 +32,8 @@ func WriteTable(w io.Writer, pl *Plan, limit int) {
 			shown++
 			row := []string{fmt.Sprint(i + 1), fmt.Sprintf("%d × %s tp %d", c.Replicas, c.GPU, c.TP), fmt.Sprint(c.GPUs), c.Dtype,
 				fmt.Sprint(c.MaxNumSeqs), fmt.Sprint(c.MaxBatchedTokens), c.Prefill, c.Router,
-				fmtOpt(c.USDPerHour, "%.2f"), fmtOpt(c.CostPerMillionOutputTokens, "%.3f"), fmtOpt(c.HeadroomRate, "%.3g req/s")}
+				fmtOpt(c.USDPerHour, "%.2f"), fmtOpt(c.CostPerMillionOutputTokens, "%.3f"), fmtOpt(c.HeadroomRate, "%.3g req/s"),
+				fmtSeconds(c.HorizonS)}
 			for _, t := range c.SLO {
 				row = append(row, t.String())
 			}

@@ -9,9 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/workload"
 )
 
 func listPrice(p sim.Profile) *metrics.Price {
@@ -130,7 +133,7 @@ func TestUnreachableSLOIsPruned(t *testing.T) {
 func Test70BNeverAtTP1On80GB(t *testing.T) {
 	base, _ := sim.LoadProfile("")
 	base.Model, _ = sim.ModelPreset("llama-3.1-70b")
-	cfg := Config{Base: base, Traffic: traffic(t, 2, "poisson", 512, 128), Metrics: slos(t, "ttft:p99<=2s,tpot:p99<=80ms"),
+	cfg := Config{Base: base, Traffic: traffic(t, 2, "poisson", 512, 128), Metrics: slos(t, "ttft:p90<=2s,tpot:p90<=80ms"),
 		MaxReplicas: 8, Workers: 2, Price: listPrice, Space: Space{GPUs: []string{"a100", "h100"}, TPs: []int{1, 2, 4}}}
 	pl, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -154,7 +157,8 @@ func TestPlanDeterministicAcrossWorkers(t *testing.T) {
 	base, _ := sim.LoadProfile("")
 	var out []string
 	for _, w := range []int{1, 2} {
-		cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "ttft:p99<=400ms,tpot:p99<=40ms"),
+		// P90 terms: 1,000 requests give their intervals, where a P99's would take 10,000.
+		cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "ttft:p90<=400ms,tpot:p90<=40ms"),
 			MaxReplicas: 16, Workers: w, Price: listPrice,
 			Space: Space{GPUs: []string{"h100", "l40s"}, MaxNumSeqs: []int{32, 256}, Routers: []string{sim.RouterRoundRobin, sim.RouterLeastOutstanding}}}
 		pl, err := Run(context.Background(), cfg)
@@ -243,6 +247,7 @@ func TestPlanJSONNames(t *testing.T) {
 	var doc struct {
 		Candidates []map[string]any `json:"candidates"`
 		Best       *int             `json:"best"`
+		Warnings   []string         `json:"warnings"`
 	}
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
@@ -250,9 +255,15 @@ func TestPlanJSONNames(t *testing.T) {
 	if doc.Best == nil || *doc.Best != 0 || len(doc.Candidates) != 1 {
 		t.Fatalf("best %v, %d candidates", doc.Best, len(doc.Candidates))
 	}
+	if doc.Warnings == nil || len(doc.Warnings) != 0 {
+		t.Errorf("warnings %v, want [] (the plan chose its horizons)", doc.Warnings)
+	}
 	c := doc.Candidates[0]
+	if c["steady"] != true || c["horizon_s"].(float64) < MinHorizon.Seconds() {
+		t.Errorf("steady %v over %v s", c["steady"], c["horizon_s"])
+	}
 	for _, k := range []string{"gpu", "tp", "replicas", "gpus", "fits", "meets_slo", "usd_per_hour", "cost_per_million_output_tokens",
-		"headroom_rate", "max_num_seqs", "max_batched_tokens", "prefill", "router", "dtype", "slo"} {
+		"headroom_rate", "max_num_seqs", "max_batched_tokens", "prefill", "router", "dtype", "slo", "horizon_s", "steady", "oversaturated"} {
 		if _, ok := c[k]; !ok {
 			t.Errorf("candidate lacks %q: %v", k, c)
 		}
@@ -330,6 +341,63 @@ func BenchmarkPlan100(b *testing.B) {
 		pl, err := Run(context.Background(), cfg)
 		if err != nil || pl.Configurations != 100 {
 			b.Fatal(err, pl.Configurations)
+		}
+	}
+}
+
+// TestSteadyStateDecides: a fleet is judged once it has settled. At the traffic a 10 s
+// level (today's default before horizons) is short enough that a fleet past its capacity
+// still looks fine: its servers have not filled. The plan's horizon shows the backlog
+// growing, and the candidate that needs more replicas is chosen; its fleet one replica
+// smaller misses as oversaturated or unsteady.
+func TestSteadyStateDecides(t *testing.T) {
+	base, _ := sim.LoadProfile("")
+	cfg := Config{Base: base, Traffic: traffic(t, 40, "poisson", 1024, 256), Metrics: slos(t, "ttft:p99<=500ms,tpot:p99<=40ms"),
+		MaxReplicas: 16, Workers: 1, Price: listPrice, Space: Space{GPUs: []string{"h100"}, TPs: []int{1}}}
+	pl, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := pl.BestCandidate()
+	if best == nil || best.Replicas < 3 || !best.Steady {
+		t.Fatalf("best %+v: want a steady fleet of 3 h100s or more (2 saturate at 40 req/s of 1024 → 256 tokens)", best)
+	}
+	ev := &evaluation{cfg: &cfg, ctx: context.Background(), e: cfg.engines()[0], runs: map[runKey]*outcome{}}
+	cfg.Metrics.Percentiles = withSLOPercentiles(cfg.Metrics)
+	o, err := ev.decide(best.Replicas-1, sim.RouterLeastOutstanding, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.meets || o.steady && !o.oversaturated {
+		t.Errorf("%d replicas: meets %v, steady %v, oversaturated %v (%s); want a fleet that did not settle", best.Replicas-1, o.meets, o.steady, o.oversaturated, o.why)
+	}
+	if !strings.Contains(o.why, "not steady at") {
+		t.Errorf("reason %q does not say it was not steady", o.why)
+	}
+}
+
+// TestFixedLengthWarns: a --duration shorter than a steady state needs is the user's to
+// give, and the plan says so in its warnings; each candidate's horizon is the length given.
+func TestFixedLengthWarns(t *testing.T) {
+	base, _ := sim.LoadProfile("")
+	tr := traffic(t, 40, "poisson", 1024, 256)
+	at := tr.At
+	tr.Fixed = true
+	tr.At = func(scale float64, _ time.Duration) (load.Level, workload.Source, error) {
+		return at(scale, 10*time.Second)
+	}
+	cfg := Config{Base: base, Traffic: tr, Metrics: slos(t, "ttft:p99<=500ms,tpot:p99<=40ms"),
+		MaxReplicas: 16, Workers: 1, Price: listPrice, Space: Space{GPUs: []string{"h100"}, TPs: []int{1}}}
+	pl, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Warnings) != 1 || !strings.Contains(pl.Warnings[0], "shorter than a steady state needs") {
+		t.Fatalf("warnings %q; %+v", pl.Warnings, pl.Candidates)
+	}
+	for _, c := range pl.Candidates {
+		if c.Replicas > 0 && (c.HorizonS < 9 || c.HorizonS > 40) {
+			t.Errorf("%s: horizon %g s, want the 10 s of arrivals given and their drain", c.Describe(), c.HorizonS)
 		}
 	}
 }

@@ -118,8 +118,8 @@ func (pl *Plan) lengthWarnings(t Traffic) []string {
 	}
 	short, unsteady := 0, 0
 	for _, c := range pl.Candidates {
-		if c.Replicas == 0 {
-			continue
+		if c.Simulations == 0 {
+			continue // it does not fit: never simulated
 		}
 		if c.HorizonS < c.needS {
 			short++
@@ -135,13 +135,15 @@ func (pl *Plan) lengthWarnings(t Traffic) []string {
 	if t.Trace {
 		what = "the trace"
 	}
-	w := fmt.Sprintf("%s is shorter than a steady state needs for %d of the candidates simulated (%d of them reached none): ", what, short, unsteady)
-	if b := pl.BestCandidate(); b != nil && b.HorizonS < b.needS {
-		w += fmt.Sprintf("the chosen one was judged over %s, where the plan would take %s (%d mean E2ELs and %d requests per replica)",
-			fmtSeconds(b.HorizonS), fmtSeconds(b.needS), HorizonE2ELs, RequestsPerReplica)
-	} else {
-		w += fmt.Sprintf("a horizon covers %d mean E2ELs and %d requests per replica", HorizonE2ELs, RequestsPerReplica)
+	w := fmt.Sprintf("%s is shorter than a steady state needs for %d of the candidates simulated", what, short)
+	if unsteady > 0 {
+		w += fmt.Sprintf(", %d of which reached none", unsteady)
 	}
+	if b := pl.BestCandidate(); b != nil && b.HorizonS < b.needS {
+		w += fmt.Sprintf("; the chosen one was judged over %s where the plan would take %s", fmtSeconds(b.HorizonS), fmtSeconds(b.needS))
+	}
+	w += fmt.Sprintf(" (its horizons hold %d requests per replica, enough for an interval of each bounded percentile, and %d mean end-to-end latencies)",
+		RequestsPerReplica, HorizonE2ELs)
 	if t.Trace {
 		w += "; its figures may describe the servers filling rather than holding the traffic (a longer trace)"
 	} else {
@@ -241,6 +243,8 @@ func (ev *evaluation) plan(routers []string) ([]Candidate, error) {
 			fmtRate(ev.cfg.Traffic.Rate/float64(ev.cfg.MaxReplicas)), ev.cfg.MaxReplicas, low.why, ev.cfg.MaxReplicas)
 		for i := range out {
 			out[i].Reason, out[i].Simulations = why, len(ev.runs)
+			out[i].HorizonS, out[i].Steady = low.horizon.Seconds(), low.steady
+			out[i].needS = ev.need(1, ev.cfg.Traffic.Rate/float64(ev.cfg.MaxReplicas), low)
 		}
 		return out, nil
 	}
@@ -539,8 +543,13 @@ func sloWindows(agg *metrics.Aggregator, from, to time.Duration) []judged {
 	return out
 }
 
-// fmtSeconds writes a duration in seconds for the console: "240 s", "2.5 s".
-func fmtSeconds(s float64) string { return strconv.FormatFloat(s, 'g', 3, 64) + " s" }
+// fmtSeconds writes a duration in seconds for the console: "2400 s", "2.5 s".
+func fmtSeconds(s float64) string {
+	if s >= 100 {
+		return strconv.FormatFloat(s, 'f', 0, 64) + " s"
+	}
+	return strconv.FormatFloat(s, 'g', 3, 64) + " s"
+}
 
 // missed says what a failed term measured.
 func missed(t metrics.TermCheck) string {
@@ -669,12 +678,18 @@ func (ev *evaluation) headroom(n int, router string, share float64) (float64, er
 	})
 }
 
+// need is the horizon, seconds, the plan would judge a fleet of n replicas at rate over,
+// given its outcome o.
+func (ev *evaluation) need(n int, rate float64, o *outcome) float64 {
+	return max(firstHorizon(n, rate, ev.cfg.Metrics.SLOs), e2elHorizon(o.lv)).Seconds()
+}
+
 // fill gives c the figures of its fleet of n replicas at the traffic.
 func (ev *evaluation) fill(c *Candidate, n int, o *outcome) {
 	p := ev.fleet(n, c.Router)
 	c.Replicas, c.GPUs, c.MeetsSLO, c.Oversaturated, c.profile = n, p.GPUs(), o.meets, o.oversaturated, p
 	c.HorizonS, c.Steady = o.horizon.Seconds(), o.steady
-	c.needS = max(firstHorizon(n, ev.cfg.Traffic.Rate, ev.cfg.Metrics.SLOs), e2elHorizon(o.lv)).Seconds()
+	c.needS = ev.need(n, ev.cfg.Traffic.Rate, o)
 	if !o.meets {
 		c.Reason = fmt.Sprintf("%d replicas (the most tried): %s", n, o.why)
 	}
