@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -91,7 +91,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		}
 		pr := p
 		pr.Seed = cfg.runSeed(lvl.Repeat) // a repeated level's runs: the simulator's noise too
-		srv, err := calibrate.Deploy(pr)
+		srv, err := bench.Deploy(pr)
 		if err != nil {
 			return "", usageError(fmt.Errorf("--sim: %w", err))
 		}

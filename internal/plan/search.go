@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -198,7 +198,7 @@ func (ev *evaluation) run(n int, router string, scale float64) (*outcome, error)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := calibrate.Deploy(p)
+	srv, err := bench.Deploy(p)
 	if err != nil {
 		return nil, err
 	}
