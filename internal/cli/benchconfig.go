@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
-	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -435,7 +435,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
 	}
 	c.overwrite, c.wide, c.quiet = f.overwrite, f.wide, f.quiet
-	if files := runFiles(c.outputDir); len(files) > 0 && !f.overwrite {
+	if files := bench.RunFiles(c.outputDir); len(files) > 0 && !f.overwrite {
 		add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.outputDir, strings.Join(files, ", ")))
 	}
 
@@ -469,37 +469,9 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	return c, nil
 }
 
-// finishLevel numbers a level, seeds it and gives it a default length; an open loop
-// watches for over-saturation (load's stopping rules).
+// finishLevel numbers a level, seeds it from --seed and gives it a default length.
 func (c *benchConfig) finishLevel(l load.Level, index, requests int) load.Level {
-	l.Index = index
-	l.Seed = c.seed + int64(index)*7919 // distinct arrivals per level, still fixed by --seed
-	l.DetectSaturation = l.Rate > 0
-	if l.Duration == 0 {
-		l.Requests = requests
-		if l.Requests == 0 {
-			l.Requests = defaultRequests(l)
-		}
-	}
-	return l
-}
-
-// repeatSeedStep separates the seeds of a repeated level's runs.
-const repeatSeedStep = 104729
-
-// runSeed is the seed of run r of a repeated level (1-based; 0 for a level run once):
-// run 1 has --seed itself, so it is the run a plain invocation makes.
-func (c *benchConfig) runSeed(r int) int64 {
-	return c.seed + int64(max(r-1, 0))*repeatSeedStep
-}
-
-// forRun is level l as run r of --repeat runs: its arrivals seeded from runSeed(r).
-func (c *benchConfig) forRun(l load.Level, r int) load.Level {
-	if c.repeat > 1 {
-		l.Repeat = r
-		l.Seed = c.runSeed(r) + int64(l.Index)*7919
-	}
-	return l
+	return bench.FinishLevel(l, index, requests, c.seed)
 }
 
 // parseErrorRate reads --max-error-rate: a fraction in (0, 1) as 0.3 or 30%; "" is 0 (off).
@@ -515,22 +487,6 @@ func parseErrorRate(s string) (float64, error) {
 		return 0, fmt.Errorf("%q must be above 0 and below 1 (100%%)", s)
 	}
 	return v, nil
-}
-
-// defaultRequests keeps a default level short but big enough for stable medians.
-func defaultRequests(l load.Level) int {
-	if l.Concurrency > 0 {
-		// Whole rounds (a multiple of the concurrency), at least two and at least 10
-		// requests: a last partial round would understate throughput.
-		c := l.Concurrency
-		return c * max(2, (10+c-1)/c)
-	}
-	return max(10, int(math.Ceil(l.Rate*10)))
-}
-
-// loadName describes a level's load for the console and summary.
-func loadName(l load.Level) string {
-	return rundesc.Level{Concurrency: l.Concurrency, Rate: l.Rate}.Name()
 }
 
 // resolveChatTemplate finds the chat template the chat APIs' prompts are sized with:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -78,7 +79,7 @@ re-price it.`,
 			if err := copyRecords(dir, outDir); err != nil {
 				return withCode(ExitFailure, err)
 			}
-			if err := writeResults(outDir, resultFormat, sum, col); err != nil {
+			if err := bench.WriteResults(outDir, resultFormat, sum, col); err != nil {
 				return err
 			}
 			if err := report.Console(stdio.Out, sum, report.ConsoleOptions{}); err != nil {

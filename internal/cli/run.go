@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
@@ -159,13 +160,13 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		return usageError(err)
 	}
 	cfg.adaptToSource(stdio, workload.Describe(src))
-	sources := &runSources{cfg: cfg, tok: tok, first: src}
+	sources := &bench.Sources{Workload: cfg.workload, Tokenizer: tok, First: src}
 	if cfg.testRequest {
 		lvl := cfg.base // a search has no level yet
 		if len(cfg.levels) > 0 {
 			lvl = cfg.levels[0]
 		}
-		first, err := sources.get(lvl)
+		first, err := sources.Get(lvl)
 		if err != nil {
 			return err
 		}
@@ -178,7 +179,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		return err
 	}
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
-		src, err := sources.get(lvl)
+		src, err := sources.Get(lvl)
 		if err != nil {
 			return "", err
 		}

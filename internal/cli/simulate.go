@@ -83,14 +83,14 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		printValidity(stdio, c, cfg)
 	}
 	var clock time.Duration // the run's virtual timeline: levels follow one another
-	sources := &runSources{cfg: cfg, first: src}
+	sources := &bench.Sources{Workload: cfg.workload, First: src}
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
-		src, err := sources.get(lvl)
+		src, err := sources.Get(lvl)
 		if err != nil {
 			return "", err
 		}
 		pr := p
-		pr.Seed = cfg.runSeed(lvl.Repeat) // a repeated level's runs: the simulator's noise too
+		pr.Seed = bench.RunSeed(cfg.seed, lvl.Repeat) // a repeated level's runs: the simulator's noise too
 		srv, err := bench.Deploy(pr)
 		if err != nil {
 			return "", usageError(fmt.Errorf("--sim: %w", err))
