@@ -95,7 +95,10 @@ func createRun(out Output) (*record.Writer, error) {
 
 // newSummary describes the run before it starts; the ladder fills the levels.
 func newSummary(cfg *Config, start time.Time) *report.Summary {
-	ld, wl := cfg.Describe.Run.Describe()
+	d := cfg.Describe.Run // the ladder as it runs: a trace's own arrivals, say, replace the default one
+	d.Levels, d.Base, d.Requests, d.Repeat, d.StopOnSaturation = cfg.Levels, cfg.Base, cfg.Requests, cfg.Repeat, cfg.StopOnSaturation
+	d.Search, d.SearchMax = string(cfg.Search), cfg.SearchMax
+	ld, wl := d.Describe()
 	pcts := cfg.Metrics.Percentiles
 	if len(pcts) == 0 {
 		pcts = metrics.DefaultPercentiles

@@ -82,10 +82,6 @@ type benchConfig struct {
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
 	metricsInterval time.Duration
-	metricsClient   *http.Client // for the scrape: the target's transport (run sets it)
-
-	// connStats, when set (run), says what the client saw of the server's connections.
-	connStats func() client.ConnStats
 
 	defaultLoad bool // no --concurrency, --rate or --search was given
 }

@@ -14,32 +14,38 @@ import (
 	"github.com/llmbench/llmbench/internal/search"
 )
 
-// execute runs cfg's benchmark with runLevel (bench.Run), then says what the console says
-// after a run and maps its outcome to an exit code.
+// execute runs cfg's benchmark with runLevel (bench.Run).
 func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time, runLevel bench.LevelRunner) error {
 	out, err := bench.Run(ctx, cfg.bench(stdio), start, runLevel)
+	return cfg.conclude(ctx, stdio, out, err)
+}
+
+// conclude says what the console says after a run, and maps its outcome, or the error
+// that kept it from running, to an exit code.
+func (c *benchConfig) conclude(ctx context.Context, stdio Stdio, out bench.Outcome, err error) error {
 	if err != nil {
-		return benchFieldError(err)
+		return benchError(err)
 	}
 	sum := out.Summary
-	if cfg.live && !cfg.readStamps && !cfg.http2 && client.KernelStampsSupported() && !kernelStamped(sum) {
+	if c.live && !c.readStamps && !c.http2 && client.KernelStampsSupported() && !kernelStamped(sum) {
 		fmt.Fprintln(stdio.Err, "note: the kernel gave no receive timestamps (SO_TIMESTAMPNS), so token events were timed when llmbench read them (docs/metrics.md)")
 	}
-	if len(sum.Levels) > 1 || (cfg.quiet && len(sum.Levels) > 0) {
-		if !cfg.quiet {
+	if len(sum.Levels) > 1 || (c.quiet && len(sum.Levels) > 0) {
+		if !c.quiet {
 			fmt.Fprintln(stdio.Out)
 		}
-		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: cfg.wide})
+		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: c.wide})
 	}
-	cfg.chatFailures(stdio)
-	if len(cfg.metrics.SLOs) > 0 && !metrics.HasVerdict(cfg.metrics.SLOs) {
+	c.chatFailures(stdio)
+	if len(c.metrics.SLOs) > 0 && !metrics.HasVerdict(c.metrics.SLOs) {
 		fmt.Fprintln(stdio.Err, "note: --slo's per-request bounds define goodput but judge no level, so they never fail the run: add goodput>=0.95 (or a percentile term such as ttft:p99<=1s) to make them a gate (exit 3)")
 	}
-	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
+	fmt.Fprintf(stdio.Out, "\nResults: %s\n", c.outputDir)
 	return exitStatus(ctx, sum, out.Err)
 }
 
-// bench is the benchmark cfg's flags configure, its console stdio.
+// bench is the benchmark cfg's flags configure, its console stdio (a live run's target,
+// scrape and connection counts are bench.RunLive's to find).
 func (c *benchConfig) bench(stdio Stdio) bench.Config {
 	return bench.Config{
 		Levels: c.levels, Search: search.Axis(c.search), SearchMax: c.searchMax, Base: c.base, Requests: c.requests,
@@ -48,12 +54,10 @@ func (c *benchConfig) bench(stdio Stdio) bench.Config {
 		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.url, c.api, c.model), Run: c.describe(),
 			SLO: c.sloSpec, Price: c.price},
 		Output: bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
-		Scrape: bench.Scrape{URL: c.metricsURL, Interval: c.metricsInterval, Client: c.metricsClient},
 		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,
 			Progress: func(name string, total int, d time.Duration) bench.Progress {
 				return newProgress(stdio.Err, name, total, d, c.noProgress)
 			}},
-		ConnStats: c.connStats,
 	}
 }
 
@@ -63,21 +67,41 @@ var benchFlagNames = map[string]string{
 	"Output.ResultFormat": "result-format", "Repeat": "repeat", "Search": "search", "SearchMax": "search-max",
 }
 
-// benchFieldError names the flag of each of bench's field errors in err.
-func benchFieldError(err error) error {
-	var joined interface{ Unwrap() []error }
-	if errors.As(err, &joined) {
+// benchError maps an error of bench's, which kept a run from starting or from writing
+// its results, to the flags and exit code the user knows.
+func benchError(err error) error {
+	// Only a join of bench's own (Config.Validate's): an error it passes on may hold one.
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
 		var errs []error
 		for _, e := range joined.Unwrap() {
-			errs = append(errs, benchFieldError(e))
+			errs = append(errs, benchError(e))
 		}
 		return errors.Join(errs...)
 	}
-	var fe *bench.FieldError
-	if errors.As(err, &fe) {
-		if name, ok := benchFlagNames[fe.Field]; ok {
-			return fmt.Errorf("--%s: %w", name, fe.Err)
+	var (
+		field   *bench.FieldError
+		invalid *bench.InvalidError
+		model   *bench.ModelError
+		test    *bench.TestRequestError
+		intr    *bench.InterruptedError
+	)
+	switch {
+	case errors.As(err, &field):
+		if name, ok := benchFlagNames[field.Field]; ok {
+			return fmt.Errorf("--%s: %w", name, field.Err)
 		}
+	case errors.As(err, &invalid):
+		return usageError(invalid.Err)
+	case errors.As(err, &model) && model.Err != nil:
+		return withCode(ExitFailure, fmt.Errorf("no --model given, and the server's model list did not answer: %w", model.Err))
+	case errors.As(err, &model):
+		return withCode(ExitFailure, errors.New("no --model given, and the server lists no model"))
+	case errors.As(err, &test):
+		return withCode(ExitLevelErrors, fmt.Errorf("the test request failed, so nothing was measured (--test-request=false skips it): %s", test.Msg))
+	case errors.As(err, &intr) && intr.During == "start-at":
+		return withCode(ExitInterrupted, errors.New("interrupted before --start-at"))
+	case errors.As(err, &intr):
+		return withCode(ExitInterrupted, errors.New("interrupted during the test request"))
 	}
 	return err
 }
