@@ -116,7 +116,7 @@ func (c *Config) Validate() error {
 	}
 	switch c.Search {
 	case "":
-	case "concurrency", "rate":
+	case search.Concurrency, search.Rate:
 		if c.SearchMax <= 0 {
 			field("SearchMax", fmt.Errorf("%g must be positive", c.SearchMax))
 		}

@@ -254,7 +254,7 @@ func (noProgress) Finish()            {}
 func (r *ladder) search() error {
 	_, err := search.Largest(r.ctx, r.cfg.Search, r.cfg.SearchMax, func(load float64) (bool, error) {
 		lvl := r.cfg.Base
-		if r.cfg.Search == "concurrency" {
+		if r.cfg.Search == search.Concurrency {
 			lvl.Concurrency, lvl.Rate = int(load), 0
 		} else {
 			lvl.Rate, lvl.Concurrency = load, 0

@@ -77,8 +77,14 @@ func (e *TestRequestError) Error() string { return "the test request failed: " +
 
 // InterruptedError is a run interrupted before it measured anything.
 type InterruptedError struct {
-	During string // "test request" or "start-at" (waiting for StartAt)
+	During string // DuringTestRequest or DuringStartAt
 }
+
+// When an InterruptedError came.
+const (
+	DuringTestRequest = "test request"
+	DuringStartAt     = "start-at" // waiting for Live.StartAt
+)
 
 func (e *InterruptedError) Error() string { return "interrupted before measuring (" + e.During + ")" }
 
@@ -209,7 +215,7 @@ func (t *Target) Test(ctx context.Context, req workload.Request) (record.Record,
 	var rec record.Record
 	t.Client.Do(ctx, time.Now(), req, &rec)
 	if ctx.Err() != nil {
-		return rec, &InterruptedError{During: "test request"}
+		return rec, &InterruptedError{During: DuringTestRequest}
 	}
 	if e := rec.Error; e != nil {
 		msg := e.Kind
@@ -238,7 +244,7 @@ func WaitForStart(ctx context.Context, at time.Time) (time.Time, error) {
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return time.Time{}, &InterruptedError{During: "start-at"}
+			return time.Time{}, &InterruptedError{During: DuringStartAt}
 		case <-t.C:
 		}
 	}

@@ -418,14 +418,9 @@ func (r *resolver) judging() {
 // workload reads the flags that shape the requests: lengths, dataset, sampling, chat.
 func (r *resolver) workload() {
 	f, c, live := r.f, r.c, r.live
-	in, errIn := workload.ParseDist(f.inputTokens)
-	if errIn != nil {
-		r.add(fmt.Errorf("--input-tokens: %w", errIn))
-	}
-	out, errOut := workload.ParseDist(f.outputTokens)
-	if errOut != nil {
-		r.add(fmt.Errorf("--output-tokens: %w", errOut))
-	}
+	in, out, errIn, errOut := f.lengths()
+	r.add(errIn)
+	r.add(errOut)
 	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
 		TraceSpeed: f.traceSpeed, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
@@ -452,6 +447,19 @@ func (r *resolver) workload() {
 	} else if errOut == nil && errIn == nil {
 		r.add(c.workload.Validate())
 	}
+}
+
+// lengths reads --input-tokens and --output-tokens (run, simulate, plan and dataset).
+func (f *benchFlags) lengths() (in, out workload.Dist, errIn, errOut error) {
+	in, err := workload.ParseDist(f.inputTokens)
+	if err != nil {
+		errIn = fmt.Errorf("--input-tokens: %w", err)
+	}
+	out, err = workload.ParseDist(f.outputTokens)
+	if err != nil {
+		errOut = fmt.Errorf("--output-tokens: %w", err)
+	}
+	return in, out, errIn, errOut
 }
 
 // sampling reads --temperature and --top-p, sent only when given.

@@ -83,13 +83,11 @@ func (f *benchFlags) datasetWorkload(output string) (workload.Config, error) {
 	if output == "" {
 		errs = append(errs, errors.New("--output FILE.jsonl is required"))
 	}
-	in, err := workload.ParseDist(f.inputTokens)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--input-tokens: %w", err))
-	}
-	out, err := workload.ParseDist(f.outputTokens)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--output-tokens: %w", err))
+	in, out, errIn, errOut := f.lengths()
+	for _, err := range []error{errIn, errOut} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	wc := workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed, TraceSpeed: f.traceSpeed,

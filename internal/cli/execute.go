@@ -98,7 +98,7 @@ func benchError(err error) error {
 		return withCode(ExitFailure, errors.New("no --model given, and the server lists no model"))
 	case errors.As(err, &test):
 		return withCode(ExitLevelErrors, fmt.Errorf("the test request failed, so nothing was measured (--test-request=false skips it): %s", test.Msg))
-	case errors.As(err, &intr) && intr.During == "start-at":
+	case errors.As(err, &intr) && intr.During == bench.DuringStartAt:
 		return withCode(ExitInterrupted, errors.New("interrupted before --start-at"))
 	case errors.As(err, &intr):
 		return withCode(ExitInterrupted, errors.New("interrupted during the test request"))
