@@ -83,6 +83,16 @@ type Errors struct {
 	Points                             int
 }
 
+// noErrors are the errors over n points before any is judged.
+func noErrors(n int) Errors {
+	return Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, Points: n}
+}
+
+// FitError is the profile's record of the errors.
+func (e Errors) FitError() sim.FitError {
+	return sim.FitError{TTFTP50: e.TTFTP50, TTFTP99: e.TTFTP99, TPOTP50: e.TPOTP50, TPOTP99: e.TPOTP99}
+}
+
 // Setting is one fitted setting: its profile key, value and where it came from.
 type Setting struct {
 	Key   string `json:"key"`
@@ -140,7 +150,7 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		PromptTokens: rangeOf(pts, func(q Request) int { return q.Prompt }),
 		OutputTokens: rangeOf(pts, func(q Request) int { return q.Output }),
 		Concurrency:  [2]int{minProbed(pts), maxProbed(pts)},
-		Error:        sim.FitError{TTFTP50: res.HeldOut.TTFTP50, TTFTP99: res.HeldOut.TTFTP99, TPOTP50: res.HeldOut.TPOTP50, TPOTP99: res.HeldOut.TPOTP99},
+		Error:        res.HeldOut.FitError(),
 	}
 	res.Profile = p
 	return res, nil
@@ -251,7 +261,7 @@ func (f *fitter) fitJudged(base sim.Profile, pts []Point, lim batch, res *Result
 		return p, err
 	}
 	f.noise = noiseOf(pts)
-	res.HeldOut = Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan}
+	res.HeldOut = noErrors(0)
 	validation := map[*Point]Figures{}
 	if len(test) > 0 {
 		pv := p
@@ -274,7 +284,7 @@ func (f *fitter) fitJudged(base sim.Profile, pts []Point, lim batch, res *Result
 	for i, pt := range all {
 		v, ok := validation[pt]
 		if !ok {
-			v = Figures{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, ITLP50: nan, ITLP99: nan}
+			v = unmeasured()
 		}
 		res.Points = append(res.Points, Fitted{Point: pts[i], HeldOut: held[i], Predicted: pred[pt], Validation: v})
 	}
@@ -713,7 +723,7 @@ func holdOut(pts []Point) []bool {
 
 // errorsOf is the largest absolute relative error of each figure over pts.
 func errorsOf(pts []*Point, pred func(*Point) Figures) Errors {
-	e := Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, Points: len(pts)}
+	e := noErrors(len(pts))
 	worst := func(dst *float64, p, m float64) {
 		if math.IsNaN(p) || math.IsNaN(m) || m <= 0 {
 			return

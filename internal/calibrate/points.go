@@ -65,6 +65,11 @@ type Figures struct {
 	Completed                                          int
 }
 
+// unmeasured are figures nobody measured.
+func unmeasured() Figures {
+	return Figures{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, ITLP50: nan, ITLP99: nan}
+}
+
 // Source is what a set of run folders says about the server they measured.
 type Source struct {
 	URL, API, Model string
