@@ -50,7 +50,7 @@ type Config struct {
 type Describe struct {
 	Version string
 	Target  report.Target
-	Run     rundesc.Run // the load and workload asked for
+	Run     rundesc.Run // the target's settings and the workload; its ladder fields are Config's, set by Run
 	SLO     string      // the SLOs as given
 	Price   *metrics.Price
 }
