@@ -3,7 +3,6 @@ package calibrate
 import (
 	"fmt"
 	"math"
-	"strings"
 )
 
 // DriftWarnPct is the pace drift (percent) beyond which the fit's report says to calibrate
@@ -49,12 +48,12 @@ func paceDrift(pts []Point) Drift {
 	var d Drift
 	for i := range pts {
 		a := &pts[i]
-		if a.Phase() != "decode" || !strings.HasSuffix(a.Name, againSuffix) || a.Open {
+		if a.Phase != PhaseDecode || a.Pass != 2 || a.Open {
 			continue
 		}
 		for j := range pts {
 			b := &pts[j]
-			if b.Phase() == "decode" && !strings.HasSuffix(b.Name, againSuffix) && !b.Open && b.Concurrency == a.Concurrency &&
+			if b.Phase == PhaseDecode && b.Pass == 1 && !b.Open && b.Concurrency == a.Concurrency &&
 				(d.Concurrency == 0 || a.Concurrency < d.Concurrency) {
 				d = Drift{Concurrency: a.Concurrency, First: b.Measured.TPOTP50, Again: a.Measured.TPOTP50}
 			}

@@ -83,6 +83,16 @@ type Errors struct {
 	Points                             int
 }
 
+// noErrors are the errors over n points before any is judged.
+func noErrors(n int) Errors {
+	return Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, Points: n}
+}
+
+// FitError is the profile's record of the errors.
+func (e Errors) FitError() sim.FitError {
+	return sim.FitError{TTFTP50: e.TTFTP50, TTFTP99: e.TTFTP99, TPOTP50: e.TPOTP50, TPOTP99: e.TPOTP99}
+}
+
 // Setting is one fitted setting: its profile key, value and where it came from.
 type Setting struct {
 	Key   string `json:"key"`
@@ -112,7 +122,9 @@ func (q param) set(p *sim.Profile, x float64) {
 var budgets = []int{256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20}
 
 // Fit fits a profile to the points: the linear cost model's terms, or with opt.Model and
-// opt.GPU the roofline's constants.
+// opt.GPU the roofline's constants. It starts from what the records give directly, fits
+// on all but the held-out points and judges the fit on those, fits the profile written on
+// every point, and then says where each setting came from.
 func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
@@ -120,23 +132,70 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	if len(pts) == 0 {
 		return nil, errors.New("no probe points")
 	}
-	say := opt.Progress
-	if say == nil {
-		say = func(string) {}
+	f := &fitter{ctx: ctx, opt: opt, overhead: overheadOf(pts), say: opt.Progress}
+	if f.say == nil {
+		f.say = func(string) {}
 	}
-	f := &fitter{ctx: ctx, opt: opt, overhead: overheadOf(pts)}
-	res := &Result{Source: src}
+	lim := batchLimit(pts, opt)
+	base := f.start(pts, lim)
+	res := &Result{Source: src, PaceDrift: paceDrift(pts)}
+	p, err := f.fitJudged(base, pts, lim, res)
+	if err != nil {
+		return nil, err
+	}
+	var seqsHow string
+	res.Settings, seqsHow = f.settings(base, p, pts, lim)
+	p.Calibration = &sim.Calibration{
+		Source: src.URL, Date: time.Now().UTC().Format(time.DateOnly), MaxNumSeqs: seqsHow,
+		PromptTokens: rangeOf(pts, func(q Request) int { return q.Prompt }),
+		OutputTokens: rangeOf(pts, func(q Request) int { return q.Output }),
+		Concurrency:  [2]int{minProbed(pts), maxProbed(pts)},
+		Error:        res.HeldOut.FitError(),
+	}
+	res.Profile = p
+	return res, nil
+}
+
+// batch is the batch limit the fit starts from: given, published by the server, or seen in
+// its running-requests gauge; maxSeqs 0 when none is known (the fit chooses it).
+type batch struct {
+	maxSeqs int
+	how     string
+}
+
+func batchLimit(pts []Point, opt Options) batch {
+	switch {
+	case opt.MaxNumSeqs > 0:
+		return batch{opt.MaxNumSeqs, "given (--max-num-seqs)"}
+	case opt.Server.Slots > 0:
+		return batch{opt.Server.Slots, "published by the server (" + opt.Server.How + ")"}
+	}
+	n, how := runningLimit(pts)
+	if n > 0 {
+		return batch{n, how}
+	}
+	return batch{}
+}
+
+// candidates are the batch limits the fit tries: the known one, else each concurrency
+// probed.
+func (b batch) candidates(pts []Point) []int {
+	if b.maxSeqs == 0 {
+		return probedConcurrencies(pts)
+	}
+	return []int{b.maxSeqs}
+}
+
+// start is the profile the fit starts from: the textbook engine with what the records
+// give directly (the network's round trip and jitter, the server's context and batch
+// limit), and the cost model's terms to fit (f.params) at their first guesses.
+func (f *fitter) start(pts []Point, lim batch) sim.Profile {
 	base, _ := sim.LoadProfile("textbook")
-	base.Name, base.Seed = "", opt.Seed
+	base.Name, base.Seed = "", f.opt.Seed
 	base.Engine.Prefill = sim.PrefillColocated
 	base.Engine.MaxBatchedTokens = 8192
-
-	// What the records give directly: the network, the noise, the server's own limits.
-	rttAt := -1 // the measured round trip's setting, which a fitted front end takes a share of
 	if o := f.overhead; !math.IsNaN(o) {
 		base.Network.RTTMs = math.Max(0, o)
-		rttAt = len(res.Settings)
-		res.Settings = append(res.Settings, Setting{"network.rtt_ms", fmt.Sprintf("%.3f", base.Network.RTTMs), "the median of TTFT minus the server's own queue and prefill times"})
 	} else {
 		f.params = append(f.params, param{key: "network.rtt_ms", ptr: func(p *sim.Profile) *float64 { return &p.Network.RTTMs }, lo: 0, hi: 1e4, off: 0.05})
 	}
@@ -150,25 +209,13 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		f.jitter = median(spreads)
 		base.Network.JitterMs = f.jitter
 	}
-	maxSeqs, seqsHow := 0, ""
-	switch {
-	case opt.MaxNumSeqs > 0:
-		maxSeqs, seqsHow = opt.MaxNumSeqs, "given (--max-num-seqs)"
-	case opt.Server.Slots > 0:
-		maxSeqs, seqsHow = opt.Server.Slots, "published by the server ("+opt.Server.How+")"
-	default:
-		if n, how := runningLimit(pts); n > 0 {
-			maxSeqs, seqsHow = n, how
-		}
+	if n := f.opt.Server.ContextTokens; n > 0 {
+		base.Engine.KVCacheTokens = n
 	}
-	if opt.Server.ContextTokens > 0 {
-		base.Engine.KVCacheTokens = opt.Server.ContextTokens
-		res.Settings = append(res.Settings, Setting{"engine.kv_cache_tokens", fmt.Sprint(opt.Server.ContextTokens), "published by the server (" + opt.Server.How + ")"})
-	}
-	if opt.Model != nil {
+	if f.opt.Model != nil {
 		// A roofline fit: the model's shape on the GPU, with the roofline's constants
 		// fitted, so that the profile carries to other GPUs and tensor parallelism (plan).
-		base.Model, base.GPU = *opt.Model, *opt.GPU
+		base.Model, base.GPU = *f.opt.Model, *f.opt.GPU
 		base.Cost = sim.CostConfig{Kind: sim.CostRoofline, Roofline: sim.DefaultRooflineParams()}
 		for i, fl := range base.Cost.Roofline.Fields() {
 			if fl.Key == "step_overhead_us" && math.IsNaN(f.overhead) {
@@ -185,80 +232,93 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		// no price, so that simulate and plan price it only at --gpu-price.
 		base.GPU.Name, base.GPU.USDPerHour = "probed-server", 0
 	}
+	base.Engine.MaxNumSeqs = lim.maxSeqs
+	if lim.maxSeqs == 0 {
+		base.Engine.MaxNumSeqs = 256
+	}
+	return base
+}
 
-	res.PaceDrift = paceDrift(pts)
+// fitJudged fits base on all but the held-out points and judges that fit on them
+// (res.HeldOut), then fits the profile written on every point, starting from the held-out
+// fit, and judges it on every point (res.InSample, res.Points).
+func (f *fitter) fitJudged(base sim.Profile, pts []Point, lim batch, res *Result) (sim.Profile, error) {
 	held := holdOut(pts)
 	var train, test []*Point
+	all := make([]*Point, len(pts))
 	for i := range pts {
+		all[i] = &pts[i]
 		if held[i] {
 			test = append(test, &pts[i])
 		} else {
 			train = append(train, &pts[i])
 		}
 	}
-	seqCands := []int{maxSeqs}
-	if maxSeqs == 0 {
-		seqCands = probedConcurrencies(pts)
-		base.Engine.MaxNumSeqs = 256
-	} else {
-		base.Engine.MaxNumSeqs = maxSeqs
-	}
-
-	say(fmt.Sprintf("fitting %d probe points (%d held out to judge the fit)", len(train), len(test)))
-	p, err := f.fitAll(base, train, seqCands)
+	cands := lim.candidates(pts)
+	f.say(fmt.Sprintf("fitting %d probe points (%d held out to judge the fit)", len(train), len(test)))
+	p, err := f.fitAll(base, train, cands)
 	if err != nil {
-		return nil, err
+		return p, err
 	}
-	noise := noiseOf(pts)
-	all := make([]*Point, len(pts))
-	for i := range pts {
-		all[i] = &pts[i]
-	}
-	res.HeldOut = Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan}
+	f.noise = noiseOf(pts)
+	res.HeldOut = noErrors(0)
 	validation := map[*Point]Figures{}
 	if len(test) > 0 {
 		pv := p
-		pv.Cost.StepNoise = noise
-		var err error
-		if validation, err = predictAll(ctx, pv, test); err != nil {
-			return nil, err
+		pv.Cost.StepNoise = f.noise
+		if validation, err = predictAll(f.ctx, pv, test); err != nil {
+			return p, err
 		}
 		res.HeldOut = errorsOf(test, func(pt *Point) Figures { return validation[pt] })
-		say(fmt.Sprintf("held-out error: TTFT P50 %.1f%%, TPOT P50 %.1f%%", res.HeldOut.TTFTP50, res.HeldOut.TPOTP50))
-		// The profile written is fitted on every point, starting from the held-out fit.
-		if p, err = f.fitAll(p, all, seqCands); err != nil {
-			return nil, err
+		f.say(fmt.Sprintf("held-out error: TTFT P50 %.1f%%, TPOT P50 %.1f%%", res.HeldOut.TTFTP50, res.HeldOut.TPOTP50))
+		if p, err = f.fitAll(p, all, cands); err != nil {
+			return p, err
 		}
 	}
-	p.Cost.StepNoise = noise
-	pred, err := predictAll(ctx, p, all)
+	p.Cost.StepNoise = f.noise
+	pred, err := predictAll(f.ctx, p, all)
 	if err != nil {
-		return nil, err
+		return p, err
 	}
 	res.InSample = errorsOf(all, func(pt *Point) Figures { return pred[pt] })
 	for i, pt := range all {
 		v, ok := validation[pt]
 		if !ok {
-			v = Figures{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, ITLP50: nan, ITLP99: nan}
+			v = unmeasured()
 		}
 		res.Points = append(res.Points, Fitted{Point: pts[i], HeldOut: held[i], Predicted: pred[pt], Validation: v})
 	}
+	return p, nil
+}
 
-	// Say where every setting came from.
-	for _, q := range f.params {
-		res.Settings = append(res.Settings, Setting{q.key, fmt.Sprintf("%.6g", *q.ptr(&p)), "fitted"})
+// settings says where each of the fitted profile p's settings came from, in the order the
+// report lists them, and how its batch limit was found; base is the profile the fit
+// started from.
+func (f *fitter) settings(base, p sim.Profile, pts []Point, lim batch) ([]Setting, string) {
+	var s []Setting
+	ms := func(v float64) string { return fmt.Sprintf("%.3f", v) }
+	if !math.IsNaN(f.overhead) {
+		rtt, how := base.Network.RTTMs, "the median of TTFT minus the server's own queue and prefill times"
+		if p.Network.FrontEndMs > 0 {
+			rtt, how = p.Network.RTTMs, how+", less the front end's" // a fitted front end takes its share
+		}
+		s = append(s, Setting{"network.rtt_ms", ms(rtt), how})
 	}
+	if n := f.opt.Server.ContextTokens; n > 0 {
+		s = append(s, Setting{"engine.kv_cache_tokens", fmt.Sprint(n), "published by the server (" + f.opt.Server.How + ")"})
+	}
+	for _, q := range f.params {
+		s = append(s, Setting{q.key, fmt.Sprintf("%.6g", *q.ptr(&p)), "fitted"})
+	}
+	seqsHow := lim.how
 	switch {
-	case maxSeqs > 0:
-		res.Settings = append(res.Settings, Setting{"engine.max_num_seqs", fmt.Sprint(p.Engine.MaxNumSeqs), seqsHow})
+	case lim.maxSeqs > 0:
 	case p.Engine.MaxNumSeqs >= maxProbed(pts):
 		seqsHow = fmt.Sprintf("no batch limit seen up to %d requests in flight; %d assumed", maxProbed(pts), p.Engine.MaxNumSeqs)
-		res.Settings = append(res.Settings, Setting{"engine.max_num_seqs", fmt.Sprint(p.Engine.MaxNumSeqs), seqsHow})
 	default:
 		seqsHow = "fitted: where decode stops widening and requests queue"
-		res.Settings = append(res.Settings, Setting{"engine.max_num_seqs", fmt.Sprint(p.Engine.MaxNumSeqs), seqsHow})
 	}
-	res.Settings = append(res.Settings,
+	s = append(s, Setting{"engine.max_num_seqs", fmt.Sprint(p.Engine.MaxNumSeqs), seqsHow},
 		Setting{"engine.prefill", p.Engine.Prefill, f.placementHow},
 		Setting{"engine.max_batched_tokens", fmt.Sprint(p.Engine.MaxBatchedTokens), f.budgetHow})
 	if f.jitter > 0 {
@@ -266,32 +326,21 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		if p.Network.JitterMs == 0 {
 			how = fmt.Sprintf("0: requests sent together (within %.3f ms) are batched together, as the engine gathers arrivals before it steps", f.jitter)
 		}
-		res.Settings = append(res.Settings, Setting{"network.jitter_ms", fmt.Sprintf("%.3f", p.Network.JitterMs), how})
+		s = append(s, Setting{"network.jitter_ms", ms(p.Network.JitterMs), how})
 	}
 	if !math.IsNaN(f.overhead) {
 		how := "0: requests sent together reach the engine together (no front end that takes them in turn)"
-		if fe := p.Network.FrontEndMs; fe > 0 {
+		if p.Network.FrontEndMs > 0 {
 			how = "fitted: requests sent together reach the engine this far apart, as a front end that takes them in turn (on a CPU the engine leaves it) sends them; its share of the measured round trip"
-			res.Settings[rttAt].Value = fmt.Sprintf("%.3f", p.Network.RTTMs)
-			res.Settings[rttAt].How += ", less the front end's"
 		}
-		res.Settings = append(res.Settings, Setting{"network.frontend_ms", fmt.Sprintf("%.3f", p.Network.FrontEndMs), how})
+		s = append(s, Setting{"network.frontend_ms", ms(p.Network.FrontEndMs), how})
 	}
 	noiseHow := "the spread of each request's inter-token gaps about its median, at the lowest concurrency probed"
-	if noise == 0 {
+	if f.noise == 0 {
 		noiseHow = "not measured (too few inter-token gaps): P99s are those of a noiseless engine"
 	}
-	res.Settings = append(res.Settings, Setting{"cost.step_noise", fmt.Sprintf("%.4f", noise), noiseHow})
-
-	p.Calibration = &sim.Calibration{
-		Source: src.URL, Date: time.Now().UTC().Format(time.DateOnly), MaxNumSeqs: seqsHow,
-		PromptTokens: rangeOf(pts, func(q Request) int { return q.Prompt }),
-		OutputTokens: rangeOf(pts, func(q Request) int { return q.Output }),
-		Concurrency:  [2]int{minProbed(pts), maxProbed(pts)},
-		Error:        sim.FitError{TTFTP50: res.HeldOut.TTFTP50, TTFTP99: res.HeldOut.TTFTP99, TPOTP50: res.HeldOut.TPOTP50, TPOTP99: res.HeldOut.TPOTP99},
-	}
-	res.Profile = p
-	return res, nil
+	s = append(s, Setting{"cost.step_noise", fmt.Sprintf("%.4f", f.noise), noiseHow})
+	return s, seqsHow
 }
 
 // linearParams are the linear cost model's settings the fit moves.
@@ -345,6 +394,8 @@ type fitter struct {
 	opt                     Options
 	params                  []param
 	placementHow, budgetHow string
+	noise                   float64 // the measured step noise (cost.step_noise)
+	say                     func(string)
 }
 
 // fitAll fits the continuous settings on the plain points (one prompt length each), then
@@ -672,7 +723,7 @@ func holdOut(pts []Point) []bool {
 
 // errorsOf is the largest absolute relative error of each figure over pts.
 func errorsOf(pts []*Point, pred func(*Point) Figures) Errors {
-	e := Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, Points: len(pts)}
+	e := noErrors(len(pts))
 	worst := func(dst *float64, p, m float64) {
 		if math.IsNaN(p) || math.IsNaN(m) || m <= 0 {
 			return

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -36,7 +37,7 @@ func measure(t *testing.T, truth sim.Profile, loads []probeLoad) []Point {
 			}
 			pt.Requests = append(pt.Requests, r)
 		}
-		srv, err := Deploy(truth)
+		srv, err := bench.Deploy(truth)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -44,7 +45,7 @@ func (pt *Point) level() load.Level {
 
 // predict simulates the point on profile p and returns the figures simulate would report.
 func predict(ctx context.Context, p sim.Profile, pt *Point) (Figures, error) {
-	srv, err := Deploy(p)
+	srv, err := bench.Deploy(p)
 	if err != nil {
 		return Figures{}, err
 	}
@@ -126,29 +127,6 @@ func (d *dists) figures() Figures {
 }
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-
-// Deploy is profile p's deployment on a virtual clock as the fit models it, so that
-// simulate and plan predict what calibrate checked: its one engine (the hot path of a
-// single replica stays direct) or its replicas behind their router, behind the profile's
-// network (a calibrated profile's round trip and front end; none otherwise).
-func Deploy(p sim.Profile) (load.VirtualServer, error) {
-	var srv load.VirtualServer
-	if p.Deployment.Replicas > 1 {
-		f, err := sim.NewFleet(p)
-		if err != nil {
-			return nil, err
-		}
-		srv = f
-	} else {
-		v, err := sim.NewVirtual(p)
-		if err != nil {
-			return nil, err
-		}
-		srv = v
-	}
-	rtt, jitter, fe := p.NetworkDelays()
-	return load.WithNetwork(srv, load.Network{RTT: rtt, Jitter: jitter, FrontEnd: fe}), nil
-}
 
 // seFloor is the least relative standard error a figure is trusted to: clocks, a live
 // server's pacing and the simulator's model of a step are not better than 2 %.

@@ -33,7 +33,10 @@ type Request struct {
 
 // Point is one probe point: a level of a run folder, its requests and what was measured.
 type Point struct {
-	Name        string // the run folder's base name, and the level's when it has several
+	Name string // the run folder's base name, and the level's when it has several
+	// Phase and Pass are the probe step the point measured ("", 0: not a probe's).
+	Phase       Phase
+	Pass        int
 	Dir         string
 	Level       int
 	Concurrency int  // closed loop
@@ -60,6 +63,11 @@ type Point struct {
 type Figures struct {
 	TTFTP50, TTFTP99, TPOTP50, TPOTP99, ITLP50, ITLP99 float64
 	Completed                                          int
+}
+
+// unmeasured are figures nobody measured.
+func unmeasured() Figures {
+	return Figures{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, ITLP50: nan, ITLP99: nan}
 }
 
 // Source is what a set of run folders says about the server they measured.
@@ -177,6 +185,7 @@ func loadDir(dir string) ([]Point, report.Target, error) {
 
 func newPoint(name, dir string, idx int, l report.Level, recs []record.Record) (Point, error) {
 	pt := Point{Name: name, Dir: dir, Level: idx, Concurrency: l.Concurrency, Open: l.Concurrency == 0, Server: l.Server}
+	pt.Phase, pt.Pass = stepOf(name)
 	failed := 0
 	var first *record.Record
 	for i := range recs {

@@ -54,10 +54,22 @@ func (c ProbeConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Phase is the part of the probe a step belongs to.
+type Phase string
+
+const (
+	PhasePrefill Phase = "prefill" // one request at a time over prompt lengths
+	PhaseDecode  Phase = "decode"  // a ladder of concurrencies over short prompts
+	PhaseMixed   Phase = "mixed"   // long prompts arriving while others decode
+)
+
 // Step is one probe run: a closed loop of Concurrency over fixed lengths, or (Trace set)
-// a replay of the mixed phase's arrivals.
+// a replay of the mixed phase's arrivals. Name is its run folder's name after the step's
+// number; Pass is 2 for the decode ladder's second pass (its names end in "-again"), else 1.
 type Step struct {
 	Name                      string
+	Phase                     Phase
+	Pass                      int
 	Concurrency, Requests     int
 	InputTokens, OutputTokens int
 	Trace                     []TraceRow
@@ -78,7 +90,7 @@ type Prober struct {
 	maxIn    int
 	prefills []int
 	done     []Point
-	phase    int // 0 prefill, 1 decode, 2 decode again, 3 mixed, 4 done
+	stage    stage
 	i        int
 	nextC    int
 	queued   bool
@@ -124,21 +136,32 @@ func NewProber(cfg ProbeConfig) (*Prober, error) {
 // againSuffix ends the names of the decode ladder's second pass.
 const againSuffix = "-again"
 
+// stage is where the prober is in its plan.
+type stage int
+
+const (
+	stagePrefill stage = iota
+	stageDecode
+	stageDecodeAgain
+	stageMixed
+	stageDone
+)
+
 // Done records the point a step measured.
 func (p *Prober) Done(pt Point) { p.done = append(p.done, pt) }
 
 // Next is the next step; ok is false when the probe is complete.
 func (p *Prober) Next() (Step, bool) {
 	for {
-		switch p.phase {
-		case 0:
+		switch p.stage {
+		case stagePrefill:
 			if p.i < len(p.prefills) {
 				n := p.prefills[p.i]
 				p.i++
-				return Step{Name: fmt.Sprintf("prefill-%d", n), Concurrency: 1, Requests: 8, InputTokens: n, OutputTokens: prefillOutput}, true
+				return Step{Name: fmt.Sprintf("prefill-%d", n), Phase: PhasePrefill, Pass: 1, Concurrency: 1, Requests: 8, InputTokens: n, OutputTokens: prefillOutput}, true
 			}
-			p.phase = 1
-		case 1:
+			p.stage = stageDecode
+		case stageDecode:
 			if last, ok := p.lastDecode(); ok && p.queueing(last) {
 				p.queued = true
 			}
@@ -148,21 +171,22 @@ func (p *Prober) Next() (Step, bool) {
 				if p.nextC > p.maxConc && c < p.maxConc {
 					p.nextC = p.maxConc // the cap itself is probed
 				}
-				st := Step{Name: fmt.Sprintf("decode-c%d", c), Concurrency: c, Requests: p.decodeRequests(c), InputTokens: decodePrompt, OutputTokens: decodeOutput}
+				st := Step{Name: fmt.Sprintf("decode-c%d", c), Phase: PhaseDecode, Pass: 1, Concurrency: c, Requests: p.decodeRequests(c), InputTokens: decodePrompt, OutputTokens: decodeOutput}
 				p.ladder = append(p.ladder, st)
 				return st, true
 			}
-			p.phase, p.i = 2, 0
-		case 2:
+			p.stage, p.i = stageDecodeAgain, 0
+		case stageDecodeAgain:
 			if p.i < len(p.ladder) {
 				st := p.ladder[p.i]
 				p.i++
 				st.Name += againSuffix
+				st.Pass = 2
 				return st, true
 			}
-			p.phase = 3
-		case 3:
-			p.phase = 4
+			p.stage = stageMixed
+		case stageMixed:
+			p.stage = stageDone
 			if s, ok := p.mixed(); ok {
 				return s, true
 			}
@@ -196,7 +220,7 @@ func (p *Prober) decodeRequests(c int) int {
 
 func (p *Prober) lastDecode() (*Point, bool) {
 	for i := len(p.done) - 1; i >= 0; i-- {
-		if p.done[i].Phase() == "decode" {
+		if p.done[i].Phase == PhaseDecode {
 			return &p.done[i], true
 		}
 	}
@@ -213,7 +237,7 @@ func (p *Prober) queueing(pt *Point) bool {
 	}
 	var prev *Point
 	for i := range p.done {
-		if d := &p.done[i]; d.Phase() == "decode" && d.Concurrency < pt.Concurrency {
+		if d := &p.done[i]; d.Phase == PhaseDecode && d.Concurrency < pt.Concurrency {
 			prev = d
 		}
 	}
@@ -238,10 +262,10 @@ func (p *Prober) mixed() (Step, bool) {
 	tpot, ttft := nan, nan
 	for i := range p.done {
 		d := &p.done[i]
-		if d.Phase() == "decode" && d.Concurrency <= k+1 {
+		if d.Phase == PhaseDecode && d.Concurrency <= k+1 {
 			tpot = d.Measured.TPOTP50
 		}
-		if d.Phase() == "prefill" && meanPrompt(d) <= long {
+		if d.Phase == PhasePrefill && meanPrompt(d) <= long {
 			ttft = d.Measured.TTFTP50
 		}
 	}
@@ -251,7 +275,7 @@ func (p *Prober) mixed() (Step, bool) {
 	out := int(math.Ceil(float64(mixedLong+1) * 1.5 * ttft / tpot))
 	out = min(max(out, 256), 2048)
 	spacing := time.Duration(float64(out) * tpot / float64(mixedLong+1) * float64(time.Millisecond))
-	s := Step{Name: "mixed"}
+	s := Step{Name: "mixed", Phase: PhaseMixed, Pass: 1}
 	for range k {
 		s.Trace = append(s.Trace, TraceRow{At: 0, Input: decodePrompt, Output: out})
 	}
@@ -263,20 +287,23 @@ func (p *Prober) mixed() (Step, bool) {
 	return s, true
 }
 
-// Phase is the probe phase a point came from, by its run folder's name ("" for a run
-// that is not a probe's).
-// calibrate --url names them NN-phase-...; a level of a ladder is named folder/level.
-func (pt *Point) Phase() string {
-	name := pt.Name
+// stepOf is the probe step a run folder named name measured: its phase and pass ("", 0
+// for a run that is not a probe's). The folder's name is all that says it on disk:
+// calibrate --url names them NN-phase-...[-again]; a level of a ladder is named
+// folder/level.
+func stepOf(name string) (Phase, int) {
 	if i := strings.IndexByte(name, '-'); i > 0 && strings.Trim(name[:i], "0123456789") == "" {
 		name = name[i+1:]
 	}
-	for _, ph := range []string{"prefill", "decode", "mixed"} {
-		if strings.HasPrefix(name, ph) && !strings.Contains(name, "/") {
-			return ph
+	for _, ph := range []Phase{PhasePrefill, PhaseDecode, PhaseMixed} {
+		if strings.HasPrefix(name, string(ph)) && !strings.Contains(name, "/") {
+			if strings.HasSuffix(name, againSuffix) {
+				return ph, 2
+			}
+			return ph, 1
 		}
 	}
-	return ""
+	return "", 0
 }
 
 // WriteTrace writes rows as a Mooncake trace (JSON lines of timestamp in ms, input_length,

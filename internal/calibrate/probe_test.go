@@ -18,7 +18,7 @@ type fakeServer struct {
 }
 
 func (s fakeServer) measure(st Step) Point {
-	pt := Point{Name: "01-" + st.Name, Concurrency: st.Concurrency}
+	pt := Point{Name: "01-" + st.Name, Phase: st.Phase, Pass: st.Pass, Concurrency: st.Concurrency}
 	c := max(st.Concurrency, 1)
 	in := min(c, s.slots)
 	pt.Measured.TPOTP50 = s.tpotMs * (1 + s.growth*float64(in-1))
@@ -140,6 +140,7 @@ func TestProbeConfigErrors(t *testing.T) {
 func TestPaceDrift(t *testing.T) {
 	pt := func(name string, c int, tpot float64) Point {
 		p := Point{Name: name, Concurrency: c, Requests: []Request{{Prompt: 32, Output: 64}}}
+		p.Phase, p.Pass = stepOf(name) // as loading its folder sets them
 		p.Measured.TPOTP50 = tpot
 		return p
 	}

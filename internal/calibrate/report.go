@@ -114,7 +114,7 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 		out.PaceDrift = &jsonDrift{Concurrency: d.Concurrency, FirstTPOT: opt(d.First), AgainTPOT: opt(d.Again), Pct: opt(d.Pct())}
 	}
 	for _, p := range r.Points {
-		jp := jsonPoint{Name: p.Name, Dir: p.Dir, Level: p.Level, Phase: p.Phase(), Concurrency: p.Concurrency, Open: p.Open,
+		jp := jsonPoint{Name: p.Name, Dir: p.Dir, Level: p.Level, Phase: string(p.Phase), Concurrency: p.Concurrency, Open: p.Open,
 			Requests: len(p.Requests), HeldOut: p.HeldOut, Measured: jsonFigs(p.Measured), Predicted: jsonFigs(p.Predicted),
 			PromptTokens: rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt }),
 			OutputTokens: rangeOf([]Point{p.Point}, func(q Request) int { return q.Output })}
@@ -217,7 +217,7 @@ func (r *Result) WriteHTML(w io.Writer, title string) error {
 			conc = "open loop"
 		}
 		m := p.Measured
-		rows = append(rows, row{Name: p.Name, Phase: p.Phase(), Conc: conc, Prompt: fmt.Sprintf("%d–%d", pr[0], pr[1]), HeldOut: p.HeldOut,
+		rows = append(rows, row{Name: p.Name, Phase: string(p.Phase), Conc: conc, Prompt: fmt.Sprintf("%d–%d", pr[0], pr[1]), HeldOut: p.HeldOut,
 			Cells: []string{fmtMs(m.TTFTP50), fmtMs(pred.TTFTP50), fmtPct(pct(pred.TTFTP50, m.TTFTP50)),
 				fmtMs(m.TTFTP99), fmtMs(pred.TTFTP99), fmtPct(pct(pred.TTFTP99, m.TTFTP99)),
 				fmtMs(m.TPOTP50), fmtMs(pred.TPOTP50), fmtPct(pct(pred.TPOTP50, m.TPOTP50)),

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
-	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -82,10 +82,6 @@ type benchConfig struct {
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
 	metricsInterval time.Duration
-	metricsClient   *http.Client // for the scrape: the target's transport (run sets it)
-
-	// connStats, when set (run), says what the client saw of the server's connections.
-	connStats func() client.ConnStats
 
 	defaultLoad bool // no --concurrency, --rate or --search was given
 }
@@ -222,184 +218,219 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 			return nil, usageError(err)
 		}
 	}
-	c := &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
+	r := &resolver{f: f, live: live, c: &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
 		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, saveText: f.saveText, testRequest: f.testRequest, sloSpec: f.slo,
-		noStream: !f.stream, endpoint: f.endpoint}
-	var errs []error
-	add := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-
+		noStream: !f.stream, endpoint: f.endpoint}}
 	if live {
-		if f.url != "" {
-			add(parseTarget(f.url))
-			c.url = strings.TrimRight(f.url, "/")
-		}
-		if !slices.Contains(client.APIs(), f.api) {
-			hint := didYouMean(f.api, client.APIs())
-			switch strings.ToLower(f.api) {
-			case "vllm", "sglang", "openai", "lmdeploy", "trt-llm", "tensorrt-llm", "llama.cpp", "llama-server":
-				hint = " (--api names the API, not the server: " + f.api + " serves openai-chat and openai-completions)"
-			}
-			add(fmt.Errorf("--api: %q is not one of %s%s", f.api, strings.Join(client.APIs(), ", "), hint))
-		} else if f.url == "" && !slices.Contains(simAPIs, f.api) {
-			add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(simAPIs, ", ")))
-		}
-		var err error
-		c.apiKey, err = f.resolveAPIKey()
-		add(err)
-		c.headers, err = parseHeaders(f.headers)
-		add(err)
-		c.extraBody, err = parseExtraBody(f.extraBody)
-		add(err)
-		if f.timeout <= 0 {
-			add(errors.New("--timeout must be positive"))
-		}
-		if f.idleTimeout <= 0 {
-			add(errors.New("--idle-timeout must be positive"))
-		}
-		if f.metricsInterval <= 0 {
-			add(errors.New("--metrics-interval must be positive"))
-		}
-		if f.metricsURL != "" && f.metricsURL != "none" {
-			if err := parseTarget(f.metricsURL); err != nil {
-				add(fmt.Errorf("--metrics-url: %q must be an http:// or https:// URL", f.metricsURL))
-			}
-		}
-		c.metricsURL, c.metricsInterval = f.metricsURL, f.metricsInterval
+		r.target()
 	}
+	ladder := r.load()
+	r.search(ladder)
+	if !live && !slices.Contains(simAPIs, f.api) {
+		r.add(fmt.Errorf("--api: simulate speaks %s, not %q", strings.Join(simAPIs, ", "), f.api))
+	}
+	r.add(r.c.resolveInputs(f))
+	r.c.searchMax = f.searchMax
+	if r.c.searchMax == 0 {
+		r.c.searchMax = map[string]float64{"concurrency": 1024, "rate": 1000}[r.c.search]
+	}
+	r.judging()
+	r.workload()
+	r.outputs(now)
+	r.levels(ladder)
+	if len(r.errs) > 0 {
+		return nil, usageError(errors.Join(r.errs...))
+	}
+	return r.c, nil
+}
 
-	concurrency, err := parseList("concurrency", f.concurrency, true)
-	add(err)
-	rates, err := parseList("rate", f.rate, false)
-	add(err)
-	arrival, err := schedule.ParseArrival(f.arrival)
+// resolver gathers a benchConfig from the flags, and every problem with them.
+type resolver struct {
+	f    *benchFlags
+	c    *benchConfig
+	live bool
+	errs []error
+}
+
+func (r *resolver) add(err error) {
 	if err != nil {
-		add(fmt.Errorf("--arrival: %w", err))
+		r.errs = append(r.errs, err)
 	}
-	warmN, warmD, err := parseWarmup(f.warmup)
-	add(err)
+}
+
+// target reads run's target flags: the server, its API, credentials and transport.
+func (r *resolver) target() {
+	f, c := r.f, r.c
+	if f.url != "" {
+		r.add(parseTarget(f.url))
+		c.url = strings.TrimRight(f.url, "/")
+	}
+	if !slices.Contains(client.APIs(), f.api) {
+		hint := didYouMean(f.api, client.APIs())
+		switch strings.ToLower(f.api) {
+		case "vllm", "sglang", "openai", "lmdeploy", "trt-llm", "tensorrt-llm", "llama.cpp", "llama-server":
+			hint = " (--api names the API, not the server: " + f.api + " serves openai-chat and openai-completions)"
+		}
+		r.add(fmt.Errorf("--api: %q is not one of %s%s", f.api, strings.Join(client.APIs(), ", "), hint))
+	} else if f.url == "" && !slices.Contains(simAPIs, f.api) {
+		r.add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(simAPIs, ", ")))
+	}
+	var err error
+	c.apiKey, err = f.resolveAPIKey()
+	r.add(err)
+	c.headers, err = parseHeaders(f.headers)
+	r.add(err)
+	c.extraBody, err = parseExtraBody(f.extraBody)
+	r.add(err)
+	if f.timeout <= 0 {
+		r.add(errors.New("--timeout must be positive"))
+	}
+	if f.idleTimeout <= 0 {
+		r.add(errors.New("--idle-timeout must be positive"))
+	}
+	if f.metricsInterval <= 0 {
+		r.add(errors.New("--metrics-interval must be positive"))
+	}
+	if f.metricsURL != "" && f.metricsURL != "none" {
+		if err := parseTarget(f.metricsURL); err != nil {
+			r.add(fmt.Errorf("--metrics-url: %q must be an http:// or https:// URL", f.metricsURL))
+		}
+	}
+	c.metricsURL, c.metricsInterval = f.metricsURL, f.metricsInterval
+}
+
+// ladderFlags are the load flags' values the levels are built from.
+type ladderFlags struct {
+	concurrency, rates []float64
+	arrival            schedule.Arrival
+	warmN              int
+	warmD              time.Duration
+}
+
+// load reads the load flags: the ladder, its levels' lengths, warm-up and sharding.
+func (r *resolver) load() ladderFlags {
+	f, c := r.f, r.c
+	var l ladderFlags
+	var err error
+	l.concurrency, err = parseList("concurrency", f.concurrency, true)
+	r.add(err)
+	l.rates, err = parseList("rate", f.rate, false)
+	r.add(err)
+	if l.arrival, err = schedule.ParseArrival(f.arrival); err != nil {
+		r.add(fmt.Errorf("--arrival: %w", err))
+	}
+	l.warmN, l.warmD, err = parseWarmup(f.warmup)
+	r.add(err)
 	c.shard, c.shards, err = parseShard(f.shard)
-	add(err)
+	r.add(err)
 	if f.startAt != "" {
 		t, err := time.Parse(time.RFC3339, f.startAt)
 		if err != nil {
-			add(fmt.Errorf("--start-at: %q is not an RFC 3339 time like 2026-01-02T15:04:05Z", f.startAt))
+			r.add(fmt.Errorf("--start-at: %q is not an RFC 3339 time like 2026-01-02T15:04:05Z", f.startAt))
 		}
 		c.startAt = t
 	}
-	if len(concurrency) > 0 && len(rates) > 0 {
-		add(errors.New("--concurrency and --rate: give one (closed or open loop), not both"))
+	if len(l.concurrency) > 0 && len(l.rates) > 0 {
+		r.add(errors.New("--concurrency and --rate: give one (closed or open loop), not both"))
 	}
 	if f.maxConcurrency < 0 {
-		add(errors.New("--max-concurrency must not be negative"))
+		r.add(errors.New("--max-concurrency must not be negative"))
 	}
-	if f.maxConcurrency > 0 && len(concurrency) > 0 {
-		add(errors.New("--max-concurrency applies to --rate (open loop); with --concurrency the level is already capped"))
+	if f.maxConcurrency > 0 && len(l.concurrency) > 0 {
+		r.add(errors.New("--max-concurrency applies to --rate (open loop); with --concurrency the level is already capped"))
 	}
 	if f.requests < 0 {
-		add(errors.New("--requests must not be negative"))
+		r.add(errors.New("--requests must not be negative"))
 	}
 	if f.duration < 0 {
-		add(errors.New("--duration must not be negative"))
+		r.add(errors.New("--duration must not be negative"))
 	}
 	if f.requests > 0 && f.duration > 0 {
-		add(errors.New("--requests and --duration: give one, not both"))
+		r.add(errors.New("--requests and --duration: give one, not both"))
 	}
 	if f.cooldown < 0 {
-		add(errors.New("--cooldown must not be negative"))
+		r.add(errors.New("--cooldown must not be negative"))
 	}
 	if f.cooldown > 0 && f.duration == 0 {
-		add(errors.New("--cooldown needs --duration (it excludes the end of a timed level)"))
+		r.add(errors.New("--cooldown needs --duration (it excludes the end of a timed level)"))
 	}
-	if f.duration > 0 && warmD+f.cooldown >= f.duration {
-		add(fmt.Errorf("--warmup %s plus --cooldown %s leave nothing of --duration %s to measure", warmD, f.cooldown, f.duration))
+	if f.duration > 0 && l.warmD+f.cooldown >= f.duration {
+		r.add(fmt.Errorf("--warmup %s plus --cooldown %s leave nothing of --duration %s to measure", l.warmD, f.cooldown, f.duration))
 	}
+	return l
+}
+
+// search reads the flags of what runs beside the ladder: repeats, the error-rate stop
+// and the SLO search.
+func (r *resolver) search(l ladderFlags) {
+	f, c := r.f, r.c
 	c.repeat, c.stopOnSaturation = f.repeat, f.stopOnSaturation
 	if f.repeat < 1 {
-		add(fmt.Errorf("--repeat: %d must be at least 1", f.repeat))
+		r.add(fmt.Errorf("--repeat: %d must be at least 1", f.repeat))
 	}
 	if f.repeat > 1 && f.search != "" {
-		add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
+		r.add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
 	}
-	c.maxErrorRate, err = parseErrorRate(f.maxErrorRate)
-	if err != nil {
-		add(fmt.Errorf("--max-error-rate: %w", err))
+	var err error
+	if c.maxErrorRate, err = parseErrorRate(f.maxErrorRate); err != nil {
+		r.add(fmt.Errorf("--max-error-rate: %w", err))
 	}
 	switch f.search {
 	case "":
 	case "concurrency", "rate":
 		c.search = f.search
-		if len(concurrency)+len(rates) > 0 {
-			add(errors.New("--search finds the load itself: drop --concurrency/--rate"))
+		if len(l.concurrency)+len(l.rates) > 0 {
+			r.add(errors.New("--search finds the load itself: drop --concurrency/--rate"))
 		}
 	default:
-		add(fmt.Errorf("--search: %q is not concurrency or rate", f.search))
+		r.add(fmt.Errorf("--search: %q is not concurrency or rate", f.search))
 	}
 	if f.searchMax < 0 {
-		add(errors.New("--search-max must not be negative"))
+		r.add(errors.New("--search-max must not be negative"))
 	}
-	if !live && !slices.Contains(simAPIs, f.api) {
-		add(fmt.Errorf("--api: simulate speaks %s, not %q", strings.Join(simAPIs, ", "), f.api))
-	}
-	add(c.resolveInputs(f))
-	c.searchMax = f.searchMax
-	if c.searchMax == 0 {
-		c.searchMax = map[string]float64{"concurrency": 1024, "rate": 1000}[c.search]
-	}
+}
 
+// judging reads the flags that judge and price the levels: percentiles, SLOs, prices.
+func (r *resolver) judging() {
+	f, c := r.f, r.c
 	pcts, err := metrics.ParsePercentiles(f.percentiles)
 	if err != nil {
-		add(fmt.Errorf("--percentiles: %w", err))
+		r.add(fmt.Errorf("--percentiles: %w", err))
 	}
 	slos, err := metrics.ParseSLOs(f.slo)
 	if err != nil {
-		add(fmt.Errorf("--slo: %w", err))
+		r.add(fmt.Errorf("--slo: %w", err))
 	}
 	c.metrics = metrics.Config{Percentiles: pcts, SLOs: slos}
 	if c.pricing, err = f.price.parse(); err != nil {
-		add(err)
-	} else if live && f.url != "" {
+		r.add(err)
+	} else if r.live && f.url != "" {
 		c.price, err = c.pricing.price(nil, 1) // a server of its own: only the flags price it
-		add(err)
+		r.add(err)
 	}
 	if c.search != "" && !metrics.HasVerdict(slos) {
-		add(errors.New("--search needs percentile SLOs to decide on, e.g. --slo 'tpot:p99<=50ms'"))
+		r.add(errors.New("--search needs percentile SLOs to decide on, e.g. --slo 'tpot:p99<=50ms'"))
 	}
+}
 
-	in, errIn := workload.ParseDist(f.inputTokens)
-	if errIn != nil {
-		add(fmt.Errorf("--input-tokens: %w", errIn))
-	}
-	out, err := workload.ParseDist(f.outputTokens)
-	if err != nil {
-		add(fmt.Errorf("--output-tokens: %w", err))
-	}
+// workload reads the flags that shape the requests: lengths, dataset, sampling, chat.
+func (r *resolver) workload() {
+	f, c, live := r.f, r.c, r.live
+	in, out, errIn, errOut := f.lengths()
+	r.add(errIn)
+	r.add(errOut)
 	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
 		TraceSpeed: f.traceSpeed, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
 	if live && f.fs != nil {
-		if f.fs.Changed("temperature") {
-			if f.temperature < 0 || math.IsNaN(f.temperature) {
-				add(fmt.Errorf("--temperature %v: must be 0 or more", f.temperature))
-			}
-			c.temperature = &f.temperature
-		}
-		if f.fs.Changed("top-p") {
-			if !(f.topP > 0 && f.topP <= 1) {
-				add(fmt.Errorf("--top-p %v: must be in (0, 1]", f.topP))
-			}
-			c.topP = &f.topP
-		}
+		r.sampling()
 	}
 	if live {
 		var err error
 		c.chatTemplate, err = resolveChatTemplate(f.chatTemplate, f.tokenizer, f.api)
-		add(err)
+		r.add(err)
 		c.chatOnServer = f.chatTemplate == "" && f.tokenizer == "server" && client.AppliesChatTemplate(f.api)
 		if f.api == client.APIOllamaGenerate && f.turns > 1 {
 			// Its prompt is the whole conversation joined, which Ollama formats as one
@@ -409,97 +440,103 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		}
 	}
 	if !live && f.tokenizer == "server" {
-		add(errors.New("--tokenizer server: simulate has no server to ask (it needs lengths only): drop it, or give a tokenizer.json or an encoding"))
+		r.add(errors.New("--tokenizer server: simulate has no server to ask (it needs lengths only): drop it, or give a tokenizer.json or an encoding"))
 	}
 	if f.turns < 1 {
-		add(fmt.Errorf("--turns %d: a conversation has at least one turn (1: single requests)", f.turns))
-	} else if err == nil && errIn == nil {
-		add(c.workload.Validate())
+		r.add(fmt.Errorf("--turns %d: a conversation has at least one turn (1: single requests)", f.turns))
+	} else if errOut == nil && errIn == nil {
+		r.add(c.workload.Validate())
 	}
+}
 
+// lengths reads --input-tokens and --output-tokens (run, simulate, plan and dataset).
+func (f *benchFlags) lengths() (in, out workload.Dist, errIn, errOut error) {
+	in, err := workload.ParseDist(f.inputTokens)
+	if err != nil {
+		errIn = fmt.Errorf("--input-tokens: %w", err)
+	}
+	out, err = workload.ParseDist(f.outputTokens)
+	if err != nil {
+		errOut = fmt.Errorf("--output-tokens: %w", err)
+	}
+	return in, out, errIn, errOut
+}
+
+// sampling reads --temperature and --top-p, sent only when given.
+func (r *resolver) sampling() {
+	f, c := r.f, r.c
+	if f.fs.Changed("temperature") {
+		if f.temperature < 0 || math.IsNaN(f.temperature) {
+			r.add(fmt.Errorf("--temperature %v: must be 0 or more", f.temperature))
+		}
+		c.temperature = &f.temperature
+	}
+	if f.fs.Changed("top-p") {
+		if !(f.topP > 0 && f.topP <= 1) {
+			r.add(fmt.Errorf("--top-p %v: must be in (0, 1]", f.topP))
+		}
+		c.topP = &f.topP
+	}
+}
+
+// outputs reads the flags of the run's files and console.
+func (r *resolver) outputs(now time.Time) {
+	f, c := r.f, r.c
 	switch rf := record.Format(f.records); rf {
 	case record.FormatJSONL, record.FormatCompact:
 		c.records = rf
 	default:
-		add(fmt.Errorf("--records: %q is not jsonl or compact", f.records))
+		r.add(fmt.Errorf("--records: %q is not jsonl or compact", f.records))
 	}
 	switch f.resultFormat {
 	case "", "vllm":
 		c.resultFormat = f.resultFormat
 	default:
-		add(fmt.Errorf("--result-format: %q is not vllm", f.resultFormat))
+		r.add(fmt.Errorf("--result-format: %q is not vllm", f.resultFormat))
 	}
-
 	c.outputDir = f.outputDir
 	if c.outputDir == "" {
 		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
 	}
 	c.overwrite, c.wide, c.quiet = f.overwrite, f.wide, f.quiet
-	if files := runFiles(c.outputDir); len(files) > 0 && !f.overwrite {
-		add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.outputDir, strings.Join(files, ", ")))
+	if files := bench.RunFiles(c.outputDir); len(files) > 0 && !f.overwrite {
+		r.add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.outputDir, strings.Join(files, ", ")))
 	}
+}
 
-	if len(concurrency) == 0 && len(rates) == 0 && c.search == "" {
-		concurrency = []float64{1, 4, 16, 64, 256}
+// levels builds the ladder, the default one when no load is given; load validates each
+// level (once the flags themselves are valid, so that a flag's error is said once).
+func (r *resolver) levels(l ladderFlags) {
+	f, c := r.f, r.c
+	if len(l.concurrency) == 0 && len(l.rates) == 0 && c.search == "" {
+		l.concurrency = []float64{1, 4, 16, 64, 256}
 		c.defaultLoad = true
 	}
-	base := load.Level{Arrival: arrival, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
-		Warmup: warmN, WarmupTime: warmD, Cooldown: f.cooldown, Shard: c.shard, Shards: c.shards,
+	base := load.Level{Arrival: l.arrival, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
+		Warmup: l.warmN, WarmupTime: l.warmD, Cooldown: f.cooldown, Shard: c.shard, Shards: c.shards,
 		MaxErrorRate: c.maxErrorRate}
 	c.base, c.requests = base, f.requests
-	for _, n := range concurrency {
-		l := base
-		l.Concurrency = int(n)
-		c.levels = append(c.levels, l)
+	for _, n := range l.concurrency {
+		lvl := base
+		lvl.Concurrency = int(n)
+		c.levels = append(c.levels, lvl)
 	}
-	for _, r := range rates {
-		l := base
-		l.Rate = r
-		c.levels = append(c.levels, l)
+	for _, rate := range l.rates {
+		lvl := base
+		lvl.Rate = rate
+		c.levels = append(c.levels, lvl)
 	}
 	for i := range c.levels {
 		c.levels[i] = c.finishLevel(c.levels[i], i, f.requests)
-		if len(errs) == 0 {
-			add(c.levels[i].Validate())
+		if len(r.errs) == 0 {
+			r.add(c.levels[i].Validate())
 		}
 	}
-	if len(errs) > 0 {
-		return nil, usageError(errors.Join(errs...))
-	}
-	return c, nil
 }
 
-// finishLevel numbers a level, seeds it and gives it a default length; an open loop
-// watches for over-saturation (load's stopping rules).
+// finishLevel numbers a level, seeds it from --seed and gives it a default length.
 func (c *benchConfig) finishLevel(l load.Level, index, requests int) load.Level {
-	l.Index = index
-	l.Seed = c.seed + int64(index)*7919 // distinct arrivals per level, still fixed by --seed
-	l.DetectSaturation = l.Rate > 0
-	if l.Duration == 0 {
-		l.Requests = requests
-		if l.Requests == 0 {
-			l.Requests = defaultRequests(l)
-		}
-	}
-	return l
-}
-
-// repeatSeedStep separates the seeds of a repeated level's runs.
-const repeatSeedStep = 104729
-
-// runSeed is the seed of run r of a repeated level (1-based; 0 for a level run once):
-// run 1 has --seed itself, so it is the run a plain invocation makes.
-func (c *benchConfig) runSeed(r int) int64 {
-	return c.seed + int64(max(r-1, 0))*repeatSeedStep
-}
-
-// forRun is level l as run r of --repeat runs: its arrivals seeded from runSeed(r).
-func (c *benchConfig) forRun(l load.Level, r int) load.Level {
-	if c.repeat > 1 {
-		l.Repeat = r
-		l.Seed = c.runSeed(r) + int64(l.Index)*7919
-	}
-	return l
+	return bench.FinishLevel(l, index, requests, c.seed)
 }
 
 // parseErrorRate reads --max-error-rate: a fraction in (0, 1) as 0.3 or 30%; "" is 0 (off).
@@ -515,22 +552,6 @@ func parseErrorRate(s string) (float64, error) {
 		return 0, fmt.Errorf("%q must be above 0 and below 1 (100%%)", s)
 	}
 	return v, nil
-}
-
-// defaultRequests keeps a default level short but big enough for stable medians.
-func defaultRequests(l load.Level) int {
-	if l.Concurrency > 0 {
-		// Whole rounds (a multiple of the concurrency), at least two and at least 10
-		// requests: a last partial round would understate throughput.
-		c := l.Concurrency
-		return c * max(2, (10+c-1)/c)
-	}
-	return max(10, int(math.Ceil(l.Rate*10)))
-}
-
-// loadName describes a level's load for the console and summary.
-func loadName(l load.Level) string {
-	return rundesc.Level{Concurrency: l.Concurrency, Rate: l.Rate}.Name()
 }
 
 // resolveChatTemplate finds the chat template the chat APIs' prompts are sized with:

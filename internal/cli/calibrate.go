@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +15,13 @@ import (
 
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // calibrateFlags are calibrate's flags as typed.
@@ -227,93 +233,134 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*ca
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, pub, withCode(ExitFailure, err)
 	}
-	seed := f.seed
-	if seed == 0 {
+	p := &prober{f: f, key: key, headers: hdr, pub: pub, dir: dir, seed: f.seed, keepAlive: true}
+	if p.seed == 0 {
 		// A server's prompt cache (llama.cpp's, vLLM's prefix cache) answers a prompt it has
 		// seen without prefilling it: every probe must send prompts new to it.
-		seed = time.Now().UnixNano() & (1<<40 - 1)
+		p.seed = time.Now().UnixNano() & (1<<40 - 1)
 	}
 	if !f.quiet {
 		fmt.Fprintf(stdio.Out, "Probing %s; each step is a run folder under %s\n", f.url, dir)
 	}
-	var set calibrate.Points
-	keepAlive := true
 	for n := 1; ; n++ {
 		step, ok := pr.Next()
 		if !ok {
 			break
 		}
-		out := filepath.Join(dir, fmt.Sprintf("%02d-%s", n, step.Name))
-		args := []string{"--url", f.url, "--api", f.api, "--tokenizer", f.tokenizer, "--seed", fmt.Sprint(seed + int64(n)),
-			"--output-dir", out, "--quiet", "--no-progress", "--percentiles", "50,99",
-			"--metrics-interval", "100ms", // a probe step lasts seconds: enough scrapes to see its batch
-			fmt.Sprintf("--test-request=%t", n == 1)} // the first step's warms the server and checks it answers
-		if f.model != "" {
-			args = append(args, "--model", f.model)
-		}
-		if key != "" {
-			args = append(args, "--api-key", key)
-		}
-		for _, h := range f.headers {
-			args = append(args, "--header", h)
-		}
-		if f.overwrite {
-			args = append(args, "--overwrite")
-		}
-		if !keepAlive {
-			args = append(args, "--keep-alive=false") // found at an earlier step: do not find it again
-		}
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return nil, pub, withCode(ExitFailure, err)
-		}
-		// What the server published, beside the step's run files, so that a refit of the
-		// folders alone (calibrate FILE.probe/*) knows it too.
-		if pub.Slots > 0 {
-			if err := report.WriteFileAtomic(filepath.Join(out, calibrate.PublishedFile), func(w io.Writer) error { return pub.Write(w) }); err != nil {
-				return nil, pub, withCode(ExitFailure, err)
-			}
-		}
-		if step.Trace != nil {
-			// Inside the step's folder too, so that FILE.probe/* names run folders only.
-			trace := filepath.Join(out, "trace.jsonl")
-			if err := report.WriteFileAtomic(trace, func(w io.Writer) error { return calibrate.WriteTrace(w, step.Trace) }); err != nil {
-				return nil, pub, withCode(ExitFailure, err)
-			}
-			args = append(args, "--dataset", "mooncake:"+trace, "--rate", "1")
-		} else {
-			args = append(args, "--concurrency", fmt.Sprint(step.Concurrency), "--requests", fmt.Sprint(step.Requests),
-				"--input-tokens", fmt.Sprint(step.InputTokens), "--output-tokens", fmt.Sprint(step.OutputTokens))
-		}
-		run := newRunCmd(Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err})
-		run.SetArgs(args)
-		run.SetOut(io.Discard)
-		run.SetErr(stdio.Err)
-		run.SilenceUsage, run.SilenceErrors = true, true
-		if err := run.ExecuteContext(ctx); err != nil {
-			// Folders the step left empty go (os.Remove removes nothing else): what was
-			// measured stays, and nothing blocks a calibration run again.
-			os.Remove(filepath.Join(out, calibrate.PublishedFile))
-			os.Remove(filepath.Join(out, "trace.jsonl"))
-			os.Remove(out)
-			os.Remove(dir)
-			if ctx.Err() != nil {
-				return nil, pub, withCode(ExitInterrupted, fmt.Errorf("interrupted at probe step %s; the steps done are in %s", step.Name, dir))
-			}
-			return nil, pub, fmt.Errorf("probe step %s failed, so the server cannot be fitted: %w", step.Name, err)
-		}
-		pts, err := set.Add(out)
-		if err == nil && len(pts) == 0 {
-			err = fmt.Errorf("%s measured no level", out)
-		}
+		pt, err := p.step(ctx, stdio, step, n)
 		if err != nil {
-			return nil, pub, withCode(ExitLevelErrors, fmt.Errorf("probe step %s: %w", step.Name, err))
+			return nil, pub, err
 		}
-		pr.Done(pts[0])
-		keepAlive = !set.Source().ClosesConnections
-		if !f.quiet {
-			m := pts[0].Measured
-			fmt.Fprintf(stdio.Out, "  %2d %-16s %4d requests  TTFT P50 %8.2f ms  TPOT P50 %7.2f ms\n", n, step.Name, m.Completed, m.TTFTP50, m.TPOTP50)
+		pr.Done(pt)
+	}
+	return &p.set, pub, nil
+}
+
+// prober runs a calibration's probe steps, each a benchmark of its own (bench.RunLive,
+// as run runs one) into a run folder under dir.
+type prober struct {
+	f         *calibrateFlags
+	key       string
+	headers   http.Header
+	pub       calibrate.Published
+	dir       string
+	seed      int64 // step n's prompts are seeded seed+n
+	keepAlive bool  // false once a step found the server closing every connection
+	set       calibrate.Points
+}
+
+// step runs probe step n (1-based) and returns the point it measured.
+func (p *prober) step(ctx context.Context, stdio Stdio, step calibrate.Step, n int) (calibrate.Point, error) {
+	out := filepath.Join(p.dir, fmt.Sprintf("%02d-%s", n, step.Name))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return calibrate.Point{}, withCode(ExitFailure, err)
+	}
+	trace, err := p.writeStepFiles(step, out)
+	if err != nil {
+		return calibrate.Point{}, withCode(ExitFailure, err)
+	}
+	cfg, err := p.stepConfig(step, n, out, trace)
+	if err == nil {
+		err = runLive(ctx, Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err}, cfg)
+	}
+	if err != nil {
+		// Folders the step left empty go (os.Remove removes nothing else): what was
+		// measured stays, and nothing blocks a calibration run again.
+		os.Remove(filepath.Join(out, calibrate.PublishedFile))
+		os.Remove(filepath.Join(out, "trace.jsonl"))
+		os.Remove(out)
+		os.Remove(p.dir)
+		if ctx.Err() != nil {
+			return calibrate.Point{}, withCode(ExitInterrupted, fmt.Errorf("interrupted at probe step %s; the steps done are in %s", step.Name, p.dir))
+		}
+		return calibrate.Point{}, fmt.Errorf("probe step %s failed, so the server cannot be fitted: %w", step.Name, err)
+	}
+	pts, err := p.set.Add(out)
+	if err == nil && len(pts) == 0 {
+		err = fmt.Errorf("%s measured no level", out)
+	}
+	if err != nil {
+		return calibrate.Point{}, withCode(ExitLevelErrors, fmt.Errorf("probe step %s: %w", step.Name, err))
+	}
+	p.keepAlive = !p.set.Source().ClosesConnections
+	if !p.f.quiet {
+		m := pts[0].Measured
+		fmt.Fprintf(stdio.Out, "  %2d %-16s %4d requests  TTFT P50 %8.2f ms  TPOT P50 %7.2f ms\n", n, step.Name, m.Completed, m.TTFTP50, m.TPOTP50)
+	}
+	return pts[0], nil
+}
+
+// writeStepFiles writes, beside the step's run files, what the server published (so that
+// a refit of the folders alone, calibrate FILE.probe/*, knows it too) and the mixed step's
+// trace (inside the folder, so that FILE.probe/* names run folders only); it returns the
+// trace's path, "" for a step without one.
+func (p *prober) writeStepFiles(step calibrate.Step, out string) (string, error) {
+	if p.pub.Slots > 0 {
+		if err := report.WriteFileAtomic(filepath.Join(out, calibrate.PublishedFile), func(w io.Writer) error { return p.pub.Write(w) }); err != nil {
+			return "", err
 		}
 	}
-	return &set, pub, nil
+	if step.Trace == nil {
+		return "", nil
+	}
+	trace := filepath.Join(out, "trace.jsonl")
+	return trace, report.WriteFileAtomic(trace, func(w io.Writer) error { return calibrate.WriteTrace(w, step.Trace) })
+}
+
+// stepConfig is probe step n as a run into folder out, with run's defaults for what the
+// probe does not set: a closed loop of the step's concurrency over fixed lengths, or (a
+// trace) its arrivals replayed; two percentiles; the server's /metrics scraped often
+// enough to see a step's batch; the first step's test request warming the server and
+// checking that it answers.
+func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*benchConfig, error) {
+	f, seed := p.f, p.seed+int64(n)
+	c := &benchConfig{live: true, url: strings.TrimRight(f.url, "/"), api: f.api, model: f.model, apiKey: p.key, headers: p.headers,
+		ignoreEOS: true, timeout: 10 * time.Minute, idleTimeout: 60 * time.Second, keepAlive: p.keepAlive,
+		testRequest: n == 1, simProfile: "h200-llama-3.1-8b", tokenizer: f.tokenizer, seed: seed,
+		metricsInterval: 100 * time.Millisecond, metrics: metrics.Config{Percentiles: []float64{50, 99}},
+		repeat: 1, shards: 1, records: record.FormatJSONL, outputDir: out, overwrite: f.overwrite, quiet: true, noProgress: true,
+		base: load.Level{Arrival: schedule.Arrival{Kind: schedule.Poisson}, Shards: 1}}
+	if err := c.resolveInputs(&benchFlags{api: f.api, batchSize: 1, documents: 8, queryTokens: 32, stream: true, turns: 1, seed: seed}); err != nil {
+		return nil, usageError(err)
+	}
+	var err error
+	if c.price, err = c.pricing.price(nil, 1); err != nil {
+		return nil, err
+	}
+	c.workload = workload.Config{Dataset: "random", InputTokens: workload.Fixed(step.InputTokens), OutputTokens: workload.Fixed(step.OutputTokens),
+		PrefixGroups: 1, Seed: seed, TraceSpeed: 1, Turns: 1}
+	lvl := c.base
+	if trace != "" {
+		c.workload.Dataset = "mooncake:" + trace
+		c.workload.InputTokens, c.workload.OutputTokens = workload.Fixed(512), workload.Fixed(128) // run's defaults: the trace has its own
+		lvl.Rate = 1
+	} else {
+		lvl.Concurrency, c.requests = step.Concurrency, step.Requests
+	}
+	c.levels = []load.Level{c.finishLevel(lvl, 0, c.requests)}
+	if c.chatTemplate, err = resolveChatTemplate("", f.tokenizer, f.api); err != nil {
+		return nil, usageError(err)
+	}
+	c.chatOnServer = f.tokenizer == "server" && client.AppliesChatTemplate(f.api)
+	return c, nil
 }

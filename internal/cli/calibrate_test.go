@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -86,5 +92,80 @@ func TestCalibrateRunFolders(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "Calibrated on ") || !strings.Contains(stderr, "64 requests in flight, beyond 2× the most probed (4)") {
 		t.Errorf("simulate states no validity range or no warning:\n%s\n%s", stdout, stderr)
+	}
+}
+
+// TestProbeStepConfig: a probe step runs as run ran it when calibrate built its command
+// line: the configuration is the one run resolves from those flags.
+func TestProbeStepConfig(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.jsonl")
+	if err := os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 8, "output_length": 2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		f         calibrateFlags
+		step      calibrate.Step
+		n         int
+		keepAlive bool
+		trace     string
+	}{
+		{calibrateFlags{url: "http://127.0.0.1:8080/", api: "openai-chat", tokenizer: "o200k_base"},
+			calibrate.Step{Name: "prefill-32", Concurrency: 1, Requests: 8, InputTokens: 32, OutputTokens: 4}, 1, true, ""},
+		{calibrateFlags{url: "http://127.0.0.1:8080", api: "openai-completions", tokenizer: "cl100k_base", model: "m", apiKey: "k",
+			headers: []string{"X-A: b"}, overwrite: true},
+			calibrate.Step{Name: "decode-c4", Concurrency: 4, Requests: 16, InputTokens: 64, OutputTokens: 128}, 7, false, ""},
+		{calibrateFlags{url: "http://127.0.0.1:8080", api: "openai-chat", tokenizer: "o200k_base"},
+			calibrate.Step{Name: "mixed", Requests: 1, Trace: []calibrate.TraceRow{{Input: 8, Output: 2}}}, 12, true, trace},
+	} {
+		p := &prober{f: &tc.f, key: tc.f.apiKey, pub: calibrate.Published{}, dir: dir, seed: 1000, keepAlive: tc.keepAlive}
+		var err error
+		if p.headers, err = parseHeaders(tc.f.headers); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, tc.step.Name)
+		got, err := p.stepConfig(tc.step, tc.n, out, tc.trace)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.step.Name, err)
+		}
+		// The command line calibrate gave run for the step before it ran steps itself.
+		args := []string{"--url", tc.f.url, "--api", tc.f.api, "--tokenizer", tc.f.tokenizer, "--seed", fmt.Sprint(p.seed + int64(tc.n)),
+			"--output-dir", out, "--quiet", "--no-progress", "--percentiles", "50,99", "--metrics-interval", "100ms",
+			fmt.Sprintf("--test-request=%t", tc.n == 1)}
+		if tc.f.model != "" {
+			args = append(args, "--model", tc.f.model)
+		}
+		if tc.f.apiKey != "" {
+			args = append(args, "--api-key", tc.f.apiKey)
+		}
+		for _, h := range tc.f.headers {
+			args = append(args, "--header", h)
+		}
+		if tc.f.overwrite {
+			args = append(args, "--overwrite")
+		}
+		if !tc.keepAlive {
+			args = append(args, "--keep-alive=false")
+		}
+		if tc.trace != "" {
+			args = append(args, "--dataset", "mooncake:"+tc.trace, "--rate", "1")
+		} else {
+			args = append(args, "--concurrency", fmt.Sprint(tc.step.Concurrency), "--requests", fmt.Sprint(tc.step.Requests),
+				"--input-tokens", fmt.Sprint(tc.step.InputTokens), "--output-tokens", fmt.Sprint(tc.step.OutputTokens))
+		}
+		var bf benchFlags
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		bf.bind(fs, true)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		want, err := bf.resolve(true, time.Now())
+		if err != nil {
+			t.Fatalf("%s: run's flags: %v", tc.step.Name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the step's configuration\n%+v\nis not run's\n%+v", tc.step.Name, *got, *want)
+		}
 	}
 }

@@ -28,28 +28,9 @@ shared, and fed back with --dataset jsonl:FILE.`,
   llmbench dataset --dataset sharegpt:ShareGPT_V3.json --tokenizer ./tokenizer.json --requests 500 --output sharegpt.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var errs []error
-			if output == "" {
-				errs = append(errs, errors.New("--output FILE.jsonl is required"))
-			}
-			in, err := workload.ParseDist(f.inputTokens)
+			wc, err := f.datasetWorkload(output)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("--input-tokens: %w", err))
-			}
-			out, err := workload.ParseDist(f.outputTokens)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("--output-tokens: %w", err))
-			}
-			wc := workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
-				PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed, TraceSpeed: f.traceSpeed,
-				Turns: f.turns, ThinkTime: f.thinkTime}
-			if len(errs) == 0 {
-				if err := wc.Validate(); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			if len(errs) > 0 {
-				return usageError(errors.Join(errs...))
+				return err
 			}
 			tok, err := loadURLTokenizer(cmd.Context(), f.tokenizer, f.url)
 			if err != nil {
@@ -94,4 +75,30 @@ shared, and fed back with --dataset jsonl:FILE.`,
 	fl.IntVar(&requests, "requests", 0, "requests to write (default: every row of a dataset, or 100)")
 	fl.StringVar(&output, "output", "", "output JSONL file (- for standard output)")
 	return cmd
+}
+
+// datasetWorkload is the workload dataset's flags describe, checked: every problem at once.
+func (f *benchFlags) datasetWorkload(output string) (workload.Config, error) {
+	var errs []error
+	if output == "" {
+		errs = append(errs, errors.New("--output FILE.jsonl is required"))
+	}
+	in, out, errIn, errOut := f.lengths()
+	for _, err := range []error{errIn, errOut} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	wc := workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
+		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed, TraceSpeed: f.traceSpeed,
+		Turns: f.turns, ThinkTime: f.thinkTime}
+	if len(errs) == 0 {
+		if err := wc.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return wc, usageError(errors.Join(errs...))
+	}
+	return wc, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/merge"
@@ -90,7 +91,7 @@ func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, f
 	if err := record.WriteFile(filepath.Join(out, name), recs); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if err := writeResults(out, "", sum, col); err != nil {
+	if err := bench.WriteResults(out, "", sum, col); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdio.Out, "Merged %d shards (%d requests) on one timeline from %s\n\n", len(shards), len(recs), sum.StartedAt.Format(time.RFC3339Nano))

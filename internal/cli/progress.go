@@ -87,8 +87,8 @@ func (p *progress) loop() {
 	}
 }
 
-// add counts a finished request, and its TTFT and TPOT by the registry's derivations.
-func (p *progress) add(r *record.Record) {
+// Add counts a finished request, and its TTFT and TPOT by the registry's derivations.
+func (p *progress) Add(r *record.Record) {
 	if p.w == nil {
 		return
 	}
@@ -212,7 +212,8 @@ func progressLine(name string, total int, d, elapsed time.Duration, done, failed
 	return b.String()
 }
 
-func (p *progress) finish() {
+// Finish clears the progress line.
+func (p *progress) Finish() {
 	if p.w == nil {
 		return
 	}

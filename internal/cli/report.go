@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -36,31 +37,9 @@ re-price it.`,
 			if err != nil {
 				return withCode(ExitFailure, err)
 			}
-			var errs []error
-			if cmd.Flags().Changed("percentiles") {
-				if sum.Percentiles, err = metrics.ParsePercentiles(percentiles); err != nil {
-					errs = append(errs, fmt.Errorf("--percentiles: %w", err))
-				}
-			}
-			if cmd.Flags().Changed("slo") {
-				sum.SLO = slo
-			}
-			slos, err := metrics.ParseSLOs(sum.SLO)
+			slos, err := rejudge(sum, dir, cmd.Flags().Changed, percentiles, slo, resultFormat, &pf)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("--slo: %w", err))
-			}
-			if p, err := pf.parse(); err != nil {
-				errs = append(errs, err)
-			} else if sum.Price, err = p.price(sum.Price, 1); err != nil {
-				errs = append(errs, err)
-			} else if err := checkedPrice(sum.Price, filepath.Join(dir, "summary.json")); err != nil {
-				errs = append(errs, err)
-			}
-			if resultFormat != "" && resultFormat != "vllm" {
-				errs = append(errs, fmt.Errorf("--result-format: %q is not vllm", resultFormat))
-			}
-			if len(errs) > 0 {
-				return usageError(errors.Join(errs...))
+				return err
 			}
 			col, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}, resultFormat == "vllm")
 			if err != nil {
@@ -78,7 +57,7 @@ re-price it.`,
 			if err := copyRecords(dir, outDir); err != nil {
 				return withCode(ExitFailure, err)
 			}
-			if err := writeResults(outDir, resultFormat, sum, col); err != nil {
+			if err := bench.WriteResults(outDir, resultFormat, sum, col); err != nil {
 				return err
 			}
 			if err := report.Console(stdio.Out, sum, report.ConsoleOptions{}); err != nil {
@@ -97,6 +76,39 @@ re-price it.`,
 	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vLLM's result files (vllm.json, or vllm-<level>.json for a ladder): vllm")
 	pf.bind(cmd.Flags(), true) // default: the run's own price
 	return cmd
+}
+
+// rejudge applies report's flags to the run's summary: other percentiles, SLOs or price,
+// each checked; it returns the SLOs to judge by.
+func rejudge(sum *report.Summary, dir string, changed func(string) bool, percentiles, slo, resultFormat string, pf *priceFlags) ([]metrics.SLO, error) {
+	var err error
+	var errs []error
+	if changed("percentiles") {
+		if sum.Percentiles, err = metrics.ParsePercentiles(percentiles); err != nil {
+			errs = append(errs, fmt.Errorf("--percentiles: %w", err))
+		}
+	}
+	if changed("slo") {
+		sum.SLO = slo
+	}
+	slos, err := metrics.ParseSLOs(sum.SLO)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--slo: %w", err))
+	}
+	if p, err := pf.parse(); err != nil {
+		errs = append(errs, err)
+	} else if sum.Price, err = p.price(sum.Price, 1); err != nil {
+		errs = append(errs, err)
+	} else if err := checkedPrice(sum.Price, filepath.Join(dir, "summary.json")); err != nil {
+		errs = append(errs, err)
+	}
+	if resultFormat != "" && resultFormat != "vllm" {
+		errs = append(errs, fmt.Errorf("--result-format: %q is not vllm", resultFormat))
+	}
+	if len(errs) > 0 {
+		return nil, usageError(errors.Join(errs...))
+	}
+	return slos, nil
 }
 
 // copyRecords puts the run's records beside the recomputed files when they go to another

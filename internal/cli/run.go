@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
-	"github.com/llmbench/llmbench/internal/record"
-	"github.com/llmbench/llmbench/internal/servermetrics"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
 	"github.com/llmbench/llmbench/internal/tokenizer"
@@ -51,159 +49,92 @@ summary.json, summary.csv and report.html.`,
 func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	var tok tokenizer.Tokenizer
 	if cfg.url == "" {
-		if cfg.tokenizer == "server" {
-			return usageError(errors.New("--tokenizer server needs --url (the built-in simulator has no /tokenize)"))
-		}
+		var stop func()
 		var err error
-		if tok, err = tokenizer.Load(cfg.tokenizer); err != nil {
-			return usageError(fmt.Errorf("--tokenizer: %w", err))
-		}
-		// The simulator counts prompts with the run's tokenizer (and formats chat with its
-		// chat template), as a real server counts them with the model's, so
-		// usage.prompt_tokens matches the intended lengths.
-		url, p, stop, err := startInProcessSim(ctx, cfg.simProfile, cfg.seed, func(s string) int { return len(tok.Encode(s)) }, cfg.chatTemplate)
-		if err != nil {
+		if tok, stop, err = cfg.startSim(ctx, stdio); err != nil {
 			return err
 		}
 		defer stop()
-		cfg.url, cfg.inProcess = url, true
-		// The simulator is a deployment whose GPUs have a price, as simulate prices it.
-		if cfg.price, err = cfg.pricing.price(profilePrice(p), p.GPUs()); err != nil {
-			return err
-		}
-		if cfg.price == nil {
-			fmt.Fprintln(stdio.Err, unpricedNote(p))
-		}
-		if !cfg.quiet {
-			fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (profile %s) at %s\n", cfg.simProfile, url)
-		}
 	}
 	if cfg.insecure {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
-	maxConns := 0
-	for _, l := range cfg.levels {
-		maxConns = max(maxConns, l.Concurrency, l.MaxConcurrency)
-	}
-	ccfg := client.Config{
-		BaseURL: cfg.url, API: cfg.api, Model: cfg.model, APIKey: cfg.apiKey, Headers: cfg.headers,
-		ExtraBody: cfg.extraBody, IgnoreEOS: cfg.ignoreEOS, NoStream: cfg.noStream, Endpoint: cfg.endpoint, Timeout: cfg.timeout,
-		Temperature: cfg.temperature, TopP: cfg.topP,
-		IdleTimeout: cfg.idleTimeout, MaxConns: maxConns,
-		CACert: cfg.caCert, Insecure: cfg.insecure, HTTP2: cfg.http2, ReadStamps: cfg.readStamps,
-		DisableKeepAlive: !cfg.keepAlive, SaveText: cfg.saveText,
-		OnServerCloses: func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) },
-	}
-	if err := ccfg.Validate(); err != nil {
-		return usageError(err)
-	}
-	// The calls beside the benchmark (/tokenize, /metrics) go the same way as its requests.
-	side, err := client.SideClient(ccfg)
-	if err != nil {
-		return usageError(err)
-	}
-	defer side.CloseIdleConnections()
-	switch cfg.metricsURL {
-	case "none":
-		cfg.metricsURL = ""
-	case "":
-		// Scrape by default only a server whose /metrics is an inference server's.
-		if u, err := servermetrics.DefaultURL(cfg.url); err == nil {
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			if _, err := servermetrics.Probe(pctx, u, side); err == nil {
-				cfg.metricsURL = u
+	live := bench.Live{Client: cfg.clientConfig(stdio), MetricsURL: cfg.metricsURL, MetricsInterval: cfg.metricsInterval,
+		TestRequest: cfg.testRequest, StartAt: cfg.startAt,
+		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
+			if tok != nil {
+				return tok, nil
 			}
-			cancel()
-		}
-	}
-	if cfg.metricsURL != "" {
-		if cfg.metricsClient, err = metricsClient(ccfg, cfg.metricsURL, side); err != nil {
-			return usageError(err)
-		}
-	}
-	if tok == nil {
-		if tok, err = loadTokenizer(ctx, cfg.tokenizer, cfg.url, side, cfg.apiKey != ""); err != nil {
-			return err
-		}
-	}
-	if !cfg.keepAlive {
-		warnPortLimit(stdio, cfg.levels)
-	}
-	ccfg.Tokenizer = tok
-	cfg.useChat(stdio, tok)
-	cl, err := client.New(ccfg)
-	if err != nil {
-		return usageError(err)
-	}
-	if cfg.model == "" {
-		models, err := cl.ListModels(ctx)
-		if err != nil {
-			return withCode(ExitFailure, fmt.Errorf("no --model given, and the server's model list did not answer: %w", err))
-		}
-		if len(models) == 0 {
-			return withCode(ExitFailure, errors.New("no --model given, and the server lists no model"))
-		}
-		cl.Close()
-		cfg.model, ccfg.Model = models[0], models[0]
-		if cl, err = client.New(ccfg); err != nil {
-			return usageError(err)
-		}
-	}
-	cfg.connStats = cl.ConnStats
-	defer cl.Close()
-	src, err := workload.New(cfg.workload, tok)
-	if err == nil {
-		src, err = cfg.wrapSource(src, tok)
-	}
-	if err != nil {
-		return usageError(err)
-	}
-	cfg.adaptToSource(stdio, workload.Describe(src))
-	sources := &runSources{cfg: cfg, tok: tok, first: src}
-	if cfg.testRequest {
-		lvl := cfg.base // a search has no level yet
-		if len(cfg.levels) > 0 {
-			lvl = cfg.levels[0]
-		}
-		first, err := sources.get(lvl)
-		if err != nil {
-			return err
-		}
-		if err := testRequest(ctx, stdio, cfg, cl, first.Request(lvl.Index, 0)); err != nil {
-			return err
-		}
-	}
-	start, err := waitForStart(ctx, cfg.startAt)
-	if err != nil {
-		return err
-	}
-	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
-		src, err := sources.get(lvl)
-		if err != nil {
-			return "", err
-		}
-		return load.Run(ctx, start, lvl, src, cl, sink)
-	}
-	return execute(ctx, stdio, cfg, start, runLevel)
+			return loadTokenizer(ctx, cfg.tokenizer, cfg.url, side, cfg.apiKey != "")
+		},
+		Loaded: func(tok tokenizer.Tokenizer) {
+			if !cfg.keepAlive {
+				warnPortLimit(stdio, cfg.levels)
+			}
+			cfg.useChat(stdio, tok)
+		}}
+	out, err := bench.RunLive(ctx, cfg.bench(stdio), live, bench.Workload{Config: cfg.workload, Prepare: cfg.prepare(stdio)})
+	return cfg.conclude(ctx, stdio, out, err)
 }
 
-// waitForStart returns the run's t = 0: now, or --start-at (so shards on several machines
-// start together).
-func waitForStart(ctx context.Context, at time.Time) (time.Time, error) {
-	if at.IsZero() {
-		return time.Now(), nil
+// startSim serves the simulator of --sim in-process for a run without --url, and
+// returns the run's tokenizer, which the simulator counts prompts with.
+func (c *benchConfig) startSim(ctx context.Context, stdio Stdio) (tokenizer.Tokenizer, func(), error) {
+	if c.tokenizer == "server" {
+		return nil, nil, usageError(errors.New("--tokenizer server needs --url (the built-in simulator has no /tokenize)"))
 	}
-	wait := time.Until(at)
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return time.Time{}, withCode(ExitInterrupted, errors.New("interrupted before --start-at"))
-		case <-t.C:
+	tok, err := tokenizer.Load(c.tokenizer)
+	if err != nil {
+		return nil, nil, usageError(fmt.Errorf("--tokenizer: %w", err))
+	}
+	// The simulator counts prompts with the run's tokenizer (and formats chat with its
+	// chat template), as a real server counts them with the model's, so
+	// usage.prompt_tokens matches the intended lengths.
+	url, p, stop, err := startInProcessSim(ctx, c.simProfile, c.seed, func(s string) int { return len(tok.Encode(s)) }, c.chatTemplate)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.url, c.inProcess = url, true
+	// The simulator is a deployment whose GPUs have a price, as simulate prices it.
+	if c.price, err = c.pricing.price(profilePrice(p), p.GPUs()); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	if c.price == nil {
+		fmt.Fprintln(stdio.Err, unpricedNote(p))
+	}
+	if !c.quiet {
+		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (profile %s) at %s\n", c.simProfile, url)
+	}
+	return tok, stop, nil
+}
+
+// clientConfig is the client the target flags configure.
+func (c *benchConfig) clientConfig(stdio Stdio) client.Config {
+	return client.Config{
+		BaseURL: c.url, API: c.api, Model: c.model, APIKey: c.apiKey, Headers: c.headers,
+		ExtraBody: c.extraBody, IgnoreEOS: c.ignoreEOS, NoStream: c.noStream, Endpoint: c.endpoint, Timeout: c.timeout,
+		Temperature: c.temperature, TopP: c.topP, IdleTimeout: c.idleTimeout,
+		CACert: c.caCert, Insecure: c.insecure, HTTP2: c.http2, ReadStamps: c.readStamps,
+		DisableKeepAlive: !c.keepAlive, SaveText: c.saveText,
+		OnServerCloses: func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) },
+	}
+}
+
+// prepare builds the live workload once the tokenizer is loaded, shaped for the API and
+// fitted to the source (adaptToSource).
+func (c *benchConfig) prepare(stdio Stdio) func(tokenizer.Tokenizer, []load.Level) (bench.Prepared, error) {
+	return func(tok tokenizer.Tokenizer, _ []load.Level) (bench.Prepared, error) {
+		src, err := workload.New(c.workload, tok)
+		if err == nil {
+			src, err = c.wrapSource(src, tok)
 		}
+		if err != nil {
+			return bench.Prepared{}, &bench.InvalidError{Err: err}
+		}
+		c.adaptToSource(stdio, workload.Describe(src))
+		return bench.Prepared{Config: c.workload, Source: src, Levels: c.levels}, nil
 	}
-	return time.Now(), nil
 }
 
 // loadTokenizer loads --tokenizer; "server" asks the target's /tokenize through hc, once
@@ -252,19 +183,6 @@ func loadURLTokenizer(ctx context.Context, spec, url string) (tokenizer.Tokenize
 		return nil, usageError(fmt.Errorf("--url: %w", err))
 	}
 	return loadTokenizer(ctx, spec, url, hc, false)
-}
-
-// metricsClient is the client for the /metrics scrape: the target's own (key and headers
-// included) when the endpoint is on the target's host, else one with the same TLS and proxy
-// settings but no credentials, which are the target's alone.
-func metricsClient(target client.Config, metricsURL string, side *http.Client) (*http.Client, error) {
-	tu, err1 := neturl.Parse(target.BaseURL)
-	mu, err2 := neturl.Parse(metricsURL)
-	if err1 == nil && err2 == nil && tu.Host == mu.Host {
-		return side, nil
-	}
-	target.APIKey, target.Headers = "", nil
-	return client.SideClient(target)
 }
 
 // serverClosesNote is said once when the client finds the server closing every connection.

@@ -17,13 +17,16 @@ import (
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
+// serveFlags are serve's flags as typed.
+type serveFlags struct {
+	listen, profile, truth, faults, apiKey, apiKeyFile, modelName, tok, chatTemplate string
+	seed                                                                             int64
+	closeAfter, imageEncode                                                          time.Duration
+	imagePatch, imageMerge                                                           int
+}
+
 func newServeCmd(stdio Stdio) *cobra.Command {
-	var (
-		listen, profile, truth, faults, apiKey, apiKeyFile, modelName, tok, chatTemplate string
-		seed                                                                             int64
-		closeAfter, imageEncode                                                          time.Duration
-		imagePatch, imageMerge                                                           int
-	)
+	var f serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the simulated inference engine over an OpenAI-compatible HTTP API",
@@ -39,72 +42,77 @@ the instant of every token event it sent, the ground truth for 'llmbench fidelit
   llmbench serve --tokenizer meta-llama/Llama-2-7b-hf        # from the local HuggingFace cache`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var errs []error
-			p, err := sim.LoadProfile(profile)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("--sim: %w", err))
-			}
-			fs, err := server.ParseFaults(faults)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("--faults: %w", err))
-			}
-			key := apiKey
-			if apiKeyFile != "" {
-				b, err := os.ReadFile(apiKeyFile)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("--api-key-file: %w", err))
-				}
-				key = strings.TrimSpace(string(b))
-			}
-			var t tokenizer.Tokenizer
-			if tok == "server" {
-				errs = append(errs, errors.New("--tokenizer server: serve is the server; give the tokenizer it should use (an encoding, a tokenizer.json, or a HuggingFace model id)"))
-			} else if t, err = tokenizer.Load(tok); err != nil {
-				errs = append(errs, fmt.Errorf("--tokenizer: %w", err))
-			}
-			tmpl, err := resolveChatTemplate(chatTemplate, tok, client.APIOpenAIChat)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if len(errs) > 0 {
-				return usageError(errors.Join(errs...))
-			}
-			p.Seed = seed
-			opts := simServerOptions(p, seed)
-			opts.Faults, opts.APIKey, opts.Tokenizer, opts.ChatTemplate = fs, key, t, tmpl
-			if modelName != "" {
-				opts.ModelName = modelName
-			}
-			if imagePatch < 1 || imageMerge < 1 || imageEncode < 0 {
-				return usageError(errors.New("--image-patch and --image-merge must be at least 1, --image-encode not negative"))
-			}
-			opts.ImagePatch, opts.ImageMerge, opts.ImageEncode = imagePatch, imageMerge, imageEncode
-			var closing *time.Duration
-			if cmd.Flags().Changed("close-after") {
-				if closeAfter < 0 {
-					return usageError(errors.New("--close-after must not be negative"))
-				}
-				closing = &closeAfter
-			}
-			return serve(cmd.Context(), stdio, listen, p, truth, opts, closing)
+			return f.run(cmd.Context(), stdio, cmd.Flags().Changed("close-after"))
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&listen, "listen", "127.0.0.1:8000", "address to listen on (port 0 picks a free one)")
-	fl.StringVar(&profile, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file")
-	fl.StringVar(&truth, "truth", "", "write one JSON line per finished request with the instant of each token event sent")
-	fl.StringVar(&faults, "faults", "", "inject faults: http500=P,http429=P,disconnect=P,stall=P:D,malformed=P,error_event=P")
-	fl.StringVar(&apiKey, "api-key", "", "require Authorization: Bearer KEY")
-	fl.StringVar(&apiKeyFile, "api-key-file", "", "read the required API key from this file")
-	fl.StringVar(&modelName, "model-name", "", "model id to serve (default: the profile's model)")
-	fl.StringVar(&tok, "tokenizer", "o200k_base", "tokenizer for /tokenize, /detokenize and prompt_tokens: o200k_base, cl100k_base, a tokenizer.json path, or a HuggingFace model id in the local cache")
-	fl.StringVar(&chatTemplate, "chat-template", "", "chat template that formats chat and Responses conversations before they are counted, as vLLM applies the model's: a .jinja file, a tokenizer_config.json or a model folder (default: the one beside --tokenizer's tokenizer.json, if any); none: count message text alone")
-	fl.Int64Var(&seed, "seed", 1, "seed for the engine and fault injection")
-	fl.IntVar(&imagePatch, "image-patch", 14, "images: the vision encoder's patch side in pixels (an image costs ceil(W/P)·ceil(H/P)/M² prompt tokens)")
-	fl.IntVar(&imageMerge, "image-merge", 2, "images: patches merged M × M into one token")
-	fl.DurationVar(&imageEncode, "image-encode", 0, "images: the vision encoder's time per image, before the prompt's prefill is queued")
-	fl.DurationVar(&closeAfter, "close-after", 0, "close each connection this long after every response, while offering keep-alive, as llama.cpp's server does (0s: at once); for testing clients")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8000", "address to listen on (port 0 picks a free one)")
+	fl.StringVar(&f.profile, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file")
+	fl.StringVar(&f.truth, "truth", "", "write one JSON line per finished request with the instant of each token event sent")
+	fl.StringVar(&f.faults, "faults", "", "inject faults: http500=P,http429=P,disconnect=P,stall=P:D,malformed=P,error_event=P")
+	fl.StringVar(&f.apiKey, "api-key", "", "require Authorization: Bearer KEY")
+	fl.StringVar(&f.apiKeyFile, "api-key-file", "", "read the required API key from this file")
+	fl.StringVar(&f.modelName, "model-name", "", "model id to serve (default: the profile's model)")
+	fl.StringVar(&f.tok, "tokenizer", "o200k_base", "tokenizer for /tokenize, /detokenize and prompt_tokens: o200k_base, cl100k_base, a tokenizer.json path, or a HuggingFace model id in the local cache")
+	fl.StringVar(&f.chatTemplate, "chat-template", "", "chat template that formats chat and Responses conversations before they are counted, as vLLM applies the model's: a .jinja file, a tokenizer_config.json or a model folder (default: the one beside --tokenizer's tokenizer.json, if any); none: count message text alone")
+	fl.Int64Var(&f.seed, "seed", 1, "seed for the engine and fault injection")
+	fl.IntVar(&f.imagePatch, "image-patch", 14, "images: the vision encoder's patch side in pixels (an image costs ceil(W/P)·ceil(H/P)/M² prompt tokens)")
+	fl.IntVar(&f.imageMerge, "image-merge", 2, "images: patches merged M × M into one token")
+	fl.DurationVar(&f.imageEncode, "image-encode", 0, "images: the vision encoder's time per image, before the prompt's prefill is queued")
+	fl.DurationVar(&f.closeAfter, "close-after", 0, "close each connection this long after every response, while offering keep-alive, as llama.cpp's server does (0s: at once); for testing clients")
 	return cmd
+}
+
+// run checks the flags and serves until ctx ends; closeAfterSet says --close-after was given.
+func (f *serveFlags) run(ctx context.Context, stdio Stdio, closeAfterSet bool) error {
+	var errs []error
+	p, err := sim.LoadProfile(f.profile)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--sim: %w", err))
+	}
+	fs, err := server.ParseFaults(f.faults)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--faults: %w", err))
+	}
+	key := f.apiKey
+	if f.apiKeyFile != "" {
+		b, err := os.ReadFile(f.apiKeyFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--api-key-file: %w", err))
+		}
+		key = strings.TrimSpace(string(b))
+	}
+	var t tokenizer.Tokenizer
+	if f.tok == "server" {
+		errs = append(errs, errors.New("--tokenizer server: serve is the server; give the tokenizer it should use (an encoding, a tokenizer.json, or a HuggingFace model id)"))
+	} else if t, err = tokenizer.Load(f.tok); err != nil {
+		errs = append(errs, fmt.Errorf("--tokenizer: %w", err))
+	}
+	tmpl, err := resolveChatTemplate(f.chatTemplate, f.tok, client.APIOpenAIChat)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return usageError(errors.Join(errs...))
+	}
+	p.Seed = f.seed
+	opts := simServerOptions(p, f.seed)
+	opts.Faults, opts.APIKey, opts.Tokenizer, opts.ChatTemplate = fs, key, t, tmpl
+	if f.modelName != "" {
+		opts.ModelName = f.modelName
+	}
+	if f.imagePatch < 1 || f.imageMerge < 1 || f.imageEncode < 0 {
+		return usageError(errors.New("--image-patch and --image-merge must be at least 1, --image-encode not negative"))
+	}
+	opts.ImagePatch, opts.ImageMerge, opts.ImageEncode = f.imagePatch, f.imageMerge, f.imageEncode
+	var closing *time.Duration
+	if closeAfterSet {
+		if f.closeAfter < 0 {
+			return usageError(errors.New("--close-after must not be negative"))
+		}
+		closing = &f.closeAfter
+	}
+	return serve(ctx, stdio, f.listen, p, f.truth, opts, closing)
 }
 
 func serve(ctx context.Context, stdio Stdio, listen string, p sim.Profile, truthPath string, opts server.Options, closeAfter *time.Duration) error {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -82,26 +83,14 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if c := p.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
 	}
-	var clock time.Duration // the run's virtual timeline: levels follow one another
-	sources := &runSources{cfg: cfg, first: src}
+	virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src}, cfg.shapeVirtual)
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
-		src, err := sources.get(lvl)
-		if err != nil {
-			return "", err
+		reason, err := virtual(ctx, lvl, sink)
+		var de *bench.DeployError
+		if errors.As(err, &de) {
+			err = usageError(fmt.Errorf("--sim: %w", de.Err)) // the run's summary says it so too
 		}
-		pr := p
-		pr.Seed = cfg.runSeed(lvl.Repeat) // a repeated level's runs: the simulator's noise too
-		srv, err := calibrate.Deploy(pr)
-		if err != nil {
-			return "", usageError(fmt.Errorf("--sim: %w", err))
-		}
-		shaped := func(r *record.Record) { cfg.shapeVirtual(r); sink(r) }
-		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, shaped)
-		clock = end
-		if err != nil {
-			return load.EndInterrupted, err
-		}
-		return reason, nil
+		return reason, err
 	}
 	return execute(ctx, stdio, cfg, time.Now(), runLevel)
 }

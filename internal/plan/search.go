@@ -10,11 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/search"
-
-	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/search"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -390,7 +389,7 @@ func (ev *evaluation) simulate(n int, router string, scale float64, h time.Durat
 	if err != nil {
 		return nil, err
 	}
-	srv, err := calibrate.Deploy(ev.fleet(n, router))
+	srv, err := bench.Deploy(ev.fleet(n, router))
 	if err != nil {
 		return nil, err
 	}

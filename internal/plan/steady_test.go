@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -115,7 +115,7 @@ func holds(t *testing.T, cfg Config, p sim.Profile, rate float64, d time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := calibrate.Deploy(p)
+	srv, err := bench.Deploy(p)
 	if err != nil {
 		t.Fatal(err)
 	}

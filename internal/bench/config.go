@@ -1,0 +1,130 @@
+// Package bench runs benchmarks: a ladder of load levels (or a search for the largest load
+// that meets the SLOs) against a target, live or on a virtual clock, with each level's
+// repeats, stop rules and /metrics scrape, the records written as they finish and the
+// summary and reports written after every level. It is the one run pipeline under run,
+// simulate and calibrate; the commands map their flags to a Config.
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/search"
+)
+
+// Config is one benchmark: its ladder, how it is judged and described, and where its
+// results go.
+type Config struct {
+	// Levels is the ladder, in order; a search starts with none and adds a level per probe.
+	Levels []load.Level
+	// Search, when set, finds the largest load of its axis up to SearchMax whose percentile
+	// SLOs pass, each probe Base at that load (FinishLevel'd with Requests).
+	Search    search.Axis
+	SearchMax float64
+	Base      load.Level
+	Requests  int
+	// Repeat runs each level that many times, run r seeded by RunSeed(Seed, r).
+	Repeat           int
+	StopOnSaturation bool // end the ladder at the first oversaturated level
+	Seed             int64
+
+	Metrics  metrics.Config
+	Describe Describe
+	Output   Output
+	Scrape   Scrape
+	Console  Console
+	// ConnStats, when set, says what the client saw of the server's connections.
+	ConnStats func() client.ConnStats
+}
+
+// Describe is what summary.json says of the run before its first level.
+type Describe struct {
+	Version string
+	Target  report.Target
+	Run     rundesc.Run // the target's settings and the workload; its ladder fields are Config's, set by Run
+	SLO     string      // the SLOs as given
+	Price   *metrics.Price
+}
+
+// Output is where a run's files go.
+type Output struct {
+	Dir          string
+	Overwrite    bool          // replace the run already in Dir
+	Records      record.Format // records.jsonl or records.bin
+	ResultFormat string        // "" or "vllm": vLLM's result files too
+}
+
+// Scrape is the server's /metrics, read during each level; no URL: none.
+type Scrape struct {
+	URL      string
+	Interval time.Duration
+	Client   *http.Client
+}
+
+// Console is where a run says how it goes.
+type Console struct {
+	Out   io.Writer // each level's figures as it ends
+	Quiet bool      // no per-level blocks
+	// Progress, when set, shows a level's (or one run's) progress: total requests or its
+	// duration.
+	Progress func(name string, total int, d time.Duration) Progress
+}
+
+// Progress is a level's progress shown as its records finish.
+type Progress interface {
+	Add(*record.Record)
+	Finish()
+}
+
+// FieldError is a problem with one field of a Config; the caller names the field as its
+// users know it (a flag).
+type FieldError struct {
+	Field string // Output.Dir, Output.Overwrite, ...
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Validate reports every problem with c at once. The levels are load's to validate
+// (load.Run and load.RunVirtual refuse a level that is not valid).
+func (c *Config) Validate() error {
+	var errs []error
+	field := func(name string, err error) { errs = append(errs, &FieldError{Field: name, Err: err}) }
+	if c.Output.Dir == "" {
+		field("Output.Dir", errors.New("no folder"))
+	}
+	switch c.Output.Records {
+	case record.FormatJSONL, record.FormatCompact:
+	default:
+		field("Output.Records", fmt.Errorf("%q is not jsonl or compact", c.Output.Records))
+	}
+	if c.Output.ResultFormat != "" && c.Output.ResultFormat != "vllm" {
+		field("Output.ResultFormat", fmt.Errorf("%q is not vllm", c.Output.ResultFormat))
+	}
+	if c.Repeat < 1 {
+		field("Repeat", fmt.Errorf("%d must be at least 1", c.Repeat))
+	}
+	switch c.Search {
+	case "":
+	case search.Concurrency, search.Rate:
+		if c.SearchMax <= 0 {
+			field("SearchMax", fmt.Errorf("%g must be positive", c.SearchMax))
+		}
+	default:
+		field("Search", fmt.Errorf("%q is not concurrency or rate", c.Search))
+	}
+	if c.Console.Out == nil {
+		field("Console.Out", errors.New("no writer"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,29 @@
+package bench
+
+import (
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// Deploy is profile p's deployment on a virtual clock, one way for every caller, so that
+// simulate and plan predict what calibrate's fit checked: its one engine (the hot path of
+// a single replica stays direct) or its replicas behind their router, behind the profile's
+// network (a calibrated profile's round trip and front end; none otherwise).
+func Deploy(p sim.Profile) (load.VirtualServer, error) {
+	var srv load.VirtualServer
+	if p.Deployment.Replicas > 1 {
+		f, err := sim.NewFleet(p)
+		if err != nil {
+			return nil, err
+		}
+		srv = f
+	} else {
+		v, err := sim.NewVirtual(p)
+		if err != nil {
+			return nil, err
+		}
+		srv = v
+	}
+	rtt, jitter, fe := p.NetworkDelays()
+	return load.WithNetwork(srv, load.Network{RTT: rtt, Jitter: jitter, FrontEnd: fe}), nil
+}

@@ -1,0 +1,271 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/search"
+	"github.com/llmbench/llmbench/internal/servermetrics"
+)
+
+// LevelRunner runs one level and calls sink for every finished request: live against a
+// client in real time (Live), or a simulated deployment on a virtual clock (Virtual).
+type LevelRunner func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error)
+
+// Outcome is what a run measured: its summary, as written, and the error that stopped
+// it, if one did (what was measured until then is kept).
+type Outcome struct {
+	Summary *report.Summary
+	Err     error
+}
+
+// Run runs cfg's levels (or its search) from start, the run's t = 0, with run; it streams
+// records to the records file, prints each level as it ends, and writes the summary files.
+// Its error is one that kept it from starting or from writing its results.
+func Run(ctx context.Context, cfg Config, start time.Time, run LevelRunner) (Outcome, error) {
+	if err := cfg.Validate(); err != nil {
+		return Outcome{}, err
+	}
+	w, err := createRun(cfg.Output)
+	if err != nil {
+		return Outcome{}, err
+	}
+	sum := newSummary(&cfg, start)
+	// summary.json exists from the start and is rewritten after every level, so a run
+	// killed outright still leaves its configuration for 'llmbench report'.
+	sum.EndReason = report.EndRunning
+	if err := writeSummaryJSON(cfg.Output.Dir, sum); err != nil {
+		return Outcome{}, err
+	}
+	l := &ladder{ctx: ctx, cfg: &cfg, w: w, runLevel: run, sum: sum, start: start,
+		col: report.NewCollector(cfg.Metrics)}
+	if cfg.Output.ResultFormat == "vllm" {
+		l.col.KeepVLLMRequests()
+	}
+	var runErr error
+	if cfg.Search != "" {
+		runErr = l.search()
+	} else {
+		runErr = l.levels()
+	}
+	if err := w.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("records.jsonl: %w", err)
+	}
+	sum.EndReason = report.EndCompleted
+	switch {
+	case ctx.Err() != nil:
+		sum.EndReason = report.EndInterrupted
+	case runErr != nil:
+		sum.EndReason = report.EndError(runErr)
+	}
+	sum.Judge()
+	if err := WriteResults(cfg.Output.Dir, cfg.Output.ResultFormat, sum, l.col); err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Summary: sum, Err: runErr}, nil
+}
+
+// createRun makes the run's folder, empties it of an earlier run's files (with
+// Overwrite), and creates its records file.
+func createRun(out Output) (*record.Writer, error) {
+	if err := os.MkdirAll(out.Dir, 0o755); err != nil {
+		return nil, &FieldError{Field: "Output.Dir", Err: err}
+	}
+	if out.Overwrite {
+		// The earlier run's files go, so that none of them is taken for this run's.
+		for _, f := range RunFiles(out.Dir) {
+			if err := os.Remove(filepath.Join(out.Dir, f)); err != nil {
+				return nil, &FieldError{Field: "Output.Overwrite", Err: err}
+			}
+		}
+	}
+	w, err := record.Create(filepath.Join(out.Dir, out.Records.FileName()))
+	if err != nil {
+		return nil, &FieldError{Field: "Output.Dir", Err: err}
+	}
+	return w, nil
+}
+
+// newSummary describes the run before it starts; the ladder fills the levels.
+func newSummary(cfg *Config, start time.Time) *report.Summary {
+	d := cfg.Describe.Run // the ladder as it runs: a trace's own arrivals, say, replace the default one
+	d.Levels, d.Base, d.Requests, d.Repeat, d.StopOnSaturation = cfg.Levels, cfg.Base, cfg.Requests, cfg.Repeat, cfg.StopOnSaturation
+	d.Search, d.SearchMax = string(cfg.Search), cfg.SearchMax
+	ld, wl := d.Describe()
+	pcts := cfg.Metrics.Percentiles
+	if len(pcts) == 0 {
+		pcts = metrics.DefaultPercentiles
+	}
+	return &report.Summary{
+		Schema:       report.SchemaV3,
+		Version:      cfg.Describe.Version,
+		StartedAt:    start.UTC(),
+		RunStartUnix: float64(start.UnixMicro()) / 1e6,
+		Seed:         cfg.Seed,
+		Target:       cfg.Describe.Target,
+		Workload:     wl,
+		Load:         ld,
+		Percentiles:  pcts,
+		SLO:          cfg.Describe.SLO,
+		Price:        cfg.Describe.Price,
+	}
+}
+
+// ladder runs levels one after another into one summary.
+type ladder struct {
+	ctx      context.Context
+	cfg      *Config
+	w        *record.Writer
+	runLevel LevelRunner
+	sum      *report.Summary
+	start    time.Time         // the run's t = 0
+	col      *report.Collector // every record, as it finishes: the levels' figures and the page's charts
+}
+
+// levels runs the configured levels in turn, until one fails or a stop rule ends the
+// ladder.
+func (r *ladder) levels() error {
+	for _, lvl := range r.cfg.Levels {
+		if r.ctx.Err() != nil {
+			return nil
+		}
+		l, err := r.run(lvl)
+		if err != nil {
+			return err
+		}
+		if r.cfg.StopOnSaturation && l.EndReason == report.EndOversaturated {
+			fmt.Fprintf(r.cfg.Console.Out, "\nThe ladder ends here (--stop-on-saturation): the server could not keep up with %s.\n", l.Name)
+			return nil
+		}
+	}
+	return nil
+}
+
+// run runs one level (each of its runs, with Repeat), aggregates it, prints it and
+// appends it to the summary.
+func (r *ladder) run(lvl load.Level) (*report.Level, error) {
+	lvl.Index = len(r.sum.Levels)
+	var server *servermetrics.Summary
+	var reason load.EndReason
+	var seeds []int64
+	var err error
+	for k := 1; k <= r.cfg.Repeat; k++ {
+		run := forRun(lvl, k, r.cfg.Repeat, r.cfg.Seed)
+		if r.cfg.Repeat > 1 {
+			seeds = append(seeds, RunSeed(r.cfg.Seed, k))
+		}
+		reason, server, err = r.runOnce(run)
+		if err != nil || reason != load.EndRequests && reason != load.EndDuration && reason != load.EndTrace {
+			break // interrupted, failed, or stopped by a rule: no further runs
+		}
+	}
+	l := report.Level{Name: LevelName(lvl), Concurrency: lvl.Concurrency, Rate: lvl.Rate, Level: r.col.Level(lvl.Index)}
+	l.Partial = reason == load.EndInterrupted
+	l.EndReason = string(reason)
+	l.RunSeeds = seeds
+	l.Server = server
+	r.sum.Levels = append(r.sum.Levels, l)
+	r.sum.Judge() // the picks and what a stop means for the level, as the summary will say them
+	if r.cfg.ConnStats != nil {
+		st := r.cfg.ConnStats()
+		r.sum.Target.ClosesConnections, r.sum.Target.ClosedConnections = st.ClosesConnections, st.ClosedConnections
+	}
+	out := r.cfg.Console.Out
+	if len(r.sum.Levels) > 1 && !r.cfg.Console.Quiet {
+		fmt.Fprintln(out)
+	}
+	if werr := writeSummaryJSON(r.cfg.Output.Dir, r.sum); werr != nil && err == nil {
+		err = werr
+	}
+	if !r.cfg.Console.Quiet {
+		report.ConsoleLevel(out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
+		servermetrics.WriteConsole(out, l.Server)
+	}
+	return &r.sum.Levels[len(r.sum.Levels)-1], err
+}
+
+// runOnce runs one level (or one run of a repeated level), writing and aggregating its
+// records; it returns why it ended and what the server's /metrics said during it.
+func (r *ladder) runOnce(lvl load.Level) (load.EndReason, *servermetrics.Summary, error) {
+	name := LevelName(lvl)
+	if lvl.Repeat > 0 {
+		name += fmt.Sprintf(" (run %d/%d)", lvl.Repeat, r.cfg.Repeat)
+	}
+	bar := r.progress(name, lvl)
+	// Records are written and aggregated by a goroutine of their own, so that neither the
+	// load generator (a request's goroutine, or the virtual clock's loop) nor the figures
+	// wait for the other; a record is not touched by its producer once handed over.
+	recs := make(chan *record.Record, 8192)
+	var writeErr error
+	stored := make(chan struct{})
+	go func() {
+		defer close(stored)
+		for rec := range recs {
+			if err := r.w.Write(rec); err != nil && writeErr == nil {
+				writeErr = err
+			}
+			r.col.Add(rec)
+		}
+	}()
+	sink := func(rec *record.Record) {
+		bar.Add(rec) // before it is handed over: the records goroutine owns it then
+		recs <- rec
+	}
+	var scraper *servermetrics.Scraper
+	if sc := r.cfg.Scrape; sc.URL != "" {
+		scraper = servermetrics.Start(r.ctx, sc.URL, sc.Interval, r.start, sc.Client)
+	}
+	reason, err := r.runLevel(r.ctx, lvl, sink)
+	close(recs) // runLevel returns once every record is handed to sink
+	<-stored
+	bar.Finish()
+	var server *servermetrics.Summary
+	if scraper != nil {
+		server = servermetrics.Summarize(scraper.Stop())
+	}
+	if err == nil && writeErr != nil {
+		err = fmt.Errorf("%s: %w", r.cfg.Output.Records.FileName(), writeErr)
+	}
+	return reason, server, err
+}
+
+// progress is the console's progress of one level's run, or none.
+func (r *ladder) progress(name string, lvl load.Level) Progress {
+	if r.cfg.Console.Progress == nil {
+		return noProgress{}
+	}
+	return r.cfg.Console.Progress(name, lvl.Requests+lvl.Warmup, lvl.Duration)
+}
+
+type noProgress struct{}
+
+func (noProgress) Add(*record.Record) {}
+func (noProgress) Finish()            {}
+
+// search finds the largest load whose percentile SLOs pass (search.Largest). Every probe is
+// kept as a level of the run.
+func (r *ladder) search() error {
+	_, err := search.Largest(r.ctx, r.cfg.Search, r.cfg.SearchMax, func(load float64) (bool, error) {
+		lvl := r.cfg.Base
+		if r.cfg.Search == search.Concurrency {
+			lvl.Concurrency, lvl.Rate = int(load), 0
+		} else {
+			lvl.Rate, lvl.Concurrency = load, 0
+		}
+		lvl = FinishLevel(lvl, len(r.sum.Levels), r.cfg.Requests, r.cfg.Seed)
+		l, err := r.run(lvl)
+		if err != nil {
+			return false, err
+		}
+		// An oversaturated level fails whatever its figures: the bracket is cut there.
+		return l.SLO != nil && l.SLO.Pass && l.EndReason != report.EndOversaturated, nil
+	})
+	return err
+}

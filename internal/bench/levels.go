@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"math"
+
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/tokenizer"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// levelSeedStep separates the seeds of a ladder's levels, repeatSeedStep those of a
+// repeated level's runs.
+const (
+	levelSeedStep  = 7919
+	repeatSeedStep = 104729
+)
+
+// FinishLevel numbers a level, seeds it from the run's seed and gives it a default length
+// (requests, or DefaultRequests when 0); an open loop watches for over-saturation (load's
+// stopping rules).
+func FinishLevel(l load.Level, index, requests int, seed int64) load.Level {
+	l.Index = index
+	l.Seed = seed + int64(index)*levelSeedStep // distinct arrivals per level, still fixed by the seed
+	l.DetectSaturation = l.Rate > 0
+	if l.Duration == 0 {
+		l.Requests = requests
+		if l.Requests == 0 {
+			l.Requests = DefaultRequests(l)
+		}
+	}
+	return l
+}
+
+// DefaultRequests keeps a default level short but big enough for stable medians.
+func DefaultRequests(l load.Level) int {
+	if l.Concurrency > 0 {
+		// Whole rounds (a multiple of the concurrency), at least two and at least 10
+		// requests: a last partial round would understate throughput.
+		c := l.Concurrency
+		return c * max(2, (10+c-1)/c)
+	}
+	return max(10, int(math.Ceil(l.Rate*10)))
+}
+
+// RunSeed is the seed of run r of a repeated level (1-based; 0 for a level run once):
+// run 1 has the run's seed itself, so it is the run a plain invocation makes.
+func RunSeed(seed int64, r int) int64 {
+	return seed + int64(max(r-1, 0))*repeatSeedStep
+}
+
+// forRun is level l as run r of repeat runs: its arrivals seeded from RunSeed(seed, r).
+func forRun(l load.Level, r, repeat int, seed int64) load.Level {
+	if repeat > 1 {
+		l.Repeat = r
+		l.Seed = RunSeed(seed, r) + int64(l.Index)*levelSeedStep
+	}
+	return l
+}
+
+// LevelName describes a level's load for the console and summary.
+func LevelName(l load.Level) string {
+	return rundesc.Level{Concurrency: l.Concurrency, Rate: l.Rate}.Name()
+}
+
+// Sources gives each run of a repeated level its workload, seeded by its run's seed
+// (RunSeed), built once; run 1 and a level run once have First, the run's own.
+type Sources struct {
+	Workload  workload.Config
+	Tokenizer tokenizer.Tokenizer
+	First     workload.Source
+	by        map[int64]workload.Source
+}
+
+// Get is the workload of lvl's run.
+func (s *Sources) Get(lvl load.Level) (workload.Source, error) {
+	seed := RunSeed(s.Workload.Seed, lvl.Repeat)
+	if seed == s.Workload.Seed {
+		return s.First, nil
+	}
+	if src, ok := s.by[seed]; ok {
+		return src, nil
+	}
+	wc := s.Workload
+	wc.Seed = seed
+	src, err := workload.New(wc, s.Tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	if s.by == nil {
+		s.by = map[int64]workload.Source{}
+	}
+	s.by[seed] = src
+	return src, nil
+}

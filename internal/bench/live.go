@@ -1,0 +1,328 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	neturl "net/url"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/servermetrics"
+	"github.com/llmbench/llmbench/internal/tokenizer"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// Live is a server to benchmark in real time and how to reach it.
+type Live struct {
+	// Client is the requests' API and transport; MaxConns and Tokenizer are set from the
+	// ladder and Tokenizer, and an empty Model is the first the server lists.
+	Client client.Config
+	// Tokenizer loads the run's tokenizer; side is the client for the calls beside the
+	// benchmark (a server's /tokenize goes the way its requests go).
+	Tokenizer func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error)
+	// Loaded, when set, is told the tokenizer before the client starts.
+	Loaded func(tokenizer.Tokenizer)
+	// MetricsURL is the /metrics to scrape: "" the target's own when it is an inference
+	// server's, "none" no scrape.
+	MetricsURL      string
+	MetricsInterval time.Duration
+	// TestRequest sends the first level's first request before measuring: a failure stops
+	// the run (TestRequestError), an answer warms the server; it is not recorded.
+	TestRequest bool
+	StartAt     time.Time // the run's t = 0 (zero: now), so shards on several machines start together
+}
+
+// Workload is what a live run sends.
+type Workload struct {
+	Config workload.Config
+	// Prepare, when set, builds the workload once the tokenizer is loaded, and may fit
+	// the ladder to it (a trace given no load replays its own arrivals); without it the
+	// workload is Config's and the ladder the Config's.
+	Prepare func(tok tokenizer.Tokenizer, levels []load.Level) (Prepared, error)
+}
+
+// Prepared is a live run's workload and ladder, once its tokenizer is known.
+type Prepared struct {
+	Config workload.Config // for the runs of a repeated level
+	Source workload.Source
+	Levels []load.Level
+}
+
+// InvalidError is a configuration the client refused before anything was sent.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// ModelError is a run given no model whose server named none: Err is why (nil: its list
+// was empty).
+type ModelError struct{ Err error }
+
+func (e *ModelError) Error() string {
+	if e.Err == nil {
+		return "the server lists no model"
+	}
+	return "the server's model list did not answer: " + e.Err.Error()
+}
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// TestRequestError is a failed test request: nothing was measured.
+type TestRequestError struct{ Msg string }
+
+func (e *TestRequestError) Error() string { return "the test request failed: " + e.Msg }
+
+// InterruptedError is a run interrupted before it measured anything.
+type InterruptedError struct {
+	During string // DuringTestRequest or DuringStartAt
+}
+
+// When an InterruptedError came.
+const (
+	DuringTestRequest = "test request"
+	DuringStartAt     = "start-at" // waiting for Live.StartAt
+)
+
+func (e *InterruptedError) Error() string { return "interrupted before measuring (" + e.During + ")" }
+
+// Target is an opened live server: its client, tokenizer, model and /metrics.
+type Target struct {
+	Client    *client.Client
+	Tokenizer tokenizer.Tokenizer
+	Model     string
+	Scrape    Scrape
+	side      *http.Client
+}
+
+// Close closes the target's connections.
+func (t *Target) Close() {
+	t.Client.Close()
+	t.side.CloseIdleConnections()
+}
+
+// Open reaches the server: the client for up to maxConns requests in flight, the
+// tokenizer, the /metrics to scrape and, when none is given, the model.
+func Open(ctx context.Context, live Live, maxConns int) (*Target, error) {
+	ccfg := live.Client
+	ccfg.MaxConns = maxConns
+	if err := ccfg.Validate(); err != nil {
+		return nil, &InvalidError{err}
+	}
+	// The calls beside the benchmark (/tokenize, /metrics) go the same way as its requests.
+	side, err := client.SideClient(ccfg)
+	if err != nil {
+		return nil, &InvalidError{err}
+	}
+	t := &Target{side: side, Model: ccfg.Model}
+	if t.Scrape, err = scrape(ctx, ccfg, live.MetricsURL, live.MetricsInterval, side); err != nil {
+		side.CloseIdleConnections()
+		return nil, &InvalidError{err}
+	}
+	if t.Tokenizer, err = live.Tokenizer(ctx, side); err != nil {
+		side.CloseIdleConnections()
+		return nil, err
+	}
+	if live.Loaded != nil {
+		live.Loaded(t.Tokenizer)
+	}
+	ccfg.Tokenizer = t.Tokenizer
+	if t.Client, err = client.New(ccfg); err != nil {
+		side.CloseIdleConnections()
+		return nil, &InvalidError{err}
+	}
+	if t.Model == "" {
+		if err := t.findModel(ctx, ccfg); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// findModel asks the server for its models and reopens the client with the first.
+func (t *Target) findModel(ctx context.Context, ccfg client.Config) error {
+	models, err := t.Client.ListModels(ctx)
+	if err != nil {
+		return &ModelError{err}
+	}
+	if len(models) == 0 {
+		return &ModelError{}
+	}
+	t.Client.Close()
+	t.Model, ccfg.Model = models[0], models[0]
+	if t.Client, err = client.New(ccfg); err != nil {
+		return &InvalidError{err}
+	}
+	return nil
+}
+
+// scrape is the /metrics to read during each level: url's, or by default the target's
+// own when its /metrics is an inference server's; none for "none".
+func scrape(ctx context.Context, target client.Config, url string, every time.Duration, side *http.Client) (Scrape, error) {
+	switch url {
+	case "none":
+		return Scrape{}, nil
+	case "":
+		u, err := servermetrics.DefaultURL(target.BaseURL)
+		if err != nil {
+			return Scrape{}, nil
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err = servermetrics.Probe(pctx, u, side)
+		cancel()
+		if err != nil {
+			return Scrape{}, nil
+		}
+		url = u
+	}
+	hc, err := metricsClient(target, url, side)
+	if err != nil {
+		return Scrape{}, err
+	}
+	return Scrape{URL: url, Interval: every, Client: hc}, nil
+}
+
+// metricsClient is the client for the /metrics scrape: the target's own (key and headers
+// included) when the endpoint is on the target's host, else one with the same TLS and proxy
+// settings but no credentials, which are the target's alone.
+func metricsClient(target client.Config, metricsURL string, side *http.Client) (*http.Client, error) {
+	tu, err1 := neturl.Parse(target.BaseURL)
+	mu, err2 := neturl.Parse(metricsURL)
+	if err1 == nil && err2 == nil && tu.Host == mu.Host {
+		return side, nil
+	}
+	target.APIKey, target.Headers = "", nil
+	return client.SideClient(target)
+}
+
+// Levels runs each level against the target in real time from start, the run's t = 0.
+func (t *Target) Levels(start time.Time, sources *Sources) LevelRunner {
+	return func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
+		src, err := sources.Get(lvl)
+		if err != nil {
+			return "", err
+		}
+		return load.Run(ctx, start, lvl, src, t.Client, sink)
+	}
+}
+
+// Test sends req once, unrecorded, before the run measures anything (Live.TestRequest),
+// and returns its record.
+func (t *Target) Test(ctx context.Context, req workload.Request) (record.Record, error) {
+	var rec record.Record
+	t.Client.Do(ctx, time.Now(), req, &rec)
+	if ctx.Err() != nil {
+		return rec, &InterruptedError{During: DuringTestRequest}
+	}
+	if e := rec.Error; e != nil {
+		msg := e.Kind
+		if e.Status != 0 {
+			msg = fmt.Sprintf("%s %d", e.Kind, e.Status)
+		}
+		if e.Message != "" {
+			msg += ": " + e.Message
+		}
+		if h := e.Hint(); h != "" {
+			msg += "\n  hint: " + h
+		}
+		return rec, &TestRequestError{Msg: msg}
+	}
+	return rec, nil
+}
+
+// WaitForStart returns the run's t = 0: now, or at (so shards on several machines start
+// together).
+func WaitForStart(ctx context.Context, at time.Time) (time.Time, error) {
+	if at.IsZero() {
+		return time.Now(), nil
+	}
+	if wait := time.Until(at); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return time.Time{}, &InterruptedError{During: DuringStartAt}
+		case <-t.C:
+		}
+	}
+	return time.Now(), nil
+}
+
+// RunLive benchmarks a live server: it opens the target, builds the workload, sends the
+// test request, waits for the start and runs cfg's ladder (Run). cfg's target, scrape and
+// connection counts are the opened target's.
+func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, error) {
+	maxConns := 0
+	for _, l := range cfg.Levels {
+		maxConns = max(maxConns, l.Concurrency, l.MaxConcurrency)
+	}
+	t, err := Open(ctx, live, maxConns)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer t.Close()
+	p, err := prepare(wl, t.Tokenizer, cfg.Levels)
+	if err != nil {
+		return Outcome{}, err
+	}
+	cfg.Levels, cfg.Describe.Run.Workload = p.Levels, p.Config
+	cfg.Describe.Target = report.NewTarget(live.Client.BaseURL, live.Client.API, t.Model)
+	cfg.Scrape, cfg.ConnStats = t.Scrape, t.Client.ConnStats
+	sources := &Sources{Workload: p.Config, Tokenizer: t.Tokenizer, First: p.Source}
+	if live.TestRequest {
+		if err := testFirst(ctx, cfg, t, sources); err != nil {
+			return Outcome{}, err
+		}
+	}
+	start, err := WaitForStart(ctx, live.StartAt)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Run(ctx, cfg, start, t.Levels(start, sources))
+}
+
+// prepare is the run's workload and ladder once the tokenizer is known.
+func prepare(wl Workload, tok tokenizer.Tokenizer, levels []load.Level) (Prepared, error) {
+	if wl.Prepare != nil {
+		return wl.Prepare(tok, levels)
+	}
+	src, err := workload.New(wl.Config, tok)
+	if err != nil {
+		return Prepared{}, &InvalidError{err}
+	}
+	return Prepared{Config: wl.Config, Source: src, Levels: levels}, nil
+}
+
+// testFirst sends the first level's first request (a search's base level: it has none
+// yet) and says how it went.
+func testFirst(ctx context.Context, cfg Config, t *Target, sources *Sources) error {
+	lvl := cfg.Base
+	if len(cfg.Levels) > 0 {
+		lvl = cfg.Levels[0]
+	}
+	src, err := sources.Get(lvl)
+	if err != nil {
+		return err
+	}
+	rec, err := t.Test(ctx, src.Request(lvl.Index, 0))
+	if err != nil || cfg.Console.Quiet {
+		return err
+	}
+	line := fmt.Sprintf("Test request: ok in %s", roundMS(rec.Done-rec.Sent))
+	if ft, ok := rec.FirstToken(); ok && !rec.Unstreamed {
+		line += fmt.Sprintf(", first token after %s", roundMS(ft-rec.Sent))
+	}
+	if rec.OutputTokens > 0 {
+		line += fmt.Sprintf(", %d output tokens", rec.OutputTokens)
+	}
+	fmt.Fprintln(cfg.Console.Out, line+" (not measured)")
+	return nil
+}
+
+// roundMS shows a duration in milliseconds to a tenth.
+func roundMS(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", d.Seconds()*1e3)
+}

@@ -1,0 +1,65 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+)
+
+// WriteResults writes summary.json, summary.csv, report.html (and vLLM's result files
+// with resultFormat vllm) into dir, each atomically; the page's charts come from col,
+// which aggregated sum's levels.
+func WriteResults(dir, resultFormat string, sum *report.Summary, col *report.Collector) error {
+	var js bytes.Buffer
+	if err := report.WriteJSON(&js, sum); err != nil {
+		return err
+	}
+	errs := []error{
+		report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { _, err := w.Write(js.Bytes()); return err }),
+		report.WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return report.WriteCSV(w, sum) }),
+		report.WriteFileAtomic(filepath.Join(dir, "report.html"), func(w io.Writer) error {
+			return report.WriteHTML(w, sum, col.Charts(sum))
+		}),
+	}
+	if resultFormat == "vllm" {
+		for i := range sum.Levels {
+			errs = append(errs, report.WriteFileAtomic(filepath.Join(dir, report.VLLMFile(sum, i)), func(w io.Writer) error {
+				return report.WriteVLLM(w, sum, i, col.VLLMRequests(i))
+			}))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunFiles lists the files of a run in dir (records, summaries, report.html, vLLM results);
+// none when dir does not exist or holds no run. An empty folder is not a run: scripts
+// create them.
+func RunFiles(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		n := e.Name()
+		switch {
+		case e.IsDir():
+		case n == record.FormatJSONL.FileName(), n == record.FormatCompact.FileName(),
+			n == "summary.json", n == "summary.csv", n == "report.html", n == "vllm.json",
+			strings.HasPrefix(n, "vllm-") && strings.HasSuffix(n, ".json"):
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// writeSummaryJSON writes dir/summary.json atomically.
+func writeSummaryJSON(dir string, sum *report.Summary) error {
+	return report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return report.WriteJSON(w, sum) })
+}

@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// DeployError is a profile whose deployment could not be built (Deploy).
+type DeployError struct{ Err error }
+
+func (e *DeployError) Error() string { return "deploy: " + e.Err.Error() }
+func (e *DeployError) Unwrap() error { return e.Err }
+
+// Virtual runs each level against profile p's deployment (Deploy) on a virtual clock, the
+// levels one after another on one timeline; run r of a repeated level seeds the
+// simulator's noise with RunSeed(seed, r). shape, when set, makes each record what a live
+// run of the API would have recorded.
+func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*record.Record)) LevelRunner {
+	var clock time.Duration // the run's virtual timeline: levels follow one another
+	return func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
+		src, err := sources.Get(lvl)
+		if err != nil {
+			return "", err
+		}
+		pr := p
+		pr.Seed = RunSeed(seed, lvl.Repeat) // a repeated level's runs: the simulator's noise too
+		srv, err := Deploy(pr)
+		if err != nil {
+			return "", &DeployError{err}
+		}
+		shaped := sink
+		if shape != nil {
+			shaped = func(r *record.Record) { shape(r); sink(r) }
+		}
+		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, shaped)
+		clock = end
+		if err != nil {
+			return load.EndInterrupted, err
+		}
+		return reason, nil
+	}
+}
