@@ -33,11 +33,7 @@ func parseDir(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
 }
 
 // longFuncsAllowed are the functions of internal/cli still over the limit, each with why.
-var longFuncsAllowed = map[string]string{
-	// plan.go is another change's (issue 24 leaves plan's flags to it): remove this entry
-	// when that change has split planFlags.resolve.
-	"plan.go:resolve": "planFlags.resolve, being reworked with plan's horizons",
-}
+var longFuncsAllowed = map[string]string{}
 
 // TestCLIIsWiring: internal/cli maps flags to the packages that do the work. Its functions
 // are short; it runs no level itself (bench runs the ladder) and no command runs another.

@@ -126,48 +126,8 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 	if f.modelShape != "" && fs.Changed("sim") {
 		errs = append(errs, errors.New("--model-shape and --sim: give one (a model preset on the roofline, or a profile)"))
 	}
-	strs := func(flag, s string) []string {
-		var out []string
-		for _, v := range strings.Split(s, ",") {
-			if v = strings.TrimSpace(v); v != "" {
-				out = append(out, v)
-			}
-		}
-		if s != "" && len(out) == 0 {
-			errs = append(errs, fmt.Errorf("--%s: %q lists nothing", flag, s))
-		}
-		return out
-	}
-	ints := func(flag, s string) []int {
-		v, err := parseList(flag, s, true)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		out := make([]int, len(v))
-		for i, x := range v {
-			out[i] = int(min(x, 1e12))
-		}
-		return out
-	}
-	space := plan.Space{GPUs: strs("gpu", f.gpus), Dtypes: strs("dtype", f.dtypes), Prefill: strs("prefill", f.prefill),
-		Routers: strs("router", f.routers), TPs: ints("tp", f.tps), MaxNumSeqs: ints("max-num-seqs", f.maxNumSeqs),
-		MaxBatchedTokens: ints("max-batched-tokens", f.maxBatchedTokens)}
-
-	var base sim.Profile
-	baseErr := error(nil)
-	switch {
-	case f.modelShape != "":
-		m, ok := sim.ModelPreset(f.modelShape)
-		if !ok {
-			baseErr = fmt.Errorf("--model-shape: %q is not a model preset (%s)%s", f.modelShape, strings.Join(sim.ModelPresets(), ", "), didYouMean(f.modelShape, sim.ModelPresets()))
-		}
-		base, _ = sim.LoadProfile(sim.DefaultProfile) // the roofline on the default GPU, the default engine
-		base.Model, base.Name = m, f.modelShape
-	default:
-		if base, err = sim.LoadProfile(f.bench.sim); err != nil {
-			baseErr = fmt.Errorf("--sim: %w", err)
-		}
-	}
+	space := f.space(&errs)
+	base, baseErr := f.base()
 	if baseErr != nil {
 		errs = append(errs, baseErr)
 	} else if err := space.Validate(base); err != nil && len(errs) > 0 {
@@ -177,17 +137,8 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 		return nil, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
 	}
 	base.Seed = cfg.seed
-
-	if !fs.Changed("output-dir") {
-		cfg.outputDir = "llmbench-results/plan-" + now.UTC().Format("20060102T150405Z")
-	}
-	if !cfg.overwrite {
-		for _, name := range planFiles {
-			if _, err := os.Stat(filepath.Join(cfg.outputDir, name)); err == nil {
-				errs = append(errs, fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.outputDir, name))
-				break
-			}
-		}
+	if err := f.outputDir(cfg, now); err != nil {
+		errs = append(errs, err)
 	}
 	traffic, err := f.traffic(stdio, cfg)
 	if err != nil {
@@ -207,6 +158,72 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 		return nil, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
 	}
 	return cfg, pc, nil
+}
+
+// space reads the search space's lists, adding what is wrong with them to errs.
+func (f *planFlags) space(errs *[]error) plan.Space {
+	strs := func(flag, s string) []string {
+		var out []string
+		for _, v := range strings.Split(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+		if s != "" && len(out) == 0 {
+			*errs = append(*errs, fmt.Errorf("--%s: %q lists nothing", flag, s))
+		}
+		return out
+	}
+	ints := func(flag, s string) []int {
+		v, err := parseList(flag, s, true)
+		if err != nil {
+			*errs = append(*errs, err)
+		}
+		out := make([]int, len(v))
+		for i, x := range v {
+			out[i] = int(min(x, 1e12))
+		}
+		return out
+	}
+	return plan.Space{GPUs: strs("gpu", f.gpus), Dtypes: strs("dtype", f.dtypes), Prefill: strs("prefill", f.prefill),
+		Routers: strs("router", f.routers), TPs: ints("tp", f.tps), MaxNumSeqs: ints("max-num-seqs", f.maxNumSeqs),
+		MaxBatchedTokens: ints("max-batched-tokens", f.maxBatchedTokens)}
+}
+
+// base is the profile the space is built on: --model-shape's preset on the default
+// profile's roofline and engine, or --sim's profile.
+func (f *planFlags) base() (sim.Profile, error) {
+	if f.modelShape == "" {
+		base, err := sim.LoadProfile(f.bench.sim)
+		if err != nil {
+			return base, fmt.Errorf("--sim: %w", err)
+		}
+		return base, nil
+	}
+	base, _ := sim.LoadProfile(sim.DefaultProfile)
+	m, ok := sim.ModelPreset(f.modelShape)
+	base.Model, base.Name = m, f.modelShape
+	if !ok {
+		return base, fmt.Errorf("--model-shape: %q is not a model preset (%s)%s", f.modelShape, strings.Join(sim.ModelPresets(), ", "), didYouMean(f.modelShape, sim.ModelPresets()))
+	}
+	return base, nil
+}
+
+// outputDir sets the plan's folder (a timestamped one by default) and refuses one that
+// already holds a plan, unless --overwrite.
+func (f *planFlags) outputDir(cfg *benchConfig, now time.Time) error {
+	if !f.bench.fs.Changed("output-dir") {
+		cfg.outputDir = "llmbench-results/plan-" + now.UTC().Format("20060102T150405Z")
+	}
+	if cfg.overwrite {
+		return nil
+	}
+	for _, name := range planFiles {
+		if _, err := os.Stat(filepath.Join(cfg.outputDir, name)); err == nil {
+			return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.outputDir, name)
+		}
+	}
+	return nil
 }
 
 // traffic is the traffic to plan for: --rate's level, or a trace's own arrivals, each

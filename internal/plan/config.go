@@ -192,50 +192,69 @@ type engine struct {
 	p     sim.Profile // one replica (Deployment.Replicas 1), router unset
 }
 
-// engines lists the space's engine configurations in a fixed order (GPU, TP, dtype,
-// max_num_seqs, max_batched_tokens, prefill), each the base with those settings.
+// engines lists the space's engine configurations in a fixed order — the product of the
+// axes, the first outermost — each the base with those settings.
 func (c Config) engines() []engine {
-	b := c.Base
-	or := func(list []string, def string) []string {
-		if len(list) == 0 {
-			return []string{def}
-		}
-		return list
-	}
-	orInt := func(list []int, def int) []int {
-		if len(list) == 0 {
-			return []int{def}
-		}
-		return list
-	}
-	s := c.Space
+	axes := c.axes()
+	idx := make([]int, len(axes)) // an odometer over the axes, the last turning fastest
 	var out []engine
-	for _, g := range or(s.GPUs, "") {
-		for _, tp := range orInt(s.TPs, max(b.Deployment.TP, 1)) {
-			for _, dt := range or(s.Dtypes, "") {
-				for _, seqs := range orInt(s.MaxNumSeqs, b.Engine.MaxNumSeqs) {
-					for _, tok := range orInt(s.MaxBatchedTokens, b.Engine.MaxBatchedTokens) {
-						for _, pf := range or(s.Prefill, b.Engine.Prefill) {
-							p := b
-							if g != "" {
-								p.GPU, _ = sim.GPUPreset(g)
-							}
-							p.Deployment.Replicas, p.Deployment.TP = 1, tp
-							if dt != "" {
-								p.Deployment.WeightDtype, p.Deployment.KVDtype = dt, dt
-							}
-							p.Engine.MaxNumSeqs, p.Engine.MaxBatchedTokens, p.Engine.Prefill = seqs, tok, pf
-							if pf == sim.PrefillColocated {
-								p.Engine.PrefillWorkers = 0 // the pool's size is the disaggregated placement's
-							}
-							out = append(out, engine{index: len(out), p: p})
-						}
-					}
-				}
+	for {
+		p := c.Base
+		p.Deployment.Replicas = 1
+		for i, a := range axes {
+			a.set(&p, idx[i])
+		}
+		out = append(out, engine{index: len(out), p: p})
+		i := len(axes) - 1
+		for ; i >= 0; i-- {
+			if idx[i]++; idx[i] < axes[i].n {
+				break
 			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			return out
 		}
 	}
-	return out
+}
+
+// axis is one dimension of the search space: how many values it takes (the base's own
+// setting when the list is empty) and how the i-th sets a replica's profile. A new axis is
+// one more entry in axes, with its flag, its Space list and its Validate rule.
+type axis struct {
+	n   int
+	set func(p *sim.Profile, i int)
+}
+
+// axes are the space's dimensions, in the order engines varies them (GPU outermost).
+func (c Config) axes() []axis {
+	s, b := c.Space, c.Base
+	strs := func(list []string, set func(p *sim.Profile, v string)) axis {
+		if len(list) == 0 {
+			return axis{1, func(*sim.Profile, int) {}}
+		}
+		return axis{len(list), func(p *sim.Profile, i int) { set(p, list[i]) }}
+	}
+	ints := func(list []int, def int, set func(p *sim.Profile, v int)) axis {
+		if len(list) == 0 {
+			list = []int{def}
+		}
+		return axis{len(list), func(p *sim.Profile, i int) { set(p, list[i]) }}
+	}
+	return []axis{
+		strs(s.GPUs, func(p *sim.Profile, g string) { p.GPU, _ = sim.GPUPreset(g) }),
+		ints(s.TPs, max(b.Deployment.TP, 1), func(p *sim.Profile, tp int) { p.Deployment.TP = tp }),
+		strs(s.Dtypes, func(p *sim.Profile, d string) { p.Deployment.WeightDtype, p.Deployment.KVDtype = d, d }),
+		ints(s.MaxNumSeqs, b.Engine.MaxNumSeqs, func(p *sim.Profile, n int) { p.Engine.MaxNumSeqs = n }),
+		ints(s.MaxBatchedTokens, b.Engine.MaxBatchedTokens, func(p *sim.Profile, n int) { p.Engine.MaxBatchedTokens = n }),
+		strs(s.Prefill, func(p *sim.Profile, pf string) { p.Engine.Prefill = pf }),
+		// The prefill pool's size is the disaggregated placement's alone.
+		{1, func(p *sim.Profile, _ int) {
+			if p.Engine.Prefill == sim.PrefillColocated {
+				p.Engine.PrefillWorkers = 0
+			}
+		}},
+	}
 }
 
 // routers are the routers each engine configuration is planned behind.

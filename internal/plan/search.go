@@ -597,9 +597,10 @@ func bisectLog(ctx context.Context, lo, hi float64, meets search.Probe) (float64
 // fewest is the fewest replicas behind router that meet the SLOs at the traffic, with
 // that fleet's outcome, starting from the traffic over one replica's share: it steps down
 // while one fewer still meets them (a fleet pools its replicas' queues, so it can do
-// better than its replicas alone) and gallops up, then bisects, while they are missed.
-// The answer's fleet meets the SLOs and the fleet one replica smaller does not; when no
-// fleet of up to MaxReplicas meets them, the largest is returned with its outcome.
+// better than its replicas alone) and, while they are missed, gallops up (+1, +2, +4, ...)
+// and bisects (search.Grow on the largest fleet that misses them). The answer's fleet
+// meets the SLOs and the fleet one replica smaller does not; when no fleet of up to
+// MaxReplicas meets them, the largest is returned with its outcome.
 func (ev *evaluation) fewest(router string, share float64) (int, *outcome, error) {
 	maxN := ev.cfg.MaxReplicas
 	n := min(max(int(math.Ceil(1/share-1e-9)), 1), maxN)
@@ -620,61 +621,37 @@ func (ev *evaluation) fewest(router string, share float64) (int, *outcome, error
 		}
 		return n, o, nil
 	}
-	lo, hi, step := n, 0, 1 // lo misses; hi meets once found
-	for hi == 0 {
-		if lo == maxN {
-			return maxN, o, nil
-		}
-		t := min(lo+step, maxN)
-		ot, err := ev.decide(t, router, 1)
-		if err != nil {
-			return 0, nil, err
-		}
-		if ot.meets {
-			hi, o = t, ot
-		} else {
-			lo, o, step = t, ot, step*2
-		}
+	step := 1.0
+	gallop := func(t float64) float64 { step *= 2; return t + step }
+	misses := func(t float64) (bool, error) {
+		o, err := ev.decide(int(t), router, 1)
+		return err == nil && !o.meets, err
 	}
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		om, err := ev.decide(mid, router, 1)
-		if err != nil {
-			return 0, nil, err
-		}
-		if om.meets {
-			hi, o = mid, om
-		} else {
-			lo = mid
-		}
+	most, err := search.Grow(ev.ctx, float64(n), float64(n+1), float64(maxN), gallop,
+		func(lo, hi float64) float64 { return math.Floor((lo + hi) / 2) }, func(lo, hi float64) bool { return hi-lo <= 1 }, misses)
+	if err != nil {
+		return 0, nil, err
 	}
-	return hi, o, nil
+	n = min(int(most)+1, maxN) // the largest fleet that misses, and one more; maxN when every fleet misses
+	o, err = ev.decide(n, router, 1)
+	return n, o, err
 }
 
 // headroom is the largest scale of the traffic, to 5 %, that the fleet of n replicas
 // behind router still meets the SLOs at: it grows from the replicas' shares added up
-// (or 1.25, whichever is more) by half again until a scale misses, then bisects.
+// (or 1.25, whichever is more) by half again until a scale misses, then bisects on a log
+// scale (search.Grow), to maxHeadroom.
 func (ev *evaluation) headroom(n int, router string, share float64) (float64, error) {
-	lo, hi := 1.0, 0.0
-	g := max(1.25, float64(n)*share)
-	for hi == 0 {
-		if g > maxHeadroom {
-			return maxHeadroom, nil
-		}
-		o, err := ev.run(n, router, g)
-		if err != nil {
-			return 0, err
-		}
-		if o.meets {
-			lo, g = g, g*1.5
-		} else {
-			hi = g
-		}
+	h, err := search.Grow(ev.ctx, 1, max(1.25, float64(n)*share), maxHeadroom, func(g float64) float64 { return 1.5 * g },
+		func(lo, hi float64) float64 { return math.Sqrt(lo * hi) }, func(lo, hi float64) bool { return hi/lo <= closeEnough },
+		func(scale float64) (bool, error) {
+			o, err := ev.run(n, router, scale)
+			return err == nil && o.meets, err
+		})
+	if err == nil {
+		err = ev.ctx.Err() // an interrupted search is the context's error, not a coarser answer
 	}
-	return bisectLog(ev.ctx, lo, hi, func(scale float64) (bool, error) {
-		o, err := ev.run(n, router, scale)
-		return err == nil && o.meets, err
-	})
+	return h, err
 }
 
 // need is the horizon, seconds, the plan would judge a fleet of n replicas at rate over,

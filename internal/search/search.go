@@ -1,6 +1,6 @@
-// Package search finds the largest load that meets a verdict (llmbench run --search): grow
-// the load geometrically from 1 until a verdict fails, then bisect between the largest
-// passing and the smallest failing load. It knows nothing of HTTP or levels: a Probe runs
+// Package search finds the largest load that meets a verdict (llmbench run --search, and
+// plan's capacity, replica and headroom searches): grow the load until a verdict fails,
+// then bisect between the largest passing and the smallest failing load. It knows nothing of HTTP or levels: a Probe runs
 // one load and says whether it passed.
 package search
 
@@ -26,9 +26,24 @@ type Probe func(load float64) (passed bool, err error)
 // passed). It returns the largest load that passed (0 when none did) and stops early, with
 // what it has, when ctx is done. When limit itself passes, the answer is at least limit.
 func Largest(ctx context.Context, axis Axis, limit float64, probe Probe) (float64, error) {
-	lo, hi := 0.0, 0.0 // largest passing and smallest failing load seen
-	load := 1.0
-	for {
+	double := func(load float64) float64 { return 2 * load }
+	if axis == Concurrency {
+		return Grow(ctx, 0, 1, limit, double, func(lo, hi float64) float64 { return math.Floor((lo + hi) / 2) },
+			func(lo, hi float64) bool { return hi-lo <= 1 }, probe)
+	}
+	return Grow(ctx, 0, 1, limit, double, func(lo, hi float64) float64 { return (lo + hi) / 2 },
+		func(lo, hi float64) bool { return (lo > 0 && hi <= lo*1.05) || (lo == 0 && hi <= 0.01) }, probe)
+}
+
+// Grow is the one grow-then-bisect of every search: from lo, a load taken to pass, it
+// probes first, then next of the last load probed (each capped at limit), until one fails,
+// then bisects between the largest passing and that one (Bisect with mid and done). It
+// returns the largest load that passed: limit when limit itself passes, lo when first
+// fails and nothing between passes. It stops early, with what it has, when ctx is done or a
+// probe errs.
+func Grow(ctx context.Context, lo, first, limit float64, next func(float64) float64, mid func(lo, hi float64) float64,
+	done func(lo, hi float64) bool, probe Probe) (float64, error) {
+	for load := first; ; load = next(load) {
 		if ctx.Err() != nil {
 			return lo, nil
 		}
@@ -38,21 +53,13 @@ func Largest(ctx context.Context, axis Axis, limit float64, probe Probe) (float6
 			return lo, err
 		}
 		if !ok {
-			hi = load
-			break
+			return Bisect(ctx, lo, load, mid, done, probe)
 		}
 		lo = load
 		if load >= limit {
 			return lo, nil // the bound passes: the answer is at least limit
 		}
-		load *= 2
 	}
-	if axis == Concurrency {
-		return Bisect(ctx, lo, hi, func(lo, hi float64) float64 { return math.Floor((lo + hi) / 2) },
-			func(lo, hi float64) bool { return hi-lo <= 1 }, probe)
-	}
-	return Bisect(ctx, lo, hi, func(lo, hi float64) float64 { return (lo + hi) / 2 },
-		func(lo, hi float64) bool { return (lo > 0 && hi <= lo*1.05) || (lo == 0 && hi <= 0.01) }, probe)
 }
 
 // Bisect narrows a bracket whose lo passed and hi failed, probing mid(lo, hi), until
