@@ -18,14 +18,13 @@ import (
 
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // buildBinary builds cmd/llmbench once per test binary run.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	testtier.Long(t, "builds the binary")
 	bin := filepath.Join(t.TempDir(), "llmbench")
 	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/llmbench")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/testtier"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -29,9 +30,7 @@ import (
 //
 // Pin to 2 cores (taskset -c 0,1, GOMAXPROCS=2) to reproduce the 2-core target.
 func TestLoadFidelity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("streams on the real clock for about 2 s")
-	}
+	testtier.Accuracy(t, "event-time error of 100 streams on the real clock")
 	streams, dur := 100, 2*time.Second
 	if n, _ := strconv.Atoi(os.Getenv("LLMBENCH_LOAD_STREAMS")); n > 0 {
 		streams, dur = n, 10*time.Second

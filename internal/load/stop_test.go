@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/testtier"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -26,7 +27,7 @@ func TestOversaturationLadder(t *testing.T) {
 	fracs := []float64{0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2}
 	capIdx := 5 // the first level at or above capacity
 	seeds := 20
-	if testing.Short() {
+	if testtier.Quick() {
 		seeds = 3
 	}
 	for seed := range seeds {

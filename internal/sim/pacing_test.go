@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // pacingArrival is one request of the pacing tests: submitted at, prompt and output tokens.
@@ -203,9 +205,7 @@ func measurePacing(t *testing.T, p Profile, fine bool, n int) pacing {
 // prints both ways of waking. Tolerances are loose for a loaded 2-core machine: noise
 // delays steps at random, which widens the gaps both ways but leaves their median.
 func TestEnginePacingRealClock(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real clock: skipped under -short")
-	}
+	testtier.Accuracy(t, "the wall-clock engine's step gaps on the real clock")
 	p := mustProfile(t, "h200-llama-3.1-8b")
 	const n = 400
 	fine := measurePacing(t, p, true, n)
