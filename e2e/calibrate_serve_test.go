@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/testproc"
 	"github.com/llmbench/llmbench/internal/testtier"
 )
 
@@ -91,10 +92,9 @@ func startServe(t *testing.T, bin, profile string) string {
 		t.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	if err := testproc.Start(t, cmd); err != nil { // stopped, its group killed, with the test
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

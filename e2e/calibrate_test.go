@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/testproc"
 	"github.com/llmbench/llmbench/internal/testtier"
 )
 
@@ -197,7 +198,7 @@ func llmbenchCmd(t *testing.T, bin string, args ...string) string {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := testproc.Run(t, cmd); err != nil {
 		shown := strings.Join(args, " ")
 		if i := strings.Index(shown, "--api-key"); i >= 0 {
 			shown = shown[:i] + "--api-key …"

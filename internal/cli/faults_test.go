@@ -24,6 +24,7 @@ import (
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
+	"github.com/llmbench/llmbench/internal/testproc"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
@@ -511,7 +512,7 @@ func TestKilledRunLeavesValidRecords(t *testing.T) {
 		"--output-tokens", "8", "--input-tokens", "16", "--no-progress", "--output-dir", dir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	if err := testproc.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "records.jsonl")
