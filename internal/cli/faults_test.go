@@ -18,8 +18,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/memnet"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -39,6 +41,27 @@ const faultModel = "fault-sim"
 // given --faults spec on a loopback port, as `llmbench serve --faults` does.
 func startFaultySim(t *testing.T, spec string, seed int64) (url string, srv *server.Server) {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + ln.Addr().String(), serveFaultySim(t, spec, seed, sim.NewEngine, ln)
+}
+
+// startFaultySimInMemory is startFaultySim for a test in a synctest bubble: the engine on
+// Go's timers, which the bubble's fake clock drives, and `llmbench run`'s requests over an
+// in-memory listener, until the test ends.
+func startFaultySimInMemory(t *testing.T, spec string, seed int64) (url string, srv *server.Server) {
+	t.Helper()
+	ln := memnet.NewListener()
+	dialTarget = ln.Dial
+	t.Cleanup(func() { dialTarget = nil })
+	return memnet.URL, serveFaultySim(t, spec, seed, sim.NewEngineOnGoTimers, ln)
+}
+
+// serveFaultySim serves startFaultySim's simulator on ln until the test ends.
+func serveFaultySim(t *testing.T, spec string, seed int64, newEngine func(sim.Profile) *sim.Engine, ln net.Listener) *server.Server {
+	t.Helper()
 	fs, err := server.ParseFaults(spec)
 	if err != nil {
 		t.Fatalf("faults %q: %v", spec, err)
@@ -50,16 +73,12 @@ func startFaultySim(t *testing.T, spec string, seed int64) (url string, srv *ser
 	p.Cost.DecodeStepMs, p.Cost.DecodeGrowth, p.Cost.PrefillMsPerToken = 2, 0, 0.001
 	p.Seed = seed
 	ctx, cancel := context.WithCancel(context.Background())
-	eng := sim.NewEngine(p)
+	eng := newEngine(p)
 	go eng.Start(ctx)
-	srv, err = server.New(eng, server.Options{ModelName: faultModel, Faults: fs, Seed: seed})
+	srv, err := server.New(eng, server.Options{ModelName: faultModel, Faults: fs, Seed: seed})
 	if err != nil {
 		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
+		ln.Close()
 		t.Fatal(err)
 	}
 	hs := server.HTTPServer("", srv)
@@ -68,7 +87,7 @@ func startFaultySim(t *testing.T, spec string, seed int64) (url string, srv *ser
 		hs.Close() // ends stalled streams at once
 		cancel()
 	})
-	return "http://" + ln.Addr().String(), srv
+	return srv
 }
 
 // generationOnly answers 404 to everything but POST /v1/chat/completions, so that the
@@ -231,8 +250,17 @@ func mapsEqual(a, b map[string]int) bool {
 }
 
 // Each injected fault, alone and all together: the client's count of each error kind
-// equals the server's count of injected faults, and the rest complete.
+// equals the server's count of injected faults, and the rest complete. The whole run goes
+// on a synctest bubble's fake clock, over an in-memory listener: on the real clock a loaded
+// machine could keep a healthy stream's reader off the CPU for longer than --idle-timeout
+// (400 ms, against 2 ms steps), and the idle watch, which sees only what has been read,
+// then failed a healthy request as idle_timeout. On the fake clock time passes only while
+// every goroutine waits, so only the stall (30 s) outlasts the idle timeout.
 func TestFaultsInjectedEqualFaultsCounted(t *testing.T) {
+	// The default tokenizer loads once per process, outside the bubble that first uses it.
+	if _, err := tokenizer.Load("o200k_base"); err != nil {
+		t.Fatal(err)
+	}
 	const requests = 48
 	for _, tc := range []struct {
 		name, spec string
@@ -249,42 +277,44 @@ func TestFaultsInjectedEqualFaultsCounted(t *testing.T) {
 			[]string{"--api", "openai-completions"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			url, srv := startFaultySim(t, tc.spec, 7)
-			// The stall (30 s) is far longer than --idle-timeout: the client must give up on
-			// it, and only on it (healthy streams send a token every ~2 ms).
-			fr := runAgainst(t, url, requests, append([]string{"--idle-timeout", "400ms", "--timeout", "20s", "--seed", "7"}, tc.args...)...)
-			injected := srv.FaultsInjected()
-			want := map[string]int{}
-			total := 0
-			for fault, n := range injected {
-				if n == 0 {
-					continue
+			synctest.Test(t, func(t *testing.T) {
+				url, srv := startFaultySimInMemory(t, tc.spec, 7)
+				// The stall (30 s) is far longer than --idle-timeout: the client must give up on
+				// it, and only on it (healthy streams send a token every ~2 ms).
+				fr := runAgainst(t, url, requests, append([]string{"--idle-timeout", "400ms", "--timeout", "20s", "--seed", "7"}, tc.args...)...)
+				injected := srv.FaultsInjected()
+				want := map[string]int{}
+				total := 0
+				for fault, n := range injected {
+					if n == 0 {
+						continue
+					}
+					if !strings.Contains(tc.spec, fault+"=") {
+						t.Errorf("server injected %d %s faults that were not asked for", n, fault)
+					}
+					want[faultErrorKey[fault]] += int(n)
+					total += int(n)
 				}
-				if !strings.Contains(tc.spec, fault+"=") {
-					t.Errorf("server injected %d %s faults that were not asked for", n, fault)
+				for _, item := range strings.Split(tc.spec, ",") {
+					fault, _, _ := strings.Cut(item, "=")
+					if injected[fault] == 0 {
+						t.Errorf("no %s fault injected in %d requests: the test would prove nothing", fault, requests)
+					}
 				}
-				want[faultErrorKey[fault]] += int(n)
-				total += int(n)
-			}
-			for _, item := range strings.Split(tc.spec, ",") {
-				fault, _, _ := strings.Cut(item, "=")
-				if injected[fault] == 0 {
-					t.Errorf("no %s fault injected in %d requests: the test would prove nothing", fault, requests)
+				want["ok"] = requests - total
+				checkAccounting(t, fr, requests, want, 10*time.Second)
+				for i := range fr.recs {
+					r := &fr.recs[i]
+					if r.Error != nil && r.Error.Kind == record.KindHTTPStatus && r.Error.Status == 429 &&
+						!strings.Contains(r.Error.Message, "rate limit") {
+						t.Errorf("429 record does not keep the server's message: %q", r.Error.Message)
+					}
 				}
-			}
-			want["ok"] = requests - total
-			checkAccounting(t, fr, requests, want, 10*time.Second)
-			for i := range fr.recs {
-				r := &fr.recs[i]
-				if r.Error != nil && r.Error.Kind == record.KindHTTPStatus && r.Error.Status == 429 &&
-					!strings.Contains(r.Error.Message, "rate limit") {
-					t.Errorf("429 record does not keep the server's message: %q", r.Error.Message)
+				t.Logf("%d requests, injected %v, run took %v", requests, injected, fr.wall.Round(time.Millisecond))
+				if t.Failed() {
+					t.Logf("stdout:\n%s", fr.stdout)
 				}
-			}
-			t.Logf("%d requests, injected %v, run took %v", requests, injected, fr.wall.Round(time.Millisecond))
-			if t.Failed() {
-				t.Logf("stdout:\n%s", fr.stdout)
-			}
+			})
 		})
 	}
 }

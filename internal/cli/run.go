@@ -22,6 +22,10 @@ import (
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
+// dialTarget, when a test sets it, connects run's requests to the target (an in-memory
+// listener, for a run on a synctest bubble's fake clock); nil is TCP.
+var dialTarget func(ctx context.Context, network, addr string) (net.Conn, error)
+
 func newRunCmd(stdio Stdio) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
@@ -93,6 +97,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		CACert: cfg.caCert, Insecure: cfg.insecure, HTTP2: cfg.http2, ReadStamps: cfg.readStamps,
 		DisableKeepAlive: !cfg.keepAlive, SaveText: cfg.saveText,
 		OnServerCloses: func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) },
+		Dial:           dialTarget,
 	}
 	if err := ccfg.Validate(); err != nil {
 		return usageError(err)
