@@ -200,7 +200,7 @@ func measurePacing(t *testing.T, p Profile, fine bool, n int) pacing {
 // timerfd (alarm_linux.go) Go's timers woke the loop 0–1.1 ms late in a saw-tooth, and with
 // the default profile's 5.66 ms step the reader's median gap came out 5.26 ms (−7 %).
 //
-//	go test ./internal/sim -run TestEnginePacingRealClock -v
+//	LLMBENCH_ACCURACY=1 go test ./internal/sim -run TestEnginePacingRealClock -v
 //
 // prints both ways of waking. Tolerances are loose for a loaded 2-core machine: noise
 // delays steps at random, which widens the gaps both ways but leaves their median.
