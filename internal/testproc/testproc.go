@@ -17,7 +17,8 @@ import (
 )
 
 // Start starts cmd in its own process group, to be killed with its group when t ends; the
-// cleanup also waits for cmd unless the test has. cmd must not have SysProcAttr set.
+// cleanup also waits for cmd unless the test has. cmd must not have SysProcAttr set, and t
+// must not be in a synctest bubble (the spawning goroutine outlives every test).
 func Start(t testing.TB, cmd *exec.Cmd) error {
 	t.Helper()
 	cmd.SysProcAttr = sysProcAttr()
@@ -30,7 +31,6 @@ func Start(t testing.TB, cmd *exec.Cmd) error {
 	if dt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
 		armWatchdog(dt.Deadline())
 	}
-
 	t.Cleanup(func() {
 		killGroup(cmd.Process)
 		if cmd.ProcessState == nil {
@@ -92,7 +92,8 @@ type startReq struct {
 
 // spawn starts cmd from one goroutine locked to its OS thread for the life of the
 // process: Linux sends the parent-death signal when the thread that forked the child
-// exits, not the process, and Go may end an idle thread of another goroutine at any time.
+// exits, not the process, and a test's goroutine may run on a thread that ends earlier (one
+// locked by a goroutine that returns); this one ends only with the process.
 func spawn(cmd *exec.Cmd) error {
 	once.Do(func() {
 		starts = make(chan startReq)
