@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/testproc"
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // twinTolerance is how far a profile fitted to `llmbench serve --sim P` may predict the
@@ -22,9 +25,7 @@ const twinTolerance = 0.05
 // loads outside its probe (more requests in flight, an open loop near capacity, prompts
 // longer than any probed) to a live run against P.
 func TestCalibrateTwinOfServe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: probes two servers on the real clock (about two minutes)")
-	}
+	testtier.Accuracy(t, "two calibrations' predictions of live runs to 5 %, on the real clock (about 2.5 minutes)")
 	bin := llmbenchBinary(t)
 	for _, tc := range []struct {
 		name, profile string
@@ -91,10 +92,9 @@ func startServe(t *testing.T, bin, profile string) string {
 		t.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	if err := testproc.Start(t, cmd); err != nil { // stopped, its group killed, with the test
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

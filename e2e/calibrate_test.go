@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/testproc"
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // predictTolerance is how far calibrate's predictions of the loads above its probe may
@@ -32,6 +34,7 @@ var predictTolerance = map[string]map[string]float64{
 // most 2 requests in flight, then checks the fitted profile's prediction at concurrency 4
 // and 8 — the second queueing for slots — against the server itself.
 func TestLlamaCppCalibratePredictsQueueing(t *testing.T) {
+	testtier.Accuracy(t, "a calibration's predictions of llama-server on the real clock")
 	s := llamacppTarget(t)
 	calibrateAndPredict(t, s, "llamacpp", []string{"--max-concurrency", "2"})
 }
@@ -39,6 +42,7 @@ func TestLlamaCppCalibratePredictsQueueing(t *testing.T) {
 // TestOllamaCalibratePredictsQueueing does the same against Ollama, which publishes no
 // batch limit: --max-num-seqs gives .ci/ollama.sh's OLLAMA_NUM_PARALLEL.
 func TestOllamaCalibratePredictsQueueing(t *testing.T) {
+	testtier.Accuracy(t, "a calibration's predictions of Ollama on the real clock")
 	s := ollamaTarget(t)
 	calibrateAndPredict(t, s, "ollama", []string{"--max-concurrency", "2", "--max-num-seqs", "2", "--max-input-tokens", "512"})
 }
@@ -194,7 +198,7 @@ func llmbenchCmd(t *testing.T, bin string, args ...string) string {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := testproc.Run(t, cmd); err != nil {
 		shown := strings.Join(args, " ")
 		if i := strings.Index(shown, "--api-key"); i >= 0 {
 			shown = shown[:i] + "--api-key …"

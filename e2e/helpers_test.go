@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/testproc"
 )
 
 // server is a server under test.
@@ -247,7 +248,7 @@ func runBench(t *testing.T, s server, api string, l load, extra ...string) *benc
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
+	err := testproc.Run(t, cmd)
 	t.Logf("llmbench %s (%.1f s)\n%s", strings.Join(shown, " "), time.Since(start).Seconds(), stdout.String())
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 2 && strings.Contains(stderr.String(), "--api") &&
@@ -380,7 +381,7 @@ func llmbenchBinary(t *testing.T) string {
 		binPath = filepath.Join(buildDir, "llmbench")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/llmbench")
 		cmd.Dir = ".." // the module root
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := testproc.CombinedOutput(t, cmd); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/llmbench: %v\n%s", err, out)
 		}
 	})

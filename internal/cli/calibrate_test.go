@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 func TestCalibrateUsageErrors(t *testing.T) {
@@ -47,9 +48,7 @@ func TestCalibrateUsageErrors(t *testing.T) {
 // (a live run over HTTP), writes the three files, refuses to overwrite them, and the
 // profile is one simulate takes, stating its validity range.
 func TestCalibrateRunFolders(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: a ladder on the real clock (about 3 s)")
-	}
+	testtier.Long(t, "a ladder on the real clock (about 3 s)")
 	dir := t.TempDir()
 	ladder := filepath.Join(dir, "ladder")
 	if code, _, stderr := runCLI(t, t.Context(), "run", "--sim", "textbook", "--concurrency", "1,2,4", "--requests", "8",

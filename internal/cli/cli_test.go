@@ -20,6 +20,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // runCLI runs llmbench with args and returns its exit code and output.
@@ -233,6 +234,7 @@ func pacedServer(t *testing.T, ttft, itl time.Duration) *httptest.Server {
 // A real-time run against a server with known timing measures it: the point of this test is
 // real time, so it sleeps, with tolerances for a loaded 2-core machine.
 func TestRunMeasuresKnownTiming(t *testing.T) {
+	testtier.Accuracy(t, "TTFT, TPOT and ITL of a paced server on the real clock")
 	srv := pacedServer(t, 60*time.Millisecond, 15*time.Millisecond)
 	dir := t.TempDir()
 	code, stdout, stderr := runCLI(t, context.Background(), "run", "--url", srv.URL, "--concurrency", "4",
@@ -321,9 +323,7 @@ func TestNoServerAnswersIsExit4(t *testing.T) {
 // The in-process simulator over real HTTP agrees with the virtual clock: the same engine,
 // paced in wall time. Real time is the point, so the test takes a few seconds.
 func TestLiveRunAgreesWithSimulate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real time")
-	}
+	testtier.Accuracy(t, "live TPOT and throughput within 10 % of the virtual clock's")
 	args := []string{"--sim", "textbook", "--concurrency", "4,16", "--requests", "16", "--input-tokens", "512", "--output-tokens", "100"}
 	simDir, runDir := t.TempDir(), t.TempDir()
 	if code, _, stderr := runCLI(t, context.Background(), append([]string{"simulate", "--output-dir", simDir}, args...)...); code != 0 {

@@ -18,12 +18,15 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/memnet"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
+	"github.com/llmbench/llmbench/internal/testproc"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
@@ -38,6 +41,42 @@ const faultModel = "fault-sim"
 // given --faults spec on a loopback port, as `llmbench serve --faults` does.
 func startFaultySim(t *testing.T, spec string, seed int64) (url string, srv *server.Server) {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + ln.Addr().String(), serveFaultySim(t, spec, seed, sim.NewEngine, ln)
+}
+
+// startFaultySimInMemory is startFaultySim for a test in a synctest bubble: the engine on
+// Go's timers, which the bubble's fake clock drives, and `llmbench run`'s requests over an
+// in-memory listener, until the test ends.
+func startFaultySimInMemory(t *testing.T, spec string, seed int64) (url string, srv *server.Server) {
+	t.Helper()
+	return memnet.URL, serveFaultySim(t, spec, seed, sim.NewEngineOnGoTimers, memTarget(t))
+}
+
+// memTarget is a listener that `llmbench run`'s requests reach, in memory, until the test
+// ends: for a run in a synctest bubble.
+func memTarget(t *testing.T) *memnet.Listener {
+	ln := memnet.NewListener()
+	dialTarget = ln.Dial
+	t.Cleanup(func() { dialTarget = nil })
+	return ln
+}
+
+// serveInMemory serves h to `llmbench run` through memTarget until the test ends, and
+// returns the URL to run against.
+func serveInMemory(t *testing.T, h http.Handler) string {
+	hs := &http.Server{Handler: h}
+	go hs.Serve(memTarget(t))
+	t.Cleanup(func() { hs.Close() })
+	return memnet.URL
+}
+
+// serveFaultySim serves startFaultySim's simulator on ln until the test ends.
+func serveFaultySim(t *testing.T, spec string, seed int64, newEngine func(sim.Profile) *sim.Engine, ln net.Listener) *server.Server {
+	t.Helper()
 	fs, err := server.ParseFaults(spec)
 	if err != nil {
 		t.Fatalf("faults %q: %v", spec, err)
@@ -49,16 +88,12 @@ func startFaultySim(t *testing.T, spec string, seed int64) (url string, srv *ser
 	p.Cost.DecodeStepMs, p.Cost.DecodeGrowth, p.Cost.PrefillMsPerToken = 2, 0, 0.001
 	p.Seed = seed
 	ctx, cancel := context.WithCancel(context.Background())
-	eng := sim.NewEngine(p)
+	eng := newEngine(p)
 	go eng.Start(ctx)
-	srv, err = server.New(eng, server.Options{ModelName: faultModel, Faults: fs, Seed: seed})
+	srv, err := server.New(eng, server.Options{ModelName: faultModel, Faults: fs, Seed: seed})
 	if err != nil {
 		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
+		ln.Close()
 		t.Fatal(err)
 	}
 	hs := server.HTTPServer("", srv)
@@ -67,7 +102,7 @@ func startFaultySim(t *testing.T, spec string, seed int64) (url string, srv *ser
 		hs.Close() // ends stalled streams at once
 		cancel()
 	})
-	return "http://" + ln.Addr().String(), srv
+	return srv
 }
 
 // generationOnly answers 404 to everything but POST /v1/chat/completions, so that the
@@ -100,11 +135,7 @@ func runAgainst(t *testing.T, url string, requests int, extra ...string) faultRu
 	args := append([]string{"run", "--url", url, "--model", faultModel, "--concurrency", "8",
 		"--requests", fmt.Sprint(requests), "--input-tokens", "16", "--output-tokens", "12",
 		"--no-progress", "--test-request=false", "--output-dir", dir}, extra...) // faults are counted during the run
-	// The default tokenizer loads once per process (about 2 s); load it before the clock
-	// starts, so the wall-time bound is about the run and its faults.
-	if _, err := tokenizer.Load("o200k_base"); err != nil {
-		t.Fatal(err)
-	}
+	loadDefaultTokenizer(t)
 	t0 := time.Now()
 	code, stdout, stderr := runCLI(t, context.Background(), args...)
 	fr := faultRun{code: code, stdout: stdout, stderr: stderr, wall: time.Since(t0)}
@@ -118,6 +149,16 @@ func runAgainst(t *testing.T, url string, requests int, extra ...string) faultRu
 	}
 	fr.sum = readSummaryT(t, dir)
 	return fr
+}
+
+// loadDefaultTokenizer loads the default tokenizer, once per process (about 2 s): before a
+// run's clock starts, so its wall-time bound is about the run and its faults, and outside
+// the synctest bubble that first uses it.
+func loadDefaultTokenizer(t *testing.T) {
+	t.Helper()
+	if _, err := tokenizer.Load("o200k_base"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // errorKey is how a failed record is counted: its kind, plus the status for HTTP errors
@@ -230,8 +271,14 @@ func mapsEqual(a, b map[string]int) bool {
 }
 
 // Each injected fault, alone and all together: the client's count of each error kind
-// equals the server's count of injected faults, and the rest complete.
+// equals the server's count of injected faults, and the rest complete. The whole run goes
+// on a synctest bubble's fake clock, over an in-memory listener: on the real clock a loaded
+// machine could keep a healthy stream's reader off the CPU for longer than --idle-timeout
+// (400 ms, against 2 ms steps), and the idle watch, which sees only what has been read,
+// then failed a healthy request as idle_timeout. On the fake clock time passes only while
+// every goroutine waits, so only the stall (30 s) outlasts the idle timeout.
 func TestFaultsInjectedEqualFaultsCounted(t *testing.T) {
+	loadDefaultTokenizer(t)
 	const requests = 48
 	for _, tc := range []struct {
 		name, spec string
@@ -248,52 +295,60 @@ func TestFaultsInjectedEqualFaultsCounted(t *testing.T) {
 			[]string{"--api", "openai-completions"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			url, srv := startFaultySim(t, tc.spec, 7)
-			// The stall (30 s) is far longer than --idle-timeout: the client must give up on
-			// it, and only on it (healthy streams send a token every ~2 ms).
-			fr := runAgainst(t, url, requests, append([]string{"--idle-timeout", "400ms", "--timeout", "20s", "--seed", "7"}, tc.args...)...)
-			injected := srv.FaultsInjected()
-			want := map[string]int{}
-			total := 0
-			for fault, n := range injected {
-				if n == 0 {
-					continue
+			synctest.Test(t, func(t *testing.T) {
+				url, srv := startFaultySimInMemory(t, tc.spec, 7)
+				// The stall (30 s) is far longer than --idle-timeout: the client must give up on
+				// it, and only on it (healthy streams send a token every ~2 ms).
+				fr := runAgainst(t, url, requests, append([]string{"--idle-timeout", "400ms", "--timeout", "20s", "--seed", "7"}, tc.args...)...)
+				injected := srv.FaultsInjected()
+				want := map[string]int{}
+				total := 0
+				for fault, n := range injected {
+					if n == 0 {
+						continue
+					}
+					if !strings.Contains(tc.spec, fault+"=") {
+						t.Errorf("server injected %d %s faults that were not asked for", n, fault)
+					}
+					want[faultErrorKey[fault]] += int(n)
+					total += int(n)
 				}
-				if !strings.Contains(tc.spec, fault+"=") {
-					t.Errorf("server injected %d %s faults that were not asked for", n, fault)
+				for _, item := range strings.Split(tc.spec, ",") {
+					fault, _, _ := strings.Cut(item, "=")
+					if injected[fault] == 0 {
+						t.Errorf("no %s fault injected in %d requests: the test would prove nothing", fault, requests)
+					}
 				}
-				want[faultErrorKey[fault]] += int(n)
-				total += int(n)
-			}
-			for _, item := range strings.Split(tc.spec, ",") {
-				fault, _, _ := strings.Cut(item, "=")
-				if injected[fault] == 0 {
-					t.Errorf("no %s fault injected in %d requests: the test would prove nothing", fault, requests)
+				want["ok"] = requests - total
+				checkAccounting(t, fr, requests, want, 10*time.Second)
+				for i := range fr.recs {
+					r := &fr.recs[i]
+					if r.Error != nil && r.Error.Kind == record.KindHTTPStatus && r.Error.Status == 429 &&
+						!strings.Contains(r.Error.Message, "rate limit") {
+						t.Errorf("429 record does not keep the server's message: %q", r.Error.Message)
+					}
 				}
-			}
-			want["ok"] = requests - total
-			checkAccounting(t, fr, requests, want, 10*time.Second)
-			for i := range fr.recs {
-				r := &fr.recs[i]
-				if r.Error != nil && r.Error.Kind == record.KindHTTPStatus && r.Error.Status == 429 &&
-					!strings.Contains(r.Error.Message, "rate limit") {
-					t.Errorf("429 record does not keep the server's message: %q", r.Error.Message)
+				t.Logf("%d requests, injected %v, run took %v", requests, injected, fr.wall.Round(time.Millisecond))
+				if t.Failed() {
+					t.Logf("stdout:\n%s", fr.stdout)
 				}
-			}
-			t.Logf("%d requests, injected %v, run took %v", requests, injected, fr.wall.Round(time.Millisecond))
-			if t.Failed() {
-				t.Logf("stdout:\n%s", fr.stdout)
-			}
+			})
 		})
 	}
 }
 
 // --timeout bounds the whole request: a server that never answers, and one that keeps a
 // stream alive forever (bytes every 20 ms, so the idle timeout never fires), both end as
-// kind timeout after about --timeout, while the fast requests between them complete.
+// kind timeout after about --timeout, while the fast requests between them complete. On
+// synctest's fake clock, so that a loaded machine cannot push a fast request past 300 ms.
 func TestWholeRequestTimeout(t *testing.T) {
+	loadDefaultTokenizer(t)
+	synctest.Test(t, testWholeRequestTimeout)
+}
+
+func testWholeRequestTimeout(t *testing.T) {
 	var n atomic.Int64
-	srv := httptest.NewServer(generationOnly(func(w http.ResponseWriter, r *http.Request) {
+	url := serveInMemory(t, generationOnly(func(w http.ResponseWriter, r *http.Request) {
 		// Read the body first: only then does net/http watch the connection and cancel
 		// r.Context() when the client gives up.
 		io.Copy(io.Discard, r.Body)
@@ -319,9 +374,8 @@ func TestWholeRequestTimeout(t *testing.T) {
 		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" a b\"}}]}\n\n"+
 			"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" c\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n")
 	}))
-	defer srv.Close()
 	const requests = 12
-	fr := runAgainst(t, srv.URL, requests, "--timeout", "300ms", "--idle-timeout", "5s")
+	fr := runAgainst(t, url, requests, "--timeout", "300ms", "--idle-timeout", "5s")
 	t.Logf("run took %v", fr.wall.Round(time.Millisecond))
 	checkAccounting(t, fr, requests, map[string]int{"ok": 4, record.KindTimeout: 8}, 5*time.Second)
 	for i := range fr.recs {
@@ -342,8 +396,9 @@ func TestWholeRequestTimeout(t *testing.T) {
 // failed with a kind that says what went wrong, none counts as completed, none feeds the
 // latency figures, and the run exits 1 (nothing succeeded). Where two kinds are fair
 // descriptions (a body with no event at all is both truncated and not a stream), either
-// is accepted, but every request must get the same one.
+// is accepted, but every request must get the same one. On synctest's fake clock.
 func TestGarbageResponses(t *testing.T) {
+	loadDefaultTokenizer(t)
 	for _, tc := range []struct {
 		name  string
 		ct    string
@@ -369,25 +424,26 @@ func TestGarbageResponses(t *testing.T) {
 			[]string{record.KindEmpty}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(generationOnly(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", tc.ct)
-				w.WriteHeader(http.StatusOK)
-				fmt.Fprint(w, tc.body)
-			}))
-			defer srv.Close()
-			const requests = 10
-			fr := runAgainst(t, srv.URL, requests, "--idle-timeout", "2s", "--timeout", "5s")
-			kind := "ok"
-			if len(fr.recs) > 0 && fr.recs[0].Error != nil {
-				kind = fr.recs[0].Error.Kind
-			}
-			if !slices.Contains(tc.kinds, kind) {
-				t.Errorf("kind %s, want one of %v", kind, tc.kinds)
-			}
-			checkAccounting(t, fr, requests, map[string]int{kind: requests}, 5*time.Second)
-			if !strings.Contains(fr.stderr, "no request of concurrency 8 succeeded") {
-				t.Errorf("stderr does not say that nothing succeeded:\n%s", fr.stderr)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				url := serveInMemory(t, generationOnly(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", tc.ct)
+					w.WriteHeader(http.StatusOK)
+					fmt.Fprint(w, tc.body)
+				}))
+				const requests = 10
+				fr := runAgainst(t, url, requests, "--idle-timeout", "2s", "--timeout", "5s")
+				kind := "ok"
+				if len(fr.recs) > 0 && fr.recs[0].Error != nil {
+					kind = fr.recs[0].Error.Kind
+				}
+				if !slices.Contains(tc.kinds, kind) {
+					t.Errorf("kind %s, want one of %v", kind, tc.kinds)
+				}
+				checkAccounting(t, fr, requests, map[string]int{kind: requests}, 5*time.Second)
+				if !strings.Contains(fr.stderr, "no request of concurrency 8 succeeded") {
+					t.Errorf("stderr does not say that nothing succeeded:\n%s", fr.stderr)
+				}
+			})
 		})
 	}
 }
@@ -410,9 +466,15 @@ func TestConnectRefused(t *testing.T) {
 
 // A cut mid-stream, on a server of our own (not the simulator): the records keep the
 // tokens that arrived before the cut, the kind is disconnect, and the figures exclude them.
+// On synctest's fake clock.
 func TestDisconnectKeepsPartialTimings(t *testing.T) {
+	loadDefaultTokenizer(t)
+	synctest.Test(t, testDisconnectKeepsPartialTimings)
+}
+
+func testDisconnectKeepsPartialTimings(t *testing.T) {
 	var n atomic.Int64
-	srv := httptest.NewServer(generationOnly(func(w http.ResponseWriter, r *http.Request) {
+	url := serveInMemory(t, generationOnly(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" a\"}}]}\n\n")
 		w.(http.Flusher).Flush()
@@ -421,9 +483,8 @@ func TestDisconnectKeepsPartialTimings(t *testing.T) {
 		}
 		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" b\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n")
 	}))
-	defer srv.Close()
 	const requests = 8
-	fr := runAgainst(t, srv.URL, requests, "--idle-timeout", "2s", "--timeout", "5s")
+	fr := runAgainst(t, url, requests, "--idle-timeout", "2s", "--timeout", "5s")
 	checkAccounting(t, fr, requests, map[string]int{"ok": 4, record.KindDisconnect: 4}, 5*time.Second)
 	var idx []int
 	for i := range fr.recs {
@@ -511,7 +572,7 @@ func TestKilledRunLeavesValidRecords(t *testing.T) {
 		"--output-tokens", "8", "--input-tokens", "16", "--no-progress", "--output-dir", dir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	if err := testproc.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "records.jsonl")

@@ -18,6 +18,7 @@ import (
 	"github.com/llmbench/llmbench/internal/fidelity"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/testtier"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
@@ -52,9 +53,7 @@ func startServe(t *testing.T, args ...string) (url string, stop func()) {
 // every request once, the merged figures consistent with the shards', and the merged run's
 // records still join to the server's ground truth with non-negative event-time errors.
 func TestShardsAgainstServe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a server and three shards for about two seconds")
-	}
+	testtier.Long(t, "runs a server and three shards for about two seconds")
 	if _, err := tokenizer.Load("o200k_base"); err != nil { // cached: the shards start at once
 		t.Fatal(err)
 	}

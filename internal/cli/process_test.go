@@ -18,17 +18,17 @@ import (
 
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/testproc"
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // buildBinary builds cmd/llmbench once per test binary run.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	testtier.Long(t, "builds the binary")
 	bin := filepath.Join(t.TempDir(), "llmbench")
 	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/llmbench")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := testproc.CombinedOutput(t, cmd); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
@@ -44,7 +44,7 @@ func TestSIGINTKeepsResults(t *testing.T) {
 		"--output-tokens", "8", "--input-tokens", "16", "--output-dir", dir)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
+	if err := testproc.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
 	recordsPath := filepath.Join(dir, "records.jsonl")

@@ -20,6 +20,10 @@ import (
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
+// dialTarget, when a test sets it, connects run's requests to the target (an in-memory
+// listener, for a run on a synctest bubble's fake clock); nil is TCP.
+var dialTarget func(ctx context.Context, network, addr string) (net.Conn, error)
+
 func newRunCmd(stdio Stdio) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
@@ -118,6 +122,7 @@ func (c *benchConfig) clientConfig(stdio Stdio) client.Config {
 		CACert: c.caCert, Insecure: c.insecure, HTTP2: c.http2, ReadStamps: c.readStamps,
 		DisableKeepAlive: !c.keepAlive, SaveText: c.saveText,
 		OnServerCloses: func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) },
+		Dial:           dialTarget,
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // summaryMap reads dir/summary.json as untyped JSON, as a script would.
@@ -100,9 +102,7 @@ func TestMaxErrorRateStop(t *testing.T) {
 // --stop-on-saturation ends a rate ladder at the first oversaturated level, records the
 // rate, and exits 0; without it the ladder goes on.
 func TestStopOnSaturation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a ladder of 300 s levels on the virtual clock")
-	}
+	testtier.Long(t, "a ladder of 300 s levels on the virtual clock")
 	args := []string{"simulate", "--sim", "textbook", "--rate", "6,8,12,14", "--duration", "300s",
 		"--input-tokens", "512", "--output-tokens", "100", "--records", "compact"}
 	dir := t.TempDir()

@@ -65,6 +65,9 @@ type Config struct {
 	OnServerCloses func(closed int)
 	// SaveText keeps each response's generated text in its record (--save-text).
 	SaveText bool
+	// Dial, when set, connects to the target instead of TCP: an in-memory listener, so a
+	// test's whole run can go on a synctest bubble's fake clock.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Names of the supported APIs.
@@ -228,7 +231,7 @@ func New(cfg Config) (*Client, error) {
 	conns := &connTracker{base: time.Now(), onHabit: cfg.OnServerCloses}
 	// Kernel receive stamps on every connection (rxstamp.go); the kept-alive ones are also
 	// watched for the server closing them (conn.go).
-	dial := dialFunc(baseDialer.DialContext)
+	dial := cfg.dialer()
 	if !cfg.ReadStamps && kernelStamps {
 		inner := dial
 		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {

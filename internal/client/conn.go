@@ -97,8 +97,15 @@ func tlsConfig(cfg Config) (*tls.Config, error) {
 	return tlsCfg, nil
 }
 
-// baseDialer is how every connection to the target is dialed.
+// baseDialer is how every connection to the target is dialed, unless Config.Dial says.
 var baseDialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+
+func (c Config) dialer() dialFunc {
+	if c.Dial != nil {
+		return c.Dial
+	}
+	return baseDialer.DialContext
+}
 
 // SideClient returns an HTTP client for the calls to the target other than the measured
 // ones (/tokenize, /metrics, model lists): the same TLS, proxy, timeouts, API key and
@@ -111,7 +118,7 @@ func SideClient(cfg Config) (*http.Client, error) {
 	}
 	side := cfg
 	side.MaxConns, side.HTTP2 = 2, false
-	tr := newTransport(side, tlsCfg, baseDialer.DialContext, true)
+	tr := newTransport(side, tlsCfg, cfg.dialer(), true)
 	spec := apiSpecs[cfg.API]
 	if spec == nil {
 		spec = apiSpecs[APIOpenAIChat]

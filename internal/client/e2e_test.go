@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/llmbench/llmbench/internal/memnet"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -23,68 +23,19 @@ import (
 // memListener connects the client's transport to an http.Server through net.Pipe, so a
 // whole request runs inside a synctest bubble: time is virtual, sleeps cost nothing, and
 // recorded times are exact.
-type memListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newMemListener() *memListener {
-	return &memListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *memListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *memListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *memListener) Addr() net.Addr { return memAddr{} }
-
-// dial connects through a pipe, telling the request's trace of it as net.Dialer does.
-func (l *memListener) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	a, b := net.Pipe()
-	trace := httptrace.ContextClientTrace(ctx)
-	if trace != nil && trace.ConnectStart != nil {
-		trace.ConnectStart(network, addr)
-	}
-	select {
-	case l.conns <- b:
-		if trace != nil && trace.ConnectDone != nil {
-			trace.ConnectDone(network, addr, nil)
-		}
-		return a, nil
-	case <-l.closed:
-		return nil, fmt.Errorf("dial llm.test: connection refused")
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type memAddr struct{}
-
-func (memAddr) Network() string { return "mem" }
-func (memAddr) String() string  { return "llm.test:80" }
+type memListener = memnet.Listener
 
 // inBubble runs f with a client for cfg talking to h, all on virtual time.
 func inBubble(t *testing.T, h http.Handler, cfg Config, f func(t *testing.T, c *Client, l *memListener)) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
-		l := newMemListener()
+		l := memnet.NewListener()
 		srv := &http.Server{Handler: h, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
 		}}
 		go srv.Serve(l)
 		if cfg.BaseURL == "" {
-			cfg.BaseURL = "http://llm.test"
+			cfg.BaseURL = memnet.URL
 		}
 		if cfg.API == "" {
 			cfg.API = APIOpenAIChat
@@ -93,7 +44,7 @@ func inBubble(t *testing.T, h http.Handler, cfg Config, f func(t *testing.T, c *
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.setDial(l.dial)
+		c.setDial(l.Dial)
 		f(t, c, l)
 		c.Close()
 		srv.Close()
@@ -230,7 +181,7 @@ func TestDoKeepAlive(t *testing.T) {
 	inBubble(t, http.HandlerFunc(h), Config{MaxConns: 1}, func(t *testing.T, c *Client, l *memListener) {
 		c.setDial(func(ctx context.Context, n, a string) (net.Conn, error) {
 			dials++
-			return l.dial(ctx, n, a)
+			return l.Dial(ctx, n, a)
 		})
 		start := time.Now()
 		for i := 0; i < 5; i++ {

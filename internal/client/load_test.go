@@ -15,23 +15,22 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/testtier"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // TestLoadFidelity measures the client's event-time error under load: a local server
 // streams concurrent streams at 50 tokens/s each, notes when it flushed every token
 // (ground truth, same process and clock), and the test compares with the times the
-// client recorded. A plain run checks 100 streams for one request each (about 2 s; -short
-// skips it); LLMBENCH_LOAD_STREAMS (for 10 s unless LLMBENCH_LOAD_DURATION says otherwise)
+// client recorded. The accuracy tier checks 100 streams for one request each (about 2 s);
+// LLMBENCH_LOAD_STREAMS (for 10 s unless LLMBENCH_LOAD_DURATION says otherwise)
 // sizes the full measurement, which takes both cores:
 //
-//	LLMBENCH_LOAD_STREAMS=1000 go test -run TestLoadFidelity -v ./internal/client
+//	LLMBENCH_ACCURACY=1 LLMBENCH_LOAD_STREAMS=1000 go test -run TestLoadFidelity -v ./internal/client
 //
 // Pin to 2 cores (taskset -c 0,1, GOMAXPROCS=2) to reproduce the 2-core target.
 func TestLoadFidelity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("streams on the real clock for about 2 s")
-	}
+	testtier.Accuracy(t, "event-time error of 100 streams on the real clock")
 	streams, dur := 100, 2*time.Second
 	if n, _ := strconv.Atoi(os.Getenv("LLMBENCH_LOAD_STREAMS")); n > 0 {
 		streams, dur = n, 10*time.Second

@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 var _ load.Target = (*Client)(nil)
@@ -25,9 +26,7 @@ var _ load.Target = (*Client)(nil)
 // TestRealTiming runs over real TCP and the real clock: 4 concurrent streams, TTFT 60 ms,
 // then a token every 15 ms. Tolerances are wide because the test machine is shared.
 func TestRealTiming(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-time test")
-	}
+	testtier.Accuracy(t, "TTFT and TPOT over real TCP on the real clock")
 	srv := httptest.NewServer(scripted(tokenStream(60*time.Millisecond, 15*time.Millisecond, 16)...))
 	defer srv.Close()
 	c, err := New(Config{BaseURL: srv.URL, API: APIOpenAIChat, MaxConns: 4, IdleTimeout: 10 * time.Second})

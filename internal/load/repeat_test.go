@@ -8,6 +8,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/testtier"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -44,9 +45,7 @@ func noisyRun(t testing.TB, seed int64, requests int) metrics.Level {
 // P50). A tail percentile covers less (TPOT P90: 87%): each short run's P90 is a biased
 // estimate of the long run's, and the interval is for the short runs' expectation.
 func TestRepeatCoverage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("200 trials of 5 runs")
-	}
+	testtier.Long(t, "200 trials of 5 runs")
 	const trials, runs, requests = 200, 5, 300
 	long := noisyRun(t, 1<<40, 100*requests)
 	figures := []struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // holdCase is a plan whose answers are checked at steady state.
@@ -59,12 +60,11 @@ func holdCases(t *testing.T) []holdCase {
 // TestPlansHoldAtSteadyState: a plan's answers hold for ten minutes of the traffic, as
 // `simulate --duration 600s` would run them: the chosen fleet meets every SLO, the fleet one
 // replica smaller does not, and every candidate meeting the SLOs meets them at 95% of its
-// headroom rate. A long test (about a minute): it checks the plan's horizons against a
-// horizon longer than any the plan uses.
+// headroom rate. It checks the plan's predictions, as the calibrate tests check
+// calibrate's, so it is in the accuracy tier: deterministic, but about a minute of two cores
+// (five plans, and every candidate re-simulated for 600 s).
 func TestPlansHoldAtSteadyState(t *testing.T) {
-	if testing.Short() {
-		t.Skip("long: plans five spaces and re-simulates every candidate for 600 s")
-	}
+	testtier.Accuracy(t, "plans re-simulated for 600 s meet their SLOs, one replica fewer does not")
 	for _, tc := range holdCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/testproc"
 )
 
 var (
@@ -54,7 +56,7 @@ func runChromium(t *testing.T, bin, page string, height int, extra ...string) []
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := testproc.Run(t, cmd); err != nil {
 		t.Fatalf("chromium %v: %v\nstderr:\n%s", extra, err, lastLines(stderr.String(), 30))
 	}
 	return stdout.Bytes()

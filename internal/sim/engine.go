@@ -29,8 +29,12 @@ var ErrStopped = errors.New("sim: engine stopped")
 // NewEngine builds an engine for p. An invalid profile makes every Submit fail with the
 // reason; LoadProfile has already validated the profiles it returns. Its loop waits on a
 // kernel timer on Linux, which a testing/synctest bubble's fake clock does not drive: tests
-// in a bubble use this package's newEngine(p, false).
+// in a bubble use NewEngineOnGoTimers.
 func NewEngine(p Profile) *Engine { return newEngine(p, true) }
+
+// NewEngineOnGoTimers is NewEngine paced by Go's timers alone, which a synctest bubble's
+// fake clock drives exactly (on the real clock they wake up to 1.1 ms late: alarm_linux.go).
+func NewEngineOnGoTimers(p Profile) *Engine { return newEngine(p, false) }
 
 // newEngine is NewEngine; fine=false paces by Go's timers alone.
 func newEngine(p Profile, fine bool) *Engine {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // pacingArrival is one request of the pacing tests: submitted at, prompt and output tokens.
@@ -198,14 +200,12 @@ func measurePacing(t *testing.T, p Profile, fine bool, n int) pacing {
 // timerfd (alarm_linux.go) Go's timers woke the loop 0–1.1 ms late in a saw-tooth, and with
 // the default profile's 5.66 ms step the reader's median gap came out 5.26 ms (−7 %).
 //
-//	go test ./internal/sim -run TestEnginePacingRealClock -v
+//	LLMBENCH_ACCURACY=1 go test ./internal/sim -run TestEnginePacingRealClock -v
 //
 // prints both ways of waking. Tolerances are loose for a loaded 2-core machine: noise
 // delays steps at random, which widens the gaps both ways but leaves their median.
 func TestEnginePacingRealClock(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real clock: skipped under -short")
-	}
+	testtier.Accuracy(t, "the wall-clock engine's step gaps on the real clock")
 	p := mustProfile(t, "h200-llama-3.1-8b")
 	const n = 400
 	fine := measurePacing(t, p, true, n)

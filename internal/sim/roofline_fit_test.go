@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // stepPoint is one measured figure the roofline is fitted to: a step (or a whole run) of a
@@ -508,9 +510,7 @@ const looBound = 0.50
 // docs/simulator.md). It fails if the new form's worst held-out error in a group passes
 // looBound, or its mean held-out error over the groups passes 20 %.
 func TestRooflineLeaveOneOut(t *testing.T) {
-	if testing.Short() {
-		t.Skip("refits the roofline 50 times (seconds)")
-	}
+	testtier.Long(t, "refits the roofline 50 times (seconds)")
 	pts := loadStepPoints(t)
 	rows := leaveOneOut(pts)
 	var b strings.Builder

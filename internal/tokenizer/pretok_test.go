@@ -8,6 +8,8 @@ import (
 	"unicode"
 
 	"github.com/dlclark/regexp2"
+
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // regexpPieces splits text with regexp2 (the reference for the hand-written matchers).
@@ -87,9 +89,7 @@ func TestFastPretokenizerMatchesRegexp(t *testing.T) {
 // TestFastPretokenizerAllRunes checks the contraction's case folding after every cased
 // rune, and every character class in context for the first 12k runes plus a stride beyond.
 func TestFastPretokenizerAllRunes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("sweeps every rune through regexp2")
-	}
+	testtier.Long(t, "sweeps every rune through regexp2")
 	var folds, classes strings.Builder
 	for r := rune(1); r <= unicode.MaxRune; r++ {
 		if r >= 0xD800 && r <= 0xDFFF {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/cputime"
+	"github.com/llmbench/llmbench/internal/testproc"
 )
 
 // Benchmark shape: streams in flight and tokens per request.
@@ -56,7 +57,7 @@ func benchServe(b *testing.B, child bool) {
 	if child {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestBenchClientHelper$", "-test.count=1")
 		cmd.Env = append(os.Environ(), fmt.Sprintf("LLMBENCH_BENCH_CLIENT=%s,%d,%d,%d", ts.URL, requests, benchTokens, benchStreams))
-		out, err := cmd.CombinedOutput()
+		out, err := testproc.CombinedOutput(b, cmd)
 		if err != nil {
 			b.Fatalf("client process: %v\n%s", err, out)
 		}

@@ -1,0 +1,41 @@
+// Package testtier is the one switch between the two tiers of tests (docs/testing.md).
+//
+// The default tier is what `go test ./...` runs: hermetic, and free of wall-clock bounds
+// that a loaded machine can break, so it passes on a busy 2-core laptop. The accuracy tier
+// holds the tests whose point is real time (a dispatcher's lateness, a calibration's
+// predictions against a live server, event-time error under load): they run only when
+// LLMBENCH_ACCURACY=1, as .ci/run's own steps set it.
+package testtier
+
+import (
+	"os"
+	"testing"
+)
+
+// Env is the variable that turns the accuracy tier on.
+const Env = "LLMBENCH_ACCURACY"
+
+// Enabled reports whether the accuracy tier is on.
+func Enabled() bool { return os.Getenv(Env) == "1" }
+
+// Accuracy skips t unless the accuracy tier is on; what says what real-clock figure the
+// test holds, for the skip message.
+func Accuracy(t testing.TB, what string) {
+	t.Helper()
+	if !Enabled() {
+		t.Skipf("accuracy tier (%s): run with %s=1 go test -run '^%s$' (docs/testing.md)", what, Env, t.Name())
+	}
+}
+
+// Quick reports whether -short asks for the quick loop, for a test that shrinks under it
+// rather than skipping.
+func Quick() bool { return testing.Short() }
+
+// Long skips t under -short: a slow test that asserts no wall-clock bound, left out of the
+// quick loop while editing but part of the default tier.
+func Long(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: %s", why)
+	}
+}
