@@ -37,7 +37,11 @@ func holdCases(t *testing.T) []holdCase {
 		p.Model, p.Name = m, model
 		return p
 	}
-	fitted, err := sim.LoadProfile("../../bench/linear16.yaml")
+	linear16, err := sim.LoadProfile("../../bench/linear16.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fitted, err := sim.LoadProfile("testdata/fitted-linear16.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +56,10 @@ func holdCases(t *testing.T) []holdCase {
 			rate: 25, in: 512, out: 128, slo: "ttft:p90<=300ms,e2el:p99<=8s"},
 		{name: "Mistral-7B long prompts", base: preset("mistral-7b"), space: Space{GPUs: []string{"h200", "l40s"}, TPs: []int{1, 2}},
 			rate: 6, in: 4096, out: 128, slo: "ttft:p99<=2s,tpot:p99<=60ms"},
-		// A calibrated server (a linear profile of 16 slots): replicas of it only.
-		{name: "linear 16 slots", base: fitted, rate: 20, in: 512, out: 100, slo: "ttft:p99<=1s,tpot:p50<=25ms"},
+		// A linear profile of 16 slots, and the profile calibrate fitted to a server of it:
+		// replicas of it only.
+		{name: "linear 16 slots", base: linear16, rate: 20, in: 512, out: 100, slo: "ttft:p99<=1s,tpot:p50<=25ms"},
+		{name: "calibrated 16 slots", base: fitted, rate: 12, in: 1024, out: 128, slo: "ttft:p99<=2s,tpot:p99<=30ms"},
 	}
 }
 
