@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -26,4 +28,19 @@ func Deploy(p sim.Profile) (load.VirtualServer, error) {
 	}
 	rtt, jitter, fe := p.NetworkDelays()
 	return load.WithNetwork(srv, load.Network{RTT: rtt, Jitter: jitter, FrontEnd: fe}), nil
+}
+
+// SeqsNeeded is the SeqsNeeded of the engines behind srv, a deployment Deploy built: the
+// smallest max_num_seqs under which they would have run as they did (see sim.Virtual).
+func SeqsNeeded(srv load.VirtualServer) int {
+	for {
+		switch s := srv.(type) {
+		case interface{ SeqsNeeded() int }:
+			return s.SeqsNeeded()
+		case interface{ Unwrap() load.VirtualServer }:
+			srv = s.Unwrap()
+		default:
+			panic(fmt.Sprintf("bench.SeqsNeeded: %T is no deployment of Deploy's", srv))
+		}
+	}
 }

@@ -29,6 +29,9 @@ func WithNetwork(srv VirtualServer, n Network) VirtualServer {
 	return &network{srv: srv, up: n.RTT / 2, down: n.RTT - n.RTT/2, jitter: n.Jitter, frontEnd: n.FrontEnd}
 }
 
+// Unwrap is the server behind the network.
+func (n *network) Unwrap() VirtualServer { return n.srv }
+
 // network delays srv's requests and emitted tokens. Tokens are delayed by a constant, so
 // they arrive in the order they left (a FIFO queue); requests by a jittered delay (a heap).
 type network struct {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -243,5 +245,35 @@ func BenchmarkSimulate1M(b *testing.B) {
 		if n != 1_000_000 {
 			b.Fatalf("%d records", n)
 		}
+	}
+}
+
+// TestSeqsNeeded: a run in which max_num_seqs held nothing back is the same run under any
+// limit from the most it needed up, and not under one below it (plan reuses such runs).
+func TestSeqsNeeded(t *testing.T) {
+	p := simProfile(t, "textbook")
+	lvl := Level{Rate: 6, Arrival: schedule.Arrival{Kind: "poisson"}, Duration: 30 * time.Second, Seed: 3}
+	run := func(seqs int) (int, []time.Duration) {
+		q := p
+		q.Engine.MaxNumSeqs = seqs
+		v, err := sim.NewVirtual(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var done []time.Duration
+		if _, _, err := RunVirtual(context.Background(), lvl, 0, fixedSource{in: 512, out: 100}, v, func(r *record.Record) { done = append(done, r.Done) }); err != nil {
+			t.Fatal(err)
+		}
+		return v.SeqsNeeded(), done
+	}
+	need, ref := run(256)
+	if need < 2 || need > 256 {
+		t.Fatalf("needed %d sequences under a limit of 256, want a batch that never reached it", need)
+	}
+	if got, at := run(need); got != need || !slices.Equal(at, ref) {
+		t.Errorf("under a limit of %d (what it needed): needed %d, records differ %v", need, got, !slices.Equal(at, ref))
+	}
+	if got, at := run(need - 1); got <= need-1 || slices.Equal(at, ref) {
+		t.Errorf("under a limit of %d (one less): needed %d (want more than the limit), same records %v", need-1, got, slices.Equal(at, ref))
 	}
 }

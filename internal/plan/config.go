@@ -189,6 +189,7 @@ func duplicate[T comparable](list []T) string {
 // engine is one engine configuration: a replica's profile, and its place in the space.
 type engine struct {
 	index int         // in the space's order
+	group int         // engines of one group differ in max_num_seqs alone
 	p     sim.Profile // one replica (Deployment.Replicas 1), router unset
 }
 
@@ -197,6 +198,7 @@ type engine struct {
 func (c Config) engines() []engine {
 	axes := c.axes()
 	idx := make([]int, len(axes)) // an odometer over the axes, the last turning fastest
+	groups := map[string]int{}
 	var out []engine
 	for {
 		p := c.Base
@@ -204,7 +206,13 @@ func (c Config) engines() []engine {
 		for i, a := range axes {
 			a.set(&p, idx[i])
 		}
-		out = append(out, engine{index: len(out), p: p})
+		key := fmt.Sprint(idx[:seqsAxis], idx[seqsAxis+1:])
+		g, ok := groups[key]
+		if !ok {
+			g = len(groups)
+			groups[key] = g
+		}
+		out = append(out, engine{index: len(out), group: g, p: p})
 		i := len(axes) - 1
 		for ; i >= 0; i-- {
 			if idx[i]++; idx[i] < axes[i].n {
@@ -225,6 +233,10 @@ type axis struct {
 	n   int
 	set func(p *sim.Profile, i int)
 }
+
+// seqsAxis is max_num_seqs's place in axes: engines that differ in it alone form a group,
+// whose runs a larger limit can reuse (runCache).
+const seqsAxis = 3
 
 // axes are the space's dimensions, in the order engines varies them (GPU outermost).
 func (c Config) axes() []axis {

@@ -401,3 +401,27 @@ func TestFixedLengthWarns(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchLimitsReuseRuns: engines differing in max_num_seqs alone share the runs in which
+// the limit held nothing back (runCache), and the plan is the one each would get alone.
+func TestBatchLimitsReuseRuns(t *testing.T) {
+	base, _ := sim.LoadProfile("")
+	plan := func(seqs ...int) []Candidate {
+		cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "ttft:p90<=400ms,tpot:p90<=40ms"),
+			MaxReplicas: 16, Workers: 1, Price: listPrice, Space: Space{GPUs: []string{"h100"}, MaxNumSeqs: seqs}}
+		pl, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl.Candidates
+	}
+	together := plan(16, 256, 1024)
+	for _, c := range together {
+		alone := plan(c.MaxNumSeqs)[0]
+		a, b := c, alone
+		a.profile, b.profile = sim.Profile{}, sim.Profile{}
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("max_num_seqs %d: planned with the others %+v, alone %+v", c.MaxNumSeqs, a, b)
+		}
+	}
+}

@@ -36,31 +36,45 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 	engines := cfg.engines()
 	routers := cfg.routers()
 	pl := &Plan{Configurations: len(engines) * len(routers), MaxReplicas: cfg.MaxReplicas, Rate: cfg.Traffic.Rate}
+	// A worker plans a group of engines (those differing in max_num_seqs alone) in turn,
+	// so that a larger limit finds the runs a smaller one made; with fewer groups than
+	// workers, engines are handed out one by one (they still share what is there).
+	jobs := make(chan []engine)
+	batches := byGroup(engines)
 	workers := min(max(cfg.Workers, 1), len(engines))
-	jobs := make(chan engine)
+	if len(batches) < workers {
+		batches = batches[:0]
+		for _, e := range engines {
+			batches = append(batches, []engine{e})
+		}
+	}
+	workers = min(workers, len(batches))
 	type result struct {
 		e     engine
 		cands []Candidate
 		err   error
 	}
 	results := make(chan result)
+	cache := newRunCache()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for e := range jobs {
-				ev := &evaluation{cfg: &cfg, ctx: ctx, e: e, runs: map[runKey]*outcome{}}
-				cands, err := ev.plan(routers)
-				results <- result{e, cands, err}
+			for batch := range jobs {
+				for _, e := range batch {
+					ev := &evaluation{cfg: &cfg, ctx: ctx, e: e, runs: map[runKey]*outcome{}, cache: cache}
+					cands, err := ev.plan(routers)
+					results <- result{e, cands, err}
+				}
 			}
 		}()
 	}
 	go func() {
 		defer close(jobs)
-		for _, e := range engines {
+		for _, b := range batches {
 			select {
-			case jobs <- e:
+			case jobs <- b:
 			case <-ctx.Done():
 				return
 			}
@@ -198,6 +212,8 @@ type outcome struct {
 	unsteady      string        // why not, when not
 	windows       []judged      // the verdicts over its steady window and its SLO windows
 	undecided     []string      // terms whose 95% interval holds their bound: too close to tell
+	limit         int           // the max_num_seqs it ran under
+	seqsNeeded    int           // the most max_num_seqs its runs (and those it grew from) needed
 	meets         bool
 	why           string
 }
@@ -205,10 +221,68 @@ type outcome struct {
 // evaluation plans one engine configuration. Its simulations are kept, so that the
 // replica searches behind several routers, and the headroom search, reuse them.
 type evaluation struct {
-	cfg  *Config
-	ctx  context.Context
-	e    engine
-	runs map[runKey]*outcome
+	cfg   *Config
+	ctx   context.Context
+	e     engine
+	runs  map[runKey]*outcome
+	cache *runCache // shared by the engines of a plan; nil: none
+}
+
+// byGroup are the engines by group, each group in the space's order.
+func byGroup(engines []engine) [][]engine {
+	var out [][]engine
+	at := map[int]int{}
+	for _, e := range engines {
+		i, ok := at[e.group]
+		if !ok {
+			i = len(out)
+			at[e.group] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], e)
+	}
+	return out
+}
+
+// runCache keeps every engine's runs for the others of its group: a run in which
+// max_num_seqs never held a sequence back is the same run under any limit from the most
+// it needed up (sim.Virtual.SeqsNeeded), so an engine of a larger limit takes it instead of
+// simulating it again. What it takes is what it would have computed: the plan does not
+// depend on which engine ran first.
+type runCache struct {
+	mu   sync.Mutex
+	runs map[groupRun][]*outcome
+}
+
+type groupRun struct {
+	group int
+	key   runKey
+}
+
+func newRunCache() *runCache { return &runCache{runs: map[groupRun][]*outcome{}} }
+
+// get is a run of the group under a limit of seqs; nil when none serves.
+func (c *runCache) get(group int, k runKey, seqs int) *outcome {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range c.runs[groupRun{group, k}] {
+		if o.limit == seqs || o.seqsNeeded <= o.limit && o.seqsNeeded <= seqs {
+			return o
+		}
+	}
+	return nil
+}
+
+func (c *runCache) put(group int, k runKey, o *outcome) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.runs[groupRun{group, k}] = append(c.runs[groupRun{group, k}], o)
 }
 
 // plan finds, behind each router, the fewest replicas meeting the SLOs at the traffic.
@@ -300,14 +374,20 @@ func (ev *evaluation) runAt(n int, router string, scale float64, precision int) 
 	if o, ok := ev.runs[k]; ok {
 		return o, nil
 	}
+	if o := ev.cache.get(ev.e.group, k, ev.e.p.Engine.MaxNumSeqs); o != nil {
+		ev.runs[k] = o
+		return o, nil
+	}
 	rate := scale * ev.cfg.Traffic.Rate
 	h := firstHorizon(n, rate, ev.cfg.Metrics.SLOs)
+	needed := 0
 	if precision > 0 {
 		prev, err := ev.runAt(n, router, scale, precision-1)
 		if err != nil {
 			return nil, err
 		}
 		h = roundHorizon(2 * prev.horizon.Seconds())
+		needed = prev.seqsNeeded
 	}
 	var o *outcome
 	for try := 1; ; try++ {
@@ -315,6 +395,8 @@ func (ev *evaluation) runAt(n int, router string, scale float64, precision int) 
 		if o, err = ev.simulate(n, router, scale, h); err != nil {
 			return nil, err
 		}
+		needed = max(needed, o.seqsNeeded)
+		o.seqsNeeded = needed
 		if ev.cfg.Traffic.Fixed || o.oversaturated {
 			break // a fixed length is the user's; an oversaturated fleet fails however long it runs
 		}
@@ -333,6 +415,7 @@ func (ev *evaluation) runAt(n int, router string, scale float64, precision int) 
 		h = need
 	}
 	ev.runs[k] = o
+	ev.cache.put(ev.e.group, k, o)
 	return o, nil
 }
 
@@ -402,7 +485,8 @@ func (ev *evaluation) simulate(n int, router string, scale float64, h time.Durat
 	if err != nil {
 		return nil, err
 	}
-	o := &outcome{lv: agg.Level(), horizon: lvl.Duration, oversaturated: reason == load.EndOversaturated}
+	o := &outcome{lv: agg.Level(), horizon: lvl.Duration, oversaturated: reason == load.EndOversaturated,
+		limit: ev.e.p.Engine.MaxNumSeqs, seqsNeeded: bench.SeqsNeeded(srv)}
 	if ev.cfg.Traffic.Fixed {
 		o.horizon = time.Duration(o.lv.DurationS * float64(time.Second)).Round(time.Second)
 	}

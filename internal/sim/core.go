@@ -81,6 +81,10 @@ type core struct {
 	nLive   int // sequences submitted and not yet finished or aborted
 
 	stats EngineStats
+	// seqsNeeded is the smallest max_num_seqs that admits whatever this engine would admit
+	// at every admission so far (the most sequences running when one waited, plus one):
+	// at most the engine's own limit when that never held a sequence back.
+	seqsNeeded int
 
 	// emit reports n tokens of s at t; done is its last.
 	emit func(s *seq, t time.Duration, n int, done bool)
@@ -312,7 +316,11 @@ func (c *core) schedule() StepWork {
 	if preempted {
 		return w
 	}
-	for budget > 0 && len(c.running) < c.cfg.MaxNumSeqs && c.waiting.len() > 0 {
+	for budget > 0 && c.waiting.len() > 0 {
+		c.seqsNeeded = max(c.seqsNeeded, len(c.running)+1)
+		if len(c.running) >= c.cfg.MaxNumSeqs {
+			break
+		}
 		s := c.waiting.front()
 		if s.state == stAborted {
 			c.waiting.popFront()

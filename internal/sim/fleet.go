@@ -105,6 +105,15 @@ func NewFleet(p Profile) (*Fleet, error) {
 // Replicas is the number of engines.
 func (f *Fleet) Replicas() int { return len(f.reps) }
 
+// SeqsNeeded is the largest of the replicas' SeqsNeeded.
+func (f *Fleet) SeqsNeeded() int {
+	n := 0
+	for _, r := range f.reps {
+		n = max(n, r.SeqsNeeded())
+	}
+	return n
+}
+
 // Replica is engine i, for inspection.
 func (f *Fleet) Replica(i int) *Virtual { return f.reps[i] }
 

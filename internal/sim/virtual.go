@@ -66,4 +66,10 @@ func (v *Virtual) Kick(t time.Duration) { v.c.kick(t) }
 // Live is the number of sequences submitted and not yet finished.
 func (v *Virtual) Live() int { return v.c.nLive }
 
+// SeqsNeeded is the smallest engine.max_num_seqs under which the engine would have made
+// every admission it made so far: when it is at most the profile's own, the limit never held
+// a sequence back, and the same run comes out under any limit from it up (a plan reuses the
+// run for larger limits). It is the profile's limit plus one once the limit held one back.
+func (v *Virtual) SeqsNeeded() int { return v.c.seqsNeeded }
+
 func (v *Virtual) emitSeq(s *seq, t time.Duration, n int, done bool) { v.emit(s.id, t, n, done) }
