@@ -86,11 +86,12 @@ func (a *Aggregator) steadyState(lv *Level) *SteadyState {
 	}
 	from, to := time.Duration(first+int64(lo))*a.windows.width, time.Duration(first+int64(hi))*a.windows.width
 	w := a.Window(from, to)
+	wm := w.Metrics // a copy: a pointer into w would keep the window's distributions alive
 	fs, ts := from.Seconds(), to.Seconds()
 	ss := &SteadyState{Reached: true, StartS: &fs, EndS: &ts,
 		Reason:    fmt.Sprintf("throughput and in-flight requests stationary from %.3f s to %.3f s of the run (%.0f%% of the level)", fs, ts, 100*float64(hi-lo)/float64(n)),
 		Completed: w.Completed, RequestThroughput: w.RequestThroughput, OutputThroughput: w.OutputThroughput,
-		MeanConcurrency: w.MeanConcurrency, Metrics: &w.Metrics, SLO: w.SLO}
+		MeanConcurrency: w.MeanConcurrency, Metrics: &wm, SLO: w.SLO}
 	return ss
 }
 
