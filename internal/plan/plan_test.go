@@ -299,7 +299,7 @@ func TestHTMLMarksTheChosenPlan(t *testing.T) {
 	}
 	page := b.String()
 	best := pl.BestCandidate()
-	for _, want := range []string{"<svg", ` chosen" cx=`, "<title>chosen plan: #1 " + best.Describe(), `<tr class="chosen">`, `<polyline class="front-line"`} {
+	for _, want := range []string{"<svg", ">chosen</text>", "<title>chosen plan: #1 " + best.Describe(), `<tr class="chosen">`, "Pareto front</span>", "<polyline"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
