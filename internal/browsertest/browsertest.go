@@ -125,6 +125,18 @@ type Layout struct {
 // chart's texts overlap or a table does not fit the window. It returns what it measured.
 func CheckLayout(t *testing.T, bin string, page []byte, width int) Layout {
 	t.Helper()
+	l := measure(t, bin, page, width)
+	for _, o := range l.Overlaps {
+		t.Errorf("overlapping chart text at %dpx: %s", width, o)
+	}
+	for _, w := range l.Wide {
+		t.Errorf("wider than the %dpx window: %s", width, w)
+	}
+	return l
+}
+
+func measure(t *testing.T, bin string, page []byte, width int) Layout {
+	t.Helper()
 	i := bytes.LastIndex(page, []byte("</body>"))
 	if i < 0 {
 		i = len(page)
@@ -142,12 +154,6 @@ func CheckLayout(t *testing.T, bin string, page []byte, width int) Layout {
 	var l Layout
 	if err := json.Unmarshal([]byte(raw), &l); err != nil {
 		t.Fatalf("data-layout %q: %v", raw, err)
-	}
-	for _, o := range l.Overlaps {
-		t.Errorf("overlapping chart text at %dpx: %s", width, o)
-	}
-	for _, w := range l.Wide {
-		t.Errorf("wider than the %dpx window: %s", width, w)
 	}
 	return l
 }

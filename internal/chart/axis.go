@@ -44,9 +44,13 @@ func fit(vs []float64, log bool) axis {
 	if log {
 		span := math.Max(hi-lo, 0.3)
 		a := axis{lo: lo - span*0.06, hi: hi + span*0.06, log: true}
-		a.mults = []float64{1, 2, 5}
-		if a.hi-a.lo > 3 {
+		switch d := a.hi - a.lo; {
+		case d < 0.8: // within a decade, 1, 2, 5 alone leave two ticks
+			a.mults = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9}
+		case d > 3:
 			a.mults = []float64{1}
+		default:
+			a.mults = []float64{1, 2, 5}
 		}
 		a.ticks = a.logTicks()
 		return a
@@ -83,12 +87,27 @@ func (a axis) logTicks() []float64 {
 	return ts
 }
 
+// crowded says whether two neighbouring tick labels, each size(label) long along an axis
+// length long, would touch.
+func (a axis) crowded(length float64, size func(string) float64) bool {
+	for i := 1; i < len(a.ticks); i++ {
+		p, q := a.ticks[i-1], a.ticks[i]
+		if (a.frac(q)-a.frac(p))*length < (size(a.format(p))+size(a.format(q)))/2 {
+			return true
+		}
+	}
+	return false
+}
+
 // coarser is the axis with about half as many ticks.
 func (a axis) coarser() axis {
 	if a.log {
-		if len(a.mults) > 1 {
+		switch len(a.mults) {
+		case 9:
+			a.mults = []float64{1, 2, 5}
+		case 3:
 			a.mults = []float64{1}
-		} else {
+		default:
 			// Every other power of ten.
 			var ts []float64
 			for i, t := range a.ticks {

@@ -140,16 +140,12 @@ func (c *Chart) SVG() template.HTML {
 		ylw = math.Max(ylw, textWidth(ya.format(t), fontSize))
 	}
 	plot := box{x0: 22 + ylw + 8, y0: 14, x1: W - 16, y1: H - 48}
-	// Thin the x ticks until their labels have room.
-	for len(xa.ticks) > 2 {
-		wmax := 0.0
-		for _, t := range xa.ticks {
-			wmax = math.Max(wmax, textWidth(xa.format(t), fontSize))
-		}
-		if (plot.x1-plot.x0)/float64(len(xa.ticks)-1) > wmax+12 {
-			break
-		}
+	// Thin the ticks until their labels have room (log ticks are not evenly spaced).
+	for len(xa.ticks) > 2 && xa.crowded(plot.x1-plot.x0, func(s string) float64 { return textWidth(s, fontSize) + 10 }) {
 		xa = xa.coarser()
+	}
+	for len(ya.ticks) > 2 && ya.crowded(plot.y1-plot.y0, func(string) float64 { return fontSize + 6 }) {
+		ya = ya.coarser()
 	}
 	sx := func(v float64) float64 { return plot.x0 + xa.frac(v)*(plot.x1-plot.x0) }
 	sy := func(v float64) float64 { return plot.y1 - ya.frac(v)*(plot.y1-plot.y0) }
