@@ -241,6 +241,34 @@ func (c *Chart) SVG() template.HTML {
 			}
 		}
 	}
+	// Lines are soft obstacles: a label goes where it crosses none if it can.
+	var lines []box
+	for _, m := range c.Markers {
+		if ok(m.X, c.XLog) {
+			lines = append(lines, box{sx(m.X) - 1.5, plot.y0, sx(m.X) + 1.5, plot.y1})
+		}
+	}
+	for _, s := range c.Series {
+		if !s.Line {
+			continue
+		}
+		var px, py float64
+		first := true
+		for _, p := range s.Points {
+			if !ok(p.X, c.XLog) || !ok(p.Y, c.YLog) {
+				continue
+			}
+			x, y := sx(p.X), sy(p.Y)
+			if !first {
+				n := math.Ceil(math.Hypot(x-px, y-py) / 3)
+				for k := 0.0; k <= n; k++ {
+					qx, qy := px+(x-px)*k/n, py+(y-py)*k/n
+					lines = append(lines, box{qx - 1, qy - 1, qx + 1, qy + 1})
+				}
+			}
+			px, py, first = x, y, false
+		}
+	}
 	var labels []box
 	// Marker labels along their line, from the top down, on the side with room.
 	for _, m := range c.Markers {
@@ -253,7 +281,7 @@ func (c *Chart) SVG() template.HTML {
 			y := plot.y0 + 14 + float64(k)*15
 			cands = append(cands, cand{x + 4, y, "start"}, cand{x - 4, y, "end"})
 		}
-		if bx, c, found := place(m.Label, cands, plot, labels, obstacles); found {
+		if bx, c, found := place(m.Label, cands, plot, labels, obstacles, lines); found {
 			labels = append(labels, bx)
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="%s" font-weight="600">%s</text>`, c.x, c.y, c.anchor, m.Color, html.EscapeString(m.Label))
 		}
@@ -273,7 +301,7 @@ func (c *Chart) SVG() template.HTML {
 				cand{t.x - r - d, t.y + r + d + fontSize, "end"},   // below left
 			)
 		}
-		if bx, c, found := place(t.text, cands, plot, labels, obstacles); found {
+		if bx, c, found := place(t.text, cands, plot, labels, obstacles, lines); found {
 			labels = append(labels, bx)
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="#4a5361">%s</text>`, c.x, c.y, c.anchor, html.EscapeString(t.text))
 		}
@@ -288,22 +316,25 @@ type cand struct {
 }
 
 // place picks the first candidate position whose box is inside the plot and overlaps no
-// label or point; false when none does (the label is left out, not drawn over another).
-func place(text string, cands []cand, plot box, labels, points []box) (box, cand, bool) {
-	for _, c := range cands {
-		bx := textBox(text, fontSize, c.x, c.y, c.anchor)
-		if !bx.inside(plot) {
-			continue
-		}
-		clear := true
-		for _, o := range append(labels[:len(labels):len(labels)], points...) {
-			if bx.overlap(o) > 0 {
-				clear = false
-				break
+// label, point or line; else the first that overlaps no label or point; false when none
+// does (the label is left out, not drawn over another).
+func place(text string, cands []cand, plot box, labels, points, lines []box) (box, cand, bool) {
+	clear := func(bx box, sets ...[]box) bool {
+		for _, set := range sets {
+			for _, o := range set {
+				if bx.overlap(o) > 0 {
+					return false
+				}
 			}
 		}
-		if clear {
-			return bx, c, true
+		return true
+	}
+	for _, soft := range [][]box{lines, nil} {
+		for _, c := range cands {
+			bx := textBox(text, fontSize, c.x, c.y, c.anchor)
+			if bx.inside(plot) && clear(bx, labels, points, soft) {
+				return bx, c, true
+			}
 		}
 	}
 	return box{}, cand{}, false

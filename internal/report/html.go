@@ -112,12 +112,14 @@ type view struct {
 	Failures             []failureRow
 	Metrics              []metricTable
 	CDFs                 []cdfFigure
-	Config               []kv
-	CSS                  template.CSS
-	UPlotCSS             template.CSS
-	UPlotJS              template.JS
-	JS                   template.JS
-	Data                 template.JS
+	// The throughput-vs-latency charts, drawn on the server (tradeoff.go).
+	TradeoffTTFT, TradeoffTPOT template.HTML
+	Config                     []kv
+	CSS                        template.CSS
+	UPlotCSS                   template.CSS
+	UPlotJS                    template.JS
+	JS                         template.JS
+	Data                       template.JS
 }
 
 type kv struct{ K, V string }
@@ -288,6 +290,8 @@ func buildView(s *Summary) (*view, error) {
 			v.Metrics = append(v.Metrics, t)
 		}
 	}
+	v.TradeoffTTFT = tradeoffChart(s, "tradeoff-ttft", metrics.KeyTTFT, "TTFT")
+	v.TradeoffTPOT = tradeoffChart(s, "tradeoff-tpot", metrics.KeyTPOT, "TPOT")
 	for _, m := range cdfMetrics {
 		v.CDFs = append(v.CDFs, cdfFigure{m.JSON, m.Short, m.CDFAxis})
 	}

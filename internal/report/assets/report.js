@@ -107,72 +107,8 @@
   }
 
   // ---- throughput vs latency -------------------------------------------------------------
-
-  function tradeoff(name, metric, label) {
-    var pts = [];
-    LEVELS.forEach(function (l, i) {
-      var m = l && l.metrics && l.metrics[metric];
-      var x = num(l && l.output_throughput);
-      if (m && x !== null && (num(m.p50) !== null || num(m.p99) !== null)) pts.push({ i: i, x: x, p50: num(m.p50), p99: num(m.p99) });
-    });
-    if (!pts.length) { noData(name, "No level has " + label + " figures."); return; }
-    var xs = pts.map(function (p) { return p.x; });
-    var series = [{}], data = [null];
-    [["p50", "P50", C.decode, null], ["p99", "P99", "#e15759", [6, 4]]].forEach(function (s) {
-      var keep = pts.filter(function (p) { return p[s[0]] !== null; });
-      series.push({
-        label: label + " " + s[1] + " (ms)", stroke: s[2], width: 2, dash: s[3] || undefined,
-        paths: uPlot.paths.linear(),
-        points: { show: true, size: 7, fill: s[2], stroke: s[2] },
-        facets: [{ scale: "x", auto: true }, { scale: "y", auto: true }],
-      });
-      data.push([keep.map(function (p) { return p.x; }), keep.map(function (p) { return p[s[0]]; })]);
-    });
-    var maxX = Math.max.apply(null, xs);
-    make(name, {
-      mode: 2,
-      scales: { x: { time: false, range: function (u, a, b) { return [0, (isNum(b) ? b : maxX) * 1.1 || 1]; } }, y: { range: zeroRange } },
-      axes: [axis("output throughput (tok/s)"), axis(label + " (ms)", { size: 60 })],
-      series: series,
-      legend: { live: false },
-      cursor: { show: false },
-      hooks: {
-        draw: [function (u) {
-          var ctx = u.ctx, dpr = window.devicePixelRatio || 1;
-          ctx.save();
-          ctx.font = Math.round(11 * dpr) + "px system-ui, sans-serif";
-          ctx.textBaseline = "bottom";
-          pts.forEach(function (p) {
-            var top = p.p99 !== null ? p.p99 : p.p50;
-            var x = cx(u, p.x), y = cy(u, top);
-            ctx.fillStyle = C.muted;
-            ctx.textAlign = "center";
-            ctx.fillText(shortName(p.i), x, y - 6 * dpr);
-          });
-          [[SWEET, C.accent, "sweet spot"], [LIMIT, C.good, "SLO limit"]].forEach(function (m, k) {
-            var p = pts.filter(function (q) { return q.i === m[0]; })[0];
-            if (!p) return;
-            var x = cx(u, p.x);
-            ctx.strokeStyle = m[1];
-            ctx.lineWidth = 1.5 * dpr;
-            ctx.setLineDash([4 * dpr, 3 * dpr]);
-            ctx.beginPath();
-            ctx.moveTo(x, u.bbox.top);
-            ctx.lineTo(x, u.bbox.top + u.bbox.height);
-            ctx.stroke();
-            ctx.setLineDash([]);
-            ctx.fillStyle = m[1];
-            ctx.textAlign = x > u.bbox.left + u.bbox.width * 0.8 ? "right" : "left";
-            ctx.textBaseline = "top";
-            var dx = ctx.textAlign === "right" ? -4 * dpr : 4 * dpr;
-            ctx.fillText(m[2], x + dx, u.bbox.top + 4 * dpr + k * 14 * dpr);
-            ctx.textBaseline = "bottom";
-          });
-          ctx.restore();
-        }],
-      },
-    }, data, 320);
-  }
+  // Drawn on the server as inline SVG (internal/chart), like plan.html's and
+  // calibration.html's charts.
 
   // ---- percentiles by level ---------------------------------------------------------------
 
@@ -509,14 +445,16 @@
       var r = c.u.over.getBoundingClientRect();
       return { name: c.name, x: Math.round(r.left + window.scrollX), y: Math.round(r.top + window.scrollY), w: Math.round(r.width), h: Math.round(r.height) };
     });
+    document.querySelectorAll("figure.chart svg.chart").forEach(function (svg) {
+      var r = svg.getBoundingClientRect();
+      rects.push({ name: svg.closest("figure").getAttribute("data-chart"), x: Math.round(r.left + window.scrollX), y: Math.round(r.top + window.scrollY), w: Math.round(r.width), h: Math.round(r.height) });
+    });
     document.documentElement.setAttribute("data-charts", JSON.stringify(rects));
     document.documentElement.setAttribute("data-height", String(document.documentElement.scrollHeight));
     document.documentElement.setAttribute("data-ready", "1");
   }
 
   run(setupControls);
-  run(function () { tradeoff("tradeoff-ttft", "ttft_ms", "TTFT"); });
-  run(function () { tradeoff("tradeoff-tpot", "tpot_ms", "TPOT"); });
   run(percentiles);
   run(cdfs);
   run(anatomy);

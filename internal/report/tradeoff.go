@@ -1,0 +1,71 @@
+package report
+
+import (
+	"html/template"
+	"math"
+	"strconv"
+
+	"github.com/llmbench/llmbench/internal/chart"
+	"github.com/llmbench/llmbench/internal/metrics"
+)
+
+// tradeoffChart is metric key's P50 and P99 against output throughput, a point per level
+// labelled with its load, and the sweet spot and SLO limit marked. It is drawn on the
+// server (internal/chart), as plan.html and calibration.html draw theirs, so that its axes
+// fit the levels and its labels overlap nothing.
+func tradeoffChart(s *Summary, name, key, label string) template.HTML {
+	p50 := chart.Series{Name: label + " P50 (ms)", Color: "#4e79a7", Line: true}
+	p99 := chart.Series{Name: label + " P99 (ms)", Color: "#e15759", Line: true, Dash: true}
+	for i := range s.Levels {
+		l := &s.Levels[i]
+		st, ok := l.Stats(key)
+		if !ok || st == nil || !finite(l.OutputThroughput) {
+			continue
+		}
+		level := levelName(s.Levels, i)
+		var top *chart.Point
+		for _, sp := range []struct {
+			p float64
+			s *chart.Series
+		}{{50, &p50}, {99, &p99}} {
+			pc, ok := st.Get(sp.p)
+			if !ok || !finite(pc.Value) {
+				continue
+			}
+			sp.s.Points = append(sp.s.Points, chart.Point{X: l.OutputThroughput, Y: pc.Value,
+				Title: level + ": " + fmtNum(l.OutputThroughput) + " output tok/s, " + label + " " + metrics.Key(sp.p) + " " + fmtNum(pc.Value) + " ms"})
+			top = &sp.s.Points[len(sp.s.Points)-1]
+		}
+		if top != nil {
+			top.Label = shortLevelName(s.Levels, i)
+		}
+	}
+	c := chart.Chart{Name: name, Title: label + " vs output throughput", Width: 600, Height: 320,
+		XLabel: "output throughput (tok/s)", YLabel: label + " (ms)", Series: []chart.Series{p50, p99}}
+	for _, m := range []struct {
+		p            *metrics.Pick
+		label, color string
+	}{{s.SweetSpot, "sweet spot", "#7b3fc4"}, {s.SLOLimit, "SLO limit", "#1a7f4b"}} {
+		if i := pickIndex(m.p); i >= 0 && i < len(s.Levels) && finite(s.Levels[i].OutputThroughput) {
+			c.Markers = append(c.Markers, chart.Marker{X: s.Levels[i].OutputThroughput, Label: m.label, Color: m.color})
+		}
+	}
+	if len(p50.Points)+len(p99.Points) == 0 {
+		return template.HTML(`<div class="nodata">No level has ` + template.HTMLEscapeString(label) + ` figures.</div>`)
+	}
+	return c.SVG()
+}
+
+// shortLevelName is a point's label: c=8, 2/s, else the level's name.
+func shortLevelName(levels []Level, i int) string {
+	l := &levels[i]
+	switch {
+	case l.Concurrency > 0:
+		return "c=" + strconv.Itoa(l.Concurrency)
+	case l.Rate > 0:
+		return strconv.FormatFloat(l.Rate, 'f', -1, 64) + "/s"
+	}
+	return levelName(levels, i)
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
