@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"html"
 	"os"
 	"os/exec"
@@ -17,6 +18,29 @@ import (
 	"testing"
 	"time"
 )
+
+var keep = flag.String("keep-pages", "", "write each page the browser tests check into this folder, to look at it")
+
+// Widths are the window widths a page must read well at: a wide window and a laptop's.
+var Widths = []int{1400, 1024}
+
+// CheckPage runs CheckLayout on page at each of Widths and fails t where fewer than
+// minTexts chart texts were measured (axes without numbers, say). name is the page's file
+// name under -keep-pages.
+func CheckPage(t *testing.T, name string, page []byte, minTexts int) {
+	t.Helper()
+	bin := Chromium(t)
+	if *keep != "" {
+		if err := os.WriteFile(filepath.Join(*keep, name), page, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, width := range Widths {
+		if l := CheckLayout(t, bin, page, width); l.Texts < minTexts {
+			t.Errorf("%s at %dpx: only %d chart texts were measured, want %d or more", name, width, l.Texts, minTexts)
+		}
+	}
+}
 
 // Chromium is the browser's path; it skips t without one, unless LLMBENCH_REQUIRE_CHROMIUM
 // is set (CI), where that is a failure.

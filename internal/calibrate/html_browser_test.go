@@ -2,20 +2,15 @@ package calibrate
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/llmbench/llmbench/internal/browsertest"
 )
 
-var pageOut = flag.String("calibration-html", "", "also write the browser test's calibration.html to this file (to look at it)")
-
 // calibration.html reads well: numbered axes, no text over text, tables within the window.
 func TestCalibrationHTMLInChromium(t *testing.T) {
-	bin := browsertest.Chromium(t)
 	r := &Result{Source: Source{URL: "http://localhost:8000", Model: "m"}, HeldOut: Errors{4.2, 7.5, 2.1, 3.3, 2}, PaceDrift: Drift{}}
 	for i, c := range []int{1, 2, 4, 8, 16, 32, 64} {
 		m := Figures{TTFTP50: 20 * math.Pow(1.5, float64(i)), TTFTP99: 40 * math.Pow(1.6, float64(i)), TPOTP50: 8 + float64(c)/4, TPOTP99: 12 + float64(c)/3}
@@ -31,14 +26,5 @@ func TestCalibrationHTMLInChromium(t *testing.T) {
 	if err := r.WriteHTML(&b, "calibration of m"); err != nil {
 		t.Fatal(err)
 	}
-	if *pageOut != "" {
-		if err := os.WriteFile(*pageOut, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, width := range []int{1400, 1024} {
-		if l := browsertest.CheckLayout(t, bin, b.Bytes(), width); l.Texts < 12 {
-			t.Errorf("at %dpx only %d chart texts were measured: are the axes numbered?", width, l.Texts)
-		}
-	}
+	browsertest.CheckPage(t, "calibration.html", b.Bytes(), 12)
 }
