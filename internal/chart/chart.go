@@ -104,6 +104,18 @@ func textBox(s string, size, x, y float64, anchor string) box {
 
 var idUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
+// Empty says whether the chart has no point to draw.
+func (c *Chart) Empty() bool {
+	for _, s := range c.Series {
+		for _, p := range s.Points {
+			if ok(p.X, c.XLog) && ok(p.Y, c.YLog) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // SVG draws the chart; a chart without points is a short note instead.
 func (c *Chart) SVG() template.HTML {
 	var xs, ys []float64

@@ -17,7 +17,7 @@ import (
 // unless the whole page was built.
 func WriteHTML(w io.Writer, pl *Plan) error {
 	v := view{Plan: pl}
-	if pc := paretoChart(pl); len(pc.Series[1].Points)+len(pc.Series[2].Points)+len(pc.Series[3].Points) > 0 {
+	if pc := paretoChart(pl); !pc.Empty() {
 		v.Chart = pc.SVG()
 	}
 	for _, c := range pl.Candidates {

@@ -50,7 +50,7 @@ func tradeoffChart(s *Summary, name, key, label string) template.HTML {
 			c.Markers = append(c.Markers, chart.Marker{X: s.Levels[i].OutputThroughput, Label: m.label, Color: m.color})
 		}
 	}
-	if len(p50.Points)+len(p99.Points) == 0 {
+	if c.Empty() {
 		return template.HTML(`<div class="nodata">No level has ` + template.HTMLEscapeString(label) + ` figures.</div>`)
 	}
 	return c.SVG()
