@@ -10,7 +10,8 @@ import (
 type axis struct {
 	lo, hi float64 // the range drawn (log10 of it on a log axis)
 	log    bool
-	step   float64 // between linear ticks
+	labels map[float64]string // named ticks (categories) in place of numbers
+	step   float64            // between linear ticks
 	ticks  []float64
 	mults  []float64 // log ticks: the multiples of each power of ten
 }
@@ -99,8 +100,29 @@ func (a axis) crowded(length float64, size func(string) float64) bool {
 	return false
 }
 
+// categories is an axis of named ticks with half a step's room at either end.
+func categories(ts []Tick) axis {
+	a := axis{lo: math.Inf(1), hi: math.Inf(-1), labels: map[float64]string{}, step: 1}
+	for _, t := range ts {
+		a.lo, a.hi = math.Min(a.lo, t.At-0.5), math.Max(a.hi, t.At+0.5)
+		a.ticks = append(a.ticks, t.At)
+		a.labels[t.At] = t.Label
+	}
+	return a
+}
+
 // coarser is the axis with about half as many ticks.
 func (a axis) coarser() axis {
+	if a.labels != nil { // every other category keeps its name
+		var ts []float64
+		for i, t := range a.ticks {
+			if i%2 == 0 {
+				ts = append(ts, t)
+			}
+		}
+		a.ticks = ts
+		return a
+	}
 	if a.log {
 		switch len(a.mults) {
 		case 9:
@@ -141,6 +163,9 @@ func niceStep(v float64) float64 {
 // format writes tick value v as people write numbers: 10,000 and 1.5M, never 1e+04, with
 // as many decimals as the step between ticks needs.
 func (a axis) format(v float64) string {
+	if a.labels != nil {
+		return a.labels[v]
+	}
 	step := a.step
 	if a.log {
 		step = v

@@ -24,9 +24,18 @@ type Chart struct {
 	// SameRange gives both axes one range, as measured-against-predicted charts need for
 	// their diagonal to be at 45°.
 	SameRange bool
-	Series    []Series
-	Markers   []Marker
-	Guides    []Guide
+	// XTicks, when set, are the x axis' ticks in place of numbers: categories such as load
+	// levels drawn at X 0, 1, 2...
+	XTicks  []Tick
+	Series  []Series
+	Markers []Marker
+	Guides  []Guide
+}
+
+// Tick is a labelled place on an axis.
+type Tick struct {
+	At    float64
+	Label string
 }
 
 // Series is a set of points in one colour, joined by a line in their order when Line.
@@ -145,6 +154,9 @@ func (c *Chart) SVG() template.HTML {
 	if c.SameRange {
 		xa = fit(append(append([]float64{}, xs...), ys...), c.XLog || c.YLog)
 		ya = xa
+	}
+	if len(c.XTicks) > 0 {
+		xa = categories(c.XTicks)
 	}
 	// The left margin holds the widest y tick label and the rotated axis title.
 	ylw := 0.0

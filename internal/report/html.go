@@ -166,6 +166,7 @@ type costRow struct {
 type metricTable struct {
 	Key, Title string
 	Primary    bool
+	Chart      template.HTML // its percentiles by level (svgcharts.go)
 	Columns    []string
 	Rows       []metricRow
 }
@@ -333,6 +334,7 @@ func metricTableOf(m *metrics.Metric, levels []Level) (metricTable, bool) {
 		r.Cells = append(r.Cells, cell{Text: fmtNum(st.Max)})
 		t.Rows = append(t.Rows, r)
 	}
+	t.Chart = percentileChart(m, levels, ps)
 	return t, len(t.Rows) > 0
 }
 

@@ -15,7 +15,6 @@
     queue: "#b8bfcc", prefill: "#f28e2b", decode: "#4e79a7", tail: "#9fc4e6",
     setup: "#76b7b2", headers: "#edc948",
   };
-  var PCT_COLORS = { p50: "#4e79a7", p90: "#59a14f", p95: "#edc948", p99: "#e15759", "p99.9": "#7b3fc4" };
   var CAT = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
 
   // ---- helpers -------------------------------------------------------------------------
@@ -112,40 +111,13 @@
 
   // ---- percentiles by level ---------------------------------------------------------------
 
-  function pctKeys(metric) {
-    var keys = {};
-    LEVELS.forEach(function (l) {
-      var m = l && l.metrics && l.metrics[metric];
-      if (!m) return;
-      Object.keys(m).forEach(function (k) { if (/^p[0-9]+(\.[0-9]+)?$/.test(k)) keys[k] = parseFloat(k.slice(1)); });
-    });
-    return Object.keys(keys).sort(function (a, b) { return keys[a] - keys[b]; });
-  }
-
+  // Each metric's chart is drawn on the server (internal/chart); the selector shows one.
   function percentiles() {
     var sel = document.getElementById("pct-metric");
     var metric = sel && sel.value ? sel.value : "ttft_ms";
     var title = sel && sel.selectedIndex >= 0 ? sel.options[sel.selectedIndex].text : metric;
     document.getElementById("pct-title").textContent = title + ": percentiles by level (ms)";
-    var keys = pctKeys(metric);
-    if (!LEVELS.length || !keys.length) { noData("percentiles", "No percentiles for this metric."); return; }
-    var xs = LEVELS.map(function (_, i) { return i; });
-    var data = [xs], series = [{ label: "level", value: function (u, v) { return v === null ? "—" : levelName(v); } }];
-    keys.forEach(function (k, j) {
-      data.push(LEVELS.map(function (l) { var m = l && l.metrics && l.metrics[metric]; return m ? num(m[k]) : null; }));
-      var col = PCT_COLORS[k] || CAT[j % CAT.length];
-      series.push({ label: k.toUpperCase(), stroke: col, width: 2, points: { show: true, size: 7, fill: col }, spanGaps: true,
-        value: function (u, v) { return fmt(v, "ms"); } });
-    });
-    var n = LEVELS.length;
-    make("percentiles", {
-      scales: { x: { time: false, range: function () { return [-0.4, n - 0.6]; } }, y: { range: zeroRange } },
-      axes: [
-        axis("load level", { splits: function () { return xs; }, values: function (u, sp) { return sp.map(function (i) { return shortName(i); }); } }),
-        axis("latency (ms)", { size: 60 }),
-      ],
-      series: series,
-    }, data, 300);
+    document.querySelectorAll("#percentiles [data-pct]").forEach(function (d) { d.hidden = d.getAttribute("data-pct") !== metric; });
   }
 
   // ---- CDFs --------------------------------------------------------------------------------
@@ -447,6 +419,7 @@
     });
     document.querySelectorAll("figure.chart svg.chart").forEach(function (svg) {
       var r = svg.getBoundingClientRect();
+      if (!r.width) return; // a metric the selector hides
       rects.push({ name: svg.closest("figure").getAttribute("data-chart"), x: Math.round(r.left + window.scrollX), y: Math.round(r.top + window.scrollY), w: Math.round(r.width), h: Math.round(r.height) });
     });
     document.documentElement.setAttribute("data-charts", JSON.stringify(rects));

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/llmbench/llmbench/internal/chart"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -69,3 +70,40 @@ func shortLevelName(levels []Level, i int) string {
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// pctColors are the percentiles' colours.
+var pctColors = map[string]string{"p50": "#4e79a7", "p90": "#59a14f", "p95": "#edc948", "p99": "#e15759", "p99.9": "#7b3fc4"}
+
+// percentileChart is metric m's percentiles (ps) across the levels, a line per percentile
+// and a level per x tick.
+func percentileChart(m *metrics.Metric, levels []Level, ps []float64) template.HTML {
+	c := chart.Chart{Name: "percentiles-" + m.JSON, Title: m.Description + ": percentiles by level", Width: 1160, Height: 300,
+		XLabel: "load level", YLabel: "latency (ms)"}
+	cat := []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
+	for j, p := range ps {
+		k := metrics.Key(p)
+		col, ok := pctColors[k]
+		if !ok {
+			col = cat[j%len(cat)]
+		}
+		s := chart.Series{Name: strings.ToUpper(k), Color: col, Line: true}
+		for i := range levels {
+			st, ok := levels[i].Stats(m.Key)
+			if !ok || st == nil {
+				continue
+			}
+			if pc, ok := st.Get(p); ok && finite(pc.Value) {
+				s.Points = append(s.Points, chart.Point{X: float64(i), Y: pc.Value,
+					Title: levelName(levels, i) + ": " + strings.ToUpper(k) + " " + fmtNum(pc.Value) + " ms"})
+			}
+		}
+		c.Series = append(c.Series, s)
+	}
+	for i := range levels {
+		c.XTicks = append(c.XTicks, chart.Tick{At: float64(i), Label: shortLevelName(levels, i)})
+	}
+	if c.Empty() {
+		return `<div class="nodata">No percentiles for this metric.</div>`
+	}
+	return c.SVG()
+}
