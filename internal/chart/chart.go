@@ -127,6 +127,40 @@ func (c *Chart) Empty() bool {
 
 // SVG draws the chart; a chart without points is a short note instead.
 func (c *Chart) SVG() template.HTML {
+	if c.Empty() {
+		return `<p class="nodata">Nothing to draw.</p>`
+	}
+	f := c.layout()
+	var b strings.Builder
+	b.WriteString(legend(c.Series))
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="%s" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" style="max-width:100%%;height:auto;display:block" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%.0f">`,
+		html.EscapeString(c.Name), f.w, f.h, f.w, f.h, html.EscapeString(c.Title), fontSize)
+	f.axes(&b)
+	f.lines(&b)
+	// Points before labels, so that labels avoid every point, not only those drawn before them.
+	points := f.points(&b)
+	f.labels(&b, points, f.lineBoxes())
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// frame is a chart laid out: its size, plot area and axes.
+type frame struct {
+	c      *Chart
+	w, h   float64
+	plot   box
+	xa, ya axis
+	id     string // of the clip path
+}
+
+func (f *frame) sx(v float64) float64 { return f.plot.x0 + f.xa.frac(v)*(f.plot.x1-f.plot.x0) }
+func (f *frame) sy(v float64) float64 { return f.plot.y1 - f.ya.frac(v)*(f.plot.y1-f.plot.y0) }
+
+// drawn says whether point p can be drawn on the chart's axes.
+func (f *frame) drawn(p Point) bool { return ok(p.X, f.c.XLog) && ok(p.Y, f.c.YLog) }
+
+// layout fits the axes to the points and markers and sizes the margins to the tick labels.
+func (c *Chart) layout() *frame {
 	var xs, ys []float64
 	for _, s := range c.Series {
 		for _, p := range s.Points {
@@ -140,198 +174,201 @@ func (c *Chart) SVG() template.HTML {
 			xs = append(xs, m.X)
 		}
 	}
-	if len(ys) == 0 {
-		return `<p class="nodata">Nothing to draw.</p>`
+	f := &frame{c: c, w: float64(c.Width), h: float64(c.Height), id: "chart-" + idUnsafe.ReplaceAllString(c.Name, "-")}
+	if f.w == 0 {
+		f.w = 600
 	}
-	W, H := float64(c.Width), float64(c.Height)
-	if W == 0 {
-		W = 600
+	if f.h == 0 {
+		f.h = 340
 	}
-	if H == 0 {
-		H = 340
-	}
-	xa, ya := fit(xs, c.XLog), fit(ys, c.YLog)
+	f.xa, f.ya = fit(xs, c.XLog), fit(ys, c.YLog)
 	if c.SameRange {
-		xa = fit(append(append([]float64{}, xs...), ys...), c.XLog || c.YLog)
-		ya = xa
+		f.xa = fit(append(append([]float64{}, xs...), ys...), c.XLog || c.YLog)
+		f.ya = f.xa
 	}
 	if len(c.XTicks) > 0 {
-		xa = categories(c.XTicks)
+		f.xa = categories(c.XTicks)
 	}
 	// The left margin holds the widest y tick label and the rotated axis title.
 	ylw := 0.0
-	for _, t := range ya.ticks {
-		ylw = math.Max(ylw, textWidth(ya.format(t), fontSize))
+	for _, t := range f.ya.ticks {
+		ylw = math.Max(ylw, textWidth(f.ya.format(t), fontSize))
 	}
-	plot := box{x0: 22 + ylw + 8, y0: 14, x1: W - 16, y1: H - 48}
+	f.plot = box{x0: 22 + ylw + 8, y0: 14, x1: f.w - 16, y1: f.h - 48}
 	// Thin the ticks until their labels have room (log ticks are not evenly spaced).
-	for len(xa.ticks) > 2 && xa.crowded(plot.x1-plot.x0, func(s string) float64 { return textWidth(s, fontSize) + 10 }) {
-		xa = xa.coarser()
+	for len(f.xa.ticks) > 2 && f.xa.crowded(f.plot.x1-f.plot.x0, func(s string) float64 { return textWidth(s, fontSize) + 10 }) {
+		f.xa = f.xa.coarser()
 	}
-	for len(ya.ticks) > 2 && ya.crowded(plot.y1-plot.y0, func(string) float64 { return fontSize + 6 }) {
-		ya = ya.coarser()
+	for len(f.ya.ticks) > 2 && f.ya.crowded(f.plot.y1-f.plot.y0, func(string) float64 { return fontSize + 6 }) {
+		f.ya = f.ya.coarser()
 	}
-	sx := func(v float64) float64 { return plot.x0 + xa.frac(v)*(plot.x1-plot.x0) }
-	sy := func(v float64) float64 { return plot.y1 - ya.frac(v)*(plot.y1-plot.y0) }
+	return f
+}
 
-	var b strings.Builder
-	id := "chart-" + idUnsafe.ReplaceAllString(c.Name, "-")
-	b.WriteString(legend(c.Series))
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="%s" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" style="max-width:100%%;height:auto;display:block" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%.0f">`,
-		html.EscapeString(c.Name), W, H, W, H, html.EscapeString(c.Title), fontSize)
-	fmt.Fprintf(&b, `<clipPath id="%s-clip"><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/></clipPath>`, id, plot.x0, plot.y0, plot.x1-plot.x0, plot.y1-plot.y0)
-	for _, t := range xa.ticks {
-		x := sx(t)
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e8ebf0"/><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#8a93a3"/>`, x, x, plot.y0, plot.y1, x, x, plot.y1, plot.y1+4)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#4a5361">%s</text>`, x, plot.y1+18, xa.format(t))
+// axes draws the grid, the numbered ticks and the axis titles.
+func (f *frame) axes(b *strings.Builder) {
+	p := f.plot
+	fmt.Fprintf(b, `<clipPath id="%s-clip"><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/></clipPath>`, f.id, p.x0, p.y0, p.x1-p.x0, p.y1-p.y0)
+	for _, t := range f.xa.ticks {
+		x := f.sx(t)
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e8ebf0"/><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#8a93a3"/>`, x, x, p.y0, p.y1, x, x, p.y1, p.y1+4)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#4a5361">%s</text>`, x, p.y1+18, html.EscapeString(f.xa.format(t)))
 	}
-	for _, t := range ya.ticks {
-		y := sy(t)
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e8ebf0"/><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#8a93a3"/>`, plot.x0, plot.x1, y, y, plot.x0-4, plot.x0, y, y)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#4a5361">%s</text>`, plot.x0-7, y+4, ya.format(t))
+	for _, t := range f.ya.ticks {
+		y := f.sy(t)
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e8ebf0"/><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#8a93a3"/>`, p.x0, p.x1, y, y, p.x0-4, p.x0, y, y)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#4a5361">%s</text>`, p.x0-7, y+4, html.EscapeString(f.ya.format(t)))
 	}
-	fmt.Fprintf(&b, `<path d="M%.1f %.1fV%.1fH%.1f" fill="none" stroke="#8a93a3"/>`, plot.x0, plot.y0, plot.y1, plot.x1)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="%.0f" fill="#1d2330">%s</text>`, (plot.x0+plot.x1)/2, H-8, labelSize, html.EscapeString(c.XLabel))
-	fmt.Fprintf(&b, `<text transform="translate(14 %.1f) rotate(-90)" text-anchor="middle" font-size="%.0f" fill="#1d2330">%s</text>`, (plot.y0+plot.y1)/2, labelSize, html.EscapeString(c.YLabel))
+	fmt.Fprintf(b, `<path d="M%.1f %.1fV%.1fH%.1f" fill="none" stroke="#8a93a3"/>`, p.x0, p.y0, p.y1, p.x1)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="%.0f" fill="#1d2330">%s</text>`, (p.x0+p.x1)/2, f.h-8, labelSize, html.EscapeString(f.c.XLabel))
+	fmt.Fprintf(b, `<text transform="translate(14 %.1f) rotate(-90)" text-anchor="middle" font-size="%.0f" fill="#1d2330">%s</text>`, (p.y0+p.y1)/2, labelSize, html.EscapeString(f.c.YLabel))
+}
 
-	fmt.Fprintf(&b, `<g clip-path="url(#%s-clip)">`, id)
-	for _, g := range c.Guides {
+// lines draws the guides, the markers' lines and the series' lines, clipped to the plot.
+func (f *frame) lines(b *strings.Builder) {
+	fmt.Fprintf(b, `<g clip-path="url(#%s-clip)">`, f.id)
+	for _, g := range f.c.Guides {
 		// Sampled, so that y = K·x is right on any pair of scales.
 		var pts []string
 		for i := 0; i <= 40; i++ {
-			x := xa.at(float64(i) / 40)
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", sx(x), sy(g.K*x)))
+			x := f.xa.at(float64(i) / 40)
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", f.sx(x), f.sy(g.K*x)))
 		}
-		dash := ""
-		if g.Dash {
-			dash = ` stroke-dasharray="3 3"`
-		}
-		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="#b0b6c2"%s/>`, strings.Join(pts, " "), dash)
+		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="#b0b6c2"%s/>`, strings.Join(pts, " "), dash(g.Dash, "3 3"))
 	}
-	for _, m := range c.Markers {
-		if ok(m.X, c.XLog) {
-			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="4 3"/>`, sx(m.X), sx(m.X), plot.y0, plot.y1, m.Color)
+	for _, m := range f.c.Markers {
+		if ok(m.X, f.c.XLog) {
+			fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="4 3"/>`, f.sx(m.X), f.sx(m.X), f.plot.y0, f.plot.y1, m.Color)
 		}
 	}
-	for _, s := range c.Series {
+	for _, s := range f.c.Series {
 		if !s.Line {
 			continue
 		}
 		var pts []string
 		for _, p := range s.Points {
-			if ok(p.X, c.XLog) && ok(p.Y, c.YLog) {
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", sx(p.X), sy(p.Y)))
+			if f.drawn(p) {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", f.sx(p.X), f.sy(p.Y)))
 			}
 		}
-		dash := ""
-		if s.Dash {
-			dash = ` stroke-dasharray="6 4"`
-		}
-		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`, strings.Join(pts, " "), s.Color, dash)
+		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`, strings.Join(pts, " "), s.Color, dash(s.Dash, "6 4"))
 	}
 	b.WriteString(`</g>`)
+}
 
-	// Points first, so that labels avoid every point, not only those drawn before them.
-	var obstacles []box
-	type placed struct {
-		x, y float64
-		text string
-		p    Point
-		s    *Series
+func dash(on bool, pattern string) string {
+	if !on {
+		return ""
 	}
-	var todo []placed
-	for i := range c.Series {
-		s := &c.Series[i]
+	return ` stroke-dasharray="` + pattern + `"`
+}
+
+// points draws the series' points with their tooltips and returns their boxes.
+func (f *frame) points(b *strings.Builder) []box {
+	var boxes []box
+	for i := range f.c.Series {
+		s := &f.c.Series[i]
+		if s.NoPoints {
+			continue
+		}
 		for _, p := range s.Points {
-			if !ok(p.X, c.XLog) || !ok(p.Y, c.YLog) {
+			if !f.drawn(p) {
 				continue
 			}
-			x, y := sx(p.X), sy(p.Y)
-			r := radius(s, p)
-			if !s.NoPoints {
-				col := s.Color
-				if p.Color != "" {
-					col = p.Color
-				}
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s" stroke="#fff" stroke-width="1">`, x, y, r, col)
-				if p.Title != "" {
-					fmt.Fprintf(&b, `<title>%s</title>`, html.EscapeString(p.Title))
-				}
-				b.WriteString(`</circle>`)
-				obstacles = append(obstacles, box{x - r, y - r, x + r, y + r})
+			x, y, r := f.sx(p.X), f.sy(p.Y), radius(s, p)
+			col := s.Color
+			if p.Color != "" {
+				col = p.Color
 			}
-			if p.Label != "" {
-				todo = append(todo, placed{x: x, y: y, text: p.Label, p: p, s: s})
+			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s" stroke="#fff" stroke-width="1">`, x, y, r, col)
+			if p.Title != "" {
+				fmt.Fprintf(b, `<title>%s</title>`, html.EscapeString(p.Title))
 			}
+			b.WriteString(`</circle>`)
+			boxes = append(boxes, box{x - r, y - r, x + r, y + r})
 		}
 	}
-	// Lines are soft obstacles: a label goes where it crosses none if it can.
-	var lines []box
-	for _, m := range c.Markers {
-		if ok(m.X, c.XLog) {
-			lines = append(lines, box{sx(m.X) - 1.5, plot.y0, sx(m.X) + 1.5, plot.y1})
+	return boxes
+}
+
+// lineBoxes are the markers' and series' lines as small boxes: soft obstacles, that a
+// label avoids where it can.
+func (f *frame) lineBoxes() []box {
+	var boxes []box
+	for _, m := range f.c.Markers {
+		if ok(m.X, f.c.XLog) {
+			boxes = append(boxes, box{f.sx(m.X) - 1.5, f.plot.y0, f.sx(m.X) + 1.5, f.plot.y1})
 		}
 	}
-	for _, s := range c.Series {
+	for _, s := range f.c.Series {
 		if !s.Line {
 			continue
 		}
 		var px, py float64
 		first := true
 		for _, p := range s.Points {
-			if !ok(p.X, c.XLog) || !ok(p.Y, c.YLog) {
+			if !f.drawn(p) {
 				continue
 			}
-			x, y := sx(p.X), sy(p.Y)
+			x, y := f.sx(p.X), f.sy(p.Y)
 			if !first {
 				n := math.Ceil(math.Hypot(x-px, y-py) / 3)
 				for k := 0.0; k <= n; k++ {
 					qx, qy := px+(x-px)*k/n, py+(y-py)*k/n
-					lines = append(lines, box{qx - 1, qy - 1, qx + 1, qy + 1})
+					boxes = append(boxes, box{qx - 1, qy - 1, qx + 1, qy + 1})
 				}
 			}
 			px, py, first = x, y, false
 		}
 	}
-	var labels []box
-	// Marker labels along their line, from the top down, on the side with room.
-	for _, m := range c.Markers {
-		if !ok(m.X, c.XLog) || m.Label == "" {
+	return boxes
+}
+
+// labels draws the markers' labels along their lines from the top down, then the points'
+// labels around them, each where it overlaps no text and no point drawn.
+func (f *frame) labels(b *strings.Builder, points, lines []box) {
+	var placed []box
+	for _, m := range f.c.Markers {
+		if !ok(m.X, f.c.XLog) || m.Label == "" {
 			continue
 		}
-		x := sx(m.X)
+		x := f.sx(m.X)
 		var cands []cand
 		for k := 0; k < 8; k++ {
-			y := plot.y0 + 14 + float64(k)*15
+			y := f.plot.y0 + 14 + float64(k)*15
 			cands = append(cands, cand{x + 4, y, "start"}, cand{x - 4, y, "end"})
 		}
-		if bx, c, found := place(m.Label, cands, plot, labels, obstacles, lines); found {
-			labels = append(labels, bx)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="%s" font-weight="600">%s</text>`, c.x, c.y, c.anchor, m.Color, html.EscapeString(m.Label))
+		if bx, c, found := place(m.Label, cands, f.plot, placed, points, lines); found {
+			placed = append(placed, bx)
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="%s" font-weight="600">%s</text>`, c.x, c.y, c.anchor, m.Color, html.EscapeString(m.Label))
 		}
 	}
-	for _, t := range todo {
-		r := radius(t.s, t.p) + 3
-		var cands []cand
-		for _, d := range []float64{0, 8, 18} {
-			cands = append(cands,
-				cand{t.x, t.y - r - d - 2, "middle"},               // above
-				cand{t.x, t.y + r + d + fontSize, "middle"},        // below
-				cand{t.x + r + d, t.y + 4, "start"},                // right
-				cand{t.x - r - d, t.y + 4, "end"},                  // left
-				cand{t.x + r + d, t.y - r - d, "start"},            // above right
-				cand{t.x - r - d, t.y - r - d, "end"},              // above left
-				cand{t.x + r + d, t.y + r + d + fontSize, "start"}, // below right
-				cand{t.x - r - d, t.y + r + d + fontSize, "end"},   // below left
-			)
-		}
-		if bx, c, found := place(t.text, cands, plot, labels, obstacles, lines); found {
-			labels = append(labels, bx)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="#4a5361">%s</text>`, c.x, c.y, c.anchor, html.EscapeString(t.text))
+	for i := range f.c.Series {
+		s := &f.c.Series[i]
+		for _, p := range s.Points {
+			if p.Label == "" || !f.drawn(p) {
+				continue
+			}
+			x, y, r := f.sx(p.X), f.sy(p.Y), radius(s, p)+3
+			var cands []cand
+			for _, d := range []float64{0, 8, 18} {
+				cands = append(cands,
+					cand{x, y - r - d - 2, "middle"},               // above
+					cand{x, y + r + d + fontSize, "middle"},        // below
+					cand{x + r + d, y + 4, "start"},                // right
+					cand{x - r - d, y + 4, "end"},                  // left
+					cand{x + r + d, y - r - d, "start"},            // above right
+					cand{x - r - d, y - r - d, "end"},              // above left
+					cand{x + r + d, y + r + d + fontSize, "start"}, // below right
+					cand{x - r - d, y + r + d + fontSize, "end"},   // below left
+				)
+			}
+			if bx, c, found := place(p.Label, cands, f.plot, placed, points, lines); found {
+				placed = append(placed, bx)
+				fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="#4a5361">%s</text>`, c.x, c.y, c.anchor, html.EscapeString(p.Label))
+			}
 		}
 	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
 }
 
 type cand struct {
