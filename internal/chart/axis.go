@@ -114,13 +114,7 @@ func categories(ts []Tick) axis {
 // coarser is the axis with about half as many ticks.
 func (a axis) coarser() axis {
 	if a.labels != nil { // every other category keeps its name
-		var ts []float64
-		for i, t := range a.ticks {
-			if i%2 == 0 {
-				ts = append(ts, t)
-			}
-		}
-		a.ticks = ts
+		a.ticks = everyOther(a.ticks)
 		return a
 	}
 	if a.log {
@@ -129,21 +123,24 @@ func (a axis) coarser() axis {
 			a.mults = []float64{1, 2, 5}
 		case 3:
 			a.mults = []float64{1}
-		default:
-			// Every other power of ten.
-			var ts []float64
-			for i, t := range a.ticks {
-				if i%2 == 0 {
-					ts = append(ts, t)
-				}
-			}
-			a.ticks = ts
+		default: // every other power of ten
+			a.ticks = everyOther(a.ticks)
 			return a
 		}
 		a.ticks = a.logTicks()
 		return a
 	}
 	return linear(a.lo, a.hi, niceStep(a.step*1.9))
+}
+
+func everyOther(ts []float64) []float64 {
+	var out []float64
+	for i, t := range ts {
+		if i%2 == 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // niceStep rounds v up to 1, 2, 2.5 or 5 times a power of ten.

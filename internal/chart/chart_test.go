@@ -59,3 +59,18 @@ func TestSVGLabelsDoNotOverlap(t *testing.T) {
 		t.Error("an empty chart draws nothing at all")
 	}
 }
+
+// Named ticks stand for categories; where they do not fit, every other one keeps its name.
+func TestCategoryTicks(t *testing.T) {
+	c := Chart{Name: "levels", Width: 300}
+	s := Series{Color: "#4e79a7", Line: true}
+	for i := 0; i < 12; i++ {
+		s.Points = append(s.Points, Point{X: float64(i), Y: float64(i * i)})
+		c.XTicks = append(c.XTicks, Tick{At: float64(i), Label: "concurrency " + string(rune('a'+i))})
+	}
+	c.Series = []Series{s}
+	out := string(c.SVG())
+	if !strings.Contains(out, ">concurrency a<") || strings.Contains(out, ">concurrency b<") {
+		t.Errorf("a 300px chart of 12 long category names should keep the first and drop the second:\n%s", out)
+	}
+}
