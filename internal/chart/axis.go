@@ -8,12 +8,13 @@ import (
 
 // axis maps data values to [0, 1] and holds its ticks.
 type axis struct {
-	lo, hi float64 // the range drawn (log10 of it on a log axis)
-	log    bool
-	labels map[float64]string // named ticks (categories) in place of numbers
-	step   float64            // between linear ticks
-	ticks  []float64
-	mults  []float64 // log ticks: the multiples of each power of ten
+	lo, hi  float64 // the range drawn (log10 of it on a log axis)
+	log     bool
+	labels  map[float64]string // named ticks (categories) in place of numbers
+	percent bool               // fractions written as percentages
+	step    float64            // between linear ticks
+	ticks   []float64
+	mults   []float64 // log ticks: the multiples of each power of ten
 }
 
 func (a axis) frac(v float64) float64 {
@@ -130,7 +131,9 @@ func (a axis) coarser() axis {
 		a.ticks = a.logTicks()
 		return a
 	}
-	return linear(a.lo, a.hi, niceStep(a.step*1.9))
+	b := linear(a.lo, a.hi, niceStep(a.step*1.9))
+	b.percent = a.percent
+	return b
 }
 
 func everyOther(ts []float64) []float64 {
@@ -162,6 +165,9 @@ func niceStep(v float64) float64 {
 func (a axis) format(v float64) string {
 	if a.labels != nil {
 		return a.labels[v]
+	}
+	if a.percent {
+		return Number(v*100, a.step*100) + "%"
 	}
 	step := a.step
 	if a.log {

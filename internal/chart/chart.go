@@ -24,6 +24,8 @@ type Chart struct {
 	// SameRange gives both axes one range, as measured-against-predicted charts need for
 	// their diagonal to be at 45°.
 	SameRange bool
+	// YFraction draws y as a fraction, 0 to 100%, whatever the points span.
+	YFraction bool
 	// XTicks, when set, are the x axis' ticks in place of numbers: categories such as load
 	// levels drawn at X 0, 1, 2...
 	XTicks  []Tick
@@ -188,6 +190,10 @@ func (c *Chart) layout() *frame {
 	}
 	if len(c.XTicks) > 0 {
 		f.xa = categories(c.XTicks)
+	}
+	if c.YFraction {
+		f.ya = linear(0, 1, 0.2)
+		f.ya.percent = true
 	}
 	// The left margin holds the widest y tick label and the rotated axis title.
 	ylw := 0.0

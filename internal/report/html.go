@@ -45,7 +45,7 @@ func WriteHTML(w io.Writer, sum *Summary, charts *Charts) error {
 	if sum == nil {
 		return errors.New("report.html: no summary")
 	}
-	view, err := buildView(sum)
+	view, err := buildView(sum, charts)
 	if err != nil {
 		return fmt.Errorf("report.html: %w", err)
 	}
@@ -127,8 +127,12 @@ type kv struct{ K, V string }
 // failureRow is one kind of failure of a level (levels[i].error_details).
 type failureRow struct{ Level, Kind, Status, Count, Message, Hint string }
 
-// cdfFigure is one CDF chart: the registry's metric (JSON key), its label and axis.
-type cdfFigure struct{ Key, Label, Axis string }
+// cdfFigure is one CDF chart: the registry's metric (JSON key), its label and axis, drawn
+// on a linear and on a logarithmic latency axis (the page's checkbox shows one).
+type cdfFigure struct {
+	Key, Label, Axis string
+	Linear, Log      template.HTML
+}
 
 type card struct {
 	Label, Value, Detail string
@@ -191,7 +195,7 @@ var tableMetrics = func() []*metrics.Metric {
 	return out
 }()
 
-func buildView(s *Summary) (*view, error) {
+func buildView(s *Summary, charts *Charts) (*view, error) {
 	v := &view{
 		CSS:      template.CSS(mustAsset("assets/report.css")),
 		UPlotCSS: template.CSS(mustAsset("assets/uPlot.min.css")),
@@ -294,7 +298,8 @@ func buildView(s *Summary) (*view, error) {
 	v.TradeoffTTFT = tradeoffChart(s, "tradeoff-ttft", metrics.KeyTTFT, "TTFT")
 	v.TradeoffTPOT = tradeoffChart(s, "tradeoff-tpot", metrics.KeyTPOT, "TPOT")
 	for _, m := range cdfMetrics {
-		v.CDFs = append(v.CDFs, cdfFigure{m.JSON, m.Short, m.CDFAxis})
+		v.CDFs = append(v.CDFs, cdfFigure{Key: m.JSON, Label: m.Short, Axis: m.CDFAxis,
+			Linear: cdfChart(m, charts, s.Levels, false), Log: cdfChart(m, charts, s.Levels, true)})
 	}
 	var err error
 	if v.Config, err = configRows(s); err != nil {

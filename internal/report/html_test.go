@@ -370,7 +370,7 @@ func TestHTMLShowsConsoleFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	medians := regexp.MustCompile(`Median TTFT \(ms\):\s+([0-9.]+)`).FindAllStringSubmatch(con.String(), -1)
-	v, err := buildView(s)
+	v, err := buildView(s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +604,7 @@ func TestSLOLimitCardOnlyWithVerdicts(t *testing.T) {
 		slo  string
 		want bool
 	}{{"", false}, {"ttft<=300ms", false}, {"tpot:p99<=20ms", true}} {
-		v, err := buildView(ladderSummary(t, c.slo, []int{1, 4}))
+		v, err := buildView(ladderSummary(t, c.slo, []int{1, 4}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -107,3 +107,55 @@ func percentileChart(m *metrics.Metric, levels []Level, ps []float64) template.H
 	}
 	return c.SVG()
 }
+
+// cdfChart is metric m's distribution per level (ch.Levels[i].CDF at ch.CDFGrid), a line per
+// level in the levels' sequential colours, on a linear or a logarithmic latency axis.
+func cdfChart(m *metrics.Metric, ch *Charts, levels []Level, logX bool) template.HTML {
+	if ch == nil {
+		return `<div class="nodata">Per-request data (records.jsonl) was not given.</div>`
+	}
+	name := "cdf-" + m.JSON
+	if logX {
+		name += "-log"
+	}
+	c := chart.Chart{Name: name, Title: m.Short + " distribution", Width: 380, Height: 300, XLabel: m.CDFAxis, YLabel: "fraction of samples",
+		XLog: logX, YFraction: true}
+	n := max(len(levels), len(ch.Levels))
+	for _, ld := range ch.Levels {
+		cd := ld.CDF[m.JSON]
+		if cd == nil {
+			continue
+		}
+		s := chart.Series{Name: "level " + strconv.Itoa(ld.Level), Color: levelColor(ld.Level, n), Line: true, NoPoints: true}
+		if ld.Level >= 0 && ld.Level < len(levels) {
+			s.Name = levelName(levels, ld.Level)
+		}
+		for j, v := range cd.Values {
+			if j < len(ch.CDFGrid) && finite(v) {
+				s.Points = append(s.Points, chart.Point{X: v, Y: ch.CDFGrid[j]})
+			}
+		}
+		c.Series = append(c.Series, s)
+	}
+	if c.Empty() {
+		return template.HTML(`<div class="nodata">No successful request has ` + template.HTMLEscapeString(m.Short) + ` samples.</div>`)
+	}
+	return c.SVG()
+}
+
+// plasma is a sequential palette cut before its pale yellow, so that heavier load reads
+// darker to warmer (the page's script colours the request anatomy the same way).
+var plasma = [][3]float64{{13, 8, 135}, {84, 2, 163}, {139, 10, 165}, {185, 50, 137}, {219, 92, 104}, {244, 136, 73}, {254, 188, 43}}
+
+func levelColor(i, n int) string {
+	if n <= 1 {
+		return "rgb(84,2,163)"
+	}
+	t := float64(i) / float64(n-1) * 0.92
+	x := t * float64(len(plasma)-1)
+	k := min(int(x), len(plasma)-2)
+	f := x - float64(k)
+	a, b := plasma[k], plasma[k+1]
+	ch := func(j int) string { return strconv.Itoa(int(math.Round(a[j] + (b[j]-a[j])*f))) }
+	return "rgb(" + ch(0) + "," + ch(1) + "," + ch(2) + ")"
+}

@@ -122,57 +122,12 @@
 
   // ---- CDFs --------------------------------------------------------------------------------
 
-  // The CDF charts are the page's figures named cdf-METRIC, labelled by the metric registry.
-  function cdfFigures() { return Array.prototype.slice.call(document.querySelectorAll('figure[data-chart^="cdf-"]')); }
-
-  function cdf(fig, logX) {
-    var name = fig.getAttribute("data-chart"), metric = name.slice(4);
-    var label = fig.getAttribute("data-label") || metric, axisLabel = fig.getAttribute("data-axis") || label;
-    if (!R) { noData(name, "Per-request data (records.jsonl) was not given."); return; }
-    var q = R.cdf_q || [];
-    // xy mode: each level keeps its own x values, so a step (many samples at one latency)
-    // draws as the vertical line it is.
-    var series = [{}], data = [null], lo = Infinity, hi = -Infinity;
-    var nLv = LEVELS.length || R.levels.length;
-    R.levels.forEach(function (lv) {
-      var c = lv.cdf && lv.cdf[metric];
-      if (!c || !c.v || !c.v.length) return;
-      var xs = [], ys = [];
-      for (var j = 0; j < c.v.length && j < q.length; j++) {
-        var x = c.v[j];
-        if (!isNum(x) || (logX && x <= 0)) continue;
-        xs.push(x); ys.push(q[j]);
-        lo = Math.min(lo, x); hi = Math.max(hi, x);
-      }
-      if (!xs.length) return;
-      var col = levelColor(lv.level, nLv);
-      data.push([xs, ys]);
-      series.push({
-        label: levelName(lv.level), stroke: col, width: 2,
-        paths: uPlot.paths.linear(), points: { show: false },
-        facets: [{ scale: "x", auto: true }, { scale: "y", auto: false }],
-      });
-    });
-    if (data.length < 2) { noData(name, "No successful request has " + label + " samples."); return; }
-    var cap = figure(name).querySelector("figcaption");
-    cap.textContent = label + " distribution";
-    var pad = hi > lo ? (hi - lo) * 0.05 : Math.abs(hi) * 0.1 || 1;
-    var xr = logX ? [lo / 1.15, hi * 1.15] : [Math.max(0, lo - pad), hi + pad];
-    make(name, {
-      mode: 2,
-      scales: { x: { time: false, distr: logX ? 3 : 1, range: function () { return xr; } }, y: { range: function () { return [0, 1]; } } },
-      axes: [axis(axisLabel),
-        axis("fraction of samples", { size: 50, values: function (u, v) { return v.map(function (x) { return Math.round(x * 100) + "%"; }); } })],
-      series: series,
-      legend: { live: false },
-      cursor: { show: false },
-    }, data, 300);
-  }
-
+  // The CDF charts are drawn on the server (internal/chart), on a linear and on a log
+  // latency axis; the checkbox shows one.
   function cdfs() {
     var box = document.getElementById("cdf-log");
-    var logX = !!(box && box.checked);
-    cdfFigures().forEach(function (f) { cdf(f, logX); });
+    var scale = box && box.checked ? "log" : "linear";
+    document.querySelectorAll("#cdf [data-scale]").forEach(function (d) { d.hidden = d.getAttribute("data-scale") !== scale; });
   }
 
   // ---- request anatomy ---------------------------------------------------------------------
