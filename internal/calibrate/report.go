@@ -6,7 +6,8 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"strings"
+
+	"github.com/llmbench/llmbench/internal/chart"
 )
 
 // Schema names calibration.json's format.
@@ -231,55 +232,35 @@ func (r *Result) WriteHTML(w io.Writer, title string) error {
 	}
 	return htmlPage.Execute(w, map[string]any{
 		"Title": title, "Source": r.Source, "Rows": rows, "Settings": r.Settings,
-		"TTFT": template.HTML(scatter("TTFT P50 (ms)", ttft)), "TPOT": template.HTML(scatter("TPOT P50 (ms)", tpot)),
+		"TTFT": scatter("TTFT P50 (ms)", ttft), "TPOT": scatter("TPOT P50 (ms)", tpot),
 		"HeldOut": r.HeldOut, "Fmt": fmtAbs, "Drift": r.PaceDrift.String(),
 	})
 }
 
 // scatter draws measured (x) against predicted (y) on log axes with the diagonal and
-// ±5% lines, as inline SVG.
-func scatter(label string, pts [][2]float64) string {
+// ±5% lines.
+func scatter(label string, pts [][2]float64) template.HTML {
 	if len(pts) == 0 {
 		return "<p>No points.</p>"
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
+	s := chart.Series{Color: "#2a6fdb", Radius: 3.5}
 	for _, p := range pts {
-		for _, v := range p {
-			if v > 0 {
-				lo, hi = math.Min(lo, v), math.Max(hi, v)
-			}
-		}
+		s.Points = append(s.Points, chart.Point{X: p[0], Y: p[1],
+			Title: fmt.Sprintf("measured %.2f ms, predicted %.2f ms (%s)", p[0], p[1], fmtPct(pct(p[1], p[0])))})
 	}
-	lo, hi = math.Log10(lo)-0.1, math.Log10(hi)+0.1
-	const size, pad = 320.0, 40.0
-	pos := func(v float64) float64 { return pad + (math.Log10(math.Max(v, 1e-9))-lo)/(hi-lo)*(size-2*pad) }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="%s: measured against predicted">`, size, size, size, size, label)
-	fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#999"/>`, pad, pad, size-2*pad, size-2*pad)
-	for _, k := range []float64{1, 1.05, 0.95} {
-		dash := ""
-		if k != 1 {
-			dash = ` stroke-dasharray="3,3"`
-		}
-		x0, x1 := math.Pow(10, lo), math.Pow(10, hi)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#bbb"%s/>`, pos(x0), size-pos(x0*k), pos(x1), size-pos(x1*k), dash)
-	}
-	for _, p := range pts {
-		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="#2a6fdb"><title>measured %.2f ms, predicted %.2f ms (%s)</title></circle>`,
-			pos(p[0]), size-pos(p[1]), p[0], p[1], fmtPct(pct(p[1], p[0])))
-	}
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle" font-size="12">measured %s</text>`, size/2, size-8, label)
-	fmt.Fprintf(&b, `<text x="12" y="%.0f" text-anchor="middle" font-size="12" transform="rotate(-90 12 %.0f)">predicted</text>`, size/2, size/2)
-	b.WriteString(`</svg>`)
-	return b.String()
+	c := chart.Chart{Name: label, Title: label + ": measured against predicted", Width: 440, Height: 400,
+		XLabel: "measured " + label, YLabel: "predicted " + label, XLog: true, YLog: true, SameRange: true,
+		Series: []chart.Series{s}, Guides: []chart.Guide{{K: 1}, {K: 1.05, Dash: true}, {K: 0.95, Dash: true}}}
+	return c.SVG()
 }
 
 var htmlPage = template.Must(template.New("calibration").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>
 body{font:14px system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
-th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}tr.held td{background:#fff8e0}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;margin:1em 0;font-size:12px;font-variant-numeric:tabular-nums}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
+th{background:#f4f4f4;vertical-align:bottom}td:first-child,th:first-child{text-align:left}tr.held td{background:#fff8e0}td:first-child{white-space:nowrap}
 .charts{display:flex;gap:2em;flex-wrap:wrap}
 </style></head><body>
 <h1>{{.Title}}</h1>
@@ -290,14 +271,14 @@ TPOT P50 {{call .Fmt .HeldOut.TPOTP50}}, P99 {{call .Fmt .HeldOut.TPOTP99}}.</p>
 <p>{{.Drift}}.</p>
 <div class="charts"><div><h2>TTFT P50</h2>{{.TTFT}}</div><div><h2>TPOT P50</h2>{{.TPOT}}</div></div>
 <h2>Probe points</h2>
-<table><tr><th>point</th><th>phase</th><th>concurrency</th><th>prompt tokens</th>
+<div class="scroll"><table><tr><th>point</th><th>phase</th><th>concurrency</th><th>prompt tokens</th>
 <th>TTFT P50 measured</th><th>predicted</th><th>residual</th><th>TTFT P99 measured</th><th>predicted</th><th>residual</th>
 <th>TPOT P50 measured</th><th>predicted</th><th>residual</th><th>TPOT P99 measured</th><th>predicted</th><th>residual</th></tr>
 {{range .Rows}}<tr{{if .HeldOut}} class="held"{{end}}><td>{{.Name}}</td><td>{{.Phase}}</td><td>{{.Conc}}</td><td>{{.Prompt}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table></div>
 <h2>Fitted settings</h2>
-<table><tr><th>profile key</th><th>value</th><th>from</th></tr>
+<div class="scroll"><table><tr><th>profile key</th><th>value</th><th>from</th></tr>
 {{range .Settings}}<tr><td>{{.Key}}</td><td>{{.Value}}</td><td style="text-align:left">{{.How}}</td></tr>
-{{end}}</table>
+{{end}}</table></div>
 </body></html>
 `))

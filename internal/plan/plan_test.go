@@ -285,7 +285,9 @@ func TestPlanJSONNames(t *testing.T) {
 	}
 }
 
-func TestHTMLMarksTheChosenPlan(t *testing.T) {
+// chosenPlanPage is the plan.html of six configurations at 30 req/s, one of them chosen.
+func chosenPlanPage(t *testing.T) (*Plan, []byte) {
+	t.Helper()
 	base, _ := sim.LoadProfile("")
 	cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "ttft:p99<=400ms,tpot:p99<=40ms"),
 		MaxReplicas: 16, Workers: 2, Price: listPrice, Space: Space{GPUs: []string{"h100", "h200", "l40s"}, TPs: []int{1, 2}}}
@@ -297,9 +299,14 @@ func TestHTMLMarksTheChosenPlan(t *testing.T) {
 	if err := WriteHTML(&b, pl); err != nil {
 		t.Fatal(err)
 	}
-	page := b.String()
+	return pl, b.Bytes()
+}
+
+func TestHTMLMarksTheChosenPlan(t *testing.T) {
+	pl, b := chosenPlanPage(t)
+	page := string(b)
 	best := pl.BestCandidate()
-	for _, want := range []string{"<svg", ` chosen" cx=`, "<title>chosen plan: #1 " + best.Describe(), `<tr class="chosen">`, `<polyline class="front-line"`} {
+	for _, want := range []string{"<svg", ">chosen</text>", "<title>chosen plan: #1 " + best.Describe(), `<tr class="chosen">`, "Pareto front</span>", "<polyline"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -45,7 +45,7 @@ func WriteHTML(w io.Writer, sum *Summary, charts *Charts) error {
 	if sum == nil {
 		return errors.New("report.html: no summary")
 	}
-	view, err := buildView(sum)
+	view, err := buildView(sum, charts)
 	if err != nil {
 		return fmt.Errorf("report.html: %w", err)
 	}
@@ -112,12 +112,14 @@ type view struct {
 	Failures             []failureRow
 	Metrics              []metricTable
 	CDFs                 []cdfFigure
-	Config               []kv
-	CSS                  template.CSS
-	UPlotCSS             template.CSS
-	UPlotJS              template.JS
-	JS                   template.JS
-	Data                 template.JS
+	// The throughput-vs-latency charts, drawn on the server (tradeoff.go).
+	TradeoffTTFT, TradeoffTPOT template.HTML
+	Config                     []kv
+	CSS                        template.CSS
+	UPlotCSS                   template.CSS
+	UPlotJS                    template.JS
+	JS                         template.JS
+	Data                       template.JS
 }
 
 type kv struct{ K, V string }
@@ -125,8 +127,12 @@ type kv struct{ K, V string }
 // failureRow is one kind of failure of a level (levels[i].error_details).
 type failureRow struct{ Level, Kind, Status, Count, Message, Hint string }
 
-// cdfFigure is one CDF chart: the registry's metric (JSON key), its label and axis.
-type cdfFigure struct{ Key, Label, Axis string }
+// cdfFigure is one CDF chart: the registry's metric (JSON key), its label and axis, drawn
+// on a linear and on a logarithmic latency axis (the page's checkbox shows one).
+type cdfFigure struct {
+	Key, Label, Axis string
+	Linear, Log      template.HTML
+}
 
 type card struct {
 	Label, Value, Detail string
@@ -164,6 +170,7 @@ type costRow struct {
 type metricTable struct {
 	Key, Title string
 	Primary    bool
+	Chart      template.HTML // its percentiles by level (svgcharts.go)
 	Columns    []string
 	Rows       []metricRow
 }
@@ -188,7 +195,7 @@ var tableMetrics = func() []*metrics.Metric {
 	return out
 }()
 
-func buildView(s *Summary) (*view, error) {
+func buildView(s *Summary, charts *Charts) (*view, error) {
 	v := &view{
 		CSS:      template.CSS(mustAsset("assets/report.css")),
 		UPlotCSS: template.CSS(mustAsset("assets/uPlot.min.css")),
@@ -288,8 +295,11 @@ func buildView(s *Summary) (*view, error) {
 			v.Metrics = append(v.Metrics, t)
 		}
 	}
+	v.TradeoffTTFT = tradeoffChart(s, "tradeoff-ttft", metrics.KeyTTFT, "TTFT")
+	v.TradeoffTPOT = tradeoffChart(s, "tradeoff-tpot", metrics.KeyTPOT, "TPOT")
 	for _, m := range cdfMetrics {
-		v.CDFs = append(v.CDFs, cdfFigure{m.JSON, m.Short, m.CDFAxis})
+		v.CDFs = append(v.CDFs, cdfFigure{Key: m.JSON, Label: m.Short, Axis: m.CDFAxis,
+			Linear: cdfChart(m, charts, s.Levels, false), Log: cdfChart(m, charts, s.Levels, true)})
 	}
 	var err error
 	if v.Config, err = configRows(s); err != nil {
@@ -329,6 +339,7 @@ func metricTableOf(m *metrics.Metric, levels []Level) (metricTable, bool) {
 		r.Cells = append(r.Cells, cell{Text: fmtNum(st.Max)})
 		t.Rows = append(t.Rows, r)
 	}
+	t.Chart = percentileChart(m, levels, ps)
 	return t, len(t.Rows) > 0
 }
 

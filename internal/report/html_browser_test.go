@@ -2,22 +2,16 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
-	"html"
 	"image"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/llmbench/llmbench/internal/testproc"
+	"github.com/llmbench/llmbench/internal/browsertest"
 )
 
 var (
@@ -27,68 +21,13 @@ var (
 
 const browserWidth = 1280
 
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("LLMBENCH_REQUIRE_CHROMIUM") != "" {
-		t.Fatal("LLMBENCH_REQUIRE_CHROMIUM is set (CI) but no chromium binary is on PATH")
-	}
-	t.Skip("no chromium binary on PATH; the browser check of report.html needs Debian's chromium")
-	return ""
-}
-
-// runChromium runs headless Chromium on page with the flags of an offline, quiet browser.
-func runChromium(t *testing.T, bin, page string, height int, extra ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	args := []string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
-		"--user-data-dir=" + t.TempDir(), "--window-size=" + strconv.Itoa(browserWidth) + "," + strconv.Itoa(height), "--virtual-time-budget=5000",
-	}
-	args = append(append(args, extra...), "file://"+page)
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := testproc.Run(t, cmd); err != nil {
-		t.Fatalf("chromium %v: %v\nstderr:\n%s", extra, err, lastLines(stderr.String(), 30))
-	}
-	return stdout.Bytes()
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-var htmlTag = regexp.MustCompile(`(?s)<html\b[^>]*>`)
-
-// htmlAttr returns attribute name of the <html> element in a dumped DOM.
-func htmlAttr(dom []byte, name string) (string, bool) {
-	tag := htmlTag.Find(dom)
-	m := regexp.MustCompile(`\s` + regexp.QuoteMeta(name) + `="([^"]*)"`).FindSubmatch(tag)
-	if m == nil {
-		return "", false
-	}
-	return html.UnescapeString(string(m[1])), true
-}
-
 type chartRect struct {
 	Name       string
 	X, Y, W, H int
 }
 
 func TestReportHTMLInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	dir := t.TempDir()
 	synthetic := *reportDir == ""
 	var sum []byte
@@ -113,14 +52,17 @@ func TestReportHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dom := runChromium(t, bin, page, 2000, "--dump-dom")
-	if errs, ok := htmlAttr(dom, "data-errors"); ok {
+	// No chart text over other text and no table past the window.
+	browsertest.CheckPage(t, "report.html", b.Bytes(), 20)
+
+	dom := browsertest.Run(t, bin, page, browserWidth, 2000, "--dump-dom")
+	if errs, ok := browsertest.HTMLAttr(dom, "data-errors"); ok {
 		t.Fatalf("the page reported script errors: %s", errs)
 	}
-	if v, _ := htmlAttr(dom, "data-ready"); v != "1" {
-		t.Fatalf("the page's script did not finish (no data-ready); <html> tag: %s", htmlTag.Find(dom))
+	if v, _ := browsertest.HTMLAttr(dom, "data-ready"); v != "1" {
+		t.Fatalf("the page's script did not finish (no data-ready); <html> tag: %s", browsertest.HTMLTag(dom))
 	}
-	raw, _ := htmlAttr(dom, "data-charts")
+	raw, _ := browsertest.HTMLAttr(dom, "data-charts")
 	var rects []chartRect
 	if err := json.Unmarshal([]byte(raw), &rects); err != nil {
 		t.Fatalf("data-charts %q: %v", raw, err)
@@ -144,7 +86,7 @@ func TestReportHTMLInChromium(t *testing.T) {
 			t.Errorf("the rendered page lacks %q", want)
 		}
 	}
-	hs, _ := htmlAttr(dom, "data-height")
+	hs, _ := browsertest.HTMLAttr(dom, "data-height")
 	height, err := strconv.Atoi(hs)
 	if err != nil || height < 1000 || height > 20000 {
 		t.Fatalf("page height %q", hs)
@@ -152,7 +94,7 @@ func TestReportHTMLInChromium(t *testing.T) {
 
 	// A window as tall as the page puts every chart in the screenshot.
 	shot := filepath.Join(dir, "shot.png")
-	runChromium(t, bin, page, height, "--screenshot="+shot)
+	browsertest.Run(t, bin, page, browserWidth, height, "--screenshot="+shot)
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -243,10 +185,10 @@ func withServerSeries(t *testing.T, sum []byte) []byte {
 
 func TestChromiumHelpers(t *testing.T) {
 	dom := []byte(`<html lang="en" data-ready="1" data-charts="[{&quot;name&quot;:&quot;a&quot;}]"><head>`)
-	if v, ok := htmlAttr(dom, "data-charts"); !ok || v != `[{"name":"a"}]` {
+	if v, ok := browsertest.HTMLAttr(dom, "data-charts"); !ok || v != `[{"name":"a"}]` {
 		t.Fatalf("htmlAttr = %q, %v", v, ok)
 	}
-	if _, ok := htmlAttr(dom, "data-errors"); ok {
+	if _, ok := browsertest.HTMLAttr(dom, "data-errors"); ok {
 		t.Fatal("found an absent attribute")
 	}
 	img := image.NewRGBA(image.Rect(0, 0, 10, 10))

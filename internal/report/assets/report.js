@@ -15,7 +15,6 @@
     queue: "#b8bfcc", prefill: "#f28e2b", decode: "#4e79a7", tail: "#9fc4e6",
     setup: "#76b7b2", headers: "#edc948",
   };
-  var PCT_COLORS = { p50: "#4e79a7", p90: "#59a14f", p95: "#edc948", p99: "#e15759", "p99.9": "#7b3fc4" };
   var CAT = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
 
   // ---- helpers -------------------------------------------------------------------------
@@ -107,164 +106,28 @@
   }
 
   // ---- throughput vs latency -------------------------------------------------------------
-
-  function tradeoff(name, metric, label) {
-    var pts = [];
-    LEVELS.forEach(function (l, i) {
-      var m = l && l.metrics && l.metrics[metric];
-      var x = num(l && l.output_throughput);
-      if (m && x !== null && (num(m.p50) !== null || num(m.p99) !== null)) pts.push({ i: i, x: x, p50: num(m.p50), p99: num(m.p99) });
-    });
-    if (!pts.length) { noData(name, "No level has " + label + " figures."); return; }
-    var xs = pts.map(function (p) { return p.x; });
-    var series = [{}], data = [null];
-    [["p50", "P50", C.decode, null], ["p99", "P99", "#e15759", [6, 4]]].forEach(function (s) {
-      var keep = pts.filter(function (p) { return p[s[0]] !== null; });
-      series.push({
-        label: label + " " + s[1] + " (ms)", stroke: s[2], width: 2, dash: s[3] || undefined,
-        paths: uPlot.paths.linear(),
-        points: { show: true, size: 7, fill: s[2], stroke: s[2] },
-        facets: [{ scale: "x", auto: true }, { scale: "y", auto: true }],
-      });
-      data.push([keep.map(function (p) { return p.x; }), keep.map(function (p) { return p[s[0]]; })]);
-    });
-    var maxX = Math.max.apply(null, xs);
-    make(name, {
-      mode: 2,
-      scales: { x: { time: false, range: function (u, a, b) { return [0, (isNum(b) ? b : maxX) * 1.1 || 1]; } }, y: { range: zeroRange } },
-      axes: [axis("output throughput (tok/s)"), axis(label + " (ms)", { size: 60 })],
-      series: series,
-      legend: { live: false },
-      cursor: { show: false },
-      hooks: {
-        draw: [function (u) {
-          var ctx = u.ctx, dpr = window.devicePixelRatio || 1;
-          ctx.save();
-          ctx.font = Math.round(11 * dpr) + "px system-ui, sans-serif";
-          ctx.textBaseline = "bottom";
-          pts.forEach(function (p) {
-            var top = p.p99 !== null ? p.p99 : p.p50;
-            var x = cx(u, p.x), y = cy(u, top);
-            ctx.fillStyle = C.muted;
-            ctx.textAlign = "center";
-            ctx.fillText(shortName(p.i), x, y - 6 * dpr);
-          });
-          [[SWEET, C.accent, "sweet spot"], [LIMIT, C.good, "SLO limit"]].forEach(function (m, k) {
-            var p = pts.filter(function (q) { return q.i === m[0]; })[0];
-            if (!p) return;
-            var x = cx(u, p.x);
-            ctx.strokeStyle = m[1];
-            ctx.lineWidth = 1.5 * dpr;
-            ctx.setLineDash([4 * dpr, 3 * dpr]);
-            ctx.beginPath();
-            ctx.moveTo(x, u.bbox.top);
-            ctx.lineTo(x, u.bbox.top + u.bbox.height);
-            ctx.stroke();
-            ctx.setLineDash([]);
-            ctx.fillStyle = m[1];
-            ctx.textAlign = x > u.bbox.left + u.bbox.width * 0.8 ? "right" : "left";
-            ctx.textBaseline = "top";
-            var dx = ctx.textAlign === "right" ? -4 * dpr : 4 * dpr;
-            ctx.fillText(m[2], x + dx, u.bbox.top + 4 * dpr + k * 14 * dpr);
-            ctx.textBaseline = "bottom";
-          });
-          ctx.restore();
-        }],
-      },
-    }, data, 320);
-  }
+  // Drawn on the server as inline SVG (internal/chart), like plan.html's and
+  // calibration.html's charts.
 
   // ---- percentiles by level ---------------------------------------------------------------
 
-  function pctKeys(metric) {
-    var keys = {};
-    LEVELS.forEach(function (l) {
-      var m = l && l.metrics && l.metrics[metric];
-      if (!m) return;
-      Object.keys(m).forEach(function (k) { if (/^p[0-9]+(\.[0-9]+)?$/.test(k)) keys[k] = parseFloat(k.slice(1)); });
-    });
-    return Object.keys(keys).sort(function (a, b) { return keys[a] - keys[b]; });
-  }
-
+  // Each metric's chart is drawn on the server (internal/chart); the selector shows one.
   function percentiles() {
     var sel = document.getElementById("pct-metric");
     var metric = sel && sel.value ? sel.value : "ttft_ms";
     var title = sel && sel.selectedIndex >= 0 ? sel.options[sel.selectedIndex].text : metric;
     document.getElementById("pct-title").textContent = title + ": percentiles by level (ms)";
-    var keys = pctKeys(metric);
-    if (!LEVELS.length || !keys.length) { noData("percentiles", "No percentiles for this metric."); return; }
-    var xs = LEVELS.map(function (_, i) { return i; });
-    var data = [xs], series = [{ label: "level", value: function (u, v) { return v === null ? "—" : levelName(v); } }];
-    keys.forEach(function (k, j) {
-      data.push(LEVELS.map(function (l) { var m = l && l.metrics && l.metrics[metric]; return m ? num(m[k]) : null; }));
-      var col = PCT_COLORS[k] || CAT[j % CAT.length];
-      series.push({ label: k.toUpperCase(), stroke: col, width: 2, points: { show: true, size: 7, fill: col }, spanGaps: true,
-        value: function (u, v) { return fmt(v, "ms"); } });
-    });
-    var n = LEVELS.length;
-    make("percentiles", {
-      scales: { x: { time: false, range: function () { return [-0.4, n - 0.6]; } }, y: { range: zeroRange } },
-      axes: [
-        axis("load level", { splits: function () { return xs; }, values: function (u, sp) { return sp.map(function (i) { return shortName(i); }); } }),
-        axis("latency (ms)", { size: 60 }),
-      ],
-      series: series,
-    }, data, 300);
+    document.querySelectorAll("#percentiles [data-pct]").forEach(function (d) { d.hidden = d.getAttribute("data-pct") !== metric; });
   }
 
   // ---- CDFs --------------------------------------------------------------------------------
 
-  // The CDF charts are the page's figures named cdf-METRIC, labelled by the metric registry.
-  function cdfFigures() { return Array.prototype.slice.call(document.querySelectorAll('figure[data-chart^="cdf-"]')); }
-
-  function cdf(fig, logX) {
-    var name = fig.getAttribute("data-chart"), metric = name.slice(4);
-    var label = fig.getAttribute("data-label") || metric, axisLabel = fig.getAttribute("data-axis") || label;
-    if (!R) { noData(name, "Per-request data (records.jsonl) was not given."); return; }
-    var q = R.cdf_q || [];
-    // xy mode: each level keeps its own x values, so a step (many samples at one latency)
-    // draws as the vertical line it is.
-    var series = [{}], data = [null], lo = Infinity, hi = -Infinity;
-    var nLv = LEVELS.length || R.levels.length;
-    R.levels.forEach(function (lv) {
-      var c = lv.cdf && lv.cdf[metric];
-      if (!c || !c.v || !c.v.length) return;
-      var xs = [], ys = [];
-      for (var j = 0; j < c.v.length && j < q.length; j++) {
-        var x = c.v[j];
-        if (!isNum(x) || (logX && x <= 0)) continue;
-        xs.push(x); ys.push(q[j]);
-        lo = Math.min(lo, x); hi = Math.max(hi, x);
-      }
-      if (!xs.length) return;
-      var col = levelColor(lv.level, nLv);
-      data.push([xs, ys]);
-      series.push({
-        label: levelName(lv.level), stroke: col, width: 2,
-        paths: uPlot.paths.linear(), points: { show: false },
-        facets: [{ scale: "x", auto: true }, { scale: "y", auto: false }],
-      });
-    });
-    if (data.length < 2) { noData(name, "No successful request has " + label + " samples."); return; }
-    var cap = figure(name).querySelector("figcaption");
-    cap.textContent = label + " distribution";
-    var pad = hi > lo ? (hi - lo) * 0.05 : Math.abs(hi) * 0.1 || 1;
-    var xr = logX ? [lo / 1.15, hi * 1.15] : [Math.max(0, lo - pad), hi + pad];
-    make(name, {
-      mode: 2,
-      scales: { x: { time: false, distr: logX ? 3 : 1, range: function () { return xr; } }, y: { range: function () { return [0, 1]; } } },
-      axes: [axis(axisLabel),
-        axis("fraction of samples", { size: 50, values: function (u, v) { return v.map(function (x) { return Math.round(x * 100) + "%"; }); } })],
-      series: series,
-      legend: { live: false },
-      cursor: { show: false },
-    }, data, 300);
-  }
-
+  // The CDF charts are drawn on the server (internal/chart), on a linear and on a log
+  // latency axis; the checkbox shows one.
   function cdfs() {
     var box = document.getElementById("cdf-log");
-    var logX = !!(box && box.checked);
-    cdfFigures().forEach(function (f) { cdf(f, logX); });
+    var scale = box && box.checked ? "log" : "linear";
+    document.querySelectorAll("#cdf [data-scale]").forEach(function (d) { d.hidden = d.getAttribute("data-scale") !== scale; });
   }
 
   // ---- request anatomy ---------------------------------------------------------------------
@@ -509,14 +372,17 @@
       var r = c.u.over.getBoundingClientRect();
       return { name: c.name, x: Math.round(r.left + window.scrollX), y: Math.round(r.top + window.scrollY), w: Math.round(r.width), h: Math.round(r.height) };
     });
+    document.querySelectorAll("figure.chart svg.chart").forEach(function (svg) {
+      var r = svg.getBoundingClientRect();
+      if (!r.width) return; // a metric the selector hides
+      rects.push({ name: svg.closest("figure").getAttribute("data-chart"), x: Math.round(r.left + window.scrollX), y: Math.round(r.top + window.scrollY), w: Math.round(r.width), h: Math.round(r.height) });
+    });
     document.documentElement.setAttribute("data-charts", JSON.stringify(rects));
     document.documentElement.setAttribute("data-height", String(document.documentElement.scrollHeight));
     document.documentElement.setAttribute("data-ready", "1");
   }
 
   run(setupControls);
-  run(function () { tradeoff("tradeoff-ttft", "ttft_ms", "TTFT"); });
-  run(function () { tradeoff("tradeoff-tpot", "tpot_ms", "TPOT"); });
   run(percentiles);
   run(cdfs);
   run(anatomy);
