@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -206,7 +207,7 @@ func (f *fitter) start(pts []Point, lim batch) sim.Profile {
 		}
 	}
 	if len(spreads) > 0 {
-		f.jitter = median(spreads)
+		f.jitter = metrics.Median(spreads)
 		base.Network.JitterMs = f.jitter
 	}
 	if n := f.opt.Server.ContextTokens; n > 0 {
@@ -641,13 +642,13 @@ func guess(p *sim.Profile, pts []Point) {
 			p.Network.RTTMs = math.Max(a, 0)
 		}
 	} else if len(ys) > 0 {
-		p.Cost.PrefillMsPerToken = math.Max(median(ys)/math.Max(median(xs), 1), 1e-5)
+		p.Cost.PrefillMsPerToken = math.Max(metrics.Median(ys)/math.Max(metrics.Median(xs), 1), 1e-5)
 	}
 	if a, b, ok := line(cs, ts); ok && a+b > 0 {
 		p.Cost.DecodeStepMs = a + b
 		p.Cost.DecodeGrowth = math.Max(b/(a+b), 0)
 	} else if len(ts) > 0 {
-		p.Cost.DecodeStepMs, p.Cost.DecodeGrowth = median(ts), 0.01
+		p.Cost.DecodeStepMs, p.Cost.DecodeGrowth = metrics.Median(ts), 0.01
 	}
 }
 
@@ -752,7 +753,7 @@ func overheadOf(pts []Point) float64 {
 			xs = append(xs, pts[i].ServerOverhead)
 		}
 	}
-	return median(xs)
+	return metrics.Median(xs)
 }
 
 // noiseOf is the step noise measured at the lowest concurrency that measured it (where
@@ -772,7 +773,7 @@ func noiseOf(pts []Point) float64 {
 		cs = append(cs, c)
 	}
 	sort.Ints(cs)
-	return math.Min(median(byC[cs[0]]), 1)
+	return math.Min(metrics.Median(byC[cs[0]]), 1)
 }
 
 // gauges are what a level's scrapes of the server's running and waiting requests say once
