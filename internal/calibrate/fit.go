@@ -340,16 +340,16 @@ func (f *fitter) settings(base, p sim.Profile, pts []Point, lim batch) ([]Settin
 	if f.noise == 0 {
 		noiseHow = "not measured (too few inter-token gaps): P99s are those of a noiseless engine"
 	}
-	s = append(s, Setting{"cost.step_noise", fmt.Sprintf("%.4f", f.noise), noiseHow})
+	s = append(s, Setting{"cost." + sim.CostKeyStepNoise, fmt.Sprintf("%.4f", f.noise), noiseHow})
 	return s, seqsHow
 }
 
 // linearParams are the linear cost model's settings the fit moves.
 func (f *fitter) linearParams(pts []Point) {
 	f.params = append(f.params,
-		param{key: "cost.prefill_ms_per_token", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillMsPerToken }, lo: 1e-6, hi: 1e3, off: 0},
-		param{key: "cost.decode_step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeStepMs }, lo: 1e-3, hi: 1e5, off: 0},
-		param{key: "cost.decode_growth", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeGrowth }, lo: 0, hi: 100, off: 1e-3},
+		costParam(sim.CostKeyPrefillMsPerToken, 0, false),
+		costParam(sim.CostKeyDecodeStepMs, 0, false),
+		costParam(sim.CostKeyDecodeGrowth, 1e-3, false),
 	)
 	// Terms that grow with the prompt are told apart from the per-step ones only where the
 	// points' prompts differ: with one prompt length they would trade against decode_step_ms
@@ -361,19 +361,30 @@ func (f *fitter) linearParams(pts []Point) {
 	}
 	if hi >= 4*max(lo, 1) {
 		f.params = append(f.params,
-			param{key: "cost.prefill_attention_ms_per_1m", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillAttnMsPer1M }, lo: 0, hi: 1e5, off: 0.01, optional: true},
-			param{key: "cost.context_ms_per_1k", ptr: func(p *sim.Profile) *float64 { return &p.Cost.ContextMsPer1k }, lo: 0, hi: 1e4, off: 0.01, optional: true},
+			costParam(sim.CostKeyPrefillAttnMsPer1M, 0.01, true),
+			costParam(sim.CostKeyContextMsPer1k, 0.01, true),
 		)
 	}
 	// A fixed cost of every step is told apart from the network only where the server
 	// times its own prefill: otherwise both only add to TTFT (and the step's share to
 	// decode_step_ms), so the fit keeps the network and leaves step_ms at 0.
 	if !math.IsNaN(f.overhead) {
-		f.params = append(f.params, param{key: "cost.step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.StepMs }, lo: 0, hi: 1e4, off: 0.01, optional: true})
+		f.params = append(f.params, costParam(sim.CostKeyStepMs, 0.01, true))
 		// A prompt's own fixed cost is told apart from the step's likewise: the server's
 		// prefill time against its decode steps.
-		f.params = append(f.params, param{key: "cost.prefill_seq_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillSeqMs }, lo: 0, hi: 1e4, off: 0.01, optional: true})
+		f.params = append(f.params, costParam(sim.CostKeyPrefillSeqMs, 0.01, true))
 	}
+}
+
+// costParam is the fit's parameter of a key under cost:, over the range the profile's
+// table gives it; off and optional are the fit's own choices (see param).
+func costParam(key string, off float64, optional bool) param {
+	k, ok := sim.LookupCostKey(key)
+	if !ok {
+		panic("calibrate: no cost key " + key)
+	}
+	lo, hi := k.FitRange()
+	return param{key: "cost." + k.Key, ptr: func(p *sim.Profile) *float64 { return k.Value(&p.Cost) }, lo: lo, hi: hi, off: off, optional: optional}
 }
 
 // rooflineOffset is the log scale's offset for a roofline constant: none for one that is

@@ -341,19 +341,11 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"gpu":   func(key string, v *yaml.Node) { d.gpu(key, v, &p.GPU) },
 		"cost": func(key string, v *yaml.Node) {
 			fields := map[string]func(string, *yaml.Node){
-				"kind":                        d.str(&p.Cost.Kind),
-				"prefill_ms_per_token":        d.number(&p.Cost.PrefillMsPerToken),
-				"decode_step_ms":              d.number(&p.Cost.DecodeStepMs),
-				"decode_growth":               d.number(&p.Cost.DecodeGrowth),
-				"step_ms":                     d.number(&p.Cost.StepMs),
-				"context_ms_per_1k":           d.number(&p.Cost.ContextMsPer1k),
-				"prefill_attention_ms_per_1m": d.number(&p.Cost.PrefillAttnMsPer1M),
-				"prefill_seq_ms":              d.number(&p.Cost.PrefillSeqMs),
-				"file":                        d.str(&p.Cost.File),
-				"step_noise":                  d.number(&p.Cost.StepNoise),
+				"kind":   d.str(&p.Cost.Kind),
+				costFile: d.str(&p.Cost.File),
 			}
-			for _, f := range p.Cost.Roofline.Fields() {
-				fields[f.Key] = d.number(f.Value)
+			for _, k := range costKeys {
+				fields[k.Key] = d.number(k.Value(&p.Cost))
 			}
 			d.mapping(v, key+".", fields)
 		},
@@ -417,11 +409,11 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 }
 
 func (d *yamlDecoder) costKeysForKind(n *yaml.Node, kind string) {
-	owner := map[string]string{"prefill_ms_per_token": CostLinear, "decode_step_ms": CostLinear, "decode_growth": CostLinear,
-		"step_ms": CostLinear, "context_ms_per_1k": CostLinear, "prefill_attention_ms_per_1m": CostLinear, "prefill_seq_ms": CostLinear, "file": CostTable}
-	var rp RooflineParams
-	for _, f := range rp.Fields() {
-		owner[f.Key] = CostRoofline
+	owner := map[string]string{costFile: CostTable}
+	for _, k := range costKeys {
+		if k.Kind != "" {
+			owner[k.Key] = k.Kind
+		}
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
@@ -511,26 +503,10 @@ func (p Profile) validate() []error {
 	c := p.Cost
 	switch c.Kind {
 	case CostLinear:
-		if !(c.PrefillMsPerToken >= 0 && c.PrefillMsPerToken <= maxCostMs) {
-			add("cost.prefill_ms_per_token", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillMsPerToken)
-		}
-		if !(c.DecodeStepMs > 0 && c.DecodeStepMs <= maxCostMs) {
-			add("cost.decode_step_ms", "must be in (0, %.0f] ms, got %g", float64(maxCostMs), c.DecodeStepMs)
-		}
-		if !(c.DecodeGrowth >= 0 && c.DecodeGrowth <= maxDecodeGrowth) {
-			add("cost.decode_growth", "must be in [0, %.0f], got %g", float64(maxDecodeGrowth), c.DecodeGrowth)
-		}
-		if !(c.StepMs >= 0 && c.StepMs <= maxCostMs) {
-			add("cost.step_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.StepMs)
-		}
-		if !(c.ContextMsPer1k >= 0 && c.ContextMsPer1k <= maxCostMs) {
-			add("cost.context_ms_per_1k", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.ContextMsPer1k)
-		}
-		if !(c.PrefillAttnMsPer1M >= 0 && c.PrefillAttnMsPer1M <= maxCostMs) {
-			add("cost.prefill_attention_ms_per_1m", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillAttnMsPer1M)
-		}
-		if !(c.PrefillSeqMs >= 0 && c.PrefillSeqMs <= maxCostMs) {
-			add("cost.prefill_seq_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillSeqMs)
+		for _, k := range CostKeysOf(CostLinear) {
+			if err := k.check("cost.", *k.Value(&c)); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	case CostRoofline:
 		errs = append(errs, c.rooflineParams().validate("cost.")...)
@@ -543,8 +519,10 @@ func (p Profile) validate() []error {
 	default:
 		add("cost.kind", "%q is not one of linear, roofline, table", c.Kind)
 	}
-	if !(c.StepNoise >= 0 && c.StepNoise <= maxStepNoise) {
-		add("cost.step_noise", "must be in [0, %g] (a coefficient of variation; 0 = none), got %g", float64(maxStepNoise), c.StepNoise)
+	for _, k := range CostKeysOf("") { // every kind's
+		if err := k.check("cost.", *k.Value(&c)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !(p.Network.RTTMs >= 0 && p.Network.RTTMs <= maxCostMs) {
 		add("network.rtt_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.RTTMs)
