@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"strconv"
 )
 
@@ -110,5 +109,5 @@ func (k CostKey) check(prefix string, v float64) error {
 		open = "("
 	}
 	bound := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-	return fmt.Errorf("%s%s: must be in %s%s, %s]%s, got %g", prefix, k.Key, open, bound(k.Min), bound(k.Max), k.Note, v)
+	return keyErrorf(prefix+k.Key, "must be in %s%s, %s]%s, got %g", open, bound(k.Min), bound(k.Max), k.Note, v)
 }

@@ -221,15 +221,30 @@ func ParseProfile(b []byte, dir string) (Profile, error) {
 	// Report the settings' problems too, except for keys whose value could not be read
 	// (their defaults would only add noise).
 	for _, err := range p.validate() {
-		key, _, _ := strings.Cut(err.Error(), ":")
-		if !d.bad[key] && !d.bad[strings.Split(key, ".")[0]] {
-			errs = append(errs, err)
+		var ke *keyError
+		if errors.As(err, &ke) && (d.bad[ke.Key] || d.bad[strings.Split(ke.Key, ".")[0]]) {
+			continue
 		}
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return Profile{}, errors.Join(errs...)
 	}
 	return p, nil
+}
+
+// keyError is a problem with one key of a profile ("engine.max_num_seqs", or a mapping's:
+// "cost"), so that ParseProfile can leave out those of keys it could not read.
+type keyError struct {
+	Key string
+	Err error
+}
+
+func (e *keyError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *keyError) Unwrap() error { return e.Err }
+
+func keyErrorf(key, format string, a ...any) error {
+	return &keyError{Key: key, Err: fmt.Errorf(format, a...)}
 }
 
 // yamlDecoder walks the YAML tree by hand: model and gpu are a preset name or a mapping,
@@ -492,7 +507,7 @@ func (p Profile) Validate() error { return errors.Join(p.validate()...) }
 func (p Profile) validate() []error {
 	var errs []error
 	add := func(key, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, a...)))
+		errs = append(errs, keyErrorf(key, format, a...))
 	}
 	if err := p.Model.validate("model"); err != nil {
 		errs = append(errs, err)
@@ -612,7 +627,7 @@ func (p Profile) checkStepTimes(kv int) error {
 	}
 	for _, w := range work {
 		if w.d < 0 || w.d > maxStepTime {
-			return fmt.Errorf("cost: %s would take %v, beyond the %s limit: check the cost settings, model and GPU", w.what, w.d, maxStepTimeInWords)
+			return keyErrorf("cost", "%s would take %v, beyond the %s limit: check the cost settings, model and GPU", w.what, w.d, maxStepTimeInWords)
 		}
 	}
 	return nil
@@ -636,14 +651,14 @@ func (p Profile) KVCacheTokens() (int, error) {
 		}
 		f := free / p.ShardModel().KVBytesPerToken()
 		if f > maxKVCacheTokens {
-			return 0, fmt.Errorf("engine.kv_cache_tokens: %s's memory would hold %.3g tokens of %s's KV cache, beyond the %d limit; set kv_cache_tokens",
+			return 0, keyErrorf("engine.kv_cache_tokens", "%s's memory would hold %.3g tokens of %s's KV cache, beyond the %d limit; set kv_cache_tokens",
 				p.GPU.Name, f, p.Model.Name, maxKVCacheTokens)
 		}
 		n = int(f)
 	}
 	n -= n % bs
 	if n < bs {
-		return 0, fmt.Errorf("engine.kv_cache_tokens: capacity %d tokens is less than one block of %d", n, bs)
+		return 0, keyErrorf("engine.kv_cache_tokens", "capacity %d tokens is less than one block of %d", n, bs)
 	}
 	return n, nil
 }
@@ -659,11 +674,11 @@ func (p Profile) NewCostModel() (CostModel, error) {
 		return p.tensorParallel(NewRoofline(p.ShardModel(), p.GPU, p.Cost.rooflineParams())), nil
 	case CostTable:
 		if p.table == nil {
-			return nil, fmt.Errorf("cost.file: %q was not loaded", p.Cost.File)
+			return nil, keyErrorf("cost.file", "%q was not loaded", p.Cost.File)
 		}
 		return Table{T: p.table}, nil
 	}
-	return nil, fmt.Errorf("cost.kind: %q is not one of linear, roofline, table", p.Cost.Kind)
+	return nil, keyErrorf("cost.kind", "%q is not one of linear, roofline, table", p.Cost.Kind)
 }
 
 // WithTable returns p using the table model over t (for profiles built in code).
