@@ -219,7 +219,7 @@ func (f *fitter) start(pts []Point, lim batch) sim.Profile {
 		base.Model, base.GPU = *f.opt.Model, *f.opt.GPU
 		base.Cost = sim.CostConfig{Kind: sim.CostRoofline, Roofline: sim.DefaultRooflineParams()}
 		for i, fl := range base.Cost.Roofline.Fields() {
-			if fl.Key == "step_overhead_us" && math.IsNaN(f.overhead) {
+			if fl.Key == sim.CostKeyStepOverheadUs && math.IsNaN(f.overhead) {
 				continue // told apart from the network only by the server's own timings
 			}
 			f.params = append(f.params, param{key: "cost." + fl.Key, ptr: func(p *sim.Profile) *float64 { return p.Cost.Roofline.Fields()[i].Value },

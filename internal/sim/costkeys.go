@@ -14,6 +14,7 @@ const (
 	CostKeyPrefillAttnMsPer1M = "prefill_attention_ms_per_1m"
 	CostKeyPrefillSeqMs       = "prefill_seq_ms"
 	CostKeyStepNoise          = "step_noise"
+	CostKeyStepOverheadUs     = "step_overhead_us"
 )
 
 // CostKey is one number under a profile's cost: with the cost kind that owns it, where it
@@ -55,7 +56,7 @@ var costKeys = []CostKey{
 	{Key: "attn_units_per_sm", Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.AttnUnitsPerSM }, Max: 64},
 	{Key: "layer_overhead_us", Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.LayerOverheadUs }, Max: 1000},
 	{Key: "seq_overhead_us", Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.SeqOverheadUs }, Max: 1000},
-	{Key: "step_overhead_us", Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.StepOverheadUs }, Max: 100_000},
+	{Key: CostKeyStepOverheadUs, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.StepOverheadUs }, Max: 100_000},
 	{Key: CostKeyStepNoise, cost: func(c *CostConfig) *float64 { return &c.StepNoise }, Max: maxStepNoise, Note: " (a coefficient of variation; 0 = none)", OmitZero: true},
 }
 
