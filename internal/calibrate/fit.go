@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -206,7 +207,7 @@ func (f *fitter) start(pts []Point, lim batch) sim.Profile {
 		}
 	}
 	if len(spreads) > 0 {
-		f.jitter = median(spreads)
+		f.jitter = metrics.Median(spreads)
 		base.Network.JitterMs = f.jitter
 	}
 	if n := f.opt.Server.ContextTokens; n > 0 {
@@ -218,7 +219,7 @@ func (f *fitter) start(pts []Point, lim batch) sim.Profile {
 		base.Model, base.GPU = *f.opt.Model, *f.opt.GPU
 		base.Cost = sim.CostConfig{Kind: sim.CostRoofline, Roofline: sim.DefaultRooflineParams()}
 		for i, fl := range base.Cost.Roofline.Fields() {
-			if fl.Key == "step_overhead_us" && math.IsNaN(f.overhead) {
+			if fl.Key == sim.CostKeyStepOverheadUs && math.IsNaN(f.overhead) {
 				continue // told apart from the network only by the server's own timings
 			}
 			f.params = append(f.params, param{key: "cost." + fl.Key, ptr: func(p *sim.Profile) *float64 { return p.Cost.Roofline.Fields()[i].Value },
@@ -339,16 +340,16 @@ func (f *fitter) settings(base, p sim.Profile, pts []Point, lim batch) ([]Settin
 	if f.noise == 0 {
 		noiseHow = "not measured (too few inter-token gaps): P99s are those of a noiseless engine"
 	}
-	s = append(s, Setting{"cost.step_noise", fmt.Sprintf("%.4f", f.noise), noiseHow})
+	s = append(s, Setting{"cost." + sim.CostKeyStepNoise, fmt.Sprintf("%.4f", f.noise), noiseHow})
 	return s, seqsHow
 }
 
 // linearParams are the linear cost model's settings the fit moves.
 func (f *fitter) linearParams(pts []Point) {
 	f.params = append(f.params,
-		param{key: "cost.prefill_ms_per_token", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillMsPerToken }, lo: 1e-6, hi: 1e3, off: 0},
-		param{key: "cost.decode_step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeStepMs }, lo: 1e-3, hi: 1e5, off: 0},
-		param{key: "cost.decode_growth", ptr: func(p *sim.Profile) *float64 { return &p.Cost.DecodeGrowth }, lo: 0, hi: 100, off: 1e-3},
+		costParam(sim.CostKeyPrefillMsPerToken, 0, false),
+		costParam(sim.CostKeyDecodeStepMs, 0, false),
+		costParam(sim.CostKeyDecodeGrowth, 1e-3, false),
 	)
 	// Terms that grow with the prompt are told apart from the per-step ones only where the
 	// points' prompts differ: with one prompt length they would trade against decode_step_ms
@@ -360,19 +361,30 @@ func (f *fitter) linearParams(pts []Point) {
 	}
 	if hi >= 4*max(lo, 1) {
 		f.params = append(f.params,
-			param{key: "cost.prefill_attention_ms_per_1m", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillAttnMsPer1M }, lo: 0, hi: 1e5, off: 0.01, optional: true},
-			param{key: "cost.context_ms_per_1k", ptr: func(p *sim.Profile) *float64 { return &p.Cost.ContextMsPer1k }, lo: 0, hi: 1e4, off: 0.01, optional: true},
+			costParam(sim.CostKeyPrefillAttnMsPer1M, 0.01, true),
+			costParam(sim.CostKeyContextMsPer1k, 0.01, true),
 		)
 	}
 	// A fixed cost of every step is told apart from the network only where the server
 	// times its own prefill: otherwise both only add to TTFT (and the step's share to
 	// decode_step_ms), so the fit keeps the network and leaves step_ms at 0.
 	if !math.IsNaN(f.overhead) {
-		f.params = append(f.params, param{key: "cost.step_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.StepMs }, lo: 0, hi: 1e4, off: 0.01, optional: true})
+		f.params = append(f.params, costParam(sim.CostKeyStepMs, 0.01, true))
 		// A prompt's own fixed cost is told apart from the step's likewise: the server's
 		// prefill time against its decode steps.
-		f.params = append(f.params, param{key: "cost.prefill_seq_ms", ptr: func(p *sim.Profile) *float64 { return &p.Cost.PrefillSeqMs }, lo: 0, hi: 1e4, off: 0.01, optional: true})
+		f.params = append(f.params, costParam(sim.CostKeyPrefillSeqMs, 0.01, true))
 	}
+}
+
+// costParam is the fit's parameter of a key under cost:, over the range the profile's
+// table gives it; off and optional are the fit's own choices (see param).
+func costParam(key string, off float64, optional bool) param {
+	k, ok := sim.LookupCostKey(key)
+	if !ok {
+		panic("calibrate: no cost key " + key)
+	}
+	lo, hi := k.FitRange()
+	return param{key: "cost." + k.Key, ptr: func(p *sim.Profile) *float64 { return k.Value(&p.Cost) }, lo: lo, hi: hi, off: off, optional: optional}
 }
 
 // rooflineOffset is the log scale's offset for a roofline constant: none for one that is
@@ -641,13 +653,13 @@ func guess(p *sim.Profile, pts []Point) {
 			p.Network.RTTMs = math.Max(a, 0)
 		}
 	} else if len(ys) > 0 {
-		p.Cost.PrefillMsPerToken = math.Max(median(ys)/math.Max(median(xs), 1), 1e-5)
+		p.Cost.PrefillMsPerToken = math.Max(metrics.Median(ys)/math.Max(metrics.Median(xs), 1), 1e-5)
 	}
 	if a, b, ok := line(cs, ts); ok && a+b > 0 {
 		p.Cost.DecodeStepMs = a + b
 		p.Cost.DecodeGrowth = math.Max(b/(a+b), 0)
 	} else if len(ts) > 0 {
-		p.Cost.DecodeStepMs, p.Cost.DecodeGrowth = median(ts), 0.01
+		p.Cost.DecodeStepMs, p.Cost.DecodeGrowth = metrics.Median(ts), 0.01
 	}
 }
 
@@ -752,7 +764,7 @@ func overheadOf(pts []Point) float64 {
 			xs = append(xs, pts[i].ServerOverhead)
 		}
 	}
-	return median(xs)
+	return metrics.Median(xs)
 }
 
 // noiseOf is the step noise measured at the lowest concurrency that measured it (where
@@ -772,7 +784,7 @@ func noiseOf(pts []Point) float64 {
 		cs = append(cs, c)
 	}
 	sort.Ints(cs)
-	return math.Min(median(byC[cs[0]]), 1)
+	return math.Min(metrics.Median(byC[cs[0]]), 1)
 }
 
 // gauges are what a level's scrapes of the server's running and waiting requests say once

@@ -141,7 +141,7 @@ func (d *dists) relativeErrors() Figures {
 		if len(v) < 2 {
 			return 1 // one sample: barely a measurement
 		}
-		m := median(v)
+		m := metrics.Median(v)
 		if m <= 0 {
 			return 1
 		}
@@ -149,7 +149,7 @@ func (d *dists) relativeErrors() Figures {
 		for i, x := range v {
 			dev[i] = math.Abs(x - m)
 		}
-		return math.Max(scale*1.253*1.4826*median(dev)/m/math.Sqrt(float64(len(v))), seFloor)
+		return math.Max(scale*1.253*1.4826*metrics.Median(dev)/m/math.Sqrt(float64(len(v))), seFloor)
 	}
 	return Figures{TTFTP50: se(d.ttft, 1), TTFTP99: se(d.ttft, 3), TPOTP50: se(d.tpot, 1), TPOTP99: se(d.tpot, 3),
 		ITLP50: se(d.itl, 1), ITLP99: se(d.itl, 3)}

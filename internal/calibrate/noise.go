@@ -2,25 +2,12 @@ package calibrate
 
 import (
 	"math"
-	"sort"
 
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 )
 
 var nan = math.NaN()
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return nan
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
 
 // stepNoise estimates the coefficient of variation of a level's step times from the
 // spread of each request's one-token gaps about that request's own median gap: the ratio
@@ -45,7 +32,7 @@ func stepNoise(recs []record.Record) float64 {
 		if len(gaps) < 8 {
 			continue
 		}
-		m := median(gaps)
+		m := metrics.Median(gaps)
 		for _, g := range gaps {
 			logs = append(logs, math.Log(g/m))
 		}
@@ -56,6 +43,6 @@ func stepNoise(recs []record.Record) float64 {
 	for i, l := range logs {
 		logs[i] = math.Abs(l)
 	}
-	sigma := median(logs) / 0.6745
+	sigma := metrics.Median(logs) / 0.6745
 	return math.Sqrt(math.Expm1(sigma * sigma))
 }

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/servermetrics"
@@ -257,5 +258,5 @@ func serverOverhead(recs []record.Record) float64 {
 	if len(xs) < 3 {
 		return nan
 	}
-	return median(xs)
+	return metrics.Median(xs)
 }

@@ -80,6 +80,7 @@ func TestLibraryImports(t *testing.T) {
 	for dir, refused := range map[string][]string{
 		"../bench":     {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli", mod + "calibrate", mod + "plan"},
 		"../calibrate": {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli"},
+		"../compare":   {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli"},
 		"../plan":      {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli", mod + "calibrate"},
 	} {
 		fset, files := parseDir(t, dir)

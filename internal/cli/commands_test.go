@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/compare"
 )
 
 // compare finds no difference beyond noise between a run and itself, and flags a shift.
@@ -22,8 +24,8 @@ func TestCompareIdenticalAndShifted(t *testing.T) {
 	if code, _, stderr := runCLI(t, context.Background(), append(common, "--input-tokens", "normal:1600:100", "--output-dir", b)...); code != 0 {
 		t.Fatal(stderr)
 	}
-	decode := func(out string) comparison {
-		var c comparison
+	decode := func(out string) compare.Comparison {
+		var c compare.Comparison
 		if err := json.Unmarshal([]byte(out), &c); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}

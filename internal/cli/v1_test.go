@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/compare"
 	"github.com/llmbench/llmbench/internal/report"
 )
 
@@ -73,7 +74,7 @@ func TestV1RunFolder(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("compare %s %s: exit %d\n%s", pair[0], pair[1], code, stderr)
 		}
-		var c comparison
+		var c compare.Comparison
 		if err := json.Unmarshal([]byte(stdout), &c); err != nil || len(c.Levels) != 2 {
 			t.Errorf("compare %s %s: %v, %d levels matched, want 2\n%s", pair[0], pair[1], err, len(c.Levels), stdout)
 		}

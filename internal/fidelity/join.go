@@ -295,10 +295,7 @@ func statsOf(v []int64) Stats {
 	}
 }
 
-// percentile of sorted v in ms, by linear interpolation between order statistics.
+// percentile of sorted v in ms.
 func percentile(v []int64, p float64) float64 {
-	h := p / 100 * float64(len(v)-1)
-	lo := int(math.Floor(h))
-	hi := min(lo+1, len(v)-1)
-	return ms(v[lo]) + (h-float64(lo))*(ms(v[hi])-ms(v[lo]))
+	return metrics.Quantile(len(v), p, func(k int) float64 { return ms(v[k]) })
 }

@@ -208,16 +208,32 @@ func (d *Dist) Percentile(p float64) (v float64, ok bool) {
 		return 0, false
 	}
 	d.build()
+	return Quantile(int(d.n), p, func(k int) float64 { return d.at(uint64(k)) }), true
+}
+
+// Quantile is the p-th percentile (0 <= p <= 100) of n sorted values, at(k) being the k-th
+// (0-based), by Dist.Percentile's definition: every percentile of llmbench's (fidelity's,
+// calibrate's medians) is this one. NaN when n is 0.
+func Quantile(n int, p float64, at func(k int) float64) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
 	q := math.Min(math.Max(p/100, 0), 1)
-	h := q * float64(d.n-1)
+	h := q * float64(n-1)
 	lo := math.Floor(h)
 	t := h - lo
-	a := d.at(uint64(lo))
+	a := at(int(lo))
 	if t == 0 {
-		return a, true
+		return a
 	}
-	b := d.at(uint64(lo) + 1)
-	return lerp(a, b, t), true
+	return lerp(a, at(int(lo)+1), t)
+}
+
+// Median of xs, which it leaves as they are, by Quantile; NaN when xs is empty.
+func Median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	return Quantile(len(s), 50, func(k int) float64 { return s[k] })
 }
 
 // lerp mirrors numpy's _lerp, which evaluates from the nearer end so results match numpy

@@ -249,3 +249,27 @@ func TestSignificant(t *testing.T) {
 		t.Errorf("empty: p = %v", p)
 	}
 }
+
+// Quantile is Dist.Percentile's definition over a sorted slice, and Median its P50.
+func TestQuantileIsDistPercentile(t *testing.T) {
+	var d Dist
+	var vs []float64
+	for i, us := range []int64{7, 1, 1, 30, 12, 5, 900, 44} {
+		d.AddMicros(us)
+		vs = append(vs, float64(us)/1000)
+		sorted := slices.Clone(vs)
+		slices.Sort(sorted)
+		for _, p := range []float64{0, 1, 25, 50, 90, 99, 99.9, 100} {
+			want, _ := d.Percentile(p)
+			if got := Quantile(len(sorted), p, func(k int) float64 { return sorted[k] }); got != want {
+				t.Errorf("%d values: Quantile(P%v) = %v, Dist.Percentile = %v", i+1, p, got, want)
+			}
+		}
+		if want, _ := d.Percentile(50); Median(vs) != want {
+			t.Errorf("%d values: Median = %v, want %v", i+1, Median(vs), want)
+		}
+	}
+	if !math.IsNaN(Median(nil)) {
+		t.Error("the median of nothing is not NaN")
+	}
+}

@@ -39,6 +39,19 @@ const (
 	ScopeSent
 )
 
+// FigureKind says which way a figure improves, so verdicts (compare's regressions) follow
+// from the figure's kind, never from its display name.
+type FigureKind int
+
+const (
+	// KindLatency: lower is better. Every registry metric is one (the zero value).
+	KindLatency FigureKind = iota
+	// KindThroughput: higher is better (requests, tokens or good requests per second).
+	KindThroughput
+	// KindCount: a tally (failed requests), shown without a verdict.
+	KindCount
+)
+
 // Metric is one per-request metric: its names, and how it is derived from a record. Every
 // figure of it — summary.json, summary.csv, the console, vllm.json, report.html, compare,
 // merge, SLOs — comes from this one entry. To add a metric, add an entry to Registry (see
@@ -77,6 +90,8 @@ type Metric struct {
 	Headline bool
 	// Primary metrics lead report.html's tables and are compared by llmbench compare.
 	Primary bool
+	// Kind is the way the metric improves; the zero value, KindLatency, fits them all today.
+	Kind FigureKind
 	// CDF metrics are drawn as distributions on report.html, CDFAxis naming the x axis
 	// (default: "Short (Unit)").
 	CDF     bool

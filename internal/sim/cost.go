@@ -141,26 +141,21 @@ type RooflineField struct {
 	Min, Max float64  // its valid range, inclusive
 }
 
-// Fields lists p's parameters with their YAML keys and valid ranges. The ranges are far
-// beyond what hardware and serving engines reach (an eager, CPU-bound PyTorch layer costs
-// about 400 µs) and bound what a numerical fit may try.
+// Fields lists p's parameters with their YAML keys and valid ranges (costKeys').
 func (p *RooflineParams) Fields() []RooflineField {
-	return []RooflineField{
-		{Key: "compute_efficiency", Value: &p.ComputeEfficiency, Min: 0.01, Max: 1},
-		{Key: "bandwidth_efficiency", Value: &p.BandwidthEfficiency, Min: 0.01, Max: 1},
-		{Key: "attn_units_per_sm", Value: &p.AttnUnitsPerSM, Min: 0, Max: 64},
-		{Key: "layer_overhead_us", Value: &p.LayerOverheadUs, Min: 0, Max: 1000},
-		{Key: "seq_overhead_us", Value: &p.SeqOverheadUs, Min: 0, Max: 1000},
-		{Key: "step_overhead_us", Value: &p.StepOverheadUs, Min: 0, Max: 100_000},
+	var out []RooflineField
+	for _, k := range CostKeysOf(CostRoofline) {
+		out = append(out, RooflineField{Key: k.Key, Value: k.roof(p), Min: k.Min, Max: k.Max})
 	}
+	return out
 }
 
 // validate reports every parameter outside its range; prefix names the YAML mapping.
 func (p RooflineParams) validate(prefix string) []error {
 	var errs []error
-	for _, f := range p.Fields() {
-		if v := *f.Value; !(v >= f.Min && v <= f.Max) {
-			errs = append(errs, fmt.Errorf("%s%s: must be in [%g, %g], got %g", prefix, f.Key, f.Min, f.Max, v))
+	for _, k := range CostKeysOf(CostRoofline) {
+		if err := k.check(prefix, *k.roof(&p)); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errs

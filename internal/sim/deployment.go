@@ -144,7 +144,7 @@ func (p Profile) fit() (free float64, err error) {
 		return free, nil
 	}
 	tp := p.Deployment.tp()
-	msg := fmt.Sprintf("deployment.tp: %s's %s weights at tp %d (%.1f GB per GPU) leave no room for a KV cache in %.0f%% of %s's %.0f GB",
+	msg := fmt.Sprintf("%s's %s weights at tp %d (%.1f GB per GPU) leave no room for a KV cache in %.0f%% of %s's %.0f GB",
 		p.Model.Name, p.WeightDtype(), tp, w/1e9, p.Engine.GPUMemoryUtilization*100, p.GPU.Name, p.GPU.MemoryGB)
 	var fixes []string
 	for t := tp * 2; t <= maxTP && p.Model.Heads%t == 0; t *= 2 {
@@ -168,14 +168,14 @@ func (p Profile) fit() (free float64, err error) {
 	} else {
 		msg += ": use a GPU with more memory"
 	}
-	return 0, errors.New(msg)
+	return 0, &keyError{Key: "deployment.tp", Err: errors.New(msg)}
 }
 
 // deploymentErrors reports every problem with the deployment, each naming its key.
 func (p Profile) deploymentErrors() []error {
 	var errs []error
 	add := func(key, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("deployment.%s: %s", key, fmt.Sprintf(format, a...)))
+		errs = append(errs, keyErrorf("deployment."+key, format, a...))
 	}
 	d := p.Deployment
 	if d.Replicas < 0 || d.Replicas > maxReplicas {
@@ -229,7 +229,7 @@ func (p Profile) checkFleet(kv int) error {
 		}
 	}
 	if n := p.Deployment.MaxModelLen; n > kv {
-		return fmt.Errorf("deployment.max_model_len: %d exceeds the KV cache of %d tokens per replica: lower it, or give the cache more room (gpu_memory_utilization, tp, kv_dtype fp8)", n, kv)
+		return keyErrorf("deployment.max_model_len", "%d exceeds the KV cache of %d tokens per replica: lower it, or give the cache more room (gpu_memory_utilization, tp, kv_dtype fp8)", n, kv)
 	}
 	return nil
 }

@@ -221,15 +221,30 @@ func ParseProfile(b []byte, dir string) (Profile, error) {
 	// Report the settings' problems too, except for keys whose value could not be read
 	// (their defaults would only add noise).
 	for _, err := range p.validate() {
-		key, _, _ := strings.Cut(err.Error(), ":")
-		if !d.bad[key] && !d.bad[strings.Split(key, ".")[0]] {
-			errs = append(errs, err)
+		var ke *keyError
+		if errors.As(err, &ke) && (d.bad[ke.Key] || d.bad[strings.Split(ke.Key, ".")[0]]) {
+			continue
 		}
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return Profile{}, errors.Join(errs...)
 	}
 	return p, nil
+}
+
+// keyError is a problem with one key of a profile ("engine.max_num_seqs", or a mapping's:
+// "cost"), so that ParseProfile can leave out those of keys it could not read.
+type keyError struct {
+	Key string
+	Err error
+}
+
+func (e *keyError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *keyError) Unwrap() error { return e.Err }
+
+func keyErrorf(key, format string, a ...any) error {
+	return &keyError{Key: key, Err: fmt.Errorf(format, a...)}
 }
 
 // yamlDecoder walks the YAML tree by hand: model and gpu are a preset name or a mapping,
@@ -341,19 +356,11 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"gpu":   func(key string, v *yaml.Node) { d.gpu(key, v, &p.GPU) },
 		"cost": func(key string, v *yaml.Node) {
 			fields := map[string]func(string, *yaml.Node){
-				"kind":                        d.str(&p.Cost.Kind),
-				"prefill_ms_per_token":        d.number(&p.Cost.PrefillMsPerToken),
-				"decode_step_ms":              d.number(&p.Cost.DecodeStepMs),
-				"decode_growth":               d.number(&p.Cost.DecodeGrowth),
-				"step_ms":                     d.number(&p.Cost.StepMs),
-				"context_ms_per_1k":           d.number(&p.Cost.ContextMsPer1k),
-				"prefill_attention_ms_per_1m": d.number(&p.Cost.PrefillAttnMsPer1M),
-				"prefill_seq_ms":              d.number(&p.Cost.PrefillSeqMs),
-				"file":                        d.str(&p.Cost.File),
-				"step_noise":                  d.number(&p.Cost.StepNoise),
+				"kind":   d.str(&p.Cost.Kind),
+				costFile: d.str(&p.Cost.File),
 			}
-			for _, f := range p.Cost.Roofline.Fields() {
-				fields[f.Key] = d.number(f.Value)
+			for _, k := range costKeys {
+				fields[k.Key] = d.number(k.Value(&p.Cost))
 			}
 			d.mapping(v, key+".", fields)
 		},
@@ -417,11 +424,11 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 }
 
 func (d *yamlDecoder) costKeysForKind(n *yaml.Node, kind string) {
-	owner := map[string]string{"prefill_ms_per_token": CostLinear, "decode_step_ms": CostLinear, "decode_growth": CostLinear,
-		"step_ms": CostLinear, "context_ms_per_1k": CostLinear, "prefill_attention_ms_per_1m": CostLinear, "prefill_seq_ms": CostLinear, "file": CostTable}
-	var rp RooflineParams
-	for _, f := range rp.Fields() {
-		owner[f.Key] = CostRoofline
+	owner := map[string]string{costFile: CostTable}
+	for _, k := range costKeys {
+		if k.Kind != "" {
+			owner[k.Key] = k.Kind
+		}
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
@@ -500,7 +507,7 @@ func (p Profile) Validate() error { return errors.Join(p.validate()...) }
 func (p Profile) validate() []error {
 	var errs []error
 	add := func(key, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, a...)))
+		errs = append(errs, keyErrorf(key, format, a...))
 	}
 	if err := p.Model.validate("model"); err != nil {
 		errs = append(errs, err)
@@ -511,26 +518,10 @@ func (p Profile) validate() []error {
 	c := p.Cost
 	switch c.Kind {
 	case CostLinear:
-		if !(c.PrefillMsPerToken >= 0 && c.PrefillMsPerToken <= maxCostMs) {
-			add("cost.prefill_ms_per_token", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillMsPerToken)
-		}
-		if !(c.DecodeStepMs > 0 && c.DecodeStepMs <= maxCostMs) {
-			add("cost.decode_step_ms", "must be in (0, %.0f] ms, got %g", float64(maxCostMs), c.DecodeStepMs)
-		}
-		if !(c.DecodeGrowth >= 0 && c.DecodeGrowth <= maxDecodeGrowth) {
-			add("cost.decode_growth", "must be in [0, %.0f], got %g", float64(maxDecodeGrowth), c.DecodeGrowth)
-		}
-		if !(c.StepMs >= 0 && c.StepMs <= maxCostMs) {
-			add("cost.step_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.StepMs)
-		}
-		if !(c.ContextMsPer1k >= 0 && c.ContextMsPer1k <= maxCostMs) {
-			add("cost.context_ms_per_1k", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.ContextMsPer1k)
-		}
-		if !(c.PrefillAttnMsPer1M >= 0 && c.PrefillAttnMsPer1M <= maxCostMs) {
-			add("cost.prefill_attention_ms_per_1m", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillAttnMsPer1M)
-		}
-		if !(c.PrefillSeqMs >= 0 && c.PrefillSeqMs <= maxCostMs) {
-			add("cost.prefill_seq_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), c.PrefillSeqMs)
+		for _, k := range CostKeysOf(CostLinear) {
+			if err := k.check("cost.", *k.Value(&c)); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	case CostRoofline:
 		errs = append(errs, c.rooflineParams().validate("cost.")...)
@@ -543,8 +534,10 @@ func (p Profile) validate() []error {
 	default:
 		add("cost.kind", "%q is not one of linear, roofline, table", c.Kind)
 	}
-	if !(c.StepNoise >= 0 && c.StepNoise <= maxStepNoise) {
-		add("cost.step_noise", "must be in [0, %g] (a coefficient of variation; 0 = none), got %g", float64(maxStepNoise), c.StepNoise)
+	for _, k := range CostKeysOf("") { // every kind's
+		if err := k.check("cost.", *k.Value(&c)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !(p.Network.RTTMs >= 0 && p.Network.RTTMs <= maxCostMs) {
 		add("network.rtt_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.RTTMs)
@@ -634,7 +627,7 @@ func (p Profile) checkStepTimes(kv int) error {
 	}
 	for _, w := range work {
 		if w.d < 0 || w.d > maxStepTime {
-			return fmt.Errorf("cost: %s would take %v, beyond the %s limit: check the cost settings, model and GPU", w.what, w.d, maxStepTimeInWords)
+			return keyErrorf("cost", "%s would take %v, beyond the %s limit: check the cost settings, model and GPU", w.what, w.d, maxStepTimeInWords)
 		}
 	}
 	return nil
@@ -658,14 +651,14 @@ func (p Profile) KVCacheTokens() (int, error) {
 		}
 		f := free / p.ShardModel().KVBytesPerToken()
 		if f > maxKVCacheTokens {
-			return 0, fmt.Errorf("engine.kv_cache_tokens: %s's memory would hold %.3g tokens of %s's KV cache, beyond the %d limit; set kv_cache_tokens",
+			return 0, keyErrorf("engine.kv_cache_tokens", "%s's memory would hold %.3g tokens of %s's KV cache, beyond the %d limit; set kv_cache_tokens",
 				p.GPU.Name, f, p.Model.Name, maxKVCacheTokens)
 		}
 		n = int(f)
 	}
 	n -= n % bs
 	if n < bs {
-		return 0, fmt.Errorf("engine.kv_cache_tokens: capacity %d tokens is less than one block of %d", n, bs)
+		return 0, keyErrorf("engine.kv_cache_tokens", "capacity %d tokens is less than one block of %d", n, bs)
 	}
 	return n, nil
 }
@@ -681,11 +674,11 @@ func (p Profile) NewCostModel() (CostModel, error) {
 		return p.tensorParallel(NewRoofline(p.ShardModel(), p.GPU, p.Cost.rooflineParams())), nil
 	case CostTable:
 		if p.table == nil {
-			return nil, fmt.Errorf("cost.file: %q was not loaded", p.Cost.File)
+			return nil, keyErrorf("cost.file", "%q was not loaded", p.Cost.File)
 		}
 		return Table{T: p.table}, nil
 	}
-	return nil, fmt.Errorf("cost.kind: %q is not one of linear, roofline, table", p.Cost.Kind)
+	return nil, keyErrorf("cost.kind", "%q is not one of linear, roofline, table", p.Cost.Kind)
 }
 
 // WithTable returns p using the table model over t (for profiles built in code).

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -266,5 +267,33 @@ func TestProfileBounds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every problem Validate finds names its key as a keyError, which ParseProfile reads to
+// leave out the problems of keys it could not decode (no key is cut out of a message).
+func TestValidateErrorsNameTheirKey(t *testing.T) {
+	p, _ := LoadProfile("textbook")
+	p.Model.Layers, p.Model.BytesPerParam = 0, 99
+	p.GPU.TFLOPS, p.GPU.SMs = -1, -1
+	p.Cost.DecodeStepMs, p.Cost.StepNoise = 0, 5
+	p.Network.RTTMs = -1
+	p.Engine.MaxNumSeqs, p.Engine.GPUMemoryUtilization = 0, 2
+	p.Deployment.Replicas = -1
+	r, _ := LoadProfile("h200-llama-3.1-8b")
+	r.Cost.Roofline.ComputeEfficiency = 2
+	big, _ := LoadProfile("h200-llama-3.1-8b")
+	big.Deployment.MaxModelLen = 1 << 40
+	for _, q := range []Profile{p, r, big} {
+		errs := q.validate()
+		if len(errs) == 0 {
+			t.Fatal("no problem found")
+		}
+		for _, err := range errs {
+			var ke *keyError
+			if !errors.As(err, &ke) || !strings.HasPrefix(err.Error(), ke.Key+": ") {
+				t.Errorf("%q names no key", err)
+			}
+		}
 	}
 }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 	"time"
 )
@@ -200,15 +199,15 @@ func (m ModelShape) validate(prefix string) error {
 	}{{"layers", m.Layers, maxLayers}, {"hidden", m.Hidden, maxHidden}, {"heads", m.Heads, maxHeads}, {"kv_heads", m.KVHeads, maxHeads},
 		{"head_dim", m.HeadDim, maxHeads}, {"intermediate", m.Intermediate, maxWidth}, {"vocab", m.Vocab, maxWidth}} {
 		if f.v <= 0 || f.v > f.max {
-			errs = append(errs, fmt.Errorf("%s.%s: must be an integer in 1..%d, got %d", prefix, f.name, f.max, f.v))
+			errs = append(errs, keyErrorf(prefix+"."+f.name, "must be an integer in 1..%d, got %d", f.max, f.v))
 		}
 	}
 	if m.Heads > 0 && m.KVHeads > 0 && m.Heads%m.KVHeads != 0 {
-		errs = append(errs, fmt.Errorf("%s.kv_heads: %d does not divide heads %d", prefix, m.KVHeads, m.Heads))
+		errs = append(errs, keyErrorf(prefix+".kv_heads", "%d does not divide heads %d", m.KVHeads, m.Heads))
 	}
 	// 1 bit (0.125 bytes) to fp64 (8 bytes); 0 is the bf16 default.
 	if m.BytesPerParam != 0 && !(m.BytesPerParam >= 0.125 && m.BytesPerParam <= 8) {
-		errs = append(errs, fmt.Errorf("%s.bytes_per_param: must be in 0.125..8 (0 = 2, bf16), got %g", prefix, m.BytesPerParam))
+		errs = append(errs, keyErrorf(prefix+".bytes_per_param", "must be in 0.125..8 (0 = 2, bf16), got %g", m.BytesPerParam))
 	}
 	return errors.Join(errs...)
 }
@@ -220,21 +219,21 @@ func (g GPU) validate(prefix string) error {
 		v    float64
 	}{{"tflops", g.TFLOPS}, {"bandwidth_gbps", g.BandwidthGBps}, {"memory_gb", g.MemoryGB}} {
 		if !(f.v > 0 && f.v <= maxGPUFigure) {
-			errs = append(errs, fmt.Errorf("%s.%s: must be a number in (0, %.0f], got %g", prefix, f.name, float64(maxGPUFigure), f.v))
+			errs = append(errs, keyErrorf(prefix+"."+f.name, "must be a number in (0, %.0f], got %g", float64(maxGPUFigure), f.v))
 		}
 	}
 	if g.SMs < 0 || g.SMs > maxSMs {
-		errs = append(errs, fmt.Errorf("%s.sms: must be an integer in 0..%d (0 = no limit), got %d", prefix, maxSMs, g.SMs))
+		errs = append(errs, keyErrorf(prefix+".sms", "must be an integer in 0..%d (0 = no limit), got %d", maxSMs, g.SMs))
 	}
 	if !(g.USDPerHour >= 0 && g.USDPerHour <= maxUSDPerHour) {
-		errs = append(errs, fmt.Errorf("%s.usd_per_hour: must be a number in [0, %.0f] (0 = the preset's list price), got %g", prefix, float64(maxUSDPerHour), g.USDPerHour))
+		errs = append(errs, keyErrorf(prefix+".usd_per_hour", "must be a number in [0, %.0f] (0 = the preset's list price), got %g", float64(maxUSDPerHour), g.USDPerHour))
 	}
 	// Set in code only (presets, or a profile's GPU built in Go): 0 is "unknown".
 	if !(g.InterconnectGBps >= 0 && g.InterconnectGBps <= maxGPUFigure) {
-		errs = append(errs, fmt.Errorf("%s: interconnect bandwidth must be in [0, %.0f] GB/s, got %g", prefix, float64(maxGPUFigure), g.InterconnectGBps))
+		errs = append(errs, keyErrorf(prefix, "interconnect bandwidth must be in [0, %.0f] GB/s, got %g", float64(maxGPUFigure), g.InterconnectGBps))
 	}
 	if g.InterconnectLatency < 0 || g.InterconnectLatency > time.Second {
-		errs = append(errs, fmt.Errorf("%s: interconnect latency must be in [0, 1s], got %v", prefix, g.InterconnectLatency))
+		errs = append(errs, keyErrorf(prefix, "interconnect latency must be in [0, 1s], got %v", g.InterconnectLatency))
 	}
 	return errors.Join(errs...)
 }

@@ -44,15 +44,9 @@ func (p Profile) YAML(header string) []byte {
 	fmt.Fprintf(&b, "cost:\n  kind: %s\n", c.Kind)
 	switch c.Kind {
 	case CostLinear:
-		fmt.Fprintf(&b, "  prefill_ms_per_token: %s\n  decode_step_ms: %s\n  decode_growth: %s\n",
-			num(c.PrefillMsPerToken), num(c.DecodeStepMs), num(c.DecodeGrowth))
-		// The terms the textbook leaves at 0, each only when set.
-		for _, t := range []struct {
-			key string
-			v   float64
-		}{{"step_ms", c.StepMs}, {"context_ms_per_1k", c.ContextMsPer1k}, {"prefill_attention_ms_per_1m", c.PrefillAttnMsPer1M}, {"prefill_seq_ms", c.PrefillSeqMs}} {
-			if t.v != 0 {
-				fmt.Fprintf(&b, "  %s: %s\n", t.key, num(t.v))
+		for _, k := range CostKeysOf(CostLinear) {
+			if v := *k.Value(&c); !k.OmitZero || v != 0 {
+				fmt.Fprintf(&b, "  %s: %s\n", k.Key, num(v))
 			}
 		}
 	case CostRoofline:
@@ -61,10 +55,10 @@ func (p Profile) YAML(header string) []byte {
 			fmt.Fprintf(&b, "  %s: %s\n", f.Key, num(*f.Value))
 		}
 	case CostTable:
-		fmt.Fprintf(&b, "  file: %s\n", yamlString(c.File))
+		fmt.Fprintf(&b, "  %s: %s\n", costFile, yamlString(c.File))
 	}
 	if c.StepNoise > 0 {
-		fmt.Fprintf(&b, "  step_noise: %s\n", num(c.StepNoise))
+		fmt.Fprintf(&b, "  %s: %s\n", CostKeyStepNoise, num(c.StepNoise))
 	}
 	e := p.Engine
 	fmt.Fprintf(&b, "engine:\n  prefill: %s\n  max_num_seqs: %d\n  max_batched_tokens: %d\n  block_size: %d\n  kv_cache_tokens: %d\n  gpu_memory_utilization: %s\n  prefix_caching: %t\n",

@@ -1,0 +1,45 @@
+package compare
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+)
+
+// Verdicts follow a figure's kind, not its name: a throughput that falls is a regression
+// whatever it is called, a tally never is.
+func TestRegressionsByKind(t *testing.T) {
+	rel := func(v float64) *float64 { return &v }
+	yes := true
+	c := Comparison{Levels: []Level{{Load: "concurrency 4", Figures: []Figure{
+		{Name: "served (req/s)", Relative: rel(-0.2), Kind: metrics.KindThroughput},
+		{Name: "throughput of errors", Relative: rel(3), Kind: metrics.KindCount},
+		{Name: "TTFT P50 (ms)", Relative: rel(0.3), Significant: &yes, Kind: metrics.KindLatency},
+		{Name: "TTFT P99 (ms)", Relative: rel(0.3), Kind: metrics.KindLatency}, // untested: no verdict
+	}}}}
+	got := regressions(c, 0.1)
+	want := []string{"concurrency 4 served (req/s) -20.0%", "concurrency 4 TTFT P50 (ms) +30.0%"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("regressions = %q, want %q", got, want)
+	}
+}
+
+func TestConfigValidateListsEveryProblem(t *testing.T) {
+	neg := -0.5
+	err := Config{Alpha: 1, Threshold: &neg}.Validate()
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var f *FieldError
+		if errors.As(e, &f) {
+			fields = append(fields, f.Field)
+		}
+	}
+	if !reflect.DeepEqual(fields, []string{"Alpha", "Threshold"}) {
+		t.Errorf("problems with %v, want Alpha and Threshold (%v)", fields, err)
+	}
+	if err := (Config{Alpha: 0.05}).Validate(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,104 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+)
+
+// WriteText writes c as one table per level, for a terminal.
+func WriteText(w io.Writer, c Comparison) { write(w, c, false) }
+
+// WriteMarkdown writes c as one Markdown table per level (a pull request's comment).
+func WriteMarkdown(w io.Writer, c Comparison) { write(w, c, true) }
+
+func write(w io.Writer, c Comparison, markdown bool) {
+	fmt.Fprintf(w, "A: %s — %s, %s, started %s\nB: %s — %s, %s, started %s\n", c.A, c.RunA.Target, c.RunA.Model, c.RunA.StartedAt,
+		c.B, c.RunB.Target, c.RunB.Model, c.RunB.StartedAt)
+	if c.Targets != "" {
+		fmt.Fprintf(w, "note: %s\n", c.Targets)
+	}
+	for _, warn := range c.Warnings {
+		fmt.Fprintf(w, "warning: %s: the figures measure different things\n", warn)
+	}
+	fmt.Fprintln(w)
+	for i, l := range c.Levels {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		t := table.NewWriter()
+		t.SetOutputMirror(w)
+		title := fmt.Sprintf("%s (A level %d, B level %d)", l.Load, l.IndexA, l.IndexB)
+		t.AppendHeader(table.Row{"figure", "A", "B", "change", "relative", "p-value", "beyond noise"})
+		for _, f := range l.Figures {
+			t.AppendRow(table.Row{f.Name, fmtNum(f.A), fmtNum(f.B), fmtSigned(f.Delta), fmtPct(f.Relative), fmtP(f.PValue), fmtSig(f.Significant)})
+		}
+		if markdown {
+			fmt.Fprintf(w, "**%s**\n\n", title)
+			t.RenderMarkdown()
+		} else {
+			t.SetTitle(title)
+			t.Render()
+		}
+	}
+	fmt.Fprintf(w, "\nbeyond noise: two-sided Mann–Whitney U test on per-request values, p < %v\n", c.Alpha)
+	if c.Threshold != nil {
+		if len(c.Regressions) == 0 {
+			fmt.Fprintf(w, "no regression beyond %.1f%%\n", 100**c.Threshold)
+		}
+		for _, r := range c.Regressions {
+			fmt.Fprintf(w, "REGRESSION: %s\n", r)
+		}
+	}
+	if c.AcrossRuns {
+		fmt.Fprintf(w, "both runs were repeated (--repeat): throughputs and percentiles are tested across runs instead, by Welch's t-test on the runs' values, p < %v\n", c.Alpha)
+	}
+}
+
+func fmtNum(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", *v), "0"), ".")
+}
+
+func fmtSigned(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	s := fmtNum(v)
+	if *v > 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+func fmtPct(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f%%", *v*100)
+}
+
+func fmtP(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	if *v < 0.0001 {
+		return "<0.0001"
+	}
+	return fmt.Sprintf("%.4f", *v)
+}
+
+func fmtSig(b *bool) string {
+	switch {
+	case b == nil:
+		return "-"
+	case *b:
+		return "yes"
+	default:
+		return "no"
+	}
+}
