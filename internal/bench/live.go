@@ -296,8 +296,13 @@ func prepare(wl Workload, tok tokenizer.Tokenizer, levels []load.Level) (Prepare
 	return Prepared{Config: wl.Config, Source: src, Levels: levels}, nil
 }
 
-// testFirst sends the first level's first request (a search's base level: it has none
-// yet) and says how it went.
+// TestRequestLevel is the level whose request 0 the test request sends: a prompt stream of
+// its own (workload.Source is deterministic in level and index), so no measured or warm-up
+// request repeats the test request's prompt, which a server's prompt cache would answer.
+const TestRequestLevel = -1
+
+// testFirst sends a request shaped as the first level's (a search's base level: it has none
+// yet), from its own prompt stream (TestRequestLevel), and says how it went.
 func testFirst(ctx context.Context, cfg Config, t *Target, sources *Sources) error {
 	lvl := cfg.Base
 	if len(cfg.Levels) > 0 {
@@ -307,7 +312,7 @@ func testFirst(ctx context.Context, cfg Config, t *Target, sources *Sources) err
 	if err != nil {
 		return err
 	}
-	rec, err := t.Test(ctx, src.Request(lvl.Index, 0))
+	rec, err := t.Test(ctx, src.Request(TestRequestLevel, 0))
 	if err != nil || cfg.Console.Quiet {
 		return err
 	}

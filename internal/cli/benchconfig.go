@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -79,6 +80,7 @@ type benchConfig struct {
 	wide         bool // --wide: the whole ladder table
 	quiet        bool // --quiet: the ladder and the results folder only
 	seed         int64
+	seedDrawn    bool // no --seed: run --url drew seed for this run (drawSeed)
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
 	metricsInterval time.Duration
@@ -218,7 +220,8 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 			return nil, usageError(err)
 		}
 	}
-	r := &resolver{f: f, live: live, c: &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
+	drawn := live && f.drawSeed()
+	r := &resolver{f: f, live: live, c: &benchConfig{live: live, seed: f.seed, seedDrawn: drawn, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
 		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, saveText: f.saveText, testRequest: f.testRequest, sloSpec: f.slo,
@@ -244,6 +247,18 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		return nil, usageError(errors.Join(r.errs...))
 	}
 	return r.c, nil
+}
+
+// drawSeed gives a run against a real server (--url) without --seed a seed of its own, so
+// that a second run does not send the first's prompts, which a server's prompt cache would
+// answer; it reports whether it drew one. A run of shards keeps --seed's default: the shards,
+// on machines of their own, slice one plan.
+func (f *benchFlags) drawSeed() bool {
+	if f.url == "" || f.shard != "" || f.fs == nil || f.fs.Changed("seed") {
+		return false
+	}
+	f.seed = rand.Int64N(1<<31) + 1
+	return true
 }
 
 // resolver gathers a benchConfig from the flags, and every problem with them.

@@ -60,6 +60,9 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		}
 		defer stop()
 	}
+	if cfg.seedDrawn && !cfg.quiet {
+		fmt.Fprintf(stdio.Out, "Seed %d, drawn for this run (--seed %d repeats it)\n", cfg.seed, cfg.seed)
+	}
 	if cfg.insecure {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
