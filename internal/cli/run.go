@@ -68,6 +68,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	live := bench.Live{Client: cfg.clientConfig(stdio), MetricsURL: cfg.metricsURL, MetricsInterval: cfg.metricsInterval,
 		TestRequest: cfg.testRequest, StartAt: cfg.startAt,
+		Warn: func(w string) { fmt.Fprintln(stdio.Err, "warning: "+w) },
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {
 				return tok, nil
