@@ -102,16 +102,7 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 			info.Dataset, info.Rows, strings.Join(append(skipped, "none")[:max(1, len(skipped))], ", "), info.Clamped)
 	}
 	if !info.Trace && info.Rows > 0 {
-		// A dataset smaller than a level is reused from its start: say so, since repeated
-		// prompts can hit a server's prefix cache and flatter TTFT.
-		most := 0
-		for _, l := range c.levels {
-			most = max(most, l.Requests+l.Warmup)
-		}
-		if most > info.Rows {
-			fmt.Fprintf(stdio.Err, "warning: dataset %s has %d usable rows for levels of up to %d requests: rows are reused (each about %.1f times; a server's prefix cache may then serve repeats)\n",
-				info.Dataset, info.Rows, most, float64(most)/float64(info.Rows))
-		}
+		c.sayDatasetUse(stdio, info)
 	}
 	if !info.Trace || !c.defaultLoad || info.Rows == 0 || info.Span <= 0 {
 		return
@@ -126,6 +117,34 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 		c.levels[0].Requests = l.Requests
 	}
 	fmt.Fprintf(stdio.Err, "replaying the trace's %d arrivals over %s (no --concurrency or --rate given)\n", info.Rows, info.Span.Round(time.Millisecond))
+}
+
+// sayDatasetUse says what a dataset's levels send when it is not all of the dataset once: a
+// dataset smaller than a level is reused from its start (repeated prompts can hit a
+// server's prefix cache and flatter TTFT), and a level of fewer requests than rows sends a
+// seeded sample of them (its request count: --requests, or a default from its load).
+func (c *benchConfig) sayDatasetUse(stdio Stdio, info workload.Info) {
+	most := 0
+	var fewer []string
+	for _, l := range c.levels {
+		n := l.Requests + l.Warmup
+		most = max(most, n)
+		if l.Duration == 0 && n < info.Rows {
+			fewer = append(fewer, fmt.Sprintf("level %d sends %d", l.Index, n))
+		}
+	}
+	if most > info.Rows {
+		fmt.Fprintf(stdio.Err, "warning: dataset %s has %d usable rows for levels of up to %d requests: rows are reused (each about %.1f times; a server's prefix cache may then serve repeats)\n",
+			info.Dataset, info.Rows, most, float64(most)/float64(info.Rows))
+	}
+	if len(fewer) > 0 && c.search == "" {
+		how := "its --requests"
+		if c.requests == 0 {
+			how = "its default from the load, as no --requests was given"
+		}
+		fmt.Fprintf(stdio.Err, "note: dataset %s has %d usable rows; %s (each level's request count, %s): a seeded sample of the rows; --requests %d sends every row\n",
+			c.workload.Dataset, info.Rows, strings.Join(fewer, ", "), how, info.Rows)
+	}
 }
 
 // simAPIs are the APIs the built-in simulator serves (the OpenAI-style ones).

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -44,6 +45,31 @@ func TestModelNotListedWarned(t *testing.T) {
 		want := `warning: --model "llama-3-70b-typo" is not among the models the server lists (llama-3-8b)`
 		if got := strings.Contains(stderr, "is not among the models"); got != c.warn || (c.warn && !strings.Contains(stderr, want)) {
 			t.Errorf("--model %s: stderr\n%s\nwant warning %v (%q)", c.model, stderr, c.warn, want)
+		}
+	}
+}
+
+// A dataset longer than a level's requests says how many rows each level sent, and how to
+// send them all (the issue's 30-row file at --concurrency 4 sent 12 in silence); with
+// --requests 30 nothing is said.
+func TestDatasetLongerThanLevelSaid(t *testing.T) {
+	var rows strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&rows, "{\"prompt\":\"row %d of the file\"}\n", i)
+	}
+	data := writeTemp(t, rows.String())
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "note: dataset jsonl:" + data + " has 30 usable rows; level 0 sends 12 (each level's request count, its default from the load, as no --requests was given): a seeded sample of the rows; --requests 30 sends every row"},
+		{[]string{"--requests", "30"}, ""},
+	} {
+		args := append([]string{"simulate", "--sim", "textbook", "--dataset", "jsonl:" + data, "--concurrency", "4",
+			"--output-tokens", "3", "--output-dir", t.TempDir()}, c.extra...)
+		code, _, stderr := runCLI(t, t.Context(), args...)
+		if code != 0 || (c.want != "" && !strings.Contains(stderr, c.want)) || (c.want == "" && strings.Contains(stderr, "usable rows")) {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant %q", c.extra, code, stderr, c.want)
 		}
 	}
 }
