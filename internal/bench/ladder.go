@@ -187,6 +187,9 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	if !r.cfg.Console.Quiet {
 		report.ConsoleLevel(out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
 		servermetrics.WriteConsole(out, l.Server)
+		if why := report.ClientBehind(l.Level); why != "" {
+			fmt.Fprintf(out, "Client behind (the client, not the server, was late): %s; %s\n", why, report.ClientBehindAdvice)
+		}
 	}
 	return &r.sum.Levels[len(r.sum.Levels)-1], err
 }
