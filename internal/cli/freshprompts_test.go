@@ -90,3 +90,57 @@ func TestRunDrawsSeedPerRun(t *testing.T) {
 		t.Errorf("--seed 7: seeds %d, %d, prompts equal %v, console:\n%s", r1, r2, slices.Equal(q1, q2), outR)
 	}
 }
+
+// llamaCacheServer answers as llama.cpp does, its final chunk's timings saying what it
+// served from its prompt cache: a prompt it has seen before, all but one token.
+func llamaCacheServer(t *testing.T) *httptest.Server {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	srv := httptest.NewServer(generationOnly(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		cached, evaluated := 0, 16
+		if seen[string(b)] {
+			cached, evaluated = 15, 1
+		}
+		seen[string(b)] = true
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\n"+
+			"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":16,\"completion_tokens\":1},"+
+			"\"timings\":{\"cache_n\":"+strconv.Itoa(cached)+",\"prompt_n\":"+strconv.Itoa(evaluated)+",\"prompt_ms\":1,\"predicted_n\":1,\"predicted_ms\":1}}\n\n"+
+			"data: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A run repeating an earlier run's prompts (--seed given twice) against a server that says
+// per request what its prompt cache served counts the hits in levels[i].prefix_cache_hits
+// and says so on the console; the first run has none (0, not null), and a server that
+// says nothing per request leaves it null.
+func TestPrefixCacheHitsCounted(t *testing.T) {
+	srv := llamaCacheServer(t)
+	run := func(url string) (*int, string) {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "r")
+		code, stdout, stderr := runCLI(t, t.Context(), "run", "--url", url, "--model", "m", "--concurrency", "1", "--requests", "3",
+			"--input-tokens", "16", "--output-tokens", "1", "--no-progress", "--seed", "5", "--output-dir", dir)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		return readSummaryT(t, dir).Levels[0].PrefixCacheHits, stdout
+	}
+	first, out1 := run(srv.URL)
+	second, out2 := run(srv.URL)
+	if first == nil || *first != 0 || strings.Contains(out1, "Prefix cache hits") {
+		t.Errorf("first run: hits %v, console:\n%s", first, out1)
+	}
+	if second == nil || *second != 3 || !strings.Contains(out2, "Prefix cache hits: 3 measured requests") {
+		t.Errorf("second run: hits %v, console:\n%s", second, out2)
+	}
+	plain, _ := promptServer(t)
+	if h, _ := run(plain.URL); h != nil {
+		t.Errorf("a server without timings: %d hits, want null", *h)
+	}
+}

@@ -146,6 +146,10 @@ type Level struct {
 	// ClientBehind says the client, not the server, was late in the level (ClientBehind:
 	// its schedule or read lag); Judge sets it from the level's figures.
 	ClientBehind bool `json:"client_behind"`
+	// PrefixCacheHits is the level's measured requests with more than 10% of their prompt
+	// beyond the shared prefix served from the server's prompt cache (Collector.
+	// PrefixCacheHits); null when the server does not say per request.
+	PrefixCacheHits *int `json:"prefix_cache_hits"`
 	// Server is what the server's own /metrics said during the level; absent when it was
 	// not scraped.
 	Server *servermetrics.Summary `json:"server,omitempty"`
