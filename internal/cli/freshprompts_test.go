@@ -144,3 +144,25 @@ func TestPrefixCacheHitsCounted(t *testing.T) {
 		t.Errorf("a server without timings: %d hits, want null", *h)
 	}
 }
+
+// The test request and the warm-up requests never share a prompt with a measured request:
+// every prompt a run sends is its own.
+func TestWarmupAndTestRequestPromptsDistinct(t *testing.T) {
+	srv, sent := promptServer(t)
+	code, stdout, stderr := runCLI(t, t.Context(), "run", "--url", srv.URL, "--model", "m", "--concurrency", "2", "--requests", "6",
+		"--warmup", "2", "--input-tokens", "16", "--output-tokens", "1", "--no-progress", "--output-dir", filepath.Join(t.TempDir(), "r"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	prompts := sent()
+	if len(prompts) != 1+2+6 {
+		t.Fatalf("%d prompts sent, want 9 (test request, 2 warm-up, 6 measured)", len(prompts))
+	}
+	seen := map[string]bool{}
+	for _, p := range prompts {
+		if seen[p] {
+			t.Errorf("prompt sent twice: %q", p)
+		}
+		seen[p] = true
+	}
+}
