@@ -262,7 +262,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 		return nil, nil, nil, fmt.Errorf("%s: summary.json slo: %w", sh[0].dir, err)
 	}
 	col := report.NewCollector(metrics.Config{Percentiles: ref.Percentiles, SLOs: slos})
-	col.SharedPrefix = ref.Workload.PrefixTokens
+	col.SharedPrefix = ref.Workload.PrefixTokens + ref.Workload.ChatPrefixTokens
 	for i := range all {
 		col.Add(&all[i])
 	}

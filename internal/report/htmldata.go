@@ -158,7 +158,8 @@ type Collector struct {
 	notes  []string
 	cache  map[int]*cacheCount // per level: prefix-cache hits (cachehits.go)
 	// SharedPrefix is the prompt tokens every request shares (the workload's shared
-	// prefix, --prefix-tokens), which a prompt cache serving is no hit; set before Add.
+	// prefix, --prefix-tokens, and the chat template's own), which a prompt cache serving
+	// is no hit; set before Add.
 	SharedPrefix int
 }
 
