@@ -321,3 +321,32 @@ func TestLlamaCppChatTemplate(t *testing.T) {
 func TestLlamaCppServerTokenizerChat(t *testing.T) {
 	checkChatTemplate(t, llamacppTarget(t), "openai-chat", "server")
 }
+
+// TestLlamaCppFreshPromptsPerRun: two runs in a row with default flags draw different seeds
+// (so send different prompts), and the server's prompt cache (timings.cache_n) serves no
+// measured request of either: prefix_cache_hits is 0, not null, since llama.cpp says per
+// request what it served from its cache. A run repeating the first's seed sends its
+// prompts again; how many the cache still holds depends on the server's slots, so that
+// count is logged.
+func TestLlamaCppFreshPromptsPerRun(t *testing.T) {
+	s := llamacppTarget(t)
+	l := load{concurrency: 4, requests: 8, input: 256, output: 8}
+	first := runBench(t, s, "openai-chat", l)
+	second := runBench(t, s, "openai-chat", l)
+	s1, _ := first.summary["seed"].(float64)
+	s2, _ := second.summary["seed"].(float64)
+	if s1 == s2 || s1 == 1 || s2 == 1 {
+		t.Errorf("summary.json seeds %v and %v: want two drawn, different seeds", s1, s2)
+	}
+	for i, run := range []*benchRun{first, second} {
+		if h, ok := run.level(t)["prefix_cache_hits"].(float64); !ok || h != 0 {
+			t.Errorf("run %d: levels[0].prefix_cache_hits %v, want 0", i+1, run.level(t)["prefix_cache_hits"])
+		}
+	}
+	again := runBench(t, s, "openai-chat", l, "--seed", fmt.Sprint(int64(s2)))
+	h, ok := again.level(t)["prefix_cache_hits"].(float64)
+	if !ok {
+		t.Errorf("a repeated run: levels[0].prefix_cache_hits %v, want a count", again.level(t)["prefix_cache_hits"])
+	}
+	t.Logf("a run repeating the previous run's seed: %v of %d measured requests were prefix-cache hits", h, l.requests)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/search"
 	"github.com/llmbench/llmbench/internal/servermetrics"
+	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // LevelRunner runs one level and calls sink for every finished request: live against a
@@ -46,6 +47,8 @@ func Run(ctx context.Context, cfg Config, start time.Time, run LevelRunner) (Out
 	}
 	l := &ladder{ctx: ctx, cfg: &cfg, w: w, runLevel: run, sum: sum, start: start,
 		col: report.NewCollector(cfg.Metrics)}
+	wl := cfg.Describe.Run.Workload
+	l.col.SharedPrefix = wl.PrefixTokens + workload.ChatPrefixTokens(wl.Chat)
 	if cfg.Output.ResultFormat == "vllm" {
 		l.col.KeepVLLMRequests()
 	}
@@ -170,6 +173,7 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	l.Partial = reason == load.EndInterrupted
 	l.EndReason = string(reason)
 	l.RunSeeds = seeds
+	l.PrefixCacheHits = r.col.PrefixCacheHits(lvl.Index)
 	l.Server = server
 	r.sum.Levels = append(r.sum.Levels, l)
 	r.sum.Judge() // the picks and what a stop means for the level, as the summary will say them
@@ -187,6 +191,12 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	if !r.cfg.Console.Quiet {
 		report.ConsoleLevel(out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
 		servermetrics.WriteConsole(out, l.Server)
+		if h := l.PrefixCacheHits; h != nil && *h > 0 && r.cfg.Describe.Run.Workload.PrefixTokens == 0 {
+			fmt.Fprintf(out, "Prefix cache hits: %d measured requests had more than 10%% of their prompt served from the server's prompt cache, though the run asked for no shared prefix: their TTFT is flattered (prompts repeated from an earlier run with the same --seed, or a dataset's repeated rows)\n", *h)
+		}
+		if why := report.ClientBehind(l.Level); why != "" {
+			fmt.Fprintf(out, "Client behind (the client, not the server, was late): %s; %s\n", why, report.ClientBehindAdvice)
+		}
 	}
 	return &r.sum.Levels[len(r.sum.Levels)-1], err
 }

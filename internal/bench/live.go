@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	neturl "net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
@@ -34,6 +36,9 @@ type Live struct {
 	// the run (TestRequestError), an answer warms the server; it is not recorded.
 	TestRequest bool
 	StartAt     time.Time // the run's t = 0 (zero: now), so shards on several machines start together
+	// Warn, when set, is told what the run found amiss before measuring: a Client.Model
+	// the server's model list does not name (ModelWarning).
+	Warn func(string)
 }
 
 // Workload is what a live run sends.
@@ -138,8 +143,41 @@ func Open(ctx context.Context, live Live, maxConns int) (*Target, error) {
 			t.Close()
 			return nil, err
 		}
+	} else if live.Warn != nil {
+		t.checkModel(ctx, live.Warn)
 	}
 	return t, nil
+}
+
+// checkModel asks the server for its models and warns when the list has some, none of
+// them t.Model: servers that ignore the request's model (llama.cpp) answer a mistyped one
+// in silence. A server with no list, or one that fails, is not checked.
+func (t *Target) checkModel(ctx context.Context, warn func(string)) {
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if models, err := t.Client.ListModels(lctx); err == nil {
+		if w := ModelWarning(t.Model, models); w != "" {
+			warn(w)
+		}
+	}
+}
+
+// ModelWarning is what to say of a model that the server's list does not name; "" when the
+// list names it or is empty.
+func ModelWarning(model string, listed []string) string {
+	if len(listed) == 0 || slices.Contains(listed, model) {
+		return ""
+	}
+	shown := listed
+	if len(shown) > 10 {
+		shown = shown[:10]
+	}
+	more := ""
+	if len(listed) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(listed)-len(shown))
+	}
+	return fmt.Sprintf("--model %q is not among the models the server lists (%s%s): a server that serves one model whatever the request names (llama.cpp) answers it anyway, and summary.json records %q; check --model",
+		model, strings.Join(shown, ", "), more, model)
 }
 
 // findModel asks the server for its models and reopens the client with the first.
@@ -296,8 +334,13 @@ func prepare(wl Workload, tok tokenizer.Tokenizer, levels []load.Level) (Prepare
 	return Prepared{Config: wl.Config, Source: src, Levels: levels}, nil
 }
 
-// testFirst sends the first level's first request (a search's base level: it has none
-// yet) and says how it went.
+// TestRequestLevel is the level whose request 0 the test request sends: a prompt stream of
+// its own (workload.Source is deterministic in level and index), so no measured or warm-up
+// request repeats the test request's prompt, which a server's prompt cache would answer.
+const TestRequestLevel = -1
+
+// testFirst sends a request shaped as the first level's (a search's base level: it has none
+// yet), from its own prompt stream (TestRequestLevel), and says how it went.
 func testFirst(ctx context.Context, cfg Config, t *Target, sources *Sources) error {
 	lvl := cfg.Base
 	if len(cfg.Levels) > 0 {
@@ -307,7 +350,7 @@ func testFirst(ctx context.Context, cfg Config, t *Target, sources *Sources) err
 	if err != nil {
 		return err
 	}
-	rec, err := t.Test(ctx, src.Request(lvl.Index, 0))
+	rec, err := t.Test(ctx, src.Request(TestRequestLevel, 0))
 	if err != nil || cfg.Console.Quiet {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -79,6 +80,7 @@ type benchConfig struct {
 	wide         bool // --wide: the whole ladder table
 	quiet        bool // --quiet: the ladder and the results folder only
 	seed         int64
+	seedDrawn    bool // no --seed: run --url drew seed for this run (drawSeed)
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
 	metricsInterval time.Duration
@@ -100,16 +102,7 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 			info.Dataset, info.Rows, strings.Join(append(skipped, "none")[:max(1, len(skipped))], ", "), info.Clamped)
 	}
 	if !info.Trace && info.Rows > 0 {
-		// A dataset smaller than a level is reused from its start: say so, since repeated
-		// prompts can hit a server's prefix cache and flatter TTFT.
-		most := 0
-		for _, l := range c.levels {
-			most = max(most, l.Requests+l.Warmup)
-		}
-		if most > info.Rows {
-			fmt.Fprintf(stdio.Err, "warning: dataset %s has %d usable rows for levels of up to %d requests: rows are reused (each about %.1f times; a server's prefix cache may then serve repeats)\n",
-				info.Dataset, info.Rows, most, float64(most)/float64(info.Rows))
-		}
+		c.sayDatasetUse(stdio, info)
 	}
 	if !info.Trace || !c.defaultLoad || info.Rows == 0 || info.Span <= 0 {
 		return
@@ -124,6 +117,34 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 		c.levels[0].Requests = l.Requests
 	}
 	fmt.Fprintf(stdio.Err, "replaying the trace's %d arrivals over %s (no --concurrency or --rate given)\n", info.Rows, info.Span.Round(time.Millisecond))
+}
+
+// sayDatasetUse says what a dataset's levels send when it is not all of the dataset once: a
+// dataset smaller than a level is reused from its start (repeated prompts can hit a
+// server's prefix cache and flatter TTFT), and a level of fewer requests than rows sends a
+// seeded sample of them (its request count: --requests, or a default from its load).
+func (c *benchConfig) sayDatasetUse(stdio Stdio, info workload.Info) {
+	most := 0
+	var fewer []string
+	for _, l := range c.levels {
+		n := l.Requests + l.Warmup
+		most = max(most, n)
+		if l.Duration == 0 && n < info.Rows {
+			fewer = append(fewer, fmt.Sprintf("level %d sends %d", l.Index, n))
+		}
+	}
+	if most > info.Rows {
+		fmt.Fprintf(stdio.Err, "warning: dataset %s has %d usable rows for levels of up to %d requests: rows are reused (each about %.1f times; a server's prefix cache may then serve repeats)\n",
+			info.Dataset, info.Rows, most, float64(most)/float64(info.Rows))
+	}
+	if len(fewer) > 0 && c.search == "" {
+		how := "its --requests"
+		if c.requests == 0 {
+			how = "its default from the load, as no --requests was given"
+		}
+		fmt.Fprintf(stdio.Err, "note: dataset %s has %d usable rows; %s (each level's request count, %s): a seeded sample of the rows; --requests %d sends every row\n",
+			c.workload.Dataset, info.Rows, strings.Join(fewer, ", "), how, info.Rows)
+	}
 }
 
 // simAPIs are the APIs the built-in simulator serves (the OpenAI-style ones).
@@ -218,7 +239,8 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 			return nil, usageError(err)
 		}
 	}
-	r := &resolver{f: f, live: live, c: &benchConfig{live: live, seed: f.seed, simProfile: f.sim, tokenizer: f.tokenizer,
+	drawn := live && f.drawSeed()
+	r := &resolver{f: f, live: live, c: &benchConfig{live: live, seed: f.seed, seedDrawn: drawn, simProfile: f.sim, tokenizer: f.tokenizer,
 		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
 		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, saveText: f.saveText, testRequest: f.testRequest, sloSpec: f.slo,
@@ -244,6 +266,18 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		return nil, usageError(errors.Join(r.errs...))
 	}
 	return r.c, nil
+}
+
+// drawSeed gives a run against a real server (--url) without --seed a seed of its own, so
+// that a second run does not send the first's prompts, which a server's prompt cache would
+// answer; it reports whether it drew one. A run of shards keeps --seed's default: the shards,
+// on machines of their own, slice one plan.
+func (f *benchFlags) drawSeed() bool {
+	if f.url == "" || f.shard != "" || f.fs == nil || f.fs.Changed("seed") {
+		return false
+	}
+	f.seed = rand.Int64N(1<<31) + 1
+	return true
 }
 
 // resolver gathers a benchConfig from the flags, and every problem with them.

@@ -169,7 +169,7 @@ func (f *benchFlags) bindWorkload(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.traceSpeed, "trace-speed", 1, "replay traces this many times faster")
 	fs.IntVar(&f.turns, "turns", 1, "turns per conversation: each next turn carries the history (multi-turn chat)")
 	fs.DurationVar(&f.thinkTime, "think-time", 0, "with --turns: the user's pause between a reply and the next turn")
-	fs.Int64Var(&f.seed, "seed", 1, "seed for prompts, lengths, arrivals and the simulator")
+	fs.Int64Var(&f.seed, "seed", 1, "seed for prompts, lengths, arrivals and the simulator (run --url without --seed, unsharded: a new seed each run, printed and kept in summary.json)")
 }
 
 // parseList parses a comma list of positive numbers.

@@ -154,6 +154,7 @@ func mustAbs(p string) string {
 // With vllm the collector also keeps each level's requests for vllm.json's arrays.
 func recompute(dir string, sum *report.Summary, cfg metrics.Config, vllm bool) (*report.Collector, error) {
 	col := report.NewCollector(cfg)
+	col.SharedPrefix = sum.Workload.PrefixTokens + sum.Workload.ChatPrefixTokens
 	if vllm {
 		col.KeepVLLMRequests()
 	}
@@ -186,6 +187,7 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config, vllm bool) (
 	}
 	for i := range sum.Levels {
 		sum.Levels[i].Level = col.Level(i)
+		sum.Levels[i].PrefixCacheHits = col.PrefixCacheHits(i)
 	}
 	sum.Judge()
 	return col, nil

@@ -60,11 +60,15 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		}
 		defer stop()
 	}
+	if cfg.seedDrawn && !cfg.quiet {
+		fmt.Fprintf(stdio.Out, "Seed %d, drawn for this run (--seed %d repeats it)\n", cfg.seed, cfg.seed)
+	}
 	if cfg.insecure {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
 	live := bench.Live{Client: cfg.clientConfig(stdio), MetricsURL: cfg.metricsURL, MetricsInterval: cfg.metricsInterval,
 		TestRequest: cfg.testRequest, StartAt: cfg.startAt,
+		Warn: func(w string) { fmt.Fprintln(stdio.Err, "warning: "+w) },
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {
 				return tok, nil

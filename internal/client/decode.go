@@ -24,7 +24,9 @@ type chunkInfo struct {
 // serverTimings are the server's own figures for the request, when it reports them.
 type serverTimings struct {
 	set         bool
-	promptN     int     // prompt tokens actually evaluated (after cache)
+	promptN     int // prompt tokens actually evaluated (after cache)
+	cacheN      int // prompt tokens served from the prompt cache (llama.cpp cache_n), when hasCache
+	hasCache    bool
 	promptMS    float64 // prefill time
 	predictedN  int     // generated tokens
 	predictedMS float64 // decode time
@@ -327,6 +329,8 @@ func (d *decoder) llamaTimings() {
 		switch string(k) {
 		case "prompt_n":
 			t.promptN = s.int()
+		case "cache_n":
+			t.cacheN, t.hasCache = s.int(), true
 		case "prompt_ms":
 			t.promptMS = s.float()
 		case "predicted_n":

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/http/httptrace"
@@ -638,9 +639,17 @@ func finish(st *streamState, tok tokenizer.Tokenizer, rec *record.Record) {
 		rec.Server = &record.ServerTimings{PromptTokens: t.promptN, Prefill: msDuration(t.promptMS),
 			OutputTokens: t.predictedN, Decode: msDuration(t.predictedMS), Queue: msDuration(t.queueMS),
 			Total: msDuration(t.totalMS)}
+		setCached(rec, t.cacheN, t.hasCache)
 	}
 	if rec.Error == nil && len(evs) == 0 {
 		rec.Error = &record.Error{Kind: record.KindEmpty, Message: "the stream carried no generated tokens"}
+	}
+}
+
+// setCached records what the server said it served of the prompt from its cache.
+func setCached(rec *record.Record, n int, said bool) {
+	if said && n >= 0 {
+		rec.CachedPromptTokens, rec.HasCachedPromptTokens = int32(min(n, math.MaxInt32)), true
 	}
 }
 

@@ -68,6 +68,7 @@ type wholeDoc struct {
 	} `json:"usage"`
 	Timings *struct {
 		PromptN     int     `json:"prompt_n"`
+		CacheN      *int    `json:"cache_n"`
 		PromptMS    float64 `json:"prompt_ms"`
 		PredictedN  int     `json:"predicted_n"`
 		PredictedMS float64 `json:"predicted_ms"`
@@ -164,6 +165,9 @@ func (c *Client) whole(body []byte, at time.Duration, req workload.Request, rec 
 	if t := doc.Timings; t != nil {
 		rec.Server = &record.ServerTimings{PromptTokens: t.PromptN, Prefill: msDuration(t.PromptMS),
 			OutputTokens: t.PredictedN, Decode: msDuration(t.PredictedMS)}
+		if t.CacheN != nil {
+			setCached(rec, *t.CacheN, true)
+		}
 	} else if doc.EvalDuration > 0 || doc.PromptEvalDuration > 0 || doc.TotalDuration > 0 {
 		rec.Server = &record.ServerTimings{PromptTokens: doc.PromptEvalCount, Prefill: msDuration(doc.PromptEvalDuration / 1e6),
 			OutputTokens: doc.EvalCount, Decode: msDuration(doc.EvalDuration / 1e6), Total: msDuration(doc.TotalDuration / 1e6)}

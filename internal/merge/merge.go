@@ -262,6 +262,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 		return nil, nil, nil, fmt.Errorf("%s: summary.json slo: %w", sh[0].dir, err)
 	}
 	col := report.NewCollector(metrics.Config{Percentiles: ref.Percentiles, SLOs: slos})
+	col.SharedPrefix = ref.Workload.PrefixTokens + ref.Workload.ChatPrefixTokens
 	for i := range all {
 		col.Add(&all[i])
 	}
@@ -311,6 +312,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 			}
 		}
 		l.Level = col.Level(i)
+		l.PrefixCacheHits = col.PrefixCacheHits(i)
 		sum.Levels = append(sum.Levels, l)
 	}
 	sum.Judge()

@@ -37,6 +37,7 @@ import (
 //	          [uvarint(images) uvarint(image bytes)]         flags&hasImages
 //	          [uvarint(repeat)]                              flags&hasRepeat (--repeat)
 //	          [string(text)]                                 flags&hasText (--save-text)
+//	          [uvarint(cached_prompt_tokens)]                flags&hasCachedPrompt
 //	string  = uvarint(len) bytes
 //
 // flags&unstreamed marks a response that came as one document (Record.Unstreamed).
@@ -109,6 +110,7 @@ const (
 	cfImages
 	cfRepeat
 	cfText
+	cfCachedPrompt
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -136,6 +138,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfImages, r.Images > 0 || r.ImageBytes > 0)
 	set(cfRepeat, r.Repeat > 0)
 	set(cfText, r.Text != nil)
+	set(cfCachedPrompt, r.HasCachedPromptTokens)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -219,6 +222,9 @@ func AppendCompact(b []byte, r *Record) []byte {
 	}
 	if r.Text != nil {
 		b = appendBytes(b, *r.Text)
+	}
+	if r.HasCachedPromptTokens {
+		b = binary.AppendUvarint(b, uint64(max(r.CachedPromptTokens, 0)))
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -417,6 +423,9 @@ func decodeCompact(p []byte, r *Record) error {
 	if flags&cfText != 0 {
 		t := c.str()
 		r.Text = &t
+	}
+	if flags&cfCachedPrompt != 0 {
+		r.CachedPromptTokens, r.HasCachedPromptTokens = int32(c.int("cached prompt tokens")), true
 	}
 	if c.err == nil && len(c.b) > 0 {
 		c.fail("%d bytes after the record", len(c.b))

@@ -17,7 +17,7 @@ import (
 //	go test ./internal/record -run '^$' -fuzz '^FuzzRecordUnmarshal$' -fuzztime 30s
 func FuzzRecordUnmarshal(f *testing.F) {
 	full := Record{Level: 1, Index: 7, Scheduled: 1500 * time.Millisecond, Sent: 1501 * time.Millisecond,
-		Done: 2 * time.Second, ResponseID: "chatcmpl-\"x\"\u2028", InputTokens: 512, ServerPromptTokens: 515,
+		Done: 2 * time.Second, ResponseID: "chatcmpl-\"x\"\u2028", InputTokens: 512, ServerPromptTokens: 515, CachedPromptTokens: 0, HasCachedPromptTokens: true,
 		OutputTokens: 3, OutputTokensSource: SourceUsage, FirstContent: 1700 * time.Millisecond,
 		Server: &ServerTimings{PromptTokens: 5, Prefill: 3 * time.Millisecond, Total: time.Second},
 		Error:  &Error{Kind: KindDisconnect, Status: 0, Message: "cut <after> 2 events"}}

@@ -81,6 +81,10 @@ func AppendJSON(b []byte, r *Record) []byte {
 		b = append(b, `,"server_prompt_tokens":`...)
 		b = strconv.AppendInt(b, int64(r.ServerPromptTokens), 10)
 	}
+	if r.HasCachedPromptTokens {
+		b = append(b, `,"cached_prompt_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.CachedPromptTokens), 10)
+	}
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(r.OutputTokens), 10)
 	b = append(b, `,"output_tokens_source":`...)
@@ -301,6 +305,7 @@ type jsonRecord struct {
 	ResponseID         string                 `json:"response_id"`
 	InputTokens        int                    `json:"input_tokens"`
 	ServerPromptTokens int                    `json:"server_prompt_tokens"`
+	CachedPromptTokens *int                   `json:"cached_prompt_tokens"`
 	OutputTokens       int                    `json:"output_tokens"`
 	OutputTokensSource string                 `json:"output_tokens_source"`
 	Events             [][2]json.Number       `json:"events"`
@@ -354,6 +359,12 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 		Retried: j.Retried, TTFTUpperBound: j.TTFTUpperBound,
 		Unstreamed: j.Unstreamed, Inputs: j.Inputs, Documents: j.Documents, Images: j.Images, ImageBytes: j.ImageBytes,
 		Text: j.Text,
+	}
+	if c := j.CachedPromptTokens; c != nil {
+		if *c < 0 {
+			return fmt.Errorf("cached_prompt_tokens %d: must not be negative", *c)
+		}
+		r.CachedPromptTokens, r.HasCachedPromptTokens = int32(min(*c, math.MaxInt32)), true
 	}
 	if j.Inputs < 0 || j.Documents < 0 || j.Images < 0 || j.ImageBytes < 0 {
 		return fmt.Errorf("inputs %d, documents %d, images %d (%d bytes): must not be negative", j.Inputs, j.Documents, j.Images, j.ImageBytes)

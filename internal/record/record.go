@@ -73,6 +73,8 @@ type Record struct {
 	// embeddings, rerank): no token event was timed, so TTFT, TPOT, ITL and chunk gap mean
 	// nothing; a generation's output tokens are one event at the document's arrival.
 	Unstreamed bool
+	// HasCachedPromptTokens says the server reported CachedPromptTokens for the request.
+	HasCachedPromptTokens bool
 	// Inputs is the number of inputs of an embeddings request and Documents that of a
 	// rerank request (0 for generation requests).
 	Inputs, Documents int32
@@ -85,6 +87,11 @@ type Record struct {
 	// Repeat is the 1-based run of a level repeated with --repeat (each run with seeds of
 	// its own); 0 for a level run once, whose records.jsonl line omits it.
 	Repeat int32
+	// CachedPromptTokens is how many of the prompt's tokens the server said it served from
+	// its prompt cache (llama.cpp's timings.cache_n), when HasCachedPromptTokens; a server
+	// that says nothing of it per request leaves both zero. (Placed beside the struct's
+	// other small fields, where they fill its padding.)
+	CachedPromptTokens int32
 
 	ResponseID         string
 	InputTokens        int // tokens the client intended to send (every input; a rerank's query and documents)

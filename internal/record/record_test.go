@@ -14,7 +14,7 @@ import (
 
 func sample() Record {
 	r := Record{Level: 1, Index: 7, Scheduled: 1500 * time.Microsecond, Sent: 2 * time.Millisecond,
-		Done: 90 * time.Millisecond, ResponseID: "chatcmpl-\"x\"", InputTokens: 512, ServerPromptTokens: 520,
+		Done: 90 * time.Millisecond, ResponseID: "chatcmpl-\"x\"", InputTokens: 512, ServerPromptTokens: 520, CachedPromptTokens: 9, HasCachedPromptTokens: true,
 		OutputTokens: 4, OutputTokensSource: SourceUsage}
 	r.Events.Base = r.Sent
 	r.Events.Append(62*time.Millisecond+3*time.Microsecond, 1)
@@ -60,7 +60,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got[1], failed) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got[1], failed)
 	}
-	want := `{"level":1,"index":7,"warmup":false,"scheduled_s":0.001500,"sent_s":0.002000,"first_token_s":0.062003,"last_token_s":0.089000,"done_s":0.090000,"response_id":"chatcmpl-\"x\"","input_tokens":512,"server_prompt_tokens":520,"output_tokens":4,"output_tokens_source":"usage","events":[[0.062003,1],[0.077000,2],[0.089000,1]],"error":null}`
+	want := `{"level":1,"index":7,"warmup":false,"scheduled_s":0.001500,"sent_s":0.002000,"first_token_s":0.062003,"last_token_s":0.089000,"done_s":0.090000,"response_id":"chatcmpl-\"x\"","input_tokens":512,"server_prompt_tokens":520,"cached_prompt_tokens":9,"output_tokens":4,"output_tokens_source":"usage","events":[[0.062003,1],[0.077000,2],[0.089000,1]],"error":null}`
 	if s := string(AppendJSON(nil, &r)); s != want {
 		t.Errorf("json:\n got %s\nwant %s", s, want)
 	}

@@ -156,6 +156,11 @@ type Collector struct {
 	ot     *bucketer
 	n      int
 	notes  []string
+	cache  map[int]*cacheCount // per level: prefix-cache hits (cachehits.go)
+	// SharedPrefix is the prompt tokens every request shares (the workload's shared
+	// prefix, --prefix-tokens, and the chat template's own), which a prompt cache serving
+	// is no hit; set before Add.
+	SharedPrefix int
 }
 
 // NewCollector starts collecting with cfg for every level.
@@ -190,6 +195,7 @@ func (c *Collector) Add(r *record.Record) {
 		c.levels[r.Level] = a
 	}
 	a.Add(r)
+	c.countCache(r)
 	if r.Repeat > 0 { // a repeated level: each run's figures too
 		byRun := c.runs[r.Level]
 		if byRun == nil {

@@ -143,6 +143,13 @@ type Level struct {
 	// RunSeeds are the seeds of a repeated level's runs (arrivals, prompts, the simulator),
 	// in run order; absent for a level run once.
 	RunSeeds []int64 `json:"run_seeds,omitempty"`
+	// ClientBehind says the client, not the server, was late in the level (ClientBehind:
+	// its schedule or read lag); Judge sets it from the level's figures.
+	ClientBehind bool `json:"client_behind"`
+	// PrefixCacheHits is the level's measured requests with more than 10% of their prompt
+	// beyond the shared prefix served from the server's prompt cache (Collector.
+	// PrefixCacheHits); null when the server does not say per request.
+	PrefixCacheHits *int `json:"prefix_cache_hits"`
 	// Server is what the server's own /metrics said during the level; absent when it was
 	// not scraped.
 	Server *servermetrics.Summary `json:"server,omitempty"`
@@ -174,6 +181,7 @@ func (s *Summary) Judge() {
 	slos, _ := metrics.ParseSLOs(s.SLO) // checked when given: a bad one has no bounds to say
 	for i := range s.Levels {
 		s.Levels[i].Cost = s.Price.Cost(s.Levels[i].Level, slos)
+		s.Levels[i].ClientBehind = ClientBehind(s.Levels[i].Level) != ""
 	}
 	s.Oversaturated = nil
 	for i := range s.Levels {

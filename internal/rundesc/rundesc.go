@@ -86,14 +86,18 @@ type Workload struct {
 	// ChatTemplate is the file of the chat template chat prompts were sized with, or
 	// "server" when the server formatted and counted them (their input tokens then count
 	// the formatted conversation); absent when none was.
-	ChatTemplate string  `json:"chat_template,omitempty"`
-	InputTokens  string  `json:"input_tokens"`
-	OutputTokens string  `json:"output_tokens"`
-	PrefixTokens int     `json:"prefix_tokens,omitempty"`
-	PrefixGroups int     `json:"prefix_groups,omitempty"`
-	TraceSpeed   float64 `json:"trace_speed,omitempty"`
-	Turns        int     `json:"turns,omitempty"`
-	ThinkTime    string  `json:"think_time,omitempty"`
+	ChatTemplate string `json:"chat_template,omitempty"`
+	// ChatPrefixTokens is the tokens the chat template puts before every prompt's text
+	// (workload.ChatPrefixTokens), which a prompt cache serving is no prefix-cache hit;
+	// absent without a template.
+	ChatPrefixTokens int     `json:"chat_prefix_tokens,omitempty"`
+	InputTokens      string  `json:"input_tokens"`
+	OutputTokens     string  `json:"output_tokens"`
+	PrefixTokens     int     `json:"prefix_tokens,omitempty"`
+	PrefixGroups     int     `json:"prefix_groups,omitempty"`
+	TraceSpeed       float64 `json:"trace_speed,omitempty"`
+	Turns            int     `json:"turns,omitempty"`
+	ThinkTime        string  `json:"think_time,omitempty"`
 	// Stream is false for a generation run with --stream=false (absent otherwise);
 	// BatchSize is an embeddings run's inputs per request; Documents and QueryTokens a
 	// rerank run's documents per request and query length.
@@ -200,7 +204,7 @@ func chatSource(c workload.ChatCounter) string {
 func (r Run) workload() Workload {
 	w := r.Workload
 	d := Workload{Dataset: w.Dataset, Tokenizer: r.Tokenizer, InputTokens: w.InputTokens.String(),
-		ChatTemplate: chatSource(w.Chat),
+		ChatTemplate: chatSource(w.Chat), ChatPrefixTokens: workload.ChatPrefixTokens(w.Chat),
 		OutputTokens: w.OutputTokens.String(), PrefixTokens: w.PrefixTokens, TraceSpeed: w.TraceSpeed}
 	if w.Turns > 1 {
 		d.Turns, d.ThinkTime = w.Turns, durString(w.ThinkTime)

@@ -175,3 +175,36 @@ func writeTemplate(t *testing.T, body string) *chattemplate.Template {
 	}
 	return tm
 }
+
+// ChatPrefixTokens is the template's tokens before every prompt's text: the start that two
+// synthetic prompts' formatted conversations share, and no more; 0 without a template.
+func TestChatPrefixTokens(t *testing.T) {
+	for _, dir := range chatModels {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			tok, tm := loadChat(t, dir)
+			n := ChatPrefixTokens(WatchChat(TemplateChat(tm, tok)))
+			if n < 1 || n > 40 {
+				t.Fatalf("%d template prefix tokens", n)
+			}
+			src := mustNew(t, Config{InputTokens: Fixed(64), OutputTokens: Fixed(4), Seed: 3, Chat: TemplateChat(tm, tok)}, tok)
+			var ids [2][]int
+			for i := range ids {
+				text, err := tm.Render([]Message{{Role: "user", Content: src.Request(0, i).Prompt}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids[i] = tok.Encode(text)
+			}
+			common := 0
+			for common < len(ids[0]) && common < len(ids[1]) && ids[0][common] == ids[1][common] {
+				common++
+			}
+			if common != n {
+				t.Errorf("two prompts share %d tokens, ChatPrefixTokens says %d", common, n)
+			}
+		})
+	}
+	if n := ChatPrefixTokens(nil); n != 0 {
+		t.Errorf("no template: %d", n)
+	}
+}

@@ -113,6 +113,32 @@ func (c templateChat) CountChat(msgs []Message) (int, error) {
 
 func (c templateChat) Source() string { return c.t.Path() }
 
+// ChatPrefixTokens is the tokens the chat template puts before every prompt's text (what
+// a prompt cache serves of any two conversations): the common start of two one-message
+// conversations' tokens. 0 when c is not a chat template (none, or the server's own).
+func ChatPrefixTokens(c ChatCounter) int {
+	if w, ok := c.(*ChatWatch); ok {
+		c = w.ChatCounter
+	}
+	tc, ok := c.(templateChat)
+	if !ok {
+		return 0
+	}
+	var ids [2][]int
+	for i, text := range []string{"Alpha beta gamma", "Zulu yankee xray"} {
+		s, err := tc.t.Render([]Message{{Role: "user", Content: text}})
+		if err != nil {
+			return 0
+		}
+		ids[i] = tc.tok.Encode(s)
+	}
+	n := 0
+	for n < min(len(ids[0]), len(ids[1])) && ids[0][n] == ids[1][n] {
+		n++
+	}
+	return n
+}
+
 // Dataset kinds.
 const (
 	DatasetRandom   = "random"
