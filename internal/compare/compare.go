@@ -182,13 +182,15 @@ func regressions(c Comparison, threshold float64) []string {
 			}
 			r := *f.Relative
 			worse := false
+			bad := r // how far it moved the wrong way: up for a latency or a tally, down for a throughput
+			if f.Kind == metrics.KindThroughput {
+				bad = -r
+			}
 			switch {
-			// A tested figure is judged as a latency, as compare always has: that includes
-			// throughputs tested across runs (--repeat), whose rise then counts.
-			case f.Significant != nil:
-				worse = *f.Significant && r > threshold
+			case f.Significant != nil: // tested: a per-request distribution, or any figure across runs (--repeat)
+				worse = *f.Significant && bad > threshold
 			case f.Kind == metrics.KindThroughput:
-				worse = r < -threshold
+				worse = bad > threshold
 			}
 			if worse {
 				out = append(out, fmt.Sprintf("%s %s %+.1f%%", l.Load, f.Name, 100*r))

@@ -43,3 +43,19 @@ func TestConfigValidateListsEveryProblem(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Across repeated runs (--repeat) throughputs are tested too: a significant rise is an
+// improvement, a significant fall a regression.
+func TestTestedThroughputFallIsTheRegression(t *testing.T) {
+	rel := func(v float64) *float64 { return &v }
+	yes := true
+	c := Comparison{Levels: []Level{{Load: "rate 10/s", Figures: []Figure{
+		{Name: "output throughput (tok/s)", Relative: rel(0.3), Significant: &yes, Test: "welch_across_runs", Kind: metrics.KindThroughput},
+		{Name: "request throughput (req/s)", Relative: rel(-0.3), Significant: &yes, Test: "welch_across_runs", Kind: metrics.KindThroughput},
+	}}}}
+	got := regressions(c, 0.1)
+	want := []string{"rate 10/s request throughput (req/s) -30.0%"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("regressions = %q, want %q", got, want)
+	}
+}
