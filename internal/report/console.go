@@ -91,7 +91,15 @@ func consoleFloat(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "n/a"
 	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
+	return noNegativeZero(strconv.FormatFloat(v, 'f', 2, 64))
+}
+
+// noNegativeZero drops the sign of a figure that rounds to zero ("-0.00" is "0.00").
+func noNegativeZero(s string) string {
+	if strings.HasPrefix(s, "-") && strings.Trim(s[1:], "0.") == "" {
+		return s[1:]
+	}
+	return s
 }
 
 func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
@@ -441,7 +449,7 @@ func (b *consoleBlock) serverTimings(st *metrics.ServerTimings) {
 		b.line(m.name+" client / server, mean (ms):", consoleFloat(g.ClientMean)+" / "+consoleFloat(g.ServerMean))
 		var notes []string
 		if g.GapShare != nil {
-			notes = append(notes, fmt.Sprintf("%.1f%% of the client's", 100**g.GapShare))
+			notes = append(notes, noNegativeZero(fmt.Sprintf("%.1f", 100**g.GapShare))+"% of the client's")
 		}
 		if slices.Contains(g.Unreliable, "gap_p99_ms") {
 			notes = append(notes, fmt.Sprintf("low n: %d samples", g.Requests))
@@ -471,10 +479,15 @@ func (b *consoleBlock) pct(label string, p metrics.Percentile, n int) {
 }
 
 // ciNote is a figure's 95% interval as a level block prints it; an order-statistics one
-// holds only for independent requests, and says so.
+// holds only for independent requests, and says so; one of the steady part (the level's
+// first wave left out) says that.
 func ciNote(lo, hi float64, method string) string {
 	s := "(95% CI " + consoleFloat(lo) + "-" + consoleFloat(hi)
-	if method != metrics.MethodBatchMeans {
+	switch method {
+	case metrics.MethodBatchMeans:
+	case metrics.MethodBatchMeansSteady:
+		s += " after the first wave"
+	default:
 		s += " if independent"
 	}
 	return s + ")"
