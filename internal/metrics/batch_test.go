@@ -238,3 +238,18 @@ func TestFirstWaveLeftOut(t *testing.T) {
 		t.Errorf("no first wave: mean interval by %q", st.MeanMethod)
 	}
 }
+
+// An across-runs interval of a non-negative figure stops at zero; its half-width stays the
+// t interval's.
+func TestAcrossRunsIntervalStopsAtZero(t *testing.T) {
+	iv := IntervalOf([]float64{1, 2, 30})
+	if iv.Lo != 0 || !iv.Clipped() || iv.Hi <= 30 || math.Abs(iv.HalfWidth()-(iv.Hi-iv.Mean)) > 1e-12 {
+		t.Errorf("IntervalOf(1, 2, 30) = %+v (clipped %v)", iv, iv.Clipped())
+	}
+	if iv := IntervalOf([]float64{10, 11, 12}); iv.Clipped() || iv.Lo <= 0 {
+		t.Errorf("IntervalOf(10, 11, 12) = %+v", iv)
+	}
+	if iv := IntervalOf([]float64{-5, 1, 30}); iv.Lo >= 0 {
+		t.Errorf("a figure that can be negative keeps its interval: %+v", iv)
+	}
+}

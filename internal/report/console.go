@@ -309,6 +309,9 @@ func (b *consoleBlock) acrossRuns(l *Level) {
 		if math.IsNaN(iv.HalfWidth()) {
 			return consoleFloat(iv.Mean)
 		}
+		if iv.Clipped() { // the interval stops at zero: print it whole
+			return consoleFloat(iv.Mean) + " (" + consoleFloat(iv.Lo) + "-" + consoleFloat(iv.Hi) + ")"
+		}
 		return consoleFloat(iv.Mean) + " ± " + consoleFloat(iv.HalfWidth())
 	}
 	for _, f := range []struct{ key, label string }{{"request_throughput", "Request throughput (req/s):"}, {"output_throughput", "Output token throughput (tok/s):"}} {
