@@ -82,9 +82,42 @@ type consoleBlock struct {
 func (b *consoleBlock) line(label, value string, extra ...string) {
 	s := fmt.Sprintf("%-40s %-10s", label, value)
 	if len(extra) > 0 && extra[0] != "" {
+		if utf8.RuneCountInString(s)+1+utf8.RuneCountInString(extra[0]) > ConsoleWidth {
+			// too long for one line: the note goes under the value column, wrapped
+			b.w.WriteString(strings.TrimRight(s, " ") + "\n" + wrapIndented(extra[0], 41, ConsoleWidth) + "\n")
+			return
+		}
 		s += " " + extra[0]
 	}
 	b.w.WriteString(strings.TrimRight(s, " ") + "\n")
+}
+
+// ConsoleWidth is the most columns (runes) a console line takes: every table and line of
+// run, simulate, report, plan and compare fits it (--wide shows more where a command has it).
+const ConsoleWidth = 100
+
+// Wrap breaks text at spaces into lines of at most width columns (runes), the first
+// starting at column first (what precedes it on its line), the others indented by indent
+// spaces. A word longer than the line stays whole.
+func Wrap(text string, first, indent, width int) string {
+	pad := strings.Repeat(" ", indent)
+	var b strings.Builder
+	line, col, start := "", first, first
+	for _, word := range strings.Fields(text) {
+		n := utf8.RuneCountInString(word)
+		if col > start && col+1+n > width {
+			b.WriteString(line + "\n")
+			line, col, start = pad, indent, indent
+		}
+		if col > start {
+			line += " "
+			col++
+		}
+		line += word
+		col += n
+	}
+	b.WriteString(line)
+	return b.String()
 }
 
 func consoleFloat(v float64) string {
@@ -774,19 +807,5 @@ func errorNote(d metrics.ErrorDetail) string {
 
 // wrapIndented breaks text at spaces into lines of at most width columns, each indented.
 func wrapIndented(text string, indent, width int) string {
-	pad := strings.Repeat(" ", indent)
-	var b strings.Builder
-	line := pad
-	for _, word := range strings.Fields(text) {
-		if len(line) > indent && len(line)+1+len(word) > width {
-			b.WriteString(line + "\n")
-			line = pad
-		}
-		if len(line) > indent {
-			line += " "
-		}
-		line += word
-	}
-	b.WriteString(line)
-	return b.String()
+	return strings.Repeat(" ", indent) + Wrap(text, indent, indent, width)
 }
