@@ -47,3 +47,34 @@ func foldNote(line string) string {
 	}
 	return line
 }
+
+// shellFold breaks a shell command (starting at column first) before its flags into lines
+// within report.ConsoleWidth, each but the last ending in " \", the others indented by two
+// more: a command to copy that fits a terminal.
+func shellFold(cmd string, first int) string {
+	words := strings.Fields(cmd)
+	var parts []string // each flag with its value
+	for _, w := range words {
+		if strings.HasPrefix(w, "-") || len(parts) == 0 {
+			parts = append(parts, w)
+		} else {
+			parts[len(parts)-1] += " " + w
+		}
+	}
+	pad := strings.Repeat(" ", first+2)
+	var b strings.Builder
+	col := first
+	for i, p := range parts {
+		n := utf8.RuneCountInString(p)
+		if i > 0 && col+1+n+2 > report.ConsoleWidth {
+			b.WriteString(" \\\n" + pad)
+			col = len(pad)
+		} else if i > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(p)
+		col += n
+	}
+	return b.String()
+}
