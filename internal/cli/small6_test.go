@@ -38,3 +38,23 @@ func TestModelListTimeoutSaysSo(t *testing.T) {
 		t.Errorf("got %q", msg)
 	}
 }
+
+// An embeddings ladder's table shows inputs/s per level and E2EL, not tok/s and dashes,
+// and its sweet-spot line speaks of input throughput.
+func TestEmbeddingsLadderTable(t *testing.T) {
+	code, stdout, stderr := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--api", "openai-embeddings",
+		"--concurrency", "1,4,16", "--requests", "32", "--batch-size", "8", "--output-dir", t.TempDir(), "--no-progress", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"inputs/s", "E2EL P50", "E2EL P99", "input throughput"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the ladder lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, bad := range []string{"tok/s", "TTFT P50", "output throughput"} {
+		if strings.Contains(stdout, bad) {
+			t.Errorf("the ladder shows %q:\n%s", bad, stdout)
+		}
+	}
+}

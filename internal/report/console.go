@@ -635,17 +635,29 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 		}, false},
 		{"load", func(_ int, l *Level) string { return ladderLoad(l) }, false},
 		{"req/s", func(_ int, l *Level) string { return strconv.FormatFloat(l.RequestThroughput, 'f', 2, 64) }, true},
-		{"tok/s", func(_ int, l *Level) string { return strconv.FormatFloat(l.OutputThroughput, 'f', 1, 64) }, true},
-		{"TTFT P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTTFT), 50) }, true},
-		{"TTFT P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTTFT), 99) }, true},
-		{"TPOT P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTPOT), 50) }, true},
-		{"TPOT P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTPOT), 99) }, true},
+	}
+	// The throughput the knee is found on: tok/s, or inputs/s (docs/s) for pooled APIs,
+	// whose levels have no token timings: their latency is E2EL alone.
+	levels := make([]metrics.Level, len(s.Levels))
+	streamed := false
+	for i := range s.Levels {
+		levels[i] = s.Levels[i].Level
+		streamed = streamed || stat(&s.Levels[i], metrics.KeyTTFT).Count > 0
+	}
+	fig := metrics.LadderThroughput(levels)
+	cols = append(cols, column{fig.Unit, func(i int, _ *Level) string { return strconv.FormatFloat(fig.Of(&levels[i]), 'f', 1, 64) }, true})
+	if streamed || opts.Wide {
+		cols = append(cols,
+			column{"TTFT P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTTFT), 50) }, true},
+			column{"TTFT P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTTFT), 99) }, true},
+			column{"TPOT P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTPOT), 50) }, true},
+			column{"TPOT P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTPOT), 99) }, true})
 	}
 	if opts.Wide {
 		cols = append(cols, column{"ITL P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyITL), 99) }, true})
 	}
 	cols = append(cols, column{"E2EL P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyE2EL), 50) }, true})
-	if opts.Wide {
+	if opts.Wide || !streamed {
 		cols = append(cols, column{"E2EL P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyE2EL), 99) }, true})
 	}
 	cols = append(cols, column{"failed", func(_ int, l *Level) string { return strconv.Itoa(l.Failed) }, true})
@@ -721,8 +733,11 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 	if low {
 		w.WriteString("~ too few samples to bound this percentile's 95% confidence interval (indicative only)\n")
 	}
-	if !opts.Wide {
+	switch {
+	case !opts.Wide && streamed:
 		w.WriteString("(ITL and E2EL P99: each level's block and --wide)\n")
+	case !opts.Wide:
+		w.WriteString("(no token timings: the requests were not streamed; E2EL is their latency)\n")
 	}
 	pickLine := func(label string, p *metrics.Pick, none string) {
 		if p == nil {
@@ -739,7 +754,7 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 		}
 	}
 	passed, judged := s.SLOPassed()
-	noSpot := "none (no knee in output throughput across the levels)"
+	noSpot := "none (no knee in " + fig.Name + " across the levels)"
 	if judged && !passed {
 		noSpot = "none: no level meets the SLOs"
 	}
