@@ -58,3 +58,17 @@ func TestEmbeddingsLadderTable(t *testing.T) {
 		}
 	}
 }
+
+// A multi-turn level's block has a per-turn table, the prompt growing with the history.
+func TestPerTurnTable(t *testing.T) {
+	code, stdout, stderr := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--turns", "3", "--concurrency", "4",
+		"--output-dir", t.TempDir(), "--no-progress")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"Per Turn (ms)", "turn  completed failed  input tok  TTFT P50", "\n1 ", "\n3 "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the level block lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -269,6 +269,7 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	if l.ServerTimings != nil {
 		b.serverTimings(l.ServerTimings)
 	}
+	b.turns(l.Turns)
 	b.acrossRuns(l)
 	b.steadyState(l.SteadyState)
 	if l.SLO != nil {
@@ -460,6 +461,42 @@ func (b *consoleBlock) stats(title, short string, st *metrics.Stats, opts Consol
 	for _, q := range consolePercentiles(st, opts) {
 		p, _ := st.Get(q)
 		b.pct(fmt.Sprintf("P%s %s (ms):", strconv.FormatFloat(q, 'f', -1, 64), short), p, st.Count)
+	}
+}
+
+// turns prints a multi-turn level's figures per turn (levels[i].turns): each turn's
+// requests, failures, mean prompt (the history grows it), and TTFT and E2EL percentiles.
+func (b *consoleBlock) turns(ts []metrics.TurnStats) {
+	if len(ts) < 2 {
+		return
+	}
+	b.w.WriteString(consoleRule("Per Turn (ms)", '-') + "\n")
+	b.w.WriteString(fmt.Sprintf("%-5s %9s %6s %10s %9s %9s %9s %9s\n", "turn", "completed", "failed", "input tok", "TTFT P50", "TTFT P99", "E2EL P50", "E2EL P99"))
+	low := false
+	pct := func(st metrics.Stats, p float64) string {
+		pc, ok := st.Get(p)
+		if !ok || st.Count == 0 {
+			return "-"
+		}
+		v := consoleFloat(pc.Value)
+		if !pc.Reliable() {
+			v += "~"
+			low = true
+		}
+		return v
+	}
+	defer func() {
+		if low {
+			b.w.WriteString("~ too few samples to bound this percentile's 95% confidence interval\n")
+		}
+	}()
+	for _, t := range ts {
+		in := "-"
+		if t.InputTokensMean != nil {
+			in = strconv.FormatFloat(*t.InputTokensMean, 'f', 0, 64)
+		}
+		b.w.WriteString(fmt.Sprintf("%-5d %9d %6d %10s %9s %9s %9s %9s\n", t.Turn, t.Completed, t.Failed, in,
+			pct(t.TTFT, 50), pct(t.TTFT, 99), pct(t.E2EL, 50), pct(t.E2EL, 99)))
 	}
 }
 
