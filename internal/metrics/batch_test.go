@@ -15,12 +15,20 @@ import (
 // median are 1 s and whose true P90 is 1 s + 1.2816 σ / √(1 − φ²).
 func ar1Level(seed uint64, n int, phi, sigma float64) Level {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	a := NewAggregator(Config{Percentiles: []float64{50, 90}})
 	x := rng.NormFloat64() * sigma / math.Sqrt(1-phi*phi)
-	for i := range n {
+	return ttftLevel(n, func(i int) (sent, ttft time.Duration) {
 		x = phi*x + rng.NormFloat64()*sigma
-		sent := time.Duration(i) * 10 * time.Millisecond
-		ttft := time.Second + time.Duration(x*float64(time.Millisecond)).Truncate(time.Microsecond)
+		return time.Duration(i) * 10 * time.Millisecond, time.Second + time.Duration(x*float64(time.Millisecond))
+	})
+}
+
+// ttftLevel is one level of n two-token requests, the i-th sent and answered after the
+// TTFT at(i) gives (µs-truncated), its second token 1 ms later.
+func ttftLevel(n int, at func(i int) (sent, ttft time.Duration)) Level {
+	a := NewAggregator(Config{Percentiles: []float64{50, 90}})
+	for i := range n {
+		sent, ttft := at(i)
+		ttft = ttft.Truncate(time.Microsecond)
 		r := rec(sent, sent, 0, 2, ev{sent + ttft, 1}, ev{sent + ttft + time.Millisecond, 1})
 		r.Index, r.Done = i, sent+ttft+time.Millisecond
 		a.Add(&r)
@@ -129,23 +137,18 @@ func TestWelchP(t *testing.T) {
 // it.
 func skewedLevel(seed uint64, n int, mu, phi, sy float64, first int, wave float64) Level {
 	rng := rand.New(rand.NewPCG(seed, 0x10c))
-	a := NewAggregator(Config{Percentiles: []float64{50, 90}})
 	e := sy * math.Sqrt(1-phi*phi)
 	y := rng.NormFloat64() * sy
-	for i := range n {
+	return ttftLevel(n, func(i int) (sent, ttft time.Duration) {
 		y = phi*y + rng.NormFloat64()*e
 		ms := math.Exp(mu + y)
-		sent := time.Duration(wave*float64(time.Millisecond)) + time.Duration(i-first)*10*time.Millisecond
+		sent = time.Duration(wave*float64(time.Millisecond)) + time.Duration(i-first)*10*time.Millisecond
 		if i < first {
 			ms += wave * float64(i+1) / float64(first)
 			sent = 0
 		}
-		ttft := time.Duration(ms * float64(time.Millisecond)).Truncate(time.Microsecond)
-		r := rec(sent, sent, 0, 2, ev{sent + ttft, 1}, ev{sent + ttft + time.Millisecond, 1})
-		r.Index, r.Done = i, sent+ttft+time.Millisecond
-		a.Add(&r)
-	}
-	return a.Level()
+		return sent, time.Duration(ms * float64(time.Millisecond))
+	})
 }
 
 // TestBatchMeansSkewedCoverage: on 200 seeded levels of 2,000 skewed (lognormal, sd of the
