@@ -90,6 +90,7 @@ func withCode(code int, err error) error { return &exitError{code: code, err: er
 
 // Main runs llmbench with args and returns the process exit code.
 func Main(ctx context.Context, args []string, stdio Stdio) int {
+	stdio.Err = foldNotes{stdio.Err}
 	root := newRoot(stdio)
 	root.SetArgs(args)
 	root.SetIn(stdio.In)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/bench"
@@ -92,6 +93,9 @@ func benchError(err error) error {
 		}
 	case errors.As(err, &invalid):
 		return usageError(invalid.Err)
+	case errors.As(err, &model) && model.Err != nil && isTimeout(model.Err):
+		return withCode(ExitFailure, fmt.Errorf("no --model given, and the server's model list did not answer within --timeout, "+
+			"which is shorter than the server takes to answer: raise --timeout (each request's whole limit), or give --model (%w)", model.Err))
 	case errors.As(err, &model) && model.Err != nil:
 		return withCode(ExitFailure, fmt.Errorf("no --model given, and the server's model list did not answer: %w", model.Err))
 	case errors.As(err, &model):
@@ -143,4 +147,11 @@ func exitStatus(ctx context.Context, sum *report.Summary, runErr error) error {
 		return withCode(ExitSLOFailed, errors.New("no level met the SLOs"))
 	}
 	return nil
+}
+
+// isTimeout reports whether err is a time limit running out (an HTTP client's Timeout, a
+// context deadline).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }

@@ -50,7 +50,6 @@ var planRefused = map[string]string{
 	"query-tokens":       "plan simulates chat completions",
 	"records":            "plan writes no records (plan.json, plan.html and best.yaml)",
 	"result-format":      "plan writes no records (plan.json, plan.html and best.yaml)",
-	"wide":               "plan's table has the columns it has",
 	"quiet":              "plan prints its table only",
 }
 
@@ -102,6 +101,7 @@ profile that simulate --sim and serve --sim accept.`,
 	fs.StringVar(&f.maxBatchedTokens, "max-batched-tokens", "", "per-step token budgets to try, `N,N,...` (default: the profile's)")
 	fs.StringVar(&f.prefill, "prefill", "", "prefill placements to try: colocated,disaggregated (default: the profile's)")
 	fs.StringVar(&f.routers, "router", "", "routers to try in front of the replicas: round-robin,least-outstanding,prefix-affinity (default: the profile's)")
+	fs.Lookup("wide").Usage = "print every column of the table (GPUs, horizon, engine settings; by default it fits 100 columns)"
 	fs.IntVar(&f.maxReplicas, "max-replicas", 64, "the largest fleet to try; a configuration that needs more misses the SLOs")
 	return cmd
 }
@@ -299,9 +299,9 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 		fmt.Fprintln(stdio.Err, "note: --slo has no ttft or e2el term: a fleet too small for the traffic queues its requests, which shows in TTFT and E2EL only (TPOT stays bounded by the batch limit), so the plan may choose fleets that cannot keep up: add e.g. ttft:p99<=2s")
 	}
 	n := pc.Configurations()
-	fmt.Fprintf(stdio.Out, "Planning %s for %s req/s (%s) to meet %s: %d %s, fleets of up to %d replicas\n",
+	fmt.Fprintln(stdio.Out, report.Wrap(fmt.Sprintf("Planning %s for %s req/s (%s) to meet %s: %d %s, fleets of up to %d replicas",
 		base.ModelName(), strconv.FormatFloat(pc.Traffic.Rate, 'g', 4, 64), describeTraffic(cfg), cfg.sloSpec,
-		n, plural(n, "candidate", "candidates"), pc.MaxReplicas)
+		n, plural(n, "candidate", "candidates"), pc.MaxReplicas), 0, 2, report.ConsoleWidth))
 
 	var mu sync.Mutex
 	var last plan.Progress
@@ -325,12 +325,12 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 		return withCode(ExitFailure, err)
 	}
 	fmt.Fprintln(stdio.Out)
-	plan.WriteTable(stdio.Out, pl, 20)
+	plan.WriteTable(stdio.Out, pl, 20, f.bench.wide)
 	for _, w := range pl.Warnings {
 		fmt.Fprintf(stdio.Err, "warning: %s\n", w)
 	}
 	if pl.Best != nil {
-		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.outputDir, "best.yaml"), check)
+		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.outputDir, "best.yaml"), shellFold(check, 2))
 	}
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
 	switch {

@@ -17,6 +17,7 @@ import (
 
 func newReportCmd(stdio Stdio) *cobra.Command {
 	var outDir, resultFormat string
+	var quiet, wide bool
 	var percentiles, slo string
 	var pf priceFlags
 	cmd := &cobra.Command{
@@ -60,7 +61,12 @@ re-price it.`,
 			if err := bench.WriteResults(outDir, resultFormat, sum, col); err != nil {
 				return err
 			}
-			if err := report.Console(stdio.Out, sum, report.ConsoleOptions{}); err != nil {
+			opts := report.ConsoleOptions{Wide: wide}
+			print := report.Console
+			if quiet { // as run's --quiet: the ladder table alone
+				print = report.ConsoleLadder
+			}
+			if err := print(stdio.Out, sum, opts); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdio.Out, "\nResults: %s\n", outDir)
@@ -73,6 +79,8 @@ re-price it.`,
 	cmd.Flags().StringVar(&outDir, "output-dir", "", "write the recomputed files here (default: DIR itself)")
 	cmd.Flags().StringVar(&percentiles, "percentiles", "", "percentiles to report (default: the run's)")
 	cmd.Flags().StringVar(&slo, "slo", "", "SLOs to judge the run by (default: the run's)")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "print only the ladder table and the results folder (no per-level blocks), as run --quiet")
+	cmd.Flags().BoolVar(&wide, "wide", false, "print every column of the ladder table (by default it fits 100 columns), as run --wide")
 	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vLLM's result files (vllm.json, or vllm-<level>.json for a ladder): vllm")
 	pf.bind(cmd.Flags(), true) // default: the run's own price
 	return cmd

@@ -112,7 +112,7 @@ func (c *benchConfig) startSim(ctx context.Context, stdio Stdio) (tokenizer.Toke
 		fmt.Fprintln(stdio.Err, unpricedNote(p))
 	}
 	if !c.quiet {
-		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (profile %s) at %s\n", c.simProfile, url)
+		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (%s) at %s\n", c.simProfile, url)
 	}
 	return tok, stop, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -98,12 +99,12 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 // printValidity states a calibrated profile's validity range and warns when the run asks
 // for loads far outside it (issue: trust shown, not claimed).
 func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
-	fmt.Fprintf(stdio.Out, "Calibrated on %s (%s): prompts %d–%d tokens, outputs %d–%d, %d–%d requests in flight",
+	line := fmt.Sprintf("Calibrated on %s (%s): prompts %d–%d tokens, outputs %d–%d, %d–%d requests in flight",
 		c.Source, c.Date, c.PromptTokens[0], c.PromptTokens[1], c.OutputTokens[0], c.OutputTokens[1], c.Concurrency[0], c.Concurrency[1])
 	if e := c.Error; !math.IsNaN(e.TTFTP50) {
-		fmt.Fprintf(stdio.Out, "; held-out error TTFT P50 %.1f%%, TPOT P50 %.1f%%", e.TTFTP50, e.TPOTP50)
+		line += fmt.Sprintf("; held-out error TTFT P50 %.1f%%, TPOT P50 %.1f%%", e.TTFTP50, e.TPOTP50)
 	}
-	fmt.Fprintln(stdio.Out)
+	fmt.Fprintln(stdio.Out, report.Wrap(line, 0, 2, report.ConsoleWidth))
 	inFlight := 0
 	for _, l := range cfg.levels {
 		inFlight = max(inFlight, l.Concurrency, l.MaxConcurrency)

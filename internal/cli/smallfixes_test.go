@@ -74,7 +74,7 @@ func TestRunConfigFile(t *testing.T) {
 func TestBoundsAloneSayHowToGate(t *testing.T) {
 	code, _, stderr := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "4",
 		"--output-tokens", "3", "--slo", "ttft<=1us", "--output-dir", t.TempDir())
-	if code != 0 || !strings.Contains(stderr, "add goodput>=0.95") {
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(stderr), " "), "add goodput>=0.95") {
 		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
 	code, _, _ = runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "4",

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jedib0t/go-pretty/v6/table"
+
+	"github.com/llmbench/llmbench/internal/report"
 )
 
 // WriteText writes c as one table per level, for a terminal.
@@ -15,10 +18,18 @@ func WriteText(w io.Writer, c Comparison) { write(w, c, false) }
 func WriteMarkdown(w io.Writer, c Comparison) { write(w, c, true) }
 
 func write(w io.Writer, c Comparison, markdown bool) {
-	fmt.Fprintf(w, "A: %s — %s, %s, started %s\nB: %s — %s, %s, started %s\n", c.A, c.RunA.Target, c.RunA.Model, c.RunA.StartedAt,
-		c.B, c.RunB.Target, c.RunB.Model, c.RunB.StartedAt)
+	for _, r := range []struct {
+		name, dir string
+		run       RunInfo
+	}{{"A", c.A, c.RunA}, {"B", c.B, c.RunB}} {
+		line := fmt.Sprintf("%s: %s — %s, %s, started %s", r.name, r.dir, r.run.Target, r.run.Model, r.run.StartedAt)
+		if utf8.RuneCountInString(line) > report.ConsoleWidth { // the run's description under its folder
+			line = fmt.Sprintf("%s: %s\n   %s, %s, started %s", r.name, r.dir, r.run.Target, r.run.Model, r.run.StartedAt)
+		}
+		fmt.Fprintln(w, line)
+	}
 	if c.Targets != "" {
-		fmt.Fprintf(w, "note: %s\n", c.Targets)
+		fmt.Fprintln(w, "note: "+report.Wrap(c.Targets, 6, 6, report.ConsoleWidth))
 	}
 	for _, warn := range c.Warnings {
 		fmt.Fprintf(w, "warning: %s: the figures measure different things\n", warn)

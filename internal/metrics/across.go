@@ -51,8 +51,11 @@ func (iv *Interval) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// HalfWidth is the interval's half-width (NaN without one).
-func (iv Interval) HalfWidth() float64 { return (iv.Hi - iv.Lo) / 2 }
+// HalfWidth is the interval's half-width (NaN without one): Hi − Mean: the t interval's half-width, also where Lo was cut at zero.
+func (iv Interval) HalfWidth() float64 { return iv.Hi - iv.Mean }
+
+// Clipped reports whether Lo was cut at zero (the mean ± HalfWidth would reach below it).
+func (iv Interval) Clipped() bool { return iv.Lo == 0 && iv.Mean-iv.HalfWidth() < 0 }
 
 // IntervalOf is the across-runs interval of values (NaN ones are left out).
 func IntervalOf(values []float64) Interval {
@@ -69,6 +72,9 @@ func IntervalOf(values []float64) Interval {
 	iv.Mean, iv.Std = meanSD(xs)
 	if len(xs) > 1 {
 		iv.Lo, iv.Hi = tInterval(iv.Mean, xs)
+		if slices.Min(xs) >= 0 { // a non-negative figure's interval stops at zero
+			iv.Lo = max(iv.Lo, 0)
+		}
 	}
 	return iv
 }

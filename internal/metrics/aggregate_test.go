@@ -441,3 +441,25 @@ func TestUnstreamedLevel(t *testing.T) {
 		t.Errorf("mixed level: %+v", lv.Metrics.Stat(KeyTTFT))
 	}
 }
+
+// SLO names are case-insensitive, fractions may be percentages wherever they are
+// fractions, and a misspelt name gets the one probably meant.
+func TestParseSLOsForgiving(t *testing.T) {
+	slos, err := ParseSLOs("TTFT:P99<=1s,Tpot<=50ms,goodput>=95%,ERROR_RATE<=1%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slos[0].Metric != "ttft" || slos[0].P != 99 || slos[1].Metric != "tpot" || math.Abs(slos[2].Min-0.95) > 1e-12 || math.Abs(slos[3].Max-0.01) > 1e-12 {
+		t.Errorf("parsed %+v", slos)
+	}
+	for term, want := range map[string]string{
+		"tfft<=500ms":                "did you mean ttft?",
+		"tpot:p99<=30ms,e2l:p50<=1s": "did you mean e2el?",
+		"godput>=0.9":                "did you mean goodput?",
+		"goodput>=120%":              "goodput>=95%",
+	} {
+		if _, err := ParseSLOs(term); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want it to say %q", term, err, want)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package metrics
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // Intervals that hold for correlated requests: batch means.
 //
@@ -23,7 +26,9 @@ import "math"
 // for P50, 50 for P90, 500 for P99), so that each batch's percentile is not simply its
 // extreme. Where that does not hold (short levels, far tails), the percentile keeps the
 // order-statistics interval — exact for independent samples, and the best the sample can
-// give — and the mean has none; ci_method says which each interval is.
+// give — and the mean has none; ci_method says which each interval is. Every interval is
+// clamped to the sample's range [min, max], and one whose first batches are outliers (a
+// closed loop's first wave) is of the steady part (MethodBatchMeansSteady).
 const (
 	BatchCount = 20
 	MinBatches = 10
@@ -50,7 +55,10 @@ const maxPrecisionRequests = 20_000
 
 // CI methods, as ci_method names them.
 const (
-	MethodBatchMeans       = "batch_means"
+	MethodBatchMeans = "batch_means"
+	// MethodBatchMeansSteady is batch means over the level's steady part: its leading
+	// batches (a closed loop's first wave) were outliers and are left out (steadyFrom).
+	MethodBatchMeansSteady = "batch_means_steady"
 	MethodOrderStatistics  = "order_statistics"
 	minBatchSamplesForMean = 10
 )
@@ -90,6 +98,10 @@ func batchDists(accs []*windowAcc, i int) []*Dist {
 }
 
 // batchIntervals replaces s's intervals by batch means over batches where they can be had.
+// Every interval is then clamped to the sample's range [Min, Max] (an interval of a
+// non-negative figure never goes below zero, nor any beyond what was observed), and a
+// statistic whose leading batches are outliers (a closed loop's first wave, steadyFrom) gets
+// the interval of the steady part, by MethodBatchMeansSteady.
 func batchIntervals(s *Stats, batches []*Dist) {
 	s.MeanLo, s.MeanHi = math.NaN(), math.NaN()
 	if len(batches) < MinBatches || s.Count == 0 {
@@ -104,8 +116,11 @@ func batchIntervals(s *Stats, batches []*Dist) {
 		for j, b := range batches {
 			est[j], _ = b.MeanStd()
 		}
-		s.MeanLo, s.MeanHi = tInterval(s.Mean, est)
-		s.MeanMethod = MethodBatchMeans
+		s.MeanLo, s.MeanHi, s.MeanMethod = batchInterval(s.Mean, est, batches, func(d *Dist) float64 {
+			m, _ := d.MeanStd()
+			return m
+		})
+		s.MeanLo, s.MeanHi = clampTo(s.MeanLo, s.MeanHi, s.Min, s.Max)
 	}
 	for k := range s.Percentiles {
 		p := &s.Percentiles[k]
@@ -117,9 +132,108 @@ func batchIntervals(s *Stats, batches []*Dist) {
 		for j, b := range batches {
 			est[j], _ = b.Percentile(p.P)
 		}
-		p.Lo, p.Hi = tInterval(p.Value, est)
-		p.Method = MethodBatchMeans
+		p.Lo, p.Hi, p.Method = batchInterval(p.Value, est, batches, func(d *Dist) float64 {
+			v, _ := d.Percentile(p.P)
+			return v
+		})
+		p.Lo, p.Hi = clampTo(p.Lo, p.Hi, s.Min, s.Max)
 	}
+}
+
+// batchInterval is the batch-means interval of one statistic from its batches' estimates
+// est: over every batch, centred on the whole level's estimate centre; or, where leading
+// batches are outliers (steadyFrom), over the steady batches alone, centred on their pooled
+// estimate (of, applied to the steady batches merged).
+func batchInterval(centre float64, est []float64, batches []*Dist, of func(*Dist) float64) (lo, hi float64, method string) {
+	from := steadyFrom(est)
+	if from == 0 {
+		lo, hi = tInterval(centre, est)
+		return lo, hi, MethodBatchMeans
+	}
+	steady := newSparseDist()
+	for _, b := range batches[from:] {
+		steady.Merge(b)
+	}
+	lo, hi = tInterval(of(steady), est[from:])
+	return lo, hi, MethodBatchMeansSteady
+}
+
+// steadyFrom is the number of leading batches to leave out of a batch-means interval: a
+// closed loop's first wave (every slot's first request, sent at once into an idle server
+// that queues them) or a cold start gives the first batches estimates far from the rest,
+// and one such batch among 20 makes the interval many times wider than the steady part's
+// spread (a TTFT median of 141 ms got [−599, 881]). A leading batch is an outlier when its
+// estimate lies more than outlierMADs robust standard deviations (1.4826 × the median
+// absolute deviation of the later batches), and more than twice as far as any later batch,
+// from the later batches' median; at most
+// maxFirstWave batches are left out and MinBatches always remain; 0 when none is an outlier.
+func steadyFrom(est []float64) int {
+	limit := min(maxFirstWave, len(est)-MinBatches)
+	if limit <= 0 {
+		return 0
+	}
+	rest := slices.Clone(est[limit:])
+	med := median(rest)
+	far := 0.0
+	for i, x := range rest {
+		rest[i] = math.Abs(x - med)
+		far = max(far, rest[i])
+	}
+	scale := 1.4826 * median(rest)
+	if scale <= 0 || math.IsNaN(scale) {
+		return 0
+	}
+	bound := max(outlierMADs*scale, 2*far)
+	n := 0
+	for n < limit && math.Abs(est[n]-med) > bound {
+		n++
+	}
+	return n
+}
+
+const (
+	// maxFirstWave is the most leading batches (of BatchCount) steadyFrom leaves out.
+	maxFirstWave = 5
+	// outlierMADs is how many robust standard deviations from the later batches' median
+	// make a leading batch an outlier: far beyond what a stationary level's batches spread
+	// (a batch mean of 20 nearly normal ones lies beyond 5 σ about once in 10⁶ levels).
+	outlierMADs = 5
+)
+
+// median of xs (reordered).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	m := len(xs) / 2
+	if len(xs)%2 == 1 {
+		return xs[m]
+	}
+	return (xs[m-1] + xs[m]) / 2
+}
+
+// clampTo clamps an interval to [lo, hi], the sample's range: the true value of a
+// percentile or mean lies within the range of the population, and the sample's range is the
+// best bound of that the level has (an interval below the smallest observed latency, below
+// zero for a non-negative figure, says nothing). Infinite sides (unbounded) stay.
+func clampTo(a, b, lo, hi float64) (float64, float64) {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return a, b
+	}
+	if !math.IsInf(a, 0) {
+		a = min(max(a, lo), hi)
+	}
+	if !math.IsInf(b, 0) {
+		b = min(max(b, lo), hi)
+	}
+	return a, b
+}
+
+// ByBatchMeans reports whether an interval's method accounts for correlated requests
+// (MethodBatchMeans or MethodBatchMeansSteady).
+func ByBatchMeans(method string) bool {
+	return method == MethodBatchMeans || method == MethodBatchMeansSteady
 }
 
 // tInterval is centre ± t(0.975, k−1) · sd(est) / √k.

@@ -75,7 +75,41 @@ func AnyPassed(levels []Level) (passed, judged bool) {
 // KneeSensitivity is Kneedle's S: a knee must stand S mean x-steps above the curve after it.
 const KneeSensitivity = 1.0
 
-// SweetSpot finds the knee of output throughput against load with Kneedle (Satopää et al.,
+// Throughput is the figure a ladder's knee is found on and its table shows: output tokens/s
+// for generation, inputs/s for embeddings, documents/s for rerank (pooled APIs generate no
+// tokens).
+type Throughput struct {
+	Name, Unit string // "output throughput", "tok/s"
+	Of         func(l *Level) float64
+}
+
+// LadderThroughput is the throughput of levels: inputs/s or documents/s where no level
+// generated tokens and the levels sent inputs (embeddings) or documents (rerank), else
+// output tokens/s.
+func LadderThroughput(levels []Level) Throughput {
+	var out, inputs, docs bool
+	for i := range levels {
+		out = out || levels[i].OutputThroughput > 0
+		inputs = inputs || levels[i].InputsPerS != nil
+		docs = docs || levels[i].DocumentsPerS != nil
+	}
+	deref := func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	switch {
+	case !out && docs:
+		return Throughput{"document throughput", "docs/s", func(l *Level) float64 { return deref(l.DocumentsPerS) }}
+	case !out && inputs:
+		return Throughput{"input throughput", "inputs/s", func(l *Level) float64 { return deref(l.InputsPerS) }}
+	}
+	return Throughput{"output throughput", "tok/s", func(l *Level) float64 { return l.OutputThroughput }}
+}
+
+// SweetSpot finds the knee of output throughput (LadderThroughput: inputs/s, documents/s for
+// pooled APIs) against load with Kneedle (Satopää et al.,
 // "Finding a 'Kneedle' in a Haystack", 2011) on the normalised curve:
 //
 //  1. sort the levels by load and keep the rising part, up to the highest throughput (past
@@ -103,12 +137,13 @@ func SweetSpot(levels []Level, loads []Load) *Pick {
 		idx = append(idx, i)
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return loads[idx[a]].x() < loads[idx[b]].x() })
+	fig := LadderThroughput(levels[:n])
 	xs := make([]float64, n)
 	ys := make([]float64, n)
 	for k, i := range idx {
-		xs[k], ys[k] = loads[i].x(), levels[i].OutputThroughput
+		xs[k], ys[k] = loads[i].x(), fig.Of(&levels[i])
 	}
-	knee, reason := kneedle(xs, ys)
+	knee, reason := kneedle(xs, ys, fig.Name)
 	var p *Pick
 	if knee >= 0 {
 		p = pick(idx[knee], loads[idx[knee]], reason)
@@ -117,7 +152,7 @@ func SweetSpot(levels []Level, loads []Load) *Pick {
 	case limit == nil:
 		return p
 	case p == nil:
-		limit.Reason = "no knee in output throughput; highest load meeting the SLOs"
+		limit.Reason = "no knee in " + fig.Name + "; highest load meeting the SLOs"
 		return limit
 	case loads[p.Index].x() > loads[limit.Index].x():
 		limit.Reason = fmt.Sprintf("knee at %s is beyond the SLO limit; capped at the SLO limit", loads[p.Index])
@@ -127,7 +162,8 @@ func SweetSpot(levels []Level, loads []Load) *Pick {
 }
 
 // kneedle returns the index (into xs sorted ascending) of the knee of y(x), or -1.
-func kneedle(xs, ys []float64) (int, string) {
+// what names the throughput in the reason.
+func kneedle(xs, ys []float64, what string) (int, string) {
 	if len(xs) == 0 {
 		return -1, ""
 	}
@@ -140,7 +176,7 @@ func kneedle(xs, ys []float64) (int, string) {
 	m := peak + 1 // the rising part: xs[:m]
 	if m < 3 {
 		if peak > 0 && peak < len(xs)-1 {
-			return peak, "output throughput peaks here and falls at higher load"
+			return peak, what + " peaks here and falls at higher load"
 		}
 		return -1, ""
 	}
@@ -166,8 +202,8 @@ func kneedle(xs, ys []float64) (int, string) {
 				break
 			}
 			if d[j] < t {
-				return i, fmt.Sprintf("knee of output throughput vs load (Kneedle, S=%g): %.0f%% of the peak throughput at %.0f%% of the peak load",
-					KneeSensitivity, 100*ys[i]/y1, 100*xs[i]/x1)
+				return i, fmt.Sprintf("knee of %s vs load (Kneedle, S=%g): %.0f%% of the peak throughput at %.0f%% of the peak load",
+					what, KneeSensitivity, 100*ys[i]/y1, 100*xs[i]/x1)
 			}
 		}
 	}

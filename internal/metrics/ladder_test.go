@@ -112,3 +112,33 @@ func TestSweetSpotRate(t *testing.T) {
 		t.Errorf("rate ladder: %+v, want rate 4", p)
 	}
 }
+
+// A pooled ladder (embeddings: inputs/s, rerank: documents/s, no output tokens) finds its
+// knee on the inputs (documents) it served, and says so.
+func TestSweetSpotPooled(t *testing.T) {
+	loads := []int{1, 2, 4, 8, 16, 32, 64}
+	for _, docs := range []bool{false, true} {
+		lv, ld := ladder(loads, make([]float64, len(loads)), nil)
+		for i, c := range loads {
+			v := 8 * math.Min(float64(c), 20)
+			if docs {
+				lv[i].DocumentsPerS = &v
+			} else {
+				lv[i].InputsPerS = &v
+			}
+		}
+		fig := LadderThroughput(lv)
+		want := map[bool]string{false: "inputs/s", true: "docs/s"}[docs]
+		if fig.Unit != want {
+			t.Errorf("docs %v: the ladder's throughput is %s, want %s", docs, fig.Unit, want)
+		}
+		p := SweetSpot(lv, ld)
+		if p == nil || p.Concurrency != 16 || !strings.Contains(p.Reason, fig.Name) {
+			t.Errorf("docs %v: sweet spot %+v, want concurrency 16 on the %s", docs, p, fig.Name)
+		}
+	}
+	lv, _ := ladder(loads, []float64{1, 2, 3, 4, 5, 6, 7}, nil)
+	if LadderThroughput(lv).Unit != "tok/s" {
+		t.Error("a generation ladder's throughput is not tok/s")
+	}
+}

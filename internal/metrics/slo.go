@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/suggest"
 )
 
 // SLOKind says what an SLO term constrains.
@@ -94,10 +96,12 @@ var verdictMetrics = func() []string {
 //
 //	ttft<=500ms, tpot<=50ms, itl<=100ms, e2el<=10s  per-request bounds (define goodput)
 //	ttft:p99<=500ms, tpot:p50<=30ms, e2el:mean<=5s  level verdicts on a percentile or the mean
-//	goodput>=0.95                                   level verdict on the fraction of good requests
+//	goodput>=0.95, goodput>=95%                     level verdict on the fraction of good requests
 //	error_rate<=1%, error_rate<=0.01                 level verdict on the fraction of failed requests
 //
-// Durations use Go syntax with a unit (500ms, 1.5s, 800us). Every bad term is reported.
+// Durations use Go syntax with a unit (500ms, 1.5s, 800us); metric names are
+// case-insensitive (TTFT:P99). Every bad term is reported, a misspelt name with the one
+// probably meant.
 func ParseSLOs(s string) ([]SLO, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -127,13 +131,16 @@ func parseTerm(term string) (SLO, error) {
 		return SLO{}, bad("empty term (stray comma?)")
 	}
 	if lhs, rhs, ok := strings.Cut(term, ">="); ok {
-		if strings.TrimSpace(lhs) != "goodput" {
+		if l := strings.ToLower(strings.TrimSpace(lhs)); l != "goodput" {
+			if suggest.Nearest(l, []string{"goodput"}) != "" {
+				return SLO{}, bad("unknown metric %q: did you mean goodput?", strings.TrimSpace(lhs))
+			}
 			return SLO{}, bad("only goodput takes >= (a minimum fraction of good requests); latencies take <=")
 		}
 		rhs = strings.TrimSpace(rhs)
-		f, err := strconv.ParseFloat(rhs, 64)
+		f, err := ParseFraction(rhs)
 		if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
-			return SLO{}, bad("goodput needs a fraction between 0 and 1, e.g. goodput>=0.95")
+			return SLO{}, bad("goodput needs a fraction between 0 and 1 or a percentage, e.g. goodput>=0.95 or goodput>=95%%")
 		}
 		return SLO{Kind: SLOGoodput, Min: f, text: "goodput>=" + rhs}, nil
 	}
@@ -141,7 +148,7 @@ func parseTerm(term string) (SLO, error) {
 	if !ok {
 		return SLO{}, bad("expected METRIC<=DURATION, METRIC:pNN<=DURATION, goodput>=FRACTION or error_rate<=FRACTION")
 	}
-	lhs, rhs = strings.TrimSpace(lhs), strings.TrimSpace(rhs)
+	lhs, rhs = strings.ToLower(strings.TrimSpace(lhs)), strings.TrimSpace(rhs) // names are case-insensitive
 	if lhs == "error_rate" {
 		f, err := ParseFraction(rhs)
 		if err != nil || f < 0 || f > 1 {
@@ -166,12 +173,12 @@ func parseTerm(term string) (SLO, error) {
 			if metric == "goodput" {
 				return SLO{}, bad("goodput takes >= and a fraction, e.g. goodput>=0.95")
 			}
-			return SLO{}, bad("unknown per-request metric %q (want one of %s)", metric, strings.Join(boundMetrics, ", "))
+			return SLO{}, bad("unknown per-request metric %q%s (want one of %s)", metric, didYouMean(metric, boundMetrics), strings.Join(boundMetrics, ", "))
 		}
 		return SLO{Kind: SLOBound, Metric: metric, Limit: d, text: metric + "<=" + rhs}, nil
 	}
 	if !contains(verdictMetrics, metric) {
-		return SLO{}, bad("unknown metric %q (want one of %s)", metric, strings.Join(verdictMetrics, ", "))
+		return SLO{}, bad("unknown metric %q%s (want one of %s)", metric, didYouMean(metric, verdictMetrics), strings.Join(verdictMetrics, ", "))
 	}
 	stat = strings.TrimSpace(stat)
 	p := math.NaN()
@@ -189,6 +196,14 @@ func parseTerm(term string) (SLO, error) {
 		return SLO{}, bad("bad statistic %q (want pNN, median or mean)", stat)
 	}
 	return SLO{Kind: SLOPercentile, Metric: metric, P: p, Limit: d, text: metric + ":" + stat + "<=" + rhs}, nil
+}
+
+// didYouMean is ": did you mean X?" for the name in list nearest to s, "" when none is near.
+func didYouMean(s string, list []string) string {
+	if n := suggest.Nearest(s, list); n != "" {
+		return ": did you mean " + n + "?"
+	}
+	return ""
 }
 
 func contains(list []string, s string) bool {

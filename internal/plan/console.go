@@ -5,58 +5,101 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/llmbench/llmbench/internal/report"
 )
 
 // WriteTable prints the candidates meeting the SLOs, cheapest first (at most limit rows;
-// 0 is all), the chosen one, and why the others were left out.
-func WriteTable(w io.Writer, pl *Plan, limit int) {
+// 0 is all), the chosen one, and why the others were left out, within Width columns: the
+// table's engine settings (seqs, batched tokens, prefill, router) only where the rows
+// differ in them, and no GPUs or horizon column, unless wide (every column; plan.json has
+// them all).
+func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 	meeting := pl.meeting()
-	fmt.Fprintf(w, "%d of %d candidates meet %s at %s req/s", meeting, pl.Evaluated, pl.SLO, fmtRate(pl.Rate))
+	head := fmt.Sprintf("%d of %d candidates meet %s at %s req/s", meeting, pl.Evaluated, pl.SLO, fmtRate(pl.Rate))
 	if pl.Interrupted {
-		fmt.Fprintf(w, " (interrupted: %d of %d planned)", pl.Evaluated, pl.Configurations)
+		head += fmt.Sprintf(" (interrupted: %d of %d planned)", pl.Evaluated, pl.Configurations)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(w, wrap(head, 0, 2))
 	if meeting > 0 {
 		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		head := []string{"#", "deployment", "GPUs", "dtype", "seqs", "batched", "prefill", "router", "$/hour", "$/M out", "headroom", "horizon"}
-		for _, t := range pl.Candidates[0].SLO {
-			head = append(head, t.Term)
-		}
-		fmt.Fprintln(tw, strings.Join(head, "\t"))
-		shown := 0
-		for i, c := range pl.Candidates {
-			if !c.MeetsSLO || limit > 0 && shown == limit {
+		var shownC []Candidate
+		for _, c := range pl.Candidates {
+			if !c.MeetsSLO || limit > 0 && len(shownC) == limit {
 				break
 			}
-			shown++
-			row := []string{fmt.Sprint(i + 1), fmt.Sprintf("%d × %s tp %d", c.Replicas, c.GPU, c.TP), fmt.Sprint(c.GPUs), c.Dtype,
-				fmt.Sprint(c.MaxNumSeqs), fmt.Sprint(c.MaxBatchedTokens), c.Prefill, c.Router,
-				fmtOpt(c.USDPerHour, "%.2f"), fmtOpt(c.CostPerMillionOutputTokens, "%.3f"), fmtOpt(c.HeadroomRate, "%.3g req/s"),
-				fmtSeconds(c.HorizonS)}
-			for _, t := range c.SLO {
-				row = append(row, t.String())
+			shownC = append(shownC, c)
+		}
+		type column struct {
+			head string
+			cell func(i int, c Candidate) string
+			wide bool // shown by default only where the rows differ in it
+		}
+		cols := []column{
+			{"#", func(i int, _ Candidate) string { return fmt.Sprint(i + 1) }, false},
+			{"deployment", func(_ int, c Candidate) string { return fmt.Sprintf("%d × %s tp %d", c.Replicas, c.GPU, c.TP) }, false},
+			{"GPUs", func(_ int, c Candidate) string { return fmt.Sprint(c.GPUs) }, true},
+			{"dtype", func(_ int, c Candidate) string { return c.Dtype }, false},
+			{"seqs", func(_ int, c Candidate) string { return fmt.Sprint(c.MaxNumSeqs) }, true},
+			{"batched", func(_ int, c Candidate) string { return fmt.Sprint(c.MaxBatchedTokens) }, true},
+			{"prefill", func(_ int, c Candidate) string { return c.Prefill }, true},
+			{"router", func(_ int, c Candidate) string { return c.Router }, true},
+			{"$/hour", func(_ int, c Candidate) string { return fmtOpt(c.USDPerHour, "%.2f") }, false},
+			{"$/M out", func(_ int, c Candidate) string { return fmtOpt(c.CostPerMillionOutputTokens, "%.3f") }, false},
+			{"headroom", func(_ int, c Candidate) string { return fmtOpt(c.HeadroomRate, "%.3g req/s") }, false},
+			{"horizon", func(_ int, c Candidate) string { return fmtSeconds(c.HorizonS) }, true},
+		}
+		for k, t := range pl.Candidates[0].SLO {
+			cols = append(cols, column{t.Term, func(_ int, c Candidate) string {
+				if k < len(c.SLO) {
+					return c.SLO[k].String()
+				}
+				return "-"
+			}, false})
+		}
+		var keep []column
+		for _, col := range cols {
+			differ := false
+			for i, c := range shownC {
+				differ = differ || col.cell(i, c) != col.cell(0, shownC[0])
+			}
+			if wide || !col.wide || col.head != "GPUs" && col.head != "horizon" && differ {
+				keep = append(keep, col)
+			}
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		row := make([]string, len(keep))
+		for j, col := range keep {
+			row[j] = col.head
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		for i, c := range shownC {
+			for j, col := range keep {
+				row[j] = col.cell(i, c)
 			}
 			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
 		tw.Flush()
-		if shown < meeting {
-			fmt.Fprintf(w, "(%d more meet the SLOs: plan.json has them all)\n", meeting-shown)
+		if len(shownC) < meeting {
+			fmt.Fprintf(w, "(%d more meet the SLOs: plan.json has them all)\n", meeting-len(shownC))
+		}
+		if !wide && len(keep) < len(cols) {
+			fmt.Fprintln(w, "(--wide adds GPUs, the horizon and the engine settings the rows share; plan.json has them)")
 		}
 	}
 	if b := pl.BestCandidate(); b != nil {
-		fmt.Fprintf(w, "\nChosen: %s", b.Describe())
+		s := "Chosen: " + b.Describe()
 		if b.USDPerHour != nil {
-			fmt.Fprintf(w, ": %s USD/hour", fmtOpt(b.USDPerHour, "%.2f"))
+			s += fmt.Sprintf(": %s USD/hour", fmtOpt(b.USDPerHour, "%.2f"))
 		}
 		if b.CostPerMillionOutputTokens != nil {
-			fmt.Fprintf(w, ", %s USD per million output tokens", fmtOpt(b.CostPerMillionOutputTokens, "%.3f"))
+			s += fmt.Sprintf(", %s USD per million output tokens", fmtOpt(b.CostPerMillionOutputTokens, "%.3f"))
 		}
-		fmt.Fprintf(w, "; it meets the SLOs up to %s req/s", fmtOpt(b.HeadroomRate, "%.3g"))
+		s += fmt.Sprintf("; it meets the SLOs up to %s req/s", fmtOpt(b.HeadroomRate, "%.3g"))
 		if n := b.Replicas - 1; n > 0 {
-			fmt.Fprintf(w, " (%d %s)", n, plural(n, "replica misses them", "replicas miss them"))
+			s += fmt.Sprintf(" (%d %s)", n, plural(n, "replica misses them", "replicas miss them"))
 		}
-		fmt.Fprintln(w, ".")
+		fmt.Fprintln(w, "\n"+wrap(s+".", 0, 2))
 	}
 	var noFit, miss []Candidate
 	for _, c := range pl.Candidates {
@@ -75,7 +118,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int) {
 		if len(g.cands) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%d %s, for instance:\n", len(g.cands), g.what)
+		fmt.Fprintln(w, "\n"+wrap(fmt.Sprintf("%d %s, for instance:", len(g.cands), g.what), 0, 2))
 		seen := map[string]bool{}
 		shown := 0
 		for _, c := range g.cands {
@@ -84,7 +127,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int) {
 			}
 			seen[c.Reason] = true
 			shown++
-			fmt.Fprintf(w, "  %s: %s\n", c.Describe(), c.Reason)
+			fmt.Fprintln(w, "  "+wrap(c.Describe()+": "+c.Reason, 2, 4))
 		}
 	}
 }
@@ -103,6 +146,12 @@ func (t Term) String() string {
 	}
 	return v
 }
+
+// Width is the most columns the console's lines take (report.ConsoleWidth).
+const Width = report.ConsoleWidth
+
+// wrap folds text starting at column first within Width, its other lines indented.
+func wrap(text string, first, indent int) string { return report.Wrap(text, first, indent, Width) }
 
 func fmtOpt(v *float64, format string) string {
 	if v == nil {

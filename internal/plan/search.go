@@ -526,11 +526,11 @@ func undecided(slos []metrics.SLO, lv metrics.Level) []string {
 		v, lo, hi := st.Mean, st.MeanLo, st.MeanHi
 		if !math.IsNaN(s.P) {
 			pc, ok := st.Get(s.P)
-			if !ok || pc.Method != metrics.MethodBatchMeans {
+			if !ok || !metrics.ByBatchMeans(pc.Method) {
 				continue
 			}
 			v, lo, hi = pc.Value, pc.Lo, pc.Hi
-		} else if st.MeanMethod != metrics.MethodBatchMeans {
+		} else if !metrics.ByBatchMeans(st.MeanMethod) {
 			continue
 		}
 		if b := s.Bound(); lo <= b && b < hi {

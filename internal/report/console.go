@@ -82,16 +82,57 @@ type consoleBlock struct {
 func (b *consoleBlock) line(label, value string, extra ...string) {
 	s := fmt.Sprintf("%-40s %-10s", label, value)
 	if len(extra) > 0 && extra[0] != "" {
+		if utf8.RuneCountInString(s)+1+utf8.RuneCountInString(extra[0]) > ConsoleWidth {
+			// too long for one line: the note goes under the value column, wrapped
+			b.w.WriteString(strings.TrimRight(s, " ") + "\n" + wrapIndented(extra[0], 41, ConsoleWidth) + "\n")
+			return
+		}
 		s += " " + extra[0]
 	}
 	b.w.WriteString(strings.TrimRight(s, " ") + "\n")
+}
+
+// ConsoleWidth is the most columns (runes) a console line takes: every table and line of
+// run, simulate, report, plan and compare fits it (--wide shows more where a command has it).
+const ConsoleWidth = 100
+
+// Wrap breaks text at spaces into lines of at most width columns (runes), the first
+// starting at column first (what precedes it on its line), the others indented by indent
+// spaces. A word longer than the line stays whole.
+func Wrap(text string, first, indent, width int) string {
+	pad := strings.Repeat(" ", indent)
+	var b strings.Builder
+	line, col, start := "", first, first
+	for _, word := range strings.Fields(text) {
+		n := utf8.RuneCountInString(word)
+		if col > start && col+1+n > width {
+			b.WriteString(line + "\n")
+			line, col, start = pad, indent, indent
+		}
+		if col > start {
+			line += " "
+			col++
+		}
+		line += word
+		col += n
+	}
+	b.WriteString(line)
+	return b.String()
 }
 
 func consoleFloat(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "n/a"
 	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
+	return noNegativeZero(strconv.FormatFloat(v, 'f', 2, 64))
+}
+
+// noNegativeZero drops the sign of a figure that rounds to zero ("-0.00" is "0.00").
+func noNegativeZero(s string) string {
+	if strings.HasPrefix(s, "-") && strings.Trim(s[1:], "0.") == "" {
+		return s[1:]
+	}
+	return s
 }
 
 func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
@@ -228,6 +269,7 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	if l.ServerTimings != nil {
 		b.serverTimings(l.ServerTimings)
 	}
+	b.turns(l.Turns)
 	b.acrossRuns(l)
 	b.steadyState(l.SteadyState)
 	if l.SLO != nil {
@@ -300,6 +342,9 @@ func (b *consoleBlock) acrossRuns(l *Level) {
 	pm := func(iv metrics.Interval) string {
 		if math.IsNaN(iv.HalfWidth()) {
 			return consoleFloat(iv.Mean)
+		}
+		if iv.Clipped() { // the interval stops at zero: print it whole
+			return consoleFloat(iv.Mean) + " (" + consoleFloat(iv.Lo) + "-" + consoleFloat(iv.Hi) + ")"
 		}
 		return consoleFloat(iv.Mean) + " ± " + consoleFloat(iv.HalfWidth())
 	}
@@ -419,6 +464,42 @@ func (b *consoleBlock) stats(title, short string, st *metrics.Stats, opts Consol
 	}
 }
 
+// turns prints a multi-turn level's figures per turn (levels[i].turns): each turn's
+// requests, failures, mean prompt (the history grows it), and TTFT and E2EL percentiles.
+func (b *consoleBlock) turns(ts []metrics.TurnStats) {
+	if len(ts) < 2 {
+		return
+	}
+	b.w.WriteString(consoleRule("Per Turn (ms)", '-') + "\n")
+	b.w.WriteString(fmt.Sprintf("%-5s %9s %6s %10s %9s %9s %9s %9s\n", "turn", "completed", "failed", "input tok", "TTFT P50", "TTFT P99", "E2EL P50", "E2EL P99"))
+	low := false
+	pct := func(st metrics.Stats, p float64) string {
+		pc, ok := st.Get(p)
+		if !ok || st.Count == 0 {
+			return "-"
+		}
+		v := consoleFloat(pc.Value)
+		if !pc.Reliable() {
+			v += "~"
+			low = true
+		}
+		return v
+	}
+	defer func() {
+		if low {
+			b.w.WriteString("~ too few samples to bound this percentile's 95% confidence interval\n")
+		}
+	}()
+	for _, t := range ts {
+		in := "-"
+		if t.InputTokensMean != nil {
+			in = strconv.FormatFloat(*t.InputTokensMean, 'f', 0, 64)
+		}
+		b.w.WriteString(fmt.Sprintf("%-5d %9d %6d %10s %9s %9s %9s %9s\n", t.Turn, t.Completed, t.Failed, in,
+			pct(t.TTFT, 50), pct(t.TTFT, 99), pct(t.E2EL, 50), pct(t.E2EL, 99)))
+	}
+}
+
 // serverTimings prints the client-vs-server comparison, two lines per figure: the means
 // side by side, then the per-request gap (front end, network, client) and its share.
 func (b *consoleBlock) serverTimings(st *metrics.ServerTimings) {
@@ -441,7 +522,7 @@ func (b *consoleBlock) serverTimings(st *metrics.ServerTimings) {
 		b.line(m.name+" client / server, mean (ms):", consoleFloat(g.ClientMean)+" / "+consoleFloat(g.ServerMean))
 		var notes []string
 		if g.GapShare != nil {
-			notes = append(notes, fmt.Sprintf("%.1f%% of the client's", 100**g.GapShare))
+			notes = append(notes, noNegativeZero(fmt.Sprintf("%.1f", 100**g.GapShare))+"% of the client's")
 		}
 		if slices.Contains(g.Unreliable, "gap_p99_ms") {
 			notes = append(notes, fmt.Sprintf("low n: %d samples", g.Requests))
@@ -471,10 +552,15 @@ func (b *consoleBlock) pct(label string, p metrics.Percentile, n int) {
 }
 
 // ciNote is a figure's 95% interval as a level block prints it; an order-statistics one
-// holds only for independent requests, and says so.
+// holds only for independent requests, and says so; one of the steady part (the level's
+// first wave left out) says that.
 func ciNote(lo, hi float64, method string) string {
 	s := "(95% CI " + consoleFloat(lo) + "-" + consoleFloat(hi)
-	if method != metrics.MethodBatchMeans {
+	switch method {
+	case metrics.MethodBatchMeans:
+	case metrics.MethodBatchMeansSteady:
+		s += " after the first wave"
+	default:
 		s += " if independent"
 	}
 	return s + ")"
@@ -586,17 +672,29 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 		}, false},
 		{"load", func(_ int, l *Level) string { return ladderLoad(l) }, false},
 		{"req/s", func(_ int, l *Level) string { return strconv.FormatFloat(l.RequestThroughput, 'f', 2, 64) }, true},
-		{"tok/s", func(_ int, l *Level) string { return strconv.FormatFloat(l.OutputThroughput, 'f', 1, 64) }, true},
-		{"TTFT P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTTFT), 50) }, true},
-		{"TTFT P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTTFT), 99) }, true},
-		{"TPOT P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTPOT), 50) }, true},
-		{"TPOT P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTPOT), 99) }, true},
+	}
+	// The throughput the knee is found on: tok/s, or inputs/s (docs/s) for pooled APIs,
+	// whose levels have no token timings: their latency is E2EL alone.
+	levels := make([]metrics.Level, len(s.Levels))
+	streamed := false
+	for i := range s.Levels {
+		levels[i] = s.Levels[i].Level
+		streamed = streamed || stat(&s.Levels[i], metrics.KeyTTFT).Count > 0
+	}
+	fig := metrics.LadderThroughput(levels)
+	cols = append(cols, column{fig.Unit, func(i int, _ *Level) string { return strconv.FormatFloat(fig.Of(&levels[i]), 'f', 1, 64) }, true})
+	if streamed || opts.Wide {
+		cols = append(cols,
+			column{"TTFT P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTTFT), 50) }, true},
+			column{"TTFT P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTTFT), 99) }, true},
+			column{"TPOT P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTPOT), 50) }, true},
+			column{"TPOT P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyTPOT), 99) }, true})
 	}
 	if opts.Wide {
 		cols = append(cols, column{"ITL P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyITL), 99) }, true})
 	}
 	cols = append(cols, column{"E2EL P50", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyE2EL), 50) }, true})
-	if opts.Wide {
+	if opts.Wide || !streamed {
 		cols = append(cols, column{"E2EL P99", func(_ int, l *Level) string { return cell(stat(l, metrics.KeyE2EL), 99) }, true})
 	}
 	cols = append(cols, column{"failed", func(_ int, l *Level) string { return strconv.Itoa(l.Failed) }, true})
@@ -672,8 +770,11 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 	if low {
 		w.WriteString("~ too few samples to bound this percentile's 95% confidence interval (indicative only)\n")
 	}
-	if !opts.Wide {
+	switch {
+	case !opts.Wide && streamed:
 		w.WriteString("(ITL and E2EL P99: each level's block and --wide)\n")
+	case !opts.Wide:
+		w.WriteString("(no token timings: the requests were not streamed; E2EL is their latency)\n")
 	}
 	pickLine := func(label string, p *metrics.Pick, none string) {
 		if p == nil {
@@ -690,7 +791,7 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 		}
 	}
 	passed, judged := s.SLOPassed()
-	noSpot := "none (no knee in output throughput across the levels)"
+	noSpot := "none (no knee in " + fig.Name + " across the levels)"
 	if judged && !passed {
 		noSpot = "none: no level meets the SLOs"
 	}
@@ -758,19 +859,5 @@ func errorNote(d metrics.ErrorDetail) string {
 
 // wrapIndented breaks text at spaces into lines of at most width columns, each indented.
 func wrapIndented(text string, indent, width int) string {
-	pad := strings.Repeat(" ", indent)
-	var b strings.Builder
-	line := pad
-	for _, word := range strings.Fields(text) {
-		if len(line) > indent && len(line)+1+len(word) > width {
-			b.WriteString(line + "\n")
-			line = pad
-		}
-		if len(line) > indent {
-			line += " "
-		}
-		line += word
-	}
-	b.WriteString(line)
-	return b.String()
+	return strings.Repeat(" ", indent) + Wrap(text, indent, indent, width)
 }

@@ -53,7 +53,7 @@ func TestServerTimingsConsoleGolden(t *testing.T) {
 		"-------------Server-reported Timings-------------",
 		"Requests with server timings:            60",
 		"TTFT client / server, mean (ms):         75.05 / 11.00",
-		"TPOT gap mean / P50 / P99 (ms):          0.60 / 0.60 / 0.60 (5.2% of the client's; low n: 60 samples)",
+		"TPOT gap mean / P50 / P99 (ms):          0.60 / 0.60 / 0.60\n" + strings.Repeat(" ", 41) + "(5.2% of the client's; low n: 60 samples)",
 		"Server's own ms/token (decode/N):        10.45",
 		"Request gap mean / P50 / P99 (ms):       2.00 / 2.00 / 2.00",
 	} {

@@ -152,7 +152,7 @@ func TestLadderGolden(t *testing.T) {
 		"---------------Time to First Token----------------",
 		"-----Time per Output Token (excl. 1st token)------",
 		"Failed requests:                         26         <-- FAILURES: 10.2% of requests",
-		`  http_status 503:                       26         first: "overloaded"; the server is overloaded or starting`,
+		"  http_status 503:                       26\n" + strings.Repeat(" ", 41) + `first: "overloaded"; the server is overloaded or starting`,
 		"2*+ c=16",
 	} {
 		if !strings.Contains(con.String(), want) {

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/llmbench/llmbench/internal/report"
+)
+
+// TestREADMEExamplesFit: the README's example commands that need no server (the
+// in-process simulator, simulate, plan, report, compare) print no console line wider than
+// 100 columns, counted in runes, on stdout or stderr. Requests are fewer than the README's
+// where only the run's length would change.
+func TestREADMEExamplesFit(t *testing.T) {
+	dir := t.TempDir()
+	out := func(name string) string { return filepath.Join(dir, name) }
+	examples := [][]string{
+		{"simulate", "--sim", "textbook", "--concurrency", "1,4,16,64", "--input-tokens", "512", "--output-tokens", "100",
+			"--slo", "tpot:p99<=30ms", "--output-dir", out("ladder")},
+		{"simulate", "--sim", "textbook", "--concurrency", "1,4,16,64", "--input-tokens", "512", "--output-tokens", "100",
+			"--slo", "tpot:p99<=30ms", "--wide", "--output-dir", out("ladder-wide")},
+		{"run", "--concurrency", "16", "--requests", "64", "--gpu-price", "3.5", "--gpus", "1",
+			"--slo", "ttft<=300ms,tpot<=6ms", "--output-dir", out("run")},
+		{"simulate", "--sim", "textbook", "--rate", "5", "--requests", "100", "--input-tokens", "uniform:128:896",
+			"--output-tokens", "normal:100:30", "--repeat", "3", "--output-dir", out("repeat")},
+		{"simulate", "--sim", "textbook", "--rate", "6,8,10,12,14", "--duration", "300s", "--input-tokens", "512",
+			"--output-tokens", "100", "--stop-on-saturation", "--output-dir", out("saturation")},
+		{"simulate", "--sim", "textbook", "--turns", "4", "--think-time", "2s", "--concurrency", "16", "--output-dir", out("turns")},
+		{"report", out("run"), "--gpu-price", "2.5", "--gpus", "8"},
+		{"compare", out("ladder"), out("ladder-wide")},
+		{"plan", "--rate", "40", "--input-tokens", "1024", "--output-tokens", "256", "--slo", "ttft:p99<=500ms,tpot:p99<=40ms",
+			"--gpu", "l40s,h100,h200,b200", "--tp", "1,2", "--output-dir", out("plan")},
+	}
+	for _, args := range examples {
+		args = append(args, "--no-progress")
+		if args[0] == "compare" || args[0] == "report" {
+			args = args[:len(args)-1]
+		}
+		code, stdout, stderr := runCLI(t, t.Context(), args...)
+		if code != 0 && code != ExitSLOFailed {
+			t.Errorf("llmbench %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+		}
+		if strings.Contains(strings.Join(args, " "), "--wide") {
+			continue // --wide shows more than fits
+		}
+		for _, l := range strings.Split(stdout+stderr, "\n") {
+			if n := utf8.RuneCountInString(l); n > report.ConsoleWidth {
+				t.Errorf("llmbench %s: a %d-column line:\n%s", args[0], n, l)
+			}
+		}
+	}
+}
