@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -886,7 +887,9 @@ func rangeOf(pts []Point, v func(Request) int) [2]int {
 func describe(ss []Setting) string {
 	var b strings.Builder
 	for _, s := range ss {
-		fmt.Fprintf(&b, "  %-33s %-10s %s\n", s.Key, s.Value, s.How)
+		head := fmt.Sprintf("  %-33s %-10s ", s.Key, s.Value)
+		// How a setting was found wraps under itself, so the table stays within a terminal.
+		fmt.Fprintf(&b, "%s%s\n", head, report.Wrap(s.How, len(head), len(head), report.ConsoleWidth))
 	}
 	return b.String()
 }

@@ -6,8 +6,10 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"unicode/utf8"
 
 	"github.com/llmbench/llmbench/internal/chart"
+	"github.com/llmbench/llmbench/internal/report"
 )
 
 // Schema names calibration.json's format.
@@ -149,12 +151,24 @@ func fmtPct(v float64) string {
 // each came from, and the held-out error.
 func (r *Result) Console(w io.Writer) {
 	fmt.Fprintf(w, "\nCalibration of %s (model %s): %d probe points\n\n", r.Source.URL, r.Source.Model, len(r.Points))
-	fmt.Fprintf(w, "%-22s %6s %12s  %17s %8s  %17s %8s\n", "point", "conc", "prompt", "TTFT P50 meas/pred", "error", "TPOT P50 meas/pred", "error")
-	for _, p := range r.Points {
-		name := p.Name
+	// The name column is as wide as the names, to nameWidth: the table stays within a
+	// terminal, a longer name (a run folder's path) keeping its end.
+	width := len("point")
+	names := make([]string, len(r.Points))
+	for i, p := range r.Points {
+		names[i] = p.Name
 		if p.HeldOut {
-			name += " *"
+			names[i] += " *"
 		}
+		if n := utf8.RuneCountInString(names[i]); n > nameWidth {
+			rs := []rune(names[i])
+			names[i] = "…" + string(rs[n-nameWidth+1:])
+		}
+		width = max(width, utf8.RuneCountInString(names[i]))
+	}
+	fmt.Fprintf(w, "%-*s %6s %9s  %17s %7s  %17s %7s\n", width, "point", "conc", "prompt", "TTFT P50 meas/pred", "error", "TPOT P50 meas/pred", "error")
+	for i, p := range r.Points {
+		name := names[i]
 		pr := rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt })
 		prompt := fmt.Sprint(pr[0])
 		if pr[1] != pr[0] {
@@ -168,7 +182,7 @@ func (r *Result) Console(w io.Writer) {
 		if p.HeldOut {
 			pred = p.Validation
 		}
-		fmt.Fprintf(w, "%-22s %6s %12s  %8s/%-8s %8s  %8s/%-8s %8s\n", name, conc, prompt,
+		fmt.Fprintf(w, "%-*s %6s %9s  %8s/%-8s %7s  %8s/%-8s %7s\n", width, name, conc, prompt,
 			fmtMs(p.Measured.TTFTP50), fmtMs(pred.TTFTP50), fmtPct(pct(pred.TTFTP50, p.Measured.TTFTP50)),
 			fmtMs(p.Measured.TPOTP50), fmtMs(pred.TPOTP50), fmtPct(pct(pred.TPOTP50, p.Measured.TPOTP50)))
 	}
@@ -181,14 +195,21 @@ func (r *Result) Console(w io.Writer) {
 		if e.Points == 1 {
 			points = "1 point"
 		}
-		fmt.Fprintf(w, "\nHeld-out error (fitted without %s, judged on them; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s\n",
-			points, fmtAbs(e.TTFTP50), fmtAbs(e.TTFTP99), fmtAbs(e.TPOTP50), fmtAbs(e.TPOTP99))
+		fmt.Fprintln(w, "\n"+wrapLine(fmt.Sprintf("Held-out error (fitted without %s, judged on them; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s",
+			points, fmtAbs(e.TTFTP50), fmtAbs(e.TTFTP99), fmtAbs(e.TPOTP50), fmtAbs(e.TPOTP99))))
 	}
 	i := r.InSample
-	fmt.Fprintf(w, "In-sample error (the profile written, every point; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s\n",
-		fmtAbs(i.TTFTP50), fmtAbs(i.TTFTP99), fmtAbs(i.TPOTP50), fmtAbs(i.TPOTP99))
-	fmt.Fprintln(w, r.PaceDrift)
+	fmt.Fprintln(w, wrapLine(fmt.Sprintf("In-sample error (the profile written, every point; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s",
+		fmtAbs(i.TTFTP50), fmtAbs(i.TTFTP99), fmtAbs(i.TPOTP50), fmtAbs(i.TPOTP99))))
+	fmt.Fprintln(w, wrapLine(r.PaceDrift.String()))
 }
+
+// nameWidth is the widest a point's name is printed: 100 columns less the figures'.
+const nameWidth = report.ConsoleWidth - 71
+
+// wrapLine folds a line of the fit's summary within the console's width, its follow-on
+// lines indented.
+func wrapLine(s string) string { return report.Wrap(s, 0, 2, report.ConsoleWidth) }
 
 func fmtAbs(v float64) string {
 	if math.IsNaN(v) {

@@ -191,7 +191,7 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 		return withCode(ExitFailure, err)
 	}
 	res.Console(stdio.Out)
-	fmt.Fprintf(stdio.Out, "\nProfile: %s (report: %s, %s)\n", profile, jsPath, htmlPath)
+	fmt.Fprintf(stdio.Out, "\n%s\n", report.Wrap(fmt.Sprintf("Profile: %s (report: %s, %s)", profile, jsPath, htmlPath), 0, 2, report.ConsoleWidth))
 	return nil
 }
 

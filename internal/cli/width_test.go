@@ -10,7 +10,7 @@ import (
 )
 
 // TestREADMEExamplesFit: the README's example commands that need no server (the
-// in-process simulator, simulate, plan, report, compare) print no console line wider than
+// in-process simulator, simulate, plan, report, compare, calibrate of run folders) print no console line wider than
 // 100 columns, counted in runes, on stdout or stderr. Requests are fewer than the README's
 // where only the run's length would change.
 func TestREADMEExamplesFit(t *testing.T) {
@@ -30,12 +30,16 @@ func TestREADMEExamplesFit(t *testing.T) {
 		{"simulate", "--sim", "textbook", "--turns", "4", "--think-time", "2s", "--concurrency", "16", "--output-dir", out("turns")},
 		{"report", out("run"), "--gpu-price", "2.5", "--gpus", "8"},
 		{"compare", out("ladder"), out("ladder-wide")},
+		// calibrate's fit of run folders prints what a probe's fit prints (the settings, their
+		// provenance, the errors, the profile's paths).
+		{"run", "--sim", "textbook", "--concurrency", "1,2,4", "--requests", "8", "--output-dir", out("live-ladder")},
+		{"calibrate", out("live-ladder"), "--output", out("fitted.yaml")},
 		{"plan", "--rate", "40", "--input-tokens", "1024", "--output-tokens", "256", "--slo", "ttft:p99<=500ms,tpot:p99<=40ms",
 			"--gpu", "l40s,h100,h200,b200", "--tp", "1,2", "--output-dir", out("plan")},
 	}
 	for _, args := range examples {
 		args = append(args, "--no-progress")
-		if args[0] == "compare" || args[0] == "report" {
+		if args[0] == "compare" || args[0] == "report" || args[0] == "calibrate" {
 			args = args[:len(args)-1]
 		}
 		code, stdout, stderr := runCLI(t, t.Context(), args...)

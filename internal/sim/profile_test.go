@@ -283,7 +283,7 @@ func TestValidateErrorsNameTheirKey(t *testing.T) {
 	r, _ := LoadProfile("h200-llama-3.1-8b")
 	r.Cost.Roofline.ComputeEfficiency = 2
 	big, _ := LoadProfile("h200-llama-3.1-8b")
-	big.Deployment.MaxModelLen = 1 << 40
+	big.Deployment.MaxModelLen = big.Model.MaxContext + 1 // past the model's context (and an int on 32-bit platforms)
 	for _, q := range []Profile{p, r, big} {
 		errs := q.validate()
 		if len(errs) == 0 {
