@@ -192,10 +192,10 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 		report.ConsoleLevel(out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
 		servermetrics.WriteConsole(out, l.Server)
 		if h := l.PrefixCacheHits; h != nil && *h > 0 && r.cfg.Describe.Run.Workload.PrefixTokens == 0 {
-			fmt.Fprintf(out, "Prefix cache hits: %d measured requests had more than 10%% of their prompt served from the server's prompt cache, though the run asked for no shared prefix: their TTFT is flattered (prompts repeated from an earlier run with the same --seed, or a dataset's repeated rows)\n", *h)
+			fmt.Fprintln(out, report.Wrap(fmt.Sprintf("Prefix cache hits: %d measured requests had more than 10%% of their prompt served from the server's prompt cache, though the run asked for no shared prefix: their TTFT is flattered (prompts repeated from an earlier run with the same --seed, or a dataset's repeated rows)", *h), 0, 2, report.ConsoleWidth))
 		}
 		if why := report.ClientBehind(l.Level); why != "" {
-			fmt.Fprintf(out, "Client behind (the client, not the server, was late): %s; %s\n", why, report.ClientBehindAdvice)
+			fmt.Fprintln(out, report.Wrap(fmt.Sprintf("Client behind (the client, not the server, was late): %s; %s", why, report.ClientBehindAdvice), 0, 2, report.ConsoleWidth))
 		}
 	}
 	return &r.sum.Levels[len(r.sum.Levels)-1], err
