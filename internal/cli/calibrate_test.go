@@ -118,7 +118,7 @@ func TestProbeStepConfig(t *testing.T) {
 		{calibrateFlags{url: "http://127.0.0.1:8080", api: "openai-chat", tokenizer: "o200k_base"},
 			calibrate.Step{Name: "mixed", Requests: 1, Trace: []calibrate.TraceRow{{Input: 8, Output: 2}}}, 12, true, trace},
 	} {
-		p := &prober{f: &tc.f, key: tc.f.apiKey, pub: calibrate.Published{}, dir: dir, seed: 1000, keepAlive: tc.keepAlive}
+		p := &prober{f: &tc.f, key: tc.f.apiKey, pub: calibrate.Published{}, dir: dir, seed: 1000, keepAlive: tc.keepAlive, tokenizer: tc.f.tokenizer}
 		var err error
 		if p.headers, err = parseHeaders(tc.f.headers); err != nil {
 			t.Fatal(err)
@@ -148,7 +148,7 @@ func TestProbeStepConfig(t *testing.T) {
 			args = append(args, "--keep-alive=false")
 		}
 		if tc.trace != "" {
-			args = append(args, "--dataset", "mooncake:"+tc.trace, "--rate", "1")
+			args = append(args, "--dataset", "mooncake:"+tc.trace, "--rate", "1", "--requests", fmt.Sprint(tc.step.Requests))
 		} else {
 			args = append(args, "--concurrency", fmt.Sprint(tc.step.Concurrency), "--requests", fmt.Sprint(tc.step.Requests),
 				"--input-tokens", fmt.Sprint(tc.step.InputTokens), "--output-tokens", fmt.Sprint(tc.step.OutputTokens))

@@ -63,6 +63,8 @@ type core struct {
 	bs     int
 	seed   uint64
 	maxLen int // a request's prompt plus max_tokens; 0 = no limit but the cache
+	// truncate cuts a prompt longer than maxLen to maxLen tokens rather than refusing it.
+	truncate bool
 
 	totalBlocks, freeBlocks int // freeBlocks includes cached blocks nobody holds
 
@@ -108,7 +110,7 @@ func newCore(p Profile, emit func(*seq, time.Duration, int, bool)) (*core, error
 	}
 	c := &core{
 		cost: cost, cfg: p.Engine, disagg: p.Engine.Prefill == PrefillDisaggregated,
-		bs: p.Engine.BlockSize, seed: uint64(p.Seed), emit: emit, maxLen: p.MaxSeqLen(),
+		bs: p.Engine.BlockSize, seed: uint64(p.Seed), emit: emit, maxLen: p.MaxSeqLen(), truncate: p.Deployment.TruncatePrompts,
 		noise: newStepNoise(p.Cost.StepNoise, p.Seed),
 	}
 	c.totalBlocks = kv / c.bs
@@ -134,14 +136,19 @@ func (c *core) newSeq(r *SeqRequest) (*seq, error) {
 	if err := c.check(r.PromptTokens, r.MaxTokens); err != nil {
 		return nil, err
 	}
+	prompt := r.PromptTokens
+	if c.truncate && prompt > c.maxLen {
+		prompt = c.maxLen // its last maxLen tokens: a prefix it shared is gone
+		r.PrefixHashes = nil
+	}
 	c.nsub++
 	var s *seq
 	if n := len(c.free); n > 0 {
 		s = c.free[n-1]
 		c.free = c.free[:n-1]
-		*s = seq{no: c.nsub, prompt: r.PromptTokens, target: r.MaxTokens, reason: "length"}
+		*s = seq{no: c.nsub, prompt: prompt, target: r.MaxTokens, reason: "length"}
 	} else {
-		s = &seq{no: c.nsub, prompt: r.PromptTokens, target: r.MaxTokens, reason: "length"}
+		s = &seq{no: c.nsub, prompt: prompt, target: r.MaxTokens, reason: "length"}
 	}
 	if c.cache != nil {
 		s.hashes = r.PrefixHashes
@@ -164,7 +171,10 @@ func (c *core) check(prompt, maxTokens int) error {
 	if maxTokens < 1 {
 		return fmt.Errorf("max_tokens %d: need at least 1", maxTokens)
 	}
-	if c.maxLen > 0 && prompt+maxTokens > c.maxLen {
+	if c.truncate {
+		prompt = min(prompt, c.maxLen)
+		maxTokens = min(maxTokens, c.maxLen) // the server shifts its context as it generates
+	} else if c.maxLen > 0 && prompt+maxTokens > c.maxLen {
 		return fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the model's maximum length %d (max_model_len)", prompt, maxTokens, c.maxLen)
 	}
 	if need := c.blocksFor(prompt + maxTokens); need > c.totalBlocks {

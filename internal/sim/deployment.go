@@ -24,6 +24,9 @@ type Deployment struct {
 	// MaxModelLen is the longest prompt plus max_tokens a request may ask for, as vLLM's
 	// --max-model-len (longer ones get 400); 0 leaves the KV cache as the only bound.
 	MaxModelLen int
+	// TruncatePrompts says a prompt longer than MaxModelLen is cut to its last MaxModelLen
+	// tokens and served, not refused, as Ollama does past its num_ctx.
+	TruncatePrompts bool
 }
 
 // Routers: how a request is given to one of a deployment's replicas.
@@ -82,6 +85,9 @@ func (d Deployment) String() string {
 	}
 	if d.MaxModelLen > 0 {
 		parts = append(parts, fmt.Sprintf("max_model_len %d", d.MaxModelLen))
+		if d.TruncatePrompts {
+			parts = append(parts, "longer prompts truncated")
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -215,6 +221,9 @@ func (p Profile) deploymentErrors() []error {
 	case d.MaxModelLen > p.Model.MaxContext && p.Model.MaxContext > 0:
 		add("max_model_len", "%d exceeds %s's context of %d tokens", d.MaxModelLen, p.Model.Name, p.Model.MaxContext)
 	}
+	if d.TruncatePrompts && d.MaxModelLen == 0 {
+		add("truncate_prompts", "needs max_model_len: the length prompts are truncated to")
+	}
 	return errs
 }
 
@@ -306,7 +315,8 @@ func (d *yamlDecoder) deployment(key string, v *yaml.Node, dep *Deployment) {
 		"router":        d.str(&dep.Router),
 		"weight_dtype":  d.str(&dep.WeightDtype),
 		"kv_dtype":      d.str(&dep.KVDtype),
-		"max_model_len": d.integer(&dep.MaxModelLen),
+		"max_model_len":    d.integer(&dep.MaxModelLen),
+		"truncate_prompts": d.boolean(&dep.TruncatePrompts),
 	})
 }
 

@@ -102,7 +102,15 @@ type Calibration struct {
 	Concurrency  [2]int   // lowest and highest requests in flight measured
 	MaxNumSeqs   string   // where engine.max_num_seqs came from (probe, server, flag)
 	Error        FitError // on held-out probe points
+	// ErrorClosed and ErrorOpen are Error over the held-out closed-loop points and the
+	// open-loop ones (NaN figures where none was held out); OpenRates the lowest and
+	// highest open-loop arrival rate probed, req/s (zero: no open loop probed).
+	ErrorClosed, ErrorOpen FitError
+	OpenRates              [2]float64
 }
+
+// NoFitError is a FitError of nothing measured.
+func NoFitError() FitError { return FitError{math.NaN(), math.NaN(), math.NaN(), math.NaN()} }
 
 // FitError is a calibration's prediction error on probe points it did not fit on: the
 // largest absolute relative error of each figure, in percent; NaN when not measured.
@@ -337,6 +345,23 @@ func (d *yamlDecoder) intRange(dst *[2]int) func(string, *yaml.Node) {
 	}
 }
 
+// numberRange reads [low, high], two non-negative numbers with low <= high.
+func (d *yamlDecoder) numberRange(dst *[2]float64) func(string, *yaml.Node) {
+	return func(key string, v *yaml.Node) {
+		var x [2]float64
+		ok := v.Kind == yaml.SequenceNode && len(v.Content) == 2
+		for i := 0; ok && i < 2; i++ {
+			n := v.Content[i]
+			ok = n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") && n.Decode(&x[i]) == nil && x[i] >= 0 && !math.IsInf(x[i], 0)
+		}
+		if !ok || x[0] > x[1] {
+			d.errorf(v, key, "want [low, high], two numbers with 0 <= low <= high, got %s", nodeKind(v))
+			return
+		}
+		*dst = x
+	}
+}
+
 func (d *yamlDecoder) boolean(dst *bool) func(string, *yaml.Node) {
 	return func(key string, v *yaml.Node) {
 		var x bool
@@ -389,8 +414,18 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 			})
 		},
 		"calibration": func(key string, v *yaml.Node) {
-			c := &Calibration{Error: FitError{math.NaN(), math.NaN(), math.NaN(), math.NaN()}}
+			c := &Calibration{Error: NoFitError(), ErrorClosed: NoFitError(), ErrorOpen: NoFitError()}
 			p.Calibration = c
+			fitError := func(e *FitError) func(string, *yaml.Node) {
+				return func(key string, v *yaml.Node) {
+					d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+						"ttft_p50": d.number(&e.TTFTP50),
+						"ttft_p99": d.number(&e.TTFTP99),
+						"tpot_p50": d.number(&e.TPOTP50),
+						"tpot_p99": d.number(&e.TPOTP99),
+					})
+				}
+			}
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
 				"source":        d.str(&c.Source),
 				"date":          d.str(&c.Date),
@@ -398,15 +433,14 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				"output_tokens": d.intRange(&c.OutputTokens),
 				"concurrency":   d.intRange(&c.Concurrency),
 				"max_num_seqs":  d.str(&c.MaxNumSeqs),
-				"error_pct": func(key string, v *yaml.Node) {
-					e := &c.Error
+				"error_pct": fitError(&c.Error),
+				"error_pct_by_load": func(key string, v *yaml.Node) {
 					d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-						"ttft_p50": d.number(&e.TTFTP50),
-						"ttft_p99": d.number(&e.TTFTP99),
-						"tpot_p50": d.number(&e.TPOTP50),
-						"tpot_p99": d.number(&e.TPOTP99),
+						"closed": fitError(&c.ErrorClosed),
+						"open":   fitError(&c.ErrorOpen),
 					})
 				},
+				"open_rates": d.numberRange(&c.OpenRates),
 			})
 		},
 	})
