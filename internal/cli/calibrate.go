@@ -326,8 +326,8 @@ type prober struct {
 	headers   http.Header
 	pub       calibrate.Published
 	dir       string
-	seed      int64 // step n's prompts are seeded seed+n
-	keepAlive bool  // false once a step found the server closing every connection
+	seed      int64  // step n's prompts are seeded seed+n
+	keepAlive bool   // false once a step found the server closing every connection
 	tokenizer string // --tokenizer, auto resolved
 	set       calibrate.Points
 }

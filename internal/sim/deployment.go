@@ -310,11 +310,11 @@ func (t *TensorParallel) Prefill(n int) time.Duration {
 // deployment reads the profile's top-level deployment mapping.
 func (d *yamlDecoder) deployment(key string, v *yaml.Node, dep *Deployment) {
 	d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-		"replicas":      d.atLeastOne(&dep.Replicas, maxReplicas),
-		"tp":            d.atLeastOne(&dep.TP, maxTP),
-		"router":        d.str(&dep.Router),
-		"weight_dtype":  d.str(&dep.WeightDtype),
-		"kv_dtype":      d.str(&dep.KVDtype),
+		"replicas":         d.atLeastOne(&dep.Replicas, maxReplicas),
+		"tp":               d.atLeastOne(&dep.TP, maxTP),
+		"router":           d.str(&dep.Router),
+		"weight_dtype":     d.str(&dep.WeightDtype),
+		"kv_dtype":         d.str(&dep.KVDtype),
 		"max_model_len":    d.integer(&dep.MaxModelLen),
 		"truncate_prompts": d.boolean(&dep.TruncatePrompts),
 	})

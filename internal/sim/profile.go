@@ -433,7 +433,7 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				"output_tokens": d.intRange(&c.OutputTokens),
 				"concurrency":   d.intRange(&c.Concurrency),
 				"max_num_seqs":  d.str(&c.MaxNumSeqs),
-				"error_pct": fitError(&c.Error),
+				"error_pct":     fitError(&c.Error),
 				"error_pct_by_load": func(key string, v *yaml.Node) {
 					d.mapping(v, key+".", map[string]func(string, *yaml.Node){
 						"closed": fitError(&c.ErrorClosed),
