@@ -168,3 +168,82 @@ func TestProbeStepConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateStatesTheErrorOfItsLoad: simulate --sim states the held-out error of the
+// kind of load it runs (closed or open loop), warns of an open loop the calibration never
+// probed or ran far slower, and of prompts the server would cut.
+func TestSimulateStatesTheErrorOfItsLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, calibration string) string {
+		path := filepath.Join(dir, name)
+		y := `model: llama-3.1-8b
+gpu: h100
+cost:
+  kind: linear
+  prefill_ms_per_token: 0.01
+  decode_step_ms: 5
+  decode_growth: 0.1
+deployment:
+  max_model_len: 2048
+  truncate_prompts: true
+calibration:
+  source: http://127.0.0.1:11434
+  date: "2026-12-02"
+  prompt_tokens: [32, 2048]
+  output_tokens: [16, 64]
+  concurrency: [1, 4]
+  error_pct:
+    ttft_p50: 30
+    tpot_p50: 20
+` + calibration
+		if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	byLoad := write("by-load.yaml", `  error_pct_by_load:
+    closed:
+      ttft_p50: 12.5
+      tpot_p50: 4
+    open:
+      ttft_p50: 21
+      tpot_p50: 9
+  open_rates: [1, 2]
+`)
+	old := write("old.yaml", "")
+	for _, tc := range []struct {
+		name, profile string
+		load          []string
+		out, err      []string
+		notErr        string
+	}{
+		{"closed", byLoad, []string{"--concurrency", "2"}, []string{"held-out error of closed loops TTFT P50 12.5%, TPOT P50 4.0%"}, nil, "open loop"},
+		{"open", byLoad, []string{"--rate", "2"}, []string{"held-out error of open loops TTFT P50 21.0%, TPOT P50 9.0%"}, nil, "open loop at"},
+		{"open, far", byLoad, []string{"--rate", "4"}, nil, []string{"an open loop at 4 req/s, beyond 1.5× the fastest probed (2 req/s)"}, ""},
+		{"open, never probed", old, []string{"--rate", "2"}, []string{"held-out error TTFT P50 30.0%"}, []string{"an open loop, and the calibration probed none"}, ""},
+		{"cut", byLoad, []string{"--concurrency", "1", "--input-tokens", "3000"}, nil, []string{"prompts up to 3000 tokens, and the server cuts any longer than its 2048-token context"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"simulate", "--sim", tc.profile, "--requests", "8", "--output-tokens", "16",
+				"--output-dir", filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), "--quiet"}, tc.load...)
+			code, stdout, stderr := runCLI(t, t.Context(), args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+			for _, w := range tc.out {
+				if !strings.Contains(flat(stdout), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range tc.err {
+				if !strings.Contains(flat(stderr), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			if tc.notErr != "" && strings.Contains(flat(stderr), tc.notErr) {
+				t.Errorf("stderr says %q:\n%s", tc.notErr, stderr)
+			}
+		})
+	}
+}
