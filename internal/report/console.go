@@ -884,3 +884,12 @@ func FirstErrors(l *Level) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Widest is the most columns any line of text takes.
+func Widest(text string) int {
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		n = max(n, utf8.RuneCountInString(line))
+	}
+	return n
+}
