@@ -248,3 +248,32 @@ calibration:
 		})
 	}
 }
+
+// TestCalibrateStepFailureSaysWhy: a probe step the server refuses stops the calibration
+// with the server's own error and what to do.
+func TestCalibrateStepFailureSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	profile := filepath.Join(dir, "short.yaml")
+	// A fast engine that refuses a prompt and its output past 600 tokens (and publishes no
+	// /props, so the probe tries prompts of up to 4096).
+	y := "cost:\n  kind: linear\n  prefill_ms_per_token: 0.0005\n  decode_step_ms: 0.2\n  decode_growth: 0.1\ndeployment:\n  max_model_len: 600\n"
+	if err := os.WriteFile(profile, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url, _, stop, err := startInProcessSim(t.Context(), profile, 1, func(s string) int { return len(strings.Fields(s)) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	code, _, stderr := runCLI(t, t.Context(), "calibrate", "--url", url, "--api", "openai-completions", "--quiet", "--output", filepath.Join(dir, "fit.yaml"))
+	flat := strings.Join(strings.Fields(stderr), " ")
+	for _, want := range []string{"probe step prefill-1024 failed", "http_status 400 ×8", "exceeds the model's maximum",
+		"give --max-input-tokens below its context", "or --tokenizer with the model's own (o200k_base counts prompts"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if code != ExitLevelErrors {
+		t.Errorf("exit %d, want %d", code, ExitLevelErrors)
+	}
+}
