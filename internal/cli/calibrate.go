@@ -218,7 +218,7 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*ca
 	if err != nil {
 		return nil, pub, err
 	}
-	tok, err := probeTokenizer(ctx, stdio, f, side, key != "")
+	tok, err := probeTokenizer(ctx, stdio, f, side, pub.SeqTokens > 0)
 	if err != nil {
 		return nil, pub, err
 	}
@@ -300,7 +300,7 @@ const tokenizerAuto = "auto"
 
 // probeTokenizer resolves --tokenizer: auto is "server" when the server answers /tokenize
 // (its own tokens: a prompt sized to a slot's context fits it), else o200k_base.
-func probeTokenizer(ctx context.Context, stdio Stdio, f *calibrateFlags, side *http.Client, keyGiven bool) (string, error) {
+func probeTokenizer(ctx context.Context, stdio Stdio, f *calibrateFlags, side *http.Client, slotContext bool) (string, error) {
 	if f.tokenizer != tokenizerAuto {
 		return f.tokenizer, nil
 	}
@@ -313,7 +313,11 @@ func probeTokenizer(ctx context.Context, stdio Stdio, f *calibrateFlags, side *h
 		return "", withCode(ExitInterrupted, ctx.Err())
 	}
 	if !f.quiet {
-		fmt.Fprintln(stdio.Out, report.Wrap("The server has no /tokenize: sizing prompts with o200k_base (--tokenizer names the model's own), within 70% of a slot's context", 0, 2, report.ConsoleWidth))
+		msg := "The server has no /tokenize: sizing prompts with o200k_base (--tokenizer names the model's own)"
+		if slotContext {
+			msg += ", within 70% of a slot's context"
+		}
+		fmt.Fprintln(stdio.Out, report.Wrap(msg, 0, 2, report.ConsoleWidth))
 	}
 	return "o200k_base", nil
 }
