@@ -105,6 +105,7 @@ func (p Profile) YAML(header string) []byte {
 			b.WriteString(strings.Join(errs, ""))
 		}
 	}
+	b.WriteString(specYAML(p.Speculative))
 	fmt.Fprintf(&b, "seed: %d\n", p.Seed)
 	return []byte(b.String())
 }
