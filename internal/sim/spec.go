@@ -63,8 +63,9 @@ func (s Speculative) method() string {
 // hasDraftModel reports whether a draft model is given.
 func (s Speculative) hasDraftModel() bool { return s.DraftModel.Name != "" || s.DraftModel.Layers != 0 }
 
-// stated reports whether s names a method, so plan can turn drafting on with its cost.
-func (s Speculative) stated() bool {
+// Stated reports whether s says how tokens are drafted (a method or its cost), so that
+// plan can turn speculation on with that cost.
+func (s Speculative) Stated() bool {
 	return s.method() != "" || s.DraftMsPerToken != 0 || s.DraftStepFraction != 0 || s.hasDraftModel()
 }
 
@@ -96,7 +97,7 @@ func (s Speculative) String() string {
 // specErrors reports every problem with p's speculative mapping, each naming its key.
 func (p Profile) specErrors() []error {
 	s := p.Speculative
-	if !s.On() && !s.stated() && s.DraftTokens == 0 && s.Acceptance == 0 {
+	if !s.On() && !s.Stated() && s.DraftTokens == 0 && s.Acceptance == 0 {
 		return nil
 	}
 	var errs []error
@@ -251,7 +252,7 @@ func (d *yamlDecoder) speculative(key string, v *yaml.Node, s *Speculative) {
 
 // specYAML writes s as the profile's speculative mapping; "" when nothing is stated.
 func specYAML(s Speculative) string {
-	if !s.stated() && !s.On() {
+	if !s.Stated() && !s.On() {
 		return ""
 	}
 	var b strings.Builder
