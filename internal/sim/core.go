@@ -441,6 +441,7 @@ func (c *core) finishStep(t time.Duration) {
 				// The accepted run and the verify's own next token, never past max_tokens; the
 				// KV of the rejected positions is dropped.
 				l := c.spec.accepted(c.seed, s.no, s.generated, s.draft)
+				c.stats.SpecDrafts++
 				c.stats.SpecDraftTokens += uint64(s.draft)
 				c.stats.SpecAcceptedTokens += uint64(l)
 				emit = min(l+1, s.target-s.generated)
