@@ -117,6 +117,8 @@ func (p Profile) specErrors() []error {
 			add("draft_model", "method draft_model needs the draft model: a preset (%s) or a shape mapping", strings.Join(ModelPresets(), ", "))
 		} else if err := s.DraftModel.validate("speculative.draft_model"); err != nil {
 			errs = append(errs, err)
+		} else if v := s.DraftModel.Vocab; p.Model.Vocab > 0 && v != p.Model.Vocab {
+			add("draft_model", "%s's vocabulary of %d tokens is not %s's %d: a draft model proposes the target's tokens, so it shares its tokenizer", s.DraftModel.Name, v, p.Model.Name, p.Model.Vocab)
 		} else if tp := p.Deployment.tp(); tp > 1 && (s.DraftModel.Heads%tp != 0 || s.DraftModel.KVHeads%tp != 0 && tp%s.DraftModel.KVHeads != 0) {
 			add("draft_model", "%s's %d heads (%d KV heads) do not split over tp %d as the target does", s.DraftModel.Name, s.DraftModel.Heads, s.DraftModel.KVHeads, tp)
 		}

@@ -265,6 +265,7 @@ func TestSpeculativeProfile(t *testing.T) {
 		"speculative:\n  draft_tokens: 2\n  draft_model: llama-3.2-1b\n  draft_ms_per_token: 1\n":                                               "drop draft_ms_per_token",
 		"cost:\n  kind: linear\n  prefill_ms_per_token: 1\n  decode_step_ms: 8\nspeculative:\n  draft_tokens: 2\n  draft_model: llama-3.2-1b\n": "needs cost kind roofline",
 		"speculative:\n  draft_tokens: 2\n  method: ngram\n  speed: 3\n":                                                                        "speculative.speed: unknown key",
+		"speculative:\n  draft_tokens: 2\n  draft_model: qwen2.5-7b\n":                                                                          "qwen2.5-7b's vocabulary of 152064 tokens is not llama-3.1-8b's 128256",
 	} {
 		if _, err := ParseProfile([]byte(src), ""); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v; want it to say %q", src, err, want)
