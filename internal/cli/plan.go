@@ -60,9 +60,10 @@ func newPlanCmd(stdio Stdio) *cobra.Command {
 		Use:   "plan",
 		Short: "Size a deployment: the cheapest GPUs, TP, engine settings and replicas that meet the SLOs at a traffic",
 		Long: `plan simulates every engine configuration of a search space (--gpu, --tp, --dtype,
---max-num-seqs, --max-batched-tokens, --prefill) behind every --router, finds for each the
-fewest replicas whose whole fleet meets the SLOs (every --slo verdict term) at the traffic
-(--rate R with the workload flags, or a trace with its own arrivals), and ranks them by cost.
+--max-num-seqs, --max-batched-tokens, --prefill, --speculative) behind every --router, finds
+for each the fewest replicas whose whole fleet meets the SLOs (every --slo verdict term) at
+the traffic (--rate R with the workload flags, or a trace with its own arrivals), and ranks
+them by cost.
 One replica's capacity bounds the search; every count is checked by simulating the fleet
 with its router, and the chosen one's fleet one replica smaller misses the SLOs. The model is
 a --model-shape preset (the roofline, on every GPU and TP), or a --sim profile: a roofline one
