@@ -407,12 +407,15 @@ func (c *core) account(w *StepWork, s *seq, n int) {
 }
 
 // decodeTokens is the step tokens s takes if it is decoding: 1, or with speculative
-// decoding the last token and the K drafted after it (fewer when the budget is short).
+// decoding the last token and the K drafted after it — fewer when the budget is short, or
+// when s needs fewer to reach max_tokens: drafts past it would be thrown away, and their KV
+// could exceed what check let the request hold (a request filling the cache would then
+// preempt itself forever).
 func (c *core) decodeTokens(s *seq, budget int) int {
 	if c.spec == nil || s.prefillLeft > 0 {
 		return 1
 	}
-	return 1 + min(len(c.passes), budget-1)
+	return 1 + min(len(c.passes), budget-1, s.target-s.generated-1)
 }
 
 // finishStep emits the step's tokens at t and retires finished sequences.

@@ -77,16 +77,19 @@ func linearSpec(k int, a float64) Profile {
 // Σ_{i=1..5} (2i−1)·0.8^(i−1) = 13.8704, so σ = √(13.8704 − 3.3616²) = 1.603. Over the
 // S ≈ 5,900 steps of 20,000 tokens the mean chunk's standard error is σ/√S = 0.021 tokens
 // (0.62 %): the test allows 4 of them. TPOT is then 16 ms / mean chunk, the same tolerance.
+// The last steps, fewer than K+1 tokens from max_tokens, draft only what is left to emit
+// (and cost 1.5 ms less per draft not made): too few to move either figure.
 func TestSpeculativeMatchesExpectation(t *testing.T) {
 	const k, a, out = 4, 0.8, 20000
 	p := linearSpec(k, a)
 	cs := runOne(t, p, 100, out)
-	const step = 16 * time.Millisecond
 	sizes := map[int]int{}
 	total := cs[0].n
 	for i := 1; i < len(cs); i++ {
+		drafts := min(k, out-total-1)
+		step := 10*time.Millisecond + time.Duration(drafts)*1500*time.Microsecond
 		if g := cs[i].at - cs[i-1].at; g != step {
-			t.Fatalf("chunk %d came %v after the one before, want every step's %v", i, g, step)
+			t.Fatalf("chunk %d came %v after the one before, want its step's %v (%d drafts)", i, g, step, drafts)
 		}
 		sizes[cs[i].n]++
 		total += cs[i].n
@@ -105,7 +108,7 @@ func TestSpeculativeMatchesExpectation(t *testing.T) {
 	if math.Abs(mean/wantMean-1) > tol {
 		t.Errorf("mean chunk %.4f tokens over %d steps, want %.4f ± %.2f%%", mean, steps, wantMean, 100*tol)
 	}
-	wantTPOT := float64(step) / wantMean
+	wantTPOT := float64(16*time.Millisecond) / wantMean
 	if got := float64(tpot(cs)); math.Abs(got/wantTPOT-1) > tol {
 		t.Errorf("TPOT %v, want %v ± %.2f%%", time.Duration(got), time.Duration(wantTPOT), 100*tol)
 	}
@@ -270,5 +273,19 @@ func TestSpeculativeProfile(t *testing.T) {
 		if _, err := ParseProfile([]byte(src), ""); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v; want it to say %q", src, err, want)
 		}
+	}
+}
+
+// TestSpeculativeFullCache: a request whose prompt and max_tokens fill the whole KV cache
+// still completes: it never drafts past max_tokens, whose KV the cache could not hold.
+func TestSpeculativeFullCache(t *testing.T) {
+	p := linearSpec(8, 1)
+	p.Engine.KVCacheTokens = 256
+	n := 0
+	for _, c := range runOne(t, p, 200, 56) {
+		n += c.n
+	}
+	if n != 56 {
+		t.Errorf("%d tokens, want 56", n)
 	}
 }
