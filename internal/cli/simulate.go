@@ -156,7 +156,14 @@ func distRange(d workload.Dist) [2]int {
 // describeDeployment names a deployment other than one GPU in the model's precision, for
 // the console; "" for that one.
 func describeDeployment(p sim.Profile) string {
-	if d := p.Deployment.String(); d != "" {
+	d := p.Deployment.String()
+	if p.Speculative.On() {
+		if d != "" {
+			d += ", "
+		}
+		d += "speculative decoding " + p.Speculative.String()
+	}
+	if d != "" {
 		return " (" + d + ")"
 	}
 	return ""

@@ -44,6 +44,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 			{"batched", func(_ int, c Candidate) string { return fmt.Sprint(c.MaxBatchedTokens) }, true},
 			{"prefill", func(_ int, c Candidate) string { return c.Prefill }, true},
 			{"router", func(_ int, c Candidate) string { return c.Router }, true},
+			{"spec", func(_ int, c Candidate) string { return specCell(c.Speculative) }, true},
 			{"$/hour", func(_ int, c Candidate) string { return fmtOpt(c.USDPerHour, "%.2f") }, false},
 			{"$/M out", func(_ int, c Candidate) string { return fmtOpt(c.CostPerMillionOutputTokens, "%.3f") }, false},
 			{"headroom", func(_ int, c Candidate) string { return fmtOpt(c.HeadroomRate, "%.3g req/s") }, false},
@@ -213,4 +214,12 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// specCell is a candidate's speculative decoding in the table: "K4 A0.8", or "off".
+func specCell(sp *Speculative) string {
+	if sp == nil {
+		return "off"
+	}
+	return fmt.Sprintf("K%d A%g", sp.DraftTokens, sp.Acceptance)
 }

@@ -46,6 +46,8 @@ type Profile struct {
 	Calibration *Calibration
 
 	Deployment Deployment // replicas, tensor parallelism, precisions
+	// Speculative is speculative decoding (spec.go); the zero value is off.
+	Speculative Speculative
 
 	table *StepTable // loaded from Cost.File for the table model
 }
@@ -405,7 +407,8 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"deployment": func(key string, v *yaml.Node) {
 			d.deployment(key, v, &p.Deployment)
 		},
-		"seed": func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
+		"speculative": func(key string, v *yaml.Node) { d.speculative(key, v, &p.Speculative) },
+		"seed":        func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
 		"network": func(key string, v *yaml.Node) {
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
 				"rtt_ms":      d.number(&p.Network.RTTMs),
@@ -614,6 +617,7 @@ func (p Profile) validate() []error {
 		add("engine.prefix_caching", "is simulated for prefill: colocated only")
 	}
 	errs = append(errs, p.deploymentErrors()...)
+	errs = append(errs, p.specErrors()...)
 	if len(errs) == 0 {
 		if kv, err := p.KVCacheTokens(); err != nil {
 			errs = append(errs, err)
@@ -659,6 +663,18 @@ func (p Profile) checkStepTimes(kv int) error {
 		{fmt.Sprintf("one sequence decoding over %d tokens (the longest a request may be)", one), cm.Step(StepWork{DecodeSeqs: 1, DecodeContext: int64(one)})},
 		{fmt.Sprintf("a prefill of %d tokens (the longest a request may be) alone", one), cm.Prefill(one)},
 	}
+	if sc, err := p.newSpecCost(cm); err != nil {
+		return err
+	} else if sc != nil {
+		passes := make([]StepWork, p.Speculative.DraftTokens)
+		for j := range passes {
+			passes[j] = StepWork{DecodeSeqs: n, DecodeContext: ctx}
+		}
+		work = append(work, struct {
+			what string
+			d    time.Duration
+		}{fmt.Sprintf("a full step with its drafting (%d passes of %d sequences)", len(passes), n), cm.Step(full) + sc.draftTime(passes, chunk)})
+	}
 	for _, w := range work {
 		if w.d < 0 || w.d > maxStepTime {
 			return keyErrorf("cost", "%s would take %v, beyond the %s limit: check the cost settings, model and GPU", w.what, w.d, maxStepTimeInWords)
@@ -683,7 +699,16 @@ func (p Profile) KVCacheTokens() (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		f := free / p.ShardModel().KVBytesPerToken()
+		perToken := p.ShardModel().KVBytesPerToken()
+		if dm, ok := p.draftShard(); ok {
+			// The draft model's weights and its own KV cache of every token share the memory.
+			if free -= dm.WeightBytes(); free <= 0 {
+				return 0, keyErrorf("speculative.draft_model", "%s's weights and %s's (%.1f GB per GPU) leave no room for a KV cache on %s: use a smaller draft model, or more GPUs (tp)",
+					p.Model.Name, dm.Name, dm.WeightBytes()/1e9, p.GPU.Name)
+			}
+			perToken += dm.KVBytesPerToken()
+		}
+		f := free / perToken
 		if f > maxKVCacheTokens {
 			return 0, keyErrorf("engine.kv_cache_tokens", "%s's memory would hold %.3g tokens of %s's KV cache, beyond the %d limit; set kv_cache_tokens",
 				p.GPU.Name, f, p.Model.Name, maxKVCacheTokens)

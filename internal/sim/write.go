@@ -112,6 +112,7 @@ func (p Profile) YAML(header string) []byte {
 			fmt.Fprintf(&b, "  open_rates: [%s, %s]  # req/s of the open loops probed\n", num(roundSig(r[0])), num(roundSig(r[1])))
 		}
 	}
+	b.WriteString(specYAML(p.Speculative))
 	fmt.Fprintf(&b, "seed: %d\n", p.Seed)
 	return []byte(b.String())
 }
