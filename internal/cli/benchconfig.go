@@ -40,6 +40,7 @@ type benchConfig struct {
 	saveText                bool // keep generated text in records (--save-text)
 	testRequest             bool // one request before measuring (--test-request)
 	simProfile              string
+	modelConfig             string // simulate's --model-config: the model served on simProfile's roofline
 	inProcess               bool   // run without --url: the simulator in-process
 	noStream                bool   // --stream=false
 	endpoint                string // --endpoint

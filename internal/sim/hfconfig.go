@@ -296,3 +296,22 @@ func (top *hfConfig) tiedAndQuantized(c *hfConfig, m *ModelShape) {
 		top.errs = append(top.errs, fmt.Errorf("quantization_config.quant_method %q is not one llmbench reads (fp8, mxfp4): remove quantization_config and give the precision as deployment.weight_dtype", q.Method))
 	}
 }
+
+// WithModelConfig is p serving the model of the config.json at path (--model-config), not
+// yet validated:
+// a roofline profile only, since a linear or table model describes one measured server's
+// model, whatever the file says.
+func (p Profile) WithModelConfig(path string) (Profile, error) {
+	if p.Cost.Kind != CostRoofline {
+		return p, fmt.Errorf("profile %s has a %s cost model, which describes its own measured server: a model config applies to a roofline profile (a preset GPU's, or calibrate --model-config's fit)", p.Name, p.Cost.Kind)
+	}
+	m, err := LoadHFConfig(path)
+	if err != nil {
+		return p, err
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	p.Model, p.ModelConfig = m, path
+	return p, nil // validated where it is deployed: a plan's space changes the GPUs and tp first
+}
