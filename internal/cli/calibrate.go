@@ -108,7 +108,7 @@ func (f *calibrateFlags) Validate(dirs []string) error {
 	case f.modelShape != "" && f.modelConfig != "":
 		errs = append(errs, errors.New("--model-shape and --model-config: give one (a preset, or a config.json)"))
 	case (f.modelShape == "" && f.modelConfig == "") != (f.gpu == ""):
-		errs = append(errs, errors.New("--model-shape (or --model-config) and --gpu go together: a roofline fit needs the model and the GPU"))
+		errs = append(errs, errors.New("--model-shape and --gpu go together (or --model-config and --gpu): a roofline fit needs the model and the GPU"))
 	}
 	if f.modelConfig != "" {
 		if _, err := sim.LoadHFConfig(f.modelConfig); err != nil {
