@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Every preset with a fixture is what ParseHFConfig makes of its published config.json.
@@ -119,5 +120,33 @@ func TestProfileModelConfig(t *testing.T) {
 	_, err = ParseProfile([]byte("model_config: nothere.json\n"), dir)
 	if err == nil || !strings.Contains(err.Error(), "model_config: ") || !strings.Contains(err.Error(), "nothere.json") {
 		t.Errorf("a missing config.json: %v", err)
+	}
+}
+
+// Every family's config.json serves on a deployment it fits, and its steps are priced.
+func TestEveryConfigFamilyDeploys(t *testing.T) {
+	base, _ := LoadProfile("")
+	for _, c := range []struct {
+		dir string
+		dep Deployment
+	}{
+		{"llama-3.1-8b", Deployment{}}, {"qwen2.5-7b", Deployment{}}, {"mistral-7b-v0.1", Deployment{}},
+		{"mixtral-8x7b", Deployment{TP: 2}}, {"qwen3-30b-a3b", Deployment{}}, {"gpt-oss-120b", Deployment{TP: 2, ExpertParallel: true}},
+		{"deepseek-v3", Deployment{TP: 8}}, {"kimi-k2", Deployment{TP: 8, DP: 2, ExpertParallel: true}},
+		{"llama-4-scout", Deployment{TP: 4}}, {"llama-4-maverick", Deployment{TP: 8, WeightDtype: DtypeFP8}},
+	} {
+		p, err := base.WithModelConfig(filepath.Join("testdata", "hf-configs", c.dir, "config.json"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.dir, err)
+		}
+		p.Deployment = c.dep
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s on h200 (%s): %v", c.dir, c.dep, err)
+			continue
+		}
+		cm, _ := p.NewCostModel()
+		if d := cm.Step(StepWork{DecodeSeqs: 8, DecodeContext: 8000}); d <= 0 || d > time.Second {
+			t.Errorf("%s: a decode step of 8 takes %v", c.dir, d)
+		}
 	}
 }
