@@ -97,11 +97,14 @@ func (d Deployment) String() string {
 	n, tp := d.replicas(), d.tp()
 	switch {
 	case n > 1:
-		parts = append(parts, fmt.Sprintf("%d replicas of tp %d = %d GPUs, router %s", n, tp, n*tp, d.router()))
+		parts = append(parts, fmt.Sprintf("%d replicas of tp %d = %d GPUs, router %s", n, tp, n*tp*d.dp(), d.router()))
 	case tp > 1:
 		parts = append(parts, fmt.Sprintf("tp %d", tp))
 	}
 	if dp := d.dp(); dp > 1 {
+		if n == 1 && tp == 1 {
+			parts = append(parts, "tp 1")
+		}
 		parts = append(parts, fmt.Sprintf("dp %d (%d GPUs a replica)", dp, dp*tp))
 	}
 	if d.ExpertParallel {
