@@ -45,6 +45,7 @@ func TestPlanModelConfig(t *testing.T) {
 	for _, args := range [][]string{
 		{"plan", "--model-config", mamba, "--rate", "1", "--slo", "ttft:p90<=2s", "--output-dir", t.TempDir()},
 		{"simulate", "--model-config", mamba, "--rate", "1", "--requests", "5", "--output-dir", t.TempDir()},
+		{"calibrate", t.TempDir(), "--output", filepath.Join(t.TempDir(), "fit.yaml"), "--model-config", mamba, "--gpu", "h200"},
 	} {
 		code, so, se := runCLI(t, context.Background(), args...)
 		if code == 0 || !strings.Contains(se, `architecture "MambaForCausalLM" is not one llmbench models`) || !strings.Contains(se, "state_size") {
