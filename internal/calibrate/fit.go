@@ -36,9 +36,27 @@ type Options struct {
 // Published is what a server says of its own limits.
 // Its JSON is PublishedFile's.
 type Published struct {
-	Slots         int    `json:"slots"`          // sequences it runs at once (llama.cpp /props total_slots); 0 unknown
-	ContextTokens int    `json:"context_tokens"` // KV-cache capacity in tokens (llama.cpp n_ctx × slots); 0 unknown
-	How           string `json:"how"`            // where they were read, for the report
+	Slots         int `json:"slots"`          // sequences it runs at once (llama.cpp /props total_slots); 0 unknown
+	ContextTokens int `json:"context_tokens"` // KV-cache capacity in tokens, all slots together; 0 unknown
+	// SeqTokens is the longest sequence (prompt and output) one slot holds: llama.cpp's
+	// n_ctx per slot, the profile's deployment.max_model_len; 0 unknown (a file written
+	// before it was kept: ContextTokens / Slots).
+	SeqTokens int `json:"seq_context_tokens,omitempty"`
+	// Unified says the slots share one KV cache (llama.cpp started without -np, or with
+	// --kv-unified): ContextTokens is then SeqTokens, not Slots × SeqTokens.
+	Unified bool   `json:"unified,omitempty"`
+	How     string `json:"how"` // where they were read, for the report
+}
+
+// seqTokens is the longest sequence one slot holds; 0 unknown.
+func (p Published) seqTokens() int {
+	if p.SeqTokens > 0 {
+		return p.SeqTokens
+	}
+	if p.Slots > 0 {
+		return p.ContextTokens / p.Slots
+	}
+	return 0
 }
 
 // Validate reports every problem at once.
@@ -63,6 +81,7 @@ type Result struct {
 	Source   Source
 	Points   []Fitted
 	HeldOut  Errors // fitted without the held-out points, judged on them
+	ByLoad   LoadErrors
 	InSample Errors // the final fit (every point), judged on every point
 	Settings []Setting
 	// PaceDrift is how far the server's pace moved between the decode ladder's passes.
@@ -83,6 +102,13 @@ type Fitted struct {
 type Errors struct {
 	TTFTP50, TTFTP99, TPOTP50, TPOTP99 float64
 	Points                             int
+}
+
+// LoadErrors are the held-out errors by the kind of load a point is: a closed loop (a
+// fixed number in flight) or an open one (arrivals on a schedule: the open-loop step, the
+// mixed phase, an open-loop run fitted).
+type LoadErrors struct {
+	Closed, Open Errors
 }
 
 // noErrors are the errors over n points before any is judged.
@@ -153,6 +179,9 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		OutputTokens: rangeOf(pts, func(q Request) int { return q.Output }),
 		Concurrency:  [2]int{minProbed(pts), maxProbed(pts)},
 		Error:        res.HeldOut.FitError(),
+		ErrorClosed:  res.ByLoad.Closed.FitError(),
+		ErrorOpen:    res.ByLoad.Open.FitError(),
+		OpenRates:    openRates(pts),
 	}
 	res.Profile = p
 	return res, nil
@@ -214,6 +243,12 @@ func (f *fitter) start(pts []Point, lim batch) sim.Profile {
 	if n := f.opt.Server.ContextTokens; n > 0 {
 		base.Engine.KVCacheTokens = n
 	}
+	if n := f.opt.Server.seqTokens(); n > 0 {
+		base.Deployment.MaxModelLen = n // llama.cpp refuses a prompt longer than a slot's context
+	} else if n := truncated(pts); n > 0 {
+		base.Deployment.MaxModelLen, base.Deployment.TruncatePrompts = n, true
+		f.truncatedAt = n
+	}
 	if f.opt.Model != nil {
 		// A roofline fit: the model's shape on the GPU, with the roofline's constants
 		// fitted, so that the profile carries to other GPUs and tensor parallelism (plan).
@@ -264,6 +299,7 @@ func (f *fitter) fitJudged(base sim.Profile, pts []Point, lim batch, res *Result
 	}
 	f.noise = noiseOf(pts)
 	res.HeldOut = noErrors(0)
+	res.ByLoad = LoadErrors{noErrors(0), noErrors(0)}
 	validation := map[*Point]Figures{}
 	if len(test) > 0 {
 		pv := p
@@ -271,7 +307,17 @@ func (f *fitter) fitJudged(base sim.Profile, pts []Point, lim batch, res *Result
 		if validation, err = predictAll(f.ctx, pv, test); err != nil {
 			return p, err
 		}
-		res.HeldOut = errorsOf(test, func(pt *Point) Figures { return validation[pt] })
+		v := func(pt *Point) Figures { return validation[pt] }
+		res.HeldOut = errorsOf(test, v)
+		var closed, open []*Point
+		for _, pt := range test {
+			if pt.Open {
+				open = append(open, pt)
+			} else {
+				closed = append(closed, pt)
+			}
+		}
+		res.ByLoad = LoadErrors{Closed: errorsOf(closed, v), Open: errorsOf(open, v)}
 		f.say(fmt.Sprintf("held-out error: TTFT P50 %.1f%%, TPOT P50 %.1f%%", res.HeldOut.TTFTP50, res.HeldOut.TPOTP50))
 		if p, err = f.fitAll(p, all, cands); err != nil {
 			return p, err
@@ -308,6 +354,13 @@ func (f *fitter) settings(base, p sim.Profile, pts []Point, lim batch) ([]Settin
 	}
 	if n := f.opt.Server.ContextTokens; n > 0 {
 		s = append(s, Setting{"engine.kv_cache_tokens", fmt.Sprint(n), "published by the server (" + f.opt.Server.How + ")"})
+	}
+	if n := f.opt.Server.seqTokens(); n > 0 {
+		s = append(s, Setting{"deployment.max_model_len", fmt.Sprint(n), "a slot's context, published by the server: it refuses a longer prompt"})
+	}
+	if n := f.truncatedAt; n > 0 {
+		s = append(s, Setting{"deployment.max_model_len", fmt.Sprint(n), "the server cut the probe's longer prompts to this many tokens (its usage.prompt_tokens) rather than refusing them, as Ollama does past num_ctx"},
+			Setting{"deployment.truncate_prompts", "true", "so simulate cuts them too, and warns of it"})
 	}
 	for _, q := range f.params {
 		s = append(s, Setting{q.key, fmt.Sprintf("%.6g", *q.ptr(&p)), "fitted"})
@@ -408,6 +461,7 @@ type fitter struct {
 	params                  []param
 	placementHow, budgetHow string
 	noise                   float64 // the measured step noise (cost.step_noise)
+	truncatedAt             int     // the context the server cut long prompts to; 0 if none
 	say                     func(string)
 }
 
@@ -713,6 +767,15 @@ func holdOut(pts []Point) []bool {
 			}
 		}
 	}
+	// Every open loop, when closed loops are there to fit on: the error stated for an open
+	// loop is then that of a fit to closed loops, as a profile calibrated on a probe's
+	// ladder is used for a user's open-loop run.
+	closed := slices.ContainsFunc(pts, func(p Point) bool { return !p.Open })
+	for i := range pts {
+		if pts[i].Open && !pts[i].mixed() && closed {
+			held[i] = true
+		}
+	}
 	mark(func(p *Point) bool { return !p.Open && !p.mixed() && p.Concurrency > 1 },
 		func(p *Point) float64 { return float64(p.Concurrency) })
 	mark(func(p *Point) bool { return !p.Open && !p.mixed() && p.Concurrency == 1 },
@@ -892,4 +955,29 @@ func describe(ss []Setting) string {
 		fmt.Fprintf(&b, "%s%s\n", head, report.Wrap(s.How, len(head), len(head), report.ConsoleWidth))
 	}
 	return b.String()
+}
+
+// openRates is the lowest and highest arrival rate (req/s) of the open-loop points that are
+// not the mixed phase's bursts; zero without any.
+func openRates(pts []Point) [2]float64 {
+	var r [2]float64
+	for i := range pts {
+		pt := &pts[i]
+		if !pt.Open || pt.mixed() || len(pt.Requests) < 2 {
+			continue
+		}
+		first, last := pt.Requests[0].Arrival, pt.Requests[0].Arrival
+		for _, q := range pt.Requests {
+			first, last = min(first, q.Arrival), max(last, q.Arrival)
+		}
+		if last <= first {
+			continue
+		}
+		rate := float64(len(pt.Requests)-1) / (last - first).Seconds()
+		if r[1] == 0 {
+			r = [2]float64{rate, rate}
+		}
+		r = [2]float64{math.Min(r[0], rate), math.Max(r[1], rate)}
+	}
+	return r
 }

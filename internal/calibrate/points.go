@@ -28,6 +28,7 @@ import (
 // Request is one measured request as the engine saw it.
 type Request struct {
 	Prompt, Output int           // tokens: the server's prompt count when it gave one, and output
+	Intended       int           // the prompt's tokens as the client counted them
 	Arrival        time.Duration // scheduled offset from the level's first request (open loop)
 	Warmup         bool
 }
@@ -216,7 +217,7 @@ func newPoint(name, dir string, idx int, l report.Level, recs []record.Record) (
 		if r.ServerPromptTokens > 0 {
 			p = r.ServerPromptTokens
 		}
-		pt.Requests = append(pt.Requests, Request{Prompt: p, Output: r.OutputTokens, Arrival: r.Scheduled - t0, Warmup: r.Warmup})
+		pt.Requests = append(pt.Requests, Request{Prompt: p, Intended: r.InputTokens, Output: r.OutputTokens, Arrival: r.Scheduled - t0, Warmup: r.Warmup})
 	}
 	d := newDists()
 	for i := range recs {

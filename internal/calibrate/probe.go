@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"time"
 )
@@ -18,7 +19,18 @@ type ProbeConfig struct {
 	// server's context leaves when it publishes one.
 	MaxInputTokens int
 	Server         Published
+	// Seed draws the open-loop step's arrivals.
+	Seed int64
+	// ServerTokens says the probe counts prompts in the server's own tokens (its
+	// /tokenize); otherwise another tokenizer's count may fall short of the server's, and
+	// prompts stay within tokenizerMargin of a slot's context.
+	ServerTokens bool
 }
+
+// tokenizerMargin is the share of a slot's context a prompt counted with a tokenizer not
+// the server's may take: tokenizers of one text differ by up to a third (o200k_base
+// against a 32k-vocabulary model's), and a prompt one token over is refused.
+const tokenizerMargin = 0.7
 
 // Probe limits.
 const (
@@ -61,7 +73,21 @@ const (
 	PhasePrefill Phase = "prefill" // one request at a time over prompt lengths
 	PhaseDecode  Phase = "decode"  // a ladder of concurrencies over short prompts
 	PhaseMixed   Phase = "mixed"   // long prompts arriving while others decode
+	PhaseOpen    Phase = "open"    // Poisson arrivals at half the capacity the ladder shows
 )
+
+// The open-loop step: prompts of openPrompt tokens (at most the longest probed) and
+// outputs of openOutput, arriving as a Poisson process at openLoad of the capacity the
+// decode ladder measured, for openSeconds (openRequests[0]..[1] requests): the regime
+// of a user's open-loop run, whose error the closed loops do not state.
+const (
+	openPrompt  = 384
+	openOutput  = 48
+	openLoad    = 0.5
+	openSeconds = 30.0
+)
+
+var openRequests = [2]int{40, 400}
 
 // Step is one probe run: a closed loop of Concurrency over fixed lengths, or (Trace set)
 // a replay of the mixed phase's arrivals. Name is its run folder's name after the step's
@@ -73,6 +99,16 @@ type Step struct {
 	Concurrency, Requests     int
 	InputTokens, OutputTokens int
 	Trace                     []TraceRow
+	Rate                      float64 // the open-loop step's arrivals, req/s; 0 otherwise
+}
+
+// LongestInput is the longest prompt of the step's trace (0 without one).
+func (s Step) LongestInput() int {
+	n := 0
+	for _, r := range s.Trace {
+		n = max(n, r.Input)
+	}
+	return n
 }
 
 // TraceRow is one request of the mixed phase (a Mooncake trace row).
@@ -113,24 +149,44 @@ func NewProber(cfg ProbeConfig) (*Prober, error) {
 	p.maxIn = cfg.MaxInputTokens
 	if p.maxIn == 0 {
 		p.maxIn = DefaultMaxInputTokens
-		if s, n := cfg.Server.Slots, cfg.Server.ContextTokens; s > 0 && n > 0 {
-			// Each slot holds its own context (llama.cpp): a prompt and its output fit one.
-			// 64 tokens spare for what the chat template adds to the prompt.
-			p.maxIn = min(p.maxIn, n/s-prefillOutput-64)
+		if n := cfg.Server.seqTokens(); n > 0 {
+			// A prompt and its output fit one slot's context (llama.cpp), with 64 tokens
+			// spare for what the chat template adds to the prompt.
+			room := n - prefillOutput - 64
+			if !cfg.ServerTokens {
+				room = int(float64(room) * tokenizerMargin)
+			}
+			p.maxIn = min(p.maxIn, room)
 		}
 	}
 	if p.maxIn < 64 {
-		return nil, fmt.Errorf("the server's context (%d tokens over %d slots) leaves no room for a 64-token prompt: start it with a larger context", cfg.Server.ContextTokens, cfg.Server.Slots)
+		return nil, fmt.Errorf("the server's context (%d tokens a slot) leaves no room for a 64-token prompt: start it with a larger context", cfg.Server.seqTokens())
 	}
-	for _, n := range []int{32, 128, 512, 1024, 2048, 4096, 8192, 16384, 32768} {
-		if n <= p.maxIn {
-			p.prefills = append(p.prefills, n)
+	p.prefills = prefillLengths(p.maxIn)
+	return p, nil
+}
+
+// prefillLengths are the prefill phase's prompt lengths up to longest: short ones, where a
+// prompt's fixed cost shows, then a quarter, a half, three quarters and all of longest,
+// where attention's growth with the prompt shows (the longest is held out of the fit, so
+// the points below it must show the curve it is predicted from).
+func prefillLengths(longest int) []int {
+	var out []int
+	add := func(n int) {
+		if n <= longest && (len(out) == 0 || float64(n) >= 1.3*float64(out[len(out)-1])) {
+			out = append(out, n)
 		}
 	}
-	if last := p.prefills[len(p.prefills)-1]; p.maxIn >= last*3/2 {
-		p.prefills = append(p.prefills, p.maxIn)
+	for _, n := range []int{32, 128, 512} {
+		add(n)
 	}
-	return p, nil
+	for _, q := range []int{1, 2, 3, 4} {
+		add(longest * q / 4)
+	}
+	if out[len(out)-1] != longest {
+		out[len(out)-1] = longest // the longest is probed, whatever fell short of the spacing
+	}
+	return out
 }
 
 // againSuffix ends the names of the decode ladder's second pass.
@@ -143,6 +199,7 @@ const (
 	stagePrefill stage = iota
 	stageDecode
 	stageDecodeAgain
+	stageOpen
 	stageMixed
 	stageDone
 )
@@ -184,7 +241,12 @@ func (p *Prober) Next() (Step, bool) {
 				st.Pass = 2
 				return st, true
 			}
+			p.stage = stageOpen
+		case stageOpen:
 			p.stage = stageMixed
+			if s, ok := p.open(); ok {
+				return s, true
+			}
 		case stageMixed:
 			p.stage = stageDone
 			if s, ok := p.mixed(); ok {
@@ -247,6 +309,40 @@ func (p *Prober) queueing(pt *Point) bool {
 	return pt.Measured.TTFTP50-prev.Measured.TTFTP50 > decodeOutput/4*prev.Measured.TPOTP50
 }
 
+// open designs the open-loop step from what was measured: the capacity is the most
+// requests per second any decode level would finish of openPrompt → openOutput requests
+// (its concurrency over the prefill's TTFT at that prompt plus the outputs at its TPOT).
+func (p *Prober) open() (Step, bool) {
+	in := min(openPrompt, p.maxIn)
+	ttft := nan
+	for i := range p.done { // the prefill step nearest the open step's prompt
+		d := &p.done[i]
+		if d.Phase == PhasePrefill && (math.IsNaN(ttft) || meanPrompt(d) <= in) {
+			ttft = d.Measured.TTFTP50
+		}
+	}
+	capacity := 0.0
+	for i := range p.done {
+		d := &p.done[i]
+		if d.Phase == PhaseDecode && !math.IsNaN(d.Measured.TPOTP50) && !math.IsNaN(ttft) {
+			capacity = math.Max(capacity, float64(d.Concurrency)*1000/(ttft+openOutput*d.Measured.TPOTP50))
+		}
+	}
+	if capacity <= 0 || math.IsInf(capacity, 0) {
+		return Step{}, false
+	}
+	rate := openLoad * capacity
+	n := min(max(int(rate*openSeconds), openRequests[0]), openRequests[1])
+	rng := rand.New(rand.NewPCG(uint64(p.cfg.Seed), 0x6f70656e)) // "open"
+	s := Step{Name: fmt.Sprintf("open-r%.3g", rate), Phase: PhaseOpen, Pass: 1, Requests: n, InputTokens: in, OutputTokens: openOutput, Rate: rate}
+	var at time.Duration
+	for range n {
+		s.Trace = append(s.Trace, TraceRow{At: at, Input: in, Output: openOutput})
+		at += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+	}
+	return s, true
+}
+
 // mixed designs the mixed phase from what was measured: k short prompts decoding long
 // outputs from t = 0 while mixedLong long prompts arrive one after another, spaced so
 // that each prefill ends before the next arrives and all land while the k decode.
@@ -295,7 +391,7 @@ func stepOf(name string) (Phase, int) {
 	if i := strings.IndexByte(name, '-'); i > 0 && strings.Trim(name[:i], "0123456789") == "" {
 		name = name[i+1:]
 	}
-	for _, ph := range []Phase{PhasePrefill, PhaseDecode, PhaseMixed} {
+	for _, ph := range []Phase{PhasePrefill, PhaseDecode, PhaseMixed, PhaseOpen} {
 		if strings.HasPrefix(name, string(ph)) && !strings.Contains(name, "/") {
 			if strings.HasSuffix(name, againSuffix) {
 				return ph, 2

@@ -48,6 +48,13 @@ type jsonErrors struct {
 	TPOTP50 *float64 `json:"tpot_p50"`
 	TPOTP99 *float64 `json:"tpot_p99"`
 	Points  int      `json:"points"`
+	// ByLoad breaks the held-out error down by the kind of load (absent in-sample).
+	ByLoad *jsonByLoad `json:"by_load,omitempty"`
+}
+
+type jsonByLoad struct {
+	Closed jsonErrors `json:"closed"`
+	Open   jsonErrors `json:"open"`
 }
 
 type jsonFigures struct {
@@ -89,7 +96,7 @@ func jsonFigs(f Figures) jsonFigures {
 }
 
 func jsonErrs(e Errors) jsonErrors {
-	return jsonErrors{opt(e.TTFTP50), opt(e.TTFTP99), opt(e.TPOTP50), opt(e.TPOTP99), e.Points}
+	return jsonErrors{TTFTP50: opt(e.TTFTP50), TTFTP99: opt(e.TTFTP99), TPOTP50: opt(e.TPOTP50), TPOTP99: opt(e.TPOTP99), Points: e.Points}
 }
 
 func pct(pred, meas float64) float64 {
@@ -113,6 +120,7 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 		Predicted: "each point's requests replayed through the fitted profile on simulate's virtual clock (step noise on); " +
 			"held_out_prediction is the fit made without the held-out points"}
 	out.Settings = r.Settings
+	out.HeldOut.ByLoad = &jsonByLoad{Closed: jsonErrs(r.ByLoad.Closed), Open: jsonErrs(r.ByLoad.Open)}
 	if d := r.PaceDrift; d.Measured() {
 		out.PaceDrift = &jsonDrift{Concurrency: d.Concurrency, FirstTPOT: opt(d.First), AgainTPOT: opt(d.Again), Pct: opt(d.Pct())}
 	}
@@ -197,6 +205,17 @@ func (r *Result) Console(w io.Writer) {
 		}
 		fmt.Fprintln(w, "\n"+wrapLine(fmt.Sprintf("Held-out error (fitted without %s, judged on them; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s",
 			points, fmtAbs(e.TTFTP50), fmtAbs(e.TTFTP99), fmtAbs(e.TPOTP50), fmtAbs(e.TPOTP99))))
+		for _, k := range []struct {
+			name string
+			e    Errors
+		}{{"closed loops", r.ByLoad.Closed}, {"open loops", r.ByLoad.Open}} {
+			if k.e.Points == 0 {
+				fmt.Fprintf(w, "  of %s: none held out\n", k.name)
+				continue
+			}
+			fmt.Fprintln(w, "  "+report.Wrap(fmt.Sprintf("of %s (%d): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s", k.name, k.e.Points,
+				fmtAbs(k.e.TTFTP50), fmtAbs(k.e.TTFTP99), fmtAbs(k.e.TPOTP50), fmtAbs(k.e.TPOTP99)), 2, 4, report.ConsoleWidth))
+		}
 	}
 	i := r.InSample
 	fmt.Fprintln(w, wrapLine(fmt.Sprintf("In-sample error (the profile written, every point; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s",

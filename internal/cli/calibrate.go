@@ -21,6 +21,7 @@ import (
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -69,7 +70,7 @@ states the prediction error on probe points held out of the fit.`,
 	fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
 	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
 	fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
-	fs.StringVar(&f.tokenizer, "tokenizer", "o200k_base", "tokenizer for the probe's prompt lengths (the fit uses the server's usage.prompt_tokens where it reports them)")
+	fs.StringVar(&f.tokenizer, "tokenizer", tokenizerAuto, "tokenizer for the probe's prompt lengths: auto is the server's own (its /tokenize: llama.cpp, vLLM) where it has one, else o200k_base with prompts kept to 70% of a slot's context (the fit uses the server's usage.prompt_tokens where it reports them)")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "cap on the probe's requests in flight (default: as high as seeing the batch limit needs, at most 256)")
 	fs.IntVar(&f.maxInputTokens, "max-input-tokens", 0, "longest prompt the probe sends (default 4096, or what the server's published context leaves)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "the server's batch limit, when it publishes none and the probe may not reach it (Ollama: OLLAMA_NUM_PARALLEL)")
@@ -223,15 +224,17 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*ca
 	if err != nil {
 		return nil, calibrate.Published{}, usageError(err)
 	}
-	pub, err := calibrate.ReadProps(ctx, side, f.url)
-	side.CloseIdleConnections()
+	defer side.CloseIdleConnections()
+	seed := probeSeed(f)
+	pub, err := readLimits(ctx, stdio, f, side, key, seed)
 	if err != nil {
-		return nil, pub, withCode(ExitFailure, err)
+		return nil, pub, err
 	}
-	if !f.quiet && pub.Slots > 0 {
-		fmt.Fprintf(stdio.Out, "The server publishes %d slots and a %d-token context (%s)\n", pub.Slots, pub.ContextTokens, pub.How)
+	tok, err := probeTokenizer(ctx, stdio, f, side, pub.SeqTokens > 0)
+	if err != nil {
+		return nil, pub, err
 	}
-	pr, err := calibrate.NewProber(calibrate.ProbeConfig{MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens, Server: pub})
+	pr, err := calibrate.NewProber(calibrate.ProbeConfig{MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens, Server: pub, ServerTokens: tok == "server", Seed: seed})
 	if err != nil {
 		return nil, pub, usageError(err)
 	}
@@ -245,12 +248,7 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*ca
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, pub, withCode(ExitFailure, err)
 	}
-	p := &prober{f: f, key: key, headers: hdr, pub: pub, dir: dir, seed: f.seed, keepAlive: true}
-	if p.seed == 0 {
-		// A server's prompt cache (llama.cpp's, vLLM's prefix cache) answers a prompt it has
-		// seen without prefilling it: every probe must send prompts new to it.
-		p.seed = time.Now().UnixNano() & (1<<40 - 1)
-	}
+	p := &prober{f: f, key: key, headers: hdr, pub: pub, dir: dir, seed: seed, keepAlive: true, tokenizer: tok}
 	if !f.quiet {
 		fmt.Fprintf(stdio.Out, "Probing %s; each step is a run folder under %s\n", f.url, dir)
 	}
@@ -268,6 +266,74 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*ca
 	return &p.set, pub, nil
 }
 
+// probeSeed is the seed of the probe's prompts: --seed, else a new one. A server's prompt
+// cache (llama.cpp's, vLLM's prefix cache) answers a prompt it has seen without prefilling
+// it: every probe must send prompts new to it.
+func probeSeed(f *calibrateFlags) int64 {
+	if f.seed != 0 {
+		return f.seed
+	}
+	return time.Now().UnixNano() & (1<<40 - 1)
+}
+
+// readLimits reads what the server publishes of its limits (llama.cpp's /props) and, where
+// its slots may share one KV cache, checks whether they do.
+func readLimits(ctx context.Context, stdio Stdio, f *calibrateFlags, side *http.Client, key string, seed int64) (calibrate.Published, error) {
+	pub, err := calibrate.ReadProps(ctx, side, f.url)
+	if err != nil {
+		return pub, withCode(ExitFailure, err)
+	}
+	if pub.Slots == 0 {
+		return pub, nil // nothing published (vLLM, Ollama)
+	}
+	if pub.Slots > 1 {
+		// A prefill of 1.2 contexts: far longer than a side call's 10 s on a slow server.
+		long, err := client.SideClient(client.Config{BaseURL: f.url, API: f.api, APIKey: key, Timeout: 10 * time.Minute})
+		if err != nil {
+			return pub, usageError(err)
+		}
+		if !f.quiet {
+			fmt.Fprintf(stdio.Out, "The server publishes %d slots of %d tokens; checking whether they share one KV cache\n", pub.Slots, pub.SeqTokens)
+		}
+		pub, err = calibrate.CheckUnified(ctx, long, f.url, pub, seed)
+		long.CloseIdleConnections()
+		if err != nil {
+			return pub, withCode(ExitFailure, err)
+		}
+	}
+	if !f.quiet {
+		fmt.Fprintln(stdio.Out, report.Wrap(fmt.Sprintf("The server has %d slots of %d tokens, a KV cache of %d tokens (%s)", pub.Slots, pub.SeqTokens, pub.ContextTokens, pub.How), 0, 2, report.ConsoleWidth))
+	}
+	return pub, nil
+}
+
+// tokenizerAuto is calibrate's default --tokenizer: the server's own where it has one.
+const tokenizerAuto = "auto"
+
+// probeTokenizer resolves --tokenizer: auto is "server" when the server answers /tokenize
+// (its own tokens: a prompt sized to a slot's context fits it), else o200k_base.
+func probeTokenizer(ctx context.Context, stdio Stdio, f *calibrateFlags, side *http.Client, slotContext bool) (string, error) {
+	if f.tokenizer != tokenizerAuto {
+		return f.tokenizer, nil
+	}
+	if _, err := tokenizer.NewServer(f.url, side).(*tokenizer.Server).Tokenize(ctx, "Hello"); err == nil {
+		if !f.quiet {
+			fmt.Fprintln(stdio.Out, "Sizing prompts in the server's own tokens (its /tokenize)")
+		}
+		return "server", nil
+	} else if ctx.Err() != nil {
+		return "", withCode(ExitInterrupted, ctx.Err())
+	}
+	if !f.quiet {
+		msg := "The server has no /tokenize: sizing prompts with o200k_base (--tokenizer names the model's own)"
+		if slotContext {
+			msg += ", within 70% of a slot's context"
+		}
+		fmt.Fprintln(stdio.Out, report.Wrap(msg, 0, 2, report.ConsoleWidth))
+	}
+	return "o200k_base", nil
+}
+
 // prober runs a calibration's probe steps, each a benchmark of its own (bench.RunLive,
 // as run runs one) into a run folder under dir.
 type prober struct {
@@ -276,8 +342,9 @@ type prober struct {
 	headers   http.Header
 	pub       calibrate.Published
 	dir       string
-	seed      int64 // step n's prompts are seeded seed+n
-	keepAlive bool  // false once a step found the server closing every connection
+	seed      int64  // step n's prompts are seeded seed+n
+	keepAlive bool   // false once a step found the server closing every connection
+	tokenizer string // --tokenizer, auto resolved
 	set       calibrate.Points
 }
 
@@ -305,7 +372,7 @@ func (p *prober) step(ctx context.Context, stdio Stdio, step calibrate.Step, n i
 		if ctx.Err() != nil {
 			return calibrate.Point{}, withCode(ExitInterrupted, fmt.Errorf("interrupted at probe step %s; the steps done are in %s", step.Name, p.dir))
 		}
-		return calibrate.Point{}, fmt.Errorf("probe step %s failed, so the server cannot be fitted: %w", step.Name, err)
+		return calibrate.Point{}, fmt.Errorf("probe step %s failed, so the server cannot be fitted: %w%s", step.Name, err, stepHint(step, p.tokenizer))
 	}
 	pts, err := p.set.Add(out)
 	if err == nil && len(pts) == 0 {
@@ -320,6 +387,21 @@ func (p *prober) step(ctx context.Context, stdio Stdio, step calibrate.Step, n i
 		fmt.Fprintf(stdio.Out, "  %2d %-16s %4d requests  TTFT P50 %8.2f ms  TPOT P50 %7.2f ms\n", n, step.Name, m.Completed, m.TTFTP50, m.TPOTP50)
 	}
 	return pts[0], nil
+}
+
+// stepHint says what to do when probe step failed.
+func stepHint(step calibrate.Step, tok string) string {
+	switch step.Phase {
+	case calibrate.PhasePrefill, calibrate.PhaseMixed:
+		hint := fmt.Sprintf(". If the server refused a %d-token prompt as too long, give --max-input-tokens below its context", max(step.InputTokens, step.LongestInput()))
+		if tok != "server" {
+			hint += fmt.Sprintf(", or --tokenizer with the model's own (%s counts prompts, and the server's count may be longer)", tok)
+		}
+		return hint
+	case calibrate.PhaseDecode:
+		return fmt.Sprintf(". If the server refused %d requests in flight, give --max-concurrency below that", step.Concurrency)
+	}
+	return ""
 }
 
 // writeStepFiles writes, beside the step's run files, what the server published (so that
@@ -348,7 +430,7 @@ func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*ben
 	f, seed := p.f, p.seed+int64(n)
 	c := &benchConfig{live: true, url: strings.TrimRight(f.url, "/"), api: f.api, model: f.model, apiKey: p.key, headers: p.headers,
 		ignoreEOS: true, timeout: 10 * time.Minute, idleTimeout: 60 * time.Second, keepAlive: p.keepAlive,
-		testRequest: n == 1, simProfile: "h200-llama-3.1-8b", tokenizer: f.tokenizer, seed: seed,
+		testRequest: n == 1, modelChecked: n > 1, simProfile: "h200-llama-3.1-8b", tokenizer: p.tokenizer, seed: seed,
 		metricsInterval: 100 * time.Millisecond, metrics: metrics.Config{Percentiles: []float64{50, 99}},
 		repeat: 1, shards: 1, records: record.FormatJSONL, outputDir: out, overwrite: f.overwrite, quiet: true, noProgress: true,
 		base: load.Level{Arrival: schedule.Arrival{Kind: schedule.Poisson}, Shards: 1}}
@@ -367,12 +449,13 @@ func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*ben
 		c.workload.InputTokens, c.workload.OutputTokens = workload.Fixed(512), workload.Fixed(128) // run's defaults: the trace has its own
 		lvl.Rate = 1
 	} else {
-		lvl.Concurrency, c.requests = step.Concurrency, step.Requests
+		lvl.Concurrency = step.Concurrency
 	}
+	c.requests = step.Requests // a trace's rows, or the closed loop's requests
 	c.levels = []load.Level{c.finishLevel(lvl, 0, c.requests)}
-	if c.chatTemplate, err = resolveChatTemplate("", f.tokenizer, f.api); err != nil {
+	if c.chatTemplate, err = resolveChatTemplate("", p.tokenizer, f.api); err != nil {
 		return nil, usageError(err)
 	}
-	c.chatOnServer = f.tokenizer == "server" && client.AppliesChatTemplate(f.api)
+	c.chatOnServer = p.tokenizer == "server" && client.AppliesChatTemplate(f.api)
 	return c, nil
 }

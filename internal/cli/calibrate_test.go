@@ -118,7 +118,7 @@ func TestProbeStepConfig(t *testing.T) {
 		{calibrateFlags{url: "http://127.0.0.1:8080", api: "openai-chat", tokenizer: "o200k_base"},
 			calibrate.Step{Name: "mixed", Requests: 1, Trace: []calibrate.TraceRow{{Input: 8, Output: 2}}}, 12, true, trace},
 	} {
-		p := &prober{f: &tc.f, key: tc.f.apiKey, pub: calibrate.Published{}, dir: dir, seed: 1000, keepAlive: tc.keepAlive}
+		p := &prober{f: &tc.f, key: tc.f.apiKey, pub: calibrate.Published{}, dir: dir, seed: 1000, keepAlive: tc.keepAlive, tokenizer: tc.f.tokenizer}
 		var err error
 		if p.headers, err = parseHeaders(tc.f.headers); err != nil {
 			t.Fatal(err)
@@ -148,7 +148,7 @@ func TestProbeStepConfig(t *testing.T) {
 			args = append(args, "--keep-alive=false")
 		}
 		if tc.trace != "" {
-			args = append(args, "--dataset", "mooncake:"+tc.trace, "--rate", "1")
+			args = append(args, "--dataset", "mooncake:"+tc.trace, "--rate", "1", "--requests", fmt.Sprint(tc.step.Requests))
 		} else {
 			args = append(args, "--concurrency", fmt.Sprint(tc.step.Concurrency), "--requests", fmt.Sprint(tc.step.Requests),
 				"--input-tokens", fmt.Sprint(tc.step.InputTokens), "--output-tokens", fmt.Sprint(tc.step.OutputTokens))
@@ -163,8 +163,117 @@ func TestProbeStepConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: run's flags: %v", tc.step.Name, err)
 		}
+		want.modelChecked = tc.n > 1 // the first step checked --model; run has no later steps
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: the step's configuration\n%+v\nis not run's\n%+v", tc.step.Name, *got, *want)
 		}
+	}
+}
+
+// TestSimulateStatesTheErrorOfItsLoad: simulate --sim states the held-out error of the
+// kind of load it runs (closed or open loop), warns of an open loop the calibration never
+// probed or ran far slower, and of prompts the server would cut.
+func TestSimulateStatesTheErrorOfItsLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, calibration string) string {
+		path := filepath.Join(dir, name)
+		y := `model: llama-3.1-8b
+gpu: h100
+cost:
+  kind: linear
+  prefill_ms_per_token: 0.01
+  decode_step_ms: 5
+  decode_growth: 0.1
+deployment:
+  max_model_len: 2048
+  truncate_prompts: true
+calibration:
+  source: http://127.0.0.1:11434
+  date: "2026-12-02"
+  prompt_tokens: [32, 2048]
+  output_tokens: [16, 64]
+  concurrency: [1, 4]
+  error_pct:
+    ttft_p50: 30
+    tpot_p50: 20
+` + calibration
+		if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	byLoad := write("by-load.yaml", `  error_pct_by_load:
+    closed:
+      ttft_p50: 12.5
+      tpot_p50: 4
+    open:
+      ttft_p50: 21
+      tpot_p50: 9
+  open_rates: [1, 2]
+`)
+	old := write("old.yaml", "")
+	for _, tc := range []struct {
+		name, profile string
+		load          []string
+		out, err      []string
+		notErr        string
+	}{
+		{"closed", byLoad, []string{"--concurrency", "2"}, []string{"held-out error of closed loops TTFT P50 12.5%, TPOT P50 4.0%"}, nil, "open loop"},
+		{"open", byLoad, []string{"--rate", "2"}, []string{"held-out error of open loops TTFT P50 21.0%, TPOT P50 9.0%"}, nil, "open loop at"},
+		{"open, far", byLoad, []string{"--rate", "4"}, nil, []string{"an open loop at 4 req/s, beyond 1.5× the fastest probed (2 req/s)"}, ""},
+		{"open, never probed", old, []string{"--rate", "2"}, []string{"held-out error TTFT P50 30.0%"}, []string{"an open loop, and the calibration probed none"}, ""},
+		{"cut", byLoad, []string{"--concurrency", "1", "--input-tokens", "3000"}, nil, []string{"prompts up to 3000 tokens, and the server cuts any longer than its 2048-token context"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"simulate", "--sim", tc.profile, "--requests", "8", "--output-tokens", "16",
+				"--output-dir", filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), "--quiet"}, tc.load...)
+			code, stdout, stderr := runCLI(t, t.Context(), args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+			for _, w := range tc.out {
+				if !strings.Contains(flat(stdout), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range tc.err {
+				if !strings.Contains(flat(stderr), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			if tc.notErr != "" && strings.Contains(flat(stderr), tc.notErr) {
+				t.Errorf("stderr says %q:\n%s", tc.notErr, stderr)
+			}
+		})
+	}
+}
+
+// TestCalibrateStepFailureSaysWhy: a probe step the server refuses stops the calibration
+// with the server's own error and what to do.
+func TestCalibrateStepFailureSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	profile := filepath.Join(dir, "short.yaml")
+	// A fast engine that refuses a prompt and its output past 600 tokens (and publishes no
+	// /props, so the probe tries prompts of up to 4096).
+	y := "cost:\n  kind: linear\n  prefill_ms_per_token: 0.0005\n  decode_step_ms: 0.2\n  decode_growth: 0.1\ndeployment:\n  max_model_len: 600\n"
+	if err := os.WriteFile(profile, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url, _, stop, err := startInProcessSim(t.Context(), profile, 1, func(s string) int { return len(strings.Fields(s)) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	code, _, stderr := runCLI(t, t.Context(), "calibrate", "--url", url, "--api", "openai-completions", "--quiet", "--output", filepath.Join(dir, "fit.yaml"))
+	flat := strings.Join(strings.Fields(stderr), " ")
+	for _, want := range []string{"probe step prefill-1024 failed", "http_status 400 ×8", "exceeds the model's maximum",
+		"give --max-input-tokens below its context", "or --tokenizer with the model's own (o200k_base counts prompts"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if code != ExitLevelErrors {
+		t.Errorf("exit %d, want %d", code, ExitLevelErrors)
 	}
 }

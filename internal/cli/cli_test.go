@@ -28,7 +28,13 @@ func runCLI(t testing.TB, ctx context.Context, args ...string) (code int, stdout
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Main(ctx, args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
-	return code, out.String(), errb.String()
+	return code, out.String(), unfoldErrors(errb.String())
+}
+
+// unfoldErrors joins the lines an error ("llmbench: ...") was folded into for the
+// console (foldNotes indents them under its text), so that a test finds its words whole.
+func unfoldErrors(stderr string) string {
+	return strings.ReplaceAll(stderr, "\n"+strings.Repeat(" ", len("llmbench: ")), " ")
 }
 
 func readSummaryT(t *testing.T, dir string) *report.Summary {

@@ -136,11 +136,11 @@ func exitStatus(ctx context.Context, sum *report.Summary, runErr error) error {
 	for _, l := range sum.Levels {
 		switch {
 		case l.EndReason == report.EndMaxErrorRate:
-			return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped for errors (--max-error-rate): see its errors above and the records", l.Name))
+			return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped for errors (--max-error-rate): %s; the records have every one", l.Name, report.FirstErrors(&l)))
 		case l.EndReason == report.EndUnreachable:
 			return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped: its first %d requests all failed to connect (is the server up at --url?)", l.Name, load.UnreachableFirst))
 		case l.Completed == 0 && l.Failed > 0:
-			return withCode(ExitLevelErrors, fmt.Errorf("no request of %s succeeded: see its errors above and the records", l.Name))
+			return withCode(ExitLevelErrors, fmt.Errorf("no request of %s succeeded: %s; the records have every one", l.Name, report.FirstErrors(&l)))
 		}
 	}
 	if passed, judged := sum.SLOPassed(); judged && !passed {

@@ -9,7 +9,7 @@ import (
 	"github.com/llmbench/llmbench/internal/report"
 )
 
-// foldNotes writes to w, folding each "note: " and "warning: " line longer than
+// foldNotes writes to w, folding each "note: ", "warning: " and error ("llmbench: ") line longer than
 // report.ConsoleWidth at spaces, its continuation lines indented under the text, so that
 // a command's notes fit a terminal. A write that is not whole lines (a progress line
 // redrawn with \r) passes as it is.
@@ -40,7 +40,7 @@ func foldNote(line string) string {
 	if utf8.RuneCountInString(line) <= report.ConsoleWidth {
 		return line
 	}
-	for _, prefix := range []string{"note: ", "warning: "} {
+	for _, prefix := range []string{"note: ", "warning: ", "llmbench: "} {
 		if rest, ok := strings.CutPrefix(line, prefix); ok {
 			return prefix + report.Wrap(rest, len(prefix), len(prefix), report.ConsoleWidth)
 		}

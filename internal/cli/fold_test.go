@@ -7,24 +7,27 @@ import (
 	"unicode/utf8"
 )
 
-// Notes and warnings longer than 100 columns fold under their text; other lines, and
-// writes that are not whole lines (a progress line), pass as they are.
+// Notes, warnings and errors longer than 100 columns fold under their text; other lines,
+// and writes that are not whole lines (a progress line), pass as they are.
 func TestFoldNotes(t *testing.T) {
 	var b bytes.Buffer
 	f := foldNotes{&b}
 	long := "note: " + strings.Repeat("wordy words ", 20)
-	f.Write([]byte(long + "\nllmbench: " + strings.Repeat("x ", 60) + "\n"))
+	f.Write([]byte(long + "\nllmbench: " + strings.Repeat("x ", 60) + "\n" + strings.Repeat("y ", 60) + "\n"))
 	f.Write([]byte("\r" + strings.Repeat("p", 120)))
 	lines := strings.Split(b.String(), "\n")
 	if !strings.HasPrefix(lines[1], "      word") {
 		t.Errorf("continuation not indented under the note: %q", lines[1])
 	}
 	for _, l := range lines {
-		if n := utf8.RuneCountInString(l); n > 100 && !strings.HasPrefix(l, "llmbench: ") && !strings.HasPrefix(l, "\r") {
+		if n := utf8.RuneCountInString(l); n > 100 && !strings.HasPrefix(l, "y ") && !strings.HasPrefix(l, "\r") {
 			t.Errorf("%d columns: %q", n, l)
 		}
 	}
-	if !strings.Contains(b.String(), "llmbench: "+strings.Repeat("x ", 60)+"\n") || !strings.HasSuffix(b.String(), "\r"+strings.Repeat("p", 120)) {
+	if !strings.Contains(unfoldErrors(b.String()), "llmbench: "+strings.TrimSpace(strings.Repeat("x ", 60))+"\n") {
+		t.Errorf("the error does not unfold to its one line:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "\n"+strings.Repeat("y ", 60)+"\n") || !strings.HasSuffix(b.String(), "\r"+strings.Repeat("p", 120)) {
 		t.Errorf("other lines changed:\n%s", b.String())
 	}
 }

@@ -34,6 +34,7 @@ type planFlags struct {
 	tps, maxNumSeqs, maxBatchedTokens string
 	dps, expertParallel               string
 	maxReplicas                       int
+	speculative                       string // speculative decoding settings to try: off, K:A
 }
 
 // planRefused are simulate's flags that plan does not take, and why.
@@ -60,9 +61,10 @@ func newPlanCmd(stdio Stdio) *cobra.Command {
 		Use:   "plan",
 		Short: "Size a deployment: the cheapest GPUs, TP, engine settings and replicas that meet the SLOs at a traffic",
 		Long: `plan simulates every engine configuration of a search space (--gpu, --tp, --dtype,
---max-num-seqs, --max-batched-tokens, --prefill) behind every --router, finds for each the
-fewest replicas whose whole fleet meets the SLOs (every --slo verdict term) at the traffic
-(--rate R with the workload flags, or a trace with its own arrivals), and ranks them by cost.
+--max-num-seqs, --max-batched-tokens, --prefill, --speculative) behind every --router, finds
+for each the fewest replicas whose whole fleet meets the SLOs (every --slo verdict term) at
+the traffic (--rate R with the workload flags, or a trace with its own arrivals), and ranks
+them by cost.
 One replica's capacity bounds the search; every count is checked by simulating the fleet
 with its router, and the chosen one's fleet one replica smaller misses the SLOs. The model is
 a --model-shape preset (the roofline, on every GPU and TP), or a --sim profile: a roofline one
@@ -108,6 +110,7 @@ profile that simulate --sim and serve --sim accept.`,
 	fs.StringVar(&f.prefill, "prefill", "", "prefill placements to try: colocated,disaggregated (default: the profile's)")
 	fs.StringVar(&f.routers, "router", "", "routers to try in front of the replicas: round-robin,least-outstanding,prefix-affinity (default: the profile's)")
 	fs.Lookup("wide").Usage = "print every column of the table (GPUs, horizon, engine settings; by default it fits 100 columns)"
+	fs.StringVar(&f.speculative, "speculative", "", "speculative decoding to try, `off,K:A,...` (K draft tokens, acceptance A; drafting as the --sim profile's speculative: states)")
 	fs.IntVar(&f.maxReplicas, "max-replicas", 64, "the largest fleet to try; a configuration that needs more misses the SLOs")
 	return cmd
 }
@@ -194,17 +197,30 @@ func (f *planFlags) space(errs *[]error) plan.Space {
 		}
 		return out
 	}
+	var spec []plan.SpecSetting
+	if f.speculative != "" {
+		var err error
+		if spec, err = plan.ParseSpeculative(f.speculative); err != nil {
+			*errs = append(*errs, err)
+		}
+	}
+	return plan.Space{GPUs: strs("gpu", f.gpus), Dtypes: strs("dtype", f.dtypes), Prefill: strs("prefill", f.prefill),
+		Routers: strs("router", f.routers), TPs: ints("tp", f.tps), MaxNumSeqs: ints("max-num-seqs", f.maxNumSeqs),
+		MaxBatchedTokens: ints("max-batched-tokens", f.maxBatchedTokens), Speculative: spec,
+		DPs: ints("dp", f.dps), ExpertParallel: f.expertParallelList(strs("expert-parallel", f.expertParallel), errs)}
+}
+
+// expertParallelList reads --expert-parallel's values, true or false each.
+func (f *planFlags) expertParallelList(vals []string, errs *[]error) []bool {
 	var eps []bool
-	for _, v := range strs("expert-parallel", f.expertParallel) {
+	for _, v := range vals {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
 			*errs = append(*errs, fmt.Errorf("--expert-parallel: %q is not true or false (give true,false to try both)", v))
 		}
 		eps = append(eps, on)
 	}
-	return plan.Space{GPUs: strs("gpu", f.gpus), Dtypes: strs("dtype", f.dtypes), Prefill: strs("prefill", f.prefill),
-		Routers: strs("router", f.routers), TPs: ints("tp", f.tps), MaxNumSeqs: ints("max-num-seqs", f.maxNumSeqs),
-		MaxBatchedTokens: ints("max-batched-tokens", f.maxBatchedTokens), DPs: ints("dp", f.dps), ExpertParallel: eps}
+	return eps
 }
 
 // base is the profile the space is built on: --model-shape's preset on the default

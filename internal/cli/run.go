@@ -68,7 +68,6 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	live := bench.Live{Client: cfg.clientConfig(stdio), MetricsURL: cfg.metricsURL, MetricsInterval: cfg.metricsInterval,
 		TestRequest: cfg.testRequest, StartAt: cfg.startAt,
-		Warn: func(w string) { fmt.Fprintln(stdio.Err, "warning: "+w) },
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {
 				return tok, nil
@@ -81,6 +80,9 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			}
 			cfg.useChat(stdio, tok)
 		}}
+	if !cfg.modelChecked {
+		live.Warn = func(w string) { fmt.Fprintln(stdio.Err, "warning: "+w) }
+	}
 	out, err := bench.RunLive(ctx, cfg.bench(stdio), live, bench.Workload{Config: cfg.workload, Prepare: cfg.prepare(stdio)})
 	return cfg.conclude(ctx, stdio, out, err)
 }

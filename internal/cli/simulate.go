@@ -93,6 +93,10 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if c := p.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
 	}
+	if d := p.Deployment; d.TruncatePrompts && distRange(cfg.workload.InputTokens)[1] > d.MaxModelLen {
+		fmt.Fprintln(stdio.Err, report.Wrap(fmt.Sprintf("warning: prompts up to %d tokens, and the server cuts any longer than its %d-token context to their last %d tokens (deployment.truncate_prompts, as Ollama past num_ctx does): those are simulated as %d-token prompts, and the model never sees the rest",
+			distRange(cfg.workload.InputTokens)[1], d.MaxModelLen, d.MaxModelLen, d.MaxModelLen), 0, 2, report.ConsoleWidth))
+	}
 	virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src}, cfg.shapeVirtual)
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 		reason, err := virtual(ctx, lvl, sink)
@@ -110,19 +114,39 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 	line := fmt.Sprintf("Calibrated on %s (%s): prompts %d–%d tokens, outputs %d–%d, %d–%d requests in flight",
 		c.Source, c.Date, c.PromptTokens[0], c.PromptTokens[1], c.OutputTokens[0], c.OutputTokens[1], c.Concurrency[0], c.Concurrency[1])
-	if e := c.Error; !math.IsNaN(e.TTFTP50) {
-		line += fmt.Sprintf("; held-out error TTFT P50 %.1f%%, TPOT P50 %.1f%%", e.TTFTP50, e.TPOTP50)
-	}
-	fmt.Fprintln(stdio.Out, report.Wrap(line, 0, 2, report.ConsoleWidth))
-	inFlight := 0
+	inFlight, rate := 0, 0.0
 	for _, l := range cfg.levels {
 		inFlight = max(inFlight, l.Concurrency, l.MaxConcurrency)
+		rate = math.Max(rate, l.Rate)
+	}
+	open := rate > 0
+	e, of := c.Error, ""
+	switch {
+	case open && !math.IsNaN(c.ErrorOpen.TTFTP50):
+		e, of = c.ErrorOpen, " of open loops"
+	case !open && !math.IsNaN(c.ErrorClosed.TTFTP50):
+		e, of = c.ErrorClosed, " of closed loops"
+	}
+	if !math.IsNaN(e.TTFTP50) {
+		line += fmt.Sprintf("; held-out error%s TTFT P50 %.1f%%, TPOT P50 %.1f%%", of, e.TTFTP50, e.TPOTP50)
+	}
+	fmt.Fprintln(stdio.Out, report.Wrap(line, 0, 2, report.ConsoleWidth))
+	switch r := c.OpenRates; {
+	case open && r[1] == 0:
+		fmt.Fprintln(stdio.Err, report.Wrap("warning: an open loop, and the calibration probed none: its held-out error is that of closed loops (a calibration by this llmbench probes an open loop too)", 0, 2, report.ConsoleWidth))
+	case open && rate > openRateFar*r[1]:
+		fmt.Fprintln(stdio.Err, report.Wrap(fmt.Sprintf("warning: an open loop at %g req/s, beyond %g× the fastest probed (%.3g req/s): queueing grows faster than the probe's rates show, so this is an extrapolation of the calibrated profile, not a prediction it was checked on", rate, openRateFar, r[1]), 0, 2, report.ConsoleWidth))
 	}
 	w := cfg.workload
 	for _, s := range c.Outside(distRange(w.InputTokens), distRange(w.OutputTokens), inFlight) {
 		fmt.Fprintf(stdio.Err, "warning: %s: an extrapolation of the calibrated profile, not a prediction it was checked on\n", s)
 	}
 }
+
+// openRateFar is how far past the fastest open loop a calibration probed a rate lies
+// outside it: queueing delay grows without bound as the rate nears capacity, so less far
+// than the lengths' factor.
+const openRateFar = 1.5
 
 // distRange is a length distribution's [shortest, longest] likely value (a normal's mean ± 3
 // standard deviations); zero for a dataset that brings its own lengths.
@@ -141,7 +165,14 @@ func distRange(d workload.Dist) [2]int {
 // describeDeployment names a deployment other than one GPU in the model's precision, for
 // the console; "" for that one.
 func describeDeployment(p sim.Profile) string {
-	if d := p.Deployment.String(); d != "" {
+	d := p.Deployment.String()
+	if p.Speculative.On() {
+		if d != "" {
+			d += ", "
+		}
+		d += "speculative decoding " + p.Speculative.String()
+	}
+	if d != "" {
 		return " (" + d + ")"
 	}
 	return ""

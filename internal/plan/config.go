@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,50 @@ type Space struct {
 	MaxBatchedTokens []int
 	Prefill          []string // sim.PrefillColocated, sim.PrefillDisaggregated
 	Routers          []string // sim.Router*
+	// Speculative are speculative decoding settings, drafting as the base profile's
+	// speculative: mapping states (its method and cost); DraftTokens 0 is off.
+	Speculative []SpecSetting
+}
+
+// SpecSetting is one speculative decoding setting of the search: K tokens drafted per
+// step, each accepted with probability A. K 0 is speculation off.
+type SpecSetting struct {
+	DraftTokens int
+	Acceptance  float64
+}
+
+func (v SpecSetting) String() string {
+	if v.DraftTokens == 0 {
+		return "off"
+	}
+	return fmt.Sprintf("%d:%s", v.DraftTokens, strconv.FormatFloat(v.Acceptance, 'g', -1, 64))
+}
+
+// ParseSpeculative reads --speculative's list: "off" or K:A (draft tokens, acceptance), e.g.
+// "off,4:0.8,2:0.7".
+func ParseSpeculative(s string) ([]SpecSetting, error) {
+	var out []SpecSetting
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if f == "off" {
+			out = append(out, SpecSetting{})
+			continue
+		}
+		ks, as, ok := strings.Cut(f, ":")
+		k, err1 := strconv.Atoi(ks)
+		a, err2 := strconv.ParseFloat(as, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("--speculative: %q is neither off nor K:A (draft tokens and acceptance, e.g. 4:0.8)", f)
+		}
+		out = append(out, SpecSetting{k, a})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--speculative: %q lists nothing", s)
+	}
+	return out, nil
 }
 
 // Traffic is what the deployment must serve. At builds the level and its requests at
@@ -171,6 +216,17 @@ func (s Space) Validate(base sim.Profile) error {
 			add("--router: %q is not one of %s", r, strings.Join(routers, ", "))
 		}
 	}
+	for _, v := range s.Speculative {
+		if v.DraftTokens < 0 || v.DraftTokens > 32 || !(v.Acceptance >= 0 && v.Acceptance <= 1) {
+			add("--speculative: %s: want K in 0..32 draft tokens (0, or off, for none) and an acceptance A in [0, 1]", v)
+		}
+	}
+	if slices.ContainsFunc(s.Speculative, func(v SpecSetting) bool { return v.DraftTokens > 0 }) && !base.Speculative.Stated() {
+		add("--speculative: profile %s does not say how tokens would be drafted: give a --sim profile with a speculative: mapping of method and drafting cost (draft_model: a preset; or method eagle or ngram with draft_ms_per_token or draft_step_fraction), draft_tokens 0 to leave it off there", base.Name)
+	}
+	if d := duplicate(s.Speculative); d != "" {
+		add("--speculative: %s is listed twice", d)
+	}
 	if slices.Contains(s.Routers, sim.RouterPrefixAffinity) && !base.Engine.PrefixCaching {
 		add("--router prefix-affinity: needs a profile with engine.prefix_caching: true (without a cache there is no prefix to be near)")
 	}
@@ -292,7 +348,18 @@ func (c Config) axes() []axis {
 				p.Engine.PrefillWorkers = 0
 			}
 		}},
+		specAxis(s.Speculative),
 	}
+}
+
+// specAxis sets speculative decoding's K and A, drafting as the base profile states.
+func specAxis(list []SpecSetting) axis {
+	if len(list) == 0 {
+		return axis{1, func(*sim.Profile, int) {}}
+	}
+	return axis{len(list), func(p *sim.Profile, i int) {
+		p.Speculative.DraftTokens, p.Speculative.Acceptance = list[i].DraftTokens, list[i].Acceptance
+	}}
 }
 
 // routers are the routers each engine configuration is planned behind.

@@ -45,18 +45,35 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 			{"batched", func(_ int, c Candidate) string { return fmt.Sprint(c.MaxBatchedTokens) }, true},
 			{"prefill", func(_ int, c Candidate) string { return c.Prefill }, true},
 			{"router", func(_ int, c Candidate) string { return c.Router }, true},
+			{"spec", func(_ int, c Candidate) string { return specCell(c.Speculative) }, true},
 			{"$/hour", func(_ int, c Candidate) string { return fmtOpt(c.USDPerHour, "%.2f") }, false},
 			{"$/M out", func(_ int, c Candidate) string { return fmtOpt(c.CostPerMillionOutputTokens, "%.3f") }, false},
 			{"headroom", func(_ int, c Candidate) string { return fmtOpt(c.HeadroomRate, "%.3g req/s") }, false},
 			{"horizon", func(_ int, c Candidate) string { return fmtSeconds(c.HorizonS) }, true},
 		}
-		for k, t := range pl.Candidates[0].SLO {
-			cols = append(cols, column{t.Term, func(_ int, c Candidate) string {
-				if k < len(c.SLO) {
-					return c.SLO[k].String()
+		// Each term's value with its margin; where that is wider than the console, the
+		// values alone and one column of the tightest margin.
+		terms := func(margins bool) []column {
+			var out []column
+			for k, t := range pl.Candidates[0].SLO {
+				head := t.Term
+				if !margins { // the bounds are in the line above the table
+					head = strings.Replace(strings.FieldsFunc(t.Term, func(r rune) bool { return r == '<' || r == '>' || r == '=' })[0], ":", " ", 1)
 				}
-				return "-"
-			}, false})
+				out = append(out, column{head, func(_ int, c Candidate) string {
+					if k >= len(c.SLO) {
+						return "-"
+					}
+					if margins {
+						return c.SLO[k].String()
+					}
+					return c.SLO[k].value()
+				}, false})
+			}
+			if !margins {
+				out = append(out, column{"margin", func(_ int, c Candidate) string { return tightest(c.SLO) }, false})
+			}
+			return out
 		}
 		var keep []column
 		for _, col := range cols {
@@ -68,19 +85,32 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 				keep = append(keep, col)
 			}
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		row := make([]string, len(keep))
-		for j, col := range keep {
-			row[j] = col.head
-		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
-		for i, c := range shownC {
-			for j, col := range keep {
-				row[j] = col.cell(i, c)
+		table := func(cols []column) string {
+			var b strings.Builder
+			tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+			row := make([]string, len(cols))
+			for j, col := range cols {
+				row[j] = col.head
 			}
 			fmt.Fprintln(tw, strings.Join(row, "\t"))
+			for i, c := range shownC {
+				for j, col := range cols {
+					row[j] = col.cell(i, c)
+				}
+				fmt.Fprintln(tw, strings.Join(row, "\t"))
+			}
+			tw.Flush()
+			return b.String()
 		}
-		tw.Flush()
+		out := table(append(keep, terms(true)...))
+		compact := !wide && report.Widest(out) > Width
+		if compact {
+			out = table(append(keep, terms(false)...))
+		}
+		io.WriteString(w, out)
+		if compact {
+			fmt.Fprintln(w, "(margin: how far inside its bound the tightest term lies; --wide shows each term's)")
+		}
 		if len(shownC) < meeting {
 			fmt.Fprintf(w, "(%d more meet the SLOs: plan.json has them all)\n", meeting-len(shownC))
 		}
@@ -155,17 +185,36 @@ func uncalibrated(w io.Writer, pl *Plan) {
 
 // String is the term's value with its margin, for the table: "212 ms (+58%)".
 func (t Term) String() string {
-	if t.Value == nil {
-		return "-"
-	}
-	v := fmt.Sprintf("%.3g", *t.Value)
-	if t.Unit == "ms" {
-		v = fmt.Sprintf("%.4g ms", *t.Value)
-	}
-	if t.Margin != nil {
+	v := t.value()
+	if t.Value != nil && t.Margin != nil {
 		v += fmt.Sprintf(" (%+.0f%%)", 100**t.Margin)
 	}
 	return v
+}
+
+// value is the term's value alone: "212 ms".
+func (t Term) value() string {
+	if t.Value == nil {
+		return "-"
+	}
+	if t.Unit == "ms" {
+		return fmt.Sprintf("%.4g ms", *t.Value)
+	}
+	return fmt.Sprintf("%.3g", *t.Value)
+}
+
+// tightest is the smallest margin of the terms: "+39%".
+func tightest(terms []Term) string {
+	best := -1
+	for i, t := range terms {
+		if t.Margin != nil && (best < 0 || *t.Margin < *terms[best].Margin) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%+.0f%%", 100**terms[best].Margin)
 }
 
 // Width is the most columns the console's lines take (report.ConsoleWidth).
@@ -186,4 +235,12 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// specCell is a candidate's speculative decoding in the table: "K4 A0.8", or "off".
+func specCell(sp *Speculative) string {
+	if sp == nil {
+		return "off"
+	}
+	return fmt.Sprintf("K%d A%g", sp.DraftTokens, sp.Acceptance)
 }

@@ -81,6 +81,8 @@ type Candidate struct {
 	Router           string `json:"router"`
 	Dtype            string `json:"dtype"` // the weights' precision; the KV cache's is KVDtype
 	KVDtype          string `json:"kv_dtype"`
+	// Speculative is the candidate's speculative decoding; null when off.
+	Speculative *Speculative `json:"speculative"`
 	// SLO is each verdict term at the traffic: its value, bound and margin.
 	SLO []Term `json:"slo"`
 	// Oversaturated says the level at the traffic was stopped by the over-saturation rule
@@ -111,6 +113,28 @@ type Candidate struct {
 	needS   float64 // the horizon the plan would judge its fleet over
 }
 
+// Speculative is a candidate's speculative decoding: how it drafts (sim.SpecDraftModel with
+// its draft model, sim.SpecEagle, sim.SpecNgram), K and A, and the tokens a decode step
+// emits on average, (1 − A^(K+1)) / (1 − A).
+type Speculative struct {
+	Method        string  `json:"method"`
+	DraftModel    string  `json:"draft_model,omitempty"`
+	DraftTokens   int     `json:"draft_tokens"`
+	Acceptance    float64 `json:"acceptance"`
+	TokensPerStep float64 `json:"tokens_per_step"`
+}
+
+func newSpeculative(s sim.Speculative) *Speculative {
+	if !s.On() {
+		return nil
+	}
+	out := &Speculative{Method: s.Method, DraftTokens: s.DraftTokens, Acceptance: s.Acceptance, TokensPerStep: s.TokensPerStep()}
+	if s.DraftModel.Name != "" || s.DraftModel.Layers != 0 {
+		out.Method, out.DraftModel = sim.SpecDraftModel, s.DraftModel.Name
+	}
+	return out
+}
+
 // Term is one SLO verdict term at the traffic.
 type Term struct {
 	Term  string   `json:"term"`
@@ -130,13 +154,17 @@ func (c Candidate) Profile() sim.Profile { return c.profile }
 func newCandidate(p sim.Profile) Candidate {
 	return Candidate{GPU: p.GPU.Name, TP: max(p.Deployment.TP, 1), DP: max(p.Deployment.DP, 1), ExpertParallel: p.Deployment.ExpertParallel,
 		GPUCalibrated: sim.GPUChecked(p.GPU.Name), MaxNumSeqs: p.Engine.MaxNumSeqs,
-		MaxBatchedTokens: p.Engine.MaxBatchedTokens, Prefill: p.Engine.Prefill, Dtype: p.WeightDtype(), KVDtype: p.KVDtype()}
+		MaxBatchedTokens: p.Engine.MaxBatchedTokens, Prefill: p.Engine.Prefill, Dtype: p.WeightDtype(), KVDtype: p.KVDtype(),
+		Speculative: newSpeculative(p.Speculative)}
 }
 
 // Describe names the candidate's deployment in words.
 func (c Candidate) Describe() string {
 	s := fmt.Sprintf("%s %s %s, max_num_seqs %d, max_batched_tokens %d, %s prefill, %s",
 		c.GPU, c.Split(), c.Dtype, c.MaxNumSeqs, c.MaxBatchedTokens, c.Prefill, c.Router)
+	if sp := c.Speculative; sp != nil {
+		s += fmt.Sprintf(", speculative %s K %d A %s", sp.Method, sp.DraftTokens, strconv.FormatFloat(sp.Acceptance, 'g', -1, 64))
+	}
 	if c.Replicas > 0 {
 		s = fmt.Sprintf("%d × %s", c.Replicas, s)
 	}

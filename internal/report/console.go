@@ -861,3 +861,35 @@ func errorNote(d metrics.ErrorDetail) string {
 func wrapIndented(text string, indent, width int) string {
 	return strings.Repeat(" ", indent) + Wrap(text, indent, indent, width)
 }
+
+// FirstErrors says in one line what a level's failures were, the most common kinds first
+// (at most two): "http_error 400 ×8 (first: "..."; hint)". It is what an error that ends a
+// command names, for a console that did not show the level.
+func FirstErrors(l *Level) string {
+	var parts []string
+	for i, d := range l.ErrorDetails {
+		if i == 2 {
+			parts = append(parts, fmt.Sprintf("and %d more kinds", len(l.ErrorDetails)-2))
+			break
+		}
+		name := d.Kind
+		if d.Status != 0 {
+			name += " " + strconv.Itoa(d.Status)
+		}
+		s := fmt.Sprintf("%s ×%d", name, d.Count)
+		if n := errorNote(d); n != "" {
+			s += " (" + n + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Widest is the most columns any line of text takes.
+func Widest(text string) int {
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		n = max(n, utf8.RuneCountInString(line))
+	}
+	return n
+}

@@ -38,6 +38,7 @@ type seq struct {
 	noReg       bool
 	resumed     bool // preempted at least once: goes to the front of the decode queue
 	stepTokens  int  // tokens scheduled for it in the step in flight
+	draft       int  // tokens drafted for it in the step in flight (speculative decoding)
 	state       seqState
 	prefillEnd  time.Duration // disaggregated: when its prefill finishes
 
@@ -63,6 +64,15 @@ type core struct {
 	bs     int
 	seed   uint64
 	maxLen int // a request's prompt plus max_tokens; 0 = no limit but the cache
+	// truncate cuts a prompt longer than maxLen to maxLen tokens rather than refusing it.
+	truncate bool
+
+	spec *specCost // nil without speculative decoding
+	// The step in flight's speculative work: its verified draft positions and their
+	// query-key pairs, and pass j of its drafting (the sequences drafting more than j).
+	verifyTokens int
+	verifyAttn   float64
+	passes       []StepWork
 
 	totalBlocks, freeBlocks int // freeBlocks includes cached blocks nobody holds
 
@@ -108,8 +118,14 @@ func newCore(p Profile, emit func(*seq, time.Duration, int, bool)) (*core, error
 	}
 	c := &core{
 		cost: cost, cfg: p.Engine, disagg: p.Engine.Prefill == PrefillDisaggregated,
-		bs: p.Engine.BlockSize, seed: uint64(p.Seed), emit: emit, maxLen: p.MaxSeqLen(),
+		bs: p.Engine.BlockSize, seed: uint64(p.Seed), emit: emit, maxLen: p.MaxSeqLen(), truncate: p.Deployment.TruncatePrompts,
 		noise: newStepNoise(p.Cost.StepNoise, p.Seed),
+	}
+	if c.spec, err = p.newSpecCost(cost); err != nil {
+		return nil, err
+	}
+	if c.spec != nil {
+		c.passes = make([]StepWork, p.Speculative.DraftTokens)
 	}
 	c.totalBlocks = kv / c.bs
 	c.freeBlocks = c.totalBlocks
@@ -134,14 +150,19 @@ func (c *core) newSeq(r *SeqRequest) (*seq, error) {
 	if err := c.check(r.PromptTokens, r.MaxTokens); err != nil {
 		return nil, err
 	}
+	prompt := r.PromptTokens
+	if c.truncate && prompt > c.maxLen {
+		prompt = c.maxLen // its last maxLen tokens: a prefix it shared is gone
+		r.PrefixHashes = nil
+	}
 	c.nsub++
 	var s *seq
 	if n := len(c.free); n > 0 {
 		s = c.free[n-1]
 		c.free = c.free[:n-1]
-		*s = seq{no: c.nsub, prompt: r.PromptTokens, target: r.MaxTokens, reason: "length"}
+		*s = seq{no: c.nsub, prompt: prompt, target: r.MaxTokens, reason: "length"}
 	} else {
-		s = &seq{no: c.nsub, prompt: r.PromptTokens, target: r.MaxTokens, reason: "length"}
+		s = &seq{no: c.nsub, prompt: prompt, target: r.MaxTokens, reason: "length"}
 	}
 	if c.cache != nil {
 		s.hashes = r.PrefixHashes
@@ -164,7 +185,10 @@ func (c *core) check(prompt, maxTokens int) error {
 	if maxTokens < 1 {
 		return fmt.Errorf("max_tokens %d: need at least 1", maxTokens)
 	}
-	if c.maxLen > 0 && prompt+maxTokens > c.maxLen {
+	if c.truncate {
+		prompt = min(prompt, c.maxLen)
+		maxTokens = min(maxTokens, c.maxLen) // the server shifts its context as it generates
+	} else if c.maxLen > 0 && prompt+maxTokens > c.maxLen {
 		return fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the model's maximum length %d (max_model_len)", prompt, maxTokens, c.maxLen)
 	}
 	if need := c.blocksFor(prompt + maxTokens); need > c.totalBlocks {
@@ -227,7 +251,7 @@ func (c *core) startPrefills(t time.Duration) {
 			continue
 		}
 		s.state = stPrefilling
-		s.prefillEnd = t + c.noise.apply(c.cost.Prefill(s.prefillLeft))
+		s.prefillEnd = t + c.noise.apply(c.cost.Prefill(s.prefillLeft)+c.spec.prefill(s.prefillLeft))
 		c.pool.push(s)
 	}
 }
@@ -277,7 +301,14 @@ func (c *core) kick(t time.Duration) {
 		return
 	}
 	c.busy = true
-	c.stepEnd = t + c.noise.apply(c.cost.Step(w))
+	var draft time.Duration
+	if c.spec != nil {
+		// The verify's positions are computed as prefill tokens are, in the same pass.
+		draft = c.spec.draftTime(c.passes, w)
+		w.PrefillTokens += c.verifyTokens
+		w.PrefillAttn += c.verifyAttn
+	}
+	c.stepEnd = t + c.noise.apply(c.cost.Step(w)+draft)
 	if c.disagg {
 		c.startPrefills(t) // preempted sequences went back to the prefill queue
 	}
@@ -290,11 +321,15 @@ func (c *core) kick(t time.Duration) {
 // and the free blocks allow; admission never skips the head of the queue.
 func (c *core) schedule() StepWork {
 	var w StepWork
+	if c.spec != nil {
+		c.verifyTokens, c.verifyAttn = 0, 0
+		clear(c.passes)
+	}
 	budget := c.cfg.MaxBatchedTokens
 	preempted := false
 	for i := 0; i < len(c.running) && budget > 0; i++ {
 		s := c.running[i]
-		n := 1
+		n := c.decodeTokens(s, budget)
 		if s.prefillLeft > 0 {
 			n = min(s.prefillLeft, budget)
 		}
@@ -330,7 +365,7 @@ func (c *core) schedule() StepWork {
 		if s.kvTokens == 0 && len(s.hashes) > 0 {
 			hits, revive = c.lookup(s)
 		}
-		n := 1
+		n := c.decodeTokens(s, budget)
 		if s.prefillLeft > 0 {
 			n = min(s.prefillLeft-hits*c.bs, budget)
 		}
@@ -367,6 +402,30 @@ func (c *core) account(w *StepWork, s *seq, n int) {
 	}
 	w.DecodeSeqs++
 	w.DecodeContext += int64(s.kvTokens + 1)
+	if k := n - 1; k > 0 {
+		// Drafting k tokens, then verifying them with the last one: k more query positions,
+		// the i-th attending to the context and the i drafted before it.
+		s.draft = k
+		ctx := float64(s.kvTokens + 1)
+		c.verifyTokens += k
+		c.verifyAttn += float64(k)*ctx + float64(k*(k+1))/2
+		for j := range k {
+			c.passes[j].DecodeSeqs++
+			c.passes[j].DecodeContext += int64(s.kvTokens + 1 + j)
+		}
+	}
+}
+
+// decodeTokens is the step tokens s takes if it is decoding: 1, or with speculative
+// decoding the last token and the K drafted after it — fewer when the budget is short, or
+// when s needs fewer to reach max_tokens: drafts past it would be thrown away, and their KV
+// could exceed what check let the request hold (a request filling the cache would then
+// preempt itself forever).
+func (c *core) decodeTokens(s *seq, budget int) int {
+	if c.spec == nil || s.prefillLeft > 0 {
+		return 1
+	}
+	return 1 + min(len(c.passes), budget-1, s.target-s.generated-1)
 }
 
 // finishStep emits the step's tokens at t and retires finished sequences.
@@ -379,25 +438,40 @@ func (c *core) finishStep(t time.Duration) {
 		keep := true
 		if n > 0 {
 			s.stepTokens = 0
-			s.kvTokens += n
-			emit := true
-			if s.prefillLeft > 0 {
+			emit := 1
+			switch {
+			case s.prefillLeft > 0:
+				s.kvTokens += n
 				s.prefillLeft -= n
 				c.stats.PromptTokens += uint64(n)
 				if c.cache != nil {
 					c.register(s)
 				}
-				emit = s.prefillLeft == 0 // mid-prefill: no token yet
+				if s.prefillLeft > 0 {
+					emit = 0 // mid-prefill: no token yet
+				}
+			case s.draft > 0:
+				// The accepted run and the verify's own next token, never past max_tokens; the
+				// KV of the rejected positions is dropped.
+				l := c.spec.accepted(c.seed, s.no, s.generated, s.draft)
+				c.stats.SpecDrafts++
+				c.stats.SpecDraftTokens += uint64(s.draft)
+				c.stats.SpecAcceptedTokens += uint64(l)
+				emit = min(l+1, s.target-s.generated)
+				s.kvTokens += emit
+				s.draft = 0
+			default:
+				s.kvTokens += n
 			}
-			if emit {
-				s.generated++
-				c.stats.GenerationTokens++
+			if emit > 0 {
+				s.generated += emit
+				c.stats.GenerationTokens += uint64(emit)
 				if s.generated >= s.target {
 					c.finish(s)
-					c.emitTo(s, t, 1, true)
+					c.emitTo(s, t, emit, true)
 					keep = false
 				} else {
-					c.emitTo(s, t, 1, false)
+					c.emitTo(s, t, emit, false)
 				}
 			}
 		}
@@ -427,6 +501,7 @@ func (c *core) preempt(s *seq) {
 	s.kvTokens = 0
 	s.prefillLeft = s.prompt + s.generated
 	s.stepTokens = 0
+	s.draft = 0
 	s.resumed = true
 	c.stats.Preemptions++
 	if c.disagg {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -296,5 +297,28 @@ func TestSubmitRejects(t *testing.T) {
 		if _, err := c.newSeq(&r); err == nil {
 			t.Errorf("%+v accepted", r)
 		}
+	}
+}
+
+// TestTruncatePrompts: a deployment that cuts long prompts (Ollama past num_ctx) serves a
+// prompt past max_model_len as one of max_model_len tokens; one that refuses them refuses.
+func TestTruncatePrompts(t *testing.T) {
+	p := smallProfile(t, PrefillColocated, 1024)
+	p.Deployment.MaxModelLen = 256
+	c, _ := newCore(p, nil)
+	if _, err := c.newSeq(&SeqRequest{PromptTokens: 1000, MaxTokens: 16}); err == nil || !strings.Contains(err.Error(), "max_model_len") {
+		t.Errorf("refusing deployment took a 1000-token prompt over max_model_len 256: %v", err)
+	}
+	p.Deployment.TruncatePrompts = true
+	c, _ = newCore(p, nil)
+	s, err := c.newSeq(&SeqRequest{PromptTokens: 1000, MaxTokens: 16, IgnoreEOS: true, PrefixHashes: []uint64{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.prompt != 256 || s.target != 16 || len(s.hashes) != 0 {
+		t.Errorf("cut prompt: %d tokens, %d to generate, prefix %v; want 256, 16 and no prefix (its start is gone)", s.prompt, s.target, s.hashes)
+	}
+	if s, err := c.newSeq(&SeqRequest{PromptTokens: 100, MaxTokens: 16}); err != nil || s.prompt != 100 {
+		t.Errorf("a prompt within max_model_len is served whole: %v", err)
 	}
 }

@@ -14,6 +14,9 @@ import (
 
 // StepWork is what one engine step computes: one token for each decoding sequence, plus
 // prefill chunks. The engine fills it in O(running) per step; cost models read it in O(1).
+// Speculative decoding's verified draft positions (spec.go) count in PrefillTokens and
+// PrefillAttn, computed in the same pass with one weight read, not in PrefillSeqs or
+// PrefillContext (they attend to their sequence's context, counted in DecodeContext).
 type StepWork struct {
 	DecodeSeqs    int   // sequences decoding one token
 	DecodeContext int64 // sum over decoding sequences of the tokens each attends to

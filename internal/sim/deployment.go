@@ -35,6 +35,9 @@ type Deployment struct {
 	// MaxModelLen is the longest prompt plus max_tokens a request may ask for, as vLLM's
 	// --max-model-len (longer ones get 400); 0 leaves the KV cache as the only bound.
 	MaxModelLen int
+	// TruncatePrompts says a prompt longer than MaxModelLen is cut to its last MaxModelLen
+	// tokens and served, not refused, as Ollama does past its num_ctx.
+	TruncatePrompts bool
 }
 
 // Routers: how a request is given to one of a deployment's replicas.
@@ -121,6 +124,9 @@ func (d Deployment) String() string {
 	}
 	if d.MaxModelLen > 0 {
 		parts = append(parts, fmt.Sprintf("max_model_len %d", d.MaxModelLen))
+		if d.TruncatePrompts {
+			parts = append(parts, "longer prompts truncated")
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -312,6 +318,9 @@ func (p Profile) deploymentErrors() []error {
 	case d.MaxModelLen > p.Model.MaxContext && p.Model.MaxContext > 0:
 		add("max_model_len", "%d exceeds %s's context of %d tokens", d.MaxModelLen, p.Model.Name, p.Model.MaxContext)
 	}
+	if d.TruncatePrompts && d.MaxModelLen == 0 {
+		add("truncate_prompts", "needs max_model_len: the length prompts are truncated to")
+	}
 	return errs
 }
 
@@ -480,15 +489,16 @@ func (t *TensorParallel) Prefill(n int) time.Duration {
 // deployment reads the profile's top-level deployment mapping.
 func (d *yamlDecoder) deployment(key string, v *yaml.Node, dep *Deployment) {
 	d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-		"replicas":        d.atLeastOne(&dep.Replicas, maxReplicas),
-		"tp":              d.atLeastOne(&dep.TP, maxTP),
-		"router":          d.str(&dep.Router),
-		"weight_dtype":    d.str(&dep.WeightDtype),
-		"expert_dtype":    d.str(&dep.ExpertDtype),
-		"kv_dtype":        d.str(&dep.KVDtype),
-		"max_model_len":   d.integer(&dep.MaxModelLen),
-		"dp":              d.atLeastOne(&dep.DP, maxTP),
-		"expert_parallel": d.boolean(&dep.ExpertParallel),
+		"replicas":         d.atLeastOne(&dep.Replicas, maxReplicas),
+		"tp":               d.atLeastOne(&dep.TP, maxTP),
+		"router":           d.str(&dep.Router),
+		"weight_dtype":     d.str(&dep.WeightDtype),
+		"expert_dtype":     d.str(&dep.ExpertDtype),
+		"kv_dtype":         d.str(&dep.KVDtype),
+		"max_model_len":    d.integer(&dep.MaxModelLen),
+		"truncate_prompts": d.boolean(&dep.TruncatePrompts),
+		"dp":               d.atLeastOne(&dep.DP, maxTP),
+		"expert_parallel":  d.boolean(&dep.ExpertParallel),
 	})
 }
 

@@ -49,6 +49,8 @@ type Profile struct {
 	// ModelConfig is the Hugging Face config.json the model was read from (model_config:,
 	// --model-config), absolute; "" for a preset or a shape given in the profile.
 	ModelConfig string
+	// Speculative is speculative decoding (spec.go); the zero value is off.
+	Speculative Speculative
 
 	table *StepTable // loaded from Cost.File for the table model
 }
@@ -105,7 +107,15 @@ type Calibration struct {
 	Concurrency  [2]int   // lowest and highest requests in flight measured
 	MaxNumSeqs   string   // where engine.max_num_seqs came from (probe, server, flag)
 	Error        FitError // on held-out probe points
+	// ErrorClosed and ErrorOpen are Error over the held-out closed-loop points and the
+	// open-loop ones (NaN figures where none was held out); OpenRates the lowest and
+	// highest open-loop arrival rate probed, req/s (zero: no open loop probed).
+	ErrorClosed, ErrorOpen FitError
+	OpenRates              [2]float64
 }
+
+// NoFitError is a FitError of nothing measured.
+func NoFitError() FitError { return FitError{math.NaN(), math.NaN(), math.NaN(), math.NaN()} }
 
 // FitError is a calibration's prediction error on probe points it did not fit on: the
 // largest absolute relative error of each figure, in percent; NaN when not measured.
@@ -369,6 +379,23 @@ func (d *yamlDecoder) intRange(dst *[2]int) func(string, *yaml.Node) {
 	}
 }
 
+// numberRange reads [low, high], two non-negative numbers with low <= high.
+func (d *yamlDecoder) numberRange(dst *[2]float64) func(string, *yaml.Node) {
+	return func(key string, v *yaml.Node) {
+		var x [2]float64
+		ok := v.Kind == yaml.SequenceNode && len(v.Content) == 2
+		for i := 0; ok && i < 2; i++ {
+			n := v.Content[i]
+			ok = n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") && n.Decode(&x[i]) == nil && x[i] >= 0 && !math.IsInf(x[i], 0)
+		}
+		if !ok || x[0] > x[1] {
+			d.errorf(v, key, "want [low, high], two numbers with 0 <= low <= high, got %s", nodeKind(v))
+			return
+		}
+		*dst = x
+	}
+}
+
 func (d *yamlDecoder) boolean(dst *bool) func(string, *yaml.Node) {
 	return func(key string, v *yaml.Node) {
 		var x bool
@@ -416,7 +443,8 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"deployment": func(key string, v *yaml.Node) {
 			d.deployment(key, v, &p.Deployment)
 		},
-		"seed": func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
+		"speculative": func(key string, v *yaml.Node) { d.speculative(key, v, &p.Speculative) },
+		"seed":        func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
 		"network": func(key string, v *yaml.Node) {
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
 				"rtt_ms":      d.number(&p.Network.RTTMs),
@@ -425,8 +453,18 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 			})
 		},
 		"calibration": func(key string, v *yaml.Node) {
-			c := &Calibration{Error: FitError{math.NaN(), math.NaN(), math.NaN(), math.NaN()}}
+			c := &Calibration{Error: NoFitError(), ErrorClosed: NoFitError(), ErrorOpen: NoFitError()}
 			p.Calibration = c
+			fitError := func(e *FitError) func(string, *yaml.Node) {
+				return func(key string, v *yaml.Node) {
+					d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+						"ttft_p50": d.number(&e.TTFTP50),
+						"ttft_p99": d.number(&e.TTFTP99),
+						"tpot_p50": d.number(&e.TPOTP50),
+						"tpot_p99": d.number(&e.TPOTP99),
+					})
+				}
+			}
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
 				"source":        d.str(&c.Source),
 				"date":          d.str(&c.Date),
@@ -434,15 +472,14 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				"output_tokens": d.intRange(&c.OutputTokens),
 				"concurrency":   d.intRange(&c.Concurrency),
 				"max_num_seqs":  d.str(&c.MaxNumSeqs),
-				"error_pct": func(key string, v *yaml.Node) {
-					e := &c.Error
+				"error_pct":     fitError(&c.Error),
+				"error_pct_by_load": func(key string, v *yaml.Node) {
 					d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-						"ttft_p50": d.number(&e.TTFTP50),
-						"ttft_p99": d.number(&e.TTFTP99),
-						"tpot_p50": d.number(&e.TPOTP50),
-						"tpot_p99": d.number(&e.TPOTP99),
+						"closed": fitError(&c.ErrorClosed),
+						"open":   fitError(&c.ErrorOpen),
 					})
 				},
+				"open_rates": d.numberRange(&c.OpenRates),
 			})
 		},
 	})
@@ -636,6 +673,7 @@ func (p Profile) validate() []error {
 		add("engine.prefix_caching", "is simulated for prefill: colocated only")
 	}
 	errs = append(errs, p.deploymentErrors()...)
+	errs = append(errs, p.specErrors()...)
 	if len(errs) == 0 {
 		if kv, err := p.KVCacheTokens(); err != nil {
 			errs = append(errs, err)
@@ -681,6 +719,18 @@ func (p Profile) checkStepTimes(kv int) error {
 		{fmt.Sprintf("one sequence decoding over %d tokens (the longest a request may be)", one), cm.Step(StepWork{DecodeSeqs: 1, DecodeContext: int64(one)})},
 		{fmt.Sprintf("a prefill of %d tokens (the longest a request may be) alone", one), cm.Prefill(one)},
 	}
+	if sc, err := p.newSpecCost(cm); err != nil {
+		return err
+	} else if sc != nil {
+		passes := make([]StepWork, p.Speculative.DraftTokens)
+		for j := range passes {
+			passes[j] = StepWork{DecodeSeqs: n, DecodeContext: ctx}
+		}
+		work = append(work, struct {
+			what string
+			d    time.Duration
+		}{fmt.Sprintf("a full step with its drafting (%d passes of %d sequences)", len(passes), n), cm.Step(full) + sc.draftTime(passes, chunk)})
+	}
 	for _, w := range work {
 		if w.d < 0 || w.d > maxStepTime {
 			return keyErrorf("cost", "%s would take %v, beyond the %s limit: check the cost settings, model and GPU", w.what, w.d, maxStepTimeInWords)
@@ -705,8 +755,17 @@ func (p Profile) KVCacheTokens() (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		perToken := p.ShardModel().KVBytesPerToken()
+		if dm, ok := p.draftShard(); ok {
+			// The draft model's weights and its own KV cache of every token share the memory.
+			if free -= dm.WeightBytes(); free <= 0 {
+				return 0, keyErrorf("speculative.draft_model", "%s's weights and %s's (%.1f GB per GPU) leave no room for a KV cache on %s: use a smaller draft model, or more GPUs (tp)",
+					p.Model.Name, dm.Name, dm.WeightBytes()/1e9, p.GPU.Name)
+			}
+			perToken += dm.KVBytesPerToken()
+		}
 		// Each dp group caches its own sequences.
-		f := free / p.ShardModel().KVBytesPerToken() * float64(p.Deployment.dp())
+		f := free / perToken * float64(p.Deployment.dp())
 		if f > maxKVCacheTokens {
 			return 0, keyErrorf("engine.kv_cache_tokens", "%s's memory would hold %.3g tokens of %s's KV cache, beyond the %d limit; set kv_cache_tokens",
 				p.GPU.Name, f, p.Model.Name, maxKVCacheTokens)

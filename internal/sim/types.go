@@ -35,4 +35,7 @@ type EngineStats struct {
 	GenerationTokens uint64
 	PrefixHits       uint64 // prompt tokens served from the prefix cache
 	PrefixQueries    uint64 // prompt tokens looked up in the prefix cache
+	// Speculative decoding: a sequence's drafts verified, their tokens, and the drafted
+	// tokens accepted (vLLM's spec_decode_num_drafts, _num_draft_tokens, _num_accepted_tokens).
+	SpecDrafts, SpecDraftTokens, SpecAcceptedTokens uint64
 }

@@ -98,6 +98,9 @@ func (p Profile) YAML(header string) []byte {
 	}
 	if dep.MaxModelLen > 0 {
 		fmt.Fprintf(&b, "  max_model_len: %d\n", dep.MaxModelLen)
+		if dep.TruncatePrompts {
+			fmt.Fprintf(&b, "  truncate_prompts: true\n")
+		}
 	}
 	if n := p.Network; n.RTTMs > 0 || n.JitterMs > 0 || n.FrontEndMs > 0 {
 		fmt.Fprintf(&b, "network:\n  rtt_ms: %s\n  jitter_ms: %s\n", num(n.RTTMs), num(n.JitterMs))
@@ -111,20 +114,25 @@ func (p Profile) YAML(header string) []byte {
 		if k.MaxNumSeqs != "" {
 			fmt.Fprintf(&b, "  max_num_seqs: %s\n", yamlString(k.MaxNumSeqs))
 		}
-		var errs []string
-		for _, f := range []struct {
-			key string
-			v   float64
-		}{{"ttft_p50", k.Error.TTFTP50}, {"ttft_p99", k.Error.TTFTP99}, {"tpot_p50", k.Error.TPOTP50}, {"tpot_p99", k.Error.TPOTP99}} {
-			if !math.IsNaN(f.v) {
-				errs = append(errs, fmt.Sprintf("    %s: %s\n", f.key, num(math.Round(f.v*10)/10)))
+		if errs := fitErrorYAML(k.Error, "    "); errs != "" {
+			b.WriteString("  error_pct:             # largest error on held-out probe points\n")
+			b.WriteString(errs)
+		}
+		closed, open := fitErrorYAML(k.ErrorClosed, "      "), fitErrorYAML(k.ErrorOpen, "      ")
+		if closed != "" || open != "" {
+			b.WriteString("  error_pct_by_load:     # the same, over closed loops and over open ones\n")
+			if closed != "" {
+				b.WriteString("    closed:\n" + closed)
+			}
+			if open != "" {
+				b.WriteString("    open:\n" + open)
 			}
 		}
-		if len(errs) > 0 {
-			b.WriteString("  error_pct:             # largest error on held-out probe points\n")
-			b.WriteString(strings.Join(errs, ""))
+		if r := k.OpenRates; r[1] > 0 {
+			fmt.Fprintf(&b, "  open_rates: [%s, %s]  # req/s of the open loops probed\n", num(roundSig(r[0])), num(roundSig(r[1])))
 		}
 	}
+	b.WriteString(specYAML(p.Speculative))
 	fmt.Fprintf(&b, "seed: %d\n", p.Seed)
 	return []byte(b.String())
 }
@@ -155,3 +163,27 @@ func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // yamlString quotes s as a YAML double-quoted scalar (JSON's escapes are YAML's).
 func yamlString(s string) string { return strconv.Quote(s) }
+
+// fitErrorYAML is e's measured figures as YAML lines at indent, one decimal; "" when none
+// was measured.
+func fitErrorYAML(e FitError, indent string) string {
+	var b strings.Builder
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"ttft_p50", e.TTFTP50}, {"ttft_p99", e.TTFTP99}, {"tpot_p50", e.TPOTP50}, {"tpot_p99", e.TPOTP99}} {
+		if !math.IsNaN(f.v) {
+			fmt.Fprintf(&b, "%s%s: %s\n", indent, f.key, num(math.Round(f.v*10)/10))
+		}
+	}
+	return b.String()
+}
+
+// roundSig rounds v to three significant digits.
+func roundSig(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	p := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*p) / p
+}

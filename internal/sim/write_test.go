@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -19,7 +20,9 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 	custom.Network.RTTMs, custom.Network.JitterMs, custom.Network.FrontEndMs = 0.42, 0.05, 1.25
 	custom.Calibration = &Calibration{Source: "http://127.0.0.1:8080/v1 (llama.cpp)", Date: "2026-12-01",
 		PromptTokens: [2]int{16, 2048}, OutputTokens: [2]int{8, 64}, Concurrency: [2]int{1, 2}, MaxNumSeqs: "server: /props total_slots",
-		Error: FitError{TTFTP50: 3.2, TTFTP99: math.NaN(), TPOTP50: 1.5, TPOTP99: math.NaN()}}
+		Error:       FitError{TTFTP50: 3.2, TTFTP99: math.NaN(), TPOTP50: 1.5, TPOTP99: math.NaN()},
+		ErrorClosed: FitError{TTFTP50: 3.2, TTFTP99: 7.5, TPOTP50: 1.5, TPOTP99: 2.5},
+		ErrorOpen:   NoFitError(), OpenRates: [2]float64{0.5, 2.25}}
 	tuned := rf
 	tuned.Cost.Roofline = DefaultRooflineParams()
 	tuned.Cost.Roofline.ComputeEfficiency, tuned.Cost.Roofline.SeqOverheadUs = 0.4321, 7.25
@@ -27,7 +30,9 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 	fleet.Model, _ = ModelPreset("llama-3.1-70b")
 	fleet.GPU, _ = GPUPreset("h100")
 	fleet.Deployment = Deployment{Replicas: 3, TP: 4, Router: RouterRoundRobin, WeightDtype: DtypeFP8, KVDtype: DtypeFP8, MaxModelLen: 8192}
-	for _, p := range []Profile{tb, rf, tuned, custom, fleet} {
+	cut := tb
+	cut.Deployment = Deployment{Replicas: 1, TP: 1, Router: RouterLeastOutstanding, MaxModelLen: 2048, TruncatePrompts: true}
+	for _, p := range []Profile{tb, rf, tuned, custom, fleet, cut} {
 		y := p.YAML("fitted by a test\nsecond line")
 		got, err := ParseProfile(y, "")
 		if err != nil {
@@ -39,10 +44,12 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 		if p.Calibration != nil {
 			// NaN != NaN: compare the calibration apart.
 			gc, pc := *got.Calibration, *p.Calibration
-			if gc.Error.TTFTP50 != pc.Error.TTFTP50 || gc.Error.TPOTP50 != pc.Error.TPOTP50 || !math.IsNaN(gc.Error.TTFTP99) {
-				t.Errorf("error_pct read back as %+v, want %+v", gc.Error, pc.Error)
+			for _, e := range [][2]FitError{{gc.Error, pc.Error}, {gc.ErrorClosed, pc.ErrorClosed}, {gc.ErrorOpen, pc.ErrorOpen}} {
+				if fmt.Sprint(e[0]) != fmt.Sprint(e[1]) { // NaN prints as NaN
+					t.Errorf("an error_pct read back as %+v, want %+v\n%s", e[0], e[1], y)
+				}
 			}
-			gc.Error, pc.Error = FitError{}, FitError{}
+			gc.Error, pc.Error, gc.ErrorClosed, pc.ErrorClosed, gc.ErrorOpen, pc.ErrorOpen = FitError{}, FitError{}, FitError{}, FitError{}, FitError{}, FitError{}
 			if !reflect.DeepEqual(gc, pc) {
 				t.Errorf("calibration read back as %+v, want %+v", gc, pc)
 			}

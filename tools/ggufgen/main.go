@@ -34,7 +34,9 @@ func run(args []string, stdout io.Writer) error {
 	fs.IntVar(&c.Heads, "heads", 4, "attention heads")
 	fs.IntVar(&c.KVHeads, "kv-heads", 2, "key/value heads (grouped-query attention)")
 	fs.IntVar(&c.FF, "ff", 128, "feed-forward size")
-	fs.IntVar(&c.Context, "ctx", 4096, "context length")
+	// Llama 3.1's: a server given -c beyond the training context caps each slot there, as no
+	// real model of today's would make it.
+	fs.IntVar(&c.Context, "ctx", 131072, "context length (training: llama.cpp caps a slot's context at it)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed (the file is a pure function of the flags)")
 	typ := fs.String("type", "f16", "matrix storage type: f16 or f32")
 	if err := fs.Parse(args); err != nil {

@@ -49,3 +49,33 @@ func TestWithEngine(t *testing.T) {
 		}
 	}
 }
+
+// With speculative decoding a stream's content chunks carry the tokens each step emitted,
+// several at once, and exactly max_tokens in all; /metrics counts the drafts.
+func TestWithSpeculativeEngine(t *testing.T) {
+	p, err := sim.ParseProfile([]byte("cost:\n  kind: linear\n  prefill_ms_per_token: 0.001\n  decode_step_ms: 1\nspeculative:\n  draft_tokens: 4\n  acceptance: 0.8\n  method: ngram\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	eng := sim.NewEngine(p)
+	go eng.Start(ctx)
+	s, ts := newTestServer(t, eng, Options{ModelName: "spec", BlockSize: 16})
+	o := doStream(t, ts, `{"model":"spec","messages":[{"role":"user","content":"hi"}],"max_tokens":60,"ignore_eos":true,"stream":true}`)
+	if o.status != 200 || !o.done || o.tokens != 60 {
+		t.Fatalf("stream: %d tokens, %+v", o.tokens, o)
+	}
+	most := 0
+	for _, e := range o.events[:len(o.events)-1] { // the last is [DONE]
+		if c := decodeChunk(t, e); len(c.Choices) > 0 && c.Choices[0].Delta != nil && c.Choices[0].Delta.Content != nil {
+			most = max(most, len(strings.Fields(*c.Choices[0].Delta.Content)))
+		}
+	}
+	if most < 2 {
+		t.Errorf("no chunk carried more than %d token", most)
+	}
+	if text := metricsText(t, s); !strings.Contains(text, `vllm:spec_decode_num_draft_tokens_total{model_name="spec"}`) || strings.Contains(text, `vllm:spec_decode_num_draft_tokens_total{model_name="spec"} 0`+"\n") {
+		t.Errorf("/metrics counts no drafts:\n%s", text)
+	}
+}

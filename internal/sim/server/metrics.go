@@ -40,6 +40,9 @@ type engineSnapshot struct {
 	kvUsage                         float64
 	preemptions, prompt, generation float64
 	prefixHits, prefixQueries       float64
+
+	// Speculative decoding's drafts, drafted tokens and accepted ones.
+	specDrafts, specDraftTokens, specAccepted float64
 }
 
 func newServerMetrics(model string, stats func() engineSnapshot, replicas func() []engineSnapshot, faults *[numFaultKinds]atomic.Uint64) *serverMetrics {
@@ -87,11 +90,16 @@ var (
 		"vllm:generation_tokens_total":    "Number of generation tokens processed.",
 		"vllm:prefix_cache_queries_total": "Prefix cache queries, in terms of number of queried tokens.",
 		"vllm:prefix_cache_hits_total":    "Prefix cache hits, in terms of number of cached tokens.",
+
+		"vllm:spec_decode_num_drafts_total":          "Number of spec decoding drafts.",
+		"vllm:spec_decode_num_draft_tokens_total":    "Number of draft tokens.",
+		"vllm:spec_decode_num_accepted_tokens_total": "Number of accepted tokens.",
 	}
 	engineMetricOrder = []string{
 		"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
 		"vllm:num_preemptions_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
 		"vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+		"vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total",
 	}
 )
 
@@ -131,7 +139,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 // collectEngine exports one engine's snapshot, with the engine label's value when there
 // are several.
 func (c *engineCollector) collectEngine(ch chan<- prometheus.Metric, s engineSnapshot, engine ...string) {
-	vals := []float64{s.running, s.waiting, s.kvUsage, s.preemptions, s.prompt, s.generation, s.prefixQueries, s.prefixHits}
+	vals := []float64{s.running, s.waiting, s.kvUsage, s.preemptions, s.prompt, s.generation, s.prefixQueries, s.prefixHits,
+		s.specDrafts, s.specDraftTokens, s.specAccepted}
 	for i, n := range engineMetricOrder {
 		t := prometheus.CounterValue
 		if i < 3 {

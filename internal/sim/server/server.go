@@ -225,7 +225,8 @@ func snapshotOf(st sim.EngineStats) engineSnapshot {
 		running: float64(st.Running), waiting: float64(st.Waiting), kvUsage: st.KVUsage,
 		preemptions: float64(st.Preemptions), prompt: float64(st.PromptTokens),
 		generation: float64(st.GenerationTokens), prefixHits: float64(st.PrefixHits),
-		prefixQueries: float64(st.PrefixQueries),
+		prefixQueries: float64(st.PrefixQueries), specDrafts: float64(st.SpecDrafts),
+		specDraftTokens: float64(st.SpecDraftTokens), specAccepted: float64(st.SpecAcceptedTokens),
 	}
 }
 

@@ -212,7 +212,8 @@ func TestResponseIDsUnique(t *testing.T) {
 }
 
 func TestModelsHealthMetrics(t *testing.T) {
-	g := &fakeGen{stats: sim.EngineStats{Running: 3, Waiting: 2, KVUsage: 0.25, Preemptions: 7, PromptTokens: 1000, GenerationTokens: 500, PrefixHits: 40, PrefixQueries: 100}}
+	g := &fakeGen{stats: sim.EngineStats{Running: 3, Waiting: 2, KVUsage: 0.25, Preemptions: 7, PromptTokens: 1000, GenerationTokens: 500, PrefixHits: 40, PrefixQueries: 100,
+		SpecDrafts: 6, SpecDraftTokens: 24, SpecAcceptedTokens: 18}}
 	_, ts := newTestServer(t, g, Options{ModelName: "meta-llama/Llama-3.1-8B-Instruct", Faults: Faults{Prob: [numFaultKinds]float64{FaultHTTP500: 0.5}}})
 	for range 4 {
 		resp := post(t, ts, "/v1/chat/completions", `{"model":"meta-llama/Llama-3.1-8B-Instruct","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true}`)
@@ -251,6 +252,9 @@ func TestModelsHealthMetrics(t *testing.T) {
 		`vllm:generation_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 500`,
 		`vllm:prefix_cache_queries_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 100`,
 		`vllm:prefix_cache_hits_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 40`,
+		`vllm:spec_decode_num_drafts_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 6`,
+		`vllm:spec_decode_num_draft_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 24`,
+		`vllm:spec_decode_num_accepted_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 18`,
 		`vllm:time_to_first_token_seconds_bucket{model_name="meta-llama/Llama-3.1-8B-Instruct",le="0.001"}`,
 		`vllm:inter_token_latency_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct"}`,
 		`vllm:e2e_request_latency_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct"}`,
