@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/testproc"
 	"github.com/llmbench/llmbench/internal/testtier"
 )
@@ -81,6 +82,51 @@ func calibrateAndPredict(t *testing.T, s server, kind string, extra []string) {
 				"--requests", fmt.Sprint(16 * c), "--input-tokens", "128", "--output-tokens", "uniform:32:96"}})
 		}
 		return fit, loads
+	})
+}
+
+// defaultsTolerance is issue 25's bound on a calibration with calibrate's defaults: TTFT
+// and TPOT P50 within 25 % at a closed loop of twice the slots and an open loop at 70 % of
+// capacity.
+var defaultsTolerance = map[string]float64{"ttft_ms": 0.25, "tpot_ms": 0.25}
+
+// TestLlamaCppCalibrateDefaults calibrates llama-server with calibrate's defaults (no flag
+// but the server's: its own tokens, probed up to its published slots, its limits read),
+// then checks the profile's predictions of a closed loop at twice the slots and an open loop
+// at 70 % of the capacity the probe measured (its open step ran at half of it) against the
+// server itself.
+func TestLlamaCppCalibrateDefaults(t *testing.T) {
+	testtier.Accuracy(t, "a default calibration's predictions of llama-server, closed and open loops, on the real clock")
+	s := llamacppTarget(t)
+	bin := llmbenchBinary(t)
+	target := []string{"--url", s.url, "--model", s.model}
+	if s.apiKey != "" {
+		target = append(target, "--api-key", s.apiKey)
+	}
+	check := predictCheck{bin: bin, target: target, tolerance: defaultsTolerance, freshSeeds: true}
+	check.untilMet(t, t.TempDir(), func(dir string) (string, []predictLoad) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fit := filepath.Join(dir, "fit.yaml")
+		t.Logf("calibrate:\n%s", llmbenchCmd(t, bin, append([]string{"calibrate", "--output", fit}, target...)...))
+		p, err := sim.LoadProfile(fit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Calibration == nil || p.Calibration.OpenRates[1] <= 0 || math.IsNaN(p.Calibration.ErrorOpen.TTFTP50) || math.IsNaN(p.Calibration.ErrorClosed.TTFTP50) {
+			t.Fatalf("the profile states no open-loop probe or no error of each load kind: %+v", p.Calibration)
+		}
+		if p.Deployment.MaxModelLen == 0 || p.Engine.KVCacheTokens == 0 {
+			t.Fatalf("the profile has no max_model_len or kv_cache_tokens of the server's: %+v, %+v", p.Deployment, p.Engine)
+		}
+		slots, rate := p.Engine.MaxNumSeqs, 0.7*p.Calibration.OpenRates[1]/0.5
+		return fit, []predictLoad{
+			{fmt.Sprintf("concurrency %d", 2*slots), []string{"--concurrency", fmt.Sprint(2 * slots), "--requests", fmt.Sprint(16 * 2 * slots),
+				"--input-tokens", "128", "--output-tokens", "uniform:32:96"}},
+			{fmt.Sprintf("rate %.3g", rate), []string{"--rate", fmt.Sprintf("%.3g", rate), "--duration", "30s",
+				"--input-tokens", "384", "--output-tokens", "48"}},
+		}
 	})
 }
 

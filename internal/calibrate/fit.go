@@ -173,6 +173,14 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	}
 	var seqsHow string
 	res.Settings, seqsHow = f.settings(base, p, pts, lim)
+	if n, seqs := f.truncatedAt, p.Engine.MaxNumSeqs; n > 0 && p.Engine.KVCacheTokens == 0 && (lim.maxSeqs > 0 || seqs < maxProbed(pts)) {
+		// A server that cuts prompts at a context of its own holds one per sequence (Ollama
+		// allocates num_ctx for each of OLLAMA_NUM_PARALLEL); the simulator's default model
+		// would size a cache nobody has.
+		p.Engine.KVCacheTokens = seqs * n
+		res.Settings = append(res.Settings, Setting{"engine.kv_cache_tokens", fmt.Sprint(seqs * n),
+			fmt.Sprintf("max_num_seqs × the context prompts were cut to (%d × %d): a context per sequence, as Ollama allocates num_ctx for each of OLLAMA_NUM_PARALLEL", seqs, n)})
+	}
 	p.Calibration = &sim.Calibration{
 		Source: src.URL, Date: time.Now().UTC().Format(time.DateOnly), MaxNumSeqs: seqsHow,
 		PromptTokens: rangeOf(pts, func(q Request) int { return q.Prompt }),

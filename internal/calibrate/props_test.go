@@ -176,6 +176,12 @@ func TestTruncated(t *testing.T) {
 	if got := truncated(cut); got != 2048 {
 		t.Errorf("truncated = %d, want 2048", got)
 	}
+	// As Ollama 0.6.5 counted a probe's chat prompts (its template adds 10 tokens), at
+	// num_ctx 2048: the short prompts' ratio alone (42/32) would call 1,024 tokens cut.
+	ollama := []Point{pt(32, 42), pt(128, 138), pt(512, 523), pt(1024, 1036), pt(2048, 2048), pt(3072, 2048), pt(4096, 2048), pt(32, 42)}
+	if got := truncated(ollama); got != 2048 {
+		t.Errorf("truncated = %d for Ollama's counts, want 2048", got)
+	}
 	// A server that counts more than the client throughout cut nothing.
 	whole := []Point{pt(32, 40), pt(512, 568), pt(1024, 1131), pt(2048, 2270), pt(4096, 4530)}
 	if got := truncated(whole); got != 0 {

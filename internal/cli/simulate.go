@@ -93,9 +93,14 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if c := p.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
 	}
+	in, out := distRange(cfg.workload.InputTokens)[1], distRange(cfg.workload.OutputTokens)[1]
+	if d := p.Deployment; !d.TruncatePrompts && d.MaxModelLen > 0 && in > 0 && in+out > d.MaxModelLen {
+		fmt.Fprintln(stdio.Err, fmt.Sprintf("warning: prompts up to %d tokens and outputs up to %d exceed the deployment's max_model_len of %d: the server refuses such requests (HTTP 400), and so does the simulation; the summary counts them as failed",
+			in, out, d.MaxModelLen))
+	}
 	if d := p.Deployment; d.TruncatePrompts && distRange(cfg.workload.InputTokens)[1] > d.MaxModelLen {
-		fmt.Fprintln(stdio.Err, report.Wrap(fmt.Sprintf("warning: prompts up to %d tokens, and the server cuts any longer than its %d-token context to their last %d tokens (deployment.truncate_prompts, as Ollama past num_ctx does): those are simulated as %d-token prompts, and the model never sees the rest",
-			distRange(cfg.workload.InputTokens)[1], d.MaxModelLen, d.MaxModelLen, d.MaxModelLen), 0, 2, report.ConsoleWidth))
+		fmt.Fprintln(stdio.Err, fmt.Sprintf("warning: prompts up to %d tokens, and the server cuts any longer than its %d-token context to their last %d tokens (deployment.truncate_prompts, as Ollama past num_ctx does): those are simulated as %d-token prompts, and the model never sees the rest",
+			distRange(cfg.workload.InputTokens)[1], d.MaxModelLen, d.MaxModelLen, d.MaxModelLen))
 	}
 	virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src}, cfg.shapeVirtual)
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
@@ -133,9 +138,9 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 	fmt.Fprintln(stdio.Out, report.Wrap(line, 0, 2, report.ConsoleWidth))
 	switch r := c.OpenRates; {
 	case open && r[1] == 0:
-		fmt.Fprintln(stdio.Err, report.Wrap("warning: an open loop, and the calibration probed none: its held-out error is that of closed loops (a calibration by this llmbench probes an open loop too)", 0, 2, report.ConsoleWidth))
+		fmt.Fprintln(stdio.Err, "warning: an open loop, and the calibration probed none: its held-out error is that of closed loops (a calibration by this llmbench probes an open loop too)")
 	case open && rate > openRateFar*r[1]:
-		fmt.Fprintln(stdio.Err, report.Wrap(fmt.Sprintf("warning: an open loop at %g req/s, beyond %g× the fastest probed (%.3g req/s): queueing grows faster than the probe's rates show, so this is an extrapolation of the calibrated profile, not a prediction it was checked on", rate, openRateFar, r[1]), 0, 2, report.ConsoleWidth))
+		fmt.Fprintln(stdio.Err, fmt.Sprintf("warning: an open loop at %g req/s, beyond %g× the fastest probed (%.3g req/s): queueing grows faster than the probe's rates show, so this is an extrapolation of the calibrated profile, not a prediction it was checked on", rate, openRateFar, r[1]))
 	}
 	w := cfg.workload
 	for _, s := range c.Outside(distRange(w.InputTokens), distRange(w.OutputTokens), inFlight) {
