@@ -41,6 +41,7 @@ type benchConfig struct {
 	testRequest             bool // one request before measuring (--test-request)
 	modelChecked            bool // --model was checked against the server's list already (a later probe step)
 	simProfile              string
+	modelConfig             string // simulate's --model-config: the model served on simProfile's roofline
 	inProcess               bool   // run without --url: the simulator in-process
 	noStream                bool   // --stream=false
 	endpoint                string // --endpoint

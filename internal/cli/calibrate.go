@@ -28,7 +28,7 @@ import (
 // calibrateFlags are calibrate's flags as typed.
 type calibrateFlags struct {
 	url, api, model, apiKey, apiKeyFile, tokenizer string
-	modelShape, gpu                                string
+	modelShape, modelConfig, gpu                   string
 	headers                                        []string
 	maxConcurrency, maxInputTokens, maxNumSeqs     int
 	output                                         string
@@ -75,7 +75,8 @@ states the prediction error on probe points held out of the fit.`,
 	fs.IntVar(&f.maxInputTokens, "max-input-tokens", 0, "longest prompt the probe sends (default 4096, or what the server's published context leaves)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "the server's batch limit, when it publishes none and the probe may not reach it (Ollama: OLLAMA_NUM_PARALLEL)")
 	fs.StringVar(&f.modelShape, "model-shape", "", "the served model's shape, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"): fit the roofline's constants instead of a linear model (with --gpu), so the profile carries to other GPUs and tp")
-	fs.StringVar(&f.gpu, "gpu", "", "with --model-shape: the server's GPU, a preset ("+strings.Join(sim.GPUPresets(), ", ")+")")
+	fs.StringVar(&f.modelConfig, "model-config", "", "the served model's Hugging Face config.json (`PATH`), instead of --model-shape: fit the roofline's constants to it (with --gpu)")
+	fs.StringVar(&f.gpu, "gpu", "", "with --model-shape or --model-config: the server's GPU, a preset ("+strings.Join(sim.GPUPresets(), ", ")+")")
 	fs.StringVar(&f.output, "output", "", "the profile to write, FILE.yaml (with FILE.calibration.json and FILE.calibration.html beside it)")
 	fs.Int64Var(&f.seed, "seed", 0, "seed for the probe's prompts, each step's its own (default: a new one each time, so that no prompt cache of the server has seen them)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace FILE.yaml, its reports and FILE.probe/ if they exist")
@@ -104,8 +105,16 @@ func (f *calibrateFlags) Validate(dirs []string) error {
 			}
 		}
 	}
-	if (f.modelShape == "") != (f.gpu == "") {
-		errs = append(errs, errors.New("--model-shape and --gpu go together: a roofline fit needs the model and the GPU"))
+	switch {
+	case f.modelShape != "" && f.modelConfig != "":
+		errs = append(errs, errors.New("--model-shape and --model-config: give one (a preset, or a config.json)"))
+	case (f.modelShape == "" && f.modelConfig == "") != (f.gpu == ""):
+		errs = append(errs, errors.New("--model-shape and --gpu go together (or --model-config and --gpu): a roofline fit needs the model and the GPU"))
+	}
+	if f.modelConfig != "" {
+		if _, err := sim.LoadHFConfig(f.modelConfig); err != nil {
+			errs = append(errs, fmt.Errorf("--model-config: %w", err))
+		}
 	}
 	if _, ok := sim.ModelPreset(f.modelShape); f.modelShape != "" && !ok {
 		errs = append(errs, fmt.Errorf("--model-shape %q: not a preset (presets: %s)", f.modelShape, strings.Join(sim.ModelPresets(), ", ")))
@@ -145,8 +154,11 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 		}
 	}
 	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, Seed: max(f.seed, 1)}
-	if f.modelShape != "" {
+	if f.modelShape != "" || f.modelConfig != "" {
 		m, _ := sim.ModelPreset(f.modelShape)
+		if f.modelConfig != "" {
+			m, _ = sim.LoadHFConfig(f.modelConfig) // read by Validate
+		}
 		g, _ := sim.GPUPreset(f.gpu)
 		opts.Model, opts.GPU = &m, &g
 	}

@@ -29,9 +29,10 @@ import (
 // (benchFlags) and the search space.
 type planFlags struct {
 	bench                             benchFlags
-	modelShape                        string
+	modelShape, modelConfig           string
 	gpus, dtypes, prefill, routers    string
 	tps, maxNumSeqs, maxBatchedTokens string
+	dps, expertParallel               string
 	maxReplicas                       int
 	speculative                       string // speculative decoding settings to try: off, K:A
 }
@@ -72,6 +73,8 @@ that server only. It writes DIR/plan.json (every candidate), DIR/plan.html (the 
 throughput per GPU against tokens/s per user) and DIR/best.yaml, the chosen deployment as a
 profile that simulate --sim and serve --sim accept.`,
 		Example: `  llmbench plan --rate 50 --slo 'ttft:p99<=500ms,tpot:p99<=50ms' --gpu h100,h200 --tp 1,2
+  llmbench plan --model-config deepseek-v3/config.json --gpu h200,b200,mi325x --tp 8 --dp 1,2 \
+    --expert-parallel false,true --rate 5 --slo 'ttft:p99<=3s,tpot:p99<=80ms'
   llmbench plan --model-shape llama-3.1-70b --gpu h100,h200,b200 --tp 2,4,8 --dtype bf16,fp8 \
     --rate 20 --input-tokens 2048 --output-tokens 256 --slo 'ttft:p99<=2s,tpot:p99<=60ms'
   llmbench plan --sim fitted.yaml --rate 8 --slo 'tpot:p99<=40ms' --router round-robin,least-outstanding
@@ -96,9 +99,12 @@ profile that simulate --sim and serve --sim accept.`,
 		fs.Lookup(name).Usage = usage
 	}
 	fs.StringVar(&f.modelShape, "model-shape", "", "the model, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"), priced by the roofline on each --gpu (instead of --sim)")
+	fs.StringVar(&f.modelConfig, "model-config", "", "the model as a Hugging Face config.json (`PATH`: dense, GQA, sliding windows, mixtures of experts, MLA), on --sim's roofline profile or the default one")
+	fs.StringVar(&f.dps, "dp", "", "data-parallel attention groups per replica to try, `N,N,...` (a mixture of experts'; default: the profile's)")
+	fs.StringVar(&f.expertParallel, "expert-parallel", "", "expert parallelism to try: false, true or false,true (a mixture of experts'; default: the profile's)")
 	fs.StringVar(&f.gpus, "gpu", "", "GPU presets to try, `a,b,...` ("+strings.Join(sim.GPUPresets(), ", ")+"; default: the profile's GPU)")
 	fs.StringVar(&f.tps, "tp", "", "tensor-parallel GPUs per replica to try, `N,N,...` (powers of two; default: the profile's)")
-	fs.StringVar(&f.dtypes, "dtype", "", "weight precisions to try, bf16,fp8 (the KV cache takes the same; default: the profile's)")
+	fs.StringVar(&f.dtypes, "dtype", "", "weight precisions to try: "+strings.Join(sim.WeightDtypes(), ",")+" (the KV cache takes bf16's or fp8's; default: the profile's)")
 	fs.StringVar(&f.maxNumSeqs, "max-num-seqs", "", "engine batch limits to try, `N,N,...` (default: the profile's)")
 	fs.StringVar(&f.maxBatchedTokens, "max-batched-tokens", "", "per-step token budgets to try, `N,N,...` (default: the profile's)")
 	fs.StringVar(&f.prefill, "prefill", "", "prefill placements to try: colocated,disaggregated (default: the profile's)")
@@ -128,6 +134,9 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 	}
 	if f.modelShape != "" && fs.Changed("sim") {
 		errs = append(errs, errors.New("--model-shape and --sim: give one (a model preset on the roofline, or a profile)"))
+	}
+	if f.modelShape != "" && f.modelConfig != "" {
+		errs = append(errs, errors.New("--model-shape and --model-config: give one (a model preset, or a config.json)"))
 	}
 	space := f.space(&errs)
 	base, baseErr := f.base()
@@ -197,16 +206,38 @@ func (f *planFlags) space(errs *[]error) plan.Space {
 	}
 	return plan.Space{GPUs: strs("gpu", f.gpus), Dtypes: strs("dtype", f.dtypes), Prefill: strs("prefill", f.prefill),
 		Routers: strs("router", f.routers), TPs: ints("tp", f.tps), MaxNumSeqs: ints("max-num-seqs", f.maxNumSeqs),
-		MaxBatchedTokens: ints("max-batched-tokens", f.maxBatchedTokens), Speculative: spec}
+		MaxBatchedTokens: ints("max-batched-tokens", f.maxBatchedTokens), Speculative: spec,
+		DPs: ints("dp", f.dps), ExpertParallel: f.expertParallelList(strs("expert-parallel", f.expertParallel), errs)}
+}
+
+// expertParallelList reads --expert-parallel's values, true or false each.
+func (f *planFlags) expertParallelList(vals []string, errs *[]error) []bool {
+	var eps []bool
+	for _, v := range vals {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			*errs = append(*errs, fmt.Errorf("--expert-parallel: %q is not true or false (give true,false to try both)", v))
+		}
+		eps = append(eps, on)
+	}
+	return eps
 }
 
 // base is the profile the space is built on: --model-shape's preset on the default
-// profile's roofline and engine, or --sim's profile.
+// profile's roofline and engine, or --sim's profile, serving --model-config's model if given.
 func (f *planFlags) base() (sim.Profile, error) {
 	if f.modelShape == "" {
 		base, err := sim.LoadProfile(f.bench.sim)
 		if err != nil {
 			return base, fmt.Errorf("--sim: %w", err)
+		}
+		if f.modelConfig != "" {
+			if base, err = base.WithModelConfig(f.modelConfig); err != nil {
+				return base, fmt.Errorf("--model-config: %w", err)
+			}
+			if !f.bench.fs.Changed("sim") {
+				base.Name = f.modelConfig
+			}
 		}
 		return base, nil
 	}

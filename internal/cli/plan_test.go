@@ -168,7 +168,7 @@ func TestPlanFlagErrorsAllAtOnce(t *testing.T) {
 	if code != ExitUsage {
 		t.Fatalf("exit %d, want %d:\n%s", code, ExitUsage, stderr)
 	}
-	for _, want := range []string{"--concurrency: plan sizes", `--gpu: "tpu" is not a GPU preset`, `--dtype: "int8" is not bf16 or fp8`} {
+	for _, want := range []string{"--concurrency: plan sizes", `--gpu: "tpu" is not a GPU preset`, `--dtype: "int8" is not one of bf16, fp8, int4, mxfp4, nvfp4`} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}

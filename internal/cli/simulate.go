@@ -22,6 +22,7 @@ import (
 
 func newSimulateCmd(stdio Stdio) *cobra.Command {
 	var f benchFlags
+	var modelConfig string
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Predict a deployment offline: the simulator and the load on a virtual clock",
@@ -29,17 +30,20 @@ func newSimulateCmd(stdio Stdio) *cobra.Command {
 inference engine and the load generator on a virtual clock with no HTTP: a whole ladder of
 thousands of requests in seconds. It writes the same records, summary and report as run.`,
 		Example: `  llmbench simulate --sim textbook --concurrency 1,4,16,64 --input-tokens 512 --output-tokens 100
-  llmbench simulate --sim profile.yaml --rate 1,2,4,8 --requests 2000 --slo 'tpot:p99<=50ms'`,
+  llmbench simulate --sim profile.yaml --rate 1,2,4,8 --requests 2000 --slo 'tpot:p99<=50ms'
+  llmbench simulate --model-config gpt-oss-120b/config.json --concurrency 1,64`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.resolve(false, time.Now())
 			if err != nil {
 				return err
 			}
+			cfg.modelConfig = modelConfig
 			return runSimulate(cmd.Context(), stdio, cfg)
 		},
 	}
 	f.bind(cmd.Flags(), false)
+	cmd.Flags().StringVar(&modelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model")
 	return cmd
 }
 
@@ -47,6 +51,11 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	p, err := sim.LoadProfile(cfg.simProfile)
 	if err != nil {
 		return usageError(fmt.Errorf("--sim: %w", err))
+	}
+	if cfg.modelConfig != "" {
+		if p, err = p.WithModelConfig(cfg.modelConfig); err != nil {
+			return usageError(fmt.Errorf("--model-config: %w", err))
+		}
 	}
 	p.Seed = cfg.seed
 	// Lengths only: a tokenizer counts only datasets that bring text (o200k_base unless

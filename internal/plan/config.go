@@ -28,7 +28,9 @@ import (
 type Space struct {
 	GPUs             []string // GPU presets
 	TPs              []int    // tensor-parallel GPUs per replica
-	Dtypes           []string // weight precision; the KV cache follows (sim.DtypeBF16, sim.DtypeFP8)
+	Dtypes           []string // weight precision (sim.WeightDtypes); the KV cache follows bf16 and fp8
+	DPs              []int    // data-parallel attention groups per replica (an MoE model's)
+	ExpertParallel   []bool   // expert parallelism off, on (an MoE model's)
 	MaxNumSeqs       []int
 	MaxBatchedTokens []int
 	Prefill          []string // sim.PrefillColocated, sim.PrefillDisaggregated
@@ -160,7 +162,7 @@ func (s Space) Validate(base sim.Profile) error {
 		for _, f := range []struct {
 			flag string
 			n    int
-		}{{"--gpu", len(s.GPUs)}, {"--tp", len(s.TPs)}, {"--dtype", len(s.Dtypes)}} {
+		}{{"--gpu", len(s.GPUs)}, {"--tp", len(s.TPs)}, {"--dtype", len(s.Dtypes)}, {"--dp", len(s.DPs)}, {"--expert-parallel", len(s.ExpertParallel)}} {
 			if f.n > 0 {
 				hw = append(hw, f.flag)
 			}
@@ -181,9 +183,17 @@ func (s Space) Validate(base sim.Profile) error {
 		}
 	}
 	for _, d := range s.Dtypes {
-		if d != sim.DtypeBF16 && d != sim.DtypeFP8 {
-			add("--dtype: %q is not bf16 or fp8 (the weights' precision; the KV cache takes the same)", d)
+		if !slices.Contains(sim.WeightDtypes(), d) {
+			add("--dtype: %q is not one of %s (the weights' precision; the KV cache takes bf16's or fp8's, and keeps the model's with the others)", d, strings.Join(sim.WeightDtypes(), ", "))
 		}
+	}
+	for _, n := range s.DPs {
+		if n < 1 || n > 64 {
+			add("--dp: %d is not in 1..64", n)
+		}
+	}
+	if moe := base.Model.MoE(); !moe && (slices.ContainsFunc(s.DPs, func(n int) bool { return n > 1 }) || slices.Contains(s.ExpertParallel, true)) {
+		add("--dp, --expert-parallel: %s is dense: data-parallel attention and expert parallelism apply to a mixture of experts (plan replicas of a dense model instead)", base.Model.Name)
 	}
 	for _, n := range s.MaxNumSeqs {
 		if n < 1 || n > 1_000_000 {
@@ -225,7 +235,10 @@ func (s Space) Validate(base sim.Profile) error {
 			add("%s: %s is listed twice", name, d)
 		}
 	}
-	for name, list := range map[string][]int{"--tp": s.TPs, "--max-num-seqs": s.MaxNumSeqs, "--max-batched-tokens": s.MaxBatchedTokens} {
+	if d := duplicate(s.ExpertParallel); d != "" {
+		add("--expert-parallel: %s is listed twice", d)
+	}
+	for name, list := range map[string][]int{"--tp": s.TPs, "--max-num-seqs": s.MaxNumSeqs, "--max-batched-tokens": s.MaxBatchedTokens, "--dp": s.DPs} {
 		if d := duplicate(list); d != "" {
 			add("%s: %s is listed twice", name, d)
 		}
@@ -309,13 +322,26 @@ func (c Config) axes() []axis {
 		}
 		return axis{len(list), func(p *sim.Profile, i int) { set(p, list[i]) }}
 	}
+	bools := func(list []bool, def bool, set func(p *sim.Profile, v bool)) axis {
+		if len(list) == 0 {
+			list = []bool{def}
+		}
+		return axis{len(list), func(p *sim.Profile, i int) { set(p, list[i]) }}
+	}
 	return []axis{
 		strs(s.GPUs, func(p *sim.Profile, g string) { p.GPU, _ = sim.GPUPreset(g) }),
 		ints(s.TPs, max(b.Deployment.TP, 1), func(p *sim.Profile, tp int) { p.Deployment.TP = tp }),
-		strs(s.Dtypes, func(p *sim.Profile, d string) { p.Deployment.WeightDtype, p.Deployment.KVDtype = d, d }),
+		strs(s.Dtypes, func(p *sim.Profile, d string) {
+			p.Deployment.WeightDtype, p.Deployment.ExpertDtype = d, ""
+			if d == sim.DtypeBF16 || d == sim.DtypeFP8 {
+				p.Deployment.KVDtype = d
+			}
+		}),
 		ints(s.MaxNumSeqs, b.Engine.MaxNumSeqs, func(p *sim.Profile, n int) { p.Engine.MaxNumSeqs = n }),
 		ints(s.MaxBatchedTokens, b.Engine.MaxBatchedTokens, func(p *sim.Profile, n int) { p.Engine.MaxBatchedTokens = n }),
 		strs(s.Prefill, func(p *sim.Profile, pf string) { p.Engine.Prefill = pf }),
+		ints(s.DPs, max(b.Deployment.DP, 1), func(p *sim.Profile, n int) { p.Deployment.DP = n }),
+		bools(s.ExpertParallel, b.Deployment.ExpertParallel, func(p *sim.Profile, on bool) { p.Deployment.ExpertParallel = on }),
 		// The prefill pool's size is the disaggregated placement's alone.
 		{1, func(p *sim.Profile, _ int) {
 			if p.Engine.Prefill == sim.PrefillColocated {

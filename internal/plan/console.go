@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -37,7 +38,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 		}
 		cols := []column{
 			{"#", func(i int, _ Candidate) string { return fmt.Sprint(i + 1) }, false},
-			{"deployment", func(_ int, c Candidate) string { return fmt.Sprintf("%d × %s tp %d", c.Replicas, c.GPU, c.TP) }, false},
+			{"deployment", func(_ int, c Candidate) string { return fmt.Sprintf("%d × %s %s", c.Replicas, c.GPU, c.Split()) }, false},
 			{"GPUs", func(_ int, c Candidate) string { return fmt.Sprint(c.GPUs) }, true},
 			{"dtype", func(_ int, c Candidate) string { return c.Dtype }, false},
 			{"seqs", func(_ int, c Candidate) string { return fmt.Sprint(c.MaxNumSeqs) }, true},
@@ -129,6 +130,9 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 		if n := b.Replicas - 1; n > 0 {
 			s += fmt.Sprintf(" (%d %s)", n, plural(n, "replica misses them", "replicas miss them"))
 		}
+		if !b.GPUCalibrated {
+			s += "; " + b.GPU + ": not calibrated on this GPU"
+		}
 		fmt.Fprintln(w, "\n"+wrap(s+".", 0, 2))
 	}
 	var noFit, miss []Candidate
@@ -160,6 +164,23 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 			fmt.Fprintln(w, "  "+wrap(c.Describe()+": "+c.Reason, 2, 4))
 		}
 	}
+	uncalibrated(w, pl)
+}
+
+// uncalibrated notes the GPUs of the plan no measurement has checked the simulator on.
+func uncalibrated(w io.Writer, pl *Plan) {
+	var gpus []string
+	for _, c := range pl.Candidates {
+		if !c.GPUCalibrated && !slices.Contains(gpus, c.GPU) {
+			gpus = append(gpus, c.GPU)
+		}
+	}
+	if len(gpus) == 0 {
+		return
+	}
+	slices.Sort(gpus)
+	fmt.Fprintln(w, "\n"+wrap(fmt.Sprintf("Not calibrated on this GPU: %s (the roofline's datasheet figures and constants fitted on H200, H100 and A100 measurements, unchecked there: docs/simulator.md)",
+		strings.Join(gpus, ", ")), 0, 2))
 }
 
 // String is the term's value with its margin, for the table: "212 ms (+58%)".

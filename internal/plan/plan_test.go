@@ -44,7 +44,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	for _, want := range []string{
 		"--gpu, --tp, --dtype: profile textbook has a linear cost model", "plans replicas of that server only",
 		`--gpu: "tpu" is not a GPU preset`, "--gpu: h100 is listed twice", "--tp: 3 is not a power of two",
-		`--dtype: "int8" is not bf16 or fp8`, "--max-num-seqs: 0", "--max-batched-tokens: -1", `--prefill: "split"`,
+		`--dtype: "int8" is not one of bf16, fp8, int4, mxfp4, nvfp4`, "--max-num-seqs: 0", "--max-batched-tokens: -1", `--prefill: "split"`,
 		`--router: "random"`, "--router prefix-affinity: needs a profile with engine.prefix_caching: true", "traffic: needs an arrival rate", "--slo: plan needs verdict terms", "--max-replicas: 0", "workers: -1",
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -149,6 +149,53 @@ func Test70BNeverAtTP1On80GB(t *testing.T) {
 	}
 	if b := pl.BestCandidate(); b.TP < 2 {
 		t.Errorf("chosen %s", b.Describe())
+	}
+}
+
+// DeepSeek-V3 in fp8 does not fit 8 × H100 (the plan says why) and fits 8 × H200; the
+// plan searches dp and expert parallelism, and marks the GPUs no measurement has checked.
+func TestDeepSeekPlanOnEightGPUs(t *testing.T) {
+	base, _ := sim.LoadProfile("")
+	base.Model, _ = sim.ModelPreset("deepseek-v3")
+	base.Engine.MaxNumSeqs = 16
+	cfg := Config{Base: base, Traffic: traffic(t, 0.5, "poisson", 256, 32), Metrics: slos(t, "ttft:p90<=5s,tpot:p90<=200ms"),
+		MaxReplicas: 2, Workers: 2, Price: listPrice,
+		Space: Space{GPUs: []string{"h100", "h200", "mi300x"}, TPs: []int{8}, Dtypes: []string{sim.DtypeFP8}, ExpertParallel: []bool{false, true}}}
+	pl, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Candidates) != 6 || pl.Best == nil {
+		t.Fatalf("%d candidates, best %v", len(pl.Candidates), pl.Best)
+	}
+	eps := map[bool]int{}
+	for _, c := range pl.Candidates {
+		eps[c.ExpertParallel]++
+		switch c.GPU {
+		case "h100":
+			if c.Fits || !strings.Contains(c.Reason, "deepseek-v3's fp8 weights (671.0 GB in all) at tp 8 (") || !strings.Contains(c.Reason, "leave no room for a KV cache in 90% of h100's 80 GB") {
+				t.Errorf("%s: fits %v: %s", c.Describe(), c.Fits, c.Reason)
+			}
+		default:
+			if !c.Fits || c.KVCacheTokens < 100_000 || !c.MeetsSLO {
+				t.Errorf("%s: fits %v with %d tokens of cache, meets %v: %s", c.Describe(), c.Fits, c.KVCacheTokens, c.MeetsSLO, c.Reason)
+			}
+		}
+		if c.GPUCalibrated != (c.GPU != "mi300x") || c.DP != 1 {
+			t.Errorf("%s: calibrated %v, dp %d", c.Describe(), c.GPUCalibrated, c.DP)
+		}
+	}
+	if eps[true] != 3 || eps[false] != 3 {
+		t.Errorf("expert parallelism searched %v", eps)
+	}
+	var b strings.Builder
+	WriteTable(&b, pl, 0, false)
+	if !strings.Contains(b.String(), "Not calibrated on this GPU: mi300x") {
+		t.Errorf("the table does not mark mi300x:\n%s", b.String())
+	}
+	dense, _ := sim.LoadProfile("")
+	if err := (Space{DPs: []int{2}}).Validate(dense); err == nil || !strings.Contains(err.Error(), "is dense") {
+		t.Errorf("--dp on a dense model: %v", err)
 	}
 }
 
@@ -263,7 +310,8 @@ func TestPlanJSONNames(t *testing.T) {
 		t.Errorf("steady %v over %v s", c["steady"], c["horizon_s"])
 	}
 	for _, k := range []string{"gpu", "tp", "replicas", "gpus", "fits", "meets_slo", "usd_per_hour", "cost_per_million_output_tokens",
-		"headroom_rate", "max_num_seqs", "max_batched_tokens", "prefill", "router", "dtype", "slo", "horizon_s", "steady", "oversaturated"} {
+		"headroom_rate", "max_num_seqs", "max_batched_tokens", "prefill", "router", "dtype", "slo", "horizon_s", "steady", "oversaturated",
+		"dp", "expert_parallel", "gpu_calibrated"} {
 		if _, ok := c[k]; !ok {
 			t.Errorf("candidate lacks %q: %v", k, c)
 		}

@@ -52,11 +52,19 @@ type Plan struct {
 type Candidate struct {
 	GPU string `json:"gpu"`
 	TP  int    `json:"tp"`
+	// DP is the replica's data-parallel attention groups (1: none) and ExpertParallel
+	// whether its experts are placed whole over its TP × DP GPUs; a replica is TP × DP GPUs.
+	DP             int  `json:"dp"`
+	ExpertParallel bool `json:"expert_parallel"`
+	// GPUCalibrated says some measurement has checked the simulator on this GPU
+	// (sim.GPUChecked); false: its figures are the datasheet's alone ("not calibrated on
+	// this GPU").
+	GPUCalibrated bool `json:"gpu_calibrated"`
 	// Replicas is the fleet the figures below are for: the fewest meeting the SLOs, or,
 	// when none of up to MaxReplicas did, the largest tried; 0 when no fleet was simulated
 	// (it does not fit, or one replica cannot meet the SLOs at any share of the traffic).
 	Replicas int  `json:"replicas"`
-	GPUs     int  `json:"gpus"` // tp × replicas
+	GPUs     int  `json:"gpus"` // tp × dp × replicas
 	Fits     bool `json:"fits"` // the model fits the GPUs' memory with room for a KV cache, and the settings go together
 	MeetsSLO bool `json:"meets_slo"`
 	// USDPerHour is the fleet's price an hour and CostPerMillionOutputTokens its cost per
@@ -144,20 +152,33 @@ type Term struct {
 func (c Candidate) Profile() sim.Profile { return c.profile }
 
 func newCandidate(p sim.Profile) Candidate {
-	return Candidate{GPU: p.GPU.Name, TP: max(p.Deployment.TP, 1), MaxNumSeqs: p.Engine.MaxNumSeqs,
+	return Candidate{GPU: p.GPU.Name, TP: max(p.Deployment.TP, 1), DP: max(p.Deployment.DP, 1), ExpertParallel: p.Deployment.ExpertParallel,
+		GPUCalibrated: sim.GPUChecked(p.GPU.Name), MaxNumSeqs: p.Engine.MaxNumSeqs,
 		MaxBatchedTokens: p.Engine.MaxBatchedTokens, Prefill: p.Engine.Prefill, Dtype: p.WeightDtype(), KVDtype: p.KVDtype(),
 		Speculative: newSpeculative(p.Speculative)}
 }
 
 // Describe names the candidate's deployment in words.
 func (c Candidate) Describe() string {
-	s := fmt.Sprintf("%s tp %d %s, max_num_seqs %d, max_batched_tokens %d, %s prefill, %s",
-		c.GPU, c.TP, c.Dtype, c.MaxNumSeqs, c.MaxBatchedTokens, c.Prefill, c.Router)
+	s := fmt.Sprintf("%s %s %s, max_num_seqs %d, max_batched_tokens %d, %s prefill, %s",
+		c.GPU, c.Split(), c.Dtype, c.MaxNumSeqs, c.MaxBatchedTokens, c.Prefill, c.Router)
 	if sp := c.Speculative; sp != nil {
 		s += fmt.Sprintf(", speculative %s K %d A %s", sp.Method, sp.DraftTokens, strconv.FormatFloat(sp.Acceptance, 'g', -1, 64))
 	}
 	if c.Replicas > 0 {
 		s = fmt.Sprintf("%d × %s", c.Replicas, s)
+	}
+	return s
+}
+
+// Split is how a replica splits the model: "tp 8", "tp 4 dp 2", "tp 4 dp 2 ep".
+func (c Candidate) Split() string {
+	s := fmt.Sprintf("tp %d", c.TP)
+	if c.DP > 1 {
+		s += fmt.Sprintf(" dp %d", c.DP)
+	}
+	if c.ExpertParallel {
+		s += " ep"
 	}
 	return s
 }

@@ -168,35 +168,71 @@ func (p RooflineParams) validate(prefix string) []error {
 // longer of their FLOPs over effective compute and their weights over effective bandwidth;
 // attention likewise with its FLOPs and the KV cache it reads; the two run one after the
 // other, plus overheads per layer, per sequence and per step.
+//
+// An MoE model's routed experts are priced apart: their FLOPs are the experts chosen per
+// token's, and the bytes they read are those of the experts the step's tokens touch — with
+// each of B tokens choosing k of E experts, E·(1 − (1 − k/E)^B) of them per layer on
+// average (the routing taken as uniform and independent). With DP > 1 (data-parallel
+// attention) each of the replica's dp groups attends to its 1/DP share of the step's
+// sequences with its own copy of the dense weights, and the MoE blocks take every token.
 type Roofline struct {
 	Model  ModelShape
 	GPU    GPU
 	Params RooflineParams
+	// DP is the replica's dp groups (Deployment.DP); 0 is 1.
+	DP int
 
-	flops      float64 // effective FLOP/s
+	flops      float64 // effective FLOP/s of the dense matmuls (at their precision's rate)
+	attnRate   float64 // effective FLOP/s of attention (bf16's)
 	bw         float64 // effective bytes/s
-	mm         float64 // matmul params
-	weightRead float64 // bytes of weights read per step
+	mm         float64 // matmul params, routed experts excepted
+	weightRead float64 // bytes of those weights read per step
 	attnFlops  float64 // FLOPs per query-key pair across layers (QK^T and AV)
 	kvBytes    float64 // per cached token
 	units      float64 // (sequence, KV head) pairs that saturate bandwidth; 0 = no limit
 	fixedNs    float64 // overhead of every step: its layers' and the step's own
 	seqNs      float64 // overhead per sequence in the step
+
+	// Routed experts: their count E and share k/E chosen per token, the FLOPs per token
+	// and the bytes of one expert across the MoE layers, and their FLOP rate.
+	experts, pick       float64
+	expertMM, expertRd  float64
+	expertFlops         float64
+	window, slidingFrac float64 // sliding-window layers' window and share of the layers
 }
 
 // NewRoofline builds the roofline model of m on g with the constants p.
 func NewRoofline(m ModelShape, g GPU, p RooflineParams) *Roofline {
 	r := &Roofline{Model: m, GPU: g, Params: p}
-	r.flops = g.TFLOPS * 1e12 * p.ComputeEfficiency
+	r.attnRate = g.TFLOPS * 1e12 * p.ComputeEfficiency
+	r.flops = g.computeTFLOPS(m.bytesPerParam()) * 1e12 * p.ComputeEfficiency
 	r.bw = g.BandwidthGBps * 1e9 * p.BandwidthEfficiency
-	r.mm = float64(m.MatmulParams())
+	r.mm = float64(m.MatmulParams() - m.routedParams(m.ExpertsPerToken))
 	r.weightRead = r.mm * m.bytesPerParam()
-	r.attnFlops = 4 * float64(m.Layers*m.Heads*m.HeadDim)
+	r.attnFlops = 4 * float64(m.Layers*m.Heads*m.attnDim())
 	r.kvBytes = m.KVBytesPerToken()
 	r.units = float64(g.SMs) * p.AttnUnitsPerSM
 	r.fixedNs = (float64(m.Layers)*p.LayerOverheadUs + p.StepOverheadUs) * 1e3
 	r.seqNs = p.SeqOverheadUs * 1e3
+	if m.MoE() {
+		r.experts, r.pick = float64(m.Experts), float64(m.ExpertsPerToken)/float64(m.Experts)
+		r.expertMM = float64(m.routedParams(m.ExpertsPerToken))
+		r.expertRd = float64(m.routedParams(1)) * m.expertBytesPerParam()
+		r.expertFlops = g.computeTFLOPS(m.expertBytesPerParam()) * 1e12 * p.ComputeEfficiency
+	}
+	if m.SlidingLayers > 0 {
+		r.window, r.slidingFrac = float64(m.SlidingWindow), float64(m.SlidingLayers)/float64(m.Layers)
+	}
 	return r
+}
+
+// ExpertsTouched is the experts a step of tokens tokens is expected to read per MoE layer:
+// E·(1 − (1 − k/E)^B); 0 for a dense model.
+func (r *Roofline) ExpertsTouched(tokens float64) float64 {
+	if r.experts == 0 || tokens <= 0 {
+		return 0
+	}
+	return r.experts * -math.Expm1(tokens*math.Log1p(-r.pick))
 }
 
 // Step implements CostModel.
@@ -205,18 +241,56 @@ func (r *Roofline) Step(w StepWork) time.Duration {
 	if tokens == 0 {
 		return 0
 	}
+	if r.DP > 1 {
+		return r.dataParallelStep(w, tokens)
+	}
 	seqs := float64(w.DecodeSeqs + w.PrefillSeqs)
-	linear := math.Max(2*r.mm*tokens/r.flops, r.weightRead/r.bw)
+	linear := math.Max(2*r.mm*tokens/r.flops, r.weightRead/r.bw) + r.expertTime(tokens)
+	return nanos(r.fixedNs + r.seqNs*seqs + (linear+r.attention(w, seqs))*1e9)
+}
+
+// expertTime is the seconds the routed experts take on a step of tokens tokens.
+func (r *Roofline) expertTime(tokens float64) float64 {
+	if r.experts == 0 {
+		return 0
+	}
+	return math.Max(2*r.expertMM*tokens/r.expertFlops, r.ExpertsTouched(tokens)*r.expertRd/r.bw)
+}
+
+// attention is the seconds attention takes on the step's work, seqs sequences of it.
+func (r *Roofline) attention(w StepWork, seqs float64) float64 {
 	pairs := float64(w.DecodeContext) + w.PrefillAttn
-	kv := float64(w.DecodeContext+w.PrefillContext+int64(w.PrefillTokens)) * r.kvBytes
+	kvTokens := float64(w.DecodeContext + w.PrefillContext + int64(w.PrefillTokens))
+	if r.window > 0 {
+		// A sliding-window layer reads at most the window of each sequence (the decoding
+		// ones taken at their mean context).
+		dec := math.Min(float64(w.DecodeContext), r.window*float64(w.DecodeSeqs))
+		sp := dec + math.Min(w.PrefillAttn, r.window*float64(w.PrefillTokens))
+		sk := dec + math.Min(float64(w.PrefillContext), r.window*float64(w.PrefillSeqs)) + float64(w.PrefillTokens)
+		pairs += r.slidingFrac * (sp - pairs)
+		kvTokens += r.slidingFrac * (sk - kvTokens)
+	}
+	kv := kvTokens * r.kvBytes
 	bw := r.bw
 	if r.units > 0 {
 		if par := seqs * float64(r.Model.KVHeads) / r.units; par < 1 {
 			bw *= par
 		}
 	}
-	attn := math.Max(r.attnFlops*pairs/r.flops, kv/bw)
-	return nanos(r.fixedNs + r.seqNs*seqs + (linear+attn)*1e9)
+	return math.Max(r.attnFlops*pairs/r.attnRate, kv/bw)
+}
+
+// dataParallelStep is Step with the dense layers and attention of each dp group taking a
+// 1/DP share of the step's work (the groups run at once), and the experts all of it.
+func (r *Roofline) dataParallelStep(w StepWork, tokens float64) time.Duration {
+	dp := float64(r.DP)
+	share := StepWork{DecodeSeqs: ceilDiv(w.DecodeSeqs, r.DP), PrefillSeqs: ceilDiv(w.PrefillSeqs, r.DP),
+		DecodeContext: int64(math.Ceil(float64(w.DecodeContext) / dp)), PrefillTokens: ceilDiv(w.PrefillTokens, r.DP),
+		PrefillAttn: w.PrefillAttn / dp, PrefillContext: int64(math.Ceil(float64(w.PrefillContext) / dp))}
+	gt := float64(share.DecodeSeqs + share.PrefillTokens)
+	seqs := float64(share.DecodeSeqs + share.PrefillSeqs)
+	linear := math.Max(2*r.mm*gt/r.flops, r.weightRead/r.bw) + r.expertTime(tokens)
+	return nanos(r.fixedNs + r.seqNs*seqs + (linear+r.attention(share, seqs))*1e9)
 }
 
 // Prefill implements CostModel.

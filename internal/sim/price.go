@@ -23,6 +23,10 @@ var gpuListPrices = map[string]ListPrice{
 	"l40s": {USDPerHour: 0.00053 * 3600, Provider: "RunPod Serverless flex", AsOf: "2026-12-01"},
 }
 
+// unpricedGPUs are the GPU presets the list prices' provider does not offer (on
+// 2026-12-01): a plan prices them by --gpu-price or gpu.usd_per_hour, or ranks them by GPUs.
+var unpricedGPUs = map[string]bool{"mi300x": true, "mi325x": true, "mi355x": true, "b300": true, "h20": true, "l4": true, "a10g": true, "rtx-pro-6000": true}
+
 // GPUListPrice returns a GPU preset's list price by name.
 func GPUListPrice(name string) (ListPrice, bool) { lp, ok := gpuListPrices[name]; return lp, ok }
 

@@ -46,6 +46,9 @@ type Profile struct {
 	Calibration *Calibration
 
 	Deployment Deployment // replicas, tensor parallelism, precisions
+	// ModelConfig is the Hugging Face config.json the model was read from (model_config:,
+	// --model-config), absolute; "" for a preset or a shape given in the profile.
+	ModelConfig string
 	// Speculative is speculative decoding (spec.go); the zero value is off.
 	Speculative Speculative
 
@@ -211,6 +214,7 @@ func ParseProfile(b []byte, dir string) (Profile, error) {
 	if len(doc.Content) > 0 {
 		d.profile(doc.Content[0], &p)
 	}
+	d.loadModelConfig(&p, dir)
 	errs := d.errs
 	if p.Cost.Kind == CostRoofline && p.Cost.Roofline == (RooflineParams{}) {
 		// Every constant set to 0: report them rather than fall back to the defaults.
@@ -243,6 +247,32 @@ func ParseProfile(b []byte, dir string) (Profile, error) {
 	return p, nil
 }
 
+// loadModelConfig reads model_config's config.json (relative to dir) into p.Model.
+func (d *yamlDecoder) loadModelConfig(p *Profile, dir string) {
+	if d.modelConfigLine == 0 || d.bad["model_config"] {
+		return
+	}
+	if d.modelLine != 0 {
+		d.bad["model_config"] = true
+		d.errs = append(d.errs, fmt.Errorf("line %d: model_config: and model: (line %d) both name the model: keep one", d.modelConfigLine, d.modelLine))
+		return
+	}
+	path := p.ModelConfig
+	if !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	m, err := LoadHFConfig(path)
+	if err != nil {
+		d.bad["model_config"], d.bad["model"] = true, true
+		d.errs = append(d.errs, fmt.Errorf("line %d: model_config: %w", d.modelConfigLine, err))
+		return
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	p.Model, p.ModelConfig = m, path
+}
+
 // keyError is a problem with one key of a profile ("engine.max_num_seqs", or a mapping's:
 // "cost"), so that ParseProfile can leave out those of keys it could not read.
 type keyError struct {
@@ -262,6 +292,8 @@ func keyErrorf(key, format string, a ...any) error {
 type yamlDecoder struct {
 	errs []error
 	bad  map[string]bool // keys with an error
+	// modelConfigLine is model_config's line (0: none), modelLine model's.
+	modelConfigLine, modelLine int
 }
 
 func (d *yamlDecoder) errorf(n *yaml.Node, key, format string, a ...any) {
@@ -380,7 +412,11 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 	seedSet := false
 	d.mapping(n, "", map[string]func(string, *yaml.Node){
 		"model": func(key string, v *yaml.Node) { d.model(key, v, &p.Model) },
-		"gpu":   func(key string, v *yaml.Node) { d.gpu(key, v, &p.GPU) },
+		"model_config": func(key string, v *yaml.Node) {
+			d.str(&p.ModelConfig)(key, v)
+			d.modelConfigLine = v.Line
+		},
+		"gpu": func(key string, v *yaml.Node) { d.gpu(key, v, &p.GPU) },
 		"cost": func(key string, v *yaml.Node) {
 			fields := map[string]func(string, *yaml.Node){
 				"kind":   d.str(&p.Cost.Kind),
@@ -476,6 +512,7 @@ func (d *yamlDecoder) costKeysForKind(n *yaml.Node, kind string) {
 }
 
 func (d *yamlDecoder) model(key string, v *yaml.Node, m *ModelShape) {
+	d.modelLine = v.Line
 	if v.Kind == yaml.ScalarNode {
 		pm, ok := ModelPreset(v.Value)
 		if !ok {
@@ -497,6 +534,23 @@ func (d *yamlDecoder) model(key string, v *yaml.Node, m *ModelShape) {
 		"vocab":           d.integer(&m.Vocab),
 		"tied_embeddings": d.boolean(&m.TiedEmbeddings),
 		"bytes_per_param": d.number(&m.BytesPerParam),
+		"max_context":     d.integer(&m.MaxContext),
+		// Mixture of experts, MLA and sliding windows (ModelShape's fields; a config.json
+		// gives them with model_config instead).
+		"experts":                d.integer(&m.Experts),
+		"experts_per_token":      d.integer(&m.ExpertsPerToken),
+		"moe_layers":             d.integer(&m.MoELayers),
+		"moe_intermediate":       d.integer(&m.MoEIntermediate),
+		"shared_intermediate":    d.integer(&m.SharedIntermediate),
+		"expert_bytes_per_param": d.number(&m.ExpertBytesPerParam),
+		"kv_bytes_per_elem":      d.number(&m.KVBytesPerElem),
+		"kv_lora_rank":           d.integer(&m.KVLoraRank),
+		"q_lora_rank":            d.integer(&m.QLoraRank),
+		"qk_nope_head_dim":       d.integer(&m.QKNopeDim),
+		"qk_rope_head_dim":       d.integer(&m.QKRopeDim),
+		"v_head_dim":             d.integer(&m.VHeadDim),
+		"sliding_window":         d.integer(&m.SlidingWindow),
+		"sliding_layers":         d.integer(&m.SlidingLayers),
 	})
 	if v.Kind == yaml.MappingNode && m.HeadDim == 0 && m.Heads > 0 && m.Hidden%m.Heads == 0 {
 		m.HeadDim = m.Hidden / m.Heads // the usual convention when head_dim is not given
@@ -521,6 +575,8 @@ func (d *yamlDecoder) gpu(key string, v *yaml.Node, g *GPU) {
 		"memory_gb":      d.number(&g.MemoryGB),
 		"sms":            d.integer(&g.SMs),
 		"usd_per_hour":   d.number(&g.USDPerHour),
+		"fp8_tflops":     d.number(&g.FP8TFLOPS),
+		"fp4_tflops":     d.number(&g.FP4TFLOPS),
 	})
 }
 
@@ -708,7 +764,8 @@ func (p Profile) KVCacheTokens() (int, error) {
 			}
 			perToken += dm.KVBytesPerToken()
 		}
-		f := free / perToken
+		// Each dp group caches its own sequences.
+		f := free / perToken * float64(p.Deployment.dp())
 		if f > maxKVCacheTokens {
 			return 0, keyErrorf("engine.kv_cache_tokens", "%s's memory would hold %.3g tokens of %s's KV cache, beyond the %d limit; set kv_cache_tokens",
 				p.GPU.Name, f, p.Model.Name, maxKVCacheTokens)
@@ -730,7 +787,9 @@ func (p Profile) NewCostModel() (CostModel, error) {
 		return Linear{PrefillMsPerToken: c.PrefillMsPerToken, DecodeStepMs: c.DecodeStepMs, DecodeGrowth: c.DecodeGrowth,
 			StepMs: c.StepMs, ContextMsPer1k: c.ContextMsPer1k, PrefillAttnMsPer1M: c.PrefillAttnMsPer1M, PrefillSeqMs: c.PrefillSeqMs}, nil
 	case CostRoofline:
-		return p.tensorParallel(NewRoofline(p.ShardModel(), p.GPU, p.Cost.rooflineParams())), nil
+		r := NewRoofline(p.ShardModel(), p.GPU, p.Cost.rooflineParams())
+		r.DP = p.Deployment.dp()
+		return p.tensorParallel(r), nil
 	case CostTable:
 		if p.table == nil {
 			return nil, keyErrorf("cost.file", "%q was not loaded", p.Cost.File)

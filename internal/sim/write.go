@@ -17,7 +17,9 @@ func (p Profile) YAML(header string) []byte {
 			fmt.Fprintf(&b, "# %s\n", l)
 		}
 	}
-	if pm, ok := ModelPreset(p.Model.Name); ok && pm == p.Model {
+	if m, err := LoadHFConfig(p.ModelConfig); p.ModelConfig != "" && err == nil && m == p.Model {
+		fmt.Fprintf(&b, "model_config: %s\n", yamlString(p.ModelConfig))
+	} else if pm, ok := ModelPreset(p.Model.Name); ok && pm == p.Model {
 		fmt.Fprintf(&b, "model: %s\n", p.Model.Name)
 	} else {
 		m := p.Model
@@ -29,6 +31,7 @@ func (p Profile) YAML(header string) []byte {
 		if m.BytesPerParam != 0 {
 			fmt.Fprintf(&b, "  bytes_per_param: %s\n", num(m.BytesPerParam))
 		}
+		writeModelParts(&b, m)
 	}
 	if pg, ok := GPUPreset(p.GPU.Name); ok && pg == p.GPU {
 		fmt.Fprintf(&b, "gpu: %s\n", p.GPU.Name)
@@ -38,6 +41,14 @@ func (p Profile) YAML(header string) []byte {
 			yamlString(g.Name), num(g.TFLOPS), num(g.BandwidthGBps), num(g.MemoryGB), g.SMs)
 		if g.USDPerHour > 0 {
 			fmt.Fprintf(&b, "  usd_per_hour: %s\n", num(g.USDPerHour))
+		}
+		for _, f := range []struct {
+			key string
+			v   float64
+		}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}} {
+			if f.v > 0 {
+				fmt.Fprintf(&b, "  %s: %s\n", f.key, num(f.v))
+			}
 		}
 	}
 	c := p.Cost
@@ -70,8 +81,17 @@ func (p Profile) YAML(header string) []byte {
 	// one replica (or GPU) fewer.
 	dep := p.Deployment
 	fmt.Fprintf(&b, "deployment:\n  replicas: %d\n  tp: %d\n  router: %s\n", dep.replicas(), dep.tp(), dep.router())
+	if dep.DP > 1 {
+		fmt.Fprintf(&b, "  dp: %d\n", dep.DP)
+	}
+	if dep.ExpertParallel {
+		b.WriteString("  expert_parallel: true\n")
+	}
 	if dep.WeightDtype != "" {
 		fmt.Fprintf(&b, "  weight_dtype: %s\n", dep.WeightDtype)
+	}
+	if dep.ExpertDtype != "" {
+		fmt.Fprintf(&b, "  expert_dtype: %s\n", dep.ExpertDtype)
 	}
 	if dep.KVDtype != "" {
 		fmt.Fprintf(&b, "  kv_dtype: %s\n", dep.KVDtype)
@@ -115,6 +135,27 @@ func (p Profile) YAML(header string) []byte {
 	b.WriteString(specYAML(p.Speculative))
 	fmt.Fprintf(&b, "seed: %d\n", p.Seed)
 	return []byte(b.String())
+}
+
+// writeModelParts writes a custom model's keys beyond the dense shape's, those it sets.
+func writeModelParts(b *strings.Builder, m ModelShape) {
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"max_context", m.MaxContext}, {"experts", m.Experts}, {"experts_per_token", m.ExpertsPerToken}, {"moe_layers", m.MoELayers},
+		{"moe_intermediate", m.MoEIntermediate}, {"shared_intermediate", m.SharedIntermediate}, {"kv_lora_rank", m.KVLoraRank},
+		{"q_lora_rank", m.QLoraRank}, {"qk_nope_head_dim", m.QKNopeDim}, {"qk_rope_head_dim", m.QKRopeDim}, {"v_head_dim", m.VHeadDim},
+		{"sliding_window", m.SlidingWindow}, {"sliding_layers", m.SlidingLayers}} {
+		if f.v != 0 {
+			fmt.Fprintf(b, "  %s: %d\n", f.key, f.v)
+		}
+	}
+	if m.ExpertBytesPerParam != 0 {
+		fmt.Fprintf(b, "  expert_bytes_per_param: %s\n", num(m.ExpertBytesPerParam))
+	}
+	if m.KVBytesPerElem != 0 {
+		fmt.Fprintf(b, "  kv_bytes_per_elem: %s\n", num(m.KVBytesPerElem))
+	}
 }
 
 // num writes a float so that it reads back to the same value.
