@@ -396,7 +396,7 @@ func TestJSONToolCall(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		`"tool_call_tokens":9,"first_tool_call_s":0.062003`: "must be in 0..output_tokens (4)",
-		`"tool_call_tokens":2`:                               `without "first_tool_call_s"`,
+		`"tool_call_tokens":2`:                              `without "first_tool_call_s"`,
 	} {
 		line := bytes.Replace(AppendJSON(nil, &r), []byte(`"tool_call_tokens":3,"first_tool_call_s":0.062003`), []byte(in), 1)
 		if err := got.UnmarshalJSON(line); err == nil || !strings.Contains(err.Error(), want) {

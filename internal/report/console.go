@@ -200,6 +200,10 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.line("Benchmark duration (s):", consoleFloat(l.DurationS))
 	b.line("Total input tokens:", strconv.Itoa(l.TotalInputTokens))
 	b.line("Total generated tokens:", strconv.Itoa(l.TotalOutputTokens))
+	if l.ToolCalls > 0 {
+		b.line("Tool calls (requests / tokens):", fmt.Sprintf("%d / %d", l.ToolCalls, l.TotalToolCallTokens),
+			"(answers that called a tool / their tool-call tokens, of the generated tokens)")
+	}
 	if p := l.PromptTokens; p != nil && math.Abs(p.ServerMean-p.IntendedMean) > 0.5 {
 		note := "<-- the server counts prompts differently"
 		if p.ImagesMean > 0 {
