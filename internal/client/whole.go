@@ -196,9 +196,9 @@ func toolCallTokens(n int, all bool, tok tokenizer.Tokenizer, text []byte, estim
 	case all:
 		return n
 	case tok != nil && len(text) > 0:
-		return min(len(tok.Encode(string(text))), n)
+		return min(max(len(tok.Encode(string(text))), 1), n) // a call is at least a token
 	}
-	return min(estimate, n)
+	return min(max(estimate, 1), n)
 }
 
 // countText counts generated text with the tokenizer; without one, the text is one token.
