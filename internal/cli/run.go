@@ -240,7 +240,7 @@ func startInProcessSim(ctx context.Context, profile string, seed int64, countTok
 
 // simServerOptions are the HTTP options that match profile p.
 func simServerOptions(p sim.Profile, seed int64) server.Options {
-	o := server.Options{ModelName: p.ModelName(), Seed: seed}
+	o := server.Options{ModelName: p.ModelName(), Seed: seed, Tools: p.Tools}
 	if p.Engine.PrefixCaching {
 		o.BlockSize = p.Engine.BlockSize // the server hashes prompt blocks for the engine's prefix cache
 	}

@@ -23,6 +23,8 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 		MaxOutputTokens *int64          `json:"max_output_tokens"`
 		IgnoreEOS       *bool           `json:"ignore_eos"`
 		Stream          *bool           `json:"stream"`
+		Tools           json.RawMessage `json:"tools"`
+		ToolChoice      json.RawMessage `json:"tool_choice"`
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, jsonError(body, err)
@@ -40,6 +42,11 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 		}
 		g.maxTokens = int(*mt)
 	}
+	var aerr *apiError
+	if g.tools, aerr = decodeTools(w.Tools, w.ToolChoice, true); aerr != nil {
+		return nil, aerr
+	}
+	g.addTools(lim)
 	var conv []chattemplate.Message
 	imageTokens := 0
 	add := func(role, text string) {
@@ -79,6 +86,7 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 	if aerr := lim.formatChat(g, conv, imageTokens, "input"); aerr != nil {
 		return nil, aerr
 	}
+	g.promptTokens += g.toolTokens(lim)
 	g.promptTokens = max(g.promptTokens, 1)
 	return g, nil
 }
