@@ -142,7 +142,8 @@ func (c *benchConfig) prepare(stdio Stdio) func(tokenizer.Tokenizer, []load.Leve
 			return bench.Prepared{}, &bench.InvalidError{Err: err}
 		}
 		c.adaptToSource(stdio, workload.Describe(src))
-		return bench.Prepared{Config: c.workload, Source: src, Levels: c.levels}, nil
+		shape := func(s workload.Source) (workload.Source, error) { return c.wrapSource(s, tok) }
+		return bench.Prepared{Config: c.workload, Source: src, Levels: c.levels, Shape: shape}, nil
 	}
 }
 

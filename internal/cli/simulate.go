@@ -84,7 +84,8 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if c := p.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
 	}
-	virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src}, cfg.shapeVirtual)
+	virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src,
+		Shape: func(s workload.Source) (workload.Source, error) { return cfg.wrapSource(s, nil) }}, cfg.shapeVirtual)
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 		reason, err := virtual(ctx, lvl, sink)
 		var de *bench.DeployError

@@ -46,7 +46,6 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 	if g.tools, aerr = decodeTools(w.Tools, w.ToolChoice, true); aerr != nil {
 		return nil, aerr
 	}
-	g.addTools(lim)
 	var conv []chattemplate.Message
 	imageTokens := 0
 	add := func(role, text string) {
@@ -86,7 +85,6 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 	if aerr := lim.formatChat(g, conv, imageTokens, "input"); aerr != nil {
 		return nil, aerr
 	}
-	g.promptTokens += g.toolTokens(lim)
 	g.promptTokens = max(g.promptTokens, 1)
 	return g, nil
 }

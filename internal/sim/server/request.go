@@ -96,7 +96,10 @@ type genRequest struct {
 	promptTokens    int
 	promptParts     []string // prompt text, for prefix hashes
 	images          int      // image parts (their tokens are in promptTokens)
-	tools           *toolSet // the functions offered (chat, Responses); nil for none
+	// tools are the functions offered (chat, Responses); nil for none. Their definitions
+	// cost no prompt tokens: the prompt is the conversation the client sized, which a
+	// real server's template would lengthen by its rendering of them (docs/simulator.md).
+	tools *toolSet
 }
 
 // limits are the request bounds decodeRequest enforces.
@@ -121,26 +124,6 @@ func (lim limits) messageTokens(text string) int {
 		return 0
 	}
 	return lim.countTokens(text)
-}
-
-// addTools puts the offered definitions' text first among the prompt's parts (a chat
-// template renders them before the conversation, so requests offering the same tools share
-// that prefix) and, without a template, counts it.
-func (g *genRequest) addTools(lim limits) {
-	if g.tools == nil {
-		return
-	}
-	g.promptParts = append(g.promptParts, g.tools.text)
-	g.promptTokens += lim.messageTokens(g.tools.text)
-}
-
-// toolTokens is what the definitions add to a prompt a chat template counted (its
-// rendering leaves tools out): their JSON text's tokens.
-func (g *genRequest) toolTokens(lim limits) int {
-	if g.tools == nil || lim.chatTemplate == nil {
-		return 0
-	}
-	return lim.countTokens(g.tools.text)
 }
 
 // formatChat counts conv as the chat template formats it, when the server has one: g's
@@ -225,7 +208,6 @@ func decodeRequest(body []byte, chat bool, lim limits) (*genRequest, *apiError) 
 		if g.tools, aerr = decodeTools(w.Tools, w.ToolChoice, false); aerr != nil {
 			return nil, aerr
 		}
-		g.addTools(lim)
 		var conv []chattemplate.Message
 		imageTokens := 0
 		for i, m := range w.Messages {
@@ -245,7 +227,6 @@ func decodeRequest(body []byte, chat bool, lim limits) (*genRequest, *apiError) 
 		if aerr := lim.formatChat(g, conv, imageTokens, "messages"); aerr != nil {
 			return nil, aerr
 		}
-		g.promptTokens += g.toolTokens(lim)
 		// A chat template always adds tokens; never hand the engine an empty prompt.
 		g.promptTokens = max(g.promptTokens, 1)
 	} else {

@@ -13,9 +13,6 @@ import (
 type toolSet struct {
 	funcs  []toolFunc
 	choice string // sim.ToolChoiceAuto, ToolChoiceRequired, ToolChoiceNone, or a function's name
-	// text is the definitions' JSON text, which the prompt counts (a real server renders the
-	// definitions into the prompt through its chat template).
-	text string
 }
 
 // toolFunc is one offered function: its name, and the parameter a simulated call fills
@@ -68,12 +65,6 @@ func decodeTools(raw, choice json.RawMessage, responses bool) (*toolSet, *apiErr
 			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] has no function name", i)
 		}
 		ts.funcs = append(ts.funcs, toolFunc{name: name, param: argumentName(params)})
-	}
-	if len(defs) > 0 {
-		var buf bytes.Buffer
-		if json.Compact(&buf, raw) == nil {
-			ts.text = buf.String()
-		}
 	}
 	if len(choice) > 0 && string(choice) != "null" {
 		c, aerr := decodeToolChoice(choice, responses)

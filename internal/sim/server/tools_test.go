@@ -88,9 +88,9 @@ func TestStreamedToolCall(t *testing.T) {
 		t.Errorf("call %s(%s) in %d pieces, finish %q, usage %d; want get_weather's city of 5 words in 5 pieces, tool_calls, 5\n%s",
 			name, args.String(), pieces, finish, usage, body)
 	}
-	// The definitions are prompt tokens (a real server renders them into the prompt).
-	if got := g.got[0].PromptTokens; got <= EstimateTokens("weather?") {
-		t.Errorf("prompt tokens %d leave the tools out", got)
+	// The definitions cost no prompt tokens: the prompt is the conversation the client sized.
+	if got := g.got[0].PromptTokens; got != EstimateTokens("weather?") {
+		t.Errorf("prompt tokens %d, want the message's %d", got, EstimateTokens("weather?"))
 	}
 }
 
