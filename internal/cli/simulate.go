@@ -49,6 +49,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		return usageError(fmt.Errorf("--sim: %w", err))
 	}
 	p.Seed = cfg.seed
+	cfg.simTools = p.Tools
 	// Lengths only: a tokenizer counts only datasets that bring text (o200k_base unless
 	// --tokenizer names another), but a mistyped name is refused as run refuses it.
 	var tok tokenizer.Tokenizer

@@ -262,6 +262,11 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 			fc, _ := metrics.Lookup(metrics.KeyFirstContent)
 			b.stats(fc.Title, fc.Short, l.FirstContent, opts)
 		}
+		if tc, ok := l.Metrics.Get(metrics.KeyFirstToolCall); m.Key == metrics.KeyTTFT && ok {
+			// Answers that called a tool: when their call's first token came.
+			ft, _ := metrics.Lookup(metrics.KeyFirstToolCall)
+			b.stats(ft.Title, ft.Short, tc, opts)
+		}
 	}
 	if l.ReadLag != nil {
 		// The client's own lateness: how long arrived bytes waited for it (kernel stamps
