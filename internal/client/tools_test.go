@@ -223,3 +223,20 @@ func TestWholeToolCalls(t *testing.T) {
 		}
 	}
 }
+
+// Ollama's native /api/chat answering with a real tool call (the call forced by a JSON
+// schema "format" on a model whose template lists tools): the call arrives whole in one
+// line, its arguments an object; every one of eval_count's 28 tokens is the call's.
+func TestRecordedOllamaNativeToolCall(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(streamsDir, "ollama-0.6.5", "api-chat-tool-call.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []tokenizer.Tokenizer{nil, wordTokenizer{}} {
+		rec := decodeStream(t, APIOllama, strings.NewReader(string(b)), tok)
+		checkRecord(t, rec, streamWant{events: 1, tokens: 28, source: record.SourceUsage, prompt: 89, tool: 28})
+		if ft, _ := rec.FirstToken(); rec.FirstToolCall != ft {
+			t.Errorf("first tool call %v, first token %v", rec.FirstToolCall, ft)
+		}
+	}
+}
