@@ -7,6 +7,7 @@ package e2e
 // counts agreeing with the records. docs/real-servers.md says what each server returned.
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -93,10 +94,19 @@ You can call these functions: {{ range .Tools }}{{ . }} {{ end }}To call one, an
 `
 
 // createToolsModel creates (or replaces) o's model with toolsTemplate as llmbench-tiny-tools
-// through Ollama's /api/create and returns its name.
+// through Ollama's /api/create and returns its name; the test deletes it when it ends, so
+// the server is left as it was.
 func createToolsModel(t *testing.T, o server) string {
 	t.Helper()
 	name := "llmbench-tiny-tools"
+	t.Cleanup(func() {
+		resp, err := o.send(context.Background(), http.MethodDelete, "/api/delete", "", map[string]any{"model": name})
+		if err != nil {
+			t.Logf("deleting %s: %v", name, err)
+			return
+		}
+		resp.Body.Close()
+	})
 	var out struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
