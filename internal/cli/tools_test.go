@@ -34,7 +34,11 @@ func TestRunWithTools(t *testing.T) {
 					api, r.Index, r.OutputTokens, r.ToolCallTokens, r.FirstToolCall, ft, r.Error)
 			}
 		}
-		l := readSummaryT(t, dir).Levels[0]
+		sum := readSummaryT(t, dir)
+		if w := sum.Workload; len(w.Tools) != 3 || w.ToolChoice != "required" {
+			t.Errorf("%s: summary.json workload tools %v, tool_choice %q", api, w.Tools, w.ToolChoice)
+		}
+		l := sum.Levels[0]
 		st, ok := l.Metrics.Get(metrics.KeyFirstToolCall)
 		ttft, _ := l.Metrics.Get(metrics.KeyTTFT)
 		if l.ToolCalls != 6 || l.TotalToolCallTokens != 48 || !ok || st.Count != 6 || st.Mean != ttft.Mean {
