@@ -76,6 +76,29 @@ func TestSimulateWithTools(t *testing.T) {
 	}
 }
 
+// TestRepeatKeepsTools: a repeated level's later runs offer the tools too (their sources are
+// shaped as the first run's), so every record of both runs is a tool call.
+func TestRepeatKeepsTools(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, context.Background(), "run", "--sim", "textbook", "--tools", "2", "--tool-choice", "required", "--repeat", "2",
+		"--concurrency", "2", "--requests", "4", "--input-tokens", "32", "--output-tokens", "4", "--no-progress", "--metrics-url", "none",
+		"--output-dir", dir, "--test-request=false")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs, err := record.ReadAll(mustOpen(t, filepath.Join(dir, "records.jsonl")))
+	runs := map[int32]int{}
+	for _, r := range recs {
+		if r.ToolCallTokens != 4 {
+			t.Errorf("run %d, request %d: %d tool-call tokens, want 4", r.Repeat, r.Index, r.ToolCallTokens)
+		}
+		runs[r.Repeat]++
+	}
+	if err != nil || runs[1] != 4 || runs[2] != 4 {
+		t.Errorf("records per run %v (%v), want 4 in each of 2", runs, err)
+	}
+}
+
 // TestToolFlagErrors: the tool flags where they do not apply, and bad definitions, are
 // usage errors that say what to do.
 func TestToolFlagErrors(t *testing.T) {
