@@ -70,7 +70,7 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 			return nil, badRequest("input", "input: expected a string or an array of messages: %v", err)
 		}
 		for i, m := range msgs {
-			text, images, err := messageContent(m.Content, lim)
+			text, images, err := m.text(lim)
 			if err != nil {
 				return nil, badRequest(fmt.Sprintf("input[%d].content", i), "input[%d].content: %v", i, err)
 			}

@@ -82,6 +82,15 @@ type wireRequest struct {
 type wireMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCalls are an assistant message's earlier tool calls (an agent's history): their
+	// functions' names and arguments are the message's text as much as its content.
+	ToolCalls json.RawMessage `json:"tool_calls"`
+}
+
+// text is the message's text: its content's, then its tool calls' (callsText).
+func (m wireMessage) text(lim limits) (string, imageCount, error) {
+	text, images, err := messageContent(m.Content, lim)
+	return text + callsText(m.ToolCalls), images, err
 }
 
 // genRequest is a validated generation request.
@@ -214,7 +223,7 @@ func decodeRequest(body []byte, chat bool, lim limits) (*genRequest, *apiError) 
 			if m.Role == "" {
 				return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
 			}
-			text, images, err := messageContent(m.Content, lim)
+			text, images, err := m.text(lim)
 			if err != nil {
 				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
 			}

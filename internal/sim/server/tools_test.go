@@ -220,3 +220,20 @@ func TestToolChoice(t *testing.T) {
 		}
 	}
 }
+
+// An agent's history: the assistant's earlier tool call (content null) counts as its
+// function's name and arguments, and the tool's result as its content, as the client counts
+// a call's tokens; a call whose shape is unknown counts nothing.
+func TestHistoryWithToolCalls(t *testing.T) {
+	g := &fakeGen{}
+	_, ts := newTestServer(t, g, Options{})
+	history := `{"messages":[{"role":"user","content":"weather in paris"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"the\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"c1","content":"sunny and warm"},{"role":"assistant","tool_calls":"odd"}],"max_tokens":1}`
+	resp := post(t, ts, "/v1/chat/completions", history)
+	readAll(t, resp.Body)
+	want := EstimateTokens("weather in paris") + EstimateTokens(`get_weather{"city": "the"}`) + EstimateTokens("sunny and warm")
+	if resp.StatusCode != 200 || g.got[0].PromptTokens != want {
+		t.Errorf("status %d, prompt tokens %d, want %d", resp.StatusCode, g.got[0].PromptTokens, want)
+	}
+}
