@@ -180,9 +180,11 @@ start() {
     # No prompt cache in RAM (--cache-ram 0): it keeps every finished prompt's KV and each
     # new request searches them all, on the engine's thread, so a request's overhead grew
     # from 1.7 to 5.5-6.2 ms over the ~30,000 requests of a few e2e runs, and the server
-    # measured at the end of CI was not the one calibrated minutes earlier.
+    # measured at the end of CI was not the one calibrated minutes earlier. --jinja (this
+    # build's default, given so that it stays on): the model's Jinja chat template, which
+    # renders a request's tools and parses tool calls out of the answer (the e2e tool tests).
     nohup "$SERVER" -m "$STATE/model.gguf" --alias "$MODEL" --host 127.0.0.1 --port "$PORT" \
-      --api-key "$API_KEY" -np 4 -c 4096 -t "$THREADS" -tb "$THREADS" -n 256 \
+      --api-key "$API_KEY" -np 4 -c 4096 -t "$THREADS" -tb "$THREADS" -n 256 --jinja \
       --temp 1 --top-k 40 --top-p 0.95 --min-p 0 --seed 42 --cache-ram 0 --no-webui \
       >"$LOG" 2>&1 </dev/null &
     echo $! >"$PID_FILE"

@@ -69,7 +69,9 @@ type Sources struct {
 	Workload  workload.Config
 	Tokenizer tokenizer.Tokenizer
 	First     workload.Source
-	by        map[int64]workload.Source
+	// Shape, when set, shapes each later run's source as First was (Prepared.Shape).
+	Shape func(workload.Source) (workload.Source, error)
+	by    map[int64]workload.Source
 }
 
 // Get is the workload of lvl's run.
@@ -84,6 +86,9 @@ func (s *Sources) Get(lvl load.Level) (workload.Source, error) {
 	wc := s.Workload
 	wc.Seed = seed
 	src, err := workload.New(wc, s.Tokenizer)
+	if err == nil && s.Shape != nil {
+		src, err = s.Shape(src)
+	}
 	if err != nil {
 		return nil, err
 	}

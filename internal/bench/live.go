@@ -55,6 +55,9 @@ type Prepared struct {
 	Config workload.Config // for the runs of a repeated level
 	Source workload.Source
 	Levels []load.Level
+	// Shape shapes the source of a repeated level's later runs as Source was shaped
+	// (images, batches, documents, tools); nil leaves them as workload.New makes them.
+	Shape func(workload.Source) (workload.Source, error)
 }
 
 // InvalidError is a configuration the client refused before anything was sent.
@@ -309,7 +312,7 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 	cfg.Levels, cfg.Describe.Run.Workload = p.Levels, p.Config
 	cfg.Describe.Target = report.NewTarget(live.Client.BaseURL, live.Client.API, t.Model)
 	cfg.Scrape, cfg.ConnStats = t.Scrape, t.Client.ConnStats
-	sources := &Sources{Workload: p.Config, Tokenizer: t.Tokenizer, First: p.Source}
+	sources := &Sources{Workload: p.Config, Tokenizer: t.Tokenizer, First: p.Source, Shape: p.Shape}
 	if live.TestRequest {
 		if err := testFirst(ctx, cfg, t, sources); err != nil {
 			return Outcome{}, err

@@ -18,6 +18,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -48,6 +49,9 @@ type benchConfig struct {
 	batchSize, documents    int    // embeddings inputs, rerank documents per request
 	queryTokens             int    // rerank query length
 	images                  workload.ImageConfig
+	tools                   []workload.ToolDef  // offered in every request (--tools, --tools-file)
+	toolChoice              workload.ToolChoice // --tool-choice
+	simTools                sim.ToolConfig      // simulate: how the profile's model answers tools
 	sloSpec                 string
 	// pricing is what the pricing flags said; price the run's price once known (a
 	// simulated deployment's comes with its profile), nil when it has none.
@@ -190,12 +194,51 @@ func (c *benchConfig) resolveInputs(f *benchFlags) error {
 	if rerank {
 		c.documents, c.queryTokens = f.documents, f.queryTokens
 	}
+	errs = append(errs, c.resolveTools(f))
+	return errors.Join(errs...)
+}
+
+// resolveTools reads --tools, --tools-file and --tool-choice: the function definitions
+// every request offers.
+func (c *benchConfig) resolveTools(f *benchFlags) error {
+	if f.tools == 0 && f.toolsFile == "" && f.toolChoice == "" {
+		return nil
+	}
+	var errs []error
+	switch {
+	case f.tools < 0 || f.tools > workload.MaxTools:
+		errs = append(errs, fmt.Errorf("--tools %d: must be in 0..%d", f.tools, workload.MaxTools))
+	case f.tools > 0 && f.toolsFile != "":
+		errs = append(errs, errors.New("--tools and --tools-file: give one (generated definitions, or a file's)"))
+	case f.toolsFile != "":
+		tools, err := workload.LoadTools(f.toolsFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--tools-file: %w", err))
+		}
+		c.tools = tools
+	default:
+		c.tools = workload.GenerateTools(f.tools, f.seed)
+	}
+	if !slices.Contains(client.ToolAPIs, f.api) {
+		errs = append(errs, fmt.Errorf("--tools, --tools-file are for %s, not %s", strings.Join(client.ToolAPIs, ", "), f.api))
+	} else if f.toolChoice != "" && !slices.Contains(client.ToolChoiceAPIs, f.api) {
+		errs = append(errs, fmt.Errorf("--tool-choice: %s takes no tool_choice (the model decides); leave it out", f.api))
+	}
+	c.toolChoice = workload.ToolChoice(f.toolChoice)
+	if len(errs) == 0 {
+		if err := workload.ValidateTools(c.tools, c.toolChoice); err != nil {
+			errs = append(errs, fmt.Errorf("--tool-choice: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
 // wrapSource shapes the workload's requests for the API: batches of inputs (embeddings),
 // a query with documents (rerank), or prompts with images.
 func (c *benchConfig) wrapSource(src workload.Source, tok tokenizer.Tokenizer) (workload.Source, error) {
+	if len(c.tools) > 0 {
+		src = workload.WithTools(src, c.tools, c.toolChoice)
+	}
 	switch {
 	case c.images.N > 0:
 		return workload.WithImages(src, c.images), nil
@@ -218,6 +261,7 @@ func (c *benchConfig) wrapSource(src workload.Source, tok tokenizer.Tokenizer) (
 // engine streams every request, so without a stream its tokens become one event at the
 // end, and an embeddings or rerank request (a prefill) carries its inputs and no output.
 func (c *benchConfig) shapeVirtual(r *record.Record) {
+	c.toolCallVirtual(r)
 	if !client.Unstreamed(c.api, c.noStream) {
 		return
 	}
@@ -232,6 +276,25 @@ func (c *benchConfig) shapeVirtual(r *record.Record) {
 		r.Events.Base = r.Sent
 		r.Events.Append(r.Done, n)
 	}
+}
+
+// toolCallVirtual makes a simulated answer to a request that offered tools the tool call
+// serve would have streamed, by the same rule (sim.ToolConfig.CallsTool, keyed by the
+// request's place in the run): all its output tokens are the call's, from its first token.
+func (c *benchConfig) toolCallVirtual(r *record.Record) {
+	if len(c.tools) == 0 || r.Error != nil || r.OutputTokens <= 0 {
+		return
+	}
+	choice := string(c.toolChoice)
+	key := uint64(r.Level)<<40 ^ uint64(r.Repeat)<<32 ^ uint64(r.Index)
+	if !c.simTools.CallsTool(choice, c.seed, key) {
+		return
+	}
+	first, ok := r.FirstToken()
+	if !ok {
+		return
+	}
+	r.ToolCallTokens, r.FirstToolCall = int32(min(r.OutputTokens, math.MaxInt32)), first
 }
 
 // resolve validates every flag and reports all problems at once.

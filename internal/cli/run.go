@@ -144,7 +144,8 @@ func (c *benchConfig) prepare(stdio Stdio) func(tokenizer.Tokenizer, []load.Leve
 			return bench.Prepared{}, &bench.InvalidError{Err: err}
 		}
 		c.adaptToSource(stdio, workload.Describe(src))
-		return bench.Prepared{Config: c.workload, Source: src, Levels: c.levels}, nil
+		shape := func(s workload.Source) (workload.Source, error) { return c.wrapSource(s, tok) }
+		return bench.Prepared{Config: c.workload, Source: src, Levels: c.levels, Shape: shape}, nil
 	}
 }
 
@@ -242,7 +243,7 @@ func startInProcessSim(ctx context.Context, profile string, seed int64, countTok
 
 // simServerOptions are the HTTP options that match profile p.
 func simServerOptions(p sim.Profile, seed int64) server.Options {
-	o := server.Options{ModelName: p.ModelName(), Seed: seed}
+	o := server.Options{ModelName: p.ModelName(), Seed: seed, Tools: p.Tools}
 	if p.Engine.PrefixCaching {
 		o.BlockSize = p.Engine.BlockSize // the server hashes prompt blocks for the engine's prefix cache
 	}

@@ -58,6 +58,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		}
 	}
 	p.Seed = cfg.seed
+	cfg.simTools = p.Tools
 	// Lengths only: a tokenizer counts only datasets that bring text (o200k_base unless
 	// --tokenizer names another), but a mistyped name is refused as run refuses it.
 	var tok tokenizer.Tokenizer
@@ -93,16 +94,9 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if c := p.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
 	}
-	in, out := distRange(cfg.workload.InputTokens)[1], distRange(cfg.workload.OutputTokens)[1]
-	if d := p.Deployment; !d.TruncatePrompts && d.MaxModelLen > 0 && in > 0 && in+out > d.MaxModelLen {
-		fmt.Fprintln(stdio.Err, fmt.Sprintf("warning: prompts up to %d tokens and outputs up to %d exceed the deployment's max_model_len of %d: the server refuses such requests (HTTP 400), and so does the simulation; the summary counts them as failed",
-			in, out, d.MaxModelLen))
-	}
-	if d := p.Deployment; d.TruncatePrompts && distRange(cfg.workload.InputTokens)[1] > d.MaxModelLen {
-		fmt.Fprintln(stdio.Err, fmt.Sprintf("warning: prompts up to %d tokens, and the server cuts any longer than its %d-token context to their last %d tokens (deployment.truncate_prompts, as Ollama past num_ctx does): those are simulated as %d-token prompts, and the model never sees the rest",
-			distRange(cfg.workload.InputTokens)[1], d.MaxModelLen, d.MaxModelLen, d.MaxModelLen))
-	}
-	virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src}, cfg.shapeVirtual)
+	warnLimits(stdio, p, cfg)
+	virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src,
+		Shape: func(s workload.Source) (workload.Source, error) { return cfg.wrapSource(s, nil) }}, cfg.shapeVirtual)
 	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 		reason, err := virtual(ctx, lvl, sink)
 		var de *bench.DeployError
@@ -145,6 +139,20 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 	w := cfg.workload
 	for _, s := range c.Outside(distRange(w.InputTokens), distRange(w.OutputTokens), inFlight) {
 		fmt.Fprintf(stdio.Err, "warning: %s: an extrapolation of the calibrated profile, not a prediction it was checked on\n", s)
+	}
+}
+
+// warnLimits warns of requests the deployment's max_model_len refuses or cuts.
+func warnLimits(stdio Stdio, p sim.Profile, cfg *benchConfig) {
+	in, out, d := distRange(cfg.workload.InputTokens)[1], distRange(cfg.workload.OutputTokens)[1], p.Deployment
+	switch {
+	case d.MaxModelLen == 0 || in == 0:
+	case d.TruncatePrompts && in > d.MaxModelLen:
+		fmt.Fprintf(stdio.Err, "warning: prompts up to %d tokens, and the server cuts any longer than its %d-token context to their last %d tokens (deployment.truncate_prompts, as Ollama past num_ctx does): those are simulated as %d-token prompts, and the model never sees the rest\n",
+			in, d.MaxModelLen, d.MaxModelLen, d.MaxModelLen)
+	case !d.TruncatePrompts && in+out > d.MaxModelLen:
+		fmt.Fprintf(stdio.Err, "warning: prompts up to %d tokens and outputs up to %d exceed the deployment's max_model_len of %d: the server refuses such requests (HTTP 400), and so does the simulation; the summary counts them as failed\n",
+			in, out, d.MaxModelLen)
 	}
 }
 

@@ -12,5 +12,6 @@ func (c *benchConfig) describe() rundesc.Run {
 		IgnoreEOS: c.ignoreEOS, Insecure: c.insecure, HTTP2: c.http2, ReadStamps: c.readStamps,
 		Headers: c.headers, ExtraBody: c.extraBody, Temperature: c.temperature, TopP: c.topP,
 		Workload: c.workload, Tokenizer: c.tokenizer,
-		NoStream: c.noStream, BatchSize: c.batchSize, Documents: c.documents, QueryTokens: c.queryTokens}
+		NoStream: c.noStream, BatchSize: c.batchSize, Documents: c.documents, QueryTokens: c.queryTokens,
+		Tools: c.tools, ToolChoice: c.toolChoice}
 }

@@ -58,12 +58,13 @@ var apiSpecs = map[string]*apiSpec{
 		path:      "/v1/chat/completions", modelsPath: "/v1/models", accept: "text/event-stream",
 		auth:        bearer,
 		static:      openAIStatic,
-		requestKeys: []string{"max_tokens", "messages"},
+		requestKeys: []string{"max_tokens", "messages", "tools", "tool_choice"},
 		perRequest: func(req workload.Request) map[string]any {
 			m := map[string]any{"messages": chatInput(req, false)}
 			if req.OutputTokens > 0 {
 				m["max_tokens"] = req.OutputTokens
 			}
+			addTools(m, req, chatTool, chatToolChoice)
 			return m
 		},
 		decode: (*decoder).decodeOpenAI,
@@ -88,12 +89,13 @@ var apiSpecs = map[string]*apiSpec{
 		path:      "/v1/responses", modelsPath: "/v1/models", accept: "text/event-stream",
 		auth:        bearer,
 		static:      modelStreamEOS,
-		requestKeys: []string{"max_output_tokens", "input"},
+		requestKeys: []string{"max_output_tokens", "input", "tools", "tool_choice"},
 		perRequest: func(req workload.Request) map[string]any {
 			m := map[string]any{"input": chatInput(req, true)}
 			if req.OutputTokens > 0 {
 				m["max_output_tokens"] = req.OutputTokens
 			}
+			addTools(m, req, responsesTool, responsesToolChoice)
 			return m
 		},
 		decode: (*decoder).decodeResponses,
@@ -139,12 +141,14 @@ var apiSpecs = map[string]*apiSpec{
 		path:      "/api/chat", modelsPath: "/api/tags", accept: "application/x-ndjson", ndjson: true,
 		auth:        bearer,
 		static:      modelStream,
-		requestKeys: []string{"messages", "options"},
+		requestKeys: []string{"messages", "tools", "options"},
 		perRequest: func(req workload.Request) map[string]any {
 			m := map[string]any{"messages": chatMessages(req)}
 			if req.OutputTokens > 0 {
 				m["options"] = map[string]any{"num_predict": req.OutputTokens}
 			}
+			// Ollama's chat takes tools in chat completions' shape and has no tool_choice.
+			addTools(m, req, chatTool, nil)
 			return m
 		},
 		decode: (*decoder).decodeOllama,
@@ -316,4 +320,65 @@ func chatMessages(req workload.Request) []workload.Message {
 		return req.Messages
 	}
 	return []workload.Message{{Role: "user", Content: req.Prompt}}
+}
+
+// ToolAPIs are the APIs whose requests can offer tools (workload.Request.Tools).
+var ToolAPIs = []string{APIOpenAIChat, APIOpenAIResponses, APIOllama}
+
+// ToolChoiceAPIs are those of ToolAPIs that take a tool_choice.
+var ToolChoiceAPIs = []string{APIOpenAIChat, APIOpenAIResponses}
+
+// addTools sets m's tools, in an API's shape (tool), and its tool_choice (choice; nil for an
+// API without one) when the request offers any.
+func addTools(m map[string]any, req workload.Request, tool func(workload.ToolDef) map[string]any,
+	choice func(workload.ToolChoice) any) {
+	if len(req.Tools) == 0 {
+		return
+	}
+	ts := make([]map[string]any, len(req.Tools))
+	for i, t := range req.Tools {
+		ts[i] = tool(t)
+	}
+	m["tools"] = ts
+	if choice != nil && req.ToolChoice != "" {
+		m["tool_choice"] = choice(req.ToolChoice)
+	}
+}
+
+// function is a definition's fields common to both shapes.
+func function(t workload.ToolDef) map[string]any {
+	f := map[string]any{"name": t.Name}
+	if t.Description != "" {
+		f["description"] = t.Description
+	}
+	if t.Parameters != nil {
+		f["parameters"] = t.Parameters
+	}
+	return f
+}
+
+// chatTool is chat completions' nested shape: {"type":"function","function":{name,...}}.
+func chatTool(t workload.ToolDef) map[string]any {
+	return map[string]any{"type": "function", "function": function(t)}
+}
+
+// responsesTool is the Responses API's flat shape: {"type":"function","name",...}.
+func responsesTool(t workload.ToolDef) map[string]any {
+	f := function(t)
+	f["type"] = "function"
+	return f
+}
+
+func chatToolChoice(c workload.ToolChoice) any {
+	if f := c.Function(); f != "" {
+		return map[string]any{"type": "function", "function": map[string]any{"name": f}}
+	}
+	return string(c)
+}
+
+func responsesToolChoice(c workload.ToolChoice) any {
+	if f := c.Function(); f != "" {
+		return map[string]any{"type": "function", "name": f}
+	}
+	return string(c)
 }

@@ -11,6 +11,8 @@ type chunkInfo struct {
 	id         []byte // the response id (escaped form), when the chunk carries one
 	tokens     bool   // carries generated text: content, reasoning, refusal or tool-call text
 	content    bool   // carries answer text (anything but reasoning)
+	tool       bool   // carries tool-call text: a function's name or argument text
+	other      bool   // carries text that is not a tool call's
 	finish     bool   // a finish/stop reason was given
 	done       bool   // the API's end-of-stream marker ([DONE], message_stop, "done": true)
 	hasUsage   bool   // a usage object with a non-zero completion count
@@ -39,6 +41,7 @@ type decoder struct {
 	s    jscan
 	keep bool   // keep the generated text (a tokenizer will count it)
 	text []byte // generated text so far, when keep
+	tool []byte // the tool calls' part of it, when keep
 	ci   chunkInfo
 }
 
@@ -51,12 +54,26 @@ func (d *decoder) addText(raw []byte, content bool) {
 	if len(raw) == 0 {
 		return
 	}
-	d.ci.tokens = true
+	d.ci.tokens, d.ci.other = true, true
 	if content {
 		d.ci.content = true
 	}
 	if d.keep {
 		d.text = appendUnescaped(d.text, raw)
+	}
+}
+
+// addTool notes tool-call text (a function's name, argument text) in escaped form: answer
+// text that is also the call's.
+func (d *decoder) addTool(raw []byte) {
+	if len(raw) == 0 {
+		return
+	}
+	d.ci.tokens, d.ci.content, d.ci.tool = true, true, true
+	if d.keep {
+		n := len(d.text)
+		d.text = appendUnescaped(d.text, raw)
+		d.tool = append(d.tool, d.text[n:]...)
 	}
 }
 
@@ -282,8 +299,10 @@ func (d *decoder) contentParts() {
 	}
 }
 
-// toolCalls counts the model-generated parts of tool-call deltas: function names and
-// argument text.
+// toolCalls counts the model-generated parts of tool-call deltas, OpenAI's
+// delta.tool_calls[i] {index, id, type, function{name, arguments}}: the function's name
+// (in the call's first delta) and its argument text, which streams in pieces. The index
+// and id place a piece in a call; they are the server's, not generated text.
 func (d *decoder) toolCalls() {
 	s := &d.s
 	if !s.arr() {
@@ -307,7 +326,7 @@ func (d *decoder) toolCalls() {
 				switch string(k2) {
 				case "name", "arguments":
 					raw, _ := s.optStr()
-					d.addText(raw, true)
+					d.addTool(raw)
 				default:
 					s.skip()
 				}

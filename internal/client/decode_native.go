@@ -33,7 +33,7 @@ func (d *decoder) decodeOllama(data, _ []byte) error {
 					raw, _ := s.optStr()
 					d.addText(raw, false)
 				case "tool_calls":
-					d.addRawValue(s.rawValue())
+					d.ollamaToolCalls()
 				default:
 					s.skip()
 				}
@@ -77,14 +77,60 @@ func (d *decoder) decodeOllama(data, _ []byte) error {
 	return nil
 }
 
-// addRawValue counts a structured generated value (Ollama sends a tool call whole).
-func (d *decoder) addRawValue(raw []byte) {
-	if len(raw) == 0 || string(raw) == "null" || string(raw) == "[]" {
+// ollamaToolCalls reads Ollama's message.tool_calls, which arrive whole in one line, not
+// streamed: [{"function":{"index":0,"name":"…","arguments":{…}}}]. The generated text is
+// each call's name and its arguments, an object (not a string as in OpenAI's API), counted
+// as the JSON text the model wrote.
+func (d *decoder) ollamaToolCalls() {
+	s := &d.s
+	if !s.arr() {
 		return
 	}
-	d.ci.tokens, d.ci.content = true, true
+	first := true
+	for s.elem(&first) {
+		if !s.obj() {
+			continue
+		}
+		f := true
+		for k, ok := s.member(&f); ok; k, ok = s.member(&f) {
+			if string(k) != "function" {
+				s.skip()
+				continue
+			}
+			if !s.obj() {
+				continue
+			}
+			ff := true
+			for k2, ok2 := s.member(&ff); ok2; k2, ok2 = s.member(&ff) {
+				switch string(k2) {
+				case "name":
+					raw, _ := s.optStr()
+					d.addTool(raw)
+				case "arguments":
+					if s.peek() == '"' { // a server that sends them as a string, as OpenAI does
+						raw, _ := s.optStr()
+						d.addTool(raw)
+						continue
+					}
+					d.addToolJSON(s.rawValue())
+				default:
+					s.skip()
+				}
+			}
+		}
+	}
+}
+
+// addToolJSON notes tool-call text that came as a JSON value (Ollama's arguments object),
+// kept as its JSON text.
+func (d *decoder) addToolJSON(raw []byte) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return
+	}
+	d.ci.tokens, d.ci.content, d.ci.tool = true, true, true
 	if d.keep {
 		d.text = append(d.text, raw...)
+		d.tool = append(d.tool, raw...)
 	}
 }
 

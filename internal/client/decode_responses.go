@@ -4,8 +4,11 @@ package client
 // "stream": true). Every event's data is an object with a "type" (the SSE event name
 // repeats it; llama.cpp sends both, but the type alone decides):
 //
-//   - response.output_text.delta, response.refusal.delta, response.function_call_arguments.delta:
-//     generated answer text in "delta";
+//   - response.output_text.delta, response.refusal.delta: generated answer text in "delta";
+//   - response.output_item.added with an item of type function_call: a tool call begins, its
+//     function's name in item.name; response.function_call_arguments.delta: its argument
+//     text in "delta" (response.function_call_arguments.done and response.output_item.done
+//     repeat the whole call, and count nothing);
 //   - response.reasoning_text.delta, response.reasoning_summary_text.delta: reasoning;
 //   - response.created / response.in_progress: the response's id in response.id;
 //   - response.completed, response.incomplete (max_output_tokens reached): the end, with
@@ -24,7 +27,7 @@ func (d *decoder) decodeResponses(data, event []byte) error {
 	if err != nil {
 		return err
 	}
-	var typ, delta, msg []byte
+	var typ, delta, msg, item []byte
 	hasMsg := false
 	first := true
 	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
@@ -39,6 +42,8 @@ func (d *decoder) decodeResponses(data, event []byte) error {
 			d.llamaTimings()
 		case "message":
 			msg, hasMsg = s.optStr()
+		case "item":
+			item = d.responseItem()
 		case "error":
 			d.errorMember()
 		default:
@@ -49,8 +54,12 @@ func (d *decoder) decodeResponses(data, event []byte) error {
 		return err
 	}
 	switch string(typ) {
-	case "response.output_text.delta", "response.refusal.delta", "response.function_call_arguments.delta":
+	case "response.output_text.delta", "response.refusal.delta":
 		d.addText(delta, true)
+	case "response.function_call_arguments.delta":
+		d.addTool(delta)
+	case "response.output_item.added":
+		d.addTool(item)
 	case "response.reasoning_text.delta", "response.reasoning_summary_text.delta", "response.reasoning.delta":
 		d.addText(delta, false)
 	case "response.completed", "response.incomplete":
@@ -95,4 +104,29 @@ func (d *decoder) responseObject() {
 			s.skip()
 		}
 	}
+}
+
+// responseItem reads an event's "item" and returns the function's name (escaped) when it
+// is a function_call item, nil otherwise.
+func (d *decoder) responseItem() []byte {
+	s := &d.s
+	if !s.obj() {
+		return nil
+	}
+	var typ, name []byte
+	first := true
+	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
+		switch string(k) {
+		case "type":
+			typ, _ = s.optStr()
+		case "name":
+			name, _ = s.optStr()
+		default:
+			s.skip()
+		}
+	}
+	if string(typ) != "function_call" {
+		return nil
+	}
+	return name
 }

@@ -38,6 +38,8 @@ type tokEvent struct {
 	at      time.Duration // offset from the run start
 	cum     int32         // the chunk's cumulative completion_tokens, 0 when absent
 	textEnd int32         // end of its text in decoder.text (when the text is kept)
+	tool    bool          // it carried tool-call text
+	other   bool          // it carried text that is not a tool call's
 }
 
 // streamState is the per-request working memory, pooled so that steady-state requests
@@ -54,6 +56,8 @@ type streamState struct {
 	timings            serverTimings
 	firstContent       time.Duration
 	hasContent         bool
+	firstTool          time.Duration // the first event with tool-call text
+	hasTool            bool
 	firstAt            time.Time // when the first token event's bytes arrived
 }
 
@@ -65,10 +69,14 @@ func (st *streamState) reset() {
 	st.usageN, st.promptN = 0, 0
 	st.timings = serverTimings{}
 	st.firstContent, st.hasContent = 0, false
+	st.firstTool, st.hasTool = 0, false
 	st.firstAt = time.Time{}
-	st.dec.text = st.dec.text[:0]
+	st.dec.text, st.dec.tool = st.dec.text[:0], st.dec.tool[:0]
 	if cap(st.dec.text) > 1<<20 {
 		st.dec.text = nil
+	}
+	if cap(st.dec.tool) > 1<<20 {
+		st.dec.tool = nil
 	}
 	if cap(st.events) > 1<<16 {
 		st.events = nil
@@ -528,7 +536,7 @@ func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelC
 		}
 		if ci.tokens {
 			off := record.Since(start, t)
-			ev := tokEvent{at: off, textEnd: int32(len(d.text))}
+			ev := tokEvent{at: off, textEnd: int32(len(d.text)), tool: ci.tool, other: ci.other}
 			if ci.hasUsage {
 				ev.cum = int32(ci.completion)
 			}
@@ -542,6 +550,9 @@ func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelC
 			}
 			if ci.content && !st.hasContent {
 				st.hasContent, st.firstContent = true, off
+			}
+			if ci.tool && !st.hasTool {
+				st.hasTool, st.firstTool = true, off
 			}
 		}
 		if ci.streamErr {
@@ -619,6 +630,7 @@ func finish(st *streamState, tok tokenizer.Tokenizer, rec *record.Record) {
 	oneEach := rec.OutputTokensSource == record.SourceUsage && rec.OutputTokens == len(evs)
 	prevCum, prevEnd := int32(0), int32(0)
 	rec.Events.Grow(len(evs))
+	toolN, allTool := 0, true
 	for _, e := range evs {
 		n := 1
 		switch {
@@ -631,6 +643,14 @@ func finish(st *streamState, tok tokenizer.Tokenizer, rec *record.Record) {
 		}
 		prevEnd = e.textEnd
 		rec.Events.Append(e.at, max(n, 1))
+		if e.tool {
+			toolN += max(n, 1)
+		}
+		allTool = allTool && e.tool && !e.other
+	}
+	if st.hasTool {
+		rec.FirstToolCall = st.firstTool
+		rec.ToolCallTokens = int32(toolCallTokens(rec.OutputTokens, allTool, tok, st.dec.tool, toolN))
 	}
 	if st.hasContent && len(evs) > 0 && st.firstContent != evs[0].at {
 		rec.FirstContent = st.firstContent

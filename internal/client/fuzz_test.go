@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -39,13 +40,31 @@ func FuzzSSEReader(f *testing.F) {
 			}
 		}
 		// The whole client path must classify, never panic.
-		for _, api := range []string{APIOpenAIChat, APIOpenAICompletions} {
-			rec := decodeStream(t, api, bytes.NewReader(stream), wordTokenizer{})
-			if rec.Error == nil && rec.Events.Len() == 0 {
-				t.Fatalf("success without token events")
+		for _, api := range []string{APIOpenAIChat, APIOpenAICompletions, APIOpenAIResponses} {
+			for _, tok := range []tokenizer.Tokenizer{wordTokenizer{}, nil} {
+				rec := decodeStream(t, api, bytes.NewReader(stream), tok)
+				if rec.Error == nil && rec.Events.Len() == 0 {
+					t.Fatalf("success without token events")
+				}
+				checkToolCall(t, api, &rec)
 			}
 		}
 	})
+}
+
+// checkToolCall: a record's tool-call tokens are some of its output tokens, and its first
+// tool-call arrival is at or after its first token (and unset without a call).
+func checkToolCall(t *testing.T, api string, rec *record.Record) {
+	t.Helper()
+	if rec.ToolCallTokens < 0 || int(rec.ToolCallTokens) > rec.OutputTokens {
+		t.Fatalf("%s: %d tool-call tokens of %d output tokens", api, rec.ToolCallTokens, rec.OutputTokens)
+	}
+	if rec.ToolCallTokens == 0 && rec.FirstToolCall != 0 {
+		t.Fatalf("%s: no tool-call tokens, first tool call at %v", api, rec.FirstToolCall)
+	}
+	if ft, ok := rec.FirstToken(); rec.ToolCallTokens > 0 && (!ok || rec.FirstToolCall < ft) {
+		t.Fatalf("%s: first tool call %v before the first token %v", api, rec.FirstToolCall, ft)
+	}
 }
 
 func sseEvents(r io.Reader) ([]string, error) {
@@ -74,6 +93,10 @@ func FuzzChunkDecode(f *testing.F) {
 	f.Add([]byte(`{"token":{"text":"x","special":true},"details":{"finish_reason":"length","generated_tokens":1}}`))
 	f.Add([]byte(`{"content":"x","stop":true,"tokens_predicted":1,"timings":{"prompt_ms":1.5}}`))
 	f.Add([]byte(`{"type":"response.completed","response":{"id":"r","usage":{"input_tokens":2,"output_tokens":3},"error":null},"timings":{"predicted_n":3}}`))
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`))
+	f.Add([]byte(`{"type":"response.output_item.added","item":{"type":"function_call","name":"f","arguments":""}}`))
+	f.Add([]byte(`{"type":"response.function_call_arguments.delta","delta":"{\"a\": 1}"}`))
+	f.Add([]byte(`{"message":{"tool_calls":[{"function":{"name":"f","arguments":{"a":[1,{"b":null}]}}},{"function":{"arguments":"x"}}]},"done":false}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if isDoneMarker(data) || len(bytes.TrimSpace(data)) == 0 {
 			return
@@ -88,6 +111,10 @@ func FuzzChunkDecode(f *testing.F) {
 			err := apiSpecs[api].decode(&d, data, nil)
 			if (err == nil) != valid {
 				t.Fatalf("%s: scanner error %v, encoding/json valid object %v, for %q", api, err, valid, data)
+			}
+			// Tool-call text is generated answer text, kept within the text.
+			if d.ci.tool && !(d.ci.tokens && d.ci.content) || len(d.tool) > len(d.text) {
+				t.Fatalf("%s: tool %v tokens %v content %v, %d tool bytes of %d, for %q", api, d.ci.tool, d.ci.tokens, d.ci.content, len(d.tool), len(d.text), data)
 			}
 		}
 	})
@@ -122,9 +149,12 @@ func FuzzWholeResponse(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"message":{"content":[{"text":"a"}],"tool_calls":[{}]}}],"usage":{"completion_tokens":2},"timings":{"predicted_n":2}}`))
 	f.Add([]byte(`{"output":[{"content":[{"text":"a"}],"summary":[{"text":"b"}]}],"status":"failed"}`))
 	f.Add([]byte(`{"error":"x"}`))
+	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]}`))
+	f.Add([]byte(`{"output":[{"type":"function_call","name":"f","arguments":"{\"a\":1}"}],"usage":{"output_tokens":4}}`))
+	f.Add([]byte(`{"message":{"content":"a b","tool_calls":[{"function":{"name":"f","arguments":{"a":1}}}]},"eval_count":5}`))
 	req := workload.Request{Batch: []string{"a", "b"}, Query: "q", Documents: []string{"x", "y"}}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, api := range []string{APIOpenAIEmbeddings, APIOllamaEmbed, APIRerank, APIOpenAIChat, APIOpenAIResponses, APIAnthropic, APITGI} {
+		for _, api := range []string{APIOpenAIEmbeddings, APIOllamaEmbed, APIRerank, APIOpenAIChat, APIOpenAIResponses, APIAnthropic, APITGI, APIOllama} {
 			c, err := New(Config{BaseURL: "http://127.0.0.1:1", API: api, NoStream: true})
 			if err != nil {
 				t.Fatal(err)
@@ -137,6 +167,7 @@ func FuzzWholeResponse(f *testing.F) {
 			if rec.Error == nil && rec.Events.Tokens() != rec.OutputTokens {
 				t.Fatalf("%s: %d tokens in events, %d output tokens", api, rec.Events.Tokens(), rec.OutputTokens)
 			}
+			checkToolCall(t, api, &rec)
 		}
 	})
 }

@@ -76,6 +76,7 @@ type streamWant struct {
 	id       string // response id prefix
 	errText  string // substring of the error message
 	timingsN int    // llama.cpp timings predicted_n, when reported
+	tool     int    // tool-call tokens
 }
 
 // recordedCases are the documented outcomes of the captures: openai-python/ in
@@ -86,7 +87,7 @@ var recordedCases = map[string]streamCase{
 	"openai-python/e2aad469b71d.sse": {APIOpenAIChat, streamWant{events: 30, tokens: 30, source: "usage", prompt: 14, id: "chatcmpl-ABfw"}},
 	"openai-python/d61558011839.sse": {APIOpenAIChat, streamWant{events: 177, tokens: 177, source: "usage", prompt: 19, id: "chatcmpl-ABfw"}},
 	// Tool-call deltas count: the function name chunk and 10 argument chunks.
-	"openai-python/a247c49c5fcd.sse": {APIOpenAIChat, streamWant{events: 11, tokens: 19, source: "usage", prompt: 48, id: "chatcmpl-ABfw"}},
+	"openai-python/a247c49c5fcd.sse": {APIOpenAIChat, streamWant{events: 11, tokens: 19, source: "usage", prompt: 48, id: "chatcmpl-ABfw", tool: 19}},
 	// Refusal deltas are generated text.
 	"openai-python/569c877e6942.sse": {APIOpenAIChat, streamWant{events: 11, tokens: 12, source: "usage", prompt: 79, id: "chatcmpl-ABfw"}},
 	"openai-python/173417d55340.sse": {APIOpenAIChat, streamWant{events: 10, tokens: 11, source: "usage", prompt: 79, id: "chatcmpl-ABfw"}},
@@ -102,6 +103,12 @@ var recordedCases = map[string]streamCase{
 	// Responses API: "event:" lines beside typed data; usage in response.completed, llama.cpp's
 	// timings beside "response"; no [DONE].
 	"llama.cpp/responses-stream.sse": {APIOpenAIResponses, streamWant{events: 8, tokens: 8, source: "usage", prompt: 13, id: "resp_b3rP", timingsN: 8}},
+	// A request offering tools with tool_choice required, to a model whose template does not
+	// describe tools: llama-server (--jinja) accepts it and answers with text.
+	"llama.cpp/chat-tools-required.sse": {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "usage", prompt: 17, id: "chatcmpl-bAhL", timingsN: 8}},
+	// Ollama answers a tool call whole, in one chunk after its generation (it holds the text
+	// back while it looks for a call): all 22 of usage's tokens are the call's.
+	"ollama-0.6.5/chat-tool-call.sse": {APIOpenAIChat, streamWant{events: 1, tokens: 22, source: "usage", prompt: 89, id: "chatcmpl-194", tool: 22}},
 	// Ollama: every chunk repeats the role; the last content chunk is "" with the finish.
 	"ollama-0.6.5/chat-include_usage.sse": {APIOpenAIChat, streamWant{events: 8, tokens: 8, source: "usage", prompt: 3, id: "chatcmpl-779"}},
 	// Zeros in usage on every chunk, then the real usage: the last non-zero wins.
@@ -196,6 +203,9 @@ func checkRecord(t *testing.T, rec record.Record, w streamWant) {
 	}
 	if !strings.HasPrefix(rec.ResponseID, w.id) {
 		t.Errorf("response id %q, want prefix %q", rec.ResponseID, w.id)
+	}
+	if int(rec.ToolCallTokens) != w.tool {
+		t.Errorf("tool-call tokens %d, want %d", rec.ToolCallTokens, w.tool)
 	}
 	if w.timingsN != 0 && (rec.Server == nil || rec.Server.OutputTokens != w.timingsN) {
 		t.Errorf("server timings %+v, want predicted_n %d", rec.Server, w.timingsN)

@@ -82,12 +82,14 @@ type wholeDoc struct {
 		Summary []struct {
 			Text string `json:"text"`
 		} `json:"summary"`
+		Name      string `json:"name"` // function_call
 		Arguments string `json:"arguments"`
 	} `json:"output"`
 	Content json.RawMessage `json:"content"` // llama.cpp: a string; Anthropic: content blocks
 	Message *struct {       // Ollama chat
-		Content  string `json:"content"`
-		Thinking string `json:"thinking"`
+		Content   string          `json:"content"`
+		Thinking  string          `json:"thinking"`
+		ToolCalls json.RawMessage `json:"tool_calls"`
 	} `json:"message"`
 	Response           string  `json:"response"` // Ollama generate
 	EvalCount          int     `json:"eval_count"`
@@ -147,7 +149,7 @@ func (c *Client) whole(body []byte, at time.Duration, req workload.Request, rec 
 		rec.Error = &record.Error{Kind: record.KindStreamError, Message: "the response failed (status \"failed\")"}
 		return
 	}
-	text := doc.text(c.cfg.API)
+	text, tool := doc.text(c.cfg.API)
 	if c.cfg.SaveText {
 		t := string(text)
 		rec.Text = &t
@@ -178,6 +180,25 @@ func (c *Client) whole(body []byte, at time.Duration, req workload.Request, rec 
 	}
 	rec.OutputTokens, rec.OutputTokensSource = n, src
 	rec.Events.Append(at, n) // every token arrived with the document
+	if len(tool) > 0 {
+		rec.FirstToolCall = at
+		rec.ToolCallTokens = int32(toolCallTokens(n, len(tool) == len(text), c.tok, tool, int(float64(n)*float64(len(tool))/float64(len(text))+0.5)))
+	}
+}
+
+// toolCallTokens is how many of a response's n output tokens were its tool calls' (the
+// functions' names and argument text): all n when all its text was, else the tokenizer's
+// count of the calls' text, else (no tokenizer) estimate: a stream's tokens of the events
+// that carried them, a whole response's n in proportion to the calls' share of its text's
+// bytes. Never more than n.
+func toolCallTokens(n int, all bool, tok tokenizer.Tokenizer, text []byte, estimate int) int {
+	switch {
+	case all:
+		return n
+	case tok != nil && len(text) > 0:
+		return min(max(len(tok.Encode(string(text))), 1), n) // a call is at least a token
+	}
+	return min(max(estimate, 1), n)
 }
 
 // countText counts generated text with the tokenizer; without one, the text is one token.
@@ -188,10 +209,14 @@ func countText(tok tokenizer.Tokenizer, text []byte) int {
 	return max(len(tok.Encode(string(text))), 1)
 }
 
-// text is the generated text of a whole generation response, reasoning included.
-func (doc *wholeDoc) text(api string) []byte {
-	var b []byte
+// text is the generated text of a whole generation response, reasoning and tool calls
+// included, and tool the tool calls' part of it (their names and arguments).
+func (doc *wholeDoc) text(api string) (b, tool []byte) {
 	add := func(s string) { b = append(b, s...) }
+	addTool := func(t []byte) {
+		b = append(b, t...)
+		tool = append(tool, t...)
+	}
 	for _, ch := range doc.Choices {
 		m := ch.Message
 		var s string
@@ -210,9 +235,7 @@ func (doc *wholeDoc) text(api string) []byte {
 		add(m.ReasoningContent)
 		add(m.Reasoning)
 		add(m.Refusal)
-		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
-			b = append(b, m.ToolCalls...)
-		}
+		addTool(toolCallText(m.ToolCalls))
 		add(ch.Text)
 	}
 	for _, o := range doc.Output {
@@ -223,7 +246,11 @@ func (doc *wholeDoc) text(api string) []byte {
 		for _, p := range o.Summary {
 			add(p.Text)
 		}
-		add(o.Arguments)
+		if o.Type == "function_call" {
+			addTool([]byte(o.Name + o.Arguments))
+		} else {
+			add(o.Arguments)
+		}
 	}
 	var s string
 	if json.Unmarshal(doc.Content, &s) == nil {
@@ -243,9 +270,38 @@ func (doc *wholeDoc) text(api string) []byte {
 	if doc.Message != nil {
 		add(doc.Message.Content)
 		add(doc.Message.Thinking)
+		addTool(toolCallText(doc.Message.ToolCalls))
 	}
 	add(doc.Response)
 	add(doc.GeneratedText)
+	return b, tool
+}
+
+// toolCallText is the generated text of a message's tool_calls: each function's name and
+// arguments, a string (OpenAI) or a JSON object kept as its text (Ollama).
+func toolCallText(raw json.RawMessage) []byte {
+	var calls []struct {
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &calls) != nil {
+		return nil
+	}
+	var b []byte
+	for _, c := range calls {
+		b = append(b, c.Function.Name...)
+		args := bytes.TrimSpace(c.Function.Arguments)
+		var s string
+		switch {
+		case len(args) == 0 || string(args) == "null":
+		case json.Unmarshal(args, &s) == nil:
+			b = append(b, s...)
+		default:
+			b = append(b, args...)
+		}
+	}
 	return b
 }
 

@@ -208,6 +208,9 @@ func rebase(r *record.Record, shift time.Duration) {
 	if r.FirstContent != 0 {
 		r.FirstContent += shift
 	}
+	if r.ToolCallTokens > 0 {
+		r.FirstToolCall += shift
+	}
 	ev := record.Events{Base: r.Events.Base + shift}
 	r.Events.Each(func(_ int, t time.Duration, n int) { ev.Append(t+shift, n) })
 	r.Events = ev

@@ -113,6 +113,11 @@ type Level struct {
 
 	TotalInputTokens  int `json:"total_input_tokens"`
 	TotalOutputTokens int `json:"total_output_tokens"`
+	// ToolCalls counts the completed requests answered with a tool call
+	// (record.Record.ToolCallTokens > 0) and TotalToolCallTokens their tool-call tokens, part
+	// of TotalOutputTokens; absent when no request called a tool.
+	ToolCalls           int `json:"tool_calls,omitempty"`
+	TotalToolCallTokens int `json:"total_tool_call_tokens,omitempty"`
 
 	PeakConcurrency       int     `json:"peak_concurrency"`
 	MeanConcurrency       float64 `json:"mean_concurrency"`        // time-average of in-flight requests

@@ -174,6 +174,10 @@ func (a *Aggregator) Add(r *record.Record) {
 	n := outputTokensOf(r)
 	a.lv.TotalInputTokens += r.InputTokens
 	a.lv.TotalOutputTokens += n
+	if r.ToolCallTokens > 0 {
+		a.lv.ToolCalls++
+		a.lv.TotalToolCallTokens += int(r.ToolCallTokens)
+	}
 	a.inputs += int(r.Inputs)
 	a.documents += int(r.Documents)
 	if r.ServerPromptTokens > 0 {

@@ -27,6 +27,7 @@ const (
 	KeyHeaders          = "headers"
 	KeyFirstContent     = "first_content"
 	KeyReadLag          = "read_lag"
+	KeyFirstToolCall    = "first_tool_call"
 )
 
 // Scope says which of a level's measured records a metric is derived from.
@@ -169,6 +170,17 @@ var Registry = []*Metric{
 		Present: func(r *record.Record) bool {
 			ft, ok := r.FirstToken()
 			return ok && r.FirstContent > ft
+		}},
+	{Key: KeyFirstToolCall, Title: "Time to First Tool-Call Token", Short: "TTFT tool",
+		Description: "Time to first tool-call token: the first function name or argument text of an answer that called a tool",
+		Optional:    true, Streamed: true, Bound: true,
+		// first_tool_call - sent, over the completed requests answered with a tool call
+		// (TTFT is the first output token of either kind: equal to this when the call came
+		// first, earlier when text preceded it).
+		Samples: func(r *record.Record, add func(int64, int64, uint64)) {
+			if r.ToolCallTokens > 0 {
+				add(us(r.FirstToolCall)-us(r.Sent), 1, 1)
+			}
 		}},
 	{Key: KeyReadLag, Title: "Client Read Lag (longest per request)", Short: "read lag",
 		Description: "Client read lag: longest wait of arrived bytes for the client, per request (kept out of the figures above by kernel stamps)",

@@ -27,9 +27,39 @@ func TestRegistryWellFormed(t *testing.T) {
 		}
 	}
 	// The JSON of levels[i].metrics keeps its historical order.
-	want := []string{"ttft", "tpot", "itl", "chunk_gap", "e2el", "schedule_lag", "ttft_from_schedule", "e2el_from_schedule", "dns", "connect", "tls", "write", "headers"}
+	want := []string{"ttft", "tpot", "itl", "chunk_gap", "e2el", "schedule_lag", "ttft_from_schedule", "e2el_from_schedule", "dns", "connect", "tls", "write", "headers", "first_tool_call"}
 	if !slices.Equal(MetricNames, want) {
 		t.Errorf("MetricNames %v, want %v", MetricNames, want)
+	}
+}
+
+// The time to the first tool-call token is measured over the requests that called a tool,
+// from their first tool-call event, and is absent from a level where none did; the level
+// counts those requests and their tool-call tokens.
+func TestFirstToolCall(t *testing.T) {
+	text := rec(0, 10*ms, 95*ms, 2, ev{60 * ms, 1}, ev{80 * ms, 1})
+	lv := Aggregate([]record.Record{text}, Config{})
+	if _, ok := lv.Metrics.Get(KeyFirstToolCall); ok || lv.ToolCalls != 0 {
+		t.Errorf("first_tool_call present without a tool call: %+v", lv.Metrics)
+	}
+	b, _ := json.Marshal(lv)
+	if strings.Contains(string(b), "tool_call") {
+		t.Errorf("level JSON mentions tool calls without any: %s", b)
+	}
+	// Text first (TTFT 50 ms), the call's first token at 80 ms: 70 ms after sent.
+	mixed := rec(0, 10*ms, 95*ms, 3, ev{60 * ms, 1}, ev{80 * ms, 2})
+	mixed.Index = 1
+	mixed.ToolCallTokens, mixed.FirstToolCall = 2, 80*ms
+	only := rec(0, 10*ms, 95*ms, 2, ev{40 * ms, 1}, ev{50 * ms, 1})
+	only.Index = 2
+	only.ToolCallTokens, only.FirstToolCall = 2, 40*ms
+	lv = Aggregate([]record.Record{text, mixed, only}, Config{})
+	st, ok := lv.Metrics.Get(KeyFirstToolCall)
+	if !ok || st.Count != 2 || st.Min != 30 || st.Max != 70 {
+		t.Errorf("first_tool_call %+v, want 2 samples, 30 and 70 ms", st)
+	}
+	if lv.ToolCalls != 2 || lv.TotalToolCallTokens != 4 {
+		t.Errorf("tool calls %d carrying %d tokens, want 2 and 4", lv.ToolCalls, lv.TotalToolCallTokens)
 	}
 }
 

@@ -38,6 +38,7 @@ import (
 //	          [uvarint(repeat)]                              flags&hasRepeat (--repeat)
 //	          [string(text)]                                 flags&hasText (--save-text)
 //	          [uvarint(cached_prompt_tokens)]                flags&hasCachedPrompt
+//	          [uvarint(tool_call_tokens) varint(first_tool_call - sent)]  flags&hasToolCall
 //	string  = uvarint(len) bytes
 //
 // flags&unstreamed marks a response that came as one document (Record.Unstreamed).
@@ -111,6 +112,7 @@ const (
 	cfRepeat
 	cfText
 	cfCachedPrompt
+	cfToolCall
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -139,6 +141,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfRepeat, r.Repeat > 0)
 	set(cfText, r.Text != nil)
 	set(cfCachedPrompt, r.HasCachedPromptTokens)
+	set(cfToolCall, r.ToolCallTokens > 0)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -225,6 +228,10 @@ func AppendCompact(b []byte, r *Record) []byte {
 	}
 	if r.HasCachedPromptTokens {
 		b = binary.AppendUvarint(b, uint64(max(r.CachedPromptTokens, 0)))
+	}
+	if r.ToolCallTokens > 0 {
+		b = binary.AppendUvarint(b, uint64(r.ToolCallTokens))
+		b = binary.AppendVarint(b, us(r.FirstToolCall)-us(r.Sent))
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -426,6 +433,10 @@ func decodeCompact(p []byte, r *Record) error {
 	}
 	if flags&cfCachedPrompt != 0 {
 		r.CachedPromptTokens, r.HasCachedPromptTokens = int32(c.int("cached prompt tokens")), true
+	}
+	if flags&cfToolCall != 0 {
+		r.ToolCallTokens = int32(min(c.int("tool call tokens"), math.MaxInt32))
+		r.FirstToolCall = c.micros(sent + c.varint())
 	}
 	if c.err == nil && len(c.b) > 0 {
 		c.fail("%d bytes after the record", len(c.b))

@@ -89,6 +89,12 @@ func AppendJSON(b []byte, r *Record) []byte {
 	b = strconv.AppendInt(b, int64(r.OutputTokens), 10)
 	b = append(b, `,"output_tokens_source":`...)
 	b = appendString(b, r.OutputTokensSource)
+	if r.ToolCallTokens > 0 {
+		b = append(b, `,"tool_call_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.ToolCallTokens), 10)
+		b = append(b, `,"first_tool_call_s":`...)
+		b = appendSeconds(b, r.FirstToolCall)
+	}
 	b = append(b, `,"events":[`...)
 	r.Events.Each(func(i int, t time.Duration, n int) {
 		if i > 0 {
@@ -308,6 +314,8 @@ type jsonRecord struct {
 	CachedPromptTokens *int                   `json:"cached_prompt_tokens"`
 	OutputTokens       int                    `json:"output_tokens"`
 	OutputTokensSource string                 `json:"output_tokens_source"`
+	ToolCallTokens     int                    `json:"tool_call_tokens"`
+	FirstToolCall      *json.Number           `json:"first_tool_call_s"`
 	Events             [][2]json.Number       `json:"events"`
 	FirstContent       *json.Number           `json:"first_content_s"`
 	ReadLag            *json.Number           `json:"read_lag_s"`
@@ -410,6 +418,18 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	if j.FirstContent != nil {
 		if r.FirstContent, err = parseSeconds(*j.FirstContent); err != nil {
 			return fmt.Errorf("first_content_s: %w", err)
+		}
+	}
+	if j.ToolCallTokens < 0 || j.ToolCallTokens > j.OutputTokens {
+		return fmt.Errorf("tool_call_tokens %d: must be in 0..output_tokens (%d)", j.ToolCallTokens, j.OutputTokens)
+	}
+	if j.ToolCallTokens > 0 {
+		if j.FirstToolCall == nil {
+			return errors.New(`tool_call_tokens without "first_tool_call_s"`)
+		}
+		r.ToolCallTokens = int32(min(j.ToolCallTokens, math.MaxInt32))
+		if r.FirstToolCall, err = parseSeconds(*j.FirstToolCall); err != nil {
+			return fmt.Errorf("first_tool_call_s: %w", err)
 		}
 	}
 	if j.ReadLag != nil {

@@ -81,6 +81,9 @@ type Record struct {
 	// Images is the number of images the request carried and ImageBytes their encoded size
 	// (before base64); InputTokens counts the text only.
 	Images, ImageBytes int32
+	// ToolCallTokens is how many of the OutputTokens were tool calls' (the functions' names
+	// and argument text); 0 when the answer called no tool. (Beside the int32s, in padding.)
+	ToolCallTokens int32
 	// Text is the generated text, kept with --save-text only (nil otherwise): the answer as
 	// the stream carried it, reasoning included.
 	Text *string
@@ -105,6 +108,9 @@ type Record struct {
 	// FirstContent is the arrival of the first event with answer text when an earlier
 	// event carried only reasoning (reasoning models); 0 when it is the first token.
 	FirstContent time.Duration
+	// FirstToolCall is the arrival of the first event with tool-call text (a function's
+	// name or arguments), when ToolCallTokens > 0; 0 otherwise.
+	FirstToolCall time.Duration
 	// Server holds the server's own timings for the request; nil when it reported none.
 	Server *ServerTimings
 

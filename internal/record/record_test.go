@@ -314,6 +314,7 @@ func TestCompactRoundTrip(t *testing.T) {
 	failed.Repeat = 2
 	never := Record{Level: 2, Index: 1 << 20, Error: &Error{Kind: KindConnect, Message: "refused"}}
 	rich.Images, rich.ImageBytes = 2, 123456
+	rich.ToolCallTokens, rich.FirstToolCall = 3, 77*time.Millisecond
 	text := "héllo \"quoted\"\n\ttab \u2028 ✓"
 	rich.Text = &text
 	empty := ""
@@ -376,5 +377,30 @@ func TestFind(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "records.jsonl"), nil, 0o644)
 	if _, err := Find(dir); err == nil || !strings.Contains(err.Error(), "both") {
 		t.Errorf("both: %v", err)
+	}
+}
+
+// TestJSONToolCall: a record whose answer called a tool says how many of its output tokens
+// the call's were and when its first token came; records.jsonl refuses more tool-call tokens
+// than output tokens, or a count without its arrival.
+func TestJSONToolCall(t *testing.T) {
+	r := sample()
+	r.ToolCallTokens, r.FirstToolCall = 3, 62003*time.Microsecond
+	b := AppendJSON(nil, &r)
+	if !bytes.Contains(b, []byte(`"output_tokens_source":"usage","tool_call_tokens":3,"first_tool_call_s":0.062003,`)) {
+		t.Errorf("json %s", b)
+	}
+	var got Record
+	if err := got.UnmarshalJSON(b); err != nil || !reflect.DeepEqual(got, r) {
+		t.Fatalf("round trip (%v):\n got %+v\nwant %+v", err, got, r)
+	}
+	for in, want := range map[string]string{
+		`"tool_call_tokens":9,"first_tool_call_s":0.062003`: "must be in 0..output_tokens (4)",
+		`"tool_call_tokens":2`:                              `without "first_tool_call_s"`,
+	} {
+		line := bytes.Replace(AppendJSON(nil, &r), []byte(`"tool_call_tokens":3,"first_tool_call_s":0.062003`), []byte(in), 1)
+		if err := got.UnmarshalJSON(line); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", in, err, want)
+		}
 	}
 }

@@ -200,6 +200,10 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.line("Benchmark duration (s):", consoleFloat(l.DurationS))
 	b.line("Total input tokens:", strconv.Itoa(l.TotalInputTokens))
 	b.line("Total generated tokens:", strconv.Itoa(l.TotalOutputTokens))
+	if l.ToolCalls > 0 {
+		b.line("Tool calls (requests / tokens):", fmt.Sprintf("%d / %d", l.ToolCalls, l.TotalToolCallTokens),
+			"(answers that called a tool / their tool-call tokens, of the generated tokens)")
+	}
 	if p := l.PromptTokens; p != nil && math.Abs(p.ServerMean-p.IntendedMean) > 0.5 {
 		note := "<-- the server counts prompts differently"
 		if p.ImagesMean > 0 {
@@ -257,6 +261,11 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 			// Reasoning models: the answer starts later than the first (reasoning) token.
 			fc, _ := metrics.Lookup(metrics.KeyFirstContent)
 			b.stats(fc.Title, fc.Short, l.FirstContent, opts)
+		}
+		if tc, ok := l.Metrics.Get(metrics.KeyFirstToolCall); m.Key == metrics.KeyTTFT && ok {
+			// Answers that called a tool: when their call's first token came.
+			ft, _ := metrics.Lookup(metrics.KeyFirstToolCall)
+			b.stats(ft.Title, ft.Short, tc, opts)
 		}
 	}
 	if l.ReadLag != nil {

@@ -105,6 +105,10 @@ type Workload struct {
 	BatchSize   int   `json:"batch_size,omitempty"`
 	Documents   int   `json:"documents,omitempty"`
 	QueryTokens int   `json:"query_tokens,omitempty"`
+	// Tools are the names of the functions every request offered (--tools, --tools-file),
+	// and ToolChoice the tool_choice sent; absent without tools.
+	Tools      []string `json:"tools,omitempty"`
+	ToolChoice string   `json:"tool_choice,omitempty"`
 }
 
 // Run is what a run or simulate was asked to do, as the CLI resolved it from its flags.
@@ -138,6 +142,9 @@ type Run struct {
 	// NoStream (--stream=false), BatchSize (embeddings), Documents and QueryTokens (rerank).
 	NoStream                          bool
 	BatchSize, Documents, QueryTokens int
+	// Tools and ToolChoice: the functions every request offered and the tool_choice sent.
+	Tools      []workload.ToolDef
+	ToolChoice workload.ToolChoice
 }
 
 // Describe is the run's description. Settings that do not apply are left out of the load:
@@ -222,6 +229,10 @@ func (r Run) workload() Workload {
 	if r.Documents > 0 {
 		d.QueryTokens = r.QueryTokens
 	}
+	for _, t := range r.Tools {
+		d.Tools = append(d.Tools, t.Name)
+	}
+	d.ToolChoice = string(r.ToolChoice)
 	return d
 }
 

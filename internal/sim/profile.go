@@ -41,6 +41,8 @@ type Profile struct {
 	// engine's steps; the virtual clock (simulate) adds it, serve does not (a real network
 	// adds its own).
 	Network NetworkConfig
+	// Tools is how the simulated model answers requests that offer tools.
+	Tools ToolConfig
 	// Calibration is where a fitted profile came from and what it was fitted on; nil for
 	// a profile nobody fitted.
 	Calibration *Calibration
@@ -452,6 +454,15 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				"frontend_ms": d.number(&p.Network.FrontEndMs),
 			})
 		},
+		"tools": func(key string, v *yaml.Node) {
+			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+				"auto_call_fraction": func(key string, v *yaml.Node) {
+					var f float64
+					d.number(&f)(key, v)
+					p.Tools.AutoCall = &f
+				},
+			})
+		},
 		"calibration": func(key string, v *yaml.Node) {
 			c := &Calibration{Error: NoFitError(), ErrorClosed: NoFitError(), ErrorOpen: NoFitError()}
 			p.Calibration = c
@@ -632,6 +643,7 @@ func (p Profile) validate() []error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, p.Tools.validate()...)
 	if !(p.Network.RTTMs >= 0 && p.Network.RTTMs <= maxCostMs) {
 		add("network.rtt_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.RTTMs)
 	}

@@ -297,3 +297,39 @@ func TestValidateErrorsNameTheirKey(t *testing.T) {
 		}
 	}
 }
+
+// A profile's tools section sets the fraction of auto requests answered with a tool call,
+// which must be a fraction; CallsTool follows tool_choice and the seeded fraction.
+func TestProfileTools(t *testing.T) {
+	p, err := ParseProfile([]byte("tools:\n  auto_call_fraction: 0.25\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Tools.AutoCallFraction() != 0.25 {
+		t.Fatalf("auto call fraction %v", p.Tools.AutoCallFraction())
+	}
+	if !strings.Contains(string(p.YAML("")), "tools:\n  auto_call_fraction: 0.25\n") {
+		t.Errorf("YAML leaves the tools out:\n%s", p.YAML(""))
+	}
+	calls := 0
+	for k := range uint64(4000) {
+		if p.Tools.CallsTool("auto", 7, k) {
+			calls++
+		}
+		if p.Tools.CallsTool("none", 7, k) || !p.Tools.CallsTool("required", 7, k) || !p.Tools.CallsTool("get_weather", 7, k) {
+			t.Fatal("none calls a tool, or required or a named function does not")
+		}
+		if p.Tools.CallsTool("", 7, k) != p.Tools.CallsTool("auto", 7, k) {
+			t.Fatal("no tool_choice is not auto")
+		}
+	}
+	if calls < 900 || calls > 1100 {
+		t.Errorf("%d of 4000 auto requests called a tool, want about 1000", calls)
+	}
+	if (ToolConfig{}).AutoCallFraction() != DefaultAutoToolCall {
+		t.Error("the default fraction")
+	}
+	if _, err := ParseProfile([]byte("tools:\n  auto_call_fraction: 1.5\n"), ""); err == nil || !strings.Contains(err.Error(), "tools.auto_call_fraction") {
+		t.Errorf("a fraction of 1.5: %v", err)
+	}
+}

@@ -108,6 +108,9 @@ func (p Profile) YAML(header string) []byte {
 			fmt.Fprintf(&b, "  frontend_ms: %s\n", num(n.FrontEndMs))
 		}
 	}
+	if f := p.Tools.AutoCall; f != nil {
+		fmt.Fprintf(&b, "tools:\n  auto_call_fraction: %s\n", num(*f))
+	}
 	if k := p.Calibration; k != nil {
 		fmt.Fprintf(&b, "calibration:\n  source: %s\n  date: %s\n  prompt_tokens: [%d, %d]\n  output_tokens: [%d, %d]\n  concurrency: [%d, %d]\n",
 			yamlString(k.Source), yamlString(k.Date), k.PromptTokens[0], k.PromptTokens[1], k.OutputTokens[0], k.OutputTokens[1], k.Concurrency[0], k.Concurrency[1])

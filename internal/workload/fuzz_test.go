@@ -248,3 +248,35 @@ func shareGPTEntries(data []byte) (n int, ok bool) {
 	}
 	return n, true
 }
+
+// FuzzParseTools: a tools file either is refused with a message naming the file, or gives
+// definitions a server would take (ValidateTools holds) whose parameters are a JSON object;
+// never a panic.
+func FuzzParseTools(f *testing.F) {
+	f.Add([]byte(`[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`))
+	f.Add([]byte(`[{"type":"function","name":"flat","description":"d","parameters":null}]`))
+	f.Add([]byte(`[{"name":"a"},{"name":"a"}]`))
+	f.Add([]byte(`[{"function":{"name":"x","parameters":{"type":["object"]}}}]`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tools, err := ParseTools("f.json", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.json: ") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if len(tools) == 0 {
+			t.Fatal("no error and no tools")
+		}
+		if err := ValidateTools(tools, ""); err != nil {
+			t.Fatalf("parsed tools that do not validate: %v", err)
+		}
+		for _, tl := range tools {
+			var m map[string]any
+			if tl.Parameters != nil && json.Unmarshal(tl.Parameters, &m) != nil {
+				t.Fatalf("%s: parameters %s are not a JSON object", tl.Name, tl.Parameters)
+			}
+		}
+	})
+}

@@ -48,6 +48,10 @@ type Request struct {
 	// Images go with the prompt (the last user message) as image content parts
 	// (WithImages); InputTokens counts the text only.
 	Images []Image
+	// Tools are the functions the request offers the model (chat and Responses APIs, Ollama's
+	// chat), sent as its tools; nil offers none. ToolChoice, when set, is sent as tool_choice.
+	Tools      []ToolDef
+	ToolChoice ToolChoice
 	// Arrival is the request's offset from the level start in a replayed trace.
 	Arrival    time.Duration
 	HasArrival bool

@@ -23,6 +23,8 @@ func FuzzHandleRequest(f *testing.F) {
 		`{"prompt":"x","max_tokens":1e99}`,
 		`{"model":"other","prompt":"x"}`,
 		`{"messages":null}`,
+		`{"messages":[{"role":"user","content":"x"}],"max_tokens":3,"stream":true,"tool_choice":"required","tools":[{"type":"function","function":{"name":"f\"\u2028","parameters":{"properties":{"a\"b":{},"ok":{}},"required":["a\"b"]}}}]}`,
+		`{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"tool_choice":{"type":"function","function":{"name":"g"}},"tools":[{"type":"function","function":{"name":"g"}}]}`,
 		`[`,
 		``,
 	} {

@@ -27,7 +27,8 @@ type request struct {
 	canceled bool // the client went away
 	struck   bool // the fault was injected
 	truth    *truthRecord
-	model    []byte // the model name as JSON (Responses objects)
+	model    []byte    // the model name as JSON (Responses objects)
+	tool     *toolCall // the answer is this tool call; nil for text
 }
 
 // appendResponse appends a Responses API response object: completed, with usage, and
@@ -40,7 +41,9 @@ func (rq *request) appendResponse(b []byte, text string, completion int) []byte 
 	b = append(b, `,"status":"completed","model":`...)
 	b = append(b, rq.model...)
 	b = append(b, `,"output":[`...)
-	if text != "" {
+	if rq.tool != nil {
+		b = rq.appendFunctionCall(b, "completed", completion)
+	} else if text != "" {
 		b = append(b, `{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","annotations":[],"text":"`...)
 		b = append(b, text...) // appendWords writes JSON-safe words
 		b = append(b, `"}]}`...)
@@ -111,6 +114,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat, re
 		}
 	}
 	rq.id = s.newID(chat, n)
+	rq.tool = g.tools.call(s.opts.Tools, s.opts.Seed, n, rq.id[len("chatcmpl-"):])
 	if responses {
 		rq.id = "resp_" + rq.id[len("chatcmpl-"):]
 	}
@@ -217,7 +221,13 @@ func (sw *streamWriter) role() {
 	sw.close(0)
 }
 
-func (sw *streamWriter) tokens(from, n int) {
+// tokens appends the event of tokens [from, from+n): text, or the tool call's next
+// piece (last: the call's arguments end with it).
+func (sw *streamWriter) tokens(from, n int, last bool) {
+	if sw.rq.tool != nil {
+		sw.toolTokens(from, n, last)
+		return
+	}
 	if sw.rq.responses {
 		sw.buf = append(sw.buf, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\""...)
 		sw.buf = appendWords(sw.buf, sw.rq.base, from, n)
@@ -239,6 +249,12 @@ func (sw *streamWriter) tokens(from, n int) {
 
 // finish appends the finish_reason chunk, the usage chunk when asked for, and [DONE].
 func (sw *streamWriter) finish(reason string, completion int) {
+	if sw.rq.tool != nil {
+		reason = "tool_calls" // as vLLM says of an answer its tool parser found a call in
+		if sw.rq.responses {
+			sw.functionCallDone(completion)
+		}
+	}
 	if sw.rq.responses {
 		sw.buf = append(sw.buf, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":"...)
 		sw.buf = sw.rq.appendResponse(sw.buf, "", completion)
@@ -384,8 +400,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rq *request,
 			continue
 		}
 		sw.begin()
-		if pending > 0 {
-			sw.tokens(rq.written, pending)
+		if pending > 0 || done && rq.tool != nil && rq.written > 0 {
+			sw.tokens(rq.written, pending, done) // a call's last event closes its arguments
 		}
 		if done {
 			sw.finish(rq.finish, rq.written+pending)
@@ -522,6 +538,10 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, rq *reques
 	}
 	switch {
 	case rq.responses:
+	case rq.chat && rq.tool != nil:
+		b = append(b, `{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`...)
+		b = rq.appendChatCall(b, total)
+		b = append(b, `]},"logprobs":null,"finish_reason":"`...)
 	case rq.chat:
 		b = append(b, `{"index":0,"message":{"role":"assistant","content":"`...)
 		b = appendWords(b, rq.base, 0, total)
@@ -532,7 +552,11 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, rq *reques
 		b = append(b, `","logprobs":null,"finish_reason":"`...)
 	}
 	if !rq.responses {
-		b = append(b, rq.finish...)
+		if rq.chat && rq.tool != nil {
+			b = append(b, "tool_calls"...)
+		} else {
+			b = append(b, rq.finish...)
+		}
 		b = append(b, `"}]`...)
 		b = appendUsage(b, rq.promptTokens, total)
 		b = append(b, "}"...)

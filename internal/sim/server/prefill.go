@@ -23,6 +23,8 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 		MaxOutputTokens *int64          `json:"max_output_tokens"`
 		IgnoreEOS       *bool           `json:"ignore_eos"`
 		Stream          *bool           `json:"stream"`
+		Tools           json.RawMessage `json:"tools"`
+		ToolChoice      json.RawMessage `json:"tool_choice"`
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, jsonError(body, err)
@@ -39,6 +41,10 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 			return nil, badRequest("max_output_tokens", "max_output_tokens must be 1..%d, got %d", lim.maxTokens, *mt)
 		}
 		g.maxTokens = int(*mt)
+	}
+	var aerr *apiError
+	if g.tools, aerr = decodeTools(w.Tools, w.ToolChoice, true); aerr != nil {
+		return nil, aerr
 	}
 	var conv []chattemplate.Message
 	imageTokens := 0
@@ -64,7 +70,7 @@ func decodeResponsesRequest(body []byte, lim limits) (*genRequest, *apiError) {
 			return nil, badRequest("input", "input: expected a string or an array of messages: %v", err)
 		}
 		for i, m := range msgs {
-			text, images, err := messageContent(m.Content, lim)
+			text, images, err := m.text(lim)
 			if err != nil {
 				return nil, badRequest(fmt.Sprintf("input[%d].content", i), "input[%d].content: %v", i, err)
 			}

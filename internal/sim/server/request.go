@@ -74,12 +74,23 @@ type wireRequest struct {
 		IncludeUsage         *bool `json:"include_usage"`
 		ContinuousUsageStats *bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
-	N *int64 `json:"n"`
+	N          *int64          `json:"n"`
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 type wireMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCalls are an assistant message's earlier tool calls (an agent's history): their
+	// functions' names and arguments are the message's text as much as its content.
+	ToolCalls json.RawMessage `json:"tool_calls"`
+}
+
+// text is the message's text: its content's, then its tool calls' (callsText).
+func (m wireMessage) text(lim limits) (string, imageCount, error) {
+	text, images, err := messageContent(m.Content, lim)
+	return text + callsText(m.ToolCalls), images, err
 }
 
 // genRequest is a validated generation request.
@@ -94,6 +105,10 @@ type genRequest struct {
 	promptTokens    int
 	promptParts     []string // prompt text, for prefix hashes
 	images          int      // image parts (their tokens are in promptTokens)
+	// tools are the functions offered (chat, Responses); nil for none. Their definitions
+	// cost no prompt tokens: the prompt is the conversation the client sized, which a
+	// real server's template would lengthen by its rendering of them (docs/simulator.md).
+	tools *toolSet
 }
 
 // limits are the request bounds decodeRequest enforces.
@@ -198,13 +213,17 @@ func decodeRequest(body []byte, chat bool, lim limits) (*genRequest, *apiError) 
 		if len(w.Messages) == 0 {
 			return nil, badRequest("messages", "messages must be a non-empty array")
 		}
+		var aerr *apiError
+		if g.tools, aerr = decodeTools(w.Tools, w.ToolChoice, false); aerr != nil {
+			return nil, aerr
+		}
 		var conv []chattemplate.Message
 		imageTokens := 0
 		for i, m := range w.Messages {
 			if m.Role == "" {
 				return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
 			}
-			text, images, err := messageContent(m.Content, lim)
+			text, images, err := m.text(lim)
 			if err != nil {
 				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
 			}

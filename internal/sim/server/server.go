@@ -87,6 +87,9 @@ type Options struct {
 	// encoder's time per image, spent before the request's prefill is queued.
 	ImagePatch, ImageMerge int
 	ImageEncode            time.Duration
+	// Tools is how the simulated model answers requests that offer tools
+	// (sim.ToolConfig.CallsTool): with a tool call streamed as vLLM streams one, or text.
+	Tools sim.ToolConfig
 }
 
 // Validate reports every problem with o.

@@ -102,7 +102,7 @@ func tokenizeTexts(req tokenizeRequest, lim limits) ([]string, *apiError) {
 		texts := make([]string, len(req.Messages))
 		conv := make([]chattemplate.Message, len(req.Messages))
 		for i, m := range req.Messages {
-			t, _, err := messageContent(m.Content, lim)
+			t, _, err := m.text(lim)
 			if err != nil {
 				return nil, badRequest("messages", "messages[%d].content: %v", i, err)
 			}
