@@ -310,8 +310,10 @@ func (p *Prober) queueing(pt *Point) bool {
 }
 
 // open designs the open-loop step from what was measured: the capacity is the most
-// requests per second any decode level would finish of openPrompt → openOutput requests
-// (its concurrency over the prefill's TTFT at that prompt plus the outputs at its TPOT).
+// requests per second any decode level below the batch limit would finish of openPrompt →
+// openOutput requests: its concurrency over a request's time (the prefill's TTFT at that
+// prompt plus the outputs at the level's TPOT), and at most one over the engine's time per
+// request (its prefill, which stalls the batch, and its share of the level's steps).
 func (p *Prober) open() (Step, bool) {
 	in := min(openPrompt, p.maxIn)
 	ttft := nan
@@ -324,9 +326,14 @@ func (p *Prober) open() (Step, bool) {
 	capacity := 0.0
 	for i := range p.done {
 		d := &p.done[i]
-		if d.Phase == PhaseDecode && !math.IsNaN(d.Measured.TPOTP50) && !math.IsNaN(ttft) {
-			capacity = math.Max(capacity, float64(d.Concurrency)*1000/(ttft+openOutput*d.Measured.TPOTP50))
+		if d.Phase != PhaseDecode || math.IsNaN(d.Measured.TPOTP50) || math.IsNaN(ttft) || p.queueing(d) {
+			continue // a level past the batch limit queues: its concurrency is not the engine's
 		}
+		if s := p.cfg.Server.Slots; s > 0 && d.Concurrency > s {
+			continue
+		}
+		c, steps := float64(d.Concurrency), openOutput*d.Measured.TPOTP50
+		capacity = math.Max(capacity, math.Min(c*1000/(ttft+steps), 1000/(ttft+steps/c)))
 	}
 	if capacity <= 0 || math.IsInf(capacity, 0) {
 		return Step{}, false

@@ -70,9 +70,10 @@ func TestProbeWithinItsCaps(t *testing.T) {
 	// decode-c2 at c1's, twice as many in flight: 32.9, so 33. The second pass runs the
 	// same steps again.
 	// The open step: 384-token prompts take prefill-128's TTFT (16 + 0.1 × 128 = 28.8 ms,
-	// the nearest step not longer), 48 outputs at c2's TPOT (1.6 × 1.5 = 2.4 ms) finish
-	// 2 × 1000 / (28.8 + 115.2) = 13.9 req/s: half of it for 30 s is 208 requests.
-	want := "prefill-32:8 prefill-128:8 prefill-512:8 decode-c1:17 decode-c2:33 decode-c1-again:17 decode-c2-again:33 open-r6.94:208 mixed:9"
+	// the nearest step not longer), 48 outputs at c2's TPOT (1.6 × 1.5 = 2.4 ms): two in
+	// flight finish 2 × 1000 / (28.8 + 115.2) = 13.9 req/s, but the engine spends 28.8 +
+	// 115.2 / 2 ms on each, so 11.6 req/s: half of it for 30 s is 173 requests.
+	want := "prefill-32:8 prefill-128:8 prefill-512:8 decode-c1:17 decode-c2:33 decode-c1-again:17 decode-c2-again:33 open-r5.79:173 mixed:9"
 	if got := names(steps); got != want {
 		t.Errorf("steps %s, want %s", got, want)
 	}
@@ -96,7 +97,7 @@ func TestProbeWithinItsCaps(t *testing.T) {
 
 	// A slow server (30 ms steps): 16 requests already last longer than decodeSeconds.
 	slow := fakeServer{slots: 2, tpotMs: 30, growth: 0.1, ttftMs: 50, perTokenMs: 0.5}
-	if got := names(runProbe(t, ProbeConfig{MaxConcurrency: 2, MaxInputTokens: 128}, slow)); got != "prefill-32:8 prefill-128:8 decode-c1:16 decode-c2:16 decode-c1-again:16 decode-c2-again:16 open-r0.589:40 mixed:9" {
+	if got := names(runProbe(t, ProbeConfig{MaxConcurrency: 2, MaxInputTokens: 128}, slow)); got != "prefill-32:8 prefill-128:8 decode-c1:16 decode-c2:16 decode-c1-again:16 decode-c2-again:16 open-r0.552:40 mixed:9" {
 		t.Errorf("slow server: %s", got)
 	}
 }
