@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/llmbench/llmbench/internal/browsertest"
@@ -52,8 +53,27 @@ func TestReportHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// No chart text over other text and no table past the window.
-	browsertest.CheckPage(t, "report.html", b.Bytes(), 20)
+	// No chart text over other text and no chart or table past the window.
+	layouts := browsertest.CheckPage(t, "report.html", b.Bytes(), 20)
+	// The request anatomy and the charts over time have numbered, labelled axes: at least
+	// three ticks on each and both titles, measured in the 1,400px window.
+	timeCharts := []string{"overtime-tokens", "overtime-requests"}
+	if synthetic {
+		timeCharts = append(timeCharts, "server-requests", "server-kv")
+	}
+	for _, l := range layouts {
+		anatomy := ""
+		for name := range l.Charts {
+			if strings.HasPrefix(name, "anatomy-") {
+				anatomy = name
+			}
+		}
+		for _, name := range append(timeCharts, anatomy) {
+			if n := l.Charts[name]; n < 8 {
+				t.Errorf("at %dpx chart %q shows %d texts, want its axes' numbers and titles (8 or more); measured: %v", l.Width, name, n, l.Charts)
+			}
+		}
+	}
 
 	dom := browsertest.Run(t, bin, page, browserWidth, 2000, "--dump-dom")
 	if errs, ok := browsertest.HTMLAttr(dom, "data-errors"); ok {
