@@ -120,6 +120,13 @@ func textWidth(s string, size float64) float64 {
 	return float64(len([]rune(s)))*size*charWidth + 2
 }
 
+// The room above the plot and below it (the x ticks and the axis title).
+const plotTop, plotBottom = 14, 48
+
+// PlotHeight is the height in pixels of the plot of a chart height pixels tall: a
+// timeline's room for rows.
+func PlotHeight(height int) int { return height - plotTop - plotBottom }
+
 type box struct{ x0, y0, x1, y1 float64 }
 
 func (a box) overlap(b box) float64 {
@@ -270,14 +277,14 @@ func (c *Chart) layout() *frame {
 		f.xa = exactStep(c.XRange.Lo, c.XRange.Hi, niceStep((c.XRange.Hi-c.XRange.Lo)/math.Max(4, (f.w-100)/110)))
 	}
 	if c.YRange.set() && !c.YLog {
-		f.ya = exactStep(c.YRange.Lo, c.YRange.Hi, niceStep((c.YRange.Hi-c.YRange.Lo)/math.Max(4, (f.h-62)/50)))
+		f.ya = exactStep(c.YRange.Lo, c.YRange.Hi, niceStep((c.YRange.Hi-c.YRange.Lo)/math.Max(4, float64(PlotHeight(int(f.h)))/50)))
 	}
 	// The left margin holds the widest y tick label and the rotated axis title.
 	ylw := 0.0
 	for _, t := range f.ya.ticks {
 		ylw = math.Max(ylw, textWidth(f.ya.format(t), fontSize))
 	}
-	f.plot = box{x0: math.Max(c.PlotLeft, 22+ylw+8), y0: 14, x1: f.w - 16, y1: f.h - 48}
+	f.plot = box{x0: math.Max(c.PlotLeft, 22+ylw+8), y0: plotTop, x1: f.w - 16, y1: f.h - plotBottom}
 	// Thin the ticks until their labels have room (log ticks are not evenly spaced).
 	for len(f.xa.ticks) > 2 && f.xa.crowded(f.plot.x1-f.plot.x0, func(s string) float64 { return textWidth(s, fontSize) + 10 }) {
 		f.xa = f.xa.coarser()

@@ -68,13 +68,13 @@ func anatomyChart(ld *levelData, levels []Level) anatomyView {
 		name = levelName(levels, ld.Level)
 	}
 	height := max(260, min(520, n*3+80))
-	rows := min(n, height-62) // the plot's height in pixels (internal/chart's margins)
+	rows := min(n, chart.PlotHeight(height))
 	c := chart.Chart{Name: "anatomy-" + strconv.Itoa(ld.Level), Title: "Per-request timeline: " + name, Width: timeWidth, Height: height,
 		XLabel: "time since run start (s)", YLabel: "requests (by send time)", YDown: true, YRange: chart.Range{Hi: float64(n)}, Pointer: true}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	idx := make([]string, 0, rows)
 	gap := 0.0
-	if rows <= (height-62)/4 { // rows of 4px or more: a gap between them
+	if rows <= chart.PlotHeight(height)/4 { // rows of 4px or more: a gap between them
 		gap = 0.15
 	}
 	per := float64(n) / float64(rows) // the y axis counts the sample's requests
