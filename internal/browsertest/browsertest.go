@@ -28,8 +28,8 @@ var Widths = []int{1400, 1024}
 
 // CheckPage runs CheckLayout on page at each of Widths and fails t where fewer than
 // minTexts chart texts were measured (axes without numbers, say). name is the page's file
-// name under -keep-pages.
-func CheckPage(t *testing.T, name string, page []byte, minTexts int) {
+// name under -keep-pages. It returns what it measured at each width, in Widths' order.
+func CheckPage(t *testing.T, name string, page []byte, minTexts int) []Layout {
 	t.Helper()
 	bin := Chromium(t)
 	if *keep != "" {
@@ -37,11 +37,15 @@ func CheckPage(t *testing.T, name string, page []byte, minTexts int) {
 			t.Fatal(err)
 		}
 	}
+	var out []Layout
 	for _, width := range Widths {
-		if l := CheckLayout(t, bin, page, width); l.Texts < minTexts {
+		l := CheckLayout(t, bin, page, width)
+		if l.Texts < minTexts {
 			t.Errorf("%s at %dpx: only %d chart texts were measured, want %d or more", name, width, l.Texts, minTexts)
 		}
+		out = append(out, l)
 	}
+	return out
 }
 
 // Chromium is the browser's path; it skips t without one, unless LLMBENCH_REQUIRE_CHROMIUM
@@ -105,20 +109,24 @@ func HTMLAttr(dom []byte, name string) (string, bool) {
 }
 
 // layoutScript measures the page once its own script (if any) has drawn: every pair of
-// text elements in one SVG whose boxes intersect, and every table whose visible box (its
-// scrolling container's, when it has one) reaches past the window. It writes its finding
+// text elements in one SVG whose boxes intersect, every SVG chart that reaches past the
+// window, and every table whose visible box (its scrolling container's, when it has one)
+// reaches past the window. It writes its finding
 // into <html data-layout>, for --dump-dom to carry out.
 const layoutScript = `<script>
 setTimeout(function () {
-  var out = { overlaps: [], wide: [], width: document.documentElement.clientWidth, texts: 0 };
+  var out = { overlaps: [], wide: [], width: document.documentElement.clientWidth, texts: 0, charts: {} };
   document.querySelectorAll("svg").forEach(function (svg, k) {
     var name = svg.getAttribute("data-chart") || svg.getAttribute("aria-label") || ("svg " + k);
+    var sr = svg.getBoundingClientRect();
+    if (sr.width > 0 && (sr.right > out.width + 1 || sr.left < -1)) out.wide.push("chart " + name + " spans " + Math.round(sr.left) + ".." + Math.round(sr.right) + "px");
     var boxes = [];
     svg.querySelectorAll("text").forEach(function (t) {
       var r = t.getBoundingClientRect();
       if (r.width > 0 && r.height > 0 && t.textContent.trim()) boxes.push({ t: t.textContent, r: r });
     });
     out.texts += boxes.length;
+    if (boxes.length) out.charts[name] = boxes.length;
     for (var i = 0; i < boxes.length; i++) for (var j = i + 1; j < boxes.length; j++) {
       var a = boxes[i].r, b = boxes[j].r;
       var w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
@@ -145,10 +153,13 @@ type Layout struct {
 	Wide     []string // tables, or the page, wider than the window
 	Width    int      // the window's width in CSS pixels
 	Texts    int      // text elements measured in the page's SVGs
+	// Charts is the texts measured in each shown SVG, by its data-chart (else its
+	// aria-label): a chart's numbered axes and labels.
+	Charts map[string]int
 }
 
 // CheckLayout loads page (an HTML document) in a width × 2,400 window and fails t where a
-// chart's texts overlap or a table does not fit the window. It returns what it measured.
+// chart's texts overlap or a chart or table does not fit the window. It returns what it measured.
 func CheckLayout(t *testing.T, bin string, page []byte, width int) Layout {
 	t.Helper()
 	l := measure(t, bin, page, width)

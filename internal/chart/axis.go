@@ -13,6 +13,7 @@ type axis struct {
 	labels  map[float64]string // named ticks (categories) in place of numbers
 	percent bool               // fractions written as percentages
 	step    float64            // between linear ticks
+	exact   bool               // lo and hi as given, not widened to whole ticks
 	ticks   []float64
 	mults   []float64 // log ticks: the multiples of each power of ten
 }
@@ -76,6 +77,15 @@ func linear(lo, hi, step float64) axis {
 	return a
 }
 
+// exactStep is the axis from lo to hi whatever the ticks, with ticks at whole steps inside.
+func exactStep(lo, hi, step float64) axis {
+	a := axis{lo: lo, hi: hi, step: step, exact: true}
+	for v := math.Ceil(lo/step-1e-9) * step; v <= hi+step*1e-9; v += step {
+		a.ticks = append(a.ticks, math.Round(v/step)*step)
+	}
+	return a
+}
+
 func (a axis) logTicks() []float64 {
 	var ts []float64
 	for e := math.Floor(a.lo); e <= math.Ceil(a.hi); e++ {
@@ -130,6 +140,9 @@ func (a axis) coarser() axis {
 		}
 		a.ticks = a.logTicks()
 		return a
+	}
+	if a.exact {
+		return exactStep(a.lo, a.hi, niceStep(a.step*1.9))
 	}
 	b := linear(a.lo, a.hi, niceStep(a.step*1.9))
 	b.percent = a.percent

@@ -1,5 +1,5 @@
-// Package chart draws the scatter and line charts of llmbench's HTML pages (report.html,
-// plan.html, calibration.html) as inline SVG, so that every page reads the same way: numbered
+// Package chart draws the scatter, line and timeline charts of llmbench's HTML pages
+// (report.html, plan.html, calibration.html) as inline SVG, so that every page reads the same way: numbered
 // and labelled axes fitted to the data, tick values written as people write them (10,000,
 // 1.5M, never 1e+04), point labels placed where they overlap nothing, and each point's
 // details in its tooltip. The SVG needs no script and no stylesheet.
@@ -28,10 +28,45 @@ type Chart struct {
 	YFraction bool
 	// XTicks, when set, are the x axis' ticks in place of numbers: categories such as load
 	// levels drawn at X 0, 1, 2...
-	XTicks  []Tick
+	XTicks []Tick
+	// XRange and YRange, when Hi > Lo, are the axes' ranges exactly, in place of ranges fitted
+	// to the data: a timeline's rows 0 to n, say.
+	XRange, YRange Range
+	// YDown draws y growing downwards: rows counted from the top.
+	YDown   bool
 	Series  []Series
 	Markers []Marker
 	Guides  []Guide
+	Bands   []Band
+	Spans   []Span
+	// PlotLeft, when set, is the least room left of the plot, so that charts stacked on one
+	// time axis line up whatever their y ticks' widths.
+	PlotLeft float64
+	// Pointer writes the plot's box and the axes' ranges into the SVG's data-plot,
+	// data-x and data-y attributes, for a page's script to map the pointer to data.
+	Pointer bool
+}
+
+// Range is an axis' range.
+type Range struct{ Lo, Hi float64 }
+
+func (r Range) set() bool { return r.Hi > r.Lo }
+
+// Band shades the plot between X0 and X1 beneath the grid, as a level's span on a time
+// axis; its label goes at its top where it overlaps nothing.
+type Band struct {
+	X0, X1      float64
+	Label       string
+	Fill, Color string // the shade and the label's colour
+}
+
+// Span is a rectangle in data coordinates, as a request's phase on a timeline. Spans of
+// one colour and fading are drawn as one path, so thousands stay small; each is at least
+// 0.75 pixels wide, so that short phases still show.
+type Span struct {
+	X0, X1, Y0, Y1 float64
+	Color          string
+	Faded          bool // drawn at a third of its opacity
 }
 
 // Tick is a labelled place on an axis.
@@ -85,6 +120,13 @@ func textWidth(s string, size float64) float64 {
 	return float64(len([]rune(s)))*size*charWidth + 2
 }
 
+// The room above the plot and below it (the x ticks and the axis title).
+const plotTop, plotBottom = 14, 48
+
+// PlotHeight is the height in pixels of the plot of a chart height pixels tall: a
+// timeline's room for rows.
+func PlotHeight(height int) int { return height - plotTop - plotBottom }
+
 type box struct{ x0, y0, x1, y1 float64 }
 
 func (a box) overlap(b box) float64 {
@@ -124,7 +166,16 @@ func (c *Chart) Empty() bool {
 			}
 		}
 	}
+	for _, sp := range c.Spans {
+		if c.spanOK(sp) {
+			return false
+		}
+	}
 	return true
+}
+
+func (c *Chart) spanOK(sp Span) bool {
+	return ok(sp.X0, c.XLog) && ok(sp.X1, c.XLog) && ok(sp.Y0, c.YLog) && ok(sp.Y1, c.YLog) && sp.X1 >= sp.X0
 }
 
 // SVG draws the chart; a chart without points is a short note instead.
@@ -135,9 +186,11 @@ func (c *Chart) SVG() template.HTML {
 	f := c.layout()
 	var b strings.Builder
 	b.WriteString(legend(c.Series))
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="%s" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" style="max-width:100%%;height:auto;display:block" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%.0f">`,
-		html.EscapeString(c.Name), f.w, f.h, f.w, f.h, html.EscapeString(c.Title), fontSize)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="%s" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" style="max-width:100%%;height:auto;display:block" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%.0f"%s>`,
+		html.EscapeString(c.Name), f.w, f.h, f.w, f.h, html.EscapeString(c.Title), fontSize, f.pointer())
+	f.bands(&b)
 	f.axes(&b)
+	f.spans(&b)
 	f.lines(&b)
 	// Points before labels, so that labels avoid every point, not only those drawn before them.
 	points := f.points(&b)
@@ -156,7 +209,21 @@ type frame struct {
 }
 
 func (f *frame) sx(v float64) float64 { return f.plot.x0 + f.xa.frac(v)*(f.plot.x1-f.plot.x0) }
-func (f *frame) sy(v float64) float64 { return f.plot.y1 - f.ya.frac(v)*(f.plot.y1-f.plot.y0) }
+func (f *frame) sy(v float64) float64 {
+	if f.c.YDown {
+		return f.plot.y0 + f.ya.frac(v)*(f.plot.y1-f.plot.y0)
+	}
+	return f.plot.y1 - f.ya.frac(v)*(f.plot.y1-f.plot.y0)
+}
+
+// pointer is the SVG's data-plot, data-x and data-y attributes, with Pointer.
+func (f *frame) pointer() string {
+	if !f.c.Pointer {
+		return ""
+	}
+	p := f.plot
+	return fmt.Sprintf(` data-plot="%.1f %.1f %.1f %.1f" data-x="%g %g" data-y="%g %g"`, p.x0, p.y0, p.x1, p.y1, f.xa.lo, f.xa.hi, f.ya.lo, f.ya.hi)
+}
 
 // drawn says whether point p can be drawn on the chart's axes.
 func (f *frame) drawn(p Point) bool { return ok(p.X, f.c.XLog) && ok(p.Y, f.c.YLog) }
@@ -174,6 +241,16 @@ func (c *Chart) layout() *frame {
 	for _, m := range c.Markers {
 		if ok(m.X, c.XLog) {
 			xs = append(xs, m.X)
+		}
+	}
+	for _, sp := range c.Spans {
+		if c.spanOK(sp) {
+			xs, ys = append(xs, sp.X0, sp.X1), append(ys, sp.Y0, sp.Y1)
+		}
+	}
+	for _, bd := range c.Bands {
+		if ok(bd.X0, c.XLog) && ok(bd.X1, c.XLog) {
+			xs = append(xs, bd.X0, bd.X1)
 		}
 	}
 	f := &frame{c: c, w: float64(c.Width), h: float64(c.Height), id: "chart-" + idUnsafe.ReplaceAllString(c.Name, "-")}
@@ -195,12 +272,19 @@ func (c *Chart) layout() *frame {
 		f.ya = linear(0, 1, 0.2)
 		f.ya.percent = true
 	}
+	// An exact range gets a tick about every 110 pixels across and every 50 down, before thinning.
+	if c.XRange.set() && !c.XLog {
+		f.xa = exactStep(c.XRange.Lo, c.XRange.Hi, niceStep((c.XRange.Hi-c.XRange.Lo)/math.Max(4, (f.w-100)/110)))
+	}
+	if c.YRange.set() && !c.YLog {
+		f.ya = exactStep(c.YRange.Lo, c.YRange.Hi, niceStep((c.YRange.Hi-c.YRange.Lo)/math.Max(4, float64(PlotHeight(int(f.h)))/50)))
+	}
 	// The left margin holds the widest y tick label and the rotated axis title.
 	ylw := 0.0
 	for _, t := range f.ya.ticks {
 		ylw = math.Max(ylw, textWidth(f.ya.format(t), fontSize))
 	}
-	f.plot = box{x0: 22 + ylw + 8, y0: 14, x1: f.w - 16, y1: f.h - 48}
+	f.plot = box{x0: math.Max(c.PlotLeft, 22+ylw+8), y0: plotTop, x1: f.w - 16, y1: f.h - plotBottom}
 	// Thin the ticks until their labels have room (log ticks are not evenly spaced).
 	for len(f.xa.ticks) > 2 && f.xa.crowded(f.plot.x1-f.plot.x0, func(s string) float64 { return textWidth(s, fontSize) + 10 }) {
 		f.xa = f.xa.coarser()
@@ -258,6 +342,56 @@ func (f *frame) lines(b *strings.Builder) {
 			}
 		}
 		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`, strings.Join(pts, " "), s.Color, dash(s.Dash, "6 4"))
+	}
+	b.WriteString(`</g>`)
+}
+
+// bands shades the bands' spans of x beneath everything else.
+func (f *frame) bands(b *strings.Builder) {
+	for _, bd := range f.c.Bands {
+		if !ok(bd.X0, f.c.XLog) || !ok(bd.X1, f.c.XLog) {
+			continue
+		}
+		x0, x1 := math.Max(f.plot.x0, f.sx(bd.X0)), math.Min(f.plot.x1, f.sx(bd.X1))
+		if x1 > x0 {
+			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x0, f.plot.y0, x1-x0, f.plot.y1-f.plot.y0, bd.Fill)
+		}
+	}
+}
+
+// spans draws the spans, one path per colour and fading, in the order each first appears.
+func (f *frame) spans(b *strings.Builder) {
+	if len(f.c.Spans) == 0 {
+		return
+	}
+	type key struct {
+		color string
+		faded bool
+	}
+	var order []key
+	paths := map[key]*strings.Builder{}
+	for _, sp := range f.c.Spans {
+		if !f.c.spanOK(sp) {
+			continue
+		}
+		k := key{sp.Color, sp.Faded}
+		p := paths[k]
+		if p == nil {
+			p = &strings.Builder{}
+			paths[k] = p
+			order = append(order, k)
+		}
+		x0, x1 := f.sx(sp.X0), f.sx(sp.X1)
+		y0, y1 := f.sy(sp.Y0), f.sy(sp.Y1)
+		fmt.Fprintf(p, "M%.1f %.1fh%.2fv%.2fh%.2fz", x0, math.Min(y0, y1), math.Max(x1-x0, 0.75), math.Abs(y1-y0), -math.Max(x1-x0, 0.75))
+	}
+	fmt.Fprintf(b, `<g clip-path="url(#%s-clip)">`, f.id)
+	for _, k := range order {
+		op := ""
+		if k.faded {
+			op = ` fill-opacity="0.35"`
+		}
+		fmt.Fprintf(b, `<path d="%s" fill="%s"%s/>`, paths[k].String(), k.color, op)
 	}
 	b.WriteString(`</g>`)
 }
@@ -334,6 +468,22 @@ func (f *frame) lineBoxes() []box {
 // labels around them, each where it overlaps no text and no point drawn.
 func (f *frame) labels(b *strings.Builder, points, lines []box) {
 	var placed []box
+	for _, bd := range f.c.Bands {
+		if bd.Label == "" || !ok(bd.X0, f.c.XLog) || !ok(bd.X1, f.c.XLog) {
+			continue
+		}
+		x0, x1 := math.Max(f.plot.x0, f.sx(bd.X0)), math.Min(f.plot.x1, f.sx(bd.X1))
+		// Within the band's own span, else it would name its neighbour.
+		within := box{x0, f.plot.y0, x1, f.plot.y1}
+		var cands []cand
+		for k := 0; k < 3; k++ {
+			cands = append(cands, cand{x0 + 3, f.plot.y0 + 12 + float64(k)*14, "start"})
+		}
+		if bx, c, found := place(bd.Label, cands, within, placed, points, lines); found {
+			placed = append(placed, bx)
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" fill="%s">%s</text>`, c.x, c.y, bd.Color, html.EscapeString(bd.Label))
+		}
+	}
 	for _, m := range f.c.Markers {
 		if !ok(m.X, f.c.XLog) || m.Label == "" {
 			continue

@@ -74,3 +74,41 @@ func TestCategoryTicks(t *testing.T) {
 		t.Errorf("a 300px chart of 12 long category names should keep the first and drop the second:\n%s", out)
 	}
 }
+
+// Spans of one colour are one path; an exact, downward y axis puts row 0 at the top; a band's
+// label stays within its band; Pointer writes the plot's box for a page's script.
+func TestSpansBandsExactRanges(t *testing.T) {
+	c := Chart{Name: "rows", Width: 600, Height: 300, YDown: true, YRange: Range{Hi: 40}, XRange: Range{Lo: 2, Hi: 13}, Pointer: true,
+		Bands: []Band{{X0: 2, X1: 7, Label: "c=1", Fill: "#eee", Color: "#123"}, {X0: 7, X1: 7.05, Label: "c=4", Fill: "#ddd", Color: "#456"}}}
+	for k := range 40 {
+		c.Spans = append(c.Spans, Span{X0: 2 + float64(k)/4, X1: 3 + float64(k)/4, Y0: float64(k), Y1: float64(k + 1), Color: "#4e79a7"},
+			Span{X0: 3 + float64(k)/4, X1: 3 + float64(k)/4, Y0: float64(k), Y1: float64(k + 1), Color: "#f28e2b", Faded: k < 2})
+	}
+	out := string(c.SVG())
+	if n := strings.Count(out, `fill="#4e79a7"`); n != 1 {
+		t.Errorf("%d paths of one colour, want 1", n)
+	}
+	if !strings.Contains(out, `fill="#f28e2b" fill-opacity="0.35"`) {
+		t.Error("faded spans are not drawn faded")
+	}
+	// A zero-length span still shows: 0.75 pixels wide.
+	if !strings.Contains(out, "h0.75") {
+		t.Error("a zero-length span has no width")
+	}
+	f := c.layout()
+	if f.sy(0) != f.plot.y0 || f.sy(40) != f.plot.y1 {
+		t.Errorf("y 0 at %v and 40 at %v, want the plot's top %v and bottom %v", f.sy(0), f.sy(40), f.plot.y0, f.plot.y1)
+	}
+	if f.xa.lo != 2 || f.xa.hi != 13 || f.xa.ticks[0] < 2 || f.xa.ticks[len(f.xa.ticks)-1] > 13 {
+		t.Errorf("x axis %v..%v with ticks %v, want exactly 2..13 with ticks inside", f.xa.lo, f.xa.hi, f.xa.ticks)
+	}
+	if !strings.Contains(out, ">c=1</text>") || strings.Contains(out, ">c=4</text>") {
+		t.Error("a band's label should be drawn where it fits in its band, and not where it does not")
+	}
+	if !strings.Contains(out, `data-y="0 40"`) || !strings.Contains(out, `data-plot="`) {
+		t.Errorf("Pointer: no data-plot and data-y in %.300s", out)
+	}
+	if (&Chart{Name: "n"}).SVG() != `<p class="nodata">Nothing to draw.</p>` || strings.Contains(string((&Chart{Name: "p", Spans: c.Spans[:1]}).SVG()), "data-plot") {
+		t.Error("a chart without Pointer writes data-plot")
+	}
+}

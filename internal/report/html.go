@@ -19,11 +19,11 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 )
 
-// The page's template, script and style, and the chart library vendored from the npm
-// registry (web/refresh-assets.sh). Everything is inlined into report.html, which therefore
-// works offline and fetches nothing when opened.
+// The page's template, script and style. Everything is inlined into report.html, which
+// therefore works offline and fetches nothing when opened; its charts are SVG drawn here
+// (internal/chart), as plan.html's and calibration.html's are.
 //
-//go:embed assets/report.html.tmpl assets/report.js assets/report.css assets/uPlot.iife.min.js assets/uPlot.min.css assets/uPlot.VERSION
+//go:embed assets/report.html.tmpl assets/report.js assets/report.css
 var assets embed.FS
 
 var pageTemplate = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
@@ -95,14 +95,13 @@ const redacted = "[redacted]"
 // view is what the template renders on the server side: the parts of the page that must read
 // well without script (title, ladder, percentile tables, configuration).
 type view struct {
-	Title        string
-	Version      string
-	UPlotVersion string
-	Subtitle     []kv
-	Cards        []card
-	Levels       []levelRow
-	HasSLO       bool
-	HasGoodput   bool
+	Title      string
+	Version    string
+	Subtitle   []kv
+	Cards      []card
+	Levels     []levelRow
+	HasSLO     bool
+	HasGoodput bool
 	// The run's price and each level's cost at it (summary.json price, levels[i].cost);
 	// HasGoodCost when some level has a cost per good token.
 	HasCost, HasGoodCost bool
@@ -114,12 +113,19 @@ type view struct {
 	CDFs                 []cdfFigure
 	// The throughput-vs-latency charts, drawn on the server (tradeoff.go).
 	TradeoffTTFT, TradeoffTPOT template.HTML
-	Config                     []kv
-	CSS                        template.CSS
-	UPlotCSS                   template.CSS
-	UPlotJS                    template.JS
-	JS                         template.JS
-	Data                       template.JS
+	// The request anatomy of each level with a sample, and the charts over time
+	// (timecharts.go); AnatomyShown is the level the page opens on (the sweet spot, else
+	// the last).
+	Anatomy       []anatomyView
+	AnatomyShown  int
+	AnatomyNote   string // why there is no anatomy
+	OverTime      template.HTML
+	OverTimeWidth string // the buckets' width in seconds
+	Server        template.HTML
+	Config        []kv
+	CSS           template.CSS
+	JS            template.JS
+	Data          template.JS
 }
 
 type kv struct{ K, V string }
@@ -197,12 +203,9 @@ var tableMetrics = func() []*metrics.Metric {
 
 func buildView(s *Summary, charts *Charts) (*view, error) {
 	v := &view{
-		CSS:      template.CSS(mustAsset("assets/report.css")),
-		UPlotCSS: template.CSS(mustAsset("assets/uPlot.min.css")),
-		UPlotJS:  template.JS(mustAsset("assets/uPlot.iife.min.js")),
-		JS:       template.JS(mustAsset("assets/report.js")),
+		CSS: template.CSS(mustAsset("assets/report.css")),
+		JS:  template.JS(mustAsset("assets/report.js")),
 	}
-	v.UPlotVersion = strings.TrimSpace(mustAsset("assets/uPlot.VERSION"))
 	v.Version = s.Version
 	v.Title = "llmbench report"
 	if s.Target.Model != "" {
@@ -301,6 +304,7 @@ func buildView(s *Summary, charts *Charts) (*view, error) {
 		v.CDFs = append(v.CDFs, cdfFigure{Key: m.JSON, Label: m.Short, Axis: m.CDFAxis,
 			Linear: cdfChart(m, charts, s.Levels, false), Log: cdfChart(m, charts, s.Levels, true)})
 	}
+	v.timeCharts(s, charts)
 	var err error
 	if v.Config, err = configRows(s); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)

@@ -8,7 +8,9 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/llmbench/llmbench/internal/browsertest"
@@ -52,8 +54,27 @@ func TestReportHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// No chart text over other text and no table past the window.
-	browsertest.CheckPage(t, "report.html", b.Bytes(), 20)
+	// No chart text over other text and no chart or table past the window.
+	layouts := browsertest.CheckPage(t, "report.html", b.Bytes(), 20)
+	// The request anatomy and the charts over time have numbered, labelled axes: at least
+	// three ticks on each and both titles, measured in the 1,400px window.
+	timeCharts := []string{"overtime-tokens", "overtime-requests"}
+	if synthetic {
+		timeCharts = append(timeCharts, "server-requests", "server-kv")
+	}
+	for _, l := range layouts {
+		anatomy := ""
+		for name := range l.Charts {
+			if strings.HasPrefix(name, "anatomy-") {
+				anatomy = name
+			}
+		}
+		for _, name := range append(timeCharts, anatomy) {
+			if n := l.Charts[name]; n < 8 {
+				t.Errorf("at %dpx chart %q shows %d texts, want its axes' numbers and titles (8 or more); measured: %v", l.Width, name, n, l.Charts)
+			}
+		}
+	}
 
 	dom := browsertest.Run(t, bin, page, browserWidth, 2000, "--dump-dom")
 	if errs, ok := browsertest.HTMLAttr(dom, "data-errors"); ok {
@@ -86,6 +107,7 @@ func TestReportHTMLInChromium(t *testing.T) {
 			t.Errorf("the rendered page lacks %q", want)
 		}
 	}
+	checkAnatomyHover(t, bin, b.Bytes())
 	hs, _ := browsertest.HTMLAttr(dom, "data-height")
 	height, err := strconv.Atoi(hs)
 	if err != nil || height < 1000 || height > 20000 {
@@ -129,6 +151,46 @@ func TestReportHTMLInChromium(t *testing.T) {
 		if err := os.WriteFile(*screenshotOut, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// hoverProbe points at the middle of the request anatomy shown, then picks the first level.
+const hoverProbe = `<script>
+setTimeout(function () {
+  var svg = document.querySelector("#anatomy [data-anatomy]:not([hidden]) svg"), r = svg.getBoundingClientRect();
+  document.querySelector('figure[data-chart="anatomy"] .plot').dispatchEvent(new MouseEvent("mousemove", { clientX: r.left + r.width / 2, clientY: r.top + r.height / 2, bubbles: true }));
+  var h = document.documentElement;
+  h.setAttribute("data-hover", document.getElementById("anatomy-hover").textContent);
+  var sel = document.getElementById("anatomy-level");
+  sel.value = sel.options[0].value;
+  sel.dispatchEvent(new Event("change"));
+  h.setAttribute("data-shown", [].filter.call(document.querySelectorAll("#anatomy [data-anatomy]"), function (d) { return !d.hidden; }).map(function (d) { return d.getAttribute("data-anatomy"); }).join(","));
+  h.setAttribute("data-title", document.getElementById("anatomy-title").textContent);
+}, 300);
+</script>`
+
+// checkAnatomyHover checks that the pointer over the request anatomy names the request
+// under it, from the page's sample, and that the level selector shows one level's chart.
+func checkAnatomyHover(t *testing.T, bin string, page []byte) {
+	t.Helper()
+	i := bytes.LastIndex(page, []byte("</body>"))
+	probe := append(append(append([]byte{}, page[:i]...), hoverProbe...), page[i:]...)
+	path := filepath.Join(t.TempDir(), "hover.html")
+	if err := os.WriteFile(path, probe, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := browsertest.Run(t, bin, path, 1400, 2400, "--dump-dom")
+	if errs, ok := browsertest.HTMLAttr(dom, "data-errors"); ok {
+		t.Fatalf("script errors: %s", errs)
+	}
+	hover, _ := browsertest.HTMLAttr(dom, "data-hover")
+	if !regexp.MustCompile(`^request \d+ · sent at [\d.]+ s · .*TTFT [\d.]+ ms`).MatchString(hover) {
+		t.Errorf("the pointer over the anatomy reads %q, want the request's timings", hover)
+	}
+	shown, _ := browsertest.HTMLAttr(dom, "data-shown")
+	title, _ := browsertest.HTMLAttr(dom, "data-title")
+	if shown != "0" || !strings.HasSuffix(title, ": concurrency 1") {
+		t.Errorf("after choosing the first level: charts %q shown, title %q; want level 0's alone", shown, title)
 	}
 }
 
