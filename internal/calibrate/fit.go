@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/servermetrics"
@@ -93,15 +94,16 @@ type Result struct {
 type Fitted struct {
 	Point
 	HeldOut    bool
-	Predicted  Figures // final profile
-	Validation Figures // held out: the fit without it (NaN figures otherwise)
+	Predicted  figure.Values // final profile
+	Validation figure.Values // held out: the fit without it (NaN figures otherwise)
 }
 
-// Errors are the largest absolute relative errors over a set of points, in percent (NaN
-// when no point measured that figure).
+// Errors are the largest absolute relative errors over a set of points.
 type Errors struct {
-	TTFTP50, TTFTP99, TPOTP50, TPOTP99 float64
-	Points                             int
+	// Pct is each judged figure's (figure.Judged), in percent; NaN when no point measured
+	// it, and for the figures not judged.
+	Pct    figure.Values
+	Points int
 }
 
 // LoadErrors are the held-out errors by the kind of load a point is: a closed loop (a
@@ -112,14 +114,7 @@ type LoadErrors struct {
 }
 
 // noErrors are the errors over n points before any is judged.
-func noErrors(n int) Errors {
-	return Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, Points: n}
-}
-
-// FitError is the profile's record of the errors.
-func (e Errors) FitError() sim.FitError {
-	return sim.FitError{TTFTP50: e.TTFTP50, TTFTP99: e.TTFTP99, TPOTP50: e.TPOTP50, TPOTP99: e.TPOTP99}
-}
+func noErrors(n int) Errors { return Errors{Pct: figure.Unmeasured(), Points: n} }
 
 // Setting is one fitted setting: its profile key, value and where it came from.
 type Setting struct {
@@ -186,9 +181,9 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		PromptTokens: rangeOf(pts, func(q Request) int { return q.Prompt }),
 		OutputTokens: rangeOf(pts, func(q Request) int { return q.Output }),
 		Concurrency:  [2]int{minProbed(pts), maxProbed(pts)},
-		Error:        res.HeldOut.FitError(),
-		ErrorClosed:  res.ByLoad.Closed.FitError(),
-		ErrorOpen:    res.ByLoad.Open.FitError(),
+		Error:        res.HeldOut.Pct,
+		ErrorClosed:  res.ByLoad.Closed.Pct,
+		ErrorOpen:    res.ByLoad.Open.Pct,
 		OpenRates:    openRates(pts),
 	}
 	res.Profile = p
@@ -308,14 +303,14 @@ func (f *fitter) fitJudged(base sim.Profile, pts []Point, lim batch, res *Result
 	f.noise = noiseOf(pts)
 	res.HeldOut = noErrors(0)
 	res.ByLoad = LoadErrors{noErrors(0), noErrors(0)}
-	validation := map[*Point]Figures{}
+	validation := map[*Point]figure.Values{}
 	if len(test) > 0 {
 		pv := p
 		pv.Cost.StepNoise = f.noise
 		if validation, err = predictAll(f.ctx, pv, test); err != nil {
 			return p, err
 		}
-		v := func(pt *Point) Figures { return validation[pt] }
+		v := func(pt *Point) figure.Values { return validation[pt] }
 		res.HeldOut = errorsOf(test, v)
 		var closed, open []*Point
 		for _, pt := range test {
@@ -326,7 +321,7 @@ func (f *fitter) fitJudged(base sim.Profile, pts []Point, lim batch, res *Result
 			}
 		}
 		res.ByLoad = LoadErrors{Closed: errorsOf(closed, v), Open: errorsOf(open, v)}
-		f.say(fmt.Sprintf("held-out error: TTFT P50 %.1f%%, TPOT P50 %.1f%%", res.HeldOut.TTFTP50, res.HeldOut.TPOTP50))
+		f.say(fmt.Sprintf("held-out error: TTFT P50 %.1f%%, TPOT P50 %.1f%%", res.HeldOut.Pct[figure.TTFTP50], res.HeldOut.Pct[figure.TPOTP50]))
 		if p, err = f.fitAll(p, all, cands); err != nil {
 			return p, err
 		}
@@ -336,11 +331,11 @@ func (f *fitter) fitJudged(base sim.Profile, pts []Point, lim batch, res *Result
 	if err != nil {
 		return p, err
 	}
-	res.InSample = errorsOf(all, func(pt *Point) Figures { return pred[pt] })
+	res.InSample = errorsOf(all, func(pt *Point) figure.Values { return pred[pt] })
 	for i, pt := range all {
 		v, ok := validation[pt]
 		if !ok {
-			v = unmeasured()
+			v = figure.Unmeasured()
 		}
 		res.Points = append(res.Points, Fitted{Point: pts[i], HeldOut: held[i], Predicted: pred[pt], Validation: v})
 	}
@@ -665,11 +660,11 @@ func (f *fitter) objective(p sim.Profile, pts []*Point) float64 {
 			return math.Inf(1)
 		}
 		m, se := pt.Measured, pt.SE
-		s += sq(logRatio(fig.TTFTP50, m.TTFTP50)/se.TTFTP50) + sq(logRatio(fig.TPOTP50, m.TPOTP50)/se.TPOTP50)
+		s += sq(logRatio(fig[figure.TTFTP50], m[figure.TTFTP50])/se[figure.TTFTP50]) + sq(logRatio(fig[figure.TPOTP50], m[figure.TPOTP50])/se[figure.TPOTP50])
 		if pt.mixed() {
 			// The decoding requests' gaps lengthened where a prefill shared their step (or
 			// not, if prefill runs apart) are in ITL's tail.
-			s += sq(logRatio(fig.ITLP99, m.ITLP99) / se.ITLP99)
+			s += sq(logRatio(fig[figure.ITLP99], m[figure.ITLP99]) / se[figure.ITLP99])
 		}
 	}
 	return s
@@ -703,11 +698,11 @@ func guess(p *sim.Profile, pts []Point) {
 		}
 		if pt.Concurrency == 1 {
 			xs = append(xs, float64(meanPrompt(pt)))
-			ys = append(ys, pt.Measured.TTFTP50)
+			ys = append(ys, pt.Measured[figure.TTFTP50])
 		}
-		if !math.IsNaN(pt.Measured.TPOTP50) {
+		if !math.IsNaN(pt.Measured[figure.TPOTP50]) {
 			cs = append(cs, float64(pt.Concurrency))
-			ts = append(ts, pt.Measured.TPOTP50)
+			ts = append(ts, pt.Measured[figure.TPOTP50])
 		}
 	}
 	if a, b, ok := line(xs, ys); ok && b > 0 {
@@ -805,8 +800,8 @@ func holdOut(pts []Point) []bool {
 	return held
 }
 
-// errorsOf is the largest absolute relative error of each figure over pts.
-func errorsOf(pts []*Point, pred func(*Point) Figures) Errors {
+// errorsOf is the largest absolute relative error of each judged figure over pts.
+func errorsOf(pts []*Point, pred func(*Point) figure.Values) Errors {
 	e := noErrors(len(pts))
 	worst := func(dst *float64, p, m float64) {
 		if math.IsNaN(p) || math.IsNaN(m) || m <= 0 {
@@ -819,10 +814,9 @@ func errorsOf(pts []*Point, pred func(*Point) Figures) Errors {
 	}
 	for _, pt := range pts {
 		f, m := pred(pt), pt.Measured
-		worst(&e.TTFTP50, f.TTFTP50, m.TTFTP50)
-		worst(&e.TTFTP99, f.TTFTP99, m.TTFTP99)
-		worst(&e.TPOTP50, f.TPOTP50, m.TPOTP50)
-		worst(&e.TPOTP99, f.TPOTP99, m.TPOTP99)
+		for _, k := range figure.Judged {
+			worst(&e.Pct[k], f[k], m[k])
+		}
 	}
 	return e
 }

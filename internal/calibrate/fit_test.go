@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -77,7 +78,7 @@ func TestFitRecoversLinearProfile(t *testing.T) {
 	}
 	t.Logf("settings:\n%s", describe(res.Settings))
 	for _, p := range res.Points {
-		t.Logf("%-12s held=%v ttft %.2f/%.2f tpot %.2f/%.2f", p.Name, p.HeldOut, p.Measured.TTFTP50, p.Predicted.TTFTP50, p.Measured.TPOTP50, p.Predicted.TPOTP50)
+		t.Logf("%-12s held=%v ttft %.2f/%.2f tpot %.2f/%.2f", p.Name, p.HeldOut, p.Measured[figure.TTFTP50], p.Predicted[figure.TTFTP50], p.Measured[figure.TPOTP50], p.Predicted[figure.TPOTP50])
 	}
 	t.Logf("held out: %+v", res.HeldOut)
 	c := res.Profile.Cost
@@ -134,7 +135,7 @@ func TestFitRoofline(t *testing.T) {
 		for _, f := range []struct {
 			name      string
 			got, want float64
-		}{{"TTFT P50", got.TTFTP50, m.TTFTP50}, {"TPOT P50", got.TPOTP50, m.TPOTP50}} {
+		}{{"TTFT P50", got[figure.TTFTP50], m[figure.TTFTP50]}, {"TPOT P50", got[figure.TPOTP50], m[figure.TPOTP50]}} {
 			t.Logf("%s %s: predicted %.2f, truth %.2f", beyond[i].Name, f.name, f.got, f.want)
 			if math.Abs(f.got-f.want)/f.want > 0.05 {
 				t.Errorf("%s %s: predicted %.2f ms, truth %.2f ms: beyond 5%%", beyond[i].Name, f.name, f.got, f.want)
