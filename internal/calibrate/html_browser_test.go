@@ -12,7 +12,7 @@ import (
 
 // calibration.html reads well: numbered axes, no text over text, tables within the window.
 func TestCalibrationHTMLInChromium(t *testing.T) {
-	r := &Result{Source: Source{URL: "http://localhost:8000", Model: "m"}, HeldOut: Errors{Pct: figure.Values{4.2, 7.5, 2.1, 3.3, nan, nan}, Points: 2}, PaceDrift: Drift{}}
+	r := &Result{Source: Source{URL: "http://localhost:8000", Model: "m"}, HeldOut: Errors{Pct: figure.Values{figure.TTFTP50: 4.2, figure.TTFTP99: 7.5, figure.TPOTP50: 2.1, figure.TPOTP99: 3.3, figure.ITLP50: nan, figure.ITLP99: nan}, Points: 2}, PaceDrift: Drift{}}
 	for i, c := range []int{1, 2, 4, 8, 16, 32, 64} {
 		var m, p figure.Values
 		m[figure.TTFTP50], m[figure.TTFTP99] = 20*math.Pow(1.5, float64(i)), 40*math.Pow(1.6, float64(i))
