@@ -3,6 +3,8 @@ package calibrate
 import (
 	"fmt"
 	"math"
+
+	"github.com/llmbench/llmbench/internal/figure"
 )
 
 // DriftWarnPct is the pace drift (percent) beyond which the fit's report says to calibrate
@@ -55,7 +57,7 @@ func paceDrift(pts []Point) Drift {
 			b := &pts[j]
 			if b.Phase == PhaseDecode && b.Pass == 1 && !b.Open && b.Concurrency == a.Concurrency &&
 				(d.Concurrency == 0 || a.Concurrency < d.Concurrency) {
-				d = Drift{Concurrency: a.Concurrency, First: b.Measured.TPOTP50, Again: a.Measured.TPOTP50}
+				d = Drift{Concurrency: a.Concurrency, First: b.Measured[figure.TPOTP50], Again: a.Measured[figure.TPOTP50]}
 			}
 		}
 	}

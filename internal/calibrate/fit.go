@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/servermetrics"
@@ -93,15 +94,16 @@ type Result struct {
 type Fitted struct {
 	Point
 	HeldOut    bool
-	Predicted  Figures // final profile
-	Validation Figures // held out: the fit without it (NaN figures otherwise)
+	Predicted  figure.Values // final profile
+	Validation figure.Values // held out: the fit without it (NaN figures otherwise)
 }
 
-// Errors are the largest absolute relative errors over a set of points, in percent (NaN
-// when no point measured that figure).
+// Errors are the largest absolute relative errors over a set of points.
 type Errors struct {
-	TTFTP50, TTFTP99, TPOTP50, TPOTP99 float64
-	Points                             int
+	// Pct is each judged figure's (figure.Judged), in percent; NaN when no point measured
+	// it, and for the figures not judged.
+	Pct    figure.Values
+	Points int
 }
 
 // LoadErrors are the held-out errors by the kind of load a point is: a closed loop (a
@@ -112,14 +114,7 @@ type LoadErrors struct {
 }
 
 // noErrors are the errors over n points before any is judged.
-func noErrors(n int) Errors {
-	return Errors{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, Points: n}
-}
-
-// FitError is the profile's record of the errors.
-func (e Errors) FitError() sim.FitError {
-	return sim.FitError{TTFTP50: e.TTFTP50, TTFTP99: e.TTFTP99, TPOTP50: e.TPOTP50, TPOTP99: e.TPOTP99}
-}
+func noErrors(n int) Errors { return Errors{Pct: figure.Unmeasured(), Points: n} }
 
 // Setting is one fitted setting: its profile key, value and where it came from.
 type Setting struct {
@@ -150,9 +145,11 @@ func (q param) set(p *sim.Profile, x float64) {
 var budgets = []int{256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20}
 
 // Fit fits a profile to the points: the linear cost model's terms, or with opt.Model and
-// opt.GPU the roofline's constants. It starts from what the records give directly, fits
-// on all but the held-out points and judges the fit on those, fits the profile written on
-// every point, and then says where each setting came from.
+// opt.GPU the roofline's constants. Its stages, in order: start from what the records and
+// the server give directly (and say how each setting will be found), fit on all but the
+// held-out points and judge that fit on those, fit the profile written on every point and
+// judge it on all, then give each sequence a context of its own where the server cut
+// prompts. The settings' provenance is read off the profile written.
 func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
@@ -160,35 +157,29 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	if len(pts) == 0 {
 		return nil, errors.New("no probe points")
 	}
-	f := &fitter{ctx: ctx, opt: opt, overhead: overheadOf(pts), say: opt.Progress}
+	f := &fitter{ctx: ctx, opt: opt, lim: batchLimit(pts, opt), overhead: overheadOf(pts), noise: noiseOf(pts), say: opt.Progress}
 	if f.say == nil {
 		f.say = func(string) {}
 	}
-	lim := batchLimit(pts, opt)
-	base := f.start(pts, lim)
 	res := &Result{Source: src, PaceDrift: paceDrift(pts)}
-	p, err := f.fitJudged(base, pts, lim, res)
+	held := holdOut(pts)
+	p, validation, err := f.heldOut(f.start(pts), pts, held, res)
 	if err != nil {
 		return nil, err
 	}
-	var seqsHow string
-	res.Settings, seqsHow = f.settings(base, p, pts, lim)
-	if n, seqs := f.truncatedAt, p.Engine.MaxNumSeqs; n > 0 && p.Engine.KVCacheTokens == 0 && (lim.maxSeqs > 0 || seqs < maxProbed(pts)) {
-		// A server that cuts prompts at a context of its own holds one per sequence (Ollama
-		// allocates num_ctx for each of OLLAMA_NUM_PARALLEL); the simulator's default model
-		// would size a cache nobody has.
-		p.Engine.KVCacheTokens = seqs * n
-		res.Settings = append(res.Settings, Setting{"engine.kv_cache_tokens", fmt.Sprint(seqs * n),
-			fmt.Sprintf("max_num_seqs × the context prompts were cut to (%d × %d): a context per sequence, as Ollama allocates num_ctx for each of OLLAMA_NUM_PARALLEL", seqs, n)})
+	if p, err = f.final(p, pts, held, validation, res); err != nil {
+		return nil, err
 	}
+	p = f.contextPerSequence(p, pts)
+	res.Settings = f.prov.resolve(&p)
 	p.Calibration = &sim.Calibration{
-		Source: src.URL, Date: time.Now().UTC().Format(time.DateOnly), MaxNumSeqs: seqsHow,
+		Source: src.URL, Date: time.Now().UTC().Format(time.DateOnly), MaxNumSeqs: howOf(res.Settings, keyMaxNumSeqs),
 		PromptTokens: rangeOf(pts, func(q Request) int { return q.Prompt }),
 		OutputTokens: rangeOf(pts, func(q Request) int { return q.Output }),
 		Concurrency:  [2]int{minProbed(pts), maxProbed(pts)},
-		Error:        res.HeldOut.FitError(),
-		ErrorClosed:  res.ByLoad.Closed.FitError(),
-		ErrorOpen:    res.ByLoad.Open.FitError(),
+		Error:        res.HeldOut.Pct,
+		ErrorClosed:  res.ByLoad.Closed.Pct,
+		ErrorOpen:    res.ByLoad.Open.Pct,
 		OpenRates:    openRates(pts),
 	}
 	res.Profile = p
@@ -225,16 +216,67 @@ func (b batch) candidates(pts []Point) []int {
 	return []int{b.maxSeqs}
 }
 
+// provenance is where each of a fit's settings comes from, in the order the report lists
+// them: the stage that decides how a setting is found notes it, its value and how read off
+// the profile written (later stages refine what an earlier one set).
+type provenance []note
+
+type note struct {
+	key        string
+	value, how func(p *sim.Profile) string
+}
+
+// add notes a setting whose value and how are read off the profile written.
+func (pv *provenance) add(key string, value, how func(*sim.Profile) string) {
+	*pv = append(*pv, note{key, value, how})
+}
+
+// resolve is the settings of p, the profile written.
+func (pv provenance) resolve(p *sim.Profile) []Setting {
+	s := make([]Setting, len(pv))
+	for i, n := range pv {
+		s[i] = Setting{n.key, n.value(p), n.how(p)}
+	}
+	return s
+}
+
+// fixed is a value or a how that does not depend on the profile written.
+func fixed(s string) func(*sim.Profile) string { return func(*sim.Profile) string { return s } }
+
+// millis is a setting in milliseconds, as the report writes it.
+func millis(v float64) string { return fmt.Sprintf("%.3f", v) }
+
+// howOf is how the setting key was found; "" if the fit has none.
+func howOf(ss []Setting, key string) string {
+	for _, s := range ss {
+		if s.Key == key {
+			return s.How
+		}
+	}
+	return ""
+}
+
+const keyMaxNumSeqs = "engine.max_num_seqs"
+
 // start is the profile the fit starts from: the textbook engine with what the records
 // give directly (the network's round trip and jitter, the server's context and batch
-// limit), and the cost model's terms to fit (f.params) at their first guesses.
-func (f *fitter) start(pts []Point, lim batch) sim.Profile {
+// limit), and the cost model's terms to fit (f.params) at their first guesses. It notes
+// how each setting of the profile written is found (f.prov).
+func (f *fitter) start(pts []Point) sim.Profile {
 	base, _ := sim.LoadProfile("textbook")
 	base.Name, base.Seed = "", f.opt.Seed
 	base.Engine.Prefill = sim.PrefillColocated
 	base.Engine.MaxBatchedTokens = 8192
 	if o := f.overhead; !math.IsNaN(o) {
 		base.Network.RTTMs = math.Max(0, o)
+		// A front end fitted (the discrete stage) takes its share of the round trip.
+		f.prov.add("network.rtt_ms", func(p *sim.Profile) string { return millis(p.Network.RTTMs) }, func(p *sim.Profile) string {
+			how := "the median of TTFT minus the server's own queue and prefill times"
+			if p.Network.FrontEndMs > 0 {
+				how += ", less the front end's"
+			}
+			return how
+		})
 	} else {
 		f.params = append(f.params, param{key: "network.rtt_ms", ptr: func(p *sim.Profile) *float64 { return &p.Network.RTTMs }, lo: 0, hi: 1e4, off: 0.05})
 	}
@@ -250,12 +292,16 @@ func (f *fitter) start(pts []Point, lim batch) sim.Profile {
 	}
 	if n := f.opt.Server.ContextTokens; n > 0 {
 		base.Engine.KVCacheTokens = n
+		f.prov.add("engine.kv_cache_tokens", fixed(fmt.Sprint(n)), fixed("published by the server ("+f.opt.Server.How+")"))
 	}
 	if n := f.opt.Server.seqTokens(); n > 0 {
 		base.Deployment.MaxModelLen = n // llama.cpp refuses a prompt longer than a slot's context
+		f.prov.add("deployment.max_model_len", fixed(fmt.Sprint(n)), fixed("a slot's context, published by the server: it refuses a longer prompt"))
 	} else if n := truncated(pts); n > 0 {
 		base.Deployment.MaxModelLen, base.Deployment.TruncatePrompts = n, true
 		f.truncatedAt = n
+		f.prov.add("deployment.max_model_len", fixed(fmt.Sprint(n)), fixed("the server cut the probe's longer prompts to this many tokens (its usage.prompt_tokens) rather than refusing them, as Ollama does past num_ctx"))
+		f.prov.add("deployment.truncate_prompts", fixed("true"), fixed("so simulate cuts them too, and warns of it"))
 	}
 	if f.opt.Model != nil {
 		// A roofline fit: the model's shape on the GPU, with the roofline's constants
@@ -277,57 +323,117 @@ func (f *fitter) start(pts []Point, lim batch) sim.Profile {
 		// no price, so that simulate and plan price it only at --gpu-price.
 		base.GPU.Name, base.GPU.USDPerHour = "probed-server", 0
 	}
-	base.Engine.MaxNumSeqs = lim.maxSeqs
-	if lim.maxSeqs == 0 {
+	for _, q := range f.params {
+		f.prov.add(q.key, func(p *sim.Profile) string { return fmt.Sprintf("%.6g", *q.ptr(p)) }, fixed("fitted"))
+	}
+	base.Engine.MaxNumSeqs = f.lim.maxSeqs
+	if f.lim.maxSeqs == 0 {
 		base.Engine.MaxNumSeqs = 256
 	}
+	f.noteDiscrete(pts)
 	return base
 }
 
-// fitJudged fits base on all but the held-out points and judges that fit on them
-// (res.HeldOut), then fits the profile written on every point, starting from the held-out
-// fit, and judges it on every point (res.InSample, res.Points).
-func (f *fitter) fitJudged(base sim.Profile, pts []Point, lim batch, res *Result) (sim.Profile, error) {
-	held := holdOut(pts)
+// noteDiscrete notes how the discrete stage's settings are found (the batch limit, the
+// prefill placement and budget, the jitter, the front end) and the step noise.
+func (f *fitter) noteDiscrete(pts []Point) {
+	f.prov.add(keyMaxNumSeqs, func(p *sim.Profile) string { return fmt.Sprint(p.Engine.MaxNumSeqs) }, func(p *sim.Profile) string {
+		switch {
+		case f.lim.maxSeqs > 0:
+			return f.lim.how
+		case p.Engine.MaxNumSeqs >= maxProbed(pts):
+			return fmt.Sprintf("no batch limit seen up to %d requests in flight; %d assumed", maxProbed(pts), p.Engine.MaxNumSeqs)
+		}
+		return "fitted: where decode stops widening and requests queue"
+	})
+	// Placement and budget are tried only where long prompts arrived while others decoded.
+	mixed := slices.ContainsFunc(pts, func(p Point) bool { return p.mixed() })
+	placementHow := "not probed (no point mixes long prompts with decoding): vLLM's default assumed"
+	if mixed {
+		placementHow = "fitted: how long prompts arriving while others decode delay them"
+	}
+	f.prov.add("engine.prefill", func(p *sim.Profile) string { return p.Engine.Prefill }, fixed(placementHow))
+	f.prov.add("engine.max_batched_tokens", func(p *sim.Profile) string { return fmt.Sprint(p.Engine.MaxBatchedTokens) }, func(p *sim.Profile) string {
+		switch {
+		case !mixed:
+			return "not probed: vLLM's default assumed"
+		case p.Engine.Prefill == sim.PrefillDisaggregated:
+			return "applies to colocated prefill only"
+		}
+		return "fitted: the longest step a long prompt's prefill adds to others' inter-token gaps"
+	})
+	if f.jitter > 0 {
+		f.prov.add("network.jitter_ms", func(p *sim.Profile) string { return millis(p.Network.JitterMs) }, func(p *sim.Profile) string {
+			if p.Network.JitterMs == 0 {
+				return fmt.Sprintf("0: requests sent together (within %.3f ms) are batched together, as the engine gathers arrivals before it steps", f.jitter)
+			}
+			return "the median spread of the sends of requests started together: the engine starts a step at the first"
+		})
+	}
+	if !math.IsNaN(f.overhead) {
+		f.prov.add("network.frontend_ms", func(p *sim.Profile) string { return millis(p.Network.FrontEndMs) }, func(p *sim.Profile) string {
+			if p.Network.FrontEndMs > 0 {
+				return "fitted: requests sent together reach the engine this far apart, as a front end that takes them in turn (on a CPU the engine leaves it) sends them; its share of the measured round trip"
+			}
+			return "0: requests sent together reach the engine together (no front end that takes them in turn)"
+		})
+	}
+	noiseHow := "the spread of each request's inter-token gaps about its median, at the lowest concurrency probed"
+	if f.noise == 0 {
+		noiseHow = "not measured (too few inter-token gaps): P99s are those of a noiseless engine"
+	}
+	f.prov.add("cost."+sim.CostKeyStepNoise, func(p *sim.Profile) string { return fmt.Sprintf("%.4f", p.Cost.StepNoise) }, fixed(noiseHow))
+}
+
+// heldOut fits base on all but the held-out points and judges that fit on them
+// (res.HeldOut, res.ByLoad); validation is its prediction of each held-out point.
+func (f *fitter) heldOut(base sim.Profile, pts []Point, held []bool, res *Result) (sim.Profile, map[*Point]figure.Values, error) {
 	var train, test []*Point
-	all := make([]*Point, len(pts))
 	for i := range pts {
-		all[i] = &pts[i]
 		if held[i] {
 			test = append(test, &pts[i])
 		} else {
 			train = append(train, &pts[i])
 		}
 	}
-	cands := lim.candidates(pts)
 	f.say(fmt.Sprintf("fitting %d probe points (%d held out to judge the fit)", len(train), len(test)))
-	p, err := f.fitAll(base, train, cands)
-	if err != nil {
-		return p, err
+	p, err := f.fitAll(base, train, f.lim.candidates(pts))
+	res.HeldOut, res.ByLoad = noErrors(0), LoadErrors{noErrors(0), noErrors(0)}
+	if err != nil || len(test) == 0 {
+		return p, nil, err
 	}
-	f.noise = noiseOf(pts)
-	res.HeldOut = noErrors(0)
-	res.ByLoad = LoadErrors{noErrors(0), noErrors(0)}
-	validation := map[*Point]Figures{}
-	if len(test) > 0 {
-		pv := p
-		pv.Cost.StepNoise = f.noise
-		if validation, err = predictAll(f.ctx, pv, test); err != nil {
-			return p, err
+	pv := p
+	pv.Cost.StepNoise = f.noise
+	validation, err := predictAll(f.ctx, pv, test)
+	if err != nil {
+		return p, nil, err
+	}
+	v := func(pt *Point) figure.Values { return validation[pt] }
+	res.HeldOut = errorsOf(test, v)
+	var closed, open []*Point
+	for _, pt := range test {
+		if pt.Open {
+			open = append(open, pt)
+		} else {
+			closed = append(closed, pt)
 		}
-		v := func(pt *Point) Figures { return validation[pt] }
-		res.HeldOut = errorsOf(test, v)
-		var closed, open []*Point
-		for _, pt := range test {
-			if pt.Open {
-				open = append(open, pt)
-			} else {
-				closed = append(closed, pt)
-			}
-		}
-		res.ByLoad = LoadErrors{Closed: errorsOf(closed, v), Open: errorsOf(open, v)}
-		f.say(fmt.Sprintf("held-out error: TTFT P50 %.1f%%, TPOT P50 %.1f%%", res.HeldOut.TTFTP50, res.HeldOut.TPOTP50))
-		if p, err = f.fitAll(p, all, cands); err != nil {
+	}
+	res.ByLoad = LoadErrors{Closed: errorsOf(closed, v), Open: errorsOf(open, v)}
+	f.say(fmt.Sprintf("held-out error: TTFT P50 %.1f%%, TPOT P50 %.1f%%", res.HeldOut.Pct[figure.TTFTP50], res.HeldOut.Pct[figure.TPOTP50]))
+	return p, validation, nil
+}
+
+// final fits the profile written on every point, starting from the held-out fit (which
+// was fitted on every point when none was held out), and judges it on every point
+// (res.InSample, res.Points).
+func (f *fitter) final(p sim.Profile, pts []Point, held []bool, validation map[*Point]figure.Values, res *Result) (sim.Profile, error) {
+	all := make([]*Point, len(pts))
+	for i := range pts {
+		all[i] = &pts[i]
+	}
+	if len(validation) > 0 {
+		var err error
+		if p, err = f.fitAll(p, all, f.lim.candidates(pts)); err != nil {
 			return p, err
 		}
 	}
@@ -336,74 +442,29 @@ func (f *fitter) fitJudged(base sim.Profile, pts []Point, lim batch, res *Result
 	if err != nil {
 		return p, err
 	}
-	res.InSample = errorsOf(all, func(pt *Point) Figures { return pred[pt] })
+	res.InSample = errorsOf(all, func(pt *Point) figure.Values { return pred[pt] })
 	for i, pt := range all {
 		v, ok := validation[pt]
 		if !ok {
-			v = unmeasured()
+			v = figure.Unmeasured()
 		}
 		res.Points = append(res.Points, Fitted{Point: pts[i], HeldOut: held[i], Predicted: pred[pt], Validation: v})
 	}
 	return p, nil
 }
 
-// settings says where each of the fitted profile p's settings came from, in the order the
-// report lists them, and how its batch limit was found; base is the profile the fit
-// started from.
-func (f *fitter) settings(base, p sim.Profile, pts []Point, lim batch) ([]Setting, string) {
-	var s []Setting
-	ms := func(v float64) string { return fmt.Sprintf("%.3f", v) }
-	if !math.IsNaN(f.overhead) {
-		rtt, how := base.Network.RTTMs, "the median of TTFT minus the server's own queue and prefill times"
-		if p.Network.FrontEndMs > 0 {
-			rtt, how = p.Network.RTTMs, how+", less the front end's" // a fitted front end takes its share
-		}
-		s = append(s, Setting{"network.rtt_ms", ms(rtt), how})
+// contextPerSequence sizes the KV cache of a server that cuts prompts at a context of its
+// own as one such context per sequence (Ollama allocates num_ctx for each of
+// OLLAMA_NUM_PARALLEL): the simulator's default model would size a cache nobody has.
+func (f *fitter) contextPerSequence(p sim.Profile, pts []Point) sim.Profile {
+	n, seqs := f.truncatedAt, p.Engine.MaxNumSeqs
+	if n == 0 || p.Engine.KVCacheTokens != 0 || f.lim.maxSeqs == 0 && seqs >= maxProbed(pts) {
+		return p
 	}
-	if n := f.opt.Server.ContextTokens; n > 0 {
-		s = append(s, Setting{"engine.kv_cache_tokens", fmt.Sprint(n), "published by the server (" + f.opt.Server.How + ")"})
-	}
-	if n := f.opt.Server.seqTokens(); n > 0 {
-		s = append(s, Setting{"deployment.max_model_len", fmt.Sprint(n), "a slot's context, published by the server: it refuses a longer prompt"})
-	}
-	if n := f.truncatedAt; n > 0 {
-		s = append(s, Setting{"deployment.max_model_len", fmt.Sprint(n), "the server cut the probe's longer prompts to this many tokens (its usage.prompt_tokens) rather than refusing them, as Ollama does past num_ctx"},
-			Setting{"deployment.truncate_prompts", "true", "so simulate cuts them too, and warns of it"})
-	}
-	for _, q := range f.params {
-		s = append(s, Setting{q.key, fmt.Sprintf("%.6g", *q.ptr(&p)), "fitted"})
-	}
-	seqsHow := lim.how
-	switch {
-	case lim.maxSeqs > 0:
-	case p.Engine.MaxNumSeqs >= maxProbed(pts):
-		seqsHow = fmt.Sprintf("no batch limit seen up to %d requests in flight; %d assumed", maxProbed(pts), p.Engine.MaxNumSeqs)
-	default:
-		seqsHow = "fitted: where decode stops widening and requests queue"
-	}
-	s = append(s, Setting{"engine.max_num_seqs", fmt.Sprint(p.Engine.MaxNumSeqs), seqsHow},
-		Setting{"engine.prefill", p.Engine.Prefill, f.placementHow},
-		Setting{"engine.max_batched_tokens", fmt.Sprint(p.Engine.MaxBatchedTokens), f.budgetHow})
-	if f.jitter > 0 {
-		how := "the median spread of the sends of requests started together: the engine starts a step at the first"
-		if p.Network.JitterMs == 0 {
-			how = fmt.Sprintf("0: requests sent together (within %.3f ms) are batched together, as the engine gathers arrivals before it steps", f.jitter)
-		}
-		s = append(s, Setting{"network.jitter_ms", ms(p.Network.JitterMs), how})
-	}
-	if !math.IsNaN(f.overhead) {
-		how := "0: requests sent together reach the engine together (no front end that takes them in turn)"
-		if p.Network.FrontEndMs > 0 {
-			how = "fitted: requests sent together reach the engine this far apart, as a front end that takes them in turn (on a CPU the engine leaves it) sends them; its share of the measured round trip"
-		}
-		s = append(s, Setting{"network.frontend_ms", ms(p.Network.FrontEndMs), how})
-	}
-	noiseHow := "the spread of each request's inter-token gaps about its median, at the lowest concurrency probed"
-	if f.noise == 0 {
-		noiseHow = "not measured (too few inter-token gaps): P99s are those of a noiseless engine"
-	}
-	s = append(s, Setting{"cost." + sim.CostKeyStepNoise, fmt.Sprintf("%.4f", f.noise), noiseHow})
-	return s, seqsHow
+	p.Engine.KVCacheTokens = seqs * n
+	f.prov.add("engine.kv_cache_tokens", func(p *sim.Profile) string { return fmt.Sprint(p.Engine.KVCacheTokens) },
+		fixed(fmt.Sprintf("max_num_seqs × the context prompts were cut to (%d × %d): a context per sequence, as Ollama allocates num_ctx for each of OLLAMA_NUM_PARALLEL", seqs, n)))
+	return p
 }
 
 // linearParams are the linear cost model's settings the fit moves.
@@ -462,15 +523,16 @@ func rooflineOffset(fl sim.RooflineField) float64 {
 var frontEnds = []float64{0, 0.25, 0.5, 1, 2}
 
 type fitter struct {
-	jitter                  float64 // the measured send spread, ms
-	overhead                float64 // the measured round trip and front end, ms (NaN: not measured)
-	ctx                     context.Context
-	opt                     Options
-	params                  []param
-	placementHow, budgetHow string
-	noise                   float64 // the measured step noise (cost.step_noise)
-	truncatedAt             int     // the context the server cut long prompts to; 0 if none
-	say                     func(string)
+	ctx         context.Context
+	opt         Options
+	lim         batch   // the batch limit known before the fit
+	jitter      float64 // the measured send spread, ms
+	overhead    float64 // the measured round trip and front end, ms (NaN: not measured)
+	noise       float64 // the measured step noise (cost.step_noise)
+	truncatedAt int     // the context the server cut long prompts to; 0 if none
+	params      []param
+	prov        provenance
+	say         func(string)
 }
 
 // fitAll fits the continuous settings on the plain points (one prompt length each), then
@@ -641,14 +703,6 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 	if math.IsInf(bestV, 1) {
 		return p, errors.New("no profile reproduces the probe: every candidate refused some request (prompts longer than the KV cache?)")
 	}
-	f.placementHow, f.budgetHow = "not probed (no point mixes long prompts with decoding): vLLM's default assumed", "not probed: vLLM's default assumed"
-	if mixed {
-		f.placementHow = "fitted: how long prompts arriving while others decode delay them"
-		f.budgetHow = "fitted: the longest step a long prompt's prefill adds to others' inter-token gaps"
-		if best.Engine.Prefill == sim.PrefillDisaggregated {
-			f.budgetHow = "applies to colocated prefill only"
-		}
-	}
 	return best, nil
 }
 
@@ -665,11 +719,11 @@ func (f *fitter) objective(p sim.Profile, pts []*Point) float64 {
 			return math.Inf(1)
 		}
 		m, se := pt.Measured, pt.SE
-		s += sq(logRatio(fig.TTFTP50, m.TTFTP50)/se.TTFTP50) + sq(logRatio(fig.TPOTP50, m.TPOTP50)/se.TPOTP50)
+		s += sq(logRatio(fig[figure.TTFTP50], m[figure.TTFTP50])/se[figure.TTFTP50]) + sq(logRatio(fig[figure.TPOTP50], m[figure.TPOTP50])/se[figure.TPOTP50])
 		if pt.mixed() {
 			// The decoding requests' gaps lengthened where a prefill shared their step (or
 			// not, if prefill runs apart) are in ITL's tail.
-			s += sq(logRatio(fig.ITLP99, m.ITLP99) / se.ITLP99)
+			s += sq(logRatio(fig[figure.ITLP99], m[figure.ITLP99]) / se[figure.ITLP99])
 		}
 	}
 	return s
@@ -703,11 +757,11 @@ func guess(p *sim.Profile, pts []Point) {
 		}
 		if pt.Concurrency == 1 {
 			xs = append(xs, float64(meanPrompt(pt)))
-			ys = append(ys, pt.Measured.TTFTP50)
+			ys = append(ys, pt.Measured[figure.TTFTP50])
 		}
-		if !math.IsNaN(pt.Measured.TPOTP50) {
+		if !math.IsNaN(pt.Measured[figure.TPOTP50]) {
 			cs = append(cs, float64(pt.Concurrency))
-			ts = append(ts, pt.Measured.TPOTP50)
+			ts = append(ts, pt.Measured[figure.TPOTP50])
 		}
 	}
 	if a, b, ok := line(xs, ys); ok && b > 0 {
@@ -805,8 +859,8 @@ func holdOut(pts []Point) []bool {
 	return held
 }
 
-// errorsOf is the largest absolute relative error of each figure over pts.
-func errorsOf(pts []*Point, pred func(*Point) Figures) Errors {
+// errorsOf is the largest absolute relative error of each judged figure over pts.
+func errorsOf(pts []*Point, pred func(*Point) figure.Values) Errors {
 	e := noErrors(len(pts))
 	worst := func(dst *float64, p, m float64) {
 		if math.IsNaN(p) || math.IsNaN(m) || m <= 0 {
@@ -819,10 +873,9 @@ func errorsOf(pts []*Point, pred func(*Point) Figures) Errors {
 	}
 	for _, pt := range pts {
 		f, m := pred(pt), pt.Measured
-		worst(&e.TTFTP50, f.TTFTP50, m.TTFTP50)
-		worst(&e.TTFTP99, f.TTFTP99, m.TTFTP99)
-		worst(&e.TPOTP50, f.TPOTP50, m.TPOTP50)
-		worst(&e.TPOTP99, f.TPOTP99, m.TPOTP99)
+		for _, k := range figure.Judged {
+			worst(&e.Pct[k], f[k], m[k])
+		}
 	}
 	return e
 }

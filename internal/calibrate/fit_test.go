@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -77,9 +78,10 @@ func TestFitRecoversLinearProfile(t *testing.T) {
 	}
 	t.Logf("settings:\n%s", describe(res.Settings))
 	for _, p := range res.Points {
-		t.Logf("%-12s held=%v ttft %.2f/%.2f tpot %.2f/%.2f", p.Name, p.HeldOut, p.Measured.TTFTP50, p.Predicted.TTFTP50, p.Measured.TPOTP50, p.Predicted.TPOTP50)
+		t.Logf("%-12s held=%v ttft %.2f/%.2f tpot %.2f/%.2f", p.Name, p.HeldOut, p.Measured[figure.TTFTP50], p.Predicted[figure.TTFTP50], p.Measured[figure.TPOTP50], p.Predicted[figure.TPOTP50])
 	}
 	t.Logf("held out: %+v", res.HeldOut)
+	checkSettings(t, res)
 	c := res.Profile.Cost
 	if e := res.Profile.Engine; e.MaxNumSeqs != 8 || e.Prefill != sim.PrefillColocated {
 		t.Errorf("engine %+v, want max_num_seqs 8, colocated", e)
@@ -91,6 +93,34 @@ func TestFitRecoversLinearProfile(t *testing.T) {
 		if math.Abs(f.got-f.want)/f.want > 0.03 {
 			t.Errorf("%s = %g, want %g", f.name, f.got, f.want)
 		}
+	}
+}
+
+// checkSettings: a fit's settings are the profile written's, each key once, and the
+// profile says how its batch limit was found.
+func checkSettings(t *testing.T, res *Result) {
+	t.Helper()
+	got := map[string]Setting{}
+	for _, s := range res.Settings {
+		if _, ok := got[s.Key]; ok {
+			t.Errorf("setting %s listed twice", s.Key)
+		}
+		got[s.Key] = s
+	}
+	p := res.Profile
+	for key, want := range map[string]string{
+		"engine.max_num_seqs":       fmt.Sprint(p.Engine.MaxNumSeqs),
+		"engine.prefill":            p.Engine.Prefill,
+		"engine.max_batched_tokens": fmt.Sprint(p.Engine.MaxBatchedTokens),
+		"cost.decode_step_ms":       fmt.Sprintf("%.6g", p.Cost.DecodeStepMs),
+		"cost.step_noise":           fmt.Sprintf("%.4f", p.Cost.StepNoise),
+	} {
+		if s, ok := got[key]; !ok || s.Value != want || s.How == "" {
+			t.Errorf("setting %s = %+v, want value %s (the profile's) and how it was found", key, s, want)
+		}
+	}
+	if h := p.Calibration.MaxNumSeqs; h != got["engine.max_num_seqs"].How {
+		t.Errorf("the profile's calibration.max_num_seqs %q, want the setting's how %q", h, got["engine.max_num_seqs"].How)
 	}
 }
 
@@ -134,7 +164,7 @@ func TestFitRoofline(t *testing.T) {
 		for _, f := range []struct {
 			name      string
 			got, want float64
-		}{{"TTFT P50", got.TTFTP50, m.TTFTP50}, {"TPOT P50", got.TPOTP50, m.TPOTP50}} {
+		}{{"TTFT P50", got[figure.TTFTP50], m[figure.TTFTP50]}, {"TPOT P50", got[figure.TPOTP50], m[figure.TPOTP50]}} {
 			t.Logf("%s %s: predicted %.2f, truth %.2f", beyond[i].Name, f.name, f.got, f.want)
 			if math.Abs(f.got-f.want)/f.want > 0.05 {
 				t.Errorf("%s %s: predicted %.2f ms, truth %.2f ms: beyond 5%%", beyond[i].Name, f.name, f.got, f.want)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -44,10 +46,10 @@ func (pt *Point) level() load.Level {
 }
 
 // predict simulates the point on profile p and returns the figures simulate would report.
-func predict(ctx context.Context, p sim.Profile, pt *Point) (Figures, error) {
+func predict(ctx context.Context, p sim.Profile, pt *Point) (figure.Values, error) {
 	srv, err := bench.Deploy(p)
 	if err != nil {
-		return Figures{}, err
+		return figure.Values{}, err
 	}
 	d := newDists()
 	refused := 0
@@ -60,17 +62,17 @@ func predict(ctx context.Context, p sim.Profile, pt *Point) (Figures, error) {
 		d.add(r)
 	}
 	if _, _, err := load.RunVirtual(ctx, pt.level(), 0, replay{pt}, srv, sink); err != nil {
-		return Figures{}, err
+		return figure.Values{}, err
 	}
 	if refused > 0 {
-		return Figures{}, fmt.Errorf("%s: the profile refuses %d of its requests (%s)", pt.Name, refused, why)
+		return figure.Values{}, fmt.Errorf("%s: the profile refuses %d of its requests (%s)", pt.Name, refused, why)
 	}
 	return d.figures(), nil
 }
 
 // predictAll predicts every point on profile p (with its step noise: P99s too).
-func predictAll(ctx context.Context, p sim.Profile, pts []*Point) (map[*Point]Figures, error) {
-	out := make(map[*Point]Figures, len(pts))
+func predictAll(ctx context.Context, p sim.Profile, pts []*Point) (map[*Point]figure.Values, error) {
+	out := make(map[*Point]figure.Values, len(pts))
 	for _, pt := range pts {
 		fig, err := predict(ctx, p, pt)
 		if err != nil {
@@ -82,49 +84,61 @@ func predictAll(ctx context.Context, p sim.Profile, pts []*Point) (map[*Point]Fi
 }
 
 // dists hold a point's fitted figures as metrics' own derivations give them (the
-// registry's Samples) in sparse distributions: a full Aggregator's dense counters cost more
-// than the simulation itself, and a fit simulates each point thousands of times.
-type dists struct{ ttft, tpot, itl *metrics.Dist }
+// registry's Samples) in sparse distributions, one per metric of the figures: a full
+// Aggregator's dense counters cost more than the simulation itself, and a fit simulates
+// each point thousands of times.
+type dists []*metrics.Dist
 
-var fitted = func() [3]*metrics.Metric {
-	var ms [3]*metrics.Metric
-	for i, k := range []string{metrics.KeyTTFT, metrics.KeyTPOT, metrics.KeyITL} {
+// fitted are the registry's metrics of the figures (figure.Metrics), in order, and
+// distOf is each figure's index among them.
+var fitted, distOf = func() ([]*metrics.Metric, [figure.N]int) {
+	var ms []*metrics.Metric
+	var of [figure.N]int
+	for _, k := range figure.Metrics() {
 		m, ok := metrics.Lookup(k)
 		if !ok {
 			panic("calibrate: no metric " + k)
 		}
-		ms[i] = m
+		ms = append(ms, m)
 	}
-	return ms
+	for _, k := range figure.All {
+		of[k] = slices.IndexFunc(ms, func(m *metrics.Metric) bool { return m.Key == k.Figure().Metric })
+	}
+	return ms, of
 }()
 
-func newDists() *dists {
-	return &dists{metrics.NewSparseDist(), metrics.NewSparseDist(), metrics.NewSparseDist()}
+func newDists() dists {
+	d := make(dists, len(fitted))
+	for i := range d {
+		d[i] = metrics.NewSparseDist()
+	}
+	return d
 }
 
 // add takes a measured request's samples: succeeded, not a warm-up (as levels count them).
-func (d *dists) add(r *record.Record) {
+func (d dists) add(r *record.Record) {
 	if r.Error != nil || r.Warmup {
 		return
 	}
-	for i, dst := range []*metrics.Dist{d.ttft, d.tpot, d.itl} {
+	for i, dst := range d {
 		fitted[i].Samples(r, func(num, den int64, w uint64) { dst.AddRatio(num, den, w) })
 	}
 }
 
-func (d *dists) figures() Figures {
-	pc := func(x *metrics.Dist, p float64) float64 {
-		if v, ok := x.Percentile(p); ok {
-			return v
+// figures are each figure's percentile of its metric's distribution.
+func (d dists) figures() figure.Values {
+	var f figure.Values
+	for _, k := range figure.All {
+		f[k] = nan
+		if v, ok := d[distOf[k]].Percentile(k.Figure().Pct); ok {
+			f[k] = v
 		}
-		return nan
 	}
-	f := Figures{Completed: int(d.ttft.Count())}
-	f.TTFTP50, f.TTFTP99 = pc(d.ttft, 50), pc(d.ttft, 99)
-	f.TPOTP50, f.TPOTP99 = pc(d.tpot, 50), pc(d.tpot, 99)
-	f.ITLP50, f.ITLP99 = pc(d.itl, 50), pc(d.itl, 99)
 	return f
 }
+
+// completed is the number of requests that completed with a first token: TTFT's samples.
+func (d dists) completed() int { return int(d[distOf[figure.TTFTP50]].Count()) }
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
@@ -134,8 +148,9 @@ const seFloor = 0.02
 
 // relativeErrors estimates each fitted figure's relative standard error from the spread of
 // its samples: the median's is about 1.253 σ/√n with σ = 1.4826 × the median absolute
-// deviation (robust to a long tail), and a P99's about three times a median's.
-func (d *dists) relativeErrors() Figures {
+// deviation (robust to a long tail), and a tail percentile's (P99) about three times a
+// median's.
+func (d dists) relativeErrors() figure.Values {
 	se := func(x *metrics.Dist, scale float64) float64 {
 		v := x.Values()
 		if len(v) < 2 {
@@ -151,6 +166,13 @@ func (d *dists) relativeErrors() Figures {
 		}
 		return math.Max(scale*1.253*1.4826*metrics.Median(dev)/m/math.Sqrt(float64(len(v))), seFloor)
 	}
-	return Figures{TTFTP50: se(d.ttft, 1), TTFTP99: se(d.ttft, 3), TPOTP50: se(d.tpot, 1), TPOTP99: se(d.tpot, 3),
-		ITLP50: se(d.itl, 1), ITLP99: se(d.itl, 3)}
+	var f figure.Values
+	for _, k := range figure.All {
+		scale := 1.0
+		if k.Figure().Pct != 50 {
+			scale = 3
+		}
+		f[k] = se(d[distOf[k]], scale)
+	}
+	return f
 }

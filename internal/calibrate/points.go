@@ -19,6 +19,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -44,11 +45,13 @@ type Point struct {
 	Concurrency int  // closed loop
 	Open        bool // open loop or trace: Arrival times replayed as measured
 	Requests    []Request
-	Measured    Figures
-	// SE is the relative standard error of each measured figure (TTFTP50, TPOTP50, ITLP99
-	// used): how much a figure would move between two runs of the point, so that the fit
-	// trusts a TPOT averaged over hundreds of tokens more than a TTFT median of six requests.
-	SE     Figures
+	Completed   int           // requests that completed with a first token
+	Measured    figure.Values // ms
+	// SE is the relative standard error of each measured figure (TTFT and TPOT P50, ITL
+	// P99 used): how much a figure would move between two runs of the point, so that the
+	// fit trusts a TPOT averaged over hundreds of tokens more than a TTFT median of six
+	// requests.
+	SE     figure.Values
 	Server *servermetrics.Summary // the server's /metrics during the level; nil if not scraped
 	// ServerOverhead is the median of TTFT minus the server's own queue and prefill times
 	// (llama.cpp timings, Ollama durations): the network and front end; NaN without them.
@@ -59,17 +62,6 @@ type Point struct {
 	// Noise is the coefficient of variation of the level's steps, from the spread of each
 	// request's inter-token gaps about its own median; NaN when it has too few.
 	Noise float64
-}
-
-// Figures are the latencies a point is fitted and judged on, in ms (NaN: not measured).
-type Figures struct {
-	TTFTP50, TTFTP99, TPOTP50, TPOTP99, ITLP50, ITLP99 float64
-	Completed                                          int
-}
-
-// unmeasured are figures nobody measured.
-func unmeasured() Figures {
-	return Figures{TTFTP50: nan, TTFTP99: nan, TPOTP50: nan, TPOTP99: nan, ITLP50: nan, ITLP99: nan}
 }
 
 // Source is what a set of run folders says about the server they measured.
@@ -223,12 +215,12 @@ func newPoint(name, dir string, idx int, l report.Level, recs []record.Record) (
 	for i := range recs {
 		d.add(&recs[i])
 	}
-	pt.Measured = d.figures()
+	pt.Completed, pt.Measured = d.completed(), d.figures()
 	pt.SE = d.relativeErrors()
-	if pt.Measured.Completed == 0 {
+	if pt.Completed == 0 {
 		return pt, errors.New("no request completed")
 	}
-	if math.IsNaN(pt.Measured.TTFTP50) {
+	if math.IsNaN(pt.Measured[figure.TTFTP50]) {
 		return pt, errors.New("no TTFT measured (an unstreamed run?): calibrate needs streamed generation requests")
 	}
 	pt.ServerOverhead = serverOverhead(recs)

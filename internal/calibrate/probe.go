@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/figure"
 )
 
 // ProbeConfig bounds the probe.
@@ -272,7 +274,7 @@ func (p *Prober) decodeRequests(c int) int {
 	} else {
 		return n
 	}
-	ms := pace.Measured.TTFTP50 + decodeOutput*pace.Measured.TPOTP50
+	ms := pace.Measured[figure.TTFTP50] + decodeOutput*pace.Measured[figure.TPOTP50]
 	if math.IsNaN(ms) || ms <= 0 {
 		return n
 	}
@@ -306,7 +308,7 @@ func (p *Prober) queueing(pt *Point) bool {
 	if prev == nil {
 		return false
 	}
-	return pt.Measured.TTFTP50-prev.Measured.TTFTP50 > decodeOutput/4*prev.Measured.TPOTP50
+	return pt.Measured[figure.TTFTP50]-prev.Measured[figure.TTFTP50] > decodeOutput/4*prev.Measured[figure.TPOTP50]
 }
 
 // open designs the open-loop step from what was measured: the capacity is the most
@@ -320,19 +322,19 @@ func (p *Prober) open() (Step, bool) {
 	for i := range p.done { // the prefill step nearest the open step's prompt
 		d := &p.done[i]
 		if d.Phase == PhasePrefill && (math.IsNaN(ttft) || meanPrompt(d) <= in) {
-			ttft = d.Measured.TTFTP50
+			ttft = d.Measured[figure.TTFTP50]
 		}
 	}
 	capacity := 0.0
 	for i := range p.done {
 		d := &p.done[i]
-		if d.Phase != PhaseDecode || math.IsNaN(d.Measured.TPOTP50) || math.IsNaN(ttft) || p.queueing(d) {
+		if d.Phase != PhaseDecode || math.IsNaN(d.Measured[figure.TPOTP50]) || math.IsNaN(ttft) || p.queueing(d) {
 			continue // a level past the batch limit queues: its concurrency is not the engine's
 		}
 		if s := p.cfg.Server.Slots; s > 0 && d.Concurrency > s {
 			continue
 		}
-		c, steps := float64(d.Concurrency), openOutput*d.Measured.TPOTP50
+		c, steps := float64(d.Concurrency), openOutput*d.Measured[figure.TPOTP50]
 		capacity = math.Max(capacity, math.Min(c*1000/(ttft+steps), 1000/(ttft+steps/c)))
 	}
 	if capacity <= 0 || math.IsInf(capacity, 0) {
@@ -366,10 +368,10 @@ func (p *Prober) mixed() (Step, bool) {
 	for i := range p.done {
 		d := &p.done[i]
 		if d.Phase == PhaseDecode && d.Concurrency <= k+1 {
-			tpot = d.Measured.TPOTP50
+			tpot = d.Measured[figure.TPOTP50]
 		}
 		if d.Phase == PhasePrefill && meanPrompt(d) <= long {
-			ttft = d.Measured.TTFTP50
+			ttft = d.Measured[figure.TTFTP50]
 		}
 	}
 	if math.IsNaN(tpot) || math.IsNaN(ttft) || tpot <= 0 {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/figure"
 )
 
 // fakeServer is a made-up server's figures at a probe step: TTFT grows with the prompt,
@@ -21,10 +23,10 @@ func (s fakeServer) measure(st Step) Point {
 	pt := Point{Name: "01-" + st.Name, Phase: st.Phase, Pass: st.Pass, Concurrency: st.Concurrency}
 	c := max(st.Concurrency, 1)
 	in := min(c, s.slots)
-	pt.Measured.TPOTP50 = s.tpotMs * (1 + s.growth*float64(in-1))
-	pt.Measured.TTFTP50 = s.ttftMs + s.perTokenMs*float64(st.InputTokens)
+	pt.Measured[figure.TPOTP50] = s.tpotMs * (1 + s.growth*float64(in-1))
+	pt.Measured[figure.TTFTP50] = s.ttftMs + s.perTokenMs*float64(st.InputTokens)
 	if c > s.slots { // a request waits for one to end
-		pt.Measured.TTFTP50 += float64(decodeOutput) * pt.Measured.TPOTP50
+		pt.Measured[figure.TTFTP50] += float64(decodeOutput) * pt.Measured[figure.TPOTP50]
 	}
 	for range st.Requests {
 		pt.Requests = append(pt.Requests, Request{Prompt: st.InputTokens, Output: st.OutputTokens})
@@ -150,7 +152,7 @@ func TestPaceDrift(t *testing.T) {
 	pt := func(name string, c int, tpot float64) Point {
 		p := Point{Name: name, Concurrency: c, Requests: []Request{{Prompt: 32, Output: 64}}}
 		p.Phase, p.Pass = stepOf(name) // as loading its folder sets them
-		p.Measured.TPOTP50 = tpot
+		p.Measured[figure.TPOTP50] = tpot
 		return p
 	}
 	pts := []Point{pt("05-decode-c1", 1, 1.0), pt("06-decode-c2", 2, 1.8), pt("07-decode-c4", 4, 3.0), pt("08-decode-c8", 8, 5.0),

@@ -6,9 +6,12 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/llmbench/llmbench/internal/chart"
+	"github.com/llmbench/llmbench/internal/figure"
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
 )
 
@@ -21,8 +24,8 @@ type jsonReport struct {
 	Profile   string      `json:"profile"`
 	Source    jsonSource  `json:"source"`
 	Settings  []Setting   `json:"settings"`
-	HeldOut   jsonErrors  `json:"held_out_error_pct"`
-	InSample  jsonErrors  `json:"in_sample_error_pct"`
+	HeldOut   object      `json:"held_out_error_pct"`
+	InSample  object      `json:"in_sample_error_pct"`
 	PaceDrift *jsonDrift  `json:"pace_drift"` // null: the ladder ran once
 	Points    []jsonPoint `json:"points"`
 	Predicted string      `json:"predicted"`
@@ -42,45 +45,52 @@ type jsonSource struct {
 	Dirs  []string `json:"dirs"`
 }
 
-type jsonErrors struct {
-	TTFTP50 *float64 `json:"ttft_p50"`
-	TTFTP99 *float64 `json:"ttft_p99"`
-	TPOTP50 *float64 `json:"tpot_p50"`
-	TPOTP99 *float64 `json:"tpot_p99"`
-	Points  int      `json:"points"`
-	// ByLoad breaks the held-out error down by the kind of load (absent in-sample).
-	ByLoad *jsonByLoad `json:"by_load,omitempty"`
+// object is a JSON object whose members keep their order (a figure set's are the
+// figures'); nil is null.
+type object []member
+
+type member struct {
+	key string
+	v   any
 }
 
-type jsonByLoad struct {
-	Closed jsonErrors `json:"closed"`
-	Open   jsonErrors `json:"open"`
-}
-
-type jsonFigures struct {
-	TTFTP50 *float64 `json:"ttft_p50_ms"`
-	TTFTP99 *float64 `json:"ttft_p99_ms"`
-	TPOTP50 *float64 `json:"tpot_p50_ms"`
-	TPOTP99 *float64 `json:"tpot_p99_ms"`
-	ITLP50  *float64 `json:"itl_p50_ms"`
-	ITLP99  *float64 `json:"itl_p99_ms"`
+func (o object) MarshalJSON() ([]byte, error) {
+	if o == nil {
+		return []byte("null"), nil
+	}
+	b := []byte{'{'}
+	for i, m := range o {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, err := json.Marshal(m.key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(m.v)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
 }
 
 type jsonPoint struct {
-	Name         string       `json:"name"`
-	Dir          string       `json:"dir"`
-	Level        int          `json:"level"`
-	Phase        string       `json:"phase,omitempty"`
-	Concurrency  int          `json:"concurrency,omitempty"`
-	Open         bool         `json:"open_loop,omitempty"`
-	Requests     int          `json:"requests"`
-	PromptTokens [2]int       `json:"prompt_tokens"`
-	OutputTokens [2]int       `json:"output_tokens"`
-	HeldOut      bool         `json:"held_out"`
-	Measured     jsonFigures  `json:"measured"`
-	Predicted    jsonFigures  `json:"predicted"`
-	Validation   *jsonFigures `json:"held_out_prediction"`
-	ErrorPct     jsonFigures  `json:"error_pct"`
+	Name         string `json:"name"`
+	Dir          string `json:"dir"`
+	Level        int    `json:"level"`
+	Phase        string `json:"phase,omitempty"`
+	Concurrency  int    `json:"concurrency,omitempty"`
+	Open         bool   `json:"open_loop,omitempty"`
+	Requests     int    `json:"requests"`
+	PromptTokens [2]int `json:"prompt_tokens"`
+	OutputTokens [2]int `json:"output_tokens"`
+	HeldOut      bool   `json:"held_out"`
+	Measured     object `json:"measured"`
+	Predicted    object `json:"predicted"`
+	Validation   object `json:"held_out_prediction"` // null: not held out
+	ErrorPct     object `json:"error_pct"`
 }
 
 func opt(v float64) *float64 {
@@ -91,12 +101,23 @@ func opt(v float64) *float64 {
 	return &r
 }
 
-func jsonFigs(f Figures) jsonFigures {
-	return jsonFigures{opt(f.TTFTP50), opt(f.TTFTP99), opt(f.TPOTP50), opt(f.TPOTP99), opt(f.ITLP50), opt(f.ITLP99)}
+// jsonFigs are a point's figures, ms: "ttft_p50_ms", ...
+func jsonFigs(f figure.Values) object {
+	o := make(object, 0, len(figure.All))
+	for _, k := range figure.All {
+		o = append(o, member{k.Name() + "_ms", opt(f[k])})
+	}
+	return o
 }
 
-func jsonErrs(e Errors) jsonErrors {
-	return jsonErrors{TTFTP50: opt(e.TTFTP50), TTFTP99: opt(e.TTFTP99), TPOTP50: opt(e.TPOTP50), TPOTP99: opt(e.TPOTP99), Points: e.Points}
+// jsonErrs are errors over points: each judged figure's, percent ("ttft_p50", ...), and
+// how many points.
+func jsonErrs(e Errors) object {
+	o := make(object, 0, len(figure.Judged)+2)
+	for _, k := range figure.Judged {
+		o = append(o, member{k.Name(), opt(e.Pct[k])})
+	}
+	return append(o, member{"points", e.Points})
 }
 
 func pct(pred, meas float64) float64 {
@@ -106,9 +127,13 @@ func pct(pred, meas float64) float64 {
 	return (pred - meas) / meas * 100
 }
 
-func errFigs(p, m Figures) Figures {
-	return Figures{TTFTP50: pct(p.TTFTP50, m.TTFTP50), TTFTP99: pct(p.TTFTP99, m.TTFTP99), TPOTP50: pct(p.TPOTP50, m.TPOTP50),
-		TPOTP99: pct(p.TPOTP99, m.TPOTP99), ITLP50: pct(p.ITLP50, m.ITLP50), ITLP99: pct(p.ITLP99, m.ITLP99)}
+// errFigs are each figure's relative error of p against m, percent.
+func errFigs(p, m figure.Values) figure.Values {
+	var e figure.Values
+	for _, k := range figure.All {
+		e[k] = pct(p[k], m[k])
+	}
+	return e
 }
 
 // WriteJSON writes calibration.json: the fit's settings and where each came from, and
@@ -120,7 +145,8 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 		Predicted: "each point's requests replayed through the fitted profile on simulate's virtual clock (step noise on); " +
 			"held_out_prediction is the fit made without the held-out points"}
 	out.Settings = r.Settings
-	out.HeldOut.ByLoad = &jsonByLoad{Closed: jsonErrs(r.ByLoad.Closed), Open: jsonErrs(r.ByLoad.Open)}
+	// The held-out error broken down by the kind of load (absent in-sample).
+	out.HeldOut = append(out.HeldOut, member{"by_load", object{{"closed", jsonErrs(r.ByLoad.Closed)}, {"open", jsonErrs(r.ByLoad.Open)}}})
 	if d := r.PaceDrift; d.Measured() {
 		out.PaceDrift = &jsonDrift{Concurrency: d.Concurrency, FirstTPOT: opt(d.First), AgainTPOT: opt(d.Again), Pct: opt(d.Pct())}
 	}
@@ -131,8 +157,7 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 			OutputTokens: rangeOf([]Point{p.Point}, func(q Request) int { return q.Output })}
 		jp.ErrorPct = jsonFigs(errFigs(p.Predicted, p.Measured))
 		if p.HeldOut {
-			v := jsonFigs(p.Validation)
-			jp.Validation = &v
+			jp.Validation = jsonFigs(p.Validation)
 		}
 		out.Points = append(out.Points, jp)
 	}
@@ -191,8 +216,8 @@ func (r *Result) Console(w io.Writer) {
 			pred = p.Validation
 		}
 		fmt.Fprintf(w, "%-*s %6s %9s  %8s/%-8s %7s  %8s/%-8s %7s\n", width, name, conc, prompt,
-			fmtMs(p.Measured.TTFTP50), fmtMs(pred.TTFTP50), fmtPct(pct(pred.TTFTP50, p.Measured.TTFTP50)),
-			fmtMs(p.Measured.TPOTP50), fmtMs(pred.TPOTP50), fmtPct(pct(pred.TPOTP50, p.Measured.TPOTP50)))
+			fmtMs(p.Measured[figure.TTFTP50]), fmtMs(pred[figure.TTFTP50]), fmtPct(pct(pred[figure.TTFTP50], p.Measured[figure.TTFTP50])),
+			fmtMs(p.Measured[figure.TPOTP50]), fmtMs(pred[figure.TPOTP50]), fmtPct(pct(pred[figure.TPOTP50], p.Measured[figure.TPOTP50])))
 	}
 	fmt.Fprintf(w, "(* held out: predicted by the fit made without it)\n\nFitted settings:\n%s", describe(r.Settings))
 	e := r.HeldOut
@@ -203,8 +228,7 @@ func (r *Result) Console(w io.Writer) {
 		if e.Points == 1 {
 			points = "1 point"
 		}
-		fmt.Fprintln(w, "\n"+wrapLine(fmt.Sprintf("Held-out error (fitted without %s, judged on them; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s",
-			points, fmtAbs(e.TTFTP50), fmtAbs(e.TTFTP99), fmtAbs(e.TPOTP50), fmtAbs(e.TPOTP99))))
+		fmt.Fprintln(w, "\n"+wrapLine(fmt.Sprintf("Held-out error (fitted without %s, judged on them; largest): %s", points, judged(e.Pct, "; "))))
 		for _, k := range []struct {
 			name string
 			e    Errors
@@ -213,13 +237,10 @@ func (r *Result) Console(w io.Writer) {
 				fmt.Fprintf(w, "  of %s: none held out\n", k.name)
 				continue
 			}
-			fmt.Fprintln(w, "  "+report.Wrap(fmt.Sprintf("of %s (%d): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s", k.name, k.e.Points,
-				fmtAbs(k.e.TTFTP50), fmtAbs(k.e.TTFTP99), fmtAbs(k.e.TPOTP50), fmtAbs(k.e.TPOTP99)), 2, 4, report.ConsoleWidth))
+			fmt.Fprintln(w, "  "+report.Wrap(fmt.Sprintf("of %s (%d): %s", k.name, k.e.Points, judged(k.e.Pct, "; ")), 2, 4, report.ConsoleWidth))
 		}
 	}
-	i := r.InSample
-	fmt.Fprintln(w, wrapLine(fmt.Sprintf("In-sample error (the profile written, every point; largest): TTFT P50 %s, P99 %s; TPOT P50 %s, P99 %s",
-		fmtAbs(i.TTFTP50), fmtAbs(i.TTFTP99), fmtAbs(i.TPOTP50), fmtAbs(i.TPOTP99))))
+	fmt.Fprintln(w, wrapLine("In-sample error (the profile written, every point; largest): "+judged(r.InSample.Pct, "; ")))
 	fmt.Fprintln(w, wrapLine(r.PaceDrift.String()))
 }
 
@@ -229,6 +250,35 @@ const nameWidth = report.ConsoleWidth - 71
 // wrapLine folds a line of the fit's summary within the console's width, its follow-on
 // lines indented.
 func wrapLine(s string) string { return report.Wrap(s, 0, 2, report.ConsoleWidth) }
+
+// label is a figure as the console and the report name it: the registry's short name
+// and the percentile, "TTFT P50".
+func label(k figure.Key) string {
+	f := k.Figure()
+	m, ok := metrics.Lookup(f.Metric)
+	if !ok {
+		panic("calibrate: no metric " + f.Metric)
+	}
+	return fmt.Sprintf("%s P%g", m.Short, f.Pct)
+}
+
+// judged is errors e of the judged figures in words, a metric's percentiles together and
+// the metrics apart by sep: "TTFT P50 3.4%, P99 50.9%; TPOT P50 68.9%, P99 88.2%".
+func judged(e figure.Values, sep string) string {
+	var b strings.Builder
+	for i, k := range figure.Judged {
+		switch {
+		case i == 0:
+			b.WriteString(label(k))
+		case k.Figure().Metric != figure.Judged[i-1].Figure().Metric:
+			b.WriteString(sep + label(k))
+		default:
+			fmt.Fprintf(&b, ", P%g", k.Figure().Pct)
+		}
+		b.WriteString(" " + fmtAbs(e[k]))
+	}
+	return b.String()
+}
 
 func fmtAbs(v float64) string {
 	if math.IsNaN(v) {
@@ -258,24 +308,34 @@ func (r *Result) WriteHTML(w io.Writer, title string) error {
 			conc = "open loop"
 		}
 		m := p.Measured
-		rows = append(rows, row{Name: p.Name, Phase: string(p.Phase), Conc: conc, Prompt: fmt.Sprintf("%d–%d", pr[0], pr[1]), HeldOut: p.HeldOut,
-			Cells: []string{fmtMs(m.TTFTP50), fmtMs(pred.TTFTP50), fmtPct(pct(pred.TTFTP50, m.TTFTP50)),
-				fmtMs(m.TTFTP99), fmtMs(pred.TTFTP99), fmtPct(pct(pred.TTFTP99, m.TTFTP99)),
-				fmtMs(m.TPOTP50), fmtMs(pred.TPOTP50), fmtPct(pct(pred.TPOTP50, m.TPOTP50)),
-				fmtMs(m.TPOTP99), fmtMs(pred.TPOTP99), fmtPct(pct(pred.TPOTP99, m.TPOTP99))}})
-		if !math.IsNaN(m.TTFTP50) && !math.IsNaN(pred.TTFTP50) {
-			ttft = append(ttft, [2]float64{m.TTFTP50, pred.TTFTP50})
+		rw := row{Name: p.Name, Phase: string(p.Phase), Conc: conc, Prompt: fmt.Sprintf("%d–%d", pr[0], pr[1]), HeldOut: p.HeldOut}
+		for _, k := range figure.Judged {
+			rw.Cells = append(rw.Cells, fmtMs(m[k]), fmtMs(pred[k]), fmtPct(pct(pred[k], m[k])))
 		}
-		if !math.IsNaN(m.TPOTP50) && !math.IsNaN(pred.TPOTP50) {
-			tpot = append(tpot, [2]float64{m.TPOTP50, pred.TPOTP50})
+		rows = append(rows, rw)
+		if !math.IsNaN(m[figure.TTFTP50]) && !math.IsNaN(pred[figure.TTFTP50]) {
+			ttft = append(ttft, [2]float64{m[figure.TTFTP50], pred[figure.TTFTP50]})
+		}
+		if !math.IsNaN(m[figure.TPOTP50]) && !math.IsNaN(pred[figure.TPOTP50]) {
+			tpot = append(tpot, [2]float64{m[figure.TPOTP50], pred[figure.TPOTP50]})
 		}
 	}
 	return htmlPage.Execute(w, map[string]any{
 		"Title": title, "Source": r.Source, "Rows": rows, "Settings": r.Settings,
 		"TTFT": scatter("TTFT P50 (ms)", ttft), "TPOT": scatter("TPOT P50 (ms)", tpot),
-		"HeldOut": r.HeldOut, "Fmt": fmtAbs, "Drift": r.PaceDrift.String(),
+		"HeldOut": r.HeldOut, "HeldOutPct": judged(r.HeldOut.Pct, ";\n"), "Columns": columns, "Drift": r.PaceDrift.String(),
 	})
 }
+
+// columns are the judged figures' labels, the table's columns (each measured, predicted
+// and residual).
+var columns = func() []string {
+	var c []string
+	for _, k := range figure.Judged {
+		c = append(c, label(k))
+	}
+	return c
+}()
 
 // scatter draws measured (x) against predicted (y) on log axes with the diagonal and
 // ±5% lines.
@@ -306,14 +366,12 @@ th{background:#f4f4f4;vertical-align:bottom}td:first-child,th:first-child{text-a
 <h1>{{.Title}}</h1>
 <p>Server {{.Source.URL}}, model {{.Source.Model}}. Each probe point's requests were replayed through the fitted profile on
 simulate's virtual clock; held-out points (shaded) are predicted by the fit made without them.</p>
-<p><b>Held-out error</b> (largest over {{.HeldOut.Points}} points): TTFT P50 {{call .Fmt .HeldOut.TTFTP50}}, P99 {{call .Fmt .HeldOut.TTFTP99}};
-TPOT P50 {{call .Fmt .HeldOut.TPOTP50}}, P99 {{call .Fmt .HeldOut.TPOTP99}}.</p>
+<p><b>Held-out error</b> (largest over {{.HeldOut.Points}} points): {{.HeldOutPct}}.</p>
 <p>{{.Drift}}.</p>
 <div class="charts"><div><h2>TTFT P50</h2>{{.TTFT}}</div><div><h2>TPOT P50</h2>{{.TPOT}}</div></div>
 <h2>Probe points</h2>
 <div class="scroll"><table><tr><th>point</th><th>phase</th><th>concurrency</th><th>prompt tokens</th>
-<th>TTFT P50 measured</th><th>predicted</th><th>residual</th><th>TTFT P99 measured</th><th>predicted</th><th>residual</th>
-<th>TPOT P50 measured</th><th>predicted</th><th>residual</th><th>TPOT P99 measured</th><th>predicted</th><th>residual</th></tr>
+{{range .Columns}}<th>{{.}} measured</th><th>predicted</th><th>residual</th>{{end}}</tr>
 {{range .Rows}}<tr{{if .HeldOut}} class="held"{{end}}><td>{{.Name}}</td><td>{{.Phase}}</td><td>{{.Conc}}</td><td>{{.Prompt}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table></div>
 <h2>Fitted settings</h2>

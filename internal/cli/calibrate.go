@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -384,7 +385,7 @@ func (p *prober) step(ctx context.Context, stdio Stdio, step calibrate.Step, n i
 	p.keepAlive = !p.set.Source().ClosesConnections
 	if !p.f.quiet {
 		m := pts[0].Measured
-		fmt.Fprintf(stdio.Out, "  %2d %-16s %4d requests  TTFT P50 %8.2f ms  TPOT P50 %7.2f ms\n", n, step.Name, m.Completed, m.TTFTP50, m.TPOTP50)
+		fmt.Fprintf(stdio.Out, "  %2d %-16s %4d requests  TTFT P50 %8.2f ms  TPOT P50 %7.2f ms\n", n, step.Name, pts[0].Completed, m[figure.TTFTP50], m[figure.TPOTP50])
 	}
 	return pts[0], nil
 }

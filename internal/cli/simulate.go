@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -121,13 +122,13 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 	open := rate > 0
 	e, of := c.Error, ""
 	switch {
-	case open && !math.IsNaN(c.ErrorOpen.TTFTP50):
+	case open && !math.IsNaN(c.ErrorOpen[figure.TTFTP50]):
 		e, of = c.ErrorOpen, " of open loops"
-	case !open && !math.IsNaN(c.ErrorClosed.TTFTP50):
+	case !open && !math.IsNaN(c.ErrorClosed[figure.TTFTP50]):
 		e, of = c.ErrorClosed, " of closed loops"
 	}
-	if !math.IsNaN(e.TTFTP50) {
-		line += fmt.Sprintf("; held-out error%s TTFT P50 %.1f%%, TPOT P50 %.1f%%", of, e.TTFTP50, e.TPOTP50)
+	if !math.IsNaN(e[figure.TTFTP50]) {
+		line += fmt.Sprintf("; held-out error%s TTFT P50 %.1f%%, TPOT P50 %.1f%%", of, e[figure.TTFTP50], e[figure.TPOTP50])
 	}
 	fmt.Fprintln(stdio.Out, report.Wrap(line, 0, 2, report.ConsoleWidth))
 	switch r := c.OpenRates; {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/llmbench/llmbench/internal/figure"
 )
 
 // Cost model kinds.
@@ -102,27 +104,21 @@ type NetworkConfig struct {
 // Calibration is a fitted profile's provenance and validity range: the loads its probe
 // measured. Predictions far outside them are extrapolations (simulate warns).
 type Calibration struct {
-	Source       string   // the server probed, or the run folders fitted
-	Date         string   // when, RFC 3339 date
-	PromptTokens [2]int   // shortest and longest prompt measured
-	OutputTokens [2]int   // shortest and longest output measured
-	Concurrency  [2]int   // lowest and highest requests in flight measured
-	MaxNumSeqs   string   // where engine.max_num_seqs came from (probe, server, flag)
-	Error        FitError // on held-out probe points
+	Source       string // the server probed, or the run folders fitted
+	Date         string // when, RFC 3339 date
+	PromptTokens [2]int // shortest and longest prompt measured
+	OutputTokens [2]int // shortest and longest output measured
+	Concurrency  [2]int // lowest and highest requests in flight measured
+	MaxNumSeqs   string // where engine.max_num_seqs came from (probe, server, flag)
+	// Error is the prediction error on probe points the fit did not see: the largest
+	// absolute relative error of each judged figure (figure.Judged), in percent; NaN when
+	// not measured.
+	Error figure.Values
 	// ErrorClosed and ErrorOpen are Error over the held-out closed-loop points and the
 	// open-loop ones (NaN figures where none was held out); OpenRates the lowest and
 	// highest open-loop arrival rate probed, req/s (zero: no open loop probed).
-	ErrorClosed, ErrorOpen FitError
+	ErrorClosed, ErrorOpen figure.Values
 	OpenRates              [2]float64
-}
-
-// NoFitError is a FitError of nothing measured.
-func NoFitError() FitError { return FitError{math.NaN(), math.NaN(), math.NaN(), math.NaN()} }
-
-// FitError is a calibration's prediction error on probe points it did not fit on: the
-// largest absolute relative error of each figure, in percent; NaN when not measured.
-type FitError struct {
-	TTFTP50, TTFTP99, TPOTP50, TPOTP99 float64
 }
 
 // EngineConfig is the scheduler's configuration, named after vLLM's options.
@@ -464,16 +460,15 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 			})
 		},
 		"calibration": func(key string, v *yaml.Node) {
-			c := &Calibration{Error: NoFitError(), ErrorClosed: NoFitError(), ErrorOpen: NoFitError()}
+			c := &Calibration{Error: figure.Unmeasured(), ErrorClosed: figure.Unmeasured(), ErrorOpen: figure.Unmeasured()}
 			p.Calibration = c
-			fitError := func(e *FitError) func(string, *yaml.Node) {
+			fitError := func(e *figure.Values) func(string, *yaml.Node) {
 				return func(key string, v *yaml.Node) {
-					d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-						"ttft_p50": d.number(&e.TTFTP50),
-						"ttft_p99": d.number(&e.TTFTP99),
-						"tpot_p50": d.number(&e.TPOTP50),
-						"tpot_p99": d.number(&e.TPOTP99),
-					})
+					keys := map[string]func(string, *yaml.Node){}
+					for _, k := range figure.Judged {
+						keys[k.Name()] = d.number(&e[k])
+					}
+					d.mapping(v, key+".", keys)
 				}
 			}
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){

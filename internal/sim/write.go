@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/llmbench/llmbench/internal/figure"
 )
 
 // YAML writes p as a profile file that LoadProfile reads back to the same profile (what
@@ -169,14 +171,11 @@ func yamlString(s string) string { return strconv.Quote(s) }
 
 // fitErrorYAML is e's measured figures as YAML lines at indent, one decimal; "" when none
 // was measured.
-func fitErrorYAML(e FitError, indent string) string {
+func fitErrorYAML(e figure.Values, indent string) string {
 	var b strings.Builder
-	for _, f := range []struct {
-		key string
-		v   float64
-	}{{"ttft_p50", e.TTFTP50}, {"ttft_p99", e.TTFTP99}, {"tpot_p50", e.TPOTP50}, {"tpot_p99", e.TPOTP99}} {
-		if !math.IsNaN(f.v) {
-			fmt.Fprintf(&b, "%s%s: %s\n", indent, f.key, num(math.Round(f.v*10)/10))
+	for _, k := range figure.Judged {
+		if v := e[k]; !math.IsNaN(v) {
+			fmt.Fprintf(&b, "%s%s: %s\n", indent, k.Name(), num(math.Round(v*10)/10))
 		}
 	}
 	return b.String()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/figure"
 )
 
 func TestProfileYAMLRoundTrip(t *testing.T) {
@@ -20,9 +22,9 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 	custom.Network.RTTMs, custom.Network.JitterMs, custom.Network.FrontEndMs = 0.42, 0.05, 1.25
 	custom.Calibration = &Calibration{Source: "http://127.0.0.1:8080/v1 (llama.cpp)", Date: "2026-12-01",
 		PromptTokens: [2]int{16, 2048}, OutputTokens: [2]int{8, 64}, Concurrency: [2]int{1, 2}, MaxNumSeqs: "server: /props total_slots",
-		Error:       FitError{TTFTP50: 3.2, TTFTP99: math.NaN(), TPOTP50: 1.5, TPOTP99: math.NaN()},
-		ErrorClosed: FitError{TTFTP50: 3.2, TTFTP99: 7.5, TPOTP50: 1.5, TPOTP99: 2.5},
-		ErrorOpen:   NoFitError(), OpenRates: [2]float64{0.5, 2.25}}
+		Error:       fitError(3.2, math.NaN(), 1.5, math.NaN()),
+		ErrorClosed: fitError(3.2, 7.5, 1.5, 2.5),
+		ErrorOpen:   figure.Unmeasured(), OpenRates: [2]float64{0.5, 2.25}}
 	tuned := rf
 	tuned.Cost.Roofline = DefaultRooflineParams()
 	tuned.Cost.Roofline.ComputeEfficiency, tuned.Cost.Roofline.SeqOverheadUs = 0.4321, 7.25
@@ -44,12 +46,12 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 		if p.Calibration != nil {
 			// NaN != NaN: compare the calibration apart.
 			gc, pc := *got.Calibration, *p.Calibration
-			for _, e := range [][2]FitError{{gc.Error, pc.Error}, {gc.ErrorClosed, pc.ErrorClosed}, {gc.ErrorOpen, pc.ErrorOpen}} {
+			for _, e := range [][2]figure.Values{{gc.Error, pc.Error}, {gc.ErrorClosed, pc.ErrorClosed}, {gc.ErrorOpen, pc.ErrorOpen}} {
 				if fmt.Sprint(e[0]) != fmt.Sprint(e[1]) { // NaN prints as NaN
 					t.Errorf("an error_pct read back as %+v, want %+v\n%s", e[0], e[1], y)
 				}
 			}
-			gc.Error, pc.Error, gc.ErrorClosed, pc.ErrorClosed, gc.ErrorOpen, pc.ErrorOpen = FitError{}, FitError{}, FitError{}, FitError{}, FitError{}, FitError{}
+			gc.Error, pc.Error, gc.ErrorClosed, pc.ErrorClosed, gc.ErrorOpen, pc.ErrorOpen = figure.Values{}, figure.Values{}, figure.Values{}, figure.Values{}, figure.Values{}, figure.Values{}
 			if !reflect.DeepEqual(gc, pc) {
 				t.Errorf("calibration read back as %+v, want %+v", gc, pc)
 			}
@@ -62,6 +64,16 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 			t.Errorf("header not written as comments:\n%s", y)
 		}
 	}
+}
+
+// fitError is a calibration's error on the judged figures, in their order (the others
+// unmeasured).
+func fitError(judged ...float64) figure.Values {
+	e := figure.Unmeasured()
+	for i, k := range figure.Judged {
+		e[k] = judged[i]
+	}
+	return e
 }
 
 func TestCalibrationOutside(t *testing.T) {
