@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/testproc"
 	"github.com/llmbench/llmbench/internal/testtier"
@@ -114,7 +115,7 @@ func TestLlamaCppCalibrateDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Calibration == nil || p.Calibration.OpenRates[1] <= 0 || math.IsNaN(p.Calibration.ErrorOpen.TTFTP50) || math.IsNaN(p.Calibration.ErrorClosed.TTFTP50) {
+		if p.Calibration == nil || p.Calibration.OpenRates[1] <= 0 || math.IsNaN(p.Calibration.ErrorOpen[figure.TTFTP50]) || math.IsNaN(p.Calibration.ErrorClosed[figure.TTFTP50]) {
 			t.Fatalf("the profile states no open-loop probe or no error of each load kind: %+v", p.Calibration)
 		}
 		if p.Deployment.MaxModelLen == 0 || p.Engine.KVCacheTokens == 0 {
