@@ -30,6 +30,8 @@ type conversation struct {
 	// left is how many of its turns that are not warm-up by index are still unsent.
 	left int
 	done bool
+	// size is the conversation's requests: the level's turns, or an agentic task's own.
+	size int
 }
 
 // Conversations plans a multi-turn level. Conversation c is requests c*Turns ..
@@ -45,6 +47,9 @@ type Conversations struct {
 	reserved int // measured requests the live conversations may still send
 	k        int // this shard's conversations started so far
 	reason   EndReason
+	// size, when set, is the number of requests of the conversation whose first request
+	// is index first (an agentic task's calls); nil: every conversation has turns.
+	size func(first int) int
 
 	// Open loop: the unsharded plan's j-th time starts shard j % Shards's next conversation.
 	plan   *schedule.Plan
@@ -131,7 +136,11 @@ func (c *Conversations) Start(s time.Duration) (t Turn, ok bool) {
 	conv := c.shard + c.n*c.k
 	first := conv * c.turns
 	// Turns that are warm-up by index are known now; any other may be measured.
-	cv := &conversation{left: c.turns - min(c.turns, max(0, l.Warmup-first))}
+	size := c.turns
+	if c.size != nil {
+		size = min(c.turns, c.size(first))
+	}
+	cv := &conversation{left: size - min(size, max(0, l.Warmup-first)), size: size}
 	cv.res = cv.left
 	if c.quota > 0 {
 		cv.res = min(cv.left, c.quota-c.measured-c.reserved)
@@ -154,7 +163,7 @@ func (c *Conversations) Next(t Turn, end bool, s time.Duration) (next Turn, ok b
 	if cv == nil || cv.done {
 		return Turn{}, false
 	}
-	if end || t.Turn+1 >= c.turns {
+	if end || t.Turn+1 >= cv.size {
 		c.finish(cv)
 		return Turn{}, false
 	}
@@ -198,7 +207,7 @@ func (c *Conversations) classify(t *Turn, s time.Duration) bool {
 			}
 		}
 	}
-	if t.Turn+1 >= c.turns {
+	if t.Turn+1 >= cv.size {
 		c.finish(cv) // nothing after the last turn: free its reservation now
 	}
 	return true

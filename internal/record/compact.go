@@ -38,6 +38,7 @@ import (
 //	          [uvarint(repeat)]                              flags&hasRepeat (--repeat)
 //	          [string(text)]                                 flags&hasText (--save-text)
 //	          [uvarint(cached_prompt_tokens)]                flags&hasCachedPrompt
+//	          [uvarint(task) uvarint(call) uvarint(sub) uvarint(tool µs) uvarint(final)]  flags&hasTask
 //	string  = uvarint(len) bytes
 //
 // flags&unstreamed marks a response that came as one document (Record.Unstreamed).
@@ -111,6 +112,7 @@ const (
 	cfRepeat
 	cfText
 	cfCachedPrompt
+	cfTask
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -139,6 +141,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfRepeat, r.Repeat > 0)
 	set(cfText, r.Text != nil)
 	set(cfCachedPrompt, r.HasCachedPromptTokens)
+	set(cfTask, r.Call > 0)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -225,6 +228,17 @@ func AppendCompact(b []byte, r *Record) []byte {
 	}
 	if r.HasCachedPromptTokens {
 		b = binary.AppendUvarint(b, uint64(max(r.CachedPromptTokens, 0)))
+	}
+	if r.Call > 0 {
+		b = binary.AppendUvarint(b, uint64(r.Task))
+		b = binary.AppendUvarint(b, uint64(r.Call))
+		b = binary.AppendUvarint(b, uint64(r.Sub))
+		b = binary.AppendUvarint(b, uint64(max(us(r.ToolTime), 0)))
+		final := uint64(0)
+		if r.FinalCall {
+			final = 1
+		}
+		b = binary.AppendUvarint(b, final)
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -426,6 +440,14 @@ func decodeCompact(p []byte, r *Record) error {
 	}
 	if flags&cfCachedPrompt != 0 {
 		r.CachedPromptTokens, r.HasCachedPromptTokens = int32(c.int("cached prompt tokens")), true
+	}
+	if flags&cfTask != 0 {
+		r.Task, r.Call, r.Sub = int32(c.int("task")), int16(min(c.int("call"), math.MaxInt16)), int16(min(c.int("sub"), math.MaxInt16))
+		r.ToolTime = c.micros(int64(min(c.uvarint(), math.MaxInt64)))
+		r.FinalCall = c.uvarint() != 0
+		if r.Call == 0 {
+			c.fail("call 0 with the task flag set")
+		}
 	}
 	if c.err == nil && len(c.b) > 0 {
 		c.fail("%d bytes after the record", len(c.b))

@@ -7,9 +7,9 @@ import (
 	"unsafe"
 )
 
-// A record in memory costs at most 320 bytes plus 4 per token event (bounded memory for
+// A record in memory costs at most 336 bytes plus 4 per token event (bounded memory for
 // million-request runs): the struct, a typical response id, and the compact event deltas.
-// (300 until --save-text's pointer and --repeat's counter; records stream through the
+// (300 until --save-text's pointer and --repeat's counter, 320 until an agentic task's call; records stream through the
 // aggregator and the writer, so only those in flight are held.)
 func TestRecordMemoryBound(t *testing.T) {
 	const events = 128
@@ -20,7 +20,7 @@ func TestRecordMemoryBound(t *testing.T) {
 	}
 	fixed := int(unsafe.Sizeof(r)) + len(r.ResponseID) // OutputTokensSource is a shared constant
 	perEvent := float64(cap(r.Events.deltas)*4) / events
-	if fixed > 320 || perEvent > 4 {
-		t.Errorf("record: %d bytes fixed (limit 320), %.1f bytes per event (limit 4)", fixed, perEvent)
+	if fixed > 336 || perEvent > 4 {
+		t.Errorf("record: %d bytes fixed (limit 336), %.1f bytes per event (limit 4)", fixed, perEvent)
 	}
 }

@@ -50,6 +50,9 @@ type Config struct {
 	// message (Ollama's /api/generate): a dataset's conversation is counted as its joined
 	// text in one message, as it is sent.
 	OneMessage bool
+	// Agent, when On, makes agentic tasks of the random dataset's lengths: InputTokens is
+	// each task's first prompt, OutputTokens each call's answer (agent.go).
+	Agent Agent
 }
 
 // ChatCounter counts a conversation's prompt tokens as the server counts a chat request.
@@ -224,7 +227,10 @@ func (c Config) Validate() error {
 	if c.Turns > 1 && c.PrefixTokens > 0 {
 		add("turns: shared prefixes and multi-turn conversations do not combine (the history is the shared prefix)")
 	}
-	if c.ThinkTime > 0 && c.Turns <= 1 {
+	errs = append(errs, c.agentErrors(kind)...)
+	if c.Agent.On() {
+		c.Agent.validate(add)
+	} else if c.ThinkTime > 0 && c.Turns <= 1 {
 		add("think time: %v needs turns > 1", c.ThinkTime)
 	}
 	return errors.Join(errs...)

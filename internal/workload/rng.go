@@ -15,6 +15,7 @@ const (
 	purposeFill
 	purposeTurn
 	purposeImage
+	purposeAgent
 )
 
 func mix64(x uint64) uint64 {

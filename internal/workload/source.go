@@ -220,6 +220,9 @@ func (s *source) countRow(rw *row) (in, out int) {
 }
 
 func (s *source) random(level, i int) Request {
+	if s.cfg.Agent.On() {
+		return s.task(level, i)
+	}
 	if s.cfg.Turns > 1 {
 		return s.turn(level, i)
 	}
