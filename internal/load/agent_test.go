@@ -1,0 +1,87 @@
+package load
+
+import (
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// TestTaskTimeIsCallsPlusTools: a hand-built task of three calls, the tool taking 200 ms
+// before the second and 500 ms before the third, runs its calls one after another, each
+// due when the one before it ended plus the tool's latency; so the task's time, from its
+// first call's due time to its last call's end, is the sum of its calls' E2E latencies and
+// its tool latencies, and its records carry what recomputes it.
+func TestTaskTimeIsCallsPlusTools(t *testing.T) {
+	tools := []time.Duration{0, 200 * time.Millisecond, 500 * time.Millisecond}
+	in := []int{800, 1100, 1450}
+	src := funcSource(func(i int) workload.Request {
+		c, p := i/3, i%3
+		tc := workload.TaskCall{Task: c, Call: p, Fan: 1, Steps: 3, Requests: 3, Stride: 3, Last: p == 2,
+			ToolLatency: tools[p], Shared: in[p], ToolCall: p < 2}
+		return workload.Request{InputTokens: in[p], OutputTokens: 60, ThinkTime: tools[p], Task: tc}
+	})
+	recs, _ := simulate(t, simProfile(t, "h200-llama-3.1-8b"), Level{Concurrency: 1, Requests: 6}, src)
+	if len(recs) != 6 {
+		t.Fatalf("%d records, want 6 (two tasks of three calls)", len(recs))
+	}
+	for task := range 2 {
+		calls := recs[task*3 : task*3+3]
+		var sum time.Duration
+		for p, r := range calls {
+			if !r.OK() || int(r.Task) != task || int(r.Call) != p+1 || r.ToolTime != tools[p] || r.FinalCall != (p == 2) {
+				t.Fatalf("task %d call %d: record %+v", task, p+1, r)
+			}
+			if p > 0 && r.Scheduled != calls[p-1].Done+tools[p] {
+				t.Errorf("task %d call %d due at %v, want the previous end %v + tool %v", task, p+1, r.Scheduled, calls[p-1].Done, tools[p])
+			}
+			sum += r.Done - r.Sent + r.ToolTime
+		}
+		if got := calls[2].Done - calls[0].Scheduled; got != sum {
+			t.Errorf("task %d took %v, want calls' E2E + tools = %v", task, got, sum)
+		}
+	}
+	// The closed loop's next task starts when the first ends.
+	if recs[3].Scheduled != recs[2].Done {
+		t.Errorf("second task started at %v, want the first's end %v", recs[3].Scheduled, recs[2].Done)
+	}
+}
+
+// TestFanOutJoins: with --fan-out 4 the task's first answer starts four sub-agent calls at
+// once, on the parent's context (the prefix cache serves them its blocks), and the parent's
+// next call is due only when the last of them is back.
+func TestFanOutJoins(t *testing.T) {
+	src, err := workload.New(workload.Config{InputTokens: workload.Fixed(2000), OutputTokens: workload.Fixed(100), Seed: 1, LengthsOnly: true,
+		Agent: workload.Agent{Calls: workload.Fixed(3), ToolLatency: workload.Fixed(300), ToolResultTokens: workload.Fixed(200), FanOut: 4}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := simProfile(t, "h200-llama-3.1-8b")
+	p.Engine.PrefixCaching = true
+	bs := p.Engine.BlockSize
+	recs, _ := simulate(t, p, Level{Concurrency: 1, Requests: 7}, src)
+	if len(recs) != 7 {
+		t.Fatalf("%d records, want 7 (3 calls and 4 sub-agents)", len(recs))
+	}
+	first, subs, next := recs[0], recs[1:5], recs[5]
+	var lastSub time.Duration
+	for k, r := range subs {
+		if int(r.Call) != 2 || int(r.Sub) != k+1 || r.Sent != first.Done {
+			t.Errorf("sub-agent %d: call %d sub %d sent at %v, want call 2 sub %d at the first call's end %v", k+1, r.Call, r.Sub, r.Sent, k+1, first.Done)
+		}
+		if !r.HasCachedPromptTokens || int(r.CachedPromptTokens) < 2000/bs*bs {
+			t.Errorf("sub-agent %d: %d prompt tokens from the cache (said: %v), want the parent's context", k+1, r.CachedPromptTokens, r.HasCachedPromptTokens)
+		}
+		lastSub = max(lastSub, r.Done)
+	}
+	if int(next.Call) != 3 || next.Sub != 0 || next.Scheduled != lastSub || next.ToolTime != 0 {
+		t.Errorf("the parent's next call: call %d sub %d due at %v (tool %v), want call 3 at the last sub-agent's end %v", next.Call, next.Sub, next.Scheduled, next.ToolTime, lastSub)
+	}
+	if last := recs[6]; last.Scheduled != next.Done+300*time.Millisecond || !last.FinalCall {
+		t.Errorf("the last call due at %v (final %v), want %v", last.Scheduled, last.FinalCall, next.Done+300*time.Millisecond)
+	}
+	// Its prompt: the context, the answer and the four answers joined, then a tool result.
+	if want := 2000 + 100 + 4*100; next.InputTokens != want {
+		t.Errorf("joined call's prompt %d tokens, want %d", next.InputTokens, want)
+	}
+}
