@@ -65,6 +65,7 @@ type benchFlags struct {
 	turns                      int
 	thinkTime                  time.Duration
 	seed                       int64
+	agent                      agentFlags
 
 	// Metrics and outputs.
 	percentiles, slo string
@@ -140,6 +141,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	}
 
 	f.bindWorkload(fs)
+	f.agent.bind(fs)
 	f.price.bind(fs, live)
 
 	fs.StringVar(&f.percentiles, "percentiles", "50,90,95,99,99.9", "percentiles to report")

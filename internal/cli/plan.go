@@ -377,7 +377,8 @@ func writePlan(dir string, pl *plan.Plan, check string) error {
 // they are given to the simulate that checks best.yaml.
 var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warmup", "cooldown", "max-error-rate",
 	"input-tokens", "output-tokens", "tokenizer", "dataset", "prefix-tokens", "prefix-groups", "trace-speed",
-	"turns", "think-time", "seed", "percentiles", "slo", "gpu-price"}
+	"turns", "think-time", "seed", "percentiles", "slo", "gpu-price",
+	"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to"}
 
 // checkCommand is the simulate command that re-simulates best.yaml at the traffic, over the
 // horizon the plan judged it over (unless the traffic's length was fixed).
