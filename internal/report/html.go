@@ -114,6 +114,9 @@ type view struct {
 	CDFs                 []cdfFigure
 	// The throughput-vs-latency charts, drawn on the server (tradeoff.go).
 	TradeoffTTFT, TradeoffTPOT template.HTML
+	// An agentic run's tasks (htmltasks.go): a row per level and TTFT against the context.
+	Tasks      []taskRow
+	TasksChart template.HTML
 	Config                     []kv
 	CSS                        template.CSS
 	UPlotCSS                   template.CSS
@@ -297,6 +300,7 @@ func buildView(s *Summary, charts *Charts) (*view, error) {
 	}
 	v.TradeoffTTFT = tradeoffChart(s, "tradeoff-ttft", metrics.KeyTTFT, "TTFT")
 	v.TradeoffTPOT = tradeoffChart(s, "tradeoff-tpot", metrics.KeyTPOT, "TPOT")
+	v.Tasks, v.TasksChart = taskView(s)
 	for _, m := range cdfMetrics {
 		v.CDFs = append(v.CDFs, cdfFigure{Key: m.JSON, Label: m.Short, Axis: m.CDFAxis,
 			Linear: cdfChart(m, charts, s.Levels, false), Log: cdfChart(m, charts, s.Levels, true)})
