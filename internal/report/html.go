@@ -117,12 +117,12 @@ type view struct {
 	// An agentic run's tasks (htmltasks.go): a row per level and TTFT against the context.
 	Tasks      []taskRow
 	TasksChart template.HTML
-	Config                     []kv
-	CSS                        template.CSS
-	UPlotCSS                   template.CSS
-	UPlotJS                    template.JS
-	JS                         template.JS
-	Data                       template.JS
+	Config     []kv
+	CSS        template.CSS
+	UPlotCSS   template.CSS
+	UPlotJS    template.JS
+	JS         template.JS
+	Data       template.JS
 }
 
 type kv struct{ K, V string }
