@@ -32,6 +32,9 @@ type conversation struct {
 	done bool
 	// size is the conversation's requests: the level's turns, or an agentic task's own.
 	size int
+	// warm is an agentic task's first call's mark, which its later calls share: a task is
+	// measured whole or not at all (task figures count tasks by their start).
+	warm bool
 }
 
 // Conversations plans a multi-turn level. Conversation c is requests c*Turns ..
@@ -168,7 +171,9 @@ func (c *Conversations) Next(t Turn, end bool, s time.Duration) (next Turn, ok b
 		return Turn{}, false
 	}
 	next = Turn{Index: t.Index + 1, Conversation: t.Conversation, Turn: t.Turn + 1, conv: cv}
-	if l := c.lvl; l.Duration > 0 && s >= l.Duration {
+	if l := c.lvl; l.Duration > 0 && s >= l.Duration && c.size == nil {
+		// A conversation stops at the level's end; an agentic task started before it runs
+		// to its end (cutting it would keep only the short tasks).
 		c.finish(cv)
 		return Turn{}, false
 	}
@@ -194,6 +199,12 @@ func (c *Conversations) classify(t *Turn, s time.Duration) bool {
 	t.Scheduled = s
 	byIndex := t.Index < l.Warmup
 	t.Warmup = byIndex || s < l.WarmupTime || (l.Duration > 0 && s >= l.Duration-l.Cooldown)
+	if c.size != nil {
+		if t.Turn == 0 {
+			cv.warm = t.Warmup
+		}
+		t.Warmup = cv.warm || byIndex
+	}
 	if !byIndex {
 		cv.left--
 		if t.Warmup {

@@ -240,6 +240,27 @@ func (a *tasksAcc) result(ps []float64, slos []SLO, dur float64, dists map[strin
 	return ts
 }
 
+// windowDists puts into dists, by task metric key, the distributions of the measured
+// tasks that completed with their last call's end in [from, to) µs; nothing without tasks.
+func (a *tasksAcc) windowDists(from, to int64, dists map[string]*Dist) {
+	if a.tasks == nil {
+		return
+	}
+	ds := make([]*Dist, len(TaskRegistry))
+	for i, m := range TaskRegistry {
+		ds[i] = NewDist()
+		dists[m.Key] = ds[i]
+	}
+	for _, t := range a.tasks {
+		if t.warm || t.failed || !t.final || t.last < from || t.last >= to {
+			continue
+		}
+		for i, m := range TaskRegistry {
+			ds[i].AddRatio(m.Of(t), 1, 1)
+		}
+	}
+}
+
 // taskLimits are the per-task bounds of slos by TaskRegistry index, µs; -1 for none.
 func taskLimits(slos []SLO) []int64 {
 	out := make([]int64, len(TaskRegistry))
