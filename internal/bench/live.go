@@ -297,6 +297,9 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 	for _, l := range cfg.Levels {
 		maxConns = max(maxConns, l.Concurrency, l.MaxConcurrency)
 	}
+	if k := wl.Config.Agent.FanOut; k > 1 && wl.Config.Agent.On() {
+		maxConns *= k // each concurrent task may have K sub-agents in flight, none waiting for a connection
+	}
 	t, err := Open(ctx, live, maxConns)
 	if err != nil {
 		return Outcome{}, err
