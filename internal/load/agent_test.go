@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -83,5 +84,51 @@ func TestFanOutJoins(t *testing.T) {
 	// Its prompt: the context, the answer and the four answers joined, then a tool result.
 	if want := 2000 + 100 + 4*100; next.InputTokens != want {
 		t.Errorf("joined call's prompt %d tokens, want %d", next.InputTokens, want)
+	}
+}
+
+// TestTTFTByPositionFollowsTheCostModel: alone on the engine, each call of a task is one
+// prefill step of its whole context, so its TTFT is the cost model's step for that prompt and
+// rises with the context call by call; with prefix caching the step prefills only what the
+// cache did not hold (the record says how much it held), so TTFT grows far less.
+func TestTTFTByPositionFollowsTheCostModel(t *testing.T) {
+	src, err := workload.New(workload.Config{InputTokens: workload.Fixed(1000), OutputTokens: workload.Fixed(50), Seed: 1, LengthsOnly: true,
+		Agent: workload.Agent{Calls: workload.Fixed(6), ToolLatency: workload.Fixed(100), ToolResultTokens: workload.Fixed(500)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, caching := range []bool{false, true} {
+		p := simProfile(t, "h200-llama-3.1-8b")
+		p.Engine.PrefixCaching = caching
+		cost, err := p.NewCostModel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, _ := simulate(t, p, Level{Concurrency: 1, Requests: 6}, src)
+		var prev time.Duration
+		for k, r := range recs {
+			if want := 1000 + k*550; r.InputTokens != want {
+				t.Fatalf("call %d: context %d tokens, want %d", k+1, r.InputTokens, want)
+			}
+			cached := 0
+			if caching {
+				cached = int(r.CachedPromptTokens)
+				if k > 0 && cached < r.InputTokens-550-16 {
+					t.Errorf("call %d: %d of %d prompt tokens cached, want the previous context's", k+1, cached, r.InputTokens)
+				}
+			}
+			n := r.InputTokens - cached
+			want := cost.Step(sim.StepWork{PrefillSeqs: 1, PrefillTokens: n, PrefillAttn: float64(n) * (float64(cached) + float64(n)/2), PrefillContext: int64(cached)})
+			ft, _ := r.FirstToken()
+			ttft := ft - r.Sent
+			if d := ttft - want; d < -time.Microsecond || d > time.Microsecond {
+				t.Errorf("caching %v, call %d (context %d, %d cached): TTFT %v, want the cost model's prefill step %v", caching, k+1, r.InputTokens, cached, ttft, want)
+			}
+			if !caching && k > 0 && ttft <= prev {
+				t.Errorf("call %d: TTFT %v did not rise with the context from %v", k+1, ttft, prev)
+			}
+			prev = ttft
+			t.Logf("caching %v, call %d: context %d, cached %d, TTFT %v", caching, k+1, r.InputTokens, cached, ttft)
+		}
 	}
 }
