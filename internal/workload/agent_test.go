@@ -1,0 +1,114 @@
+package workload
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func agentSource(t *testing.T, a Agent, lengthsOnly bool) Source {
+	t.Helper()
+	cfg := Config{InputTokens: Fixed(800), OutputTokens: Fixed(60), Seed: 5, LengthsOnly: lengthsOnly, Agent: a}
+	if lengthsOnly {
+		return mustNew(t, cfg, nil)
+	}
+	return mustNew(t, cfg, loadTok(t, "o200k_base"))
+}
+
+// TestAgentTaskShape: a task's calls follow one another on a context that grows by each
+// answer and tool result, the fan-out's sub-agents share the parent's context with briefs
+// of their own, the call that joins them carries their answers, tools sit between the
+// parent's calls only, and a compaction replaces the context by its summary.
+func TestAgentTaskShape(t *testing.T) {
+	a := Agent{Calls: Fixed(5), ToolLatency: Fixed(250), ToolResultTokens: Fixed(100), FanOut: 3, CompactAt: 1400, CompactTo: 300}
+	src := agentSource(t, a, true)
+	if a.Stride() != 8 {
+		t.Fatalf("stride %d, want 5 calls + 3 sub-agents", a.Stride())
+	}
+	type want struct {
+		call, sub, fan, in int
+		tool               time.Duration
+		last               bool
+	}
+	for i, w := range []want{
+		{0, 0, 1, 800, 0, false},
+		{1, 1, 3, 800 + 60 + 100, 0, false}, {1, 2, 3, 960, 0, false}, {1, 3, 3, 960, 0, false},
+		{2, 0, 1, 800 + 60 + 3*60, 0, false},                      // 1040: the sub-agents' answers joined
+		{3, 0, 1, 1040 + 60 + 100, 250 * time.Millisecond, false}, // 1200
+		{4, 0, 1, 1200 + 60 + 100, 250 * time.Millisecond, false}, // 1360: not yet past 1400
+		{5, 0, 1, 300, 250 * time.Millisecond, true},              // 1520 passed 1400: the summary
+	} {
+		r := src.Request(2, 8+i) // task 1 of level 2
+		tc := r.Task
+		if tc.Task != 1 || tc.Call != w.call || tc.Sub != w.sub || tc.Fan != w.fan || r.InputTokens != w.in ||
+			tc.ToolLatency != w.tool || r.ThinkTime != w.tool || tc.Last != w.last || tc.Requests != 8 || tc.Steps != 6 || tc.ToolCall != (!w.last && w.sub == 0) {
+			t.Errorf("request %d: %+v (input %d), want %+v", i, tc, r.InputTokens, w)
+		}
+		if r.OutputTokens != 60 {
+			t.Errorf("request %d: %d output tokens", i, r.OutputTokens)
+		}
+	}
+	if sub, parent := src.Request(2, 9).Task, src.Request(2, 8).Task; sub.Shared != 860 || sub.Epoch != 0 || parent.Shared != 800 {
+		t.Errorf("sub-agent shares %d tokens (epoch %d), parent %d: want 860 and 800", sub.Shared, sub.Epoch, parent.Shared)
+	}
+	if last := src.Request(2, 15).Task; last.Epoch != 1 {
+		t.Errorf("the compacted call's epoch %d, want 1", last.Epoch)
+	}
+	if a, b := src.Request(2, 12), src.Request(2, 12); a.InputTokens != b.InputTokens || a.Task != b.Task {
+		t.Error("a request is not a function of (level, index)")
+	}
+}
+
+// TestAgentOneCallHasNoFanOut: a task of one call has no fan-out, and the indices past a
+// task's own requests are empty.
+func TestAgentOneCallHasNoFanOut(t *testing.T) {
+	src := agentSource(t, Agent{Calls: Dist{Kind: "uniform", A: 1, B: 3}, ToolLatency: Fixed(10), ToolResultTokens: Fixed(10), FanOut: 2}, true)
+	seen := map[int]bool{}
+	for c := range 40 {
+		first := src.Request(0, c*5).Task
+		seen[first.Requests] = true
+		if first.Requests == 1 && !first.Last {
+			t.Errorf("task %d: one call, not the last", c)
+		}
+		if first.Requests != 1 && first.Requests != 4 && first.Requests != 5 {
+			t.Errorf("task %d: %d requests, want 1 (no fan-out), 2+2 or 3+2", c, first.Requests)
+		}
+		if past := src.Request(0, c*5+first.Requests); first.Requests < 5 && past.Task.Fan != 0 {
+			t.Errorf("task %d: index past its requests is a call: %+v", c, past.Task)
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("task sizes %v, want all three of uniform:1:3", seen)
+	}
+}
+
+// TestAgentText: with text, each call's messages are its context's, the same text in every
+// call that carries them, alternating user and assistant, and counted exactly.
+func TestAgentText(t *testing.T) {
+	src := agentSource(t, Agent{Calls: Fixed(3), ToolLatency: Fixed(10), ToolResultTokens: Fixed(40), FanOut: 2}, false)
+	first, sub, join := src.Request(0, 0), src.Request(0, 1), src.Request(0, 3)
+	if len(first.Messages) != 1 || len(sub.Messages) != 3 || len(join.Messages) != 3 {
+		t.Fatalf("messages %d, %d, %d, want 1, 3 (context, answer, brief), 3 (context, answer, results)", len(first.Messages), len(sub.Messages), len(join.Messages))
+	}
+	if sub.Messages[0] != first.Messages[0] || join.Messages[1] != sub.Messages[1] || sub.Messages[1].Role != "assistant" || join.Messages[2].Role != "user" {
+		t.Error("the calls do not share their context's messages")
+	}
+	if sub.InputTokens != 800+60+40 || !strings.HasPrefix(join.Prompt, first.Prompt) {
+		t.Errorf("sub-agent prompt %d tokens, want 900; the join's prompt starts with the first's: %v", sub.InputTokens, strings.HasPrefix(join.Prompt, first.Prompt))
+	}
+}
+
+// TestAgentConfigErrors: every bad agentic setting is named, with what to do.
+func TestAgentConfigErrors(t *testing.T) {
+	cfg := Config{InputTokens: Fixed(100), OutputTokens: Fixed(10), Turns: 3, PrefixTokens: 10,
+		Agent: Agent{Calls: Fixed(3), FanOut: -1, CompactAt: 100, CompactTo: 200}}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"tool latency: required", "tool result tokens: required", "fan-out: -1", "--compact-to 200 must be in 1..99", "--turns and --think-time are chat's", "shared prefixes do not combine"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
