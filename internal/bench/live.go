@@ -297,8 +297,10 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 	for _, l := range cfg.Levels {
 		maxConns = max(maxConns, l.Concurrency, l.MaxConcurrency)
 	}
-	if k := wl.Config.Agent.FanOut; k > 1 && wl.Config.Agent.On() {
-		maxConns *= k // each concurrent task may have K sub-agents in flight, none waiting for a connection
+	if wl.Config.Agent.On() || strings.HasPrefix(wl.Config.Dataset, workload.DatasetAgent+":") {
+		// A task's fan-out has several calls in flight: a connection for each, none waiting
+		// for one (the tasks in flight bound them).
+		maxConns = 0
 	}
 	t, err := Open(ctx, live, maxConns)
 	if err != nil {

@@ -1,9 +1,13 @@
 package load
 
 import (
+	"fmt"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -130,5 +134,70 @@ func TestTTFTByPositionFollowsTheCostModel(t *testing.T) {
 			prev = ttft
 			t.Logf("caching %v, call %d: context %d, cached %d, TTFT %v", caching, k+1, r.InputTokens, cached, ttft)
 		}
+	}
+}
+
+// TestSimulateTasksFollowThePlan: the simulator sends an agentic level exactly as Run does:
+// Run against a target answering each call in the time the simulator took for it
+// reproduces the simulator's records — indices, tasks, calls, due and send times, marks —
+// in closed and open loops, with fan-outs, bounded by count or by time.
+func TestSimulateTasksFollowThePlan(t *testing.T) {
+	src, err := workload.New(workload.Config{InputTokens: workload.Fixed(600), OutputTokens: workload.Fixed(40), Seed: 2, LengthsOnly: true,
+		Agent: workload.Agent{Calls: workload.Dist{Kind: "uniform", A: 1, B: 4}, ToolLatency: workload.Dist{Kind: "uniform", A: 50, B: 400},
+			ToolResultTokens: workload.Fixed(100), FanOut: 3}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := simProfile(t, "h200-llama-3.1-8b")
+	for _, lvl := range []Level{
+		{Concurrency: 3, Requests: 40, Warmup: 2},
+		{Rate: 2, Requests: 40, Seed: 4},
+		{Rate: 3, Duration: 4 * time.Second, WarmupTime: 500 * time.Millisecond, Seed: 2},
+		{Concurrency: 2, Duration: 3 * time.Second},
+	} {
+		t.Run(fmt.Sprintf("%+v", lvl), func(t *testing.T) {
+			sim, _ := simulate(t, p, lvl, src)
+			fanned := false
+			for _, r := range sim {
+				fanned = fanned || r.Sub > 0
+			}
+			if len(sim) < 10 || !fanned {
+				t.Fatalf("%d records (a fan-out among them: %v)", len(sim), fanned)
+			}
+			byIdx := map[int]*record.Record{}
+			took := map[int]time.Duration{}
+			for _, r := range sim {
+				if !r.OK() || r.Call == 0 {
+					t.Fatalf("record %d: call %d error %v", r.Index, r.Call, r.Error)
+				}
+				byIdx[r.Index] = r
+				took[r.Index] = r.Done - r.Sent
+			}
+			var mu sync.Mutex
+			var live []*record.Record
+			synctest.Test(t, func(t *testing.T) {
+				if _, err := Run(t.Context(), time.Now(), lvl, src, replayTarget{took}, func(r *record.Record) {
+					mu.Lock()
+					live = append(live, r)
+					mu.Unlock()
+				}); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if len(live) != len(sim) {
+				t.Errorf("Run sent %d requests, the simulator %d", len(live), len(sim))
+			}
+			for _, r := range live {
+				s, ok := byIdx[r.Index]
+				if !ok {
+					t.Errorf("Run sent %d, the simulator did not", r.Index)
+					continue
+				}
+				if r.Scheduled != s.Scheduled || r.Sent != s.Sent || r.Done != s.Done || r.Warmup != s.Warmup || r.Task != s.Task || r.Call != s.Call || r.Sub != s.Sub {
+					t.Errorf("request %d: run %v %v %v warm %v task %d call %d.%d; simulate %v %v %v %v %d %d.%d",
+						r.Index, r.Scheduled, r.Sent, r.Done, r.Warmup, r.Task, r.Call, r.Sub, s.Scheduled, s.Sent, s.Done, s.Warmup, s.Task, s.Call, s.Sub)
+				}
+			}
+		})
 	}
 }

@@ -203,12 +203,21 @@ func (a Agent) plan(seed int64, level, c int, in, out Dist) taskPlan {
 func (s *source) task(level, i int) Request {
 	a := s.cfg.Agent
 	st := a.Stride()
+	if s.tasks != nil {
+		st = s.taskStride
+	}
 	c, p := i/st, i%st
-	plan := a.plan(s.cfg.Seed, level, c, s.cfg.InputTokens, s.cfg.OutputTokens)
+	var plan taskPlan
+	if s.tasks != nil {
+		plan = s.tasks[c%len(s.tasks)] // recorded sessions, cycled
+	} else {
+		plan = a.plan(s.cfg.Seed, level, c, s.cfg.InputTokens, s.cfg.OutputTokens)
+	}
 	if p >= len(plan.calls) {
 		return Request{Task: TaskCall{Task: c, Requests: len(plan.calls), Stride: st}}
 	}
 	pc := plan.calls[p]
+	pc.tc.Task, pc.tc.Stride = c, st
 	req := Request{Task: pc.tc, OutputTokens: pc.out, ThinkTime: pc.tc.ToolLatency}
 	for _, g := range pc.segs {
 		req.InputTokens += g.tokens
@@ -242,11 +251,11 @@ func (s *source) task(level, i int) Request {
 // agentErrors are the combinations an agentic workload does not take.
 func (c Config) agentErrors(kind string) []error {
 	var errs []error
-	if !c.Agent.On() {
+	if !c.Agent.On() && kind != DatasetAgent {
 		return nil
 	}
-	if kind != DatasetRandom {
-		errs = append(errs, fmt.Errorf("workload agentic: tasks are synthesised for the random dataset only, not %s", kind))
+	if kind != DatasetRandom && kind != DatasetAgent {
+		errs = append(errs, fmt.Errorf("workload agentic: tasks are synthesised (the random dataset) or replayed (agent:PATH), not made of %s", kind))
 	}
 	if c.Turns > 1 || c.ThinkTime > 0 {
 		errs = append(errs, errors.New("workload agentic: --turns and --think-time are chat's; a task's calls and tool latency are --calls-per-task and --tool-latency"))

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,59 @@ func TestAgentConfigErrors(t *testing.T) {
 	for _, want := range []string{"tool latency: required", "tool result tokens: required", "fan-out: -1", "--compact-to 200 must be in 1..99", "--turns and --think-time are chat's", "shared prefixes do not combine"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+// TestAgentTrace: recorded sessions replay as tasks in their order of first appearance,
+// cycled: each call with its recorded lengths and tool latency, a fan-out's sub-agents on the
+// parent's context, a prompt shorter than the context a compaction.
+func TestAgentTrace(t *testing.T) {
+	src := mustNew(t, Config{Dataset: "agent:testdata/agent-sessions.jsonl", Seed: 1, LengthsOnly: true}, nil)
+	type want struct {
+		call, sub, fan, in, out, shared, epoch int
+		tool                                   time.Duration
+		last                                   bool
+	}
+	// Stride 6: the longest session's calls (s-17: 4 parent calls and 2 sub-agents).
+	for i, w := range []want{
+		{0, 0, 1, 2900, 180, 2900, 0, 0, false},
+		{1, 1, 2, 3200, 400, 3080, 0, 0, false},
+		{1, 2, 2, 3150, 350, 3080, 0, 0, false},
+		{2, 0, 1, 3850, 90, 3850, 0, 0, false},
+		{3, 0, 1, 4400, 60, 4400, 0, 1250 * time.Millisecond, false},
+		{4, 0, 1, 700, 60, 700, 1, 300 * time.Millisecond, true}, // shorter than the context: compacted
+	} {
+		r := src.Request(0, i)
+		tc := r.Task
+		if tc.Task != 0 || tc.Call != w.call || tc.Sub != w.sub || tc.Fan != w.fan || r.InputTokens != w.in || r.OutputTokens != w.out ||
+			tc.Shared != w.shared || tc.Epoch != w.epoch || r.ThinkTime != w.tool || tc.Last != w.last || tc.Requests != 6 || tc.Steps != 5 {
+			t.Errorf("s-17 request %d: %+v (in %d out %d think %v), want %+v", i, tc, r.InputTokens, r.OutputTokens, r.ThinkTime, w)
+		}
+	}
+	if r := src.Request(0, 7); r.Task.Task != 1 || r.InputTokens != 1300 || r.ThinkTime != 800*time.Millisecond || !r.Task.Last {
+		t.Errorf("task 42's second call: %+v (in %d)", r.Task, r.InputTokens)
+	}
+	if r := src.Request(0, 8); r.Task.Requests != 2 || r.Task.Fan != 0 {
+		t.Errorf("past task 42's calls: %+v, want an empty request", r.Task)
+	}
+	if r := src.Request(0, 12); r.Task.Task != 2 || r.InputTokens != 2900 {
+		t.Errorf("task 2 replays the first session: %+v (in %d)", r.Task, r.InputTokens)
+	}
+	for body, want := range map[string]string{
+		`{"task": "a", "call": 2, "input_tokens": 10, "output_tokens": 5}`:  "call 2 follows call 0",
+		`{"task": "a", "call": 1, "input_tokens": 10}`:                      `"input_tokens" and "output_tokens" are required`,
+		`{"task": true, "call": 1, "input_tokens": 10, "output_tokens": 5}`: `"task" must name the session`,
+		"{\"task\": \"a\", \"call\": 1, \"sub\": 1, \"input_tokens\": 10, \"output_tokens\": 5}\n{\"task\": \"a\", \"call\": 1, \"sub\": 2, \"input_tokens\": 10, \"output_tokens\": 5}": "a task's first and last calls are the parent's",
+		`{"task": "a", "call": 1, "input_tokens": 10, "output_tokens": 5, "tool_ms": -3}`:                                                                                                `"tool_ms" -3 must be in 0..1e9`,
+	} {
+		path := t.TempDir() + "/s.jsonl"
+		if err := os.WriteFile(path, []byte(body+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := New(Config{Dataset: "agent:" + path, LengthsOnly: true}, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", body, err, want)
 		}
 	}
 }
