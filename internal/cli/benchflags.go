@@ -165,7 +165,7 @@ func (f *benchFlags) bindWorkload(fs *pflag.FlagSet) {
 	fs.StringVar(&f.inputTokens, "input-tokens", "512", "prompt length in tokens: N, uniform:A:B or normal:MEAN:STD")
 	fs.StringVar(&f.outputTokens, "output-tokens", "128", "output length in tokens (max_tokens): N, uniform:A:B or normal:MEAN:STD")
 	fs.StringVar(&f.tokenizer, "tokenizer", "o200k_base", "tokenizer for exact prompt lengths: o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (the target's /tokenize)")
-	fs.StringVar(&f.dataset, "dataset", "random", "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH")
+	fs.StringVar(&f.dataset, "dataset", "random", "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH, agent:PATH (recorded agent sessions)")
 	fs.IntVar(&f.prefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens")
 	fs.IntVar(&f.prefixGroups, "prefix-groups", 1, "number of distinct shared prefixes")
 	fs.Float64Var(&f.traceSpeed, "trace-speed", 1, "replay traces this many times faster")
