@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -22,7 +23,7 @@ var agentFlagNames = []string{"workload", "calls-per-task", "tool-latency", "too
 func (f *agentFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.workload, "workload", "chat", "chat (requests, or conversations with --turns) or agentic (tasks: loops of tool calls, docs/metrics.md#agents)")
 	fs.StringVar(&f.calls, "calls-per-task", "4", "agentic: the task's model calls: N, uniform:A:B or normal:MEAN:STD")
-	fs.StringVar(&f.toolLatency, "tool-latency", "500", "agentic: each tool's latency in ms before the next call: N, uniform:A:B or normal:MEAN:STD")
+	fs.StringVar(&f.toolLatency, "tool-latency", "500", "agentic: each tool's latency in ms before the next call: N (0: none), uniform:A:B or normal:MEAN:STD")
 	fs.StringVar(&f.toolResult, "tool-result-tokens", "300", "agentic: each tool result's tokens, appended to the context with the answer (and each sub-agent's brief)")
 	fs.IntVar(&f.fanOut, "fan-out", 0, "agentic: K sub-agents the first answer starts, concurrently, on the task's context; the task continues when all K are back")
 	fs.IntVar(&f.compactAt, "compact-at", 0, "agentic: compact a context past this many tokens (0: never) to --compact-to tokens before the next call")
@@ -49,6 +50,9 @@ func (f *agentFlags) agent(fs *pflag.FlagSet) (workload.Agent, []error) {
 		name, s string
 		dst     *workload.Dist
 	}{{"calls-per-task", f.calls, &a.Calls}, {"tool-latency", f.toolLatency, &a.ToolLatency}, {"tool-result-tokens", f.toolResult, &a.ToolResultTokens}} {
+		if d.name == "tool-latency" && strings.TrimSpace(d.s) == "0" {
+			continue // tools that take no time
+		}
 		v, err := workload.ParseDist(d.s)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", d.name, err))

@@ -61,7 +61,8 @@ func LookupTask(key string) (*TaskMetric, bool) {
 type TaskStats struct {
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
-	// Unfinished tasks were still running when the level ended (no final call, no failure).
+	// Unfinished tasks were still running when the level ended (no final call, no failure:
+	// an interrupted run, its calls in flight canceled).
 	Unfinished   int     `json:"unfinished"`
 	Task         Stats   `json:"task_ms"`
 	Tool         Stats   `json:"tool_ms"`
@@ -149,7 +150,8 @@ func (a *tasksAcc) add(r *record.Record) {
 	s := &t.steps[step]
 	s.sent, s.done = min(s.sent, us(r.Sent)), max(s.done, us(r.Done))
 	if r.Error != nil {
-		t.failed = true
+		// Cut off by the end of the run (canceled): the task is unfinished, not failed.
+		t.failed = t.failed || r.Error.Kind != record.KindCanceled
 		return
 	}
 	t.final = t.final || r.FinalCall

@@ -40,6 +40,10 @@ func TestTaskFigures(t *testing.T) {
 	bad := call(2, 2, 0, 1100*ms, 0, 1200*ms, 100*ms, 2000, false)
 	bad.Error = &record.Error{Kind: record.KindHTTPStatus, Status: 500}
 	recs = append(recs, bad)
+	// Task 3 was cut off by the end of the run: unfinished, not failed.
+	cut := call(3, 1, 0, 0, 100*ms, 500*ms, 0, 1000, false)
+	cut.Error = &record.Error{Kind: record.KindCanceled, Message: "interrupted"}
+	recs = append(recs, cut)
 	slos, err := ParseSLOs("task<=5100ms,task:p99<=6s,ttft:p50<=1s")
 	if err != nil {
 		t.Fatal(err)
@@ -49,8 +53,8 @@ func TestTaskFigures(t *testing.T) {
 	if ts == nil {
 		t.Fatal("no task figures")
 	}
-	if ts.Completed != 2 || ts.Failed != 1 || ts.Unfinished != 0 {
-		t.Fatalf("completed %d failed %d unfinished %d, want 2, 1, 0", ts.Completed, ts.Failed, ts.Unfinished)
+	if ts.Completed != 2 || ts.Failed != 1 || ts.Unfinished != 1 {
+		t.Fatalf("completed %d failed %d unfinished %d, want 2, 1, 1", ts.Completed, ts.Failed, ts.Unfinished)
 	}
 	if ts.Task.Max != 5200 || ts.Task.Min != 5000 {
 		t.Errorf("task_ms min %v max %v, want 5000 and 5200", ts.Task.Min, ts.Task.Max)

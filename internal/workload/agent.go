@@ -18,7 +18,7 @@ import (
 // prefix cache has not seen). Lengths are exact token counts, drawn per task from the seed.
 type Agent struct {
 	Calls            Dist // the parent's model calls per task (--calls-per-task)
-	ToolLatency      Dist // milliseconds, before each call after the first (--tool-latency)
+	ToolLatency      Dist // milliseconds, before each call after the first (--tool-latency); zero: none
 	ToolResultTokens Dist // each tool result, and each sub-agent's brief (--tool-result-tokens)
 	FanOut           int  // sub-agents after the first call; 0 for none (--fan-out)
 	CompactAt        int  // context tokens past which it is compacted; 0 never (--compact-at)
@@ -52,10 +52,10 @@ func (a Agent) validate(add func(string, ...any)) {
 	if err := a.Calls.Validate(); err != nil {
 		add("calls per task: %v", err)
 	}
-	if a.ToolLatency.IsZero() {
-		add("tool latency: required with --workload agentic (e.g. --tool-latency uniform:100:2000, ms)")
-	} else if err := a.ToolLatency.Validate(); err != nil {
-		add("tool latency: %v (milliseconds)", err)
+	if !a.ToolLatency.IsZero() {
+		if err := a.ToolLatency.Validate(); err != nil {
+			add("tool latency: %v (milliseconds; 0 for none)", err)
+		}
 	}
 	if a.ToolResultTokens.IsZero() {
 		add("tool result tokens: required with --workload agentic (e.g. --tool-result-tokens 300)")
@@ -192,7 +192,10 @@ func (a Agent) plan(seed int64, level, c int, in, out Dist) taskPlan {
 			continue
 		}
 		ctx = append(ctx, segment{"user", a.ToolResultTokens.Sample(r), next()})
-		tool = time.Duration(a.ToolLatency.Sample(r)) * time.Millisecond
+		tool = 0
+		if !a.ToolLatency.IsZero() {
+			tool = time.Duration(a.ToolLatency.Sample(r)) * time.Millisecond
+		}
 	}
 	return p
 }
