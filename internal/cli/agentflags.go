@@ -26,7 +26,7 @@ func (f *agentFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.toolLatency, "tool-latency", "500", "agentic: each tool's latency in ms before the next call: N (0: none), uniform:A:B or normal:MEAN:STD")
 	fs.StringVar(&f.toolResult, "tool-result-tokens", "300", "agentic: each tool result's tokens, appended to the context with the answer (and each sub-agent's brief)")
 	fs.IntVar(&f.fanOut, "fan-out", 0, "agentic: K sub-agents the first answer starts, concurrently, on the task's context; the task continues when all K are back")
-	fs.IntVar(&f.compactAt, "compact-at", 0, "agentic: compact a context past this many tokens (0: never) to --compact-to tokens before the next call")
+	fs.IntVar(&f.compactAt, "compact-at", 0, "agentic: before a call whose context passed this many tokens (0: never), a call summarises it in --compact-to tokens, the new context")
 	fs.IntVar(&f.compactTo, "compact-to", 0, "agentic: with --compact-at, the summary's tokens")
 }
 

@@ -14,8 +14,8 @@ import (
 // grows call by call. With FanOut K > 0 the task's first answer spawns K sub-agents, each a
 // call on the parent's context plus its own brief, run concurrently and joined: the parent's
 // next call carries their K answers as its tool result. A context past CompactAt tokens is
-// compacted before the next call to a summary of CompactTo tokens (a new context, which the
-// prefix cache has not seen). Lengths are exact token counts, drawn per task from the seed.
+// compacted before the next call: a call on it answers a summary of CompactTo tokens, which
+// is then the whole context (a new one, which the prefix cache has not seen). Lengths are exact token counts, drawn per task from the seed.
 type Agent struct {
 	Calls            Dist // the parent's model calls per task (--calls-per-task)
 	ToolLatency      Dist // milliseconds, before each call after the first (--tool-latency); zero: none
@@ -44,8 +44,15 @@ func (a Agent) maxCalls() int {
 }
 
 // Stride is the number of request indices each task owns: task c is requests
-// c*Stride .. c*Stride+Stride-1, of which its first Requests are sent.
-func (a Agent) Stride() int { return a.maxCalls() + a.FanOut }
+// c*Stride .. c*Stride+Stride-1, of which its first Requests are sent (its calls, the
+// sub-agents and, with compaction, a summarising call before any call but the first).
+func (a Agent) Stride() int {
+	n := a.maxCalls() + a.FanOut
+	if a.CompactAt > 0 {
+		n += a.maxCalls() - 1
+	}
+	return n
+}
 
 // validate lists every problem of an agentic configuration.
 func (a Agent) validate(add func(string, ...any)) {
@@ -133,10 +140,6 @@ func (a Agent) plan(seed int64, level, c int, in, out Dist) taskPlan {
 	if n >= 2 {
 		k = a.FanOut
 	}
-	steps := n
-	if k > 0 {
-		steps++
-	}
 	p := taskPlan{}
 	key := 0
 	next := func() int { key++; return key }
@@ -150,8 +153,7 @@ func (a Agent) plan(seed int64, level, c int, in, out Dist) taskPlan {
 		return t
 	}
 	add := func(tc TaskCall, segs []segment, o int) {
-		tc.Task, tc.Steps, tc.Requests, tc.Stride = c, steps, n+k, a.Stride()
-		tc.Epoch = epoch
+		tc.Task, tc.Stride, tc.Epoch = c, a.Stride(), epoch
 		if tc.Shared == 0 {
 			tc.Shared = tokens(segs)
 		}
@@ -161,6 +163,10 @@ func (a Agent) plan(seed int64, level, c int, in, out Dist) taskPlan {
 	var tool time.Duration
 	for j := 0; j < n; j++ {
 		if a.CompactAt > 0 && j > 0 && tokens(ctx) > a.CompactAt {
+			// The model writes the summary: a call on the whole context answering CompactTo
+			// tokens, after the tool; the summary is then the new context.
+			add(TaskCall{Call: step, Fan: 1, ToolLatency: tool}, ctx, a.CompactTo)
+			step, tool = step+1, 0
 			ctx = []segment{{"user", a.CompactTo, next()}}
 			epoch++
 		}
@@ -196,6 +202,9 @@ func (a Agent) plan(seed int64, level, c int, in, out Dist) taskPlan {
 		if !a.ToolLatency.IsZero() {
 			tool = time.Duration(a.ToolLatency.Sample(r)) * time.Millisecond
 		}
+	}
+	for i := range p.calls {
+		p.calls[i].tc.Steps, p.calls[i].tc.Requests = step, len(p.calls)
 	}
 	return p
 }

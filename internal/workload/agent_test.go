@@ -23,8 +23,8 @@ func agentSource(t *testing.T, a Agent, lengthsOnly bool) Source {
 func TestAgentTaskShape(t *testing.T) {
 	a := Agent{Calls: Fixed(5), ToolLatency: Fixed(250), ToolResultTokens: Fixed(100), FanOut: 3, CompactAt: 1400, CompactTo: 300}
 	src := agentSource(t, a, true)
-	if a.Stride() != 8 {
-		t.Fatalf("stride %d, want 5 calls + 3 sub-agents", a.Stride())
+	if a.Stride() != 12 {
+		t.Fatalf("stride %d, want 5 calls + 3 sub-agents + 4 summaries", a.Stride())
 	}
 	type want struct {
 		call, sub, fan, in int
@@ -37,23 +37,24 @@ func TestAgentTaskShape(t *testing.T) {
 		{2, 0, 1, 800 + 60 + 3*60, 0, false},                      // 1040: the sub-agents' answers joined
 		{3, 0, 1, 1040 + 60 + 100, 250 * time.Millisecond, false}, // 1200
 		{4, 0, 1, 1200 + 60 + 100, 250 * time.Millisecond, false}, // 1360: not yet past 1400
-		{5, 0, 1, 300, 250 * time.Millisecond, true},              // 1520 passed 1400: the summary
+		{5, 0, 1, 1520, 250 * time.Millisecond, false},            // 1520 passed 1400: the summarising call
+		{6, 0, 1, 300, 0, true},                                   // on the summary alone
 	} {
-		r := src.Request(2, 8+i) // task 1 of level 2
+		r := src.Request(2, 12+i) // task 1 of level 2
 		tc := r.Task
 		if tc.Task != 1 || tc.Call != w.call || tc.Sub != w.sub || tc.Fan != w.fan || r.InputTokens != w.in ||
-			tc.ToolLatency != w.tool || r.ThinkTime != w.tool || tc.Last != w.last || tc.Requests != 8 || tc.Steps != 6 || tc.ToolCall != (!w.last && w.sub == 0) {
+			tc.ToolLatency != w.tool || r.ThinkTime != w.tool || tc.Last != w.last || tc.Requests != 9 || tc.Steps != 7 || tc.ToolCall != (!w.last && w.sub == 0 && w.call != 5) {
 			t.Errorf("request %d: %+v (input %d), want %+v", i, tc, r.InputTokens, w)
 		}
-		if r.OutputTokens != 60 {
-			t.Errorf("request %d: %d output tokens", i, r.OutputTokens)
+		if want := map[bool]int{false: 60, true: 300}[w.call == 5]; r.OutputTokens != want {
+			t.Errorf("request %d: %d output tokens, want %d", i, r.OutputTokens, want)
 		}
 	}
-	if sub, parent := src.Request(2, 9).Task, src.Request(2, 8).Task; sub.Shared != 860 || sub.Epoch != 0 || parent.Shared != 800 {
+	if sub, parent := src.Request(2, 13).Task, src.Request(2, 12).Task; sub.Shared != 860 || sub.Epoch != 0 || parent.Shared != 800 {
 		t.Errorf("sub-agent shares %d tokens (epoch %d), parent %d: want 860 and 800", sub.Shared, sub.Epoch, parent.Shared)
 	}
-	if last := src.Request(2, 15).Task; last.Epoch != 1 {
-		t.Errorf("the compacted call's epoch %d, want 1", last.Epoch)
+	if sum, last := src.Request(2, 19).Task, src.Request(2, 20).Task; sum.Epoch != 0 || last.Epoch != 1 {
+		t.Errorf("the summarising call's epoch %d, the compacted call's %d: want 0 (on the old context) and 1", sum.Epoch, last.Epoch)
 	}
 	if a, b := src.Request(2, 12), src.Request(2, 12); a.InputTokens != b.InputTokens || a.Task != b.Task {
 		t.Error("a request is not a function of (level, index)")
