@@ -93,3 +93,30 @@ func TestTaskFigures(t *testing.T) {
 		t.Error("a level without tasks has task figures")
 	}
 }
+
+// TestTaskWindow: a window judges the tasks that ended in it (plan's steady and SLO windows
+// hold task terms as they hold per-call ones).
+func TestTaskWindow(t *testing.T) {
+	s := time.Second
+	recs := []record.Record{
+		call(0, 1, 0, 0, 100*time.Millisecond, 2*s, 0, 1000, true),     // a 2 s task ending at 2 s
+		call(1, 1, 0, 10*s, 100*time.Millisecond, 19*s, 0, 1000, true), // a 9 s task ending at 19 s
+	}
+	slos, err := ParseSLOs("task:p99<=5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAggregator(Config{SLOs: slos})
+	for i := range recs {
+		a.Add(&recs[i])
+	}
+	if lv := a.Level(); lv.SLO == nil || lv.SLO.Pass {
+		t.Errorf("whole level: verdict %+v, want task:p99<=5s failed by the 9 s task", lv.SLO)
+	}
+	if w := a.Window(0, 5*s); w.SLO == nil || !w.SLO.Pass || *w.SLO.Terms[0].Value != 2000 {
+		t.Errorf("window 0-5 s: verdict %+v, want the 2 s task alone, passing", w.SLO)
+	}
+	if w := a.Window(10*s, 20*s); w.SLO == nil || w.SLO.Pass {
+		t.Errorf("window 10-20 s: verdict %+v, want the 9 s task, failing", w.SLO)
+	}
+}
