@@ -300,6 +300,11 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 	for _, l := range cfg.Levels {
 		maxConns = max(maxConns, l.Concurrency, l.MaxConcurrency)
 	}
+	if wl.Config.Agent.On() || strings.HasPrefix(wl.Config.Dataset, workload.DatasetAgent+":") {
+		// A task's fan-out has several calls in flight: a connection for each, none waiting
+		// for one (the tasks in flight bound them).
+		maxConns = 0
+	}
 	t, err := Open(ctx, live, maxConns)
 	if err != nil {
 		return Outcome{}, err

@@ -523,6 +523,13 @@ func (r *resolver) workload() {
 	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
 		TraceSpeed: f.traceSpeed, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
+	if f.fs != nil {
+		var errs []error
+		c.workload.Agent, errs = f.agent.agent(f.fs)
+		for _, err := range errs {
+			r.add(err)
+		}
+	}
 	if live && f.fs != nil {
 		r.sampling()
 	}

@@ -67,6 +67,7 @@ type benchFlags struct {
 	turns                      int
 	thinkTime                  time.Duration
 	seed                       int64
+	agent                      agentFlags
 
 	// Metrics and outputs.
 	percentiles, slo string
@@ -145,6 +146,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	}
 
 	f.bindWorkload(fs)
+	f.agent.bind(fs)
 	f.price.bind(fs, live)
 
 	fs.StringVar(&f.percentiles, "percentiles", "50,90,95,99,99.9", "percentiles to report")
@@ -168,7 +170,7 @@ func (f *benchFlags) bindWorkload(fs *pflag.FlagSet) {
 	fs.StringVar(&f.inputTokens, "input-tokens", "512", "prompt length in tokens: N, uniform:A:B or normal:MEAN:STD")
 	fs.StringVar(&f.outputTokens, "output-tokens", "128", "output length in tokens (max_tokens): N, uniform:A:B or normal:MEAN:STD")
 	fs.StringVar(&f.tokenizer, "tokenizer", "o200k_base", "tokenizer for exact prompt lengths: o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (the target's /tokenize)")
-	fs.StringVar(&f.dataset, "dataset", "random", "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH")
+	fs.StringVar(&f.dataset, "dataset", "random", "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH, agent:PATH (recorded agent sessions)")
 	fs.IntVar(&f.prefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens")
 	fs.IntVar(&f.prefixGroups, "prefix-groups", 1, "number of distinct shared prefixes")
 	fs.Float64Var(&f.traceSpeed, "trace-speed", 1, "replay traces this many times faster")

@@ -300,7 +300,11 @@ func (f *planFlags) traffic(stdio Stdio, cfg *benchConfig) (plan.Traffic, error)
 		}}, nil
 	}
 	fixed := f.fixedLength()
-	return plan.Traffic{Rate: lvl.Rate, Fixed: fixed, At: func(scale float64, horizon time.Duration) (load.Level, workload.Source, error) {
+	unit := ""
+	if cfg.workload.Agent.On() || strings.HasPrefix(cfg.workload.Dataset, workload.DatasetAgent+":") {
+		unit = "tasks/s" // --rate is task arrivals
+	}
+	return plan.Traffic{Rate: lvl.Rate, Fixed: fixed, Unit: unit, At: func(scale float64, horizon time.Duration) (load.Level, workload.Source, error) {
 		l := cfg.base
 		l.Rate = lvl.Rate * scale
 		if !fixed {
@@ -340,8 +344,12 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 		fmt.Fprintln(stdio.Err, "note: --slo has no ttft or e2el term: a fleet too small for the traffic queues its requests, which shows in TTFT and E2EL only (TPOT stays bounded by the batch limit), so the plan may choose fleets that cannot keep up: add e.g. ttft:p99<=2s")
 	}
 	n := pc.Configurations()
-	fmt.Fprintln(stdio.Out, report.Wrap(fmt.Sprintf("Planning %s for %s req/s (%s) to meet %s: %d %s, fleets of up to %d replicas",
-		base.ModelName(), strconv.FormatFloat(pc.Traffic.Rate, 'g', 4, 64), describeTraffic(cfg), cfg.sloSpec,
+	unit := pc.Traffic.Unit
+	if unit == "" {
+		unit = "req/s"
+	}
+	fmt.Fprintln(stdio.Out, report.Wrap(fmt.Sprintf("Planning %s for %s %s (%s) to meet %s: %d %s, fleets of up to %d replicas",
+		base.ModelName(), strconv.FormatFloat(pc.Traffic.Rate, 'g', 4, 64), unit, describeTraffic(cfg), cfg.sloSpec,
 		n, plural(n, "candidate", "candidates"), pc.MaxReplicas), 0, 2, report.ConsoleWidth))
 
 	var mu sync.Mutex
@@ -401,8 +409,8 @@ func writePlan(dir string, pl *plan.Plan, check string) error {
 				p.Cost.File = abs
 			}
 		}
-		header := fmt.Sprintf("llmbench plan's chosen deployment: %s\nfor %s at %s req/s meeting %s (plan.json's candidate 1).\nreplicas is the fewest that meet the SLOs; one fewer does not. Check it:\n  %s",
-			b.Describe(), pl.Model, strconv.FormatFloat(pl.Rate, 'g', 4, 64), pl.SLO, check)
+		header := fmt.Sprintf("llmbench plan's chosen deployment: %s\nfor %s at %s %s meeting %s (plan.json's candidate 1).\nreplicas is the fewest that meet the SLOs; one fewer does not. Check it:\n  %s",
+			b.Describe(), pl.Model, strconv.FormatFloat(pl.Rate, 'g', 4, 64), pl.RateUnit, pl.SLO, check)
 		errs = append(errs, report.WriteFileAtomic(filepath.Join(dir, "best.yaml"), func(w io.Writer) error {
 			_, err := w.Write(p.YAML(header))
 			return err
@@ -418,7 +426,8 @@ func writePlan(dir string, pl *plan.Plan, check string) error {
 // they are given to the simulate that checks best.yaml.
 var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warmup", "cooldown", "max-error-rate",
 	"input-tokens", "output-tokens", "tokenizer", "dataset", "prefix-tokens", "prefix-groups", "trace-speed",
-	"turns", "think-time", "seed", "percentiles", "slo", "gpu-price"}
+	"turns", "think-time", "seed", "percentiles", "slo", "gpu-price",
+	"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to"}
 
 // checkCommand is the simulate command that re-simulates best.yaml at the traffic, over the
 // horizon the plan judged it over (unless the traffic's length was fixed).

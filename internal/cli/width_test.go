@@ -28,6 +28,9 @@ func TestREADMEExamplesFit(t *testing.T) {
 		{"simulate", "--sim", "textbook", "--rate", "6,8,10,12,14", "--duration", "300s", "--input-tokens", "512",
 			"--output-tokens", "100", "--stop-on-saturation", "--output-dir", out("saturation")},
 		{"simulate", "--sim", "textbook", "--turns", "4", "--think-time", "2s", "--concurrency", "16", "--output-dir", out("turns")},
+		{"simulate", "--sim", "../../bench/agents-8b.yaml", "--workload", "agentic", "--calls-per-task", "uniform:3:8",
+			"--tool-latency", "uniform:200:2000", "--tool-result-tokens", "uniform:100:800", "--fan-out", "2", "--input-tokens", "3000",
+			"--output-tokens", "200", "--concurrency", "16", "--duration", "60s", "--slo", "task:p99<=40s,ttft:p99<=2s", "--output-dir", out("agents")},
 		{"report", out("run"), "--gpu-price", "2.5", "--gpus", "8"},
 		{"compare", out("ladder"), out("ladder-wide")},
 		// calibrate's fit of run folders prints what a probe's fit prints (the settings, their

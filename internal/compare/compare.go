@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/rundesc"
 )
 
 // Config is what a comparison is asked for.
@@ -160,6 +161,13 @@ func differences(a, b *report.Summary) []string {
 	diff("tokenizer", wa.Tokenizer, wb.Tokenizer)
 	diff("turns and think time", fmt.Sprint(wa.Turns, " ", wa.ThinkTime), fmt.Sprint(wb.Turns, " ", wb.ThinkTime))
 	diff("shared prefix", fmt.Sprint(wa.PrefixTokens, "x", wa.PrefixGroups), fmt.Sprint(wb.PrefixTokens, "x", wb.PrefixGroups))
+	agentic := func(g *rundesc.Agentic) string {
+		if g == nil {
+			return "none"
+		}
+		return fmt.Sprintf("%+v", *g)
+	}
+	diff("agentic tasks", agentic(wa.Agentic), agentic(wb.Agentic))
 	diff("APIs", a.Target.API, b.Target.API)
 	la, lb := a.Load, b.Load
 	diff("arrivals", la.Arrival, lb.Arrival)

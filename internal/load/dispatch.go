@@ -31,6 +31,10 @@ type Dispatch struct {
 	hasStart bool // open-loop conversations: startDue is set
 	follows  dueHeap[follow]
 	nfollow  uint64
+	// Agentic tasks: a fan-out step's calls still in flight, by task; and a task's first
+	// request, built to learn its size (Conversations.size) and then sent.
+	joins   map[int]*join
+	started map[int]workload.Request
 
 	cap      int    // in-flight cap (open loop), 0 = none
 	inflight int    // sent and not finished
@@ -59,6 +63,17 @@ type Send struct {
 func NewDispatch(lvl Level, src workload.Source, first workload.Request) *Dispatch {
 	d := &Dispatch{lvl: lvl, src: src, first: &first, rules: newStopRules(lvl)}
 	switch {
+	case first.Task.IsTask():
+		// An agentic task is a conversation of its own size whose steps may fan out
+		// (followUp joins them); its tool latency is the turn's think time.
+		d.conv = NewConversations(lvl, first.Task.Stride)
+		d.conv.size = d.taskSize
+		d.turns, d.joins, d.started = map[int]Turn{}, map[int]*join{}, map[int]workload.Request{0: first}
+		d.first = nil
+		if !lvl.Closed() {
+			d.cap = lvl.ShardMaxConcurrency()
+			d.startDue, d.hasStart = d.conv.NextStart()
+		}
 	case first.Turns > 1:
 		d.conv = NewConversations(lvl, first.Turns)
 		d.turns = map[int]Turn{}
@@ -84,7 +99,11 @@ func NewDispatch(lvl Level, src workload.Source, first workload.Request) *Dispat
 func (s *Send) Record(level int, scheduled time.Duration) *record.Record {
 	rec := &record.Record{Level: level, Index: s.Index, Warmup: s.Warmup, Repeat: int32(s.repeat),
 		Scheduled: scheduled.Truncate(time.Microsecond), InputTokens: s.Request.InputTokens}
-	if s.multi {
+	switch tc := s.Request.Task; {
+	case tc.IsTask():
+		rec.Task, rec.Call, rec.Sub = int32(tc.Task), int16(tc.Call+1), int16(tc.Sub)
+		rec.ToolTime, rec.FinalCall = tc.ToolLatency, tc.Last
+	case s.multi:
 		rec.Conversation, rec.Turn = s.turn.Conversation, s.turn.Turn+1
 	}
 	return rec
@@ -304,6 +323,10 @@ func (d *Dispatch) dropQueue() {
 
 // request is request i of the level (request 0 as built to learn the level's kind).
 func (d *Dispatch) request(i int) workload.Request {
+	if r, ok := d.started[i]; ok {
+		delete(d.started, i)
+		return r
+	}
 	if i == 0 && d.first != nil {
 		r := *d.first
 		d.first = nil
@@ -358,11 +381,33 @@ func (d *Dispatch) startConversation(now time.Duration, out func(Send)) {
 
 // followUp plans the turn after s's, which ended at done: due at done plus the think time
 // (Conversations decides whether it is sent). A closed-loop worker whose conversation
-// ended starts the next one at now.
+// ended starts the next one at now. An agentic task's step of several calls (a fan-out)
+// is followed once its last call is back, from the latest end among them.
 func (d *Dispatch) followUp(s *Send, failed bool, done, now time.Duration, out func(Send)) {
 	tt := d.turns[s.Index]
 	delete(d.turns, s.Index)
+	tc := s.Request.Task
+	if tc.Fan > 1 {
+		j := d.joins[tt.Conversation]
+		if j == nil {
+			return // the task ended (interrupted) while the step was in flight
+		}
+		j.pending--
+		j.failed = j.failed || failed
+		j.done = max(j.done, done)
+		if tt.Index > j.last.Index {
+			j.last = tt
+		}
+		if j.pending > 0 {
+			return
+		}
+		delete(d.joins, tt.Conversation)
+		tt, failed, done = j.last, j.failed, j.done
+	}
 	more := !failed && tt.Turn+1 < d.conv.Turns()
+	if tc.IsTask() {
+		more = !failed && !tc.Last
+	}
 	var req workload.Request
 	var due time.Duration
 	if more {
@@ -373,11 +418,47 @@ func (d *Dispatch) followUp(s *Send, failed bool, done, now time.Duration, out f
 	nt, ok := d.conv.Next(tt, !more, due)
 	switch {
 	case ok:
-		d.nfollow++
-		heap.Push(&d.follows, follow{at: due, no: d.nfollow, turn: nt, req: req})
+		d.follow(nt, req, due)
+		if fan := req.Task.Fan; fan > 1 {
+			j := &join{pending: 1, last: nt}
+			for k := 1; k < fan; k++ {
+				r := d.src.Request(d.lvl.Index, nt.Index+1)
+				if nt, ok = d.conv.Next(nt, false, due); !ok {
+					break
+				}
+				d.follow(nt, r, due)
+				j.pending++
+			}
+			d.joins[tt.Conversation] = j
+		}
 	case d.lvl.Closed():
 		d.startConversation(now, out)
 	}
+}
+
+func (d *Dispatch) follow(t Turn, req workload.Request, due time.Duration) {
+	d.nfollow++
+	heap.Push(&d.follows, follow{at: due, no: d.nfollow, turn: t, req: req})
+}
+
+// join is a fan-out step of an agentic task: its calls not yet back, whether any failed,
+// the latest end among those back, and the step's last call.
+type join struct {
+	pending int
+	failed  bool
+	done    time.Duration
+	last    Turn
+}
+
+// taskSize is the number of requests of the agentic task whose first request is index
+// first (kept to be sent).
+func (d *Dispatch) taskSize(first int) int {
+	r, ok := d.started[first]
+	if !ok {
+		r = d.src.Request(d.lvl.Index, first)
+		d.started[first] = r
+	}
+	return r.Task.Requests
 }
 
 // follow is a later turn waiting for its due time.

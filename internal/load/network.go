@@ -70,6 +70,14 @@ type delivery struct {
 
 func (w *network) BlockSize() int { return w.srv.BlockSize() }
 
+// PromptCached is the server's (see cacheReporter).
+func (w *network) PromptCached(id uint64) (int, bool) {
+	if c, ok := w.srv.(cacheReporter); ok {
+		return c.PromptCached(id)
+	}
+	return 0, false
+}
+
 func (w *network) Check(prompt, maxTokens int) error { return w.srv.Check(prompt, maxTokens) }
 
 // Submit refuses at once what the server would refuse on arrival (its reasons do not

@@ -206,10 +206,10 @@ const lookahead = 256
 // prefetch builds a single-turn level's requests ahead, in a goroutine, in the order
 // Dispatch will ask for them (a closed loop's slots claim indices in order; an open loop's
 // plan takes its shard's, a trace every one), so that many slots freeing at once, or a
-// high rate, do not wait for prompt synthesis. A multi-turn level asks in an order that
-// depends on its replies: its requests are built on demand.
+// high rate, do not wait for prompt synthesis. A multi-turn or agentic level asks in an
+// order that depends on its replies: its requests are built on demand.
 func prefetch(ctx context.Context, lvl Level, src workload.Source, first workload.Request) workload.Source {
-	if first.Turns > 1 {
+	if first.Turns > 1 || first.Task.IsTask() {
 		return src
 	}
 	shard, n := lvl.sharded()

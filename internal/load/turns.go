@@ -30,6 +30,11 @@ type conversation struct {
 	// left is how many of its turns that are not warm-up by index are still unsent.
 	left int
 	done bool
+	// size is the conversation's requests: the level's turns, or an agentic task's own.
+	size int
+	// warm is an agentic task's first call's mark, which its later calls share: a task is
+	// measured whole or not at all (task figures count tasks by their start).
+	warm bool
 }
 
 // Conversations plans a multi-turn level. Conversation c is requests c*Turns ..
@@ -45,6 +50,9 @@ type Conversations struct {
 	reserved int // measured requests the live conversations may still send
 	k        int // this shard's conversations started so far
 	reason   EndReason
+	// size, when set, is the number of requests of the conversation whose first request
+	// is index first (an agentic task's calls); nil: every conversation has turns.
+	size func(first int) int
 
 	// Open loop: the unsharded plan's j-th time starts shard j % Shards's next conversation.
 	plan   *schedule.Plan
@@ -131,7 +139,11 @@ func (c *Conversations) Start(s time.Duration) (t Turn, ok bool) {
 	conv := c.shard + c.n*c.k
 	first := conv * c.turns
 	// Turns that are warm-up by index are known now; any other may be measured.
-	cv := &conversation{left: c.turns - min(c.turns, max(0, l.Warmup-first))}
+	size := c.turns
+	if c.size != nil {
+		size = min(c.turns, c.size(first))
+	}
+	cv := &conversation{left: size - min(size, max(0, l.Warmup-first)), size: size}
 	cv.res = cv.left
 	if c.quota > 0 {
 		cv.res = min(cv.left, c.quota-c.measured-c.reserved)
@@ -154,12 +166,14 @@ func (c *Conversations) Next(t Turn, end bool, s time.Duration) (next Turn, ok b
 	if cv == nil || cv.done {
 		return Turn{}, false
 	}
-	if end || t.Turn+1 >= c.turns {
+	if end || t.Turn+1 >= cv.size {
 		c.finish(cv)
 		return Turn{}, false
 	}
 	next = Turn{Index: t.Index + 1, Conversation: t.Conversation, Turn: t.Turn + 1, conv: cv}
-	if l := c.lvl; l.Duration > 0 && s >= l.Duration {
+	if l := c.lvl; l.Duration > 0 && s >= l.Duration && c.size == nil {
+		// A conversation stops at the level's end; an agentic task started before it runs
+		// to its end (cutting it would keep only the short tasks).
 		c.finish(cv)
 		return Turn{}, false
 	}
@@ -185,6 +199,12 @@ func (c *Conversations) classify(t *Turn, s time.Duration) bool {
 	t.Scheduled = s
 	byIndex := t.Index < l.Warmup
 	t.Warmup = byIndex || s < l.WarmupTime || (l.Duration > 0 && s >= l.Duration-l.Cooldown)
+	if c.size != nil {
+		if t.Turn == 0 {
+			cv.warm = t.Warmup
+		}
+		t.Warmup = cv.warm || byIndex
+	}
 	if !byIndex {
 		cv.left--
 		if t.Warmup {
@@ -198,7 +218,7 @@ func (c *Conversations) classify(t *Turn, s time.Duration) bool {
 			}
 		}
 	}
-	if t.Turn+1 >= c.turns {
+	if t.Turn+1 >= cv.size {
 		c.finish(cv) // nothing after the last turn: free its reservation now
 	}
 	return true

@@ -188,6 +188,8 @@ func (v *vrun) hashes(req *workload.Request) []uint64 {
 	switch {
 	case v.bs == 0:
 		return nil
+	case req.Task.IsTask():
+		return taskHashes(v.lvl.Index, &req.Task, v.bs, req.InputTokens)
 	case req.Turns > 1:
 		return conversationHashes(v.lvl.Index, req.Conversation, req.InputTokens/v.bs)
 	case len(req.PrefixHashes) > 0:
@@ -213,8 +215,21 @@ func (v *vrun) emit(id uint64, t time.Duration, n int, done bool) {
 	}
 	rec.Done = t.Truncate(time.Microsecond)
 	rec.OutputTokens = rec.Events.Tokens()
+	if c, ok := v.srv.(cacheReporter); ok && rec.Call > 0 && v.bs > 0 {
+		// An agentic task's call says what the prefix cache served of it, as a server's
+		// cached_tokens would (the task figures' reuse per call).
+		if n, ok := c.PromptCached(id); ok {
+			rec.CachedPromptTokens, rec.HasCachedPromptTokens = int32(n), true
+		}
+	}
 	v.finish(id, t)
 	v.submit()
+}
+
+// cacheReporter is a virtual server that says how many prompt tokens of a sequence its
+// prefix cache served (sim.Virtual, sim.Fleet).
+type cacheReporter interface {
+	PromptCached(id uint64) (int, bool)
 }
 
 // finish reports request id's record, frees its id, and has the dispatcher queue what its
@@ -279,6 +294,23 @@ func conversationHashes(level, conv, blocks int) []uint64 {
 	x := mix64(uint64(level)<<32 ^ uint64(conv) ^ 0xc0ffee<<40)
 	for i := range h {
 		x = mix64(x ^ uint64(i))
+		h[i] = x
+	}
+	return h
+}
+
+// taskHashes are the block hashes of an agentic task's call: the blocks on the task's
+// context (its first Shared tokens) are the context's, the same in every call that carries
+// them, as a conversation's are; a sub-agent's blocks past them (its brief) are its own. A
+// compaction (Epoch) starts a new context.
+func taskHashes(level int, tc *workload.TaskCall, bs, prompt int) []uint64 {
+	h := make([]uint64, prompt/bs)
+	x := mix64(uint64(level)<<32 ^ uint64(tc.Task) ^ uint64(tc.Epoch)<<24 ^ 0xa9e47<<40)
+	for i := range h {
+		x = mix64(x ^ uint64(i))
+		if (i+1)*bs > tc.Shared {
+			x = mix64(x ^ uint64(tc.Sub)<<48) // off the context: this call's own, and all after
+		}
 		h[i] = x
 	}
 	return h

@@ -143,6 +143,8 @@ type Level struct {
 
 	// Turns breaks a multi-turn level down by turn (turns.go); absent for a single-turn one.
 	Turns []TurnStats `json:"turns,omitempty"`
+	// Tasks are an agentic level's task figures (tasks.go); absent for other levels.
+	Tasks *TaskStats `json:"tasks,omitempty"`
 
 	// SteadyState is the window where the level was stationary, with its figures over it
 	// (steady.go); null when the level measured nothing.

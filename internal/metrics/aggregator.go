@@ -36,6 +36,7 @@ type Aggregator struct {
 
 	server  serverTimingsAcc
 	turns   turnsAcc
+	tasks   tasksAcc
 	present []bool // by registry index: Metric.Present held for some record; Streamed: some request streamed, or none was measured
 	skip    []bool // by registry index: not derived (Config.Only)
 	// streamed, unstreamed: some measured request had a stream, resp. came as one document.
@@ -135,6 +136,7 @@ func (a *Aggregator) AddSample(key string, num, den int64, weight uint64) {
 // loaded the server.
 func (a *Aggregator) Add(r *record.Record) {
 	a.anatomyAdd(r)
+	a.tasks.add(r)
 	if r.Warmup {
 		return
 	}
@@ -272,6 +274,7 @@ func (a *Aggregator) Level() Level {
 	if judged := lv.Completed + lv.Failed; judged > 0 {
 		errorRate = ptr(float64(lv.Failed) / float64(judged))
 	}
+	lv.Tasks = a.tasks.result(ps, a.cfg.SLOs, lv.DurationS, lv.Dists) // before the verdicts: task:p99<=60s
 	lv.SLO = evaluate(a.cfg.SLOs, lv.Dists, lv.GoodFraction, errorRate)
 	lv.SteadyState = a.steadyState(&lv)
 	lv.ServerTimings = a.server.result()

@@ -76,6 +76,9 @@ type Cost struct {
 	// PerMillionGoodOutputTokens counts only the output tokens of requests that met every
 	// per-request SLO (goodput_token_throughput): the cost of meeting the SLA.
 	PerMillionGoodOutputTokens *float64 `json:"per_million_good_output_tokens"`
+	// PerTask is an agentic level's cost per completed task (also levels[i].tasks.cost_per_task);
+	// absent for other levels.
+	PerTask *float64 `json:"per_task,omitempty"`
 	// USDPerHour is what the endpoint cost an hour: GPUs × their price, or with per-token
 	// prices the rate the level's tokens were billed at over its window.
 	USDPerHour float64 `json:"usd_per_hour"`
@@ -107,6 +110,9 @@ func (p *Price) Cost(lv Level, slos []SLO) *Cost {
 	c.Per1kRequests = per(lv.RequestThroughput, 1e3)
 	if lv.GoodputTokenThroughput != nil && HasBound(slos) {
 		c.PerMillionGoodOutputTokens = per(*lv.GoodputTokenThroughput, 1e6)
+	}
+	if lv.Tasks != nil {
+		c.PerTask = per(lv.Tasks.TasksPerS, 1)
 	}
 	return c
 }

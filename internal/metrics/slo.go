@@ -80,6 +80,11 @@ var boundMetrics = func() []string {
 			out = append(out, m.Key)
 		}
 	}
+	for _, m := range TaskRegistry { // per-task bounds (task<=60s): good tasks
+		if m.Bound {
+			out = append(out, m.Key)
+		}
+	}
 	return out
 }()
 
@@ -88,6 +93,9 @@ var verdictMetrics = func() []string {
 	out := make([]string, len(Registry))
 	for i, m := range Registry {
 		out[i] = m.Key
+	}
+	for _, m := range TaskRegistry { // an agentic level's task figures (task:p99<=60s)
+		out = append(out, m.Key)
 	}
 	return out
 }()
@@ -98,6 +106,8 @@ var verdictMetrics = func() []string {
 //	ttft:p99<=500ms, tpot:p50<=30ms, e2el:mean<=5s  level verdicts on a percentile or the mean
 //	goodput>=0.95, goodput>=95%                     level verdict on the fraction of good requests
 //	error_rate<=1%, error_rate<=0.01                 level verdict on the fraction of failed requests
+//	task<=60s, task:p99<=60s, tool:mean<=5s          agentic tasks: a per-task bound (good tasks)
+//	                                                 and verdicts on task, tool and model time
 //
 // Durations use Go syntax with a unit (500ms, 1.5s, 800us); metric names are
 // case-insensitive (TTFT:P99). Every bad term is reported, a misspelt name with the one
@@ -285,7 +295,7 @@ func ptr[T any](v T) *T { return &v }
 // levels, not requests: goodput is then null, not a 100% that means nothing.
 func definesGoodput(slos []SLO) bool {
 	for _, s := range slos {
-		if s.Kind == SLOBound || s.Kind == SLOGoodput {
+		if s.Kind == SLOBound && !isTaskMetric(s.Metric) || s.Kind == SLOGoodput {
 			return true
 		}
 	}

@@ -248,6 +248,8 @@ func (a *Aggregator) Window(from, to time.Duration) Level {
 			lv.Dists[m.Key] = a.dists[i]
 		}
 	}
+	// An agentic level's tasks that ended in the window's buckets (task:p99<=60s).
+	a.tasks.windowDists(lo*int64(w.width/time.Microsecond), hi*int64(w.width/time.Microsecond), lv.Dists)
 	var goodFraction, errorRate *float64
 	if judged := lv.Completed + lv.Failed; judged > 0 {
 		errorRate = ptr(float64(lv.Failed) / float64(judged))

@@ -95,6 +95,16 @@ type Traffic struct {
 	Fixed bool
 	// Trace says the traffic is a replayed trace (its length is its own).
 	Trace bool
+	// Unit names the rate's unit: "req/s" (the default), or "tasks/s" for agentic tasks.
+	Unit string
+}
+
+// unit is the rate's unit, "req/s" unless the traffic says otherwise.
+func (t Traffic) unit() string {
+	if t.Unit == "" {
+		return "req/s"
+	}
+	return t.Unit
 }
 
 // Config is a plan to make.

@@ -17,7 +17,7 @@ import (
 // them all).
 func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 	meeting := pl.meeting()
-	head := fmt.Sprintf("%d of %d candidates meet %s at %s req/s", meeting, pl.Evaluated, pl.SLO, fmtRate(pl.Rate))
+	head := fmt.Sprintf("%d of %d candidates meet %s at %s %s", meeting, pl.Evaluated, pl.SLO, fmtRate(pl.Rate), pl.unit())
 	if pl.Interrupted {
 		head += fmt.Sprintf(" (interrupted: %d of %d planned)", pl.Evaluated, pl.Configurations)
 	}
@@ -48,7 +48,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 			{"spec", func(_ int, c Candidate) string { return specCell(c.Speculative) }, true},
 			{"$/hour", func(_ int, c Candidate) string { return fmtOpt(c.USDPerHour, "%.2f") }, false},
 			{"$/M out", func(_ int, c Candidate) string { return fmtOpt(c.CostPerMillionOutputTokens, "%.3f") }, false},
-			{"headroom", func(_ int, c Candidate) string { return fmtOpt(c.HeadroomRate, "%.3g req/s") }, false},
+			{"headroom", func(_ int, c Candidate) string { return fmtOpt(c.HeadroomRate, "%.3g "+pl.unit()) }, false},
 			{"horizon", func(_ int, c Candidate) string { return fmtSeconds(c.HorizonS) }, true},
 		}
 		// Each term's value with its margin; where that is wider than the console, the
@@ -126,7 +126,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 		if b.CostPerMillionOutputTokens != nil {
 			s += fmt.Sprintf(", %s USD per million output tokens", fmtOpt(b.CostPerMillionOutputTokens, "%.3f"))
 		}
-		s += fmt.Sprintf("; it meets the SLOs up to %s req/s", fmtOpt(b.HeadroomRate, "%.3g"))
+		s += fmt.Sprintf("; it meets the SLOs up to %s %s", fmtOpt(b.HeadroomRate, "%.3g"), pl.unit())
 		if n := b.Replicas - 1; n > 0 {
 			s += fmt.Sprintf(" (%d %s)", n, plural(n, "replica misses them", "replicas miss them"))
 		}

@@ -26,6 +26,7 @@ type Plan struct {
 	// Rate is the traffic's arrival rate, requests/s (a trace's mean); Load and Workload
 	// describe it as summary.json does a run's.
 	Rate     float64          `json:"rate"`
+	RateUnit string           `json:"rate_unit"` // "req/s", or "tasks/s" for agentic tasks
 	Load     rundesc.Load     `json:"load"`
 	Workload rundesc.Workload `json:"workload"`
 	SLO      string           `json:"slo"` // the --slo terms as given
@@ -305,3 +306,11 @@ func fmtRate(r float64) string { return strconv.FormatFloat(r, 'g', 3, 64) }
 // fmtValue writes a term's value: ms for latencies (a fraction's terms are below 1 and
 // read as such).
 func fmtValue(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// unit is the plan's rate unit: "req/s" for plans made before it was kept.
+func (pl *Plan) unit() string {
+	if pl.RateUnit == "" {
+		return "req/s"
+	}
+	return pl.RateUnit
+}

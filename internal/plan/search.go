@@ -35,7 +35,7 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 	cfg.Metrics.Percentiles = withSLOPercentiles(cfg.Metrics)
 	engines := cfg.engines()
 	routers := cfg.routers()
-	pl := &Plan{Configurations: len(engines) * len(routers), MaxReplicas: cfg.MaxReplicas, Rate: cfg.Traffic.Rate}
+	pl := &Plan{Configurations: len(engines) * len(routers), MaxReplicas: cfg.MaxReplicas, Rate: cfg.Traffic.Rate, RateUnit: cfg.Traffic.unit()}
 	// A worker plans a group of engines (those differing in max_num_seqs alone) in turn,
 	// so that a larger limit finds the runs a smaller one made; with fewer groups than
 	// workers, engines are handed out one by one (they still share what is there).
@@ -312,8 +312,8 @@ func (ev *evaluation) plan(routers []string) ([]Candidate, error) {
 		return nil, err
 	}
 	if share == 0 {
-		why := fmt.Sprintf("one replica misses the SLOs even at %s req/s (1/%d of the traffic): %s, so no fleet of up to %d replicas meets them",
-			fmtRate(ev.cfg.Traffic.Rate/float64(ev.cfg.MaxReplicas)), ev.cfg.MaxReplicas, low.why, ev.cfg.MaxReplicas)
+		why := fmt.Sprintf("one replica misses the SLOs even at %s %s (1/%d of the traffic): %s, so no fleet of up to %d replicas meets them",
+			fmtRate(ev.cfg.Traffic.Rate/float64(ev.cfg.MaxReplicas)), ev.cfg.Traffic.unit(), ev.cfg.MaxReplicas, low.why, ev.cfg.MaxReplicas)
 		for i := range out {
 			out[i].Reason, out[i].Simulations = why, len(ev.runs)
 			out[i].HorizonS, out[i].Steady = low.horizon.Seconds(), low.steady

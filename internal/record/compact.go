@@ -39,6 +39,7 @@ import (
 //	          [string(text)]                                 flags&hasText (--save-text)
 //	          [uvarint(cached_prompt_tokens)]                flags&hasCachedPrompt
 //	          [uvarint(tool_call_tokens) varint(first_tool_call - sent)]  flags&hasToolCall
+//	          [uvarint(task) uvarint(call) uvarint(sub) uvarint(tool µs) uvarint(final)]  flags&hasTask
 //	string  = uvarint(len) bytes
 //
 // flags&unstreamed marks a response that came as one document (Record.Unstreamed).
@@ -113,6 +114,7 @@ const (
 	cfText
 	cfCachedPrompt
 	cfToolCall
+	cfTask
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -142,6 +144,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfText, r.Text != nil)
 	set(cfCachedPrompt, r.HasCachedPromptTokens)
 	set(cfToolCall, r.ToolCallTokens > 0)
+	set(cfTask, r.Call > 0)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -232,6 +235,17 @@ func AppendCompact(b []byte, r *Record) []byte {
 	if r.ToolCallTokens > 0 {
 		b = binary.AppendUvarint(b, uint64(r.ToolCallTokens))
 		b = binary.AppendVarint(b, us(r.FirstToolCall)-us(r.Sent))
+	}
+	if r.Call > 0 {
+		b = binary.AppendUvarint(b, uint64(r.Task))
+		b = binary.AppendUvarint(b, uint64(r.Call))
+		b = binary.AppendUvarint(b, uint64(r.Sub))
+		b = binary.AppendUvarint(b, uint64(max(us(r.ToolTime), 0)))
+		final := uint64(0)
+		if r.FinalCall {
+			final = 1
+		}
+		b = binary.AppendUvarint(b, final)
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -437,6 +451,14 @@ func decodeCompact(p []byte, r *Record) error {
 	if flags&cfToolCall != 0 {
 		r.ToolCallTokens = int32(min(c.int("tool call tokens"), math.MaxInt32))
 		r.FirstToolCall = c.micros(sent + c.varint())
+	}
+	if flags&cfTask != 0 {
+		r.Task, r.Call, r.Sub = int32(c.int("task")), int16(min(c.int("call"), math.MaxInt16)), int16(min(c.int("sub"), math.MaxInt16))
+		r.ToolTime = c.micros(int64(min(c.uvarint(), math.MaxInt64)))
+		r.FinalCall = c.uvarint() != 0
+		if r.Call == 0 {
+			c.fail("call 0 with the task flag set")
+		}
 	}
 	if c.err == nil && len(c.b) > 0 {
 		c.fail("%d bytes after the record", len(c.b))

@@ -33,6 +33,21 @@ func AppendJSON(b []byte, r *Record) []byte {
 		b = append(b, `,"turn":`...)
 		b = strconv.AppendInt(b, int64(r.Turn), 10)
 	}
+	if r.Call > 0 {
+		b = append(b, `,"task":`...)
+		b = strconv.AppendInt(b, int64(r.Task), 10)
+		b = append(b, `,"call":`...)
+		b = strconv.AppendInt(b, int64(r.Call), 10)
+		if r.Sub > 0 {
+			b = append(b, `,"sub":`...)
+			b = strconv.AppendInt(b, int64(r.Sub), 10)
+		}
+		b = append(b, `,"tool_s":`...)
+		b = appendSeconds(b, r.ToolTime)
+		if r.FinalCall {
+			b = append(b, `,"final_call":true`...)
+		}
+	}
 	b = append(b, `,"warmup":`...)
 	b = strconv.AppendBool(b, r.Warmup)
 	if r.Retried {
@@ -293,6 +308,11 @@ type jsonRecord struct {
 	Repeat             int32                  `json:"repeat"`
 	Conversation       int                    `json:"conversation"`
 	Turn               int                    `json:"turn"`
+	Task               int                    `json:"task"`
+	Call               int                    `json:"call"`
+	Sub                int                    `json:"sub"`
+	ToolTime           *json.Number           `json:"tool_s"`
+	FinalCall          bool                   `json:"final_call"`
 	Warmup             bool                   `json:"warmup"`
 	Retried            bool                   `json:"retried"`
 	Unstreamed         bool                   `json:"unstreamed"`
@@ -359,8 +379,15 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	if j.Turn == 0 && j.Conversation != 0 {
 		return fmt.Errorf(`conversation %d without a "turn" (turns start at 1)`, j.Conversation)
 	}
+	if j.Task < 0 || j.Call < 0 || j.Sub < 0 || j.Task > math.MaxInt32 || j.Call > math.MaxInt16 || j.Sub > math.MaxInt16 {
+		return fmt.Errorf("task %d call %d sub %d: must be in 0..2147483647, 0..32767 and 0..32767", j.Task, j.Call, j.Sub)
+	}
+	if j.Call == 0 && (j.Task != 0 || j.Sub != 0 || j.ToolTime != nil || j.FinalCall) {
+		return errors.New(`task fields without a "call" (calls start at 1)`)
+	}
 	var err error
 	*r = Record{
+		Task: int32(j.Task), Call: int16(j.Call), Sub: int16(j.Sub), FinalCall: j.FinalCall,
 		Level: *j.Level, Index: j.Index, Repeat: j.Repeat, Conversation: j.Conversation, Turn: j.Turn, Warmup: j.Warmup, ResponseID: j.ResponseID,
 		InputTokens: j.InputTokens, ServerPromptTokens: j.ServerPromptTokens,
 		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource,
@@ -414,6 +441,11 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	}
 	if len(j.Events) > 0 {
 		r.Events.Base = r.Sent
+	}
+	if j.ToolTime != nil {
+		if r.ToolTime, err = parseSeconds(*j.ToolTime); err != nil {
+			return fmt.Errorf("tool_s: %w", err)
+		}
 	}
 	if j.FirstContent != nil {
 		if r.FirstContent, err = parseSeconds(*j.FirstContent); err != nil {

@@ -58,6 +58,7 @@ type Record struct {
 	// TTFTUpperBound says the first token event arrived in the same read, with the same
 	// receive stamp, as a later one: its own arrival is unknown, and TTFT is at most this.
 	TTFTUpperBound bool
+	FinalCall      bool // an agentic task's last call (see Call)
 
 	// Turn is the request's 1-based turn in a multi-turn conversation (1 = the first
 	// request of the conversation) and Conversation that conversation's number in the
@@ -95,6 +96,14 @@ type Record struct {
 	// that says nothing of it per request leaves both zero. (Placed beside the struct's
 	// other small fields, where they fill its padding.)
 	CachedPromptTokens int32
+	// Call is the request's 1-based step in an agentic task (Task's number in the level):
+	// a parent's call, or one of a fan-out's Sub-agents (1..K; 0 for the parent's calls).
+	// ToolTime is the tool's latency the task spent before this call (0 for the first call,
+	// the sub-agents and the call that joins them), FinalCall marks the task's last call.
+	// Call 0 marks a request outside any task, whose records.jsonl line omits them.
+	Task      int32
+	Call, Sub int16
+	ToolTime  time.Duration
 
 	ResponseID         string
 	InputTokens        int // tokens the client intended to send (every input; a rerank's query and documents)

@@ -404,3 +404,31 @@ func TestJSONToolCall(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskFieldsRoundTrip: an agentic task's call carries its task, 1-based call, sub-agent,
+// tool latency and final mark in both formats; bad task fields are refused by name.
+func TestTaskFieldsRoundTrip(t *testing.T) {
+	r := sample()
+	r.Task, r.Call, r.Sub, r.ToolTime, r.FinalCall = 9, 3, 2, 1500*time.Millisecond, true
+	line := AppendJSON(nil, &r)
+	if want := `"task":9,"call":3,"sub":2,"tool_s":1.500000,"final_call":true,`; !bytes.Contains(line, []byte(want)) {
+		t.Errorf("json:\n got %s\nwant within %s", line, want)
+	}
+	var got Record
+	if err := got.UnmarshalJSON(line); err != nil || !reflect.DeepEqual(got, r) {
+		t.Errorf("json round trip: err %v\n got %+v\nwant %+v", err, got, r)
+	}
+	var dec Record
+	if err := decodeCompact(AppendCompact(nil, &r)[1:], &dec); err != nil || !reflect.DeepEqual(dec, r) {
+		t.Errorf("compact round trip: err %v\n got %+v\nwant %+v", err, dec, r)
+	}
+	for in, want := range map[string]string{
+		`{"level":0,"task":-1,"call":1,"sent_s":0,"scheduled_s":0,"done_s":0}`: "must be in 0..",
+		`{"level":0,"task":4,"sent_s":0,"scheduled_s":0,"done_s":0}`:           `without a "call"`,
+	} {
+		var x Record
+		if err := x.UnmarshalJSON([]byte(in)); err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("%s: error %v, want %q", in, err, want)
+		}
+	}
+}

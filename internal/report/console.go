@@ -279,6 +279,7 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 		b.serverTimings(l.ServerTimings)
 	}
 	b.turns(l.Turns)
+	b.tasks(l.Tasks)
 	b.acrossRuns(l)
 	b.steadyState(l.SteadyState)
 	if l.SLO != nil {

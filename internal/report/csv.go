@@ -57,6 +57,14 @@ func WriteCSV(w io.Writer, s *Summary) error {
 		"end_reason", "steady_state", "runs",
 		"cost_usd_per_hour", "cost_gpus", "cost_per_million_output_tokens", "cost_per_million_tokens", "cost_per_1k_requests",
 		"cost_per_million_good_output_tokens")
+	// An agentic level's tasks (levels[i].tasks): empty for other levels.
+	head = append(head, "tasks_completed", "tasks_failed", "tasks_per_s", "cost_per_task", "calls_per_task_mean", "good_tasks")
+	for _, m := range metrics.TaskRegistry {
+		head = append(head, m.Key+"_mean_ms")
+		for _, p := range ps {
+			head = append(head, m.Key+"_"+metrics.Key(p)+"_ms")
+		}
+	}
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
 		return err
@@ -109,6 +117,24 @@ func WriteCSV(w io.Writer, s *Summary) error {
 				csvNumPtr(c.Per1kRequests), csvNumPtr(c.PerMillionGoodOutputTokens))
 		} else {
 			row = append(row, "", "", "", "", "", "") // not priced
+		}
+		if t := l.Tasks; t != nil {
+			good := ""
+			if t.Good != nil {
+				good = strconv.Itoa(*t.Good)
+			}
+			calls := ""
+			if t.CallsPerTask.Count > 0 {
+				calls = csvNum(t.CallsPerTask.Mean)
+			}
+			row = append(row, strconv.Itoa(t.Completed), strconv.Itoa(t.Failed), csvNum(t.TasksPerS), csvNumPtr(t.CostPerTask), calls, good)
+			for _, st := range []metrics.Stats{t.Task, t.Tool, t.Model} { // TaskRegistry's order
+				stats(&st)
+			}
+		} else {
+			for range 6 + len(metrics.TaskRegistry)*(len(ps)+1) {
+				row = append(row, "")
+			}
 		}
 		if err := cw.Write(row); err != nil {
 			return err

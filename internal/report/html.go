@@ -122,10 +122,13 @@ type view struct {
 	OverTime      template.HTML
 	OverTimeWidth string // the buckets' width in seconds
 	Server        template.HTML
-	Config        []kv
-	CSS           template.CSS
-	JS            template.JS
-	Data          template.JS
+	// An agentic run's tasks (htmltasks.go): a row per level and TTFT against the context.
+	Tasks      []taskRow
+	TasksChart template.HTML
+	Config     []kv
+	CSS        template.CSS
+	JS         template.JS
+	Data       template.JS
 }
 
 type kv struct{ K, V string }
@@ -300,6 +303,7 @@ func buildView(s *Summary, charts *Charts) (*view, error) {
 	}
 	v.TradeoffTTFT = tradeoffChart(s, "tradeoff-ttft", metrics.KeyTTFT, "TTFT")
 	v.TradeoffTPOT = tradeoffChart(s, "tradeoff-tpot", metrics.KeyTPOT, "TPOT")
+	v.Tasks, v.TasksChart = taskView(s)
 	for _, m := range cdfMetrics {
 		v.CDFs = append(v.CDFs, cdfFigure{Key: m.JSON, Label: m.Short, Axis: m.CDFAxis,
 			Linear: cdfChart(m, charts, s.Levels, false), Log: cdfChart(m, charts, s.Levels, true)})

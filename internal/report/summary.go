@@ -181,6 +181,12 @@ func (s *Summary) Judge() {
 	slos, _ := metrics.ParseSLOs(s.SLO) // checked when given: a bad one has no bounds to say
 	for i := range s.Levels {
 		s.Levels[i].Cost = s.Price.Cost(s.Levels[i].Level, slos)
+		if t, c := s.Levels[i].Tasks, s.Levels[i].Cost; t != nil {
+			t.CostPerTask = nil
+			if c != nil {
+				t.CostPerTask = c.PerTask
+			}
+		}
 		s.Levels[i].ClientBehind = ClientBehind(s.Levels[i].Level) != ""
 	}
 	s.Oversaturated = nil

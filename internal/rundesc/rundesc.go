@@ -109,6 +109,18 @@ type Workload struct {
 	// and ToolChoice the tool_choice sent; absent without tools.
 	Tools      []string `json:"tools,omitempty"`
 	ToolChoice string   `json:"tool_choice,omitempty"`
+	// Agentic is an agentic run's tasks (--workload agentic); absent otherwise.
+	Agentic *Agentic `json:"agentic,omitempty"`
+}
+
+// Agentic describes an agentic workload's tasks as its flags gave them.
+type Agentic struct {
+	CallsPerTask     string `json:"calls_per_task"`
+	ToolLatencyMs    string `json:"tool_latency_ms"`
+	ToolResultTokens string `json:"tool_result_tokens"`
+	FanOut           int    `json:"fan_out"`
+	CompactAt        int    `json:"compact_at,omitempty"`
+	CompactTo        int    `json:"compact_to,omitempty"`
 }
 
 // Run is what a run or simulate was asked to do, as the CLI resolved it from its flags.
@@ -215,6 +227,10 @@ func (r Run) workload() Workload {
 		OutputTokens: w.OutputTokens.String(), PrefixTokens: w.PrefixTokens, TraceSpeed: w.TraceSpeed}
 	if w.Turns > 1 {
 		d.Turns, d.ThinkTime = w.Turns, durString(w.ThinkTime)
+	}
+	if a := w.Agent; a.On() {
+		d.Agentic = &Agentic{CallsPerTask: a.Calls.String(), ToolLatencyMs: a.ToolLatency.String(), ToolResultTokens: a.ToolResultTokens.String(),
+			FanOut: a.FanOut, CompactAt: a.CompactAt, CompactTo: a.CompactTo}
 	}
 	if w.PrefixTokens > 0 {
 		d.PrefixGroups = w.PrefixGroups

@@ -32,6 +32,7 @@ type seq struct {
 	reason      string
 	generated   int
 	kvTokens    int // tokens whose KV is cached
+	cached      int // prompt tokens its (latest) admission found in the prefix cache
 	prefillLeft int // tokens to compute before its next token; 0 while decoding
 	private     int // KV blocks it holds alone
 	nref        int // leading prefix blocks it holds as shared cache entries
@@ -379,6 +380,7 @@ func (c *core) schedule() StepWork {
 			c.stats.PrefixHits += uint64(hits * c.bs)
 			c.takeRefs(s, hits)
 			s.kvTokens = hits * c.bs
+			s.cached = s.kvTokens
 			s.prefillLeft -= hits * c.bs
 		}
 		c.allocate(s, need)

@@ -79,6 +79,7 @@ type Fleet struct {
 	marked []bool    // in dirty
 	due    []int     // Process's scratch
 	out    func(int) int
+	where  []int // replica of each sequence id submitted (PromptCached)
 }
 
 // NewFleet builds profile p's deployment on a virtual clock: p.Deployment.Replicas
@@ -129,8 +130,20 @@ func (f *Fleet) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, t 
 	if err := f.reps[i].Submit(id, prompt, hashes, maxTokens, t); err != nil {
 		return err
 	}
+	for uint64(len(f.where)) <= id {
+		f.where = append(f.where, 0)
+	}
+	f.where[id] = i
 	f.touch(i)
 	return nil
+}
+
+// PromptCached is Virtual.PromptCached of the replica serving sequence id.
+func (f *Fleet) PromptCached(id uint64) (int, bool) {
+	if id >= uint64(len(f.where)) {
+		return 0, false
+	}
+	return f.reps[f.where[id]].PromptCached(id)
 }
 
 func (f *Fleet) touch(i int) {

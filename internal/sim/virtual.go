@@ -10,6 +10,9 @@ import "time"
 type Virtual struct {
 	c    *core
 	emit func(id uint64, at time.Duration, n int, done bool) // Process's, while it runs
+	seqs map[uint64]*seq                                     // live sequences by id (PromptCached)
+	// done holds, by id, a finished sequence's cached prompt tokens until the id is reused.
+	done []int32
 }
 
 // NewVirtual makes the engine of profile p on a virtual clock.
@@ -18,7 +21,7 @@ func NewVirtual(p Profile) (*Virtual, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Virtual{c: c}
+	v := &Virtual{c: c, seqs: map[uint64]*seq{}}
 	c.vemit = v
 	return v, nil
 }
@@ -41,8 +44,22 @@ func (v *Virtual) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, 
 		return err
 	}
 	s.id = id
+	v.seqs[id] = s
 	v.c.submit(s, t)
 	return nil
+}
+
+// PromptCached is how many prompt tokens of sequence id its admission found in the prefix
+// cache (as a server's cached_tokens says): of a live sequence, or of a finished one until
+// its id is submitted again. ok is false for an id never submitted.
+func (v *Virtual) PromptCached(id uint64) (tokens int, ok bool) {
+	if s, live := v.seqs[id]; live {
+		return s.cached, true
+	}
+	if id < uint64(len(v.done)) {
+		return int(v.done[id]), true
+	}
+	return 0, false
 }
 
 // Check is why Submit would refuse a request of prompt tokens and maxTokens, in any state
@@ -72,4 +89,13 @@ func (v *Virtual) Live() int { return v.c.nLive }
 // run for larger limits). It is the profile's limit plus one once the limit held one back.
 func (v *Virtual) SeqsNeeded() int { return v.c.seqsNeeded }
 
-func (v *Virtual) emitSeq(s *seq, t time.Duration, n int, done bool) { v.emit(s.id, t, n, done) }
+func (v *Virtual) emitSeq(s *seq, t time.Duration, n int, done bool) {
+	if done {
+		for uint64(len(v.done)) <= s.id {
+			v.done = append(v.done, 0)
+		}
+		v.done[s.id] = int32(min(s.cached, 1<<31-1))
+		delete(v.seqs, s.id)
+	}
+	v.emit(s.id, t, n, done)
+}

@@ -50,6 +50,9 @@ type Config struct {
 	// message (Ollama's /api/generate): a dataset's conversation is counted as its joined
 	// text in one message, as it is sent.
 	OneMessage bool
+	// Agent, when On, makes agentic tasks of the random dataset's lengths: InputTokens is
+	// each task's first prompt, OutputTokens each call's answer (agent.go).
+	Agent Agent
 }
 
 // ChatCounter counts a conversation's prompt tokens as the server counts a chat request.
@@ -146,6 +149,7 @@ const (
 	DatasetShareGPT = "sharegpt"
 	DatasetMooncake = "mooncake"
 	DatasetAzure    = "azure"
+	DatasetAgent    = "agent" // recorded agent sessions (agenttrace.go)
 )
 
 // datasetKind splits "kind:PATH".
@@ -159,7 +163,7 @@ func (c Config) datasetKind() (kind, path string) {
 
 func (c Config) synthetic() bool {
 	k, _ := c.datasetKind()
-	return k == DatasetRandom || k == DatasetAzure || k == DatasetMooncake
+	return k == DatasetRandom || k == DatasetAzure || k == DatasetMooncake || k == DatasetAgent
 }
 
 // Validate reports every problem at once.
@@ -174,14 +178,14 @@ func (c Config) Validate() error {
 		} else if err := c.InputTokens.Validate(); err != nil {
 			add("input tokens: %v", err)
 		}
-	case DatasetJSONL, DatasetShareGPT, DatasetMooncake, DatasetAzure:
+	case DatasetJSONL, DatasetShareGPT, DatasetMooncake, DatasetAzure, DatasetAgent:
 		if path == "" {
 			add("dataset %q: missing path (%s:PATH)", c.Dataset, kind)
 		} else if _, err := os.Stat(path); err != nil {
 			add("dataset %q: %v", c.Dataset, err)
 		}
 	default:
-		add("dataset %q: unknown kind %q (want random, jsonl:PATH, sharegpt:PATH, mooncake:PATH or azure:PATH)", c.Dataset, kind)
+		add("dataset %q: unknown kind %q (want random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH or agent:PATH)", c.Dataset, kind)
 	}
 	if kind == DatasetRandom && c.OutputTokens.IsZero() {
 		add("output tokens: required for the random dataset")
@@ -224,7 +228,10 @@ func (c Config) Validate() error {
 	if c.Turns > 1 && c.PrefixTokens > 0 {
 		add("turns: shared prefixes and multi-turn conversations do not combine (the history is the shared prefix)")
 	}
-	if c.ThinkTime > 0 && c.Turns <= 1 {
+	errs = append(errs, c.agentErrors(kind)...)
+	if c.Agent.On() && kind != DatasetAgent { // a trace's sessions bring their own calls
+		c.Agent.validate(add)
+	} else if c.ThinkTime > 0 && c.Turns <= 1 {
 		add("think time: %v needs turns > 1", c.ThinkTime)
 	}
 	return errors.Join(errs...)

@@ -38,6 +38,9 @@ type Request struct {
 	// Turn k > 0 must be sent only after turn k-1 finished and ThinkTime passed.
 	Conversation, Turn, Turns int
 	ThinkTime                 time.Duration
+	// Task places the request in an agentic task (Agent): its ThinkTime is then the tool's
+	// latency before it.
+	Task TaskCall
 	// Batch holds the inputs of an embeddings request (Batched), each of its own exact
 	// length; InputTokens is their sum.
 	Batch []string

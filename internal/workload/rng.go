@@ -16,6 +16,7 @@ const (
 	purposeTurn
 	purposeImage
 	purposeTool
+	purposeAgent
 )
 
 func mix64(x uint64) uint64 {

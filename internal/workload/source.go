@@ -74,11 +74,18 @@ func New(cfg Config, tok tokenizer.Tokenizer) (Source, error) {
 		s.rows, err = loadMooncake(path, cfg.traceSpeed())
 	case DatasetAzure:
 		s.rows, err = loadAzure(path, cfg.traceSpeed())
+	case DatasetAgent:
+		if s.tasks, err = loadAgentTrace(path); err == nil {
+			for _, t := range s.tasks {
+				s.taskStride = max(s.taskStride, len(t.calls))
+			}
+			s.info.Rows = len(s.tasks)
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if kind != DatasetRandom {
+	if kind != DatasetRandom && kind != DatasetAgent {
 		if len(s.rows) == 0 {
 			return nil, fmt.Errorf("workload: %s has no usable rows (skipped: %v)", path, s.info.Skipped)
 		}
@@ -116,6 +123,9 @@ type source struct {
 	period time.Duration
 
 	prefixes prefixCache
+	// tasks are an agent trace's sessions (agenttrace.go); taskStride the most calls of one.
+	tasks      []taskPlan
+	taskStride int
 	// chatOverhead is the tokens the chat template adds to a one-message conversation
 	// (cfg.Chat set, synthetic prompts): the first guess of how far to shorten a
 	// message's text before sizing the formatted conversation exactly.
@@ -156,6 +166,9 @@ func (s *source) Len() int { return len(s.rows) }
 func (s *source) Request(level, i int) Request {
 	if s.kind == DatasetRandom {
 		return s.random(level, i)
+	}
+	if s.kind == DatasetAgent {
+		return s.task(level, i)
 	}
 	n := len(s.rows)
 	pass, k := i/n, i%n
@@ -220,6 +233,9 @@ func (s *source) countRow(rw *row) (in, out int) {
 }
 
 func (s *source) random(level, i int) Request {
+	if s.cfg.Agent.On() {
+		return s.task(level, i)
+	}
 	if s.cfg.Turns > 1 {
 		return s.turn(level, i)
 	}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// agentFlags are the flags of the agentic workload (--workload agentic), as typed.
+type agentFlags struct {
+	workload                       string
+	calls, toolLatency, toolResult string
+	fanOut, compactAt, compactTo   int
+}
+
+// agentFlagNames are the flags that shape an agentic workload (plan passes them on to the
+// simulate that checks its pick).
+var agentFlagNames = []string{"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to"}
+
+func (f *agentFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.workload, "workload", "chat", "chat (requests, or conversations with --turns) or agentic (tasks: loops of tool calls, docs/metrics.md#agents)")
+	fs.StringVar(&f.calls, "calls-per-task", "4", "agentic: the task's model calls: N, uniform:A:B or normal:MEAN:STD")
+	fs.StringVar(&f.toolLatency, "tool-latency", "500", "agentic: each tool's latency in ms before the next call: N (0: none), uniform:A:B or normal:MEAN:STD")
+	fs.StringVar(&f.toolResult, "tool-result-tokens", "300", "agentic: each tool result's tokens, appended to the context with the answer (and each sub-agent's brief)")
+	fs.IntVar(&f.fanOut, "fan-out", 0, "agentic: K sub-agents the first answer starts, concurrently, on the task's context; the task continues when all K are back")
+	fs.IntVar(&f.compactAt, "compact-at", 0, "agentic: before a call whose context passed this many tokens (0: never), a call summarises it in --compact-to tokens, the new context")
+	fs.IntVar(&f.compactTo, "compact-to", 0, "agentic: with --compact-at, the summary's tokens")
+}
+
+// agent is the agentic workload the flags describe; the zero Agent for chat.
+func (f *agentFlags) agent(fs *pflag.FlagSet) (workload.Agent, []error) {
+	var errs []error
+	switch f.workload {
+	case "chat", "":
+		for _, name := range agentFlagNames[1:] {
+			if fs.Changed(name) {
+				errs = append(errs, fmt.Errorf("--%s: shapes agentic tasks; add --workload agentic", name))
+			}
+		}
+		return workload.Agent{}, errs
+	case "agentic":
+	default:
+		return workload.Agent{}, []error{fmt.Errorf("--workload %q: want chat or agentic", f.workload)}
+	}
+	a := workload.Agent{FanOut: f.fanOut, CompactAt: f.compactAt, CompactTo: f.compactTo}
+	for _, d := range []struct {
+		name, s string
+		dst     *workload.Dist
+	}{{"calls-per-task", f.calls, &a.Calls}, {"tool-latency", f.toolLatency, &a.ToolLatency}, {"tool-result-tokens", f.toolResult, &a.ToolResultTokens}} {
+		if d.name == "tool-latency" && strings.TrimSpace(d.s) == "0" {
+			continue // tools that take no time
+		}
+		v, err := workload.ParseDist(d.s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", d.name, err))
+			continue
+		}
+		*d.dst = v
+	}
+	return a, errs
+}
