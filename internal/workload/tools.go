@@ -280,6 +280,11 @@ type tooled struct {
 func (t *tooled) Request(level, i int) Request {
 	r := t.src.Request(level, i)
 	r.Tools, r.ToolChoice = t.tools, t.choice
+	if r.Task.IsTask() && !r.Task.ToolCall {
+		// An agentic task's answer that is not a tool call (its final one, a sub-agent's, a
+		// compaction's summary) is text; the tools stay offered, as an agent's loop keeps them.
+		r.ToolChoice = ToolNone
+	}
 	return r
 }
 

@@ -101,3 +101,28 @@ func TestWithTools(t *testing.T) {
 		t.Errorf("request %+v", r)
 	}
 }
+
+// TestAgenticToolChoice: an agentic task's calls offer the tools; those whose answer is to
+// be a tool call keep the run's tool choice, the others (the final answer) ask for text.
+func TestAgenticToolChoice(t *testing.T) {
+	src := agentSource(t, Agent{Calls: Fixed(3), ToolResultTokens: Fixed(8)}, true)
+	tooled := WithTools(src, GenerateTools(2, 1), ToolAuto)
+	seen := map[bool]int{}
+	for i := range 3 {
+		r := tooled.Request(0, i)
+		if !r.Task.IsTask() || len(r.Tools) != 2 {
+			t.Fatalf("request %d: task %+v, %d tools", i, r.Task, len(r.Tools))
+		}
+		want := ToolAuto
+		if !r.Task.ToolCall {
+			want = ToolNone
+		}
+		if r.ToolChoice != want {
+			t.Errorf("call %d (tool call %t): tool_choice %q, want %q", r.Task.Call, r.Task.ToolCall, r.ToolChoice, want)
+		}
+		seen[r.Task.ToolCall]++
+	}
+	if seen[true] != 2 || seen[false] != 1 {
+		t.Errorf("want two tool calls and a final answer among a task's 3 calls: %v", seen)
+	}
+}
