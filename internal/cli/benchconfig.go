@@ -286,6 +286,9 @@ func (c *benchConfig) toolCallVirtual(r *record.Record) {
 		return
 	}
 	choice := string(c.toolChoice)
+	if r.FinalCall || r.Sub > 0 {
+		choice = string(workload.ToolNone) // an agentic task's answer, as workload.WithTools asks for it
+	}
 	key := uint64(r.Level)<<40 ^ uint64(r.Repeat)<<32 ^ uint64(r.Index)
 	if !c.simTools.CallsTool(choice, c.seed, key) {
 		return
