@@ -12,7 +12,7 @@ type ListPrice struct {
 // gpuListPrices are the GPU presets' on-demand prices, all from one provider so that the
 // presets compare with one another: RunPod's Serverless "flex" rates, USD per second with no
 // commitment (docs.runpod.io/serverless/pricing: A100 80 GB, H100 PRO, H200 PRO, B200,
-// L40S), times 3,600. They are at the high end of the GPU clouds' hourly rates and at or
+// L40S, L4), times 3,600. They are at the high end of the GPU clouds' hourly rates and at or
 // below the hyperscalers'; docs/simulator.md gives the range and why. A profile's
 // gpu.usd_per_hour or --gpu-price replaces them.
 var gpuListPrices = map[string]ListPrice{
@@ -21,11 +21,12 @@ var gpuListPrices = map[string]ListPrice{
 	"h200": {USDPerHour: 0.00155 * 3600, Provider: "RunPod Serverless flex", AsOf: "2026-12-01"},
 	"b200": {USDPerHour: 0.00240 * 3600, Provider: "RunPod Serverless flex", AsOf: "2026-12-01"},
 	"l40s": {USDPerHour: 0.00053 * 3600, Provider: "RunPod Serverless flex", AsOf: "2026-12-01"},
+	"l4":   {USDPerHour: 0.00019 * 3600, Provider: "RunPod Serverless flex", AsOf: "2026-12-02"},
 }
 
 // unpricedGPUs are the GPU presets the list prices' provider does not offer (on
 // 2026-12-01): a plan prices them by --gpu-price or gpu.usd_per_hour, or ranks them by GPUs.
-var unpricedGPUs = map[string]bool{"mi300x": true, "mi325x": true, "mi355x": true, "b300": true, "h20": true, "l4": true, "a10g": true, "rtx-pro-6000": true}
+var unpricedGPUs = map[string]bool{"mi300x": true, "mi325x": true, "mi355x": true, "b300": true, "h20": true, "a10g": true, "rtx-pro-6000": true}
 
 // GPUListPrice returns a GPU preset's list price by name.
 func GPUListPrice(name string) (ListPrice, bool) { lp, ok := gpuListPrices[name]; return lp, ok }
