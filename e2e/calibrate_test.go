@@ -94,8 +94,8 @@ var defaultsTolerance = map[string]float64{"ttft_ms": 0.25, "tpot_ms": 0.25}
 // TestLlamaCppCalibrateDefaults calibrates llama-server with calibrate's defaults (no flag
 // but the server's: its own tokens, probed up to its published slots, its limits read),
 // then checks the profile's predictions of a closed loop at twice the slots and an open loop
-// at 70 % of the capacity the probe measured (its open step ran at half of it) against the
-// server itself.
+// at 70 % of the server's capacity for its requests (a live closed loop at twice the slots
+// measures it) against the server itself.
 func TestLlamaCppCalibrateDefaults(t *testing.T) {
 	testtier.Accuracy(t, "a default calibration's predictions of llama-server, closed and open loops, on the real clock")
 	s := llamacppTarget(t)
@@ -121,7 +121,21 @@ func TestLlamaCppCalibrateDefaults(t *testing.T) {
 		if p.Deployment.MaxModelLen == 0 || p.Engine.KVCacheTokens == 0 {
 			t.Fatalf("the profile has no max_model_len or kv_cache_tokens of the server's: %+v, %+v", p.Deployment, p.Engine)
 		}
-		slots, rate := p.Engine.MaxNumSeqs, 0.7*p.Calibration.OpenRates[1]/0.5
+		// The capacity for the open loop's requests, as the server measures it: a closed
+		// loop at twice the slots keeps every slot busy.
+		slots := p.Engine.MaxNumSeqs
+		capDir := filepath.Join(dir, "capacity")
+		llmbenchCmd(t, bin, append([]string{"run", "--concurrency", fmt.Sprint(2 * slots), "--requests", fmt.Sprint(16 * slots),
+			"--input-tokens", "384", "--output-tokens", "48", "--output-dir", capDir, "--quiet", "--no-progress"}, target...)...)
+		var sum struct {
+			Levels []struct {
+				RequestThroughput float64 `json:"request_throughput"`
+			} `json:"levels"`
+		}
+		if b, err := os.ReadFile(filepath.Join(capDir, "summary.json")); err != nil || json.Unmarshal(b, &sum) != nil || len(sum.Levels) != 1 {
+			t.Fatalf("the capacity run's summary.json: %v", err)
+		}
+		rate := 0.7 * sum.Levels[0].RequestThroughput
 		return fit, []predictLoad{
 			{fmt.Sprintf("concurrency %d", 2*slots), []string{"--concurrency", fmt.Sprint(2 * slots), "--requests", fmt.Sprint(16 * 2 * slots),
 				"--input-tokens", "128", "--output-tokens", "uniform:32:96"}},
