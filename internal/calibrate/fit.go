@@ -312,6 +312,9 @@ func (f *fitter) start(pts []Point) sim.Profile {
 			if fl.Key == sim.CostKeyStepOverheadUs && math.IsNaN(f.overhead) {
 				continue // told apart from the network only by the server's own timings
 			}
+			if fl.Key == sim.CostKeyMoELayerOverheadUs && !base.Model.MoE() {
+				continue // a dense model has no MoE layer for it to cost
+			}
 			f.params = append(f.params, param{key: "cost." + fl.Key, ptr: func(p *sim.Profile) *float64 { return p.Cost.Roofline.Fields()[i].Value },
 				lo: fl.Min, hi: fl.Max, off: rooflineOffset(fl)})
 		}
@@ -719,17 +722,32 @@ func (f *fitter) objective(p sim.Profile, pts []*Point) float64 {
 			return math.Inf(1)
 		}
 		m, se := pt.Measured, pt.SE
-		s += sq(logRatio(fig[figure.TTFTP50], m[figure.TTFTP50])/se[figure.TTFTP50]) + sq(logRatio(fig[figure.TPOTP50], m[figure.TPOTP50])/se[figure.TPOTP50])
+		s += huber(logRatio(fig[figure.TTFTP50], m[figure.TTFTP50])/se[figure.TTFTP50]) + huber(logRatio(fig[figure.TPOTP50], m[figure.TPOTP50])/se[figure.TPOTP50])
 		if pt.mixed() {
 			// The decoding requests' gaps lengthened where a prefill shared their step (or
 			// not, if prefill runs apart) are in ITL's tail.
-			s += sq(logRatio(fig[figure.ITLP99], m[figure.ITLP99]) / se[figure.ITLP99])
+			s += huber(logRatio(fig[figure.ITLP99], m[figure.ITLP99]) / se[figure.ITLP99])
 		}
 	}
 	return s
 }
 
-func sq(v float64) float64 { return v * v }
+// huberK is where a figure's squared error in standard errors turns linear: a point the
+// cost model cannot explain (llama.cpp's default build prefilled 2–7 times slower beside
+// three decoding sequences than alone, on two busy cores, so the mixed point's TTFT P50 read
+// 833 ms against 105 predicted) pulls the fit no harder than 2k per standard error, instead
+// of bending every other point's figures to it (that profile had put every prefill's TTFT
+// 70–150 % high).
+const huberK = 3
+
+// huber is z² within huberK standard errors, growing linearly beyond: a chi-square for the
+// points the model explains, robust to the ones it does not.
+func huber(z float64) float64 {
+	if a := math.Abs(z); a > huberK {
+		return 2*huberK*a - huberK*huberK
+	}
+	return z * z
+}
 
 // logRatio is ln(pred/meas), 0 when either is not measured.
 func logRatio(pred, meas float64) float64 {

@@ -121,6 +121,10 @@ type RooflineParams struct {
 	// StepOverheadUs is the rest, per step in µs: the scheduler and the launches outside the
 	// layers (embedding, final norm, output projection).
 	StepOverheadUs float64
+	// MoELayerOverheadUs is each mixture-of-experts layer's cost per step in µs beyond its
+	// FLOPs and bytes: routing, top-k, the tokens' permutation to their experts and back, the
+	// grouped GEMM's launches. It shows at small batches, where a step reads few experts.
+	MoELayerOverheadUs float64
 }
 
 // DefaultRooflineParams are the constants fitted over the measured H200 / Llama-3.1-8B file
@@ -134,6 +138,11 @@ func DefaultRooflineParams() RooflineParams {
 		LayerOverheadUs:     0,
 		SeqOverheadUs:       3.4,
 		StepOverheadUs:      0,
+		// Fitted to gpt-oss-120b on 8 × H100 (vLLM, InferenceX, 4–64 in flight: the MoE
+		// roofline without it fell 2.0–2.6 ms a step short, 56–72 µs over 36 MoE layers) and
+		// checked on DeepSeek-R1 on 8 × H200 (SGLang), which it was not fitted to
+		// (docs/measurements.md, "Mixtures of experts against published measurements").
+		MoELayerOverheadUs: 60,
 	}
 }
 
@@ -212,7 +221,7 @@ func NewRoofline(m ModelShape, g GPU, p RooflineParams) *Roofline {
 	r.attnFlops = 4 * float64(m.Layers*m.Heads*m.attnDim())
 	r.kvBytes = m.KVBytesPerToken()
 	r.units = float64(g.SMs) * p.AttnUnitsPerSM
-	r.fixedNs = (float64(m.Layers)*p.LayerOverheadUs + p.StepOverheadUs) * 1e3
+	r.fixedNs = (float64(m.Layers)*p.LayerOverheadUs + float64(m.moeLayers())*p.MoELayerOverheadUs + p.StepOverheadUs) * 1e3
 	r.seqNs = p.SeqOverheadUs * 1e3
 	if m.MoE() {
 		r.experts, r.pick = float64(m.Experts), float64(m.ExpertsPerToken)/float64(m.Experts)

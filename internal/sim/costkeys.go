@@ -15,6 +15,7 @@ const (
 	CostKeyPrefillSeqMs       = "prefill_seq_ms"
 	CostKeyStepNoise          = "step_noise"
 	CostKeyStepOverheadUs     = "step_overhead_us"
+	CostKeyMoELayerOverheadUs = "moe_layer_overhead_us"
 )
 
 // CostKey is one number under a profile's cost: with the cost kind that owns it, where it
@@ -57,6 +58,7 @@ var costKeys = []CostKey{
 	{Key: "layer_overhead_us", Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.LayerOverheadUs }, Max: 1000},
 	{Key: "seq_overhead_us", Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.SeqOverheadUs }, Max: 1000},
 	{Key: CostKeyStepOverheadUs, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.StepOverheadUs }, Max: 100_000},
+	{Key: CostKeyMoELayerOverheadUs, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.MoELayerOverheadUs }, Max: 1000},
 	{Key: CostKeyStepNoise, cost: func(c *CostConfig) *float64 { return &c.StepNoise }, Max: maxStepNoise, Note: " (a coefficient of variation; 0 = none)", OmitZero: true},
 }
 
