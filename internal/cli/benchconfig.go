@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -330,6 +331,10 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	r.workload()
 	r.outputs(now)
 	r.levels(ladder)
+	// bench owns the rules of its Config (repeats, the search's bound, the output formats);
+	// its console is the caller's, so a stand-in writer passes.
+	bc := r.c.bench(Stdio{Out: io.Discard})
+	r.add(benchError(bc.Validate()))
 	if len(r.errs) > 0 {
 		return nil, usageError(errors.Join(r.errs...))
 	}
@@ -453,9 +458,6 @@ func (r *resolver) load() ladderFlags {
 func (r *resolver) search(l ladderFlags) {
 	f, c := r.f, r.c
 	c.repeat, c.stopOnSaturation = f.repeat, f.stopOnSaturation
-	if f.repeat < 1 {
-		r.add(fmt.Errorf("--repeat: %d must be at least 1", f.repeat))
-	}
 	if f.repeat > 1 && f.search != "" {
 		r.add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
 	}
@@ -472,9 +474,6 @@ func (r *resolver) search(l ladderFlags) {
 		}
 	default:
 		r.add(fmt.Errorf("--search: %q is not concurrency or rate", f.search))
-	}
-	if f.searchMax < 0 {
-		r.add(errors.New("--search-max must not be negative"))
 	}
 }
 
@@ -575,18 +574,7 @@ func (r *resolver) sampling() {
 // outputs reads the flags of the run's files and console.
 func (r *resolver) outputs(now time.Time) {
 	f, c := r.f, r.c
-	switch rf := record.Format(f.records); rf {
-	case record.FormatJSONL, record.FormatCompact:
-		c.records = rf
-	default:
-		r.add(fmt.Errorf("--records: %q is not jsonl or compact", f.records))
-	}
-	switch f.resultFormat {
-	case "", "vllm":
-		c.resultFormat = f.resultFormat
-	default:
-		r.add(fmt.Errorf("--result-format: %q is not vllm", f.resultFormat))
-	}
+	c.records, c.resultFormat = record.Format(f.records), f.resultFormat // bench.Config.Validate checks them
 	c.outputDir = f.outputDir
 	if c.outputDir == "" {
 		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")

@@ -28,6 +28,9 @@ func TestLevelErrorsNameTheFlag(t *testing.T) {
 		// A search has no ladder to check: a stand-in probe checks the flags.
 		{args: []string{"simulate", "--search", "rate", "--slo", "ttft:p99<=1s", "--duration", "-1s"},
 			want: []string{"--duration: duration -1s is negative"}},
+		// bench.Config's rules are bench's, named by flag too.
+		{args: []string{"simulate", "--repeat", "0", "--search-max", "-5", "--result-format", "csv"},
+			want: []string{"--repeat: 0 must be at least 1", "--search-max: -5 must be positive", `--result-format: "csv" is not vllm`}},
 		// The flags' own rules stay the CLI's.
 		{args: []string{"simulate", "--duration", "10s", "--requests", "-1"},
 			want: []string{"--requests and --duration: give one, not both"}},
