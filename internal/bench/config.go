@@ -115,13 +115,16 @@ func (c *Config) Validate() error {
 		field("Repeat", fmt.Errorf("%d must be at least 1", c.Repeat))
 	}
 	switch c.Search {
-	case "", search.Concurrency, search.Rate:
+	case "": // a bound given without a search is ignored, but must still read as one
+		if c.SearchMax < 0 {
+			field("SearchMax", fmt.Errorf("%g must be positive", c.SearchMax))
+		}
+	case search.Concurrency, search.Rate:
+		if !(c.SearchMax > 0) {
+			field("SearchMax", fmt.Errorf("%g must be positive", c.SearchMax))
+		}
 	default:
 		field("Search", fmt.Errorf("%q is not concurrency or rate", c.Search))
-	}
-	// A search needs a bound; one given without a search is ignored, but must still read.
-	if c.SearchMax < 0 || c.Search != "" && !(c.SearchMax > 0) {
-		field("SearchMax", fmt.Errorf("%g must be positive", c.SearchMax))
 	}
 	if c.Console.Out == nil {
 		field("Console.Out", errors.New("no writer"))

@@ -179,7 +179,8 @@ func TestValidateFields(t *testing.T) {
 		want []string
 	}{
 		{Level{Rate: 1, MaxConcurrency: -1, Requests: -1, Warmup: -1, WarmupTime: -1, Cooldown: -1},
-			[]string{"MaxConcurrency", "Requests", "Warmup", "WarmupTime", "Cooldown", "Cooldown"}},
+			[]string{"MaxConcurrency", "Requests", "Warmup", "WarmupTime", "Cooldown"}},
+		{Level{Rate: 1, Requests: 1, Cooldown: time.Second}, []string{"Cooldown"}},
 		{Level{Concurrency: 2, MaxConcurrency: 4, Duration: -time.Second}, []string{"MaxConcurrency", "Duration"}},
 		{Level{Rate: 1, Duration: 5 * time.Second, Cooldown: 5 * time.Second}, []string{"Duration"}},
 		{Level{Concurrency: 2, Requests: 1, Shard: 3, Shards: 3}, []string{"Shard", "Concurrency", "Requests"}},
