@@ -115,9 +115,12 @@ func (c *Config) Validate() error {
 		field("Repeat", fmt.Errorf("%d must be at least 1", c.Repeat))
 	}
 	switch c.Search {
-	case "":
+	case "": // a bound given without a search is ignored, but must still read as one
+		if c.SearchMax < 0 {
+			field("SearchMax", fmt.Errorf("%g must be positive", c.SearchMax))
+		}
 	case search.Concurrency, search.Rate:
-		if c.SearchMax <= 0 {
+		if !(c.SearchMax > 0) {
 			field("SearchMax", fmt.Errorf("%g must be positive", c.SearchMax))
 		}
 	default:

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -330,6 +331,10 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	r.workload()
 	r.outputs(now)
 	r.levels(ladder)
+	// bench owns the rules of its Config (repeats, the search's bound, the output formats);
+	// its console is the caller's, so a stand-in writer passes.
+	bc := r.c.bench(Stdio{Out: io.Discard})
+	r.add(benchError(bc.Validate()))
 	if len(r.errs) > 0 {
 		return nil, usageError(errors.Join(r.errs...))
 	}
@@ -409,17 +414,19 @@ type ladderFlags struct {
 	arrival            schedule.Arrival
 	warmN              int
 	warmD              time.Duration
+	unparsed           bool // --concurrency or --rate did not parse
 }
 
 // load reads the load flags: the ladder, its levels' lengths, warm-up and sharding.
 func (r *resolver) load() ladderFlags {
 	f, c := r.f, r.c
 	var l ladderFlags
-	var err error
-	l.concurrency, err = parseList("concurrency", f.concurrency, true)
-	r.add(err)
-	l.rates, err = parseList("rate", f.rate, false)
-	r.add(err)
+	var err, errC, errR error
+	l.concurrency, errC = parseList("concurrency", f.concurrency, true)
+	l.rates, errR = parseList("rate", f.rate, false)
+	r.add(errC)
+	r.add(errR)
+	l.unparsed = errC != nil || errR != nil
 	if l.arrival, err = schedule.ParseArrival(f.arrival); err != nil {
 		r.add(fmt.Errorf("--arrival: %w", err))
 	}
@@ -434,32 +441,14 @@ func (r *resolver) load() ladderFlags {
 		}
 		c.startAt = t
 	}
+	// Rules about the flags themselves; those of a level are load's (checkLevels).
 	if len(l.concurrency) > 0 && len(l.rates) > 0 {
+		// Two lists, one ladder: each level built has one of them, so no level sees this.
 		r.add(errors.New("--concurrency and --rate: give one (closed or open loop), not both"))
 	}
-	if f.maxConcurrency < 0 {
-		r.add(errors.New("--max-concurrency must not be negative"))
-	}
-	if f.maxConcurrency > 0 && len(l.concurrency) > 0 {
-		r.add(errors.New("--max-concurrency applies to --rate (open loop); with --concurrency the level is already capped"))
-	}
-	if f.requests < 0 {
-		r.add(errors.New("--requests must not be negative"))
-	}
-	if f.duration < 0 {
-		r.add(errors.New("--duration must not be negative"))
-	}
-	if f.requests > 0 && f.duration > 0 {
+	if f.requests != 0 && f.duration != 0 {
+		// A level may have both, but a timed level takes no --requests (bench.FinishLevel).
 		r.add(errors.New("--requests and --duration: give one, not both"))
-	}
-	if f.cooldown < 0 {
-		r.add(errors.New("--cooldown must not be negative"))
-	}
-	if f.cooldown > 0 && f.duration == 0 {
-		r.add(errors.New("--cooldown needs --duration (it excludes the end of a timed level)"))
-	}
-	if f.duration > 0 && l.warmD+f.cooldown >= f.duration {
-		r.add(fmt.Errorf("--warmup %s plus --cooldown %s leave nothing of --duration %s to measure", l.warmD, f.cooldown, f.duration))
 	}
 	return l
 }
@@ -469,9 +458,6 @@ func (r *resolver) load() ladderFlags {
 func (r *resolver) search(l ladderFlags) {
 	f, c := r.f, r.c
 	c.repeat, c.stopOnSaturation = f.repeat, f.stopOnSaturation
-	if f.repeat < 1 {
-		r.add(fmt.Errorf("--repeat: %d must be at least 1", f.repeat))
-	}
 	if f.repeat > 1 && f.search != "" {
 		r.add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
 	}
@@ -488,9 +474,6 @@ func (r *resolver) search(l ladderFlags) {
 		}
 	default:
 		r.add(fmt.Errorf("--search: %q is not concurrency or rate", f.search))
-	}
-	if f.searchMax < 0 {
-		r.add(errors.New("--search-max must not be negative"))
 	}
 }
 
@@ -591,18 +574,7 @@ func (r *resolver) sampling() {
 // outputs reads the flags of the run's files and console.
 func (r *resolver) outputs(now time.Time) {
 	f, c := r.f, r.c
-	switch rf := record.Format(f.records); rf {
-	case record.FormatJSONL, record.FormatCompact:
-		c.records = rf
-	default:
-		r.add(fmt.Errorf("--records: %q is not jsonl or compact", f.records))
-	}
-	switch f.resultFormat {
-	case "", "vllm":
-		c.resultFormat = f.resultFormat
-	default:
-		r.add(fmt.Errorf("--result-format: %q is not vllm", f.resultFormat))
-	}
+	c.records, c.resultFormat = record.Format(f.records), f.resultFormat // bench.Config.Validate checks them
 	c.outputDir = f.outputDir
 	if c.outputDir == "" {
 		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
@@ -613,11 +585,11 @@ func (r *resolver) outputs(now time.Time) {
 	}
 }
 
-// levels builds the ladder, the default one when no load is given; load validates each
-// level (once the flags themselves are valid, so that a flag's error is said once).
+// levels builds the ladder, the default one when no load is given (and none failed to
+// parse); checkLevels has load validate it.
 func (r *resolver) levels(l ladderFlags) {
 	f, c := r.f, r.c
-	if len(l.concurrency) == 0 && len(l.rates) == 0 && c.search == "" {
+	if len(l.concurrency) == 0 && len(l.rates) == 0 && c.search == "" && !l.unparsed {
 		l.concurrency = []float64{1, 4, 16, 64, 256}
 		c.defaultLoad = true
 	}
@@ -637,10 +609,64 @@ func (r *resolver) levels(l ladderFlags) {
 	}
 	for i := range c.levels {
 		c.levels[i] = c.finishLevel(c.levels[i], i, f.requests)
-		if len(r.errs) == 0 {
-			r.add(c.levels[i].Validate())
+	}
+	r.checkLevels()
+}
+
+// checkLevels has load validate the ladder's levels, each problem said once under the flag
+// that set the field at fault. With no ladder (a search, or a load list that did not
+// parse) a stand-in level of the flags' loop checks the rest of the flags.
+func (r *resolver) checkLevels() {
+	f, c := r.f, r.c
+	levels := c.levels
+	if len(levels) == 0 {
+		probe := c.base
+		if c.search == "rate" || c.search == "" && f.rate != "" {
+			probe.Rate = 1
+		} else {
+			probe.Concurrency = max(1, c.shards) // the fewest workers the shards split
+		}
+		levels = []load.Level{c.finishLevel(probe, 0, f.requests)}
+	}
+	said := map[string]bool{}
+	for _, l := range levels {
+		for _, err := range unjoin(l.Validate()) {
+			err = levelError(err)
+			if !said[err.Error()] {
+				said[err.Error()] = true
+				r.add(err)
+			}
 		}
 	}
+}
+
+// levelFlagNames are the flags that set load.Level's fields, for its errors.
+var levelFlagNames = map[string]string{
+	"Concurrency": "concurrency", "Rate": "rate", "Arrival": "arrival", "MaxConcurrency": "max-concurrency",
+	"Requests": "requests", "Duration": "duration", "Warmup": "warmup", "WarmupTime": "warmup",
+	"Cooldown": "cooldown", "Shard": "shard", "Shards": "shard", "MaxErrorRate": "max-error-rate",
+}
+
+// levelError names the flag behind a load.Level problem.
+func levelError(err error) error {
+	var field *load.FieldError
+	if errors.As(err, &field) {
+		if name, ok := levelFlagNames[field.Field]; ok {
+			return fmt.Errorf("--%s: %w", name, field)
+		}
+	}
+	return err
+}
+
+// unjoin is the errors an errors.Join holds, or err alone (none when nil).
+func unjoin(err error) []error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return joined.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 // finishLevel numbers a level, seeds it from --seed and gives it a default length.

@@ -101,83 +101,113 @@ func (l Level) Total() int {
 	return l.shareOf(l.Warmup + l.Requests)
 }
 
-// Validate reports every problem with the level at once.
+// FieldError is a problem with a Level, keyed by the field at fault (the one whose value
+// the message quotes first), so that a caller can name that field as its users know it (a
+// flag). Its message is complete in load's words.
+type FieldError struct {
+	Field string // Concurrency, Rate, Arrival, MaxConcurrency, Requests, Duration, ...
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// problems collects a level's FieldErrors.
+type problems []error
+
+func (p *problems) add(field, format string, a ...any) {
+	*p = append(*p, &FieldError{Field: field, Err: fmt.Errorf(format, a...)})
+}
+
+// Validate reports every problem with the level at once, each a *FieldError.
 func (l Level) Validate() error {
-	var errs []error
-	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var p problems
+	add := p.add
 	if l.Index < 0 {
-		add("level index %d is negative", l.Index)
+		add("Index", "level index %d is negative", l.Index)
 	}
 	switch {
 	case l.Concurrency < 0:
-		add("concurrency %d is negative", l.Concurrency)
+		add("Concurrency", "concurrency %d is negative", l.Concurrency)
 	case l.Rate < 0 || math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0):
-		add("rate %g is not a positive finite number of requests/s", l.Rate)
+		add("Rate", "rate %g is not a positive finite number of requests/s", l.Rate)
 	case l.Concurrency > 0 && l.Rate > 0:
-		add("both concurrency %d and rate %g given: a level is a closed loop (concurrency) or an open loop (rate), not both", l.Concurrency, l.Rate)
+		add("Concurrency", "both concurrency %d and rate %g given: a level is a closed loop (concurrency) or an open loop (rate), not both", l.Concurrency, l.Rate)
 	case l.Concurrency == 0 && l.Rate == 0:
-		add("neither concurrency nor rate given: a level needs one")
+		add("Concurrency", "neither concurrency nor rate given: a level needs one")
 	}
 	if l.Rate > 0 {
 		if err := l.Arrival.Validate(); err != nil {
-			add("arrival: %w", err)
+			add("Arrival", "arrival: %w", err)
 		}
 	}
 	if l.MaxConcurrency < 0 {
-		add("max concurrency %d is negative", l.MaxConcurrency)
+		add("MaxConcurrency", "max concurrency %d is negative", l.MaxConcurrency)
 	} else if l.MaxConcurrency > 0 && l.Concurrency > 0 {
-		add("max concurrency applies to an open loop (rate); a closed loop is capped by its concurrency")
+		add("MaxConcurrency", "max concurrency applies to an open loop (rate); a closed loop is capped by its concurrency")
 	}
 	if !(l.MaxErrorRate >= 0 && l.MaxErrorRate < 1) {
-		add("max error rate %g is not a fraction in [0, 1)", l.MaxErrorRate)
+		add("MaxErrorRate", "max error rate %g is not a fraction in [0, 1)", l.MaxErrorRate)
 	}
 	if l.Repeat < 0 {
-		add("repeat %d is negative", l.Repeat)
+		add("Repeat", "repeat %d is negative", l.Repeat)
 	}
+	l.validateLength(&p)
+	l.validateShards(&p)
+	return errors.Join(p...)
+}
+
+// validateLength checks how long the level runs and what of it is measured.
+func (l Level) validateLength(p *problems) {
+	add := p.add
 	if l.Requests < 0 {
-		add("requests %d is negative", l.Requests)
+		add("Requests", "requests %d is negative", l.Requests)
 	}
 	if l.Duration < 0 {
-		add("duration %s is negative", l.Duration)
+		add("Duration", "duration %s is negative", l.Duration)
 	}
 	if l.Requests == 0 && l.Duration == 0 {
-		add("neither requests nor duration given: a level ends after one of them")
+		add("Requests", "neither requests nor duration given: a level ends after one of them")
 	}
 	if l.Warmup < 0 {
-		add("warm-up %d requests is negative", l.Warmup)
+		add("Warmup", "warm-up %d requests is negative", l.Warmup)
 	}
 	if l.WarmupTime < 0 {
-		add("warm-up time %s is negative", l.WarmupTime)
+		add("WarmupTime", "warm-up time %s is negative", l.WarmupTime)
 	}
 	if l.Cooldown < 0 {
-		add("cool-down %s is negative", l.Cooldown)
+		add("Cooldown", "cool-down %s is negative", l.Cooldown)
 	}
 	if l.Cooldown > 0 && l.Duration == 0 {
-		add("cool-down %s needs a duration (it excludes the end of a timed level)", l.Cooldown)
+		add("Cooldown", "cool-down %s needs a duration (it excludes the end of a timed level)", l.Cooldown)
 	}
 	if l.Duration > 0 && (l.WarmupTime > 0 || l.Cooldown > 0) && max(l.WarmupTime, 0)+max(l.Cooldown, 0) >= l.Duration {
-		add("warm-up %s plus cool-down %s leave nothing of duration %s to measure", l.WarmupTime, l.Cooldown, l.Duration)
+		add("Duration", "warm-up %s plus cool-down %s leave nothing of duration %s to measure", l.WarmupTime, l.Cooldown, l.Duration)
 	}
+}
+
+// validateShards checks the level's shard and that its load splits among the shards.
+func (l Level) validateShards(p *problems) {
+	add := p.add
 	switch {
 	case l.Shards < 0:
-		add("shard count %d is negative", l.Shards)
+		add("Shards", "shard count %d is negative", l.Shards)
 	case l.Shards <= 1 && l.Shard != 0:
-		add("shard %d given without a shard count above 1", l.Shard)
+		add("Shard", "shard %d given without a shard count above 1", l.Shard)
 	case l.Shards > 1:
 		if l.Shard < 0 || l.Shard >= l.Shards {
-			add("shard %d is outside 0..%d", l.Shard, l.Shards-1)
+			add("Shard", "shard %d is outside 0..%d", l.Shard, l.Shards-1)
 		}
 		if l.Concurrency > 0 && l.Concurrency < l.Shards {
-			add("concurrency %d cannot be split among %d shards (each needs at least one worker)", l.Concurrency, l.Shards)
+			add("Concurrency", "concurrency %d cannot be split among %d shards (each needs at least one worker)", l.Concurrency, l.Shards)
 		}
 		if l.MaxConcurrency > 0 && l.MaxConcurrency < l.Shards {
-			add("max concurrency %d cannot be split among %d shards (each needs at least one slot)", l.MaxConcurrency, l.Shards)
+			add("MaxConcurrency", "max concurrency %d cannot be split among %d shards (each needs at least one slot)", l.MaxConcurrency, l.Shards)
 		}
 		if l.Concurrency > 0 && l.Requests > 0 && l.Requests < l.Shards {
-			add("requests %d cannot be split among %d shards (each needs at least one)", l.Requests, l.Shards)
+			add("Requests", "requests %d cannot be split among %d shards (each needs at least one)", l.Requests, l.Shards)
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // Progress counts a level's requests while it runs; safe to read from any goroutine.

@@ -2,7 +2,9 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -166,6 +168,37 @@ func TestValidate(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), time.Now(), Level{Rate: 1, Requests: 1}, nil, nil, nil); err == nil {
 		t.Error("Run accepted a nil source and target")
+	}
+}
+
+// TestValidateFields: each problem is a *FieldError keyed by the field whose value it
+// quotes first, so that a caller can name the field as its users know it.
+func TestValidateFields(t *testing.T) {
+	cases := []struct {
+		l    Level
+		want []string
+	}{
+		{Level{Rate: 1, MaxConcurrency: -1, Requests: -1, Warmup: -1, WarmupTime: -1, Cooldown: -1},
+			[]string{"MaxConcurrency", "Requests", "Warmup", "WarmupTime", "Cooldown"}},
+		{Level{Rate: 1, Requests: 1, Cooldown: time.Second}, []string{"Cooldown"}},
+		{Level{Concurrency: 2, MaxConcurrency: 4, Duration: -time.Second}, []string{"MaxConcurrency", "Duration"}},
+		{Level{Rate: 1, Duration: 5 * time.Second, Cooldown: 5 * time.Second}, []string{"Duration"}},
+		{Level{Concurrency: 2, Requests: 1, Shard: 3, Shards: 3}, []string{"Shard", "Concurrency", "Requests"}},
+		{Level{Index: -1, Rate: math.NaN(), Arrival: schedule.Arrival{Kind: "zipf"}, MaxErrorRate: 1, Repeat: -1, Requests: 1, Shards: -1},
+			[]string{"Index", "Rate", "MaxErrorRate", "Repeat", "Shards"}},
+	}
+	for _, c := range cases {
+		var got []string
+		for _, err := range c.l.Validate().(interface{ Unwrap() []error }).Unwrap() {
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("%+v: %v is not a *FieldError", c.l, err)
+			}
+			got = append(got, fe.Field)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%+v: fields %v, want %v", c.l, got, c.want)
+		}
 	}
 }
 

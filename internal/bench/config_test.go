@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/llmbench/llmbench/internal/search"
+)
+
+// TestConfigValidate: every problem at once, each a *FieldError keyed by its field (the
+// CLI names it by the flag that sets it).
+func TestConfigValidate(t *testing.T) {
+	good := testConfig(t)
+	if err := good.Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, c := range []struct {
+		edit func(*Config)
+		want []string
+	}{
+		{func(c *Config) { c.Output.Dir, c.Output.Records, c.Output.ResultFormat = "", "csv", "csv" },
+			[]string{"Output.Dir", "Output.Records", "Output.ResultFormat"}},
+		{func(c *Config) { c.Repeat, c.Console.Out = 0, nil }, []string{"Repeat", "Console.Out"}},
+		{func(c *Config) { c.Search = "tokens" }, []string{"Search"}},
+		{func(c *Config) { c.Search = search.Rate }, []string{"SearchMax"}},       // a search needs its bound
+		{func(c *Config) { c.SearchMax = -5 }, []string{"SearchMax"}},             // ignored without a search, but must read
+		{func(c *Config) { c.Search, c.SearchMax = search.Concurrency, 64 }, nil}, // fine
+	} {
+		cfg := testConfig(t)
+		c.edit(&cfg)
+		var got []string
+		if err := cfg.Validate(); err != nil {
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				var fe *FieldError
+				if !errors.As(e, &fe) {
+					t.Fatalf("%v is not a *FieldError", e)
+				}
+				got = append(got, fe.Field)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("fields %v, want %v", got, c.want)
+		}
+	}
+}
