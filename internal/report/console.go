@@ -482,24 +482,9 @@ func (b *consoleBlock) turns(ts []metrics.TurnStats) {
 	}
 	b.w.WriteString(consoleRule("Per Turn (ms)", '-') + "\n")
 	b.w.WriteString(fmt.Sprintf("%-5s %9s %6s %10s %9s %9s %9s %9s\n", "turn", "completed", "failed", "input tok", "TTFT P50", "TTFT P99", "E2EL P50", "E2EL P99"))
-	low := false
-	pct := func(st metrics.Stats, p float64) string {
-		pc, ok := st.Get(p)
-		if !ok || st.Count == 0 {
-			return "-"
-		}
-		v := consoleFloat(pc.Value)
-		if !pc.Reliable() {
-			v += "~"
-			low = true
-		}
-		return v
-	}
-	defer func() {
-		if low {
-			b.w.WriteString("~ too few samples to bound this percentile's 95% confidence interval\n")
-		}
-	}()
+	var cells lowCells
+	pct := func(st metrics.Stats, p float64) string { return cells.cell(st, p, consoleFloat) }
+	defer cells.footnote(b.w, "")
 	for _, t := range ts {
 		in := "-"
 		if t.InputTokensMean != nil {
@@ -646,18 +631,9 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 	t := table.NewWriter()
 	t.SetStyle(ladderStyle)
 	t.Style().Format.Header = text.FormatDefault
-	low := false
+	var cells lowCells
 	cell := func(st metrics.Stats, p float64) string {
-		pc, ok := st.Get(p)
-		if !ok || st.Count == 0 {
-			return "-"
-		}
-		v := strconv.FormatFloat(pc.Value, 'f', 1, 64)
-		if !pc.Reliable() {
-			v += "~"
-			low = true
-		}
-		return v
+		return cells.cell(st, p, func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) })
 	}
 	// Columns: each a header and a cell per level. Goodput and verdict only where the SLOs
 	// give them, the marks only where a level has one, ITL P99 and E2EL P99 with Wide (and
@@ -777,9 +753,7 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 	t.SetColumnConfigs(cfg)
 	t.SuppressTrailingSpaces()
 	w.WriteString(t.Render() + "\n")
-	if low {
-		w.WriteString("~ too few samples to bound this percentile's 95% confidence interval (indicative only)\n")
-	}
+	cells.footnote(w, " (indicative only)")
 	switch {
 	case !opts.Wide && streamed:
 		w.WriteString("(ITL and E2EL P99: each level's block and --wide)\n")
@@ -902,4 +876,29 @@ func Widest(text string) int {
 		n = max(n, utf8.RuneCountInString(line))
 	}
 	return n
+}
+
+// lowCells formats percentiles for a console table, "~" after one whose interval the
+// samples cannot bound, and remembers whether it marked one, for the footnote.
+type lowCells struct{ low bool }
+
+// cell is percentile p of st formatted by format ("-" when not measured).
+func (c *lowCells) cell(st metrics.Stats, p float64, format func(float64) string) string {
+	pc, ok := st.Get(p)
+	if !ok || st.Count == 0 {
+		return "-"
+	}
+	v := format(pc.Value)
+	if !pc.Reliable() {
+		v += "~"
+		c.low = true
+	}
+	return v
+}
+
+// footnote explains the mark, after the table that used it (with more said after it).
+func (c *lowCells) footnote(w io.StringWriter, more string) {
+	if c.low {
+		w.WriteString("~ too few samples to bound this percentile's 95% confidence interval" + more + "\n")
+	}
 }

@@ -23,24 +23,9 @@ func (b *consoleBlock) tasks(t *metrics.TaskStats) {
 	if t.Good != nil {
 		b.line("Good tasks (per-task SLO):", strconv.Itoa(*t.Good))
 	}
-	low := false
-	val := func(st metrics.Stats, p float64) string {
-		pc, ok := st.Get(p)
-		if !ok || st.Count == 0 {
-			return "-"
-		}
-		v := consoleFloat(pc.Value)
-		if !pc.Reliable() {
-			v += "~"
-			low = true
-		}
-		return v
-	}
-	defer func() {
-		if low {
-			b.w.WriteString("~ too few samples to bound this percentile's 95% confidence interval\n")
-		}
-	}()
+	var cells lowCells
+	val := func(st metrics.Stats, p float64) string { return cells.cell(st, p, consoleFloat) }
+	defer cells.footnote(b.w, "")
 	b.w.WriteString(fmt.Sprintf("%-24s %12s %12s %12s\n", "per task", "mean", "P50", "P99"))
 	for _, r := range []struct {
 		name string
