@@ -7,6 +7,7 @@
 package chattemplate
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -228,4 +229,34 @@ func tokenText(raw json.RawMessage) (string, error) {
 		return "", errors.New("neither a string nor an object with content")
 	}
 	return obj.Content, nil
+}
+
+// ToolCallsText is the text a message's tool_calls (OpenAI's or Ollama's JSON) stand for,
+// as an answer's tokens count them: each function's name, then its arguments (a string, or,
+// as Ollama sends them, an object kept as its JSON text). Anything else is "". The client
+// counts a streamed or whole answer's calls with it, and the simulated server a history's.
+func ToolCallsText(raw json.RawMessage) string {
+	var calls []struct {
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &calls) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range calls {
+		b.WriteString(c.Function.Name)
+		args := bytes.TrimSpace(c.Function.Arguments)
+		var s string
+		switch {
+		case len(args) == 0 || string(args) == "null":
+		case json.Unmarshal(args, &s) == nil:
+			b.WriteString(s)
+		default:
+			b.Write(args)
+		}
+	}
+	return b.String()
 }

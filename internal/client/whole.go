@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -277,33 +278,8 @@ func (doc *wholeDoc) text(api string) (b, tool []byte) {
 	return b, tool
 }
 
-// toolCallText is the generated text of a message's tool_calls: each function's name and
-// arguments, a string (OpenAI) or a JSON object kept as its text (Ollama).
-func toolCallText(raw json.RawMessage) []byte {
-	var calls []struct {
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &calls) != nil {
-		return nil
-	}
-	var b []byte
-	for _, c := range calls {
-		b = append(b, c.Function.Name...)
-		args := bytes.TrimSpace(c.Function.Arguments)
-		var s string
-		switch {
-		case len(args) == 0 || string(args) == "null":
-		case json.Unmarshal(args, &s) == nil:
-			b = append(b, s...)
-		default:
-			b = append(b, args...)
-		}
-	}
-	return b
-}
+// toolCallText is the generated text of a message's tool_calls (chattemplate.ToolCallsText).
+func toolCallText(raw json.RawMessage) []byte { return []byte(chattemplate.ToolCallsText(raw)) }
 
 // checkEmbeddings verifies that the response carries one vector per input, all of one
 // dimension: anything else is a response_mismatch.

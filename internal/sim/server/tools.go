@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -307,30 +307,5 @@ func (rq *request) appendChatCall(b []byte, total int) []byte {
 }
 
 // callsText is the generated text of a message's tool_calls, as the client counts an
-// answer's calls: each function's name, then its arguments (a string, or, as Ollama sends
-// them, an object kept as its JSON text). Anything else counts nothing.
-func callsText(raw json.RawMessage) string {
-	var calls []struct {
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &calls) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, c := range calls {
-		b.WriteString(c.Function.Name)
-		args := bytes.TrimSpace(c.Function.Arguments)
-		var s string
-		switch {
-		case len(args) == 0 || string(args) == "null":
-		case json.Unmarshal(args, &s) == nil:
-			b.WriteString(s)
-		default:
-			b.Write(args)
-		}
-	}
-	return b.String()
-}
+// answer's calls (chattemplate.ToolCallsText).
+func callsText(raw json.RawMessage) string { return chattemplate.ToolCallsText(raw) }
