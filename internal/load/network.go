@@ -10,9 +10,11 @@ import (
 // client half the round trip after the server emitted it.
 type Network struct {
 	RTT time.Duration
-	// Jitter spreads requests' arrivals uniformly over [0, Jitter): requests a client sends
-	// together do not reach a real server at one instant, so the first starts a step the
-	// others then wait for (a deterministic spread, by submission order).
+	// Jitter spreads the arrivals of requests sent together (at one instant, as a closed
+	// loop's first wave) uniformly over [0, Jitter) after the first of them: they do not
+	// reach a real server at one instant, so the first starts a step the others then wait
+	// for (a deterministic spread, by submission order). A request sent alone is not
+	// delayed: the spread is of the client's sends, not of the wire.
 	Jitter time.Duration
 	// FrontEnd is the server's front end (HTTP parsing, tokenising, the chat template),
 	// which handles arrivals one at a time for this long each before the engine sees them:
@@ -45,7 +47,8 @@ type network struct {
 	feHead   int
 	feFree   time.Duration
 	nsent    uint64
-	queue    []delivery // tokens on the wire, in arrival order from index head
+	lastSent time.Duration // when the last request was submitted (nsent > 0)
+	queue    []delivery    // tokens on the wire, in arrival order from index head
 	head     int
 	dones    int // finished requests whose last token is still on the wire
 	push     func(id uint64, at time.Duration, n int, done bool)
@@ -86,9 +89,11 @@ func (w *network) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, 
 	if err := w.srv.Check(prompt, maxTokens); err != nil {
 		return err
 	}
+	together := w.nsent > 0 && t == w.lastSent
 	w.nsent++
+	w.lastSent = t
 	at := t + w.up
-	if w.jitter > 0 {
+	if w.jitter > 0 && together {
 		at += time.Duration(mix64(w.nsent^0x6a177e5) % uint64(w.jitter))
 	}
 	heap.Push(&w.arrivals, arrival{at: at, no: w.nsent, id: id, prompt: prompt, maxTokens: maxTokens, hashes: hashes})
