@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
 // ReadProps reads what a llama.cpp server publishes of its limits at /props: total_slots
@@ -118,15 +120,6 @@ func CheckUnified(ctx context.Context, hc *http.Client, baseURL string, pub Publ
 
 // trainCtx is the model's training context as llama.cpp's /v1/models gives it (meta.n_ctx_train); 0 unknown.
 func trainCtx(ctx context.Context, hc *http.Client, root string) int {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/v1/models", nil)
-	if err != nil {
-		return 0
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
 	var m struct {
 		Data []struct {
 			Meta struct {
@@ -134,7 +127,7 @@ func trainCtx(ctx context.Context, hc *http.Client, root string) int {
 			} `json:"meta"`
 		} `json:"data"`
 	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&m) != nil || len(m.Data) == 0 {
+	if getJSON(ctx, hc, root+"/v1/models", &m) != nil || len(m.Data) == 0 {
 		return 0
 	}
 	return m.Data[0].Meta.NCtxTrain
@@ -151,45 +144,30 @@ func serverRoot(baseURL string) (string, error) {
 	return u.String(), nil
 }
 
-// tokenPool is the ids of a text of numbers, as the server tokenizes it: prompts drawn
-// from them are the server's tokens, exactly as many as asked for.
+// tokenPool is the ids of a text of numbers, as the server tokenizes it (tokenizer.Server,
+// its /tokenize): prompts drawn from them are the server's tokens, exactly as many as asked.
 func tokenPool(ctx context.Context, hc *http.Client, root string) ([]int, error) {
 	var text strings.Builder
 	for i := range 600 {
 		fmt.Fprintf(&text, "%d ", 1000+i*7)
 	}
-	b, err := postJSON(ctx, hc, root+"/tokenize", map[string]any{"content": text.String()})
+	ids, err := tokenizer.NewServer(root, hc).(*tokenizer.Server).Tokenize(ctx, text.String())
 	if err != nil {
 		return nil, err
 	}
-	var r struct {
-		Tokens []int `json:"tokens"`
+	if len(ids) < 16 {
+		return nil, fmt.Errorf("/tokenize gave %d tokens for 600 numbers", len(ids))
 	}
-	if err := json.Unmarshal(b, &r); err != nil || len(r.Tokens) < 16 {
-		return nil, fmt.Errorf("/tokenize gave no tokens")
-	}
-	return r.Tokens, nil
+	return ids, nil
 }
 
 // slotsHolding counts the slots whose cached prompt has at least min tokens (/slots).
 func slotsHolding(ctx context.Context, hc *http.Client, root string, min int) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/slots", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("/slots: HTTP %d", resp.StatusCode)
-	}
 	var slots []struct {
 		NPromptTokens int `json:"n_prompt_tokens"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&slots); err != nil {
-		return 0, fmt.Errorf("/slots: %w", err)
+	if err := getJSON(ctx, hc, root+"/slots", &slots); err != nil {
+		return 0, err
 	}
 	held := 0
 	for _, s := range slots {
@@ -198,6 +176,27 @@ func slotsHolding(ctx context.Context, hc *http.Client, root string, min int) (i
 		}
 	}
 	return held, nil
+}
+
+// getJSON decodes the JSON of a 200 from u into v.
+func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	path := u[strings.LastIndexByte(u, '/'):]
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", path, resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // postJSON posts body as JSON and returns the response of a 200.

@@ -171,11 +171,7 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 			fmt.Sprintf("<-- FAILURES: %.1f%% of requests", 100*float64(l.Failed)/float64(total)))
 		if len(l.ErrorDetails) > 0 {
 			for _, d := range l.ErrorDetails {
-				name := d.Kind
-				if d.Status != 0 {
-					name += " " + strconv.Itoa(d.Status)
-				}
-				b.line("  "+name+":", strconv.Itoa(d.Count), errorNote(d))
+				b.line("  "+errorName(d)+":", strconv.Itoa(d.Count), errorNote(d))
 			}
 		} else { // a summary written before error details
 			kinds := make([]string, 0, len(l.Errors))
@@ -823,6 +819,14 @@ func pickCost(c *metrics.Cost) string {
 
 // errorNote is the first message of a kind of failure (bounded), its Retry-After and what
 // to do about it, for the line beside its count.
+// errorName names a kind of failure: its kind, and its HTTP status where it has one.
+func errorName(d metrics.ErrorDetail) string {
+	if d.Status != 0 {
+		return d.Kind + " " + strconv.Itoa(d.Status)
+	}
+	return d.Kind
+}
+
 func errorNote(d metrics.ErrorDetail) string {
 	msg := d.FirstMessage
 	if r := []rune(msg); len(r) > 100 {
@@ -856,11 +860,7 @@ func FirstErrors(l *Level) string {
 			parts = append(parts, fmt.Sprintf("and %d more kinds", len(l.ErrorDetails)-2))
 			break
 		}
-		name := d.Kind
-		if d.Status != 0 {
-			name += " " + strconv.Itoa(d.Status)
-		}
-		s := fmt.Sprintf("%s ×%d", name, d.Count)
+		s := fmt.Sprintf("%s ×%d", errorName(d), d.Count)
 		if n := errorNote(d); n != "" {
 			s += " (" + n + ")"
 		}
