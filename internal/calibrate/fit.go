@@ -157,6 +157,7 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	if len(pts) == 0 {
 		return nil, errors.New("no probe points")
 	}
+	pts = repeatable(pts)
 	f := &fitter{ctx: ctx, opt: opt, lim: batchLimit(pts, opt), overhead: overheadOf(pts), noise: noiseOf(pts), say: opt.Progress}
 	if f.say == nil {
 		f.say = func(string) {}

@@ -177,3 +177,31 @@ func TestPaceDrift(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatable trusts a figure no better than its two passes agree, and leaves the
+// caller's points and the unpaired ones as they were.
+func TestRepeatable(t *testing.T) {
+	pt := func(name string, c int, ttft float64) Point {
+		p := Point{Name: name, Concurrency: c, Requests: []Request{{Prompt: 32, Output: 64}}}
+		p.Phase, p.Pass = stepOf(name)
+		p.Measured[figure.TTFTP50], p.Measured[figure.TPOTP50] = ttft, 5
+		for _, k := range figure.All {
+			p.SE[k] = seFloor
+		}
+		return p
+	}
+	pts := []Point{pt("01-prefill-512", 1, 15), pt("02-decode-c16", 16, 11.5), pt("03-decode-c16-again", 16, 17.3)}
+	got := repeatable(pts)
+	want := math.Log(17.3/11.5) / math.Sqrt2
+	for _, i := range []int{1, 2} {
+		if se := got[i].SE[figure.TTFTP50]; math.Abs(se-want) > 1e-12 {
+			t.Errorf("%s: TTFT P50 trusted to %.4f, want %.4f (its passes' disagreement)", got[i].Name, se, want)
+		}
+		if se := got[i].SE[figure.TPOTP50]; se != seFloor {
+			t.Errorf("%s: TPOT P50, which both passes agree on, trusted to %.4f, want the floor", got[i].Name, se)
+		}
+	}
+	if got[0].SE != pts[0].SE || pts[1].SE[figure.TTFTP50] != seFloor {
+		t.Error("an unpaired point's errors changed, or the caller's points were written")
+	}
+}

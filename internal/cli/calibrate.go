@@ -154,6 +154,11 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 			return usageError(fmt.Errorf("%s exists (an earlier probe): choose another --output, fit it with 'llmbench calibrate %s/* --output ...', or --overwrite", probeDir, probeDir))
 		}
 	}
+	// Made before the probe and the fit, so that minutes of them are not lost to a folder
+	// the profile cannot be written into (a refit from run folders made none).
+	if err := os.MkdirAll(filepath.Dir(profile), 0o755); err != nil {
+		return withCode(ExitFailure, fmt.Errorf("--output: %w", err))
+	}
 	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, Seed: max(f.seed, 1)}
 	if f.modelShape != "" || f.modelConfig != "" {
 		m, _ := sim.ModelPreset(f.modelShape)

@@ -55,7 +55,7 @@ func TestCalibrateRunFolders(t *testing.T) {
 		"--input-tokens", "64", "--output-tokens", "24", "--output-dir", ladder, "--quiet", "--no-progress"); code != ExitOK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
-	fit := filepath.Join(dir, "fit.yaml")
+	fit := filepath.Join(dir, "fits", "fit.yaml") // a folder not made yet: calibrate makes it
 	code, stdout, stderr := runCLI(t, t.Context(), "calibrate", ladder, "--output", fit)
 	if code != ExitOK {
 		t.Fatalf("calibrate: exit %d\n%s\n%s", code, stdout, stderr)
@@ -65,7 +65,7 @@ func TestCalibrateRunFolders(t *testing.T) {
 			t.Errorf("console lacks %q:\n%s", want, stdout)
 		}
 	}
-	for _, f := range []string{fit, filepath.Join(dir, "fit.calibration.json"), filepath.Join(dir, "fit.calibration.html")} {
+	for _, f := range []string{fit, filepath.Join(dir, "fits", "fit.calibration.json"), filepath.Join(dir, "fits", "fit.calibration.html")} {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
