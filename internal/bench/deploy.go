@@ -26,8 +26,8 @@ func Deploy(p sim.Profile) (load.VirtualServer, error) {
 		}
 		srv = v
 	}
-	rtt, jitter, fe := p.NetworkDelays()
-	return load.WithNetwork(srv, load.Network{RTT: rtt, Jitter: jitter, FrontEnd: fe}), nil
+	rtt, jitter, fe, perToken := p.NetworkDelays()
+	return load.WithNetwork(srv, load.Network{RTT: rtt, Jitter: jitter, FrontEnd: fe, PerPromptToken: perToken}), nil
 }
 
 // SeqsNeeded is the SeqsNeeded of the engines behind srv, a deployment Deploy built: the

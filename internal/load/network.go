@@ -16,19 +16,23 @@ type Network struct {
 	// for (a deterministic spread, by submission order). A request sent alone is not
 	// delayed: the spread is of the client's sends, not of the wire.
 	Jitter time.Duration
-	// FrontEnd is the server's front end (HTTP parsing, tokenising, the chat template),
+	// FrontEnd is the server's front end's fixed time per request (HTTP parsing, the chat template),
 	// which handles arrivals one at a time for this long each before the engine sees them:
 	// on a CPU server whose engine holds a core, requests that arrive together reach the
 	// engine one after another, and so are prefilled in steps of their own.
 	FrontEnd time.Duration
+	// PerPromptToken delays each request by this much per prompt token before the front
+	// end takes it (tokenising, the chat template, parsing the body), each on its own: the
+	// server's HTTP threads do it in parallel.
+	PerPromptToken time.Duration
 }
 
 // WithNetwork puts the network n between RunVirtual and srv; a zero Network returns srv.
 func WithNetwork(srv VirtualServer, n Network) VirtualServer {
-	if n.RTT <= 0 && n.Jitter <= 0 && n.FrontEnd <= 0 {
+	if n.RTT <= 0 && n.Jitter <= 0 && n.FrontEnd <= 0 && n.PerPromptToken <= 0 {
 		return srv
 	}
-	return &network{srv: srv, up: n.RTT / 2, down: n.RTT - n.RTT/2, jitter: n.Jitter, frontEnd: n.FrontEnd}
+	return &network{srv: srv, up: n.RTT / 2, down: n.RTT - n.RTT/2, jitter: n.Jitter, frontEnd: n.FrontEnd, perToken: n.PerPromptToken}
 }
 
 // Unwrap is the server behind the network.
@@ -39,6 +43,7 @@ func (n *network) Unwrap() VirtualServer { return n.srv }
 type network struct {
 	srv              VirtualServer
 	up, down, jitter time.Duration
+	perToken         time.Duration // per prompt token, before the front end
 	arrivals         dueHeap[arrival]
 	// frontEnd serves arrivals in arrival order: fed holds those it has taken, each
 	// reaching the engine at its at; feFree is when it is next free.
@@ -92,7 +97,7 @@ func (w *network) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, 
 	together := w.nsent > 0 && t == w.lastSent
 	w.nsent++
 	w.lastSent = t
-	at := t + w.up
+	at := t + w.up + time.Duration(prompt)*w.perToken
 	if w.jitter > 0 && together {
 		at += time.Duration(mix64(w.nsent^0x6a177e5) % uint64(w.jitter))
 	}

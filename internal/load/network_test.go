@@ -48,3 +48,23 @@ func TestFrontEndTakesArrivalsInTurn(t *testing.T) {
 		t.Errorf("Live = %d after every arrival, want 0", n)
 	}
 }
+
+// TestPromptTimeDelaysEachRequest: the time per prompt token delays each request by its own
+// prompt, in parallel (a long prompt does not hold up a short one sent with it), before
+// the front end takes it in turn.
+func TestPromptTimeDelaysEachRequest(t *testing.T) {
+	rec := &recordingServer{}
+	w := WithNetwork(rec, Network{RTT: 2 * time.Millisecond, FrontEnd: time.Millisecond, PerPromptToken: 10 * time.Microsecond})
+	for id, prompt := range []int{1000, 100} { // 10 ms and 1 ms of front end's work
+		if err := w.Submit(uint64(id), prompt, nil, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for now, ok := w.Next(); ok; now, ok = w.Next() {
+		w.Process(now, func(uint64, time.Duration, int, bool) {})
+	}
+	want := []time.Duration{3 * time.Millisecond, 12 * time.Millisecond} // 1 + 1 + 1 (short), 1 + 10 + 1 (long)
+	if !slices.Equal(rec.at, want) {
+		t.Errorf("reached the engine at %v, want %v", rec.at, want)
+	}
+}

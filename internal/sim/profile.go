@@ -99,6 +99,11 @@ type NetworkConfig struct {
 	// before the engine sees it (part of the round trip a probe measures, kept apart): on a
 	// CPU server requests that arrive together reach the engine in turn.
 	FrontEndMs float64
+	// PromptUsPerToken is the server's time per prompt token before the engine sees a
+	// request (tokenising the prompt, the chat template, parsing the body), each request on
+	// its own: llama.cpp's TTFT outside its own prefill grew 2.2 → 5.6 ms from 32 to 1,476
+	// tokens, which a constant round trip would leave to the prefill's curvature.
+	PromptUsPerToken float64
 }
 
 // Calibration is a fitted profile's provenance and validity range: the loads its probe
@@ -445,9 +450,10 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"seed":        func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
 		"network": func(key string, v *yaml.Node) {
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-				"rtt_ms":      d.number(&p.Network.RTTMs),
-				"jitter_ms":   d.number(&p.Network.JitterMs),
-				"frontend_ms": d.number(&p.Network.FrontEndMs),
+				"rtt_ms":              d.number(&p.Network.RTTMs),
+				"jitter_ms":           d.number(&p.Network.JitterMs),
+				"frontend_ms":         d.number(&p.Network.FrontEndMs),
+				"prompt_us_per_token": d.number(&p.Network.PromptUsPerToken),
 			})
 		},
 		"tools": func(key string, v *yaml.Node) {
@@ -645,6 +651,9 @@ func (p Profile) validate() []error {
 	if !(p.Network.FrontEndMs >= 0 && p.Network.FrontEndMs <= maxCostMs) {
 		add("network.frontend_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.FrontEndMs)
 	}
+	if !(p.Network.PromptUsPerToken >= 0 && p.Network.PromptUsPerToken <= maxPromptUsPerToken) {
+		add("network.prompt_us_per_token", "must be in [0, %.0f] µs, got %g", float64(maxPromptUsPerToken), p.Network.PromptUsPerToken)
+	}
 	if !(p.Network.JitterMs >= 0 && p.Network.JitterMs <= maxCostMs) {
 		add("network.jitter_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.JitterMs)
 	}
@@ -816,9 +825,14 @@ func (p Profile) WithTable(t *StepTable) Profile {
 	return p
 }
 
-// NetworkDelays are Network's round trip, arrival jitter and front-end time as durations.
-func (p Profile) NetworkDelays() (rtt, jitter, frontEnd time.Duration) {
-	return ms(p.Network.RTTMs), ms(p.Network.JitterMs), ms(p.Network.FrontEndMs)
+// maxPromptUsPerToken bounds network.prompt_us_per_token: 1 ms a token is far beyond
+// any tokenizer, and a 100,000-token prompt would wait 100 s.
+const maxPromptUsPerToken = 1000
+
+// NetworkDelays are Network's round trip, arrival jitter and front-end time as durations,
+// and its time per prompt token.
+func (p Profile) NetworkDelays() (rtt, jitter, frontEnd, perPromptToken time.Duration) {
+	return ms(p.Network.RTTMs), ms(p.Network.JitterMs), ms(p.Network.FrontEndMs), nanos(p.Network.PromptUsPerToken * float64(time.Microsecond))
 }
 
 // farOutside is how far beyond its probe a prediction may go before it is called an

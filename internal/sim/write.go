@@ -104,10 +104,13 @@ func (p Profile) YAML(header string) []byte {
 			fmt.Fprintf(&b, "  truncate_prompts: true\n")
 		}
 	}
-	if n := p.Network; n.RTTMs > 0 || n.JitterMs > 0 || n.FrontEndMs > 0 {
+	if n := p.Network; n.RTTMs > 0 || n.JitterMs > 0 || n.FrontEndMs > 0 || n.PromptUsPerToken > 0 {
 		fmt.Fprintf(&b, "network:\n  rtt_ms: %s\n  jitter_ms: %s\n", num(n.RTTMs), num(n.JitterMs))
 		if n.FrontEndMs > 0 {
 			fmt.Fprintf(&b, "  frontend_ms: %s\n", num(n.FrontEndMs))
+		}
+		if n.PromptUsPerToken > 0 {
+			fmt.Fprintf(&b, "  prompt_us_per_token: %s\n", num(n.PromptUsPerToken))
 		}
 	}
 	if f := p.Tools.AutoCall; f != nil {

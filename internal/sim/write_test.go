@@ -19,7 +19,7 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 	custom.GPU = GPU{Name: "cpu", TFLOPS: 0.5, BandwidthGBps: 40, MemoryGB: 16}
 	custom.Cost = CostConfig{Kind: CostLinear, PrefillMsPerToken: 0.123456789, DecodeStepMs: 17.5, DecodeGrowth: 0.31, StepMs: 0.9, ContextMsPer1k: 0.25, PrefillAttnMsPer1M: 3.5, PrefillSeqMs: 0.75, StepNoise: 0.07}
 	custom.Engine.MaxNumSeqs, custom.Engine.KVCacheTokens, custom.Engine.PrefillWorkers = 4, 4096, 2
-	custom.Network.RTTMs, custom.Network.JitterMs, custom.Network.FrontEndMs = 0.42, 0.05, 1.25
+	custom.Network.RTTMs, custom.Network.JitterMs, custom.Network.FrontEndMs, custom.Network.PromptUsPerToken = 0.42, 0.05, 1.25, 2.5
 	custom.Calibration = &Calibration{Source: "http://127.0.0.1:8080/v1 (llama.cpp)", Date: "2026-12-01",
 		PromptTokens: [2]int{16, 2048}, OutputTokens: [2]int{8, 64}, Concurrency: [2]int{1, 2}, MaxNumSeqs: "server: /props total_slots",
 		Error:       fitError(3.2, math.NaN(), 1.5, math.NaN()),
