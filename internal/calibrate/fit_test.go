@@ -172,3 +172,85 @@ func TestFitRoofline(t *testing.T) {
 		}
 	}
 }
+
+func TestParabola(t *testing.T) {
+	xs := []float64{256, 512, 1024, 1536, 2048}
+	ys := make([]float64, len(xs))
+	for i, x := range xs {
+		ys[i] = 3 + 0.02*x + 1.5e-5*x*x
+	}
+	a, b, c, ok := parabola(xs, ys)
+	if !ok || math.Abs(a-3) > 1e-6 || math.Abs(b-0.02) > 1e-9 || math.Abs(c-1.5e-5) > 1e-12 {
+		t.Fatalf("parabola = %g, %g, %g, %v; want 3, 0.02, 1.5e-05", a, b, c, ok)
+	}
+	if _, _, _, ok := parabola([]float64{1, 1, 2, 2}, []float64{1, 1, 2, 2}); ok {
+		t.Error("two distinct x: ok, want not")
+	}
+}
+
+// TestPromptOverhead: an overhead outside the server's prefill that grows with the prompt is
+// a line through the concurrency-1 points; a flat one, or one seen at two lengths, is not.
+func TestPromptOverhead(t *testing.T) {
+	pts := func(over func(n float64) float64, lens ...int) []Point {
+		var ps []Point
+		for _, n := range lens {
+			ps = append(ps, Point{Concurrency: 1, Requests: []Request{{Prompt: n, Output: 16}}, ServerOverhead: over(float64(n))})
+		}
+		// Neither a batch nor a mixed point counts.
+		ps = append(ps, Point{Concurrency: 4, Requests: []Request{{Prompt: 32}}, ServerOverhead: 50},
+			Point{Concurrency: 1, Requests: []Request{{Prompt: 32}, {Prompt: 2048}}, ServerOverhead: 50})
+		return ps
+	}
+	grows := func(n float64) float64 { return 2.2 + 0.0023*n }
+	a, b, ok := promptOverhead(pts(grows, 32, 512, 984, 1476))
+	if !ok || math.Abs(a-2.2) > 1e-9 || math.Abs(b-0.0023) > 1e-12 {
+		t.Errorf("growing: %g + %g·n, %v; want 2.2 + 0.0023·n", a, b, ok)
+	}
+	if _, _, ok := promptOverhead(pts(func(float64) float64 { return 3 }, 32, 512, 984)); ok {
+		t.Error("flat: ok, want not")
+	}
+	if _, _, ok := promptOverhead(pts(func(n float64) float64 { return 2 + 0.0001*n }, 32, 512, 984)); ok {
+		t.Error("0.1 ms over the prompts probed: ok, want not (within the medians' noise)")
+	}
+	if _, _, ok := promptOverhead(pts(grows, 32, 1476)); ok {
+		t.Error("two prompt lengths: ok, want not")
+	}
+}
+
+// TestFitCurvedPrefill: a prefill whose cost curves with the prompt (an attention term) is
+// fitted as a curve, so that the longest prompt, held out, is predicted within a few
+// percent (started from the line alone, the fit kept the line).
+func TestFitCurvedPrefill(t *testing.T) {
+	truth, _ := sim.LoadProfile("textbook")
+	truth.Engine.Prefill = sim.PrefillColocated
+	truth.Engine.MaxNumSeqs = 4
+	truth.Cost = sim.CostConfig{Kind: sim.CostLinear, PrefillMsPerToken: 0.03, PrefillAttnMsPer1M: 40, DecodeStepMs: 2.5, DecodeGrowth: 0.3}
+	truth.Network.RTTMs = 2
+	var loads []probeLoad
+	for _, n := range []int{32, 128, 512, 984, 1476, 1968} {
+		loads = append(loads, probeLoad{name: fmt.Sprintf("prefill-%d", n), c: 1, n: 8, lengths: [][2]int{{n, 16}}})
+	}
+	for _, c := range []int{1, 2, 4} {
+		loads = append(loads, probeLoad{name: fmt.Sprintf("decode-c%d", c), c: c, n: 8 * c, lengths: [][2]int{{32, 64}}})
+	}
+	pts := measure(t, truth, loads)
+	res, err := Fit(context.Background(), pts, Source{URL: "test"}, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("settings:\n%s", describe(res.Settings))
+	for _, p := range res.Points {
+		if p.Name == "prefill-1968" {
+			if !p.HeldOut {
+				t.Fatal("prefill-1968 not held out")
+			}
+			if e := p.Validation[figure.TTFTP50]/p.Measured[figure.TTFTP50] - 1; math.Abs(e) > 0.05 {
+				t.Errorf("prefill-1968 held out: TTFT P50 %.2f ms predicted, %.2f measured (%+.1f%%), want within 5%%",
+					p.Validation[figure.TTFTP50], p.Measured[figure.TTFTP50], 100*e)
+			}
+		}
+	}
+	if a := res.Profile.Cost.PrefillAttnMsPer1M; math.Abs(a-40)/40 > 0.25 {
+		t.Errorf("prefill_attention_ms_per_1m = %g, want 40 ± 25%%", a)
+	}
+}
