@@ -7,6 +7,7 @@ import (
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // DeployError is a profile whose deployment could not be built (Deploy).
@@ -18,8 +19,8 @@ func (e *DeployError) Unwrap() error { return e.Err }
 // Virtual runs each level against profile p's deployment (Deploy) on a virtual clock, the
 // levels one after another on one timeline; run r of a repeated level seeds the
 // simulator's noise with RunSeed(seed, r). shape, when set, makes each record what a live
-// run of the API would have recorded.
-func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*record.Record)) LevelRunner {
+// run of the API would have recorded of the answer to its request.
+func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*workload.Request, *record.Record)) LevelRunner {
 	var clock time.Duration // the run's virtual timeline: levels follow one another
 	return func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 		src, err := sources.Get(lvl)
@@ -32,11 +33,11 @@ func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*record.Rec
 		if err != nil {
 			return "", &DeployError{err}
 		}
-		shaped := sink
+		var opts []load.VirtualOption
 		if shape != nil {
-			shaped = func(r *record.Record) { shape(r); sink(r) }
+			opts = append(opts, load.Answered(shape))
 		}
-		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, shaped)
+		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, sink, opts...)
 		clock = end
 		if err != nil {
 			return load.EndInterrupted, err

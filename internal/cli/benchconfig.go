@@ -261,8 +261,8 @@ func (c *benchConfig) wrapSource(src workload.Source, tok tokenizer.Tokenizer) (
 // shapeVirtual makes a simulated record what run would have recorded for the API: the
 // engine streams every request, so without a stream its tokens become one event at the
 // end, and an embeddings or rerank request (a prefill) carries its inputs and no output.
-func (c *benchConfig) shapeVirtual(r *record.Record) {
-	c.toolCallVirtual(r)
+func (c *benchConfig) shapeVirtual(req *workload.Request, r *record.Record) {
+	c.toolCallVirtual(req, r)
 	if !client.Unstreamed(c.api, c.noStream) {
 		return
 	}
@@ -280,16 +280,14 @@ func (c *benchConfig) shapeVirtual(r *record.Record) {
 }
 
 // toolCallVirtual makes a simulated answer to a request that offered tools the tool call
-// serve would have streamed, by the same rule (sim.ToolConfig.CallsTool, keyed by the
-// request's place in the run): all its output tokens are the call's, from its first token.
-func (c *benchConfig) toolCallVirtual(r *record.Record) {
-	if len(c.tools) == 0 || r.Error != nil || r.OutputTokens <= 0 {
+// serve would have streamed, by the same rule (sim.ToolConfig.CallsTool on the request's
+// own tool_choice, keyed by its place in the run): all its output tokens are the call's,
+// from its first token.
+func (c *benchConfig) toolCallVirtual(req *workload.Request, r *record.Record) {
+	if len(req.Tools) == 0 || r.Error != nil || r.OutputTokens <= 0 {
 		return
 	}
-	choice := string(c.toolChoice)
-	if r.FinalCall || r.Sub > 0 {
-		choice = string(workload.ToolNone) // an agentic task's answer, as workload.WithTools asks for it
-	}
+	choice := string(req.ToolChoice)
 	key := uint64(r.Level)<<40 ^ uint64(r.Repeat)<<32 ^ uint64(r.Index)
 	if !c.simTools.CallsTool(choice, c.seed, key) {
 		return

@@ -123,3 +123,39 @@ func TestToolFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateAgenticToolCalls: simulate marks an agentic task's calls as tool calls by each
+// request's own tool_choice: the task's last call and a compaction's summary answer in text
+// (tool_choice none), every other call is a tool call under required.
+func TestSimulateAgenticToolCalls(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook", "--workload", "agentic", "--calls-per-task", "5",
+		"--tool-latency", "0", "--tool-result-tokens", "100", "--input-tokens", "200", "--output-tokens", "16", "--compact-at", "400",
+		"--compact-to", "40", "--tools", "2", "--tool-choice", "required", "--concurrency", "2", "--requests", "4",
+		"--records", "jsonl", "--no-progress", "--output-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs, err := record.ReadAll(mustOpen(t, filepath.Join(dir, "records.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, calls int
+	for _, r := range recs {
+		answer := r.FinalCall || r.OutputTokens == 40 // the last call, or a summary of --compact-to tokens
+		switch {
+		case answer && r.ToolCallTokens != 0:
+			t.Errorf("task %d call %d (final %v, %d tokens): %d tool-call tokens, want 0 (text)", r.Task, r.Call, r.FinalCall, r.OutputTokens, r.ToolCallTokens)
+		case !answer && int(r.ToolCallTokens) != r.OutputTokens:
+			t.Errorf("task %d call %d: %d tool-call tokens of %d, want all", r.Task, r.Call, r.ToolCallTokens, r.OutputTokens)
+		}
+		if answer {
+			text++
+		} else {
+			calls++
+		}
+	}
+	if text == 0 || calls == 0 {
+		t.Errorf("%d text answers and %d tool calls: the workload should have both", text, calls)
+	}
+}

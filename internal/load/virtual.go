@@ -80,6 +80,13 @@ type VirtualOption func(*vrun)
 // and E2EL exact and runs several times faster, its records a few bytes each.
 func FirstAndLastTokens() VirtualOption { return func(v *vrun) { v.coarse = true } }
 
+// Answered has RunVirtual pass each record, with the request it answers, to shape before
+// the sink: what a live client would have recorded of the answer can depend on what the
+// request asked (its tools and tool_choice).
+func Answered(shape func(*workload.Request, *record.Record)) VirtualOption {
+	return func(v *vrun) { v.shape = shape }
+}
+
 // vrun is one level on the virtual clock.
 type vrun struct {
 	lvl    Level
@@ -88,8 +95,9 @@ type vrun struct {
 	sink   func(*record.Record)
 	start  time.Duration // the level's start on the run's timeline
 	end    time.Duration
-	bs     int  // block size for synthetic prefix hashes; 0 without prefix caching
-	coarse bool // FirstAndLastTokens
+	bs     int                                     // block size for synthetic prefix hashes; 0 without prefix caching
+	coarse bool                                    // FirstAndLastTokens
+	shape  func(*workload.Request, *record.Record) // Answered
 
 	live    []vreq   // in flight, by id
 	free    []uint64 // ids to reuse
@@ -241,9 +249,17 @@ func (v *vrun) finish(id uint64, t time.Duration) {
 	if r.rec.Done > v.end {
 		v.end = r.rec.Done
 	}
-	v.sink(r.rec)
+	v.report(&r.send, r.rec)
 	// From Done as recorded (µs), so a next turn's Scheduled is exactly Done + think time.
 	v.d.Finished(&r.send, OutcomeOf(r.rec), ServiceOf(r.rec), r.rec.Done-v.start, t-v.start, v.outFn)
+}
+
+// report hands a request's record to the sink, shaped (Answered).
+func (v *vrun) report(s *Send, rec *record.Record) {
+	if v.shape != nil {
+		v.shape(&s.Request, rec)
+	}
+	v.sink(rec)
 }
 
 // interrupt reports the requests in flight as cancelled at t, as Run does.
@@ -260,7 +276,7 @@ func (v *vrun) interrupt(t time.Duration) {
 		rec.Done = t.Truncate(time.Microsecond)
 		rec.OutputTokens = rec.Events.Tokens()
 		rec.Error = &record.Error{Kind: record.KindCanceled, Message: "interrupted"}
-		v.sink(rec)
+		v.report(&v.live[id].send, rec)
 		v.live[id] = vreq{}
 	}
 }
