@@ -268,23 +268,11 @@ func (f *fitter) start(pts []Point) sim.Profile {
 	base.Name, base.Seed = "", f.opt.Seed
 	base.Engine.Prefill = sim.PrefillColocated
 	base.Engine.MaxBatchedTokens = 8192
-	if a, b, ok := promptOverhead(pts); ok {
-		// What grows with the prompt outside the server's own prefill time is the front
-		// end's (tokenising, the template): left in a constant round trip it would be
-		// fitted as prefill's curvature instead.
-		f.overhead = a
-		base.Network.PromptUsPerToken = b * 1000
-		f.prov.add("network.prompt_us_per_token", func(p *sim.Profile) string { return fmt.Sprintf("%.4g", p.Network.PromptUsPerToken) },
-			fixed("the slope, over the prompt's tokens, of TTFT minus the server's own queue and prefill times at concurrency 1"))
-	}
 	if o := f.overhead; !math.IsNaN(o) {
 		base.Network.RTTMs = math.Max(0, o)
 		// A front end fitted (the discrete stage) takes its share of the round trip.
 		f.prov.add("network.rtt_ms", func(p *sim.Profile) string { return millis(p.Network.RTTMs) }, func(p *sim.Profile) string {
 			how := "the median of TTFT minus the server's own queue and prefill times"
-			if p.Network.PromptUsPerToken > 0 {
-				how = "TTFT minus the server's own queue and prefill times, at no prompt (a line through the prompts probed)"
-			}
 			if p.Network.FrontEndMs > 0 {
 				how += ", less the front end's"
 			}
@@ -566,11 +554,8 @@ func (f *fitter) fitAll(p sim.Profile, pts []*Point, seqCands []int) (sim.Profil
 	}
 	// Twice: the plain points' fit is skewed by any it cannot reproduce under the first
 	// guess of the discrete settings (a queueing level under a batch limit set too high).
-	for i := range 2 {
+	for range 2 {
 		p = f.continuous(p, plain, f.params)
-		if i == 0 {
-			p = f.orCurved(p, plain)
-		}
 		var err error
 		if p, err = f.discrete(p, pts, seqCands); err != nil {
 			return p, err
@@ -578,90 +563,6 @@ func (f *fitter) fitAll(p sim.Profile, pts []*Point, seqCands []int) (sim.Profil
 	}
 	p = f.continuous(p, pts, f.params)
 	return f.prune(p, pts), f.ctx.Err()
-}
-
-// orCurved is p or, where it fits pts better, the fit started instead from the parabola
-// through the prefill points at concurrency 1: started from guess's line, the fit keeps a
-// line through short prompts whose long ones curve (llama.cpp's default build: 54, 105,
-// 174 ms at 2,048, 3,072, 4,096 tokens; the line's fit put the longest 34 % short), a local
-// optimum with the attention term at 0.
-func (f *fitter) orCurved(p sim.Profile, pts []*Point) sim.Profile {
-	if f.opt.Model != nil || !slices.ContainsFunc(f.params, func(q param) bool { return q.key == "cost."+sim.CostKeyPrefillAttnMsPer1M }) {
-		return p
-	}
-	var xs, ys []float64
-	for _, pt := range pts {
-		if pt.Concurrency == 1 && !pt.Open && !pt.mixed() && !math.IsNaN(pt.Measured[figure.TTFTP50]) {
-			xs, ys = append(xs, float64(meanPrompt(pt))), append(ys, pt.Measured[figure.TTFTP50])
-		}
-	}
-	_, b, c, ok := parabola(xs, ys)
-	if !ok || c <= 0 {
-		return p
-	}
-	cand := p
-	// TTFT's slope holds the front end's time a token too; the attention term costs each
-	// of a prompt's n²/2 query-key pairs.
-	cand.Cost.PrefillMsPerToken = math.Max(b-p.Network.PromptUsPerToken/1000, 1e-6)
-	cand.Cost.PrefillAttnMsPer1M = 2 * c * 1e6
-	cand = f.continuous(cand, pts, f.params)
-	if f.objective(cand, pts) < f.objective(p, pts) {
-		return cand
-	}
-	return p
-}
-
-// parabola is the least-squares y = a + b x + c x²; ok is false with fewer than three
-// distinct x.
-func parabola(xs, ys []float64) (a, b, c float64, ok bool) {
-	if len(xs) < 3 {
-		return 0, 0, 0, false
-	}
-	// The normal equations, in x scaled to the largest |x| so that x⁴ stays well conditioned.
-	var scale float64
-	for _, x := range xs {
-		scale = math.Max(scale, math.Abs(x))
-	}
-	if scale == 0 {
-		return 0, 0, 0, false
-	}
-	var s [5]float64 // Σ x^k
-	var t [3]float64 // Σ y x^k
-	for i, x := range xs {
-		u := x / scale
-		pw := 1.0
-		for k := range 5 {
-			s[k] += pw
-			if k < 3 {
-				t[k] += ys[i] * pw
-			}
-			pw *= u
-		}
-	}
-	m := [3][4]float64{{s[0], s[1], s[2], t[0]}, {s[1], s[2], s[3], t[1]}, {s[2], s[3], s[4], t[2]}}
-	for col := range 3 { // Gaussian elimination with partial pivoting
-		piv := col
-		for r := col + 1; r < 3; r++ {
-			if math.Abs(m[r][col]) > math.Abs(m[piv][col]) {
-				piv = r
-			}
-		}
-		if math.Abs(m[piv][col]) < 1e-12*math.Max(1, s[0]) {
-			return 0, 0, 0, false
-		}
-		m[col], m[piv] = m[piv], m[col]
-		for r := range 3 {
-			if r == col {
-				continue
-			}
-			k := m[r][col] / m[col][col]
-			for j := col; j < 4; j++ {
-				m[r][j] -= k * m[col][j]
-			}
-		}
-	}
-	a, b, c = m[0][3]/m[0][0], m[1][3]/m[1][1], m[2][3]/m[2][2]
-	return a, b / scale, c / (scale * scale), true
 }
 
 // pruneChiSquare is how much worse (in the objective's chi-square) the fit may get without
@@ -1008,38 +909,6 @@ func overheadOf(pts []Point) float64 {
 		}
 	}
 	return metrics.Median(xs)
-}
-
-// minPromptOverheadMs is the least growth, over the prompts probed at concurrency 1, of
-// the overhead outside the server's prefill that is fitted as a per-token cost: less is
-// within what the medians of a few requests agree on.
-const minPromptOverheadMs = 0.25
-
-// promptOverhead is the line a + b·prompt (ms, ms a token) through the server overheads of
-// the points at concurrency 1 (see overheadOf), ok where it rises by minPromptOverheadMs or
-// more over three or more prompt lengths.
-func promptOverhead(pts []Point) (a, b float64, ok bool) {
-	var xs, ys []float64
-	lens := map[int]bool{}
-	lo, hi := math.MaxInt, 0
-	for i := range pts {
-		pt := &pts[i]
-		if pt.Concurrency != 1 || pt.Open || pt.mixed() || math.IsNaN(pt.ServerOverhead) {
-			continue
-		}
-		n := meanPrompt(pt)
-		xs, ys = append(xs, float64(n)), append(ys, pt.ServerOverhead)
-		lens[n] = true
-		lo, hi = min(lo, n), max(hi, n)
-	}
-	if len(lens) < 3 {
-		return 0, 0, false
-	}
-	a, b, ok = line(xs, ys)
-	if !ok || b <= 0 || b*float64(hi-lo) < minPromptOverheadMs || a < 0 {
-		return 0, 0, false
-	}
-	return a, b, true
 }
 
 // noiseOf is the step noise measured at the lowest concurrency that measured it (where
