@@ -935,33 +935,36 @@ func noiseOf(pts []Point) float64 {
 // the level was under way: the first scrape, taken as the level's requests arrive, is left
 // out (it catches them queued for the first step). ok is false with fewer than three
 // scrapes after it: too few to tell a limit from a request that arrived mid-step.
-func gauges(s *servermetrics.Summary) (runningMax, waitingMean float64, ok bool) {
+// runningMedian is what most scrapes saw: a scrape that caught a request between two
+// states (a finished one not yet gone, a new one prefilling beside a full batch) reads
+// above the limit, more often the busier the machine.
+func gauges(s *servermetrics.Summary) (runningMax, runningMedian, waitingMean float64, ok bool) {
 	if s == nil || len(s.Series.Running) != len(s.Series.TS) || len(s.Series.Waiting) != len(s.Series.TS) {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	n := 0
+	var running []float64
 	for i := 1; i < len(s.Series.TS); i++ {
 		r, w := s.Series.Running[i], s.Series.Waiting[i]
 		if math.IsNaN(r) || math.IsNaN(w) {
 			continue
 		}
 		runningMax = math.Max(runningMax, r)
+		running = append(running, r)
 		waitingMean += w
-		n++
 	}
-	if n < 3 {
-		return 0, 0, false
+	if len(running) < 3 {
+		return 0, 0, 0, false
 	}
-	return runningMax, waitingMean / float64(n), true
+	return runningMax, metrics.Median(running), waitingMean / float64(len(running)), true
 }
 
 // runningLimit reads the batch limit from the server's running-requests gauge: the most
-// requests it ran at once at a level where others waited throughout (a mean of one or more
-// waiting, with fewer running than were sent).
+// requests it ran at once, as most scrapes saw it (gauges), at a level where others
+// waited throughout (a mean of one or more waiting, with fewer running than were sent).
 func runningLimit(pts []Point) (int, string) {
 	best, at := 0, -1
 	for i := range pts {
-		r, w, ok := gauges(pts[i].Server)
+		_, r, w, ok := gauges(pts[i].Server)
 		if n := int(math.Round(r)); ok && w >= 1 && n > 0 && (pts[i].Open || n < pts[i].Concurrency) && n > best {
 			best, at = n, i
 		}
@@ -969,7 +972,7 @@ func runningLimit(pts []Point) (int, string) {
 	if at < 0 {
 		return 0, ""
 	}
-	return best, fmt.Sprintf("the server's running-requests gauge (%s /metrics): at most %d ran, in %s, while others waited", pts[at].Server.Family, best, pts[at].Name)
+	return best, fmt.Sprintf("the server's running-requests gauge (%s /metrics): %d ran, in most scrapes of %s, while others waited", pts[at].Server.Family, best, pts[at].Name)
 }
 
 // probedConcurrencies are the batch limits worth trying when nothing says which: every

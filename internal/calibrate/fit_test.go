@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/llmbench/llmbench/internal/bench"
@@ -11,6 +12,7 @@ import (
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/servermetrics"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -170,5 +172,30 @@ func TestFitRoofline(t *testing.T) {
 				t.Errorf("%s %s: predicted %.2f ms, truth %.2f ms: beyond 5%%", beyond[i].Name, f.name, f.got, f.want)
 			}
 		}
+	}
+}
+
+// TestRunningLimitReadsMostScrapes: the batch limit is what most scrapes of a queueing
+// level saw; scrapes that caught a request between states (a busy machine's serve twin
+// read 13 and 15 beside a limit of 12) do not raise it.
+func TestRunningLimitReadsMostScrapes(t *testing.T) {
+	level := func(name string, conc int, running, waiting []float64) Point {
+		ts := make([]float64, len(running))
+		for i := range ts {
+			ts[i] = float64(i)
+		}
+		return Point{Name: name, Concurrency: conc, Server: &servermetrics.Summary{Family: "vllm",
+			Series: servermetrics.Columns{TS: ts, Running: running, Waiting: waiting}}}
+	}
+	pts := []Point{
+		level("decode-c8", 8, []float64{8, 8, 8, 9, 8}, []float64{0, 0, 0, 0, 0}),
+		level("decode-c16", 16, []float64{16, 12, 12, 15, 12, 11, 13, 12}, []float64{0, 4, 4, 1, 4, 5, 3, 4}),
+	}
+	n, how := runningLimit(pts)
+	if n != 12 {
+		t.Errorf("runningLimit = %d (%s), want 12", n, how)
+	}
+	if !strings.Contains(how, "decode-c16") {
+		t.Errorf("runningLimit says %q, want the level it read", how)
 	}
 }
