@@ -72,7 +72,13 @@ func twinCalibrate(t *testing.T, bin, url, dir string, fitFlags []string, inFlig
 // The loads in flight send prompts as long as the longest probed, so that their TTFT is the
 // engine's prefill and queue, which the fit predicts, more than the milliseconds a busy
 // machine adds to two dozen streams (a core kept busy beside the test added 1–3 ms to a
-// 256-token prompt's 11 ms: CI missed by 11–19 % there three times over).
+// 256-token prompt's 11 ms: CI missed by 11–19 % there three times over). The longer
+// prompts go one at a time: two of them at once under chunked prefill lock into one of two
+// schedules (with a core kept busy, the roofline P's live runs of one load read TTFT P50
+// 134 or 188 ms, TPOT 10.1 or 8.3 ms; its simulation, with any round trip or jitter, 134
+// and 10.1), a request waiting out the other's 65 ms chunk or not, likely by a few ms of
+// the client's turnaround: the machine's chance, not the fit. The loads in flight hold
+// the fit to chunks beside decodes.
 func twinLoads(t *testing.T, bin, fit, dir string, limit int) []predictLoad {
 	t.Helper()
 	capDir := filepath.Join(dir, "capacity")
@@ -82,7 +88,7 @@ func twinLoads(t *testing.T, bin, fit, dir string, limit int) []predictLoad {
 	return []predictLoad{
 		{"more in flight", []string{"--concurrency", fmt.Sprint(2 * limit), "--requests", fmt.Sprint(8 * limit), "--input-tokens", "2048", "--output-tokens", "64"}},
 		{fmt.Sprintf("open loop at %.1f req/s", rate), []string{"--rate", fmt.Sprintf("%.2f", rate), "--requests", "400", "--input-tokens", "512", "--output-tokens", "64"}},
-		{"longer prompts", []string{"--concurrency", "2", "--requests", "16", "--input-tokens", "4096", "--output-tokens", "32"}},
+		{"longer prompts", []string{"--concurrency", "1", "--requests", "16", "--input-tokens", "4096", "--output-tokens", "32"}},
 	}
 }
 
