@@ -933,38 +933,37 @@ func noiseOf(pts []Point) float64 {
 
 // gauges are what a level's scrapes of the server's running and waiting requests say once
 // the level was under way: the first scrape, taken as the level's requests arrive, is left
-// out (it catches them queued for the first step). ok is false with fewer than three
-// scrapes after it: too few to tell a limit from a request that arrived mid-step.
-// runningMedian is what most scrapes saw: a scrape that caught a request between two
-// states (a finished one not yet gone, a new one prefilling beside a full batch) reads
-// above the limit, more often the busier the machine.
-func gauges(s *servermetrics.Summary) (runningMax, runningMedian, waitingMean float64, ok bool) {
+// out (it catches them queued for the first step). running is the median scrape's: one
+// that caught a request between two states (a finished one not yet gone, a new one
+// prefilling beside a full batch) reads above the limit, more often the busier the machine.
+// ok is false with fewer than three scrapes after the first: too few to tell a limit from
+// a request that arrived mid-step.
+func gauges(s *servermetrics.Summary) (running, waitingMean float64, ok bool) {
 	if s == nil || len(s.Series.Running) != len(s.Series.TS) || len(s.Series.Waiting) != len(s.Series.TS) {
-		return 0, 0, 0, false
+		return 0, 0, false
 	}
-	var running []float64
+	var rs []float64
 	for i := 1; i < len(s.Series.TS); i++ {
 		r, w := s.Series.Running[i], s.Series.Waiting[i]
 		if math.IsNaN(r) || math.IsNaN(w) {
 			continue
 		}
-		runningMax = math.Max(runningMax, r)
-		running = append(running, r)
+		rs = append(rs, r)
 		waitingMean += w
 	}
-	if len(running) < 3 {
-		return 0, 0, 0, false
+	if len(rs) < 3 {
+		return 0, 0, false
 	}
-	return runningMax, metrics.Median(running), waitingMean / float64(len(running)), true
+	return metrics.Median(rs), waitingMean / float64(len(rs)), true
 }
 
 // runningLimit reads the batch limit from the server's running-requests gauge: the most
-// requests it ran at once, as most scrapes saw it (gauges), at a level where others
+// requests it ran at once (as most scrapes saw it: gauges) at a level where others
 // waited throughout (a mean of one or more waiting, with fewer running than were sent).
 func runningLimit(pts []Point) (int, string) {
 	best, at := 0, -1
 	for i := range pts {
-		_, r, w, ok := gauges(pts[i].Server)
+		r, w, ok := gauges(pts[i].Server)
 		if n := int(math.Round(r)); ok && w >= 1 && n > 0 && (pts[i].Open || n < pts[i].Concurrency) && n > best {
 			best, at = n, i
 		}

@@ -296,7 +296,7 @@ func (p *Prober) lastDecode() (*Point, bool) {
 // request arriving mid-step), or TTFT grew by more than a quarter of a request's decoding
 // over the level before.
 func (p *Prober) queueing(pt *Point) bool {
-	if r, _, w, ok := gauges(pt.Server); ok && w >= 1 && int(math.Round(r)) < pt.Concurrency {
+	if r, w, ok := gauges(pt.Server); ok && w >= 1 && int(math.Round(r)) < pt.Concurrency {
 		return true
 	}
 	var prev *Point
