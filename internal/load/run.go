@@ -203,11 +203,16 @@ func (r *runner) report(rec *record.Record) {
 // Source (prompt synthesis) does not make the dispatcher late.
 const lookahead = 256
 
-// prefetch builds a single-turn level's requests ahead, in a goroutine, in the order
-// Dispatch will ask for them (a closed loop's slots claim indices in order; an open loop's
-// plan takes its shard's, a trace every one), so that many slots freeing at once, or a
-// high rate, do not wait for prompt synthesis. A multi-turn or agentic level asks in an
-// order that depends on its replies: its requests are built on demand.
+// prefetch builds a single-turn level's requests ahead, in the order Dispatch will ask for
+// them (a closed loop's slots claim indices in order; an open loop's plan takes its
+// shard's, a trace every one), so that many slots freeing at once, or a high rate, do not
+// wait for prompt synthesis. The first lookahead are built before it returns, before the
+// level's clock starts, and the rest in a goroutine as they are taken: a Source that asks
+// the target (--tokenizer server's /tokenize) would otherwise burst hundreds of calls at
+// the server during the level's first seconds (llama.cpp's server on one core decoded at
+// half its speed for 2 s of every open loop, and the backlog it left took 15 s to clear).
+// A multi-turn or agentic level asks in an order that depends on its replies: its requests
+// are built on demand.
 func prefetch(ctx context.Context, lvl Level, src workload.Source, first workload.Request) workload.Source {
 	if first.Turns > 1 || first.Task.IsTask() {
 		return src
@@ -231,18 +236,38 @@ func prefetch(ctx context.Context, lvl Level, src workload.Source, first workloa
 		ahead = min(ahead, max(total, 1))
 	}
 	p := &prefetched{src: src, ch: make(chan built, ahead)}
-	go func() {
-		defer close(p.ch)
-		for k, made := 0, 0; total < 0 || made < total; k++ {
+	k, made := 0, 0
+	// build makes the next index's request; false when there is none left.
+	build := func() (built, bool) {
+		for total < 0 || made < total {
 			i := shard + n*k
+			k++
 			if total >= 0 && first.HasArrival && i >= total {
-				return
+				return built{}, false
 			}
 			made++
 			if i == 0 {
 				continue // Dispatch has it
 			}
-			b := built{i: i, req: src.Request(lvl.Index, i)}
+			return built{i: i, req: src.Request(lvl.Index, i)}, true
+		}
+		return built{}, false
+	}
+	for len(p.ch) < ahead && ctx.Err() == nil {
+		b, ok := build()
+		if !ok {
+			close(p.ch)
+			return p
+		}
+		p.ch <- b // never blocks: the channel holds ahead
+	}
+	go func() {
+		defer close(p.ch)
+		for {
+			b, ok := build()
+			if !ok {
+				return
+			}
 			select {
 			case p.ch <- b:
 			case <-ctx.Done():

@@ -473,24 +473,30 @@ func (s slowSource) Request(level, i int) workload.Request {
 
 func TestScheduleLagFromBuildingRequests(t *testing.T) {
 	src := slowSource{build: ms(5)}
-	// Closed loop: requests are built ahead while earlier ones are in flight, so only the
-	// start, where the builder has not caught up yet, shows the build time as lag.
-	recs, _, _ := run(t, Level{Concurrency: 2, Requests: 6}, src, &fakeTarget{took: fixed(ms(100))})
-	for _, r := range recs {
-		want := time.Duration(0)
-		if r.Index == 1 { // request 0 was built before the level; the second worker waits for 1
-			want = ms(5)
+	// The level's lookahead is built before its clock starts (request 0 first, then the
+	// other 5 of the 6: 30 ms), so that a Source that asks the target (the server's
+	// /tokenize) does not load it while it is measured, and no request waits for its build.
+	for _, lvl := range []Level{{Concurrency: 2, Requests: 6}, {Rate: 50, Arrival: schedule.Arrival{Kind: schedule.Constant}, Requests: 6}} {
+		recs, _, _ := run(t, lvl, src, &fakeTarget{took: fixed(ms(100))})
+		for i, r := range recs {
+			if r.Sent != r.Scheduled {
+				t.Errorf("rate %v concurrency %d, request %d: scheduled %v sent %v: a lag from building requests", lvl.Rate, lvl.Concurrency, i, r.Scheduled, r.Sent)
+			}
 		}
-		if lag := r.Sent - r.Scheduled; lag != want {
-			t.Errorf("closed loop request %d: lag %v, want %v", r.Index, lag, want)
+		if lvl.Rate > 0 {
+			for i, r := range recs {
+				if want := ms(30 + 20*float64(i)); r.Scheduled != want {
+					t.Errorf("open loop request %d: scheduled %v, want %v (the clock starts once the lookahead is built)", i, r.Scheduled, want)
+				}
+			}
 		}
 	}
-	// Open loop: requests are built ahead of their due times, so there is no lag; the
-	// level's clock starts once the first request is ready (5 ms after Run was called).
-	recs, _, _ = run(t, Level{Rate: 50, Arrival: schedule.Arrival{Kind: schedule.Constant}, Requests: 6}, src, &fakeTarget{took: fixed(ms(100))})
-	for i, r := range recs {
-		if r.Scheduled != ms(5+20*float64(i)) || r.Sent != r.Scheduled {
-			t.Errorf("open loop request %d: scheduled %v sent %v", i, r.Scheduled, r.Sent)
+	// Past the lookahead, requests are built while earlier ones are in flight: a closed
+	// loop of 2 needs 16 ahead, so its 17th is built during the level, in time.
+	recs, _, _ := run(t, Level{Concurrency: 2, Requests: 40}, src, &fakeTarget{took: fixed(ms(100))})
+	for _, r := range recs {
+		if r.Sent != r.Scheduled {
+			t.Errorf("closed loop of 40, request %d: lag %v", r.Index, r.Sent-r.Scheduled)
 		}
 	}
 }
