@@ -38,6 +38,15 @@ type CostModel interface {
 	Prefill(n int) time.Duration
 }
 
+// paced is a cost model whose every step takes f times as long (Profile.Pace).
+type paced struct {
+	CostModel
+	f float64
+}
+
+func (c paced) Step(w StepWork) time.Duration { return nanos(float64(c.CostModel.Step(w)) * c.f) }
+func (c paced) Prefill(n int) time.Duration   { return nanos(float64(c.CostModel.Prefill(n)) * c.f) }
+
 func ms(v float64) time.Duration { return nanos(v * float64(time.Millisecond)) }
 
 // nanos rounds ns to a Duration, saturating: converting a float beyond int64 is

@@ -373,3 +373,46 @@ func TestLinearPrefillSeqMs(t *testing.T) {
 		}
 	}
 }
+
+// TestPaceScalesEveryStep: a profile's Pace multiplies each step and prefill its cost model
+// (any kind) costs, 0 and 1 leave it as costed, and a pace out of range is refused.
+func TestPaceScalesEveryStep(t *testing.T) {
+	base := presetProfile(t, "llama-3.1-8b", "h100", Deployment{})
+	lin := base
+	lin.Cost = CostConfig{Kind: CostLinear, PrefillMsPerToken: 0.02, DecodeStepMs: 8, DecodeGrowth: 0.12}
+	for _, p := range []Profile{base, lin} {
+		at := func(pace float64) CostModel {
+			q := p
+			q.Pace = pace
+			if err := q.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			cm, err := q.NewCostModel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cm
+		}
+		one, w := at(1), StepWork{DecodeSeqs: 4, DecodeContext: 2000, PrefillSeqs: 1, PrefillTokens: 512, PrefillAttn: 512 * 512 / 2}
+		if a, b := at(0), one; a.Step(w) != b.Step(w) || fmt.Sprintf("%T", a) != fmt.Sprintf("%T", b) {
+			t.Errorf("%s: pace 0 is not pace 1", p.Cost.Kind)
+		}
+		slow := at(1.1)
+		if got, want := slow.Step(w), nanos(1.1*float64(one.Step(w))); got != want {
+			t.Errorf("%s: step at pace 1.1 %v, want %v", p.Cost.Kind, got, want)
+		}
+		if got, want := slow.Prefill(512), nanos(1.1*float64(one.Prefill(512))); got != want {
+			t.Errorf("%s: prefill at pace 1.1 %v, want %v", p.Cost.Kind, got, want)
+		}
+		if slow.Step(StepWork{}) != 0 {
+			t.Errorf("%s: an empty step costs time at pace 1.1", p.Cost.Kind)
+		}
+	}
+	for _, pace := range []float64{-0.5, 11, math.NaN()} {
+		q := base
+		q.Pace = pace
+		if err := q.Validate(); err == nil || !strings.Contains(err.Error(), "pace") {
+			t.Errorf("pace %g: %v, want an error naming pace", pace, err)
+		}
+	}
+}

@@ -55,6 +55,11 @@ type Profile struct {
 	ModelConfig string
 	// Speculative is speculative decoding (spec.go); the zero value is off.
 	Speculative Speculative
+	// Pace multiplies every engine step's duration (0 and 1: as the cost model says). No
+	// profile file sets it: it is the same server run slower or faster, as a busy host or
+	// a drifting server runs it, for how far a prediction moves with the server's pace
+	// (simulate's pace sensitivity).
+	Pace float64
 
 	table *StepTable // loaded from Cost.File for the table model
 }
@@ -645,6 +650,9 @@ func (p Profile) validate() []error {
 		}
 	}
 	errs = append(errs, p.Tools.validate()...)
+	if !(p.Pace >= 0 && p.Pace <= maxPace) {
+		add("pace", "must be in [0, %g] (0 and 1: as costed), got %g", float64(maxPace), p.Pace)
+	}
 	if !(p.Network.RTTMs >= 0 && p.Network.RTTMs <= maxCostMs) {
 		add("network.rtt_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.RTTMs)
 	}
@@ -795,8 +803,17 @@ func (p Profile) KVCacheTokens() (int, error) {
 	return n, nil
 }
 
-// NewCostModel builds the profile's cost model.
+// NewCostModel builds the profile's cost model, at its Pace.
 func (p Profile) NewCostModel() (CostModel, error) {
+	cm, err := p.costModel()
+	if err != nil || p.Pace == 0 || p.Pace == 1 {
+		return cm, err
+	}
+	return paced{cm, p.Pace}, nil
+}
+
+// costModel is the cost model the profile's cost: names.
+func (p Profile) costModel() (CostModel, error) {
 	switch p.Cost.Kind {
 	case CostLinear:
 		c := p.Cost
@@ -824,6 +841,10 @@ func (p Profile) WithTable(t *StepTable) Profile {
 	}
 	return p
 }
+
+// maxPace bounds Profile.Pace: a server ten times slower than it was fitted is another
+// server.
+const maxPace = 10
 
 // maxPromptUsPerToken bounds network.prompt_us_per_token: 1 ms a token is far beyond
 // any tokenizer, and a 100,000-token prompt would wait 100 s.
