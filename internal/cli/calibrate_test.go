@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/testtier"
 )
@@ -244,6 +246,62 @@ calibration:
 			}
 			if tc.notErr != "" && strings.Contains(flat(stderr), tc.notErr) {
 				t.Errorf("stderr says %q:\n%s", tc.notErr, stderr)
+			}
+		})
+	}
+}
+
+// TestSimulateStatesItsPaceSensitivity: simulate --sim of a calibrated profile runs its
+// open loops again with the server 10 % slower and says how far they move; one near the
+// knee (a single slot at 88 % of its capacity) is named as holding only at the calibrated
+// pace, one far below it moves with the pace and no more, and closed loops and uncalibrated
+// profiles are not rerun.
+func TestSimulateStatesItsPaceSensitivity(t *testing.T) {
+	dir := t.TempDir()
+	profile := func(name, calibration string) string {
+		path := filepath.Join(dir, name)
+		// One slot, 80 ms a request of 16 tokens: capacity 12.5 req/s.
+		y := "model: llama-3.1-8b\ngpu: h100\ncost:\n  kind: linear\n  prefill_ms_per_token: 0.01\n  decode_step_ms: 5\n  decode_growth: 0.1\n" +
+			"engine:\n  max_num_seqs: 1\n" + calibration
+		if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	calibrated := profile("calibrated.yaml", "calibration:\n  source: http://127.0.0.1:8080\n  date: \"2026-12-04\"\n  prompt_tokens: [32, 2048]\n  output_tokens: [16, 64]\n  concurrency: [1, 2]\n  open_rates: [6, 6]\n")
+	plain := profile("plain.yaml", "")
+	for _, tc := range []struct {
+		name, profile string
+		load          []string
+		want, notWant []string
+	}{
+		{"near the knee", calibrated, []string{"--rate", "11", "--requests", "400"}, []string{"Pace sensitivity: the open loops again with the server 10% slower", "rate 11/s: TTFT P50", "Pace-bound (rate 11/s)"}, nil},
+		{"far below it", calibrated, []string{"--rate", "1", "--requests", "40"}, []string{"Pace sensitivity", "(+10%)"}, []string{"Pace-bound"}},
+		{"closed", calibrated, []string{"--concurrency", "1", "--requests", "8"}, nil, []string{"Pace sensitivity"}},
+		{"uncalibrated", plain, []string{"--rate", "11", "--requests", "40"}, nil, []string{"Pace sensitivity"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"simulate", "--sim", tc.profile, "--input-tokens", "32", "--output-tokens", "16",
+				"--output-dir", filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), "--quiet"}, tc.load...)
+			code, stdout, stderr := runCLI(t, t.Context(), args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			flat := strings.Join(strings.Fields(stdout), " ")
+			for _, w := range tc.want {
+				if !strings.Contains(flat, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(flat, w) {
+					t.Errorf("stdout says %q:\n%s", w, stdout)
+				}
+			}
+			for _, l := range strings.Split(stdout, "\n") {
+				if n := utf8.RuneCountInString(l); n > report.ConsoleWidth {
+					t.Errorf("a line of %d columns:\n%s", n, l)
+				}
 			}
 		})
 	}

@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
@@ -96,17 +101,109 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		printValidity(stdio, c, cfg)
 	}
 	warnLimits(stdio, p, cfg)
-	virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src,
-		Shape: func(s workload.Source) (workload.Source, error) { return cfg.wrapSource(s, nil) }}, cfg.shapeVirtual)
-	runLevel := func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
-		reason, err := virtual(ctx, lvl, sink)
-		var de *bench.DeployError
-		if errors.As(err, &de) {
-			err = usageError(fmt.Errorf("--sim: %w", de.Err)) // the run's summary says it so too
+	runLevel := func(p sim.Profile) bench.LevelRunner {
+		virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src,
+			Shape: func(s workload.Source) (workload.Source, error) { return cfg.wrapSource(s, nil) }}, cfg.shapeVirtual)
+		return func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
+			reason, err := virtual(ctx, lvl, sink)
+			var de *bench.DeployError
+			if errors.As(err, &de) {
+				err = usageError(fmt.Errorf("--sim: %w", de.Err)) // the run's summary says it so too
+			}
+			return reason, err
 		}
-		return reason, err
 	}
-	return execute(ctx, stdio, cfg, time.Now(), runLevel)
+	out, err := bench.Run(ctx, cfg.bench(stdio), time.Now(), runLevel(p))
+	concluded := cfg.conclude(ctx, stdio, out, err)
+	if err == nil && p.Calibration != nil && cfg.search == "" {
+		slow := p
+		slow.Pace = 1 + paceSlower
+		if err := paceSensitivity(ctx, stdio, cfg, out.Summary, runLevel(slow)); err != nil {
+			fmt.Fprintf(stdio.Err, "warning: the pace sensitivity was not simulated: %v\n", err)
+		}
+	}
+	return concluded
+}
+
+// paceSlower is how much slower than calibrated simulate runs a calibrated profile's server
+// again, for its open loops' sensitivity: a pace drift that calibrate warns of
+// (calibrate.DriftWarnPct), and what llama.cpp's server on a busy host drifted by within
+// minutes (docs/measurements.md).
+const paceSlower = calibrate.DriftWarnPct / 100
+
+// paceSensitivity simulates sum's open-loop levels again with slower (the same profile at a
+// slower pace) and says how far each level's TTFT and TPOT P50 move. Near the knee an open
+// loop's queue turns a small change of the server's pace into a large one of its latency,
+// larger than any fit's error: a prediction there holds only while the server keeps the pace
+// it was calibrated at, and the user should know it before buying GPUs by it.
+func paceSensitivity(ctx context.Context, stdio Stdio, cfg *benchConfig, sum *report.Summary, slower bench.LevelRunner) error {
+	if !slices.ContainsFunc(sum.Levels, func(l report.Level) bool { return l.Rate > 0 }) {
+		return nil // a closed loop's latency moves with the pace, no more
+	}
+	tmp, err := os.MkdirTemp("", "llmbench-pace-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bc := cfg.bench(stdio)
+	bc.Output = bench.Output{Dir: filepath.Join(tmp, "run"), Records: record.FormatCompact}
+	bc.Console = bench.Console{Out: io.Discard, Quiet: true}
+	out, err := bench.Run(ctx, bc, time.Now(), slower)
+	if err != nil {
+		return err
+	}
+	var lines, far []string
+	for i, l := range sum.Levels {
+		if l.Rate <= 0 || i >= len(out.Summary.Levels) {
+			continue
+		}
+		var parts []string
+		moved := false
+		for _, k := range []figure.Key{figure.TTFTP50, figure.TPOTP50} {
+			a, b := levelFigure(&l, k), levelFigure(&out.Summary.Levels[i], k)
+			if math.IsNaN(a) || math.IsNaN(b) || a <= 0 {
+				continue
+			}
+			move := 100 * (b/a - 1)
+			moved = moved || move > 2*100*paceSlower
+			parts = append(parts, fmt.Sprintf("%s %.4g → %.4g ms (%+.0f%%)", strings.ToUpper(strings.Replace(k.Name(), "_p", " P", 1)), a, b, move))
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		lines = append(lines, l.Name+": "+strings.Join(parts, ", "))
+		if moved {
+			far = append(far, l.Name)
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	head := fmt.Sprintf("Pace sensitivity: the open loops again with the server %.0f%% slower than calibrated (as a busy host or a drifting server runs; calibrate states the drift it saw):", 100*paceSlower)
+	fmt.Fprintln(stdio.Out)
+	fmt.Fprintln(stdio.Out, report.Wrap(head, 0, 2, report.ConsoleWidth))
+	for _, l := range lines {
+		fmt.Fprintln(stdio.Out, "  "+report.Wrap(l, 2, 4, report.ConsoleWidth))
+	}
+	if len(far) > 0 {
+		fmt.Fprintln(stdio.Out, "  "+report.Wrap(fmt.Sprintf("Pace-bound (%s): latency that moves more than %.0f%% for a %.0f%% slower server (near the knee, or where batching buys little) is predicted only while the server keeps its calibrated pace; leave headroom",
+			strings.Join(far, ", "), 2*100*paceSlower, 100*paceSlower), 2, 4, report.ConsoleWidth))
+	}
+	return nil
+}
+
+// levelFigure is a level's figure k in ms; NaN when the level has none.
+func levelFigure(l *report.Level, k figure.Key) float64 {
+	f := k.Figure()
+	s, ok := l.Stats(f.Metric)
+	if !ok {
+		return math.NaN()
+	}
+	p, ok := s.Get(f.Pct)
+	if !ok {
+		return math.NaN()
+	}
+	return p.Value
 }
 
 // printValidity states a calibrated profile's validity range and warns when the run asks
