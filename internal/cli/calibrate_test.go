@@ -227,12 +227,7 @@ calibration:
 		{"cut", byLoad, []string{"--concurrency", "1", "--input-tokens", "3000"}, nil, []string{"prompts up to 3000 tokens, and the server cuts any longer than its 2048-token context"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"simulate", "--sim", tc.profile, "--requests", "8", "--output-tokens", "16",
-				"--output-dir", filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), "--quiet"}, tc.load...)
-			code, stdout, stderr := runCLI(t, t.Context(), args...)
-			if code != ExitOK {
-				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-			}
+			stdout, stderr := simulateQuiet(t, filepath.Join(dir, tc.name), tc.profile, append([]string{"--requests", "8", "--output-tokens", "16"}, tc.load...)...)
 			flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 			for _, w := range tc.out {
 				if !strings.Contains(flat(stdout), w) {
@@ -281,12 +276,7 @@ func TestSimulateStatesItsPaceSensitivity(t *testing.T) {
 		{"uncalibrated", plain, []string{"--rate", "11", "--requests", "40"}, nil, []string{"Pace sensitivity"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"simulate", "--sim", tc.profile, "--input-tokens", "32", "--output-tokens", "16",
-				"--output-dir", filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), "--quiet"}, tc.load...)
-			code, stdout, stderr := runCLI(t, t.Context(), args...)
-			if code != ExitOK {
-				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-			}
+			stdout, _ := simulateQuiet(t, filepath.Join(dir, tc.name), tc.profile, append([]string{"--input-tokens", "32", "--output-tokens", "16"}, tc.load...)...)
 			flat := strings.Join(strings.Fields(stdout), " ")
 			for _, w := range tc.want {
 				if !strings.Contains(flat, w) {
@@ -305,6 +295,17 @@ func TestSimulateStatesItsPaceSensitivity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// simulateQuiet runs simulate --sim profile --quiet with args into out and returns what it
+// printed; any exit but ExitOK fails the test.
+func simulateQuiet(t *testing.T, out, profile string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, t.Context(), append([]string{"simulate", "--sim", profile, "--output-dir", out, "--quiet"}, args...)...)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	return stdout, stderr
 }
 
 // TestCalibrateStepFailureSaysWhy: a probe step the server refuses stops the calibration
