@@ -149,7 +149,7 @@ func paceSensitivity(ctx context.Context, stdio Stdio, cfg *benchConfig, sum *re
 	bc.Output = bench.Output{Dir: filepath.Join(tmp, "run"), Records: record.FormatCompact}
 	bc.Console = bench.Console{Out: io.Discard, Quiet: true}
 	out, err := bench.Run(ctx, bc, time.Now(), slower)
-	if err != nil {
+	if err != nil || ctx.Err() != nil { // interrupted: nothing to compare, and nothing lost
 		return err
 	}
 	var lines, far []string
