@@ -14,11 +14,54 @@ import (
 const DriftWarnPct = 10.0
 
 // Drift is how far the server's pace moved during the probe: TPOT P50 at the lowest
-// concurrency the decode ladder ran in both its passes.
+// concurrency the decode ladder ran in both its passes, and whether its requests there ran
+// at two speeds.
 type Drift struct {
 	Concurrency int
 	First       float64 // ms, the first pass
 	Again       float64 // ms, the second
+	Speeds      TwoSpeeds
+}
+
+// TwoSpeeds is a server whose requests of one decode level ran at one of two distinct
+// paces, each request steady at its own: the host's doing (another tenant on the core's
+// sibling, a frequency step), not the load's. llama.cpp's server on a core of its own here
+// ran such requests at 0.91–1.18 ms a token or at 1.44–1.91 ms, switching between requests
+// (docs/measurements.md); the passes' medians (Drift.Pct) miss it when both passes mix the
+// two alike, and a profile fitted on the mix predicts neither server.
+type TwoSpeeds struct {
+	Fast, Slow   float64 // ms a token: each group's median pace
+	NFast, NSlow int     // requests at each
+}
+
+// Found reports whether the level ran at two speeds.
+func (s TwoSpeeds) Found() bool { return s.NFast > 0 && s.NSlow > 0 }
+
+// twoSpeedsRatio is the least ratio between the slowest fast request's pace and the fastest
+// slow one's that makes two speeds: one request's pace is the median of its dozens of gaps,
+// and at one request in flight requests of one speed lie within a few percent of each other
+// (0.98–1.08 ms), where the host's two lay 33–46 % apart.
+const twoSpeedsRatio = 1.25
+
+// twoSpeeds splits paces at their widest ratio between neighbours (sorted): two speeds when
+// it is at least twoSpeedsRatio and each side holds a tenth of the requests, three at least
+// (one slow request is a hiccup, not a speed).
+func twoSpeeds(paces []float64) TwoSpeeds {
+	side := max(3, len(paces)/10)
+	if len(paces) < 2*side {
+		return TwoSpeeds{}
+	}
+	s := slices.Sorted(slices.Values(paces))
+	at, widest := 0, 0.0
+	for i := side; i <= len(s)-side; i++ {
+		if r := s[i] / s[i-1]; r > widest {
+			at, widest = i, r
+		}
+	}
+	if widest < twoSpeedsRatio {
+		return TwoSpeeds{}
+	}
+	return TwoSpeeds{Fast: s[at/2], Slow: s[at+(len(s)-at)/2], NFast: at, NSlow: len(s) - at}
 }
 
 // Measured reports whether the probe ran the ladder twice.
@@ -42,18 +85,26 @@ func (d Drift) String() string {
 	if math.Abs(d.Pct()) > DriftWarnPct {
 		s += fmt.Sprintf(": beyond %.0f%%, the server's speed moved while it was probed (another load, a busy machine), and predictions above the probe carry that; calibrate again when it is steady", DriftWarnPct)
 	}
+	if v := d.Speeds; v.Found() {
+		s += fmt.Sprintf(". Two speeds: there, %d requests ran at %.2f ms a token and %d at %.2f ms (%+.0f%%), each steady at its own: the host's doing (another tenant, a frequency step), not the load's; the profile is fitted to a mix of two servers and a live run may meet either; calibrate again when the host holds one speed",
+			v.NFast, v.Fast, v.NSlow, v.Slow, 100*(v.Slow/v.Fast-1))
+	}
 	return s
 }
 
-// paceDrift is the drift at the lowest concurrency the decode ladder ran in both passes.
+// paceDrift is the drift at the lowest concurrency the decode ladder ran in both passes,
+// with the two speeds of that level's requests over both passes, if it ran at two.
 func paceDrift(pts []Point) Drift {
 	var d Drift
+	var paces []float64
 	for _, pr := range passPairs(pts) {
 		a, b := &pts[pr[0]], &pts[pr[1]]
 		if d.Concurrency == 0 || a.Concurrency < d.Concurrency {
 			d = Drift{Concurrency: a.Concurrency, First: a.Measured[figure.TPOTP50], Again: b.Measured[figure.TPOTP50]}
+			paces = append(slices.Clip(a.Paces), b.Paces...)
 		}
 	}
+	d.Speeds = twoSpeeds(paces)
 	return d
 }
 

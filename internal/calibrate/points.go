@@ -62,6 +62,9 @@ type Point struct {
 	// Noise is the coefficient of variation of the level's steps, from the spread of each
 	// request's inter-token gaps about its own median; NaN when it has too few.
 	Noise float64
+	// Paces are the completed requests' median inter-token gaps (ms), in the records'
+	// order: the server's pace request by request (TwoSpeeds reads them).
+	Paces []float64
 }
 
 // Source is what a set of run folders says about the server they measured.
@@ -232,7 +235,7 @@ func newPoint(name, dir string, idx int, l report.Level, recs []record.Record) (
 		}
 		pt.SendSpread = float64(hi-lo) / float64(time.Millisecond)
 	}
-	pt.Noise = stepNoise(recs)
+	pt.Noise, pt.Paces = stepNoise(recs)
 	return pt, nil
 }
 

@@ -3,6 +3,7 @@ package calibrate
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,5 +204,38 @@ func TestRepeatable(t *testing.T) {
 	}
 	if got[0].SE != pts[0].SE || pts[1].SE[figure.TTFTP50] != seFloor {
 		t.Error("an unpaired point's errors changed, or the caller's points were written")
+	}
+}
+
+// TestTwoSpeeds: a decode level whose requests each ran steady at one of two paces far
+// apart (llama.cpp's server on a core of its own here: 1.0 or 1.45 ms a token) is told
+// apart from one whose requests spread about one pace, or that had one slow request.
+func TestTwoSpeeds(t *testing.T) {
+	steady := []float64{0.98, 1.0, 1.02, 0.99, 1.05, 1.01, 1.08, 0.97, 1.03, 1.0, 1.02, 0.99, 1.04, 1.0, 1.01, 1.06}
+	broad := []float64{1.27, 1.30, 1.31, 1.33, 1.35, 1.38, 1.41, 1.44, 1.48, 1.52, 1.58, 1.62, 1.68, 1.75, 1.83, 1.35}
+	for _, tc := range []struct {
+		name         string
+		paces        []float64
+		found        bool
+		nFast, nSlow int
+	}{
+		{"one speed", steady, false, 0, 0},
+		{"one speed, spread", broad, false, 0, 0},
+		{"a hiccup", append(slices.Clone(steady), 1.87), false, 0, 0},
+		{"two speeds", append(slices.Clone(steady), 1.48, 1.47, 1.46, 1.46, 1.44, 1.46), true, 16, 6},
+		{"a pass each", append(slices.Clone(steady), 1.67, 1.69, 1.62, 1.65, 1.59, 1.71, 1.73, 1.81), true, 16, 8},
+		{"too few", []float64{1, 1.5, 1, 1.5}, false, 0, 0},
+	} {
+		got := twoSpeeds(tc.paces)
+		if got.Found() != tc.found || got.NFast != tc.nFast || got.NSlow != tc.nSlow {
+			t.Errorf("%s: %+v, want found %v with %d fast and %d slow", tc.name, got, tc.found, tc.nFast, tc.nSlow)
+		}
+		if got.Found() && !(got.Fast >= 0.97 && got.Fast <= 1.08 && got.Slow >= 1.44 && got.Slow <= 1.81) {
+			t.Errorf("%s: speeds %.2f and %.2f, outside the groups", tc.name, got.Fast, got.Slow)
+		}
+	}
+	d := Drift{Concurrency: 1, First: 1.0, Again: 1.02, Speeds: twoSpeeds(append(slices.Clone(steady), 1.48, 1.47, 1.46, 1.46, 1.44, 1.46))}
+	if s := d.String(); !strings.Contains(s, "Two speeds: there, 16 requests ran at 1.01 ms a token and 6 at 1.46 ms (+45%)") {
+		t.Errorf("the drift's words do not say the two speeds: %s", s)
 	}
 }

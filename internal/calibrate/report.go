@@ -32,10 +32,18 @@ type jsonReport struct {
 }
 
 type jsonDrift struct {
-	Concurrency int      `json:"concurrency"`
-	FirstTPOT   *float64 `json:"first_pass_tpot_p50_ms"`
-	AgainTPOT   *float64 `json:"second_pass_tpot_p50_ms"`
-	Pct         *float64 `json:"pct"`
+	Concurrency int         `json:"concurrency"`
+	FirstTPOT   *float64    `json:"first_pass_tpot_p50_ms"`
+	AgainTPOT   *float64    `json:"second_pass_tpot_p50_ms"`
+	Pct         *float64    `json:"pct"`
+	TwoSpeeds   *jsonSpeeds `json:"two_speeds"` // null: the level's requests ran at one
+}
+
+type jsonSpeeds struct {
+	FastMs       *float64 `json:"fast_ms"`
+	SlowMs       *float64 `json:"slow_ms"`
+	FastRequests int      `json:"fast_requests"`
+	SlowRequests int      `json:"slow_requests"`
 }
 
 type jsonSource struct {
@@ -149,6 +157,9 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 	out.HeldOut = append(out.HeldOut, member{"by_load", object{{"closed", jsonErrs(r.ByLoad.Closed)}, {"open", jsonErrs(r.ByLoad.Open)}}})
 	if d := r.PaceDrift; d.Measured() {
 		out.PaceDrift = &jsonDrift{Concurrency: d.Concurrency, FirstTPOT: opt(d.First), AgainTPOT: opt(d.Again), Pct: opt(d.Pct())}
+		if v := d.Speeds; v.Found() {
+			out.PaceDrift.TwoSpeeds = &jsonSpeeds{FastMs: opt(v.Fast), SlowMs: opt(v.Slow), FastRequests: v.NFast, SlowRequests: v.NSlow}
+		}
 	}
 	for _, p := range r.Points {
 		jp := jsonPoint{Name: p.Name, Dir: p.Dir, Level: p.Level, Phase: string(p.Phase), Concurrency: p.Concurrency, Open: p.Open,
