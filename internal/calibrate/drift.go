@@ -40,7 +40,7 @@ func (s TwoSpeeds) Found() bool { return s.NFast > 0 && s.NSlow > 0 }
 // twoSpeedsRatio is the least ratio between the slowest fast request's pace and the fastest
 // slow one's that makes two speeds: one request's pace is the median of its dozens of gaps,
 // and at one request in flight requests of one speed lie within a few percent of each other
-// (0.98–1.08 ms), where the host's two lay 33–46 % apart.
+// (0.98–1.08 ms), where the host's two groups' nearest requests lay 33–46 % apart.
 const twoSpeedsRatio = 1.25
 
 // twoSpeeds splits paces at their widest ratio between neighbours (sorted): two speeds when
