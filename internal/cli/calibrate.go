@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -168,9 +169,6 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 		g, _ := sim.GPUPreset(f.gpu)
 		opts.Model, opts.GPU = &m, &g
 	}
-	if !f.quiet {
-		opts.Progress = func(s string) { fmt.Fprintf(stdio.Out, "  %s\n", s) }
-	}
 	var (
 		pts []calibrate.Point
 		src calibrate.Source
@@ -195,7 +193,7 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	if !f.quiet {
 		fmt.Fprintf(stdio.Out, "Fitting %d probe points from %d run folders\n", len(pts), len(dirs))
 	}
-	res, err := calibrate.Fit(ctx, pts, src, opts)
+	res, err := fit(ctx, stdio, f.quiet, pts, src, opts)
 	if err != nil {
 		return withCode(ExitFailure, err)
 	}
@@ -212,6 +210,28 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	res.Console(stdio.Out)
 	fmt.Fprintf(stdio.Out, "\n%s\n", report.Wrap(fmt.Sprintf("Profile: %s (report: %s, %s)", profile, jsPath, htmlPath), 0, 2, report.ConsoleWidth))
 	return nil
+}
+
+// fit fits the points, saying what it does and, on a terminal, how long it has taken (a
+// fit replays every point through the simulator, for a minute or more).
+func fit(ctx context.Context, stdio Stdio, quiet bool, pts []calibrate.Point, src calibrate.Source, opts calibrate.Options) (*calibrate.Result, error) {
+	start, doing := time.Now(), "starting"
+	var mu sync.Mutex
+	bar := newLiveLine(stdio.Err, quiet, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("fitting %d probe points, %s: %s", len(pts), time.Since(start).Round(time.Second), doing)
+	})
+	defer bar.finish()
+	if !quiet {
+		opts.Progress = func(s string) {
+			mu.Lock()
+			doing = s
+			mu.Unlock()
+			bar.say(stdio.Out, "  "+s)
+		}
+	}
+	return calibrate.Fit(ctx, pts, src, opts)
 }
 
 // probe runs the designed probe against f.url, each step a run folder under dir, and
@@ -438,7 +458,7 @@ func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*ben
 		ignoreEOS: true, timeout: 10 * time.Minute, idleTimeout: 60 * time.Second, keepAlive: p.keepAlive,
 		testRequest: n == 1, modelChecked: n > 1, simProfile: "h200-llama-3.1-8b", tokenizer: p.tokenizer, seed: seed,
 		metricsInterval: 100 * time.Millisecond, metrics: metrics.Config{Percentiles: []float64{50, 99}},
-		repeat: 1, shards: 1, records: record.FormatJSONL, outputDir: out, overwrite: f.overwrite, quiet: true, noProgress: true,
+		repeat: 1, shards: 1, records: record.FormatJSONL, outputDir: out, overwrite: f.overwrite, quiet: true, noProgress: f.quiet,
 		base: load.Level{Arrival: schedule.Arrival{Kind: schedule.Poisson}, Shards: 1}}
 	if err := c.resolveInputs(&benchFlags{api: f.api, batchSize: 1, documents: 8, queryTokens: 32, stream: true, turns: 1, seed: seed}); err != nil {
 		return nil, usageError(err)

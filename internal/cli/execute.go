@@ -57,7 +57,7 @@ func (c *benchConfig) bench(stdio Stdio) bench.Config {
 		Output: bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
 		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,
 			Progress: func(name string, total int, d time.Duration) bench.Progress {
-				return newProgress(stdio.Err, name, total, d, c.noProgress)
+				return newProgress(stdio.Err, name, total, d, !c.live, c.noProgress)
 			}},
 	}
 }

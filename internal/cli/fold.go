@@ -15,6 +15,10 @@ import (
 // redrawn with \r) passes as it is.
 type foldNotes struct{ w io.Writer }
 
+// Unwrap is the writer folded into, so that a terminal behind the folding is still seen as
+// one (the progress line belongs there).
+func (f foldNotes) Unwrap() io.Writer { return f.w }
+
 func (f foldNotes) Write(p []byte) (int, error) {
 	if len(p) == 0 || p[len(p)-1] != '\n' || bytes.ContainsAny(p, "\r\x1b") {
 		return f.w.Write(p)

@@ -19,17 +19,20 @@ import (
 // so logs and CI output stay clean): the level, requests done and failed, the rate, the
 // time left (by count or by the level's duration), and, once a level runs for more than a
 // few seconds, a live line of its recent TTFT and TPOT P50/P99 and output tokens/s. It is
-// redrawn four times a second from the first moment.
+// redrawn four times a second from the first moment. A simulated level's time is the
+// virtual clock's, read from its records (a 600 s level may take a second of wall time).
 type progress struct {
-	w     io.Writer
-	name  string
-	total int           // requests to send; 0 when the level is timed
-	d     time.Duration // the level's duration; 0 when counted
-	start time.Time
+	w       io.Writer
+	name    string
+	total   int           // requests to send; 0 when the level is timed
+	d       time.Duration // the level's duration; 0 when counted
+	start   time.Time
+	virtual bool
 
 	mu                 sync.Mutex
 	done, failed, toks int
-	ttft, tpot         window // recent values, ms
+	ttft, tpot         window        // recent values, ms
+	vFirst, vLast      time.Duration // virtual: the first record's send and the latest finish
 	stop               chan struct{}
 	stopped            chan struct{}
 }
@@ -62,11 +65,11 @@ func (w *window) p50p99() (p50, p99 float64, ok bool) {
 	return at(0.50), at(0.99), true
 }
 
-func newProgress(w io.Writer, name string, total int, d time.Duration, disabled bool) *progress {
+func newProgress(w io.Writer, name string, total int, d time.Duration, virtual, disabled bool) *progress {
 	if disabled || !terminal(w) {
 		return &progress{}
 	}
-	p := &progress{w: w, name: name, total: total, d: d, start: time.Now(),
+	p := &progress{w: w, name: name, total: total, d: d, start: time.Now(), virtual: virtual,
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	go p.loop()
 	return p
@@ -94,6 +97,12 @@ func (p *progress) Add(r *record.Record) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if r.Done > 0 { // a request never sent has no times
+		if p.vLast == 0 || r.Sent < p.vFirst {
+			p.vFirst = r.Sent
+		}
+		p.vLast = max(p.vLast, r.Done)
+	}
 	p.done++
 	if r.Error != nil && r.Error.Kind != record.KindCanceled {
 		p.failed++
@@ -111,7 +120,11 @@ func (p *progress) Add(r *record.Record) {
 
 func (p *progress) draw() {
 	p.mu.Lock()
-	line := progressLine(p.name, p.total, p.d, time.Since(p.start), p.done, p.failed, p.toks, &p.ttft, &p.tpot)
+	name, elapsed := p.name, time.Since(p.start)
+	if p.virtual {
+		name, elapsed = "simulated "+name, max(p.vLast-p.vFirst, 0)
+	}
+	line := progressLine(name, p.total, p.d, elapsed, p.done, p.failed, p.toks, &p.ttft, &p.tpot)
 	p.mu.Unlock()
 	redraw(p.w, line)
 }
@@ -119,7 +132,7 @@ func (p *progress) draw() {
 // redraw replaces the terminal's current line with line, cut to the terminal's width.
 func redraw(w io.Writer, line string) {
 	width := 100
-	if f, ok := w.(*os.File); ok {
+	if f, ok := terminalFile(w); ok {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
 			width = cols
 		}
@@ -132,8 +145,23 @@ func redraw(w io.Writer, line string) {
 
 // terminal reports whether w is a terminal (where a progress line belongs).
 func terminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	_, ok := terminalFile(w)
+	return ok
+}
+
+// terminalFile is the terminal w writes to, through any writers wrapping it (each with an
+// Unwrap method, as foldNotes has); false when w does not end at a terminal.
+func terminalFile(w io.Writer) (*os.File, bool) {
+	for {
+		switch v := w.(type) {
+		case *os.File:
+			return v, term.IsTerminal(int(v.Fd()))
+		case interface{ Unwrap() io.Writer }:
+			w = v.Unwrap()
+		default:
+			return nil, false
+		}
+	}
 }
 
 // liveLine redraws the line a function gives four times a second on a terminal (nothing
@@ -141,6 +169,7 @@ func terminal(w io.Writer) bool {
 type liveLine struct {
 	w             io.Writer
 	line          func() string
+	mu            sync.Mutex // a redraw, or a line said while the bar is up
 	stop, stopped chan struct{}
 }
 
@@ -154,7 +183,9 @@ func newLiveLine(w io.Writer, disabled bool, line func() string) *liveLine {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
+			l.mu.Lock()
 			redraw(l.w, l.line())
+			l.mu.Unlock()
 			select {
 			case <-l.stop:
 				return
@@ -163,6 +194,17 @@ func newLiveLine(w io.Writer, disabled bool, line func() string) *liveLine {
 		}
 	}()
 	return l
+}
+
+// say prints a whole line to out (the same terminal, or not) with the bar cleared first, so
+// that the line does not land behind the bar's text; the next redraw puts the bar back.
+func (l *liveLine) say(out io.Writer, line string) {
+	if l.w != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		fmt.Fprint(l.w, "\r\033[K")
+	}
+	fmt.Fprintln(out, line)
 }
 
 // finish clears the line.
