@@ -17,6 +17,7 @@ import (
 
 // execute runs cfg's benchmark with runLevel (bench.Run).
 func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time, runLevel bench.LevelRunner) error {
+	writingResults(cfg.outputDir)
 	out, err := bench.Run(ctx, cfg.bench(stdio), start, runLevel)
 	return cfg.conclude(ctx, stdio, out, err)
 }

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/report"
+)
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestInterruptEchoIsOneInterrupt: a process group's copy of the interrupt (timeout(1)
+// signals the process and its group) arrives at once and must not cut the writing short;
+// a person's second Ctrl-C later exits, naming the command that rebuilds the reports.
+func TestInterruptEchoIsOneInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	writingResults(dir)
+	defer resultsDir.Store(nil)
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	sigs := make(chan os.Signal)
+	var (
+		stderr    syncBuffer
+		exited    = make(chan int, 1)
+		cancelled = make(chan struct{})
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Interrupts(sigs, func() { close(cancelled) }, &stderr, func(code int) { exited <- code }, clock.Now)
+	}()
+	sigs <- syscall.SIGINT
+	<-cancelled
+	sigs <- syscall.SIGINT // the group's copy, at the same instant
+	clock.add(signalEcho / 2)
+	sigs <- syscall.SIGTERM
+	select {
+	case code := <-exited:
+		t.Fatalf("an echo of the interrupt exited at once (code %d): the run's results would be lost", code)
+	default:
+	}
+	clock.add(signalEcho)
+	sigs <- syscall.SIGINT // a person insisting
+	<-done
+	if code := <-exited; code != ExitInterrupted {
+		t.Errorf("exit code %d, want %d", code, ExitInterrupted)
+	}
+	if want := "'llmbench report " + dir + "'"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("the forced exit does not say %s:\n%s", want, stderr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestInterruptedTwiceKeepsTheRun: a run interrupted by a signal and its echo writes what it
+// measured: summary.json (end reason interrupted, the level measured), summary.csv and
+// report.html.
+func TestInterruptedTwiceKeepsTheRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	go Interrupts(sigs, cancel, &syncBuffer{}, func(code int) { t.Errorf("exited with %d on an echo", code) }, time.Now)
+	go func() {
+		// Once some requests are measured: each takes about 0.7 s on the default simulator.
+		for !bytes.Contains(readOr(filepath.Join(out, "records.jsonl")), []byte("\n")) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		sigs <- syscall.SIGINT
+		sigs <- syscall.SIGINT
+	}()
+	code, _, stderr := runCLI(t, ctx, "run", "--concurrency", "4", "--requests", "1000", "--output-tokens", "16",
+		"--output-dir", out, "--quiet", "--no-progress")
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitInterrupted, stderr)
+	}
+	sum := readSummaryT(t, out)
+	if sum.EndReason != report.EndInterrupted || len(sum.Levels) != 1 || sum.Levels[0].Completed == 0 {
+		t.Errorf("summary.json: end_reason %q, %d levels (want interrupted, the level measured)", sum.EndReason, len(sum.Levels))
+	}
+	for _, f := range []string{"summary.csv", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+}
+
+func readOr(path string) []byte {
+	b, _ := os.ReadFile(path)
+	return b
+}
