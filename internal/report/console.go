@@ -280,7 +280,7 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.steadyState(l.SteadyState)
 	if l.SLO != nil {
 		w.WriteString(consoleRule("SLO Verdict", '-') + "\n")
-		b.line("Verdict:", verdictWord(l.SLO))
+		w.WriteString(fmt.Sprintf("%-40s ", "Verdict:") + Wrap(verdictWord(l.SLO), 41, 41, ConsoleWidth) + "\n")
 		for _, t := range l.SLO.Terms {
 			v := "n/a"
 			if t.Value != nil {
