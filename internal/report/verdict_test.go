@@ -29,6 +29,9 @@ func TestVerdictKeptUp(t *testing.T) {
 	if !strings.Contains(con.String(), "Verdict:                                 fail (oversaturated: the server could not") {
 		t.Errorf("console:\n%s\nwant Verdict: fail (oversaturated: …)", con.String())
 	}
+	if c, _ := verdictCell(s.Levels[1].SLO); c.Text != "fail" || !strings.HasPrefix(c.Title, "oversaturated: ") {
+		t.Errorf("report.html's verdict cell %+v, want fail with the reason", c)
+	}
 	var js bytes.Buffer
 	if err := WriteJSON(&js, s); err != nil {
 		t.Fatal(err)
@@ -68,6 +71,9 @@ func TestVerdictUndecidedConsole(t *testing.T) {
 		if !strings.Contains(con.String(), want) {
 			t.Errorf("console lacks %q:\n%s", want, con.String())
 		}
+	}
+	if c, _ := verdictCell(s.Levels[0].SLO); c.Text != "undecided" || !strings.HasPrefix(c.Title, "undecided: ") {
+		t.Errorf("report.html's verdict cell %+v, want undecided with the reason", c)
 	}
 	var ladder bytes.Buffer
 	Console(&ladder, s, ConsoleOptions{})
