@@ -43,7 +43,8 @@ import (
 // Long enough to judge: at least SaturationLong arrivals; or at least SaturationMinimum
 // while the server's pace is steady — the requests that finished in the last quarter of
 // the level so far were served (ServiceOf: first token to end, less the request's longest
-// wait between two tokens) at most 10% longer on average than those of the quarter before. The backlog's correlation time is what sets how long a
+// wait between two tokens) at most 10% longer on average than those of the quarter before.
+// The backlog's correlation time is what sets how long a
 // level must be: a batching server filling from empty serves each request more slowly as
 // its batch grows, so its backlog grows for a long while (the textbook profile's for minutes
 // near capacity) without its falling behind, which only the long wait tells apart; past

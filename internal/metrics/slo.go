@@ -92,17 +92,6 @@ func (v *Verdict) Result() string {
 	return "fail"
 }
 
-// Result is the term's outcome in a word: pass, fail or undecided.
-func (t TermCheck) Result() string {
-	switch {
-	case t.Pass:
-		return "pass"
-	case t.Undecided:
-		return "undecided"
-	}
-	return "fail"
-}
-
 // FailBehind fails the verdict of a level whose server did not keep up with the load: one
 // stopped as oversaturated, or whose backlog grew through it (SteadyState.Growing). Its
 // figures describe only the requests that finished, while the rest waited; whatever they
