@@ -276,8 +276,9 @@ func (r *ladder) search() error {
 		if err != nil {
 			return false, err
 		}
-		// An oversaturated level fails whatever its figures: the bracket is cut there.
-		return l.SLO != nil && l.SLO.Pass && l.EndReason != report.EndOversaturated, nil
+		// The level's verdict, as the summary gives it: an oversaturated level, or one judged
+		// on too few samples, does not pass (metrics.FailBehind, MinSamples).
+		return l.SLO != nil && l.SLO.Pass, nil
 	})
 	return err
 }

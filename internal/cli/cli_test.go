@@ -103,8 +103,8 @@ func TestUsageErrorsAreTyped(t *testing.T) {
 func TestSimulateTextbookLadderAndSearch(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook",
-		"--concurrency", "1,4,16,64", "--input-tokens", "512", "--output-tokens", "100",
-		"--slo", "tpot:p99<=30ms", "--output-dir", dir)
+		"--concurrency", "1,4,16,64", "--requests", "400", "--input-tokens", "512", "--output-tokens", "100",
+		"--slo", "tpot:p99<=30ms", "--output-dir", dir) // 400 requests: a P99 needs 368 for a verdict
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -146,6 +146,35 @@ func TestExitCode3WhenNoLevelMeetsSLOs(t *testing.T) {
 	}
 }
 
+// TestExitCode3WhenNotKeptUpOrUndecided: a level stopped as oversaturated fails its
+// verdict though the requests that finished met the SLOs (a queue past the first token:
+// TTFT stays flat), and a P99 judged on one sample is undecided; both exit 3.
+func TestExitCode3WhenNotKeptUpOrUndecided(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		verdict string
+	}{
+		{"oversaturated", []string{"--sim", "../../bench/disagg16.yaml", "--rate", "14", "--duration", "60s",
+			"--input-tokens", "512", "--output-tokens", "100", "--slo", "ttft:p99<=1s"}, "Verdict:                                 fail (oversaturated: "},
+		{"one sample", []string{"--sim", "textbook", "--concurrency", "64", "--requests", "1", "--slo", "ttft:p99<=1s"},
+			"Verdict:                                 undecided (ttft on 1 sample; p99 needs at least 368"},
+	} {
+		dir := t.TempDir()
+		code, stdout, stderr := runCLI(t, context.Background(), append([]string{"simulate", "--output-dir", dir}, tc.args...)...)
+		if code != ExitSLOFailed {
+			t.Errorf("%s: exit %d, want %d; stderr %s", tc.name, code, ExitSLOFailed, stderr)
+		}
+		if !strings.Contains(stdout, tc.verdict) {
+			t.Errorf("%s: console lacks %q:\n%s", tc.name, tc.verdict, stdout)
+		}
+		s := summaryMap(t, dir)
+		if pass, reason := path(s, "levels", 0, "slo", "pass"), path(s, "levels", 0, "slo", "reason"); pass != false || reason == nil {
+			t.Errorf("%s: summary.json slo.pass %v, slo.reason %v; want false and a reason", tc.name, pass, reason)
+		}
+	}
+}
+
 // report recomputes the same figures from the records, in either format.
 func TestReportRoundTrip(t *testing.T) {
 	for _, format := range record.Formats() {
@@ -156,8 +185,8 @@ func TestReportRoundTrip(t *testing.T) {
 func testReportRoundTrip(t *testing.T, format record.Format) {
 	dir, out := t.TempDir(), t.TempDir()
 	if code, _, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook",
-		"--concurrency", "2,8", "--output-tokens", "uniform:10:60", "--input-tokens", "normal:300:50",
-		"--slo", "ttft<=20ms,tpot:p90<=15ms", "--records", string(format), "--output-dir", dir); code != 0 {
+		"--concurrency", "2,8", "--requests", "40", "--output-tokens", "uniform:10:60", "--input-tokens", "normal:300:50",
+		"--slo", "ttft<=20ms,tpot:p90<=15ms", "--records", string(format), "--output-dir", dir); code != 0 { // a P90 needs 36
 		t.Fatalf("simulate: %s", stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, format.FileName())); err != nil {

@@ -223,7 +223,7 @@ func TestCompareAcrossRuns(t *testing.T) {
 func TestSearchCutsAtSaturation(t *testing.T) {
 	dir := t.TempDir()
 	code, _, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook", "--search", "rate",
-		"--slo", "ttft:p99<=1s", "--duration", "300s", "--input-tokens", "512", "--output-tokens", "100",
+		"--slo", "ttft:p99<=1s", "--duration", "400s", "--input-tokens", "512", "--output-tokens", "100", // 400 s: the first probe, 1 req/s, decides a P99
 		"--records", "compact", "--output-dir", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)

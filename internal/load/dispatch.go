@@ -213,14 +213,21 @@ func OutcomeOf(rec *record.Record) Outcome {
 }
 
 // ServiceOf is how long a finished request was served, as the over-saturation rule counts
-// it: from its first token to its end (its decode, which queueing does not lengthen), or
-// from its sending to its end when it came without token events; 0 when it failed.
+// it: from its first token to its end less its longest wait between two tokens (its decode,
+// which queueing does not lengthen: a wait for a decode slot after a disaggregated prefill,
+// or a preempted sequence's wait to resume, is a queue the server holds past the first
+// token, not its pace), or from its sending to its end when it came without token events;
+// 0 when it failed. With only its first and last token known, the span between them.
 func ServiceOf(rec *record.Record) time.Duration {
 	if rec.Error != nil {
 		return 0
 	}
 	if first, ok := rec.FirstToken(); ok && rec.Done > first {
-		return rec.Done - first
+		var longest int64
+		if rec.Events.Len() > 2 {
+			rec.Events.EachGap(func(gap int64, _ int) { longest = max(longest, gap) })
+		}
+		return max(rec.Done-first-time.Duration(longest)*time.Microsecond, 0)
 	}
 	return max(rec.Done-rec.Sent, 0)
 }

@@ -42,21 +42,28 @@ import (
 //
 // Long enough to judge: at least SaturationLong arrivals; or at least SaturationMinimum
 // while the server's pace is steady — the requests that finished in the last quarter of
-// the level so far were served (ServiceOf: first token to end) at most 10% longer on average
-// than those of the quarter before. The backlog's correlation time is what sets how long a
+// the level so far were served (ServiceOf: first token to end, less the request's longest
+// wait between two tokens) at most 10% longer on average than those of the quarter before.
+// The backlog's correlation time is what sets how long a
 // level must be: a batching server filling from empty serves each request more slowly as
 // its batch grows, so its backlog grows for a long while (the textbook profile's for minutes
 // near capacity) without its falling behind, which only the long wait tells apart; past
 // capacity a slot-bound server's batch is full and its pace steady at once, and its backlog
 // grows by the difference, which the short wait sees within a minute. A server whose pace
-// keeps slowing past capacity (preempting for KV blocks) is judged after the long wait.
+// keeps slowing past capacity (preempting for KV blocks) is judged after the long wait. A
+// queue past the first token (a disaggregated prefill whose requests then wait for a decode
+// slot, a preempted sequence waiting to resume) is each request's longest wait between two
+// tokens, which the pace leaves out: the backlog grows there while TTFT stays flat, and the
+// pace of the decode itself is what tells a full server from a batch still filling.
 //
 // Measured (TestOversaturationLadder, TestOversaturationWithinAMinute; docs/metrics.md):
 // on the textbook profile (capacity 10.23 req/s for 512/100-token requests) a Poisson
 // ladder of 300 s levels in steps of 10% of capacity stops at 1.0, 1.1 or 1.2 × capacity
 // (60 seeds: 21, 33, 5, and once at 0.9); on a 16-slot linear profile of 7.1 req/s
 // (bench/linear16.yaml), 60 s levels at 10 and 14 req/s are stopped in all of 60 seeds, after
-// 31 and 22 s on average, and 0.9 × capacity in none of 60. End reason EndOversaturated.
+// 31 and 22 s on average, and 0.9 × capacity in none of 60; on its disaggregated twin, whose
+// queue sits past the first token (bench/disagg16.yaml, 7.1 req/s), likewise in all of 60
+// after 31 and 22 s, and 0.9 × capacity in 1 of 60. End reason EndOversaturated.
 //
 // Unreachable (always on): when the level's first UnreachableFirst finished requests all
 // failed to connect, nothing listens where the requests go; the level stops at once

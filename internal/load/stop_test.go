@@ -63,19 +63,38 @@ func TestOversaturationLadder(t *testing.T) {
 // the steps: measured over 300 s at 14 req/s, 7.2 req/s.
 const linear16Capacity = 7.1
 
+// disagg16Capacity is bench/disagg16.yaml's capacity in requests/s for 512 → 100-token
+// requests: 16 sequences decode 16 tokens per 8 × (1 + 0.12 × 15) = 22.4 ms step, 99 tokens
+// each (the first comes from the prefill pool), 7.2 req/s; measured over 60 s at 14 req/s,
+// 7.17 req/s.
+const disagg16Capacity = 7.1
+
 // TestOversaturationWithinAMinute: a slot-bound server's growing backlog is found within a
 // 60 s level well past its capacity (10 and 14 req/s, about 1.4 and 2 ×), and a level at
-// 0.9 × capacity is not stopped, over 60 seeds each.
+// 0.9 × capacity is not stopped, over 60 seeds each: where requests queue before their first
+// token (linear16) and where they queue after it, for a decode slot (disagg16: TTFT stays
+// flat and the decode pace keeps slowing, so only the throughput shows the server full).
 func TestOversaturationWithinAMinute(t *testing.T) {
-	p, err := sim.LoadProfile("../../bench/linear16.yaml")
-	if err != nil {
-		t.Fatal(err)
+	for _, prof := range []struct {
+		file     string
+		capacity float64
+	}{{"linear16", linear16Capacity}, {"disagg16", disagg16Capacity}} {
+		t.Run(prof.file, func(t *testing.T) {
+			p, err := sim.LoadProfile("../../bench/" + prof.file + ".yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			oversaturationWithinAMinute(t, p, prof.capacity)
+		})
 	}
+}
+
+func oversaturationWithinAMinute(t *testing.T, p sim.Profile, capacity float64) {
 	for _, tc := range []struct {
 		rate    float64
 		atLeast int // levels of 60 stopped as oversaturated
 		atMost  int
-	}{{0.9 * linear16Capacity, 0, 1}, {10, 57, 60}, {14, 57, 60}} {
+	}{{0.9 * capacity, 0, 1}, {10, 57, 60}, {14, 57, 60}} {
 		stopped := 0
 		var after time.Duration
 		for seed := range 60 {
@@ -125,6 +144,39 @@ func TestPaceSettled(t *testing.T) {
 	}
 	if (&series{}).settled() {
 		t.Error("an empty series: settled")
+	}
+}
+
+// TestServiceOf: a request's service is its decode less its longest wait between tokens
+// (a wait for a decode slot is queueing, not pace); with its first and last token alone,
+// the span between them; without tokens, sending to end; a failed one, none.
+func TestServiceOf(t *testing.T) {
+	ms := time.Millisecond
+	rec := func(tokens ...time.Duration) *record.Record {
+		r := &record.Record{Sent: 0, Done: 1000 * ms}
+		r.Events.Base = r.Sent
+		for _, at := range tokens {
+			r.Events.Append(at, 1)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		r    *record.Record
+		want time.Duration
+	}{
+		{"waited 600 ms for a decode slot", rec(10*ms, 610*ms, 620*ms, 630*ms), 390 * ms},
+		{"first and last token only", rec(10*ms, 990*ms), 990 * ms},
+		{"no tokens", rec(), 1000 * ms},
+		{"failed", func() *record.Record {
+			r := rec(10 * ms)
+			r.Error = &record.Error{Kind: record.KindHTTPStatus}
+			return r
+		}(), 0},
+	} {
+		if got := ServiceOf(tc.r); got != tc.want {
+			t.Errorf("%s: ServiceOf = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

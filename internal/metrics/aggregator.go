@@ -277,6 +277,9 @@ func (a *Aggregator) Level() Level {
 	lv.Tasks = a.tasks.result(ps, a.cfg.SLOs, lv.DurationS, lv.Dists) // before the verdicts: task:p99<=60s
 	lv.SLO = evaluate(a.cfg.SLOs, lv.Dists, lv.GoodFraction, errorRate)
 	lv.SteadyState = a.steadyState(&lv)
+	if ss := lv.SteadyState; ss != nil && ss.Growing {
+		FailBehind(lv.SLO, ss.Reason)
+	}
 	lv.ServerTimings = a.server.result()
 	lv.Turns = a.turns.result(ps)
 	an := a.anatomy

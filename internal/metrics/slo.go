@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,18 +58,51 @@ func (s SLO) String() string {
 	return "?"
 }
 
-// Verdict reports whether a level meets its percentile and goodput SLOs.
+// Verdict reports whether a level meets its percentile and goodput SLOs. It passes only
+// when the server kept up with the load and every term was judged on enough samples and
+// passed (Judged); otherwise Pass is false and Reason says why when the terms alone do not:
+// "oversaturated: …" (FailBehind) or "undecided: …". Undecided says no term failed but some
+// were judged on too few samples to say: not met either.
 type Verdict struct {
-	Pass  bool        `json:"pass"`
-	Terms []TermCheck `json:"terms"`
+	Pass      bool        `json:"pass"`
+	Undecided bool        `json:"undecided,omitempty"`
+	Reason    string      `json:"reason,omitempty"`
+	Terms     []TermCheck `json:"terms"`
 }
 
 // TermCheck is one verdict term: its measured value (ms, or a fraction for goodput; null when
-// there was nothing to measure) and whether it passed.
+// there was nothing to measure) and whether it passed. Undecided says it was judged on too
+// few samples (MinSamples), Reason how many; such a term does not pass.
 type TermCheck struct {
-	Term  string   `json:"term"`
-	Value *float64 `json:"value"`
-	Pass  bool     `json:"pass"`
+	Term      string   `json:"term"`
+	Value     *float64 `json:"value"`
+	Pass      bool     `json:"pass"`
+	Undecided bool     `json:"undecided,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+}
+
+// Result is the verdict in a word, as the console prints it: pass, fail or undecided.
+func (v *Verdict) Result() string {
+	switch {
+	case v.Pass:
+		return "pass"
+	case v.Undecided:
+		return "undecided"
+	}
+	return "fail"
+}
+
+// FailBehind fails the verdict of a level whose server did not keep up with the load: one
+// stopped as oversaturated, or whose backlog grew through it (SteadyState.Growing). Its
+// figures describe only the requests that finished, while the rest waited; whatever they
+// say, the level did not meet its SLOs. why says how it fell behind; the verdict's reason
+// is "oversaturated: " + why. A nil verdict (no verdict terms) stays nil; applying it twice
+// changes nothing.
+func FailBehind(v *Verdict, why string) {
+	if v == nil {
+		return
+	}
+	v.Pass, v.Undecided, v.Reason = false, false, "oversaturated: "+why
 }
 
 // boundMetrics are the registry's metrics that may carry a per-request bound: a request
@@ -253,9 +287,10 @@ func evaluate(slos []SLO, dists map[string]*Dist, goodFraction, errorRate *float
 		return nil
 	}
 	v := &Verdict{Pass: true}
+	var undecided []string
 	for _, s := range slos {
 		var val *float64
-		pass := false
+		pass, und, why := false, false, ""
 		switch s.Kind {
 		case SLOBound:
 			continue
@@ -280,12 +315,27 @@ func evaluate(slos []SLO, dists map[string]*Dist, goodFraction, errorRate *float
 				}
 				val = ptr(x)
 				pass = x <= float64(s.Limit)/float64(time.Millisecond)
+				if n, need := d.Count(), MinSamples(s.P); n < uint64(need) {
+					pass, und = false, true
+					why = fmt.Sprintf("%s on %d %s; %s needs at least %d to bound its 95%% confidence interval", s.Metric, n, plural(int(n), "sample"), Key(s.P), need)
+					undecided = append(undecided, why)
+				}
 			}
 		}
-		v.Terms = append(v.Terms, TermCheck{Term: s.String(), Value: val, Pass: pass})
+		v.Terms = append(v.Terms, TermCheck{Term: s.String(), Value: val, Pass: pass, Undecided: und, Reason: why})
 		v.Pass = v.Pass && pass
 	}
+	if !v.Pass && len(undecided) > 0 && !slices.ContainsFunc(v.Terms, func(t TermCheck) bool { return !t.Pass && !t.Undecided }) {
+		v.Undecided, v.Reason = true, "undecided: "+strings.Join(undecided, "; ")
+	}
 	return v
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -87,6 +87,30 @@ func StatsOf(d *Dist, percentiles []float64) Stats {
 	return s
 }
 
+// MinSamples is the fewest samples whose distribution-free 95% confidence interval (CI95)
+// bounds the p-th percentile on both sides: P99 needs 368, P90 36, P50 6. Fewer is "low n",
+// too few samples to bound the percentile, and an SLO term on it is undecided. The minimum
+// and maximum (P0, P100) have no interval to bound, being what was observed: 1.
+func MinSamples(p float64) int {
+	if !(p > 0 && p < 100) { // NaN (the mean) too: no interval of order statistics
+		return 1
+	}
+	bounded := func(n int64) bool { l, u := ciRanks(n, p/100, 0.05); return l >= 1 && u <= n }
+	hi := int64(1)
+	for !bounded(hi) {
+		hi *= 2
+	}
+	lo := hi / 2 // not bounded (or 0)
+	for hi-lo > 1 {
+		if m := (lo + hi) / 2; bounded(m) {
+			hi = m
+		} else {
+			lo = m
+		}
+	}
+	return int(hi)
+}
+
 // CI95 is a distribution-free 95% confidence interval for the p-th percentile: the order
 // statistics X(l) <= X(u) (1-based ranks) such that, with B ~ Binomial(n, p/100) the number
 // of samples below the true percentile, P(B < l) <= 2.5% and P(B >= u) <= 2.5%, so the

@@ -25,6 +25,9 @@ type SteadyState struct {
 	// SLO is the verdict on the window's requests (Aggregator.Window); not written, since
 	// summary.json's verdict is the level's.
 	SLO *Verdict `json:"-"`
+	// Growing says in-flight requests kept growing through the level (step 3 below): the
+	// server did not keep up, which fails the level's verdict (FailBehind).
+	Growing bool `json:"-"`
 }
 
 // MinRequestsPerSlot is how many requests per slot (per request the level held in flight
@@ -82,7 +85,7 @@ func (a *Aggregator) steadyState(lv *Level) *SteadyState {
 	mean, _ := meanSD(m[:])
 	if growth := slope * TrendBatches; growth > 0.2*mean && slope > 0 && (se == 0 || slope/se > TrendT) {
 		return &SteadyState{Reason: fmt.Sprintf("in-flight requests keep growing (by %.0f%% over the level's middle): the server does not keep up with the load", 100*growth/max(mean, 1e-9)),
-			Advice: "lower the rate, or cap it with --max-concurrency"}
+			Advice: "lower the rate, or cap it with --max-concurrency", Growing: true}
 	}
 	from, to := time.Duration(first+int64(lo))*a.windows.width, time.Duration(first+int64(hi))*a.windows.width
 	w := a.Window(from, to)

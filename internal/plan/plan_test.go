@@ -429,6 +429,32 @@ func TestSteadyStateDecides(t *testing.T) {
 	if !strings.Contains(o.why, "not steady at") {
 		t.Errorf("reason %q does not say it was not steady", o.why)
 	}
+	if o.oversaturated && (o.lv.SLO == nil || o.lv.SLO.Pass || !strings.HasPrefix(o.lv.SLO.Reason, "oversaturated: ") || !strings.Contains(o.why, "oversaturated: ")) {
+		t.Errorf("%d replicas, oversaturated: verdict %+v, reason %q; want the verdict run and simulate give, failed as oversaturated", best.Replicas-1, o.lv.SLO, o.why)
+	}
+}
+
+// TestMeetsNeedsTheVerdict: a fleet is judged by the level's verdict, the one run and
+// simulate give: steady figures within every bound do not meet the SLOs when the verdict
+// failed because the fleet fell behind, or is undecided on too few samples.
+func TestMeetsNeedsTheVerdict(t *testing.T) {
+	pass := func() *metrics.Verdict {
+		return &metrics.Verdict{Pass: true, Terms: []metrics.TermCheck{{Term: "ttft:p99<=1s", Value: ptr(100.0), Pass: true}}}
+	}
+	o := &outcome{steady: true, horizon: time.Minute, lv: metrics.Level{SLO: pass()}}
+	if ok, why := meets(o); !ok {
+		t.Fatalf("a passing verdict: misses (%s)", why)
+	}
+	metrics.FailBehind(o.lv.SLO, "its backlog kept growing")
+	if ok, why := meets(o); ok || !strings.Contains(why, "oversaturated: its backlog kept growing") {
+		t.Errorf("a verdict failed as oversaturated: meets %v (%s)", ok, why)
+	}
+	o.lv.SLO = pass()
+	o.lv.SLO.Pass, o.lv.SLO.Undecided, o.lv.SLO.Reason = false, true, "undecided: ttft on 1 sample"
+	o.lv.SLO.Terms[0] = metrics.TermCheck{Term: "ttft:p99<=1s", Value: ptr(100.0), Undecided: true, Reason: "ttft on 1 sample"}
+	if ok, why := meets(o); ok || !strings.Contains(why, "undecided: ttft on 1 sample") {
+		t.Errorf("an undecided verdict: meets %v (%s)", ok, why)
+	}
 }
 
 // TestFixedLengthWarns: a --duration shorter than a steady state needs is the user's to

@@ -490,6 +490,9 @@ func (ev *evaluation) simulate(n int, router string, scale float64, h time.Durat
 	if ev.cfg.Traffic.Fixed {
 		o.horizon = time.Duration(o.lv.DurationS * float64(time.Second)).Round(time.Second)
 	}
+	if o.oversaturated { // the verdict run and simulate give such a level: not met
+		metrics.FailBehind(o.lv.SLO, "its backlog kept growing, so it was stopped (docs/metrics.md)")
+	}
 	switch ss := o.lv.SteadyState; {
 	case o.oversaturated:
 		o.unsteady = "its backlog kept growing (stopped as oversaturated: docs/metrics.md)"
@@ -561,7 +564,12 @@ func (ev *evaluation) fleet(n int, router string) sim.Profile {
 func meets(o *outcome) (bool, string) {
 	lv := o.lv
 	var why []string
-	if !o.steady {
+	// The level's verdict (metrics): a fleet that fell behind fails it whatever its figures.
+	behind := lv.SLO != nil && !lv.SLO.Pass && !lv.SLO.Undecided && lv.SLO.Reason != ""
+	switch {
+	case behind:
+		why = append(why, "not steady at "+fmtSeconds(o.horizon.Seconds())+": "+lv.SLO.Reason)
+	case !o.steady:
 		why = append(why, "not steady at "+fmtSeconds(o.horizon.Seconds())+": "+o.unsteady)
 	}
 	if lv.Failed > 0 {
@@ -586,7 +594,7 @@ func meets(o *outcome) (bool, string) {
 	if lv.SLO != nil && lv.SLO.Pass && len(o.undecided) == 0 {
 		for _, w := range o.windows {
 			for _, t := range w.v.Terms {
-				if !t.Pass {
+				if !t.Pass && !t.Undecided { // a window too short to judge a term cannot miss it
 					why = append(why, missed(t)+" "+w.where)
 				}
 			}
@@ -638,6 +646,9 @@ func fmtSeconds(s float64) string {
 func missed(t metrics.TermCheck) string {
 	if t.Value == nil {
 		return t.Term + " not measured"
+	}
+	if t.Undecided {
+		return fmt.Sprintf("%s measured %s, undecided: %s", t.Term, fmtValue(*t.Value), t.Reason)
 	}
 	return fmt.Sprintf("%s measured %s", t.Term, fmtValue(*t.Value))
 }

@@ -280,13 +280,17 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.steadyState(l.SteadyState)
 	if l.SLO != nil {
 		w.WriteString(consoleRule("SLO Verdict", '-') + "\n")
-		b.line("Verdict:", passFail(l.SLO.Pass))
+		w.WriteString(fmt.Sprintf("%-40s ", "Verdict:") + Wrap(verdictWord(l.SLO), 41, 41, ConsoleWidth) + "\n")
 		for _, t := range l.SLO.Terms {
 			v := "n/a"
 			if t.Value != nil {
 				v = consoleFloat(*t.Value)
 			}
-			b.line("  "+t.Term, v, passFail(t.Pass))
+			word := passFail(t.Pass)
+			if t.Undecided {
+				word = "undecided (" + t.Reason + ")"
+			}
+			b.line("  "+t.Term, v, word)
 		}
 	}
 	w.WriteString(strings.Repeat("=", consoleWidth) + "\n")
@@ -581,6 +585,21 @@ func consolePercentiles(st *metrics.Stats, opts ConsoleOptions) []float64 {
 	return out
 }
 
+// verdictWord is a level's verdict as its block prints it: pass, FAIL when a term failed,
+// or fail / undecided with why when the terms alone do not say (oversaturated, too few
+// samples).
+func verdictWord(v *metrics.Verdict) string {
+	switch {
+	case v.Pass:
+		return "pass"
+	case v.Undecided:
+		return "undecided (" + strings.TrimPrefix(v.Reason, "undecided: ") + ")"
+	case v.Reason != "":
+		return "fail (" + v.Reason + ")"
+	}
+	return passFail(false)
+}
+
 func passFail(ok bool) string {
 	if ok {
 		return "pass"
@@ -697,6 +716,9 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 		cols = append(cols, column{"SLO", func(_ int, l *Level) string {
 			if l.SLO == nil {
 				return "-"
+			}
+			if l.SLO.Undecided {
+				return "undecided"
 			}
 			return passFail(l.SLO.Pass)
 		}, false})

@@ -514,7 +514,7 @@ func acrossRunsCell(ar *metrics.AcrossRuns, metric, stat string, c cell) cell {
 func verdictCell(slo *metrics.Verdict) (cell, string) {
 	c := cell{Text: "pass"}
 	if !slo.Pass {
-		c = cell{Text: "fail", Flag: true}
+		c = cell{Text: slo.Result(), Flag: true}
 	}
 	var failing, all, names []string
 	for _, t := range slo.Terms {
@@ -538,6 +538,9 @@ func verdictCell(slo *metrics.Verdict) (cell, string) {
 		c.Title = "failing: " + strings.Join(failing, "; ")
 	} else if len(all) > 0 {
 		c.Title = strings.Join(all, "; ")
+	}
+	if slo.Reason != "" { // oversaturated, undecided: what the terms alone do not say
+		c.Title = strings.TrimSuffix(slo.Reason+"; "+c.Title, "; ")
 	}
 	if slo.Pass {
 		names = nil

@@ -199,6 +199,8 @@ func (s *Summary) Judge() {
 			s.Oversaturated = &metrics.Pick{Index: i, Concurrency: l.Concurrency, Rate: l.Rate,
 				Reason: "the server could not keep up with this rate (backlog growing: docs/metrics.md)"}
 		}
+		// The requests that finished may meet the SLOs; the level, whose backlog grew, does not.
+		metrics.FailBehind(l.SLO, "the server could not keep up with the rate (backlog growing), so the level was stopped")
 		// Whatever its length, an oversaturated level had no steady state to find.
 		l.SteadyState = &metrics.SteadyState{Reason: "oversaturated: the server could not keep up with the rate, so the level was stopped",
 			Advice: "lower the rate (this one is past the server's capacity)"}

@@ -121,7 +121,7 @@ func ladderSummary(t *testing.T, sloSpec string, concs []int) *Summary {
 }
 
 func TestLadderGolden(t *testing.T) {
-	s := ladderSummary(t, "ttft<=300ms,tpot:p99<=20ms,goodput>=0.9", []int{1, 4, 16, 64})
+	s := ladderSummary(t, "ttft<=300ms,tpot:p90<=20ms,goodput>=0.9", []int{1, 4, 16, 64})
 	// Priced, so that every output shows the cost (two GPUs at 3.50 USD an hour each).
 	s.Price = &metrics.Price{GPU: &metrics.GPUPrice{USDPerGPUHour: 3.5, GPUs: 2}, Source: "--gpu-price, --gpus"}
 	s.Judge()
@@ -215,7 +215,7 @@ func TestJSONRoundTrip(t *testing.T) {
 }
 
 func TestJudgeSkipsPartialLevels(t *testing.T) {
-	s := ladderSummary(t, "tpot:p99<=100ms", []int{1, 4, 16, 64})
+	s := ladderSummary(t, "tpot:p90<=100ms", []int{1, 4, 16, 64})
 	if s.SLOLimit == nil || s.SLOLimit.Index != 3 {
 		t.Fatalf("limit %+v, want the top level", s.SLOLimit)
 	}
