@@ -18,6 +18,7 @@ import (
 // execute runs cfg's benchmark with runLevel (bench.Run).
 func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time, runLevel bench.LevelRunner) error {
 	writingResults(cfg.outputDir)
+	defer writingResults("")
 	out, err := bench.Run(ctx, cfg.bench(stdio), start, runLevel)
 	return cfg.conclude(ctx, stdio, out, err)
 }
@@ -86,6 +87,7 @@ func benchError(err error) error {
 		model   *bench.ModelError
 		test    *bench.TestRequestError
 		intr    *bench.InterruptedError
+		results *bench.ResultsError
 	)
 	switch {
 	case errors.As(err, &field):
@@ -107,6 +109,9 @@ func benchError(err error) error {
 		return withCode(ExitInterrupted, errors.New("interrupted before --start-at"))
 	case errors.As(err, &intr):
 		return withCode(ExitInterrupted, errors.New("interrupted during the test request"))
+	case errors.As(err, &results):
+		return withCode(ExitFailure, fmt.Errorf("%w; the requests measured are kept in %s: once that is fixed, this writes the summary and reports from them (or add --output-dir elsewhere):\n%s",
+			err, results.Dir, reportCommand(results.Dir)))
 	}
 	return err
 }

@@ -62,7 +62,7 @@ func TestInterruptEchoIsOneInterrupt(t *testing.T) {
 	if code := <-exited; code != ExitInterrupted {
 		t.Errorf("exit code %d, want %d", code, ExitInterrupted)
 	}
-	if want := "'llmbench report " + dir + "'"; !strings.Contains(stderr.String(), want) {
+	if want := "\n  llmbench report " + dir + "\n"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("the forced exit does not say %s:\n%s", want, stderr.String())
 	}
 }
@@ -115,4 +115,39 @@ func TestInterruptedTwiceKeepsTheRun(t *testing.T) {
 func readOr(path string) []byte {
 	b, _ := os.ReadFile(path)
 	return b
+}
+
+// TestUnwrittenResultsNameTheReportCommand: when the records are written but the summary
+// files cannot be (here report.html is a folder, as a full disk or a read-only file would
+// fail it), the error names the command that writes them from the records, and that
+// command does.
+func TestUnwrittenResultsNameTheReportCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run it") // a space: the command must quote it
+	if err := os.MkdirAll(filepath.Join(out, "report.html", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "8",
+		"--input-tokens", "64", "--output-tokens", "16", "--output-dir", out, "--quiet")
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitFailure, stderr)
+	}
+	want := "llmbench report '" + out + "'"
+	if !strings.Contains(stderr, "\n  "+want+"\n") {
+		t.Fatalf("the error does not give the command that writes the results (%s) on a line of its own:\n%s", want, stderr)
+	}
+	if err := os.RemoveAll(filepath.Join(out, "report.html")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, t.Context(), "report", out, "--quiet"); code != ExitOK {
+		t.Fatalf("%s: exit %d\n%s", want, code, stderr)
+	}
+	sum := readSummaryT(t, out)
+	if len(sum.Levels) != 1 || sum.Levels[0].Completed != 8 {
+		t.Errorf("the rebuilt summary has %d levels (want 1 with 8 requests)", len(sum.Levels))
+	}
+	for _, f := range []string{"summary.csv", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s not written by %s: %v", f, want, err)
+		}
+	}
 }
