@@ -107,6 +107,8 @@ func benchError(err error) error {
 		return withCode(ExitLevelErrors, fmt.Errorf("the test request failed, so nothing was measured (--test-request=false skips it): %s", test.Msg))
 	case errors.As(err, &intr) && intr.During == bench.DuringStartAt:
 		return withCode(ExitInterrupted, errors.New("interrupted before --start-at"))
+	case errors.As(err, &intr) && intr.During == bench.DuringModelList:
+		return withCode(ExitInterrupted, errors.New("interrupted while asking the server for its models (no --model given): nothing was measured"))
 	case errors.As(err, &intr):
 		return withCode(ExitInterrupted, errors.New("interrupted during the test request"))
 	case errors.As(err, &results):

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,5 +151,30 @@ func TestUnwrittenResultsNameTheReportCommand(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("%s not written by %s: %v", f, want, err)
 		}
+	}
+}
+
+// TestInterruptedAskingForModels: an interrupt while the server is asked for its models (no
+// --model, a slow server) is an interrupt, exit 130, not a server that did not answer.
+func TestInterruptedAskingForModels(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done() // answers only once the client gives up
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-asked; cancel() }()
+	code, _, stderr := runCLI(t, ctx, "run", "--url", srv.URL, "--concurrency", "1", "--requests", "4",
+		"--output-dir", filepath.Join(t.TempDir(), "run"), "--quiet", "--no-progress")
+	if code != ExitInterrupted || !strings.Contains(stderr, "interrupted while asking the server for its models") {
+		t.Errorf("exit %d, want %d, saying it was interrupted:\n%s", code, ExitInterrupted, stderr)
 	}
 }
