@@ -70,7 +70,7 @@ func Run(ctx context.Context, cfg Config, start time.Time, run LevelRunner) (Out
 	}
 	sum.Judge()
 	if err := WriteResults(cfg.Output.Dir, cfg.Output.ResultFormat, sum, l.col); err != nil {
-		return Outcome{}, err
+		return Outcome{}, &ResultsError{Dir: cfg.Output.Dir, Err: err}
 	}
 	return Outcome{Summary: sum, Err: runErr}, nil
 }

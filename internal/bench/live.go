@@ -85,11 +85,12 @@ func (e *TestRequestError) Error() string { return "the test request failed: " +
 
 // InterruptedError is a run interrupted before it measured anything.
 type InterruptedError struct {
-	During string // DuringTestRequest or DuringStartAt
+	During string // DuringModelList, DuringTestRequest or DuringStartAt
 }
 
 // When an InterruptedError came.
 const (
+	DuringModelList   = "model list" // asking the server for its models (no --model)
 	DuringTestRequest = "test request"
 	DuringStartAt     = "start-at" // waiting for Live.StartAt
 )
@@ -186,6 +187,9 @@ func ModelWarning(model string, listed []string) string {
 // findModel asks the server for its models and reopens the client with the first.
 func (t *Target) findModel(ctx context.Context, ccfg client.Config) error {
 	models, err := t.Client.ListModels(ctx)
+	if err != nil && ctx.Err() != nil { // an interrupt, not the server's answer
+		return &InterruptedError{During: DuringModelList}
+	}
 	if err != nil {
 		return &ModelError{err}
 	}

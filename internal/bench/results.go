@@ -37,6 +37,16 @@ func WriteResults(dir, resultFormat string, sum *report.Summary, col *report.Col
 	return errors.Join(errs...)
 }
 
+// ResultsError is a run whose records were written but whose summary files were not (a
+// full disk, a folder made read-only): 'llmbench report Dir' writes them from the records.
+type ResultsError struct {
+	Dir string
+	Err error
+}
+
+func (e *ResultsError) Error() string { return "writing the results: " + e.Err.Error() }
+func (e *ResultsError) Unwrap() error { return e.Err }
+
 // RunFiles lists the files of a run in dir (records, summaries, report.html, vLLM results);
 // none when dir does not exist or holds no run. An empty folder is not a run: scripts
 // create them.

@@ -32,6 +32,9 @@ type Options struct {
 	Seed int64
 	// Progress, when set, is told what the fit is doing.
 	Progress func(string)
+	// Tried, when set, is told how many profiles the fit has simulated on the points so
+	// far, after each: a fit tries thousands, for a minute or more.
+	Tried func(profiles int)
 }
 
 // Published is what a server says of its own limits.
@@ -436,6 +439,7 @@ func (f *fitter) final(p sim.Profile, pts []Point, held []bool, validation map[*
 		all[i] = &pts[i]
 	}
 	if len(validation) > 0 {
+		f.say(fmt.Sprintf("fitting all %d probe points", len(all)))
 		var err error
 		if p, err = f.fitAll(p, all, f.lim.candidates(pts)); err != nil {
 			return p, err
@@ -537,6 +541,7 @@ type fitter struct {
 	params      []param
 	prov        provenance
 	say         func(string)
+	tried       int // profiles simulated on the points (Options.Tried)
 }
 
 // fitAll fits the continuous settings on the plain points (one prompt length each), then
@@ -716,6 +721,9 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 // profile explains the point to within its noise); +Inf for a profile that cannot serve
 // the points.
 func (f *fitter) objective(p sim.Profile, pts []*Point) float64 {
+	if f.tried++; f.opt.Tried != nil {
+		f.opt.Tried(f.tried)
+	}
 	var s float64 // an invalid profile fails predict's sim.NewVirtual: +Inf below
 	for _, pt := range pts {
 		fig, err := predict(f.ctx, p, pt)

@@ -212,15 +212,15 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	return nil
 }
 
-// fit fits the points, saying what it does and, on a terminal, how long it has taken (a
-// fit replays every point through the simulator, for a minute or more).
+// fit fits the points, saying what it does and, on a terminal, how far it has got (a fit
+// replays every point through the simulator for each profile it tries, for a minute or more).
 func fit(ctx context.Context, stdio Stdio, quiet bool, pts []calibrate.Point, src calibrate.Source, opts calibrate.Options) (*calibrate.Result, error) {
-	start, doing := time.Now(), "starting"
+	start, doing, tried := time.Now(), fmt.Sprintf("fitting %d probe points", len(pts)), 0
 	var mu sync.Mutex
 	bar := newLiveLine(stdio.Err, quiet, func() string {
 		mu.Lock()
 		defer mu.Unlock()
-		return fmt.Sprintf("fitting %d probe points, %s: %s", len(pts), time.Since(start).Round(time.Second), doing)
+		return fitProgressLine(doing, tried, time.Since(start))
 	})
 	defer bar.finish()
 	if !quiet {
@@ -230,8 +230,18 @@ func fit(ctx context.Context, stdio Stdio, quiet bool, pts []calibrate.Point, sr
 			mu.Unlock()
 			bar.say(stdio.Out, "  "+s)
 		}
+		opts.Tried = func(n int) {
+			mu.Lock()
+			tried = n
+			mu.Unlock()
+		}
 	}
 	return calibrate.Fit(ctx, pts, src, opts)
+}
+
+// fitProgressLine is what the fit's progress line says: pure, for tests.
+func fitProgressLine(doing string, tried int, elapsed time.Duration) string {
+	return fmt.Sprintf("calibrate: %s, %d %s simulated, %s", doing, tried, plural(tried, "profile", "profiles"), elapsed.Round(time.Second))
 }
 
 // probe runs the designed probe against f.url, each step a run folder under dir, and

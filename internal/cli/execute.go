@@ -18,6 +18,7 @@ import (
 // execute runs cfg's benchmark with runLevel (bench.Run).
 func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time, runLevel bench.LevelRunner) error {
 	writingResults(cfg.outputDir)
+	defer writingResults("")
 	out, err := bench.Run(ctx, cfg.bench(stdio), start, runLevel)
 	return cfg.conclude(ctx, stdio, out, err)
 }
@@ -86,6 +87,7 @@ func benchError(err error) error {
 		model   *bench.ModelError
 		test    *bench.TestRequestError
 		intr    *bench.InterruptedError
+		results *bench.ResultsError
 	)
 	switch {
 	case errors.As(err, &field):
@@ -105,8 +107,13 @@ func benchError(err error) error {
 		return withCode(ExitLevelErrors, fmt.Errorf("the test request failed, so nothing was measured (--test-request=false skips it): %s", test.Msg))
 	case errors.As(err, &intr) && intr.During == bench.DuringStartAt:
 		return withCode(ExitInterrupted, errors.New("interrupted before --start-at"))
+	case errors.As(err, &intr) && intr.During == bench.DuringModelList:
+		return withCode(ExitInterrupted, errors.New("interrupted while asking the server for its models (no --model given): nothing was measured"))
 	case errors.As(err, &intr):
 		return withCode(ExitInterrupted, errors.New("interrupted during the test request"))
+	case errors.As(err, &results):
+		return withCode(ExitFailure, fmt.Errorf("%w; the requests measured are kept in %s: once that is fixed, this writes the summary and reports from them (or add --output-dir elsewhere):\n%s",
+			err, results.Dir, reportCommand(results.Dir)))
 	}
 	return err
 }

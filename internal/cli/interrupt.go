@@ -19,7 +19,7 @@ const signalEcho = time.Second
 // forced exit names so that its reports can be rebuilt from the records.
 var resultsDir atomic.Pointer[string]
 
-// writingResults notes dir as the folder this process writes its results to.
+// writingResults notes dir as the folder this process writes its results to ("": none now).
 func writingResults(dir string) { resultsDir.Store(&dir) }
 
 // Interrupts handles the interrupts of a running command: the first cancels it (requests
@@ -29,21 +29,24 @@ func writingResults(dir string) { resultsDir.Store(&dir) }
 func Interrupts(sigs <-chan os.Signal, cancel context.CancelFunc, stderr io.Writer, exit func(int), now func() time.Time) {
 	<-sigs
 	first := now()
-	fmt.Fprintln(stderr, "\ninterrupted: stopping and keeping what was measured (Ctrl-C again to exit at once)")
+	fmt.Fprintf(stderr, "\ninterrupted: stopping and writing what was measured (to exit at once without writing, Ctrl-C again after %s)\n", signalEcho)
 	cancel()
 	for range sigs {
 		if now().Sub(first) < signalEcho {
 			continue
 		}
-		msg := "interrupted again: exiting at once; results may be incomplete"
-		if dir := resultsDir.Load(); dir != nil && exists(*dir) {
-			msg += fmt.Sprintf(": the requests measured are in %s, and 'llmbench report %s' writes its summary.json, summary.csv and report.html from them", *dir, *dir)
+		msg := "interrupted again: exiting at once; the summary and reports may not be written"
+		if dir := resultsDir.Load(); dir != nil && *dir != "" && exists(*dir) {
+			msg += fmt.Sprintf(".\nThe requests measured are in %s; this writes summary.json, summary.csv and report.html from them:\n  %s", *dir, reportCommand(*dir))
 		}
 		fmt.Fprintln(stderr, msg)
 		exit(ExitInterrupted)
 		return
 	}
 }
+
+// reportCommand is the command that writes a run's summary and reports from its records.
+func reportCommand(dir string) string { return "llmbench report " + shellQuote(dir) }
 
 func exists(path string) bool {
 	_, err := os.Stat(path)

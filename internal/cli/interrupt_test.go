@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,7 +64,7 @@ func TestInterruptEchoIsOneInterrupt(t *testing.T) {
 	if code := <-exited; code != ExitInterrupted {
 		t.Errorf("exit code %d, want %d", code, ExitInterrupted)
 	}
-	if want := "'llmbench report " + dir + "'"; !strings.Contains(stderr.String(), want) {
+	if want := "\n  llmbench report " + dir + "\n"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("the forced exit does not say %s:\n%s", want, stderr.String())
 	}
 }
@@ -115,4 +117,64 @@ func TestInterruptedTwiceKeepsTheRun(t *testing.T) {
 func readOr(path string) []byte {
 	b, _ := os.ReadFile(path)
 	return b
+}
+
+// TestUnwrittenResultsNameTheReportCommand: when the records are written but the summary
+// files cannot be (here report.html is a folder, as a full disk or a read-only file would
+// fail it), the error names the command that writes them from the records, and that
+// command does.
+func TestUnwrittenResultsNameTheReportCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run it") // a space: the command must quote it
+	if err := os.MkdirAll(filepath.Join(out, "report.html", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--concurrency", "2", "--requests", "8",
+		"--input-tokens", "64", "--output-tokens", "16", "--output-dir", out, "--quiet")
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitFailure, stderr)
+	}
+	want := "llmbench report '" + out + "'"
+	if !strings.Contains(stderr, "\n  "+want+"\n") {
+		t.Fatalf("the error does not give the command that writes the results (%s) on a line of its own:\n%s", want, stderr)
+	}
+	if err := os.RemoveAll(filepath.Join(out, "report.html")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, t.Context(), "report", out, "--quiet"); code != ExitOK {
+		t.Fatalf("%s: exit %d\n%s", want, code, stderr)
+	}
+	sum := readSummaryT(t, out)
+	if len(sum.Levels) != 1 || sum.Levels[0].Completed != 8 {
+		t.Errorf("the rebuilt summary has %d levels (want 1 with 8 requests)", len(sum.Levels))
+	}
+	for _, f := range []string{"summary.csv", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s not written by %s: %v", f, want, err)
+		}
+	}
+}
+
+// TestInterruptedAskingForModels: an interrupt while the server is asked for its models (no
+// --model, a slow server) is an interrupt, exit 130, not a server that did not answer.
+func TestInterruptedAskingForModels(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done() // answers only once the client gives up
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-asked; cancel() }()
+	code, _, stderr := runCLI(t, ctx, "run", "--url", srv.URL, "--concurrency", "1", "--requests", "4",
+		"--output-dir", filepath.Join(t.TempDir(), "run"), "--quiet", "--no-progress")
+	if code != ExitInterrupted || !strings.Contains(stderr, "interrupted while asking the server for its models") {
+		t.Errorf("exit %d, want %d, saying it was interrupted:\n%s", code, ExitInterrupted, stderr)
+	}
 }

@@ -71,9 +71,9 @@ func TestProgressOnATerminal(t *testing.T) {
 			"--output-tokens", "24", "--output-dir", ladder, "--quiet"}, "\r\x1b[Kconcurrency 1 "},
 		{"simulate", []string{"simulate", "--sim", "textbook", "--rate", "5", "--duration", "600s", "--output-dir",
 			filepath.Join(dir, "sim"), "--quiet"}, "\r\x1b[Ksimulated rate 5/s "},
-		{"calibrate", []string{"calibrate", ladder, "--output", filepath.Join(dir, "fit.yaml")}, "\r\x1b[Kfitting 3 probe points"},
+		{"calibrate", []string{"calibrate", ladder, "--output", filepath.Join(dir, "fit.yaml")}, "\r\x1b[Kcalibrate: fitting "},
 		{"plan", []string{"plan", "--sim", "textbook", "--rate", "20", "--input-tokens", "512", "--output-tokens", "128",
-			"--requests", "300", "--slo", "tpot:p99<=20ms,ttft:p99<=2s", "--output-dir", filepath.Join(dir, "plan")}, "\r\x1b[K"},
+			"--requests", "300", "--slo", "tpot:p99<=20ms,ttft:p99<=2s", "--output-dir", filepath.Join(dir, "plan")}, "\r\x1b[Kplan: "},
 	}
 	for _, c := range cases { // in order: calibrate fits the ladder run made
 		code, screen, stdout := onTerminal(t, c.args...)

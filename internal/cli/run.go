@@ -84,6 +84,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		live.Warn = func(w string) { fmt.Fprintln(stdio.Err, "warning: "+w) }
 	}
 	writingResults(cfg.outputDir)
+	defer writingResults("")
 	out, err := bench.RunLive(ctx, cfg.bench(stdio), live, bench.Workload{Config: cfg.workload, Prepare: cfg.prepare(stdio)})
 	return cfg.conclude(ctx, stdio, out, err)
 }
