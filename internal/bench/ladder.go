@@ -271,7 +271,7 @@ func (r *ladder) search() error {
 		} else {
 			lvl.Rate, lvl.Concurrency = load, 0
 		}
-		lvl = FinishLevel(lvl, len(r.sum.Levels), r.cfg.Requests, r.cfg.Seed)
+		lvl = FinishLevel(lvl, len(r.sum.Levels), r.cfg.Requests, r.cfg.Seed, metrics.DecidingSamples(r.cfg.Metrics.SLOs))
 		l, err := r.run(lvl)
 		if err != nil {
 			return false, err

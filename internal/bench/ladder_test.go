@@ -32,7 +32,7 @@ func fakeLevels(ctx context.Context, lvl load.Level, sink func(*record.Record)) 
 func testConfig(t *testing.T) Config {
 	var levels []load.Level
 	for i, c := range []int{1, 2} {
-		levels = append(levels, FinishLevel(load.Level{Concurrency: c}, i, 3, 1))
+		levels = append(levels, FinishLevel(load.Level{Concurrency: c}, i, 3, 1, 1))
 	}
 	return Config{Levels: levels, Repeat: 1, Seed: 1,
 		Output:  Output{Dir: filepath.Join(t.TempDir(), "run"), Records: record.FormatJSONL},

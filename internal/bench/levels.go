@@ -19,28 +19,30 @@ const (
 // FinishLevel numbers a level, seeds it from the run's seed and gives it a default length
 // (requests, or DefaultRequests when 0); an open loop watches for over-saturation (load's
 // stopping rules).
-func FinishLevel(l load.Level, index, requests int, seed int64) load.Level {
+func FinishLevel(l load.Level, index, requests int, seed int64, decide int) load.Level {
 	l.Index = index
 	l.Seed = seed + int64(index)*levelSeedStep // distinct arrivals per level, still fixed by the seed
 	l.DetectSaturation = l.Rate > 0
 	if l.Duration == 0 {
 		l.Requests = requests
 		if l.Requests == 0 {
-			l.Requests = DefaultRequests(l)
+			l.Requests = DefaultRequests(l, decide)
 		}
 	}
 	return l
 }
 
-// DefaultRequests keeps a default level short but big enough for stable medians.
-func DefaultRequests(l load.Level) int {
+// DefaultRequests keeps a default level short but big enough for stable medians and for
+// its SLO verdict to be decided: at least decide requests (metrics.DecidingSamples).
+func DefaultRequests(l load.Level, decide int) int {
+	n := max(10, decide)
 	if l.Concurrency > 0 {
-		// Whole rounds (a multiple of the concurrency), at least two and at least 10
-		// requests: a last partial round would understate throughput.
+		// Whole rounds (a multiple of the concurrency), at least two: a last partial
+		// round would understate throughput.
 		c := l.Concurrency
-		return c * max(2, (10+c-1)/c)
+		return c * max(2, (n+c-1)/c)
 	}
-	return max(10, int(math.Ceil(l.Rate*10)))
+	return max(n, int(math.Ceil(l.Rate*10)))
 }
 
 // RunSeed is the seed of run r of a repeated level (1-based; 0 for a level run once):

@@ -154,6 +154,29 @@ func (c *benchConfig) sayDatasetUse(stdio Stdio, info workload.Info) {
 	}
 }
 
+// sayUndecided notes, before the run, the levels too short for --slo's percentile terms to
+// be decided (metrics.MinSamples): their verdict will be undecided, which is not met.
+func (c *benchConfig) sayUndecided(stdio Stdio) {
+	need := metrics.DecidingSamples(c.metrics.SLOs)
+	if need <= 1 {
+		return
+	}
+	var short []string
+	for _, l := range c.levels {
+		n := l.Requests
+		if l.Duration > 0 {
+			n = int(l.Rate * l.Duration.Seconds()) // about; a closed loop's count is not known ahead
+		}
+		if n > 0 && n < need {
+			short = append(short, fmt.Sprintf("%d (%d)", l.Index, n))
+		}
+	}
+	if len(short) > 0 {
+		fmt.Fprintf(stdio.Err, "note: --slo's percentile terms need %d requests a level to be decided (to bound the percentile's 95%% interval); %s %s (requests), so %s undecided, which is not met: give --requests %d (or a longer --duration)\n",
+			need, plural(len(short), "level", "levels"), strings.Join(short, ", "), plural(len(short), "its verdict will be", "their verdicts will be"), need)
+	}
+}
+
 // simAPIs are the APIs the built-in simulator serves (the OpenAI-style ones).
 var simAPIs = []string{client.APIOpenAIChat, client.APIOpenAICompletions, client.APIOpenAIResponses,
 	client.APIOpenAIEmbeddings, client.APIRerank}
@@ -669,7 +692,7 @@ func unjoin(err error) []error {
 
 // finishLevel numbers a level, seeds it from --seed and gives it a default length.
 func (c *benchConfig) finishLevel(l load.Level, index, requests int) load.Level {
-	return bench.FinishLevel(l, index, requests, c.seed)
+	return bench.FinishLevel(l, index, requests, c.seed, metrics.DecidingSamples(c.metrics.SLOs))
 }
 
 // parseErrorRate reads --max-error-rate: a fraction in (0, 1) as 0.3 or 30%; "" is 0 (off).

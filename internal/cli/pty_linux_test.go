@@ -73,7 +73,7 @@ func TestProgressOnATerminal(t *testing.T) {
 			filepath.Join(dir, "sim"), "--quiet"}, "\r\x1b[Ksimulated rate 5/s "},
 		{"calibrate", []string{"calibrate", ladder, "--output", filepath.Join(dir, "fit.yaml")}, "\r\x1b[Kcalibrate: fitting "},
 		{"plan", []string{"plan", "--sim", "textbook", "--rate", "20", "--input-tokens", "512", "--output-tokens", "128",
-			"--requests", "300", "--slo", "tpot:p99<=20ms,ttft:p99<=2s", "--output-dir", filepath.Join(dir, "plan")}, "\r\x1b[Kplan: "},
+			"--requests", "400", "--slo", "tpot:p99<=20ms,ttft:p99<=2s", "--output-dir", filepath.Join(dir, "plan")}, "\r\x1b[Kplan: "},
 	}
 	for _, c := range cases { // in order: calibrate fits the ladder run made
 		code, screen, stdout := onTerminal(t, c.args...)

@@ -51,6 +51,7 @@ summary.json, summary.csv and report.html.`,
 
 // runLive benchmarks cfg.url, or an in-process simulator when there is none.
 func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
+	cfg.sayUndecided(stdio)
 	var tok tokenizer.Tokenizer
 	if cfg.url == "" {
 		var stop func()

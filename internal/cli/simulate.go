@@ -54,6 +54,7 @@ thousands of requests in seconds. It writes the same records, summary and report
 }
 
 func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
+	cfg.sayUndecided(stdio)
 	p, err := sim.LoadProfile(cfg.simProfile)
 	if err != nil {
 		return usageError(fmt.Errorf("--sim: %w", err))

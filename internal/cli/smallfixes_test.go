@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +122,26 @@ func TestDatasetReuseWarned(t *testing.T) {
 		"--concurrency", "2", "--requests", "10", "--output-tokens", "3", "--output-dir", t.TempDir())
 	if code != 0 || !strings.Contains(stderr, "3 usable rows for levels of up to 10 requests: rows are reused") {
 		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestSearchDecidesP99: a search left to its default level lengths runs each level long
+// enough for its P99 term to be decided (368 requests), so it finds a limit rather than
+// stopping at its first level as undecided.
+func TestSearchDecidesP99(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "search")
+	code, stdout, stderr := runCLI(t, context.Background(), "simulate", "--sim", "textbook", "--search", "concurrency",
+		"--slo", "tpot:p99<=30ms", "--input-tokens", "128", "--output-tokens", "32", "--output-dir", dir, "--quiet")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	sum := readSummaryT(t, dir)
+	if sum.SLOLimit == nil {
+		t.Fatalf("no SLO limit found:\n%s", stdout)
+	}
+	for i, l := range sum.Levels {
+		if l.Completed < 368 {
+			t.Errorf("level %d measured %d requests, too few to decide a P99", i, l.Completed)
+		}
 	}
 }

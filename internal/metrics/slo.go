@@ -270,6 +270,20 @@ func HasVerdict(slos []SLO) bool {
 	return false
 }
 
+// DecidingSamples is the fewest samples a level needs for every percentile term of slos to
+// be decided rather than undecided (MinSamples of the highest percentile judged): a level
+// left to its default length is made at least this long. It counts a term's samples as one
+// a request, as TTFT, TPOT and E2EL have (ITL has more, an agentic task's figures fewer).
+func DecidingSamples(slos []SLO) int {
+	n := 1
+	for _, s := range slos {
+		if s.Kind == SLOPercentile {
+			n = max(n, MinSamples(s.P))
+		}
+	}
+	return n
+}
+
 // HasBound reports whether any term is a per-request bound (ttft<=500ms): only bounds set
 // good requests apart from completed ones.
 func HasBound(slos []SLO) bool {
