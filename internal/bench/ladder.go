@@ -264,7 +264,7 @@ func (noProgress) Finish()            {}
 // search finds the largest load whose percentile SLOs pass (search.Largest). Every probe is
 // kept as a level of the run.
 func (r *ladder) search() error {
-	_, err := search.Largest(r.ctx, r.cfg.Search, r.cfg.SearchMax, func(load float64) (bool, error) {
+	probe := func(load float64) (bool, error) {
 		lvl := r.cfg.Base
 		if r.cfg.Search == search.Concurrency {
 			lvl.Concurrency, lvl.Rate = int(load), 0
@@ -279,6 +279,34 @@ func (r *ladder) search() error {
 		// The level's verdict, as the summary gives it: an oversaturated level, or one judged
 		// on too few samples, does not pass (metrics.FailBehind, MinSamples).
 		return l.SLO != nil && l.SLO.Pass, nil
-	})
-	return err
+	}
+	if _, err := search.Largest(r.ctx, r.cfg.Search, r.cfg.SearchMax, probe); err != nil {
+		return err
+	}
+	return r.refine(probe)
+}
+
+// refine spends up to search.RefineLevels more levels where the limit estimated from every
+// level (the summary's slo_limit_estimate) is least certain: the widest gap inside its 90%
+// interval, until that is narrow or an end of the interval is open. Bisection's last steps
+// each rest on one noisy verdict; these narrow the estimate that all the levels give.
+func (r *ladder) refine(probe search.Probe) error {
+	for range search.RefineLevels {
+		e := r.sum.SLOLimitEstimate
+		if r.ctx.Err() != nil || e == nil || e.CI90[0] == nil || e.CI90[1] == nil {
+			return nil
+		}
+		var run []float64
+		for _, l := range r.sum.Levels {
+			run = append(run, max(float64(l.Concurrency), l.Rate))
+		}
+		load, ok := search.Widest(r.cfg.Search, *e.CI90[0], min(*e.CI90[1], r.cfg.SearchMax), run)
+		if !ok {
+			return nil
+		}
+		if _, err := probe(load); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -800,6 +800,9 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 	pickLine("Sweet spot (*): ", s.SweetSpot, noSpot)
 	if judged {
 		pickLine("SLO limit (+):  ", s.SLOLimit, "none: no level meets the SLOs")
+		if e := s.SLOLimitEstimate; e != nil {
+			w.WriteString(wrapIndented(LimitEstimateText(e, s.Levels), len("SLO limit (+):  "), 100) + "\n")
+		}
 	}
 	var unsteady []string
 	perSlot := false
@@ -923,4 +926,27 @@ func (c *lowCells) footnote(w io.StringWriter, more string) {
 	if c.low {
 		w.WriteString("~ too few samples to bound this percentile's 95% confidence interval" + more + "\n")
 	}
+}
+
+// LimitEstimateText is the SLO limit estimated from every level (metrics.LimitEstimate):
+// its value and 90% interval in the levels' unit, or which side is open and why.
+func LimitEstimateText(e *metrics.LimitEstimate, levels []Level) string {
+	unit, f := "", func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	if len(levels) > 0 && levels[0].Concurrency > 0 {
+		unit = "concurrency "
+	} else {
+		unit, f = "rate ", func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) + " req/s" }
+	}
+	side := func(v *float64, open string) string {
+		if v == nil {
+			return open
+		}
+		return f(*v)
+	}
+	ci := "90% CI " + side(e.CI90[0], "below the levels run") + " – " + side(e.CI90[1], "above the levels run")
+	if e.Value == nil {
+		return "estimate: " + e.Note + " (" + ci + ")"
+	}
+	return fmt.Sprintf("estimate: %s%s (%s), where %s crosses its bound on a monotone fit of every level",
+		unit, f(*e.Value), ci, e.Term)
 }

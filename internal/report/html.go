@@ -293,6 +293,13 @@ func buildView(s *Summary, charts *Charts) (*view, error) {
 	// none meets the SLOs would be wrong.
 	if _, judged := s.SLOPassed(); judged {
 		v.Cards = append(v.Cards, pickCard("SLO limit", s.SLOLimit, s.Levels, "good", "no level meets the SLOs"))
+		if e := s.SLOLimitEstimate; e != nil {
+			c := card{Label: "SLO limit estimate", Value: "open", Detail: LimitEstimateText(e, s.Levels)}
+			if e.Value != nil {
+				c.Value = strconv.FormatFloat(*e.Value, 'g', 3, 64)
+			}
+			v.Cards = append(v.Cards, c)
+		}
 	}
 
 	for _, m := range tableMetrics {

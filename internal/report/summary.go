@@ -85,6 +85,10 @@ type Summary struct {
 	Levels    []Level       `json:"levels"`
 	SweetSpot *metrics.Pick `json:"sweet_spot"`
 	SLOLimit  *metrics.Pick `json:"slo_limit"`
+	// SLOLimitEstimate is the limit estimated from every level run (a monotone fit of each
+	// SLO term against load, with a 90% interval from the levels' sampling error); absent
+	// without percentile or mean SLO terms, or for a ladder of mixed concurrencies and rates.
+	SLOLimitEstimate *metrics.LimitEstimate `json:"slo_limit_estimate,omitempty"`
 	// Oversaturated is the first level stopped as oversaturated (the server could not keep
 	// up with its rate); absent when none was.
 	Oversaturated *metrics.Pick `json:"oversaturated,omitempty"`
@@ -223,12 +227,32 @@ func (s *Summary) Judge() {
 		return p
 	}
 	s.SLOLimit = remap(metrics.SLOLimit(lv, loads))
+	s.SLOLimitEstimate = s.limitEstimate(slos)
 	s.SweetSpot = remap(metrics.SweetSpot(lv, loads))
 	for _, p := range []*metrics.Pick{s.SLOLimit, s.SweetSpot} {
 		if p != nil {
 			p.Cost = s.Levels[p.Index].Cost
 		}
 	}
+}
+
+// limitEstimate is metrics.EstimateLimit over the levels that ran to their end or were
+// stopped because the server could not keep up (above the limit, whatever their finished
+// requests measured); levels cut short otherwise say nothing of the limit.
+func (s *Summary) limitEstimate(slos []metrics.SLO) *metrics.LimitEstimate {
+	var (
+		lv     []metrics.Level
+		loads  []metrics.Load
+		behind []bool
+	)
+	for _, l := range s.Levels {
+		if l.Partial || l.EndReason == EndMaxErrorRate || l.EndReason == EndUnreachable {
+			continue
+		}
+		lv, loads = append(lv, l.Level), append(loads, l.Load())
+		behind = append(behind, l.EndReason == EndOversaturated || l.SLO != nil && strings.HasPrefix(l.SLO.Reason, "oversaturated"))
+	}
+	return metrics.EstimateLimit(lv, loads, behind, slos)
 }
 
 // SLOPassed reports whether SLO verdicts were given (judged) and whether any level met them;

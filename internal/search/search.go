@@ -7,6 +7,7 @@ package search
 import (
 	"context"
 	"math"
+	"slices"
 )
 
 // Axis is what the search varies.
@@ -79,4 +80,39 @@ func Bisect(ctx context.Context, lo, hi float64, mid func(lo, hi float64) float6
 		}
 	}
 	return lo, nil
+}
+
+// RefineLevels is how many levels a search spends after its bisection where the estimated
+// limit's interval is widest (Widest), at most.
+const RefineLevels = 4
+
+// Widest is the next load to probe inside an estimated limit's interval [lo, hi], given the
+// loads already run: the middle of the widest gap between them and the interval's ends. It
+// reports false when that gap is already narrow — one concurrency apart, or 5% of a rate —
+// so probing more would not narrow the interval by much.
+func Widest(axis Axis, lo, hi float64, run []float64) (float64, bool) {
+	edges := []float64{lo, hi}
+	for _, x := range run {
+		if x > lo && x < hi {
+			edges = append(edges, x)
+		}
+	}
+	slices.Sort(edges)
+	best, at := 0.0, 0.0
+	for i := 1; i < len(edges); i++ {
+		if g := edges[i] - edges[i-1]; g > best {
+			best, at = g, (edges[i]+edges[i-1])/2
+		}
+	}
+	if axis == Concurrency {
+		at = math.Round(at)
+		if best < 2 || slices.Contains(run, at) || at < 1 {
+			return 0, false
+		}
+		return at, true
+	}
+	if best <= 0.05*at || at <= 0 {
+		return 0, false
+	}
+	return at, true
 }

@@ -99,3 +99,18 @@ func TestCancelledContextStops(t *testing.T) {
 		t.Errorf("Largest = %v, %v after %v; want 4 after 3 probes", got, err, probed)
 	}
 }
+
+func TestWidestSplitsTheWidestGap(t *testing.T) {
+	if got, ok := Widest(Concurrency, 100, 140, []float64{64, 128, 256}); !ok || got != 114 {
+		t.Errorf("Widest = %v, %v; want 114 (the middle of 100–128)", got, ok)
+	}
+	if _, ok := Widest(Concurrency, 189.1, 190.4, []float64{189, 190}); ok {
+		t.Error("an interval within one concurrency was probed again")
+	}
+	if got, ok := Widest(Rate, 4, 6, nil); !ok || got != 5 {
+		t.Errorf("Widest(rate) = %v, %v; want 5", got, ok)
+	}
+	if _, ok := Widest(Rate, 5, 5.1, nil); ok {
+		t.Error("a rate interval within 5% was probed again")
+	}
+}

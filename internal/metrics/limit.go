@@ -1,0 +1,273 @@
+package metrics
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// LimitEstimate is the load at which the SLOs stop being met, estimated from every level
+// run rather than read off the best one (SLOLimit): each percentile or mean term's values
+// are fitted against load by a monotone (isotonic) regression weighted by each level's own
+// precision, the limit is where the tightest term's fitted curve crosses its bound, and the
+// 90% interval comes from the levels' sampling error, drawn through the same fit (a seeded
+// parametric bootstrap). A side the levels run cannot bound is null: every level passed
+// (the limit is above the highest load run) or none did (below the lowest).
+type LimitEstimate struct {
+	Value *float64    `json:"value"`
+	CI90  [2]*float64 `json:"ci90"`
+	Term  string      `json:"term,omitempty"` // the term whose curve crosses first
+	// Note says what an open side means, when there is one.
+	Note string `json:"note,omitempty"`
+}
+
+// limitPoint is one level as the estimate sees it: its load and, per term, its value with
+// the standard errors below and above it (+Inf value: a level that could not keep up).
+type limitPoint struct {
+	x          float64
+	v, lo, hi  []float64 // by term
+	overloaded bool
+}
+
+// bootstrapDraws is how many times the levels' sampling error is drawn through the fit.
+const bootstrapDraws = 400
+
+// EstimateLimit estimates the SLO limit from levels (loads[i] describes levels[i]);
+// overloaded[i] marks a level stopped because the server could not keep up, which is above
+// the limit whatever its finished requests measured. Nil when slos have no percentile or
+// mean term, when the levels mix concurrencies and rates, or when fewer than one level has
+// a value.
+func EstimateLimit(levels []Level, loads []Load, overloaded []bool, slos []SLO) *LimitEstimate {
+	var terms []SLO
+	for _, s := range slos {
+		if s.Kind == SLOPercentile {
+			terms = append(terms, s)
+		}
+	}
+	if len(terms) == 0 || len(levels) == 0 {
+		return nil
+	}
+	rate := loads[0].Concurrency == 0
+	var pts []limitPoint
+	for i, l := range levels {
+		if (loads[i].Concurrency == 0) != rate {
+			return nil // one axis, or no curve
+		}
+		p := limitPoint{x: loads[i].x(), overloaded: i < len(overloaded) && overloaded[i]}
+		for _, t := range terms {
+			v, lo, hi := termValue(l, t)
+			if p.overloaded || math.IsNaN(v) {
+				v, lo, hi = math.Inf(1), 0, 0
+			}
+			p.v, p.lo, p.hi = append(p.v, v), append(p.lo, lo), append(p.hi, hi)
+		}
+		pts = append(pts, p)
+	}
+	slices.SortStableFunc(pts, func(a, b limitPoint) int {
+		switch {
+		case a.x < b.x:
+			return -1
+		case a.x > b.x:
+			return 1
+		}
+		return 0
+	})
+	bounds := make([]float64, len(terms))
+	for j, t := range terms {
+		bounds[j] = float64(t.Limit) / float64(time.Millisecond)
+		scatter(pts, j)
+	}
+	value, term := crossing(pts, bounds, func(i, j int) float64 { return pts[i].v[j] })
+	est := &LimitEstimate{Term: terms[term].String()}
+	rng := rand.New(rand.NewPCG(1, 2)) // the same levels give the same interval
+	draws := make([]float64, 0, bootstrapDraws)
+	for range bootstrapDraws {
+		z := make([][]float64, len(pts))
+		for i := range pts {
+			z[i] = make([]float64, len(terms))
+			for j := range terms {
+				z[i][j] = rng.NormFloat64()
+			}
+		}
+		x, _ := crossing(pts, bounds, func(i, j int) float64 {
+			if d := z[i][j]; d < 0 {
+				return pts[i].v[j] + d*pts[i].lo[j]
+			} else {
+				return pts[i].v[j] + d*pts[i].hi[j]
+			}
+		})
+		draws = append(draws, x)
+	}
+	slices.Sort(draws)
+	q := func(f float64) *float64 {
+		x := draws[int(math.Round(f*float64(len(draws)-1)))]
+		if math.IsInf(x, 0) {
+			return nil
+		}
+		return &x
+	}
+	est.CI90 = [2]*float64{q(0.05), q(0.95)}
+	switch {
+	case math.IsInf(value, 1):
+		est.Note = "every level run met the SLOs: the limit is above the highest load run"
+		est.CI90[1] = nil
+	case math.IsInf(value, -1):
+		est.Note = "no level run met the SLOs: the limit is below the lowest load run"
+		est.CI90[0] = nil
+	default:
+		est.Value = &value
+	}
+	if est.CI90[0] == nil && est.CI90[1] == nil && est.Note == "" {
+		est.Note = "the levels run are too few or too noisy to bound the limit on either side"
+	}
+	return est
+}
+
+// termValue is a level's value of a percentile or mean term, ms, and the standard errors
+// below and above it from its 95% confidence interval (batch means where the level allows,
+// else order statistics), at least seFloor of the value; an unbounded side is taken as the
+// value itself (the sample says nothing there). NaN when the level has no samples of the term's metric.
+func termValue(l Level, t SLO) (v, seLo, seHi float64) {
+	const z95 = 1.959964
+	s, ok := l.Metrics.Get(t.Metric)
+	if !ok || s.Count == 0 {
+		return math.NaN(), 0, 0
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if math.IsNaN(t.P) {
+		v = s.Mean
+		if !math.IsNaN(s.MeanLo) {
+			lo, hi = s.MeanLo, s.MeanHi
+		} else if s.Count > 1 {
+			half := z95 * s.Std / math.Sqrt(float64(s.Count))
+			lo, hi = v-half, v+half
+		}
+	} else {
+		i := slices.IndexFunc(s.Percentiles, func(p Percentile) bool { return p.P == t.P })
+		switch {
+		case i >= 0:
+			v, lo, hi = s.Percentiles[i].Value, s.Percentiles[i].Lo, s.Percentiles[i].Hi
+		case l.Dists[t.Metric] != nil:
+			d := l.Dists[t.Metric]
+			v, _ = d.Percentile(t.P)
+			lo, hi = d.CI95(t.P)
+		default:
+			return math.NaN(), 0, 0
+		}
+	}
+	seLo, seHi = (v-lo)/z95, (hi-v)/z95
+	if math.IsInf(seLo, 0) || math.IsNaN(seLo) {
+		seLo = math.Abs(v)
+	}
+	if math.IsInf(seHi, 0) || math.IsNaN(seHi) {
+		seHi = math.Abs(v)
+	}
+	// No closer than 1%: requests batched together share their steps, so their values tie
+	// and move together, and order statistics over them overstate a level's precision (a
+	// P99 over 368 such requests read an interval of zero width).
+	floor := seFloor * math.Abs(v)
+	return v, max(seLo, floor), max(seHi, floor)
+}
+
+// seFloor is the least standard error of a level's figure, relative to it.
+const seFloor = 0.01
+
+// crossing fits each term's values (value(i, j): level i, term j) against the sorted loads and returns the
+// lowest load where a fitted curve passes its bound, and that term: -Inf when the first
+// load already fails, +Inf when none does. Between two loads it interpolates linearly; next
+// to a level that could not keep up (+Inf) it takes the last load that met the bound.
+func crossing(pts []limitPoint, bounds []float64, value func(i, j int) float64) (float64, int) {
+	best, term := math.Inf(1), 0
+	for j, b := range bounds {
+		ys := make([]float64, len(pts))
+		ws := make([]float64, len(pts))
+		for i, p := range pts {
+			ys[i] = value(i, j)
+			se := (p.lo[j] + p.hi[j]) / 2
+			ws[i] = 1 / max(se*se, 1e-12)
+		}
+		f := isotonic(ys, ws)
+		x := math.Inf(1)
+		for i := range f {
+			if f[i] <= b {
+				continue
+			}
+			switch {
+			case i == 0:
+				x = math.Inf(-1)
+			case math.IsInf(f[i], 1):
+				x = pts[i-1].x
+			default:
+				x = pts[i-1].x + (b-f[i-1])/(f[i]-f[i-1])*(pts[i].x-pts[i-1].x)
+			}
+			break
+		}
+		if x < best {
+			best, term = x, j
+		}
+	}
+	return best, term
+}
+
+// isotonic is the weighted least-squares nondecreasing fit of ys (pool adjacent violators);
+// a block holding +Inf is +Inf.
+func isotonic(ys, ws []float64) []float64 {
+	type block struct {
+		v, w float64
+		n    int
+	}
+	var bs []block
+	for i := range ys {
+		bs = append(bs, block{ys[i], ws[i], 1})
+		for len(bs) > 1 && bs[len(bs)-2].v > bs[len(bs)-1].v {
+			a, b := bs[len(bs)-2], bs[len(bs)-1]
+			m := block{w: a.w + b.w, n: a.n + b.n}
+			if math.IsInf(a.v, 1) || math.IsInf(b.v, 1) {
+				m.v = math.Inf(1)
+			} else {
+				m.v = (a.v*a.w + b.v*b.w) / m.w
+			}
+			bs = append(bs[:len(bs)-2], m)
+		}
+	}
+	out := make([]float64, 0, len(ys))
+	for _, b := range bs {
+		for range b.n {
+			out = append(out, b.v)
+		}
+	}
+	return out
+}
+
+// scatter widens term j's standard errors to at least the levels' own scatter about their
+// monotone fit (the root mean square of their relative residuals): a level's interval
+// counts its requests as independent, but requests decoded in one batch share their steps,
+// so levels of a few rounds scatter more than their intervals say, and by how much the
+// levels themselves show.
+func scatter(pts []limitPoint, j int) {
+	ys, ws := make([]float64, len(pts)), make([]float64, len(pts))
+	for i, p := range pts {
+		se := (p.lo[j] + p.hi[j]) / 2
+		ys[i], ws[i] = p.v[j], 1/max(se*se, 1e-12)
+	}
+	f := isotonic(ys, ws)
+	var ss float64
+	m := 0
+	for i := range f {
+		if !math.IsInf(ys[i], 0) && f[i] != 0 && !math.IsInf(f[i], 0) {
+			r := (ys[i] - f[i]) / f[i]
+			ss, m = ss+r*r, m+1
+		}
+	}
+	if m < 3 {
+		return
+	}
+	rel := math.Sqrt(ss / float64(m-1))
+	for i := range pts {
+		floor := rel * math.Abs(pts[i].v[j])
+		if !math.IsInf(floor, 0) {
+			pts[i].lo[j], pts[i].hi[j] = max(pts[i].lo[j], floor), max(pts[i].hi[j], floor)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package metrics
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestIsotonicPoolsViolators(t *testing.T) {
+	got := isotonic([]float64{1, 3, 2, 4, math.Inf(1), 5}, []float64{1, 1, 1, 1, 1, 1})
+	want := []float64{1, 2.5, 2.5, 4, math.Inf(1), math.Inf(1)}
+	if !slices.Equal(got, want) {
+		t.Errorf("isotonic = %v, want %v", got, want)
+	}
+}
+
+// levelWithP99 is a level whose TPOT P99 is v ms with the 95% interval [lo, hi].
+func levelWithP99(v, lo, hi float64) Level {
+	var l Level
+	l.Metrics.Set(KeyTPOT, Stats{Count: 400, Percentiles: []Percentile{{P: 99, Value: v, Lo: lo, Hi: hi}}})
+	return l
+}
+
+// TestEstimateLimitCrossesTheBound: the estimate is where the fitted curve crosses the
+// bound, between the last level under it and the first over it; its interval holds it; a
+// level that could not keep up is above the bound; open sides say so.
+func TestEstimateLimitCrossesTheBound(t *testing.T) {
+	slos := []SLO{{Kind: SLOPercentile, Metric: KeyTPOT, P: 99, Limit: 30 * time.Millisecond}}
+	loads := []Load{{Concurrency: 8}, {Concurrency: 16}, {Concurrency: 32}, {Concurrency: 64}}
+	levels := []Level{levelWithP99(10, 9.8, 10.2), levelWithP99(20, 19.5, 20.5), levelWithP99(40, 39, 41), {}}
+	e := EstimateLimit(levels, loads, []bool{false, false, false, true}, slos)
+	if e == nil || e.Value == nil || math.Abs(*e.Value-24) > 1e-9 {
+		t.Fatalf("estimate %+v, want 24 (20 ms at 16, 40 at 32: 30 ms at 24)", e)
+	}
+	if e.CI90[0] == nil || e.CI90[1] == nil || *e.CI90[0] > 24 || *e.CI90[1] < 24 || *e.CI90[0] < 16 || *e.CI90[1] > 32 {
+		t.Errorf("ci90 %v does not hold 24 within the levels around it", e.CI90)
+	}
+	if e.Term != "tpot:p99<=30ms" {
+		t.Errorf("term %q", e.Term)
+	}
+	// Every level passes: the limit is above the highest load run.
+	e = EstimateLimit(levels[:2], loads[:2], nil, slos)
+	if e.Value != nil || e.CI90[1] != nil || e.Note == "" {
+		t.Errorf("all passing: %+v, want no value, an open upper side and a note", e)
+	}
+	// None passes: below the lowest.
+	e = EstimateLimit(levels[2:3], loads[2:3], nil, slos)
+	if e.Value != nil || e.CI90[0] != nil || e.Note == "" {
+		t.Errorf("none passing: %+v, want no value, an open lower side and a note", e)
+	}
+	// Mixed axes have no one curve.
+	if e := EstimateLimit(levels[:2], []Load{{Concurrency: 8}, {Rate: 2}}, nil, slos); e != nil {
+		t.Errorf("mixed axes gave %+v", e)
+	}
+}
