@@ -353,7 +353,12 @@ func (f *fitter) noteDiscrete(pts []Point) {
 	// Placement and budget are tried only where long prompts arrived while others decoded.
 	mixed := slices.ContainsFunc(pts, func(p Point) bool { return p.mixed() })
 	placementHow := "not probed (no point mixes long prompts with decoding): vLLM's default assumed"
-	if mixed {
+	switch {
+	case f.opt.Server.Slots > 0:
+		// A disaggregated twin of it would prefill beside its slots, unqueued: a held-out
+		// fit that chose it predicted 8 requests on 4 slots at a prefill's TTFT.
+		placementHow = "colocated: the server's published slots prefill in the batch they decode in"
+	case mixed:
 		placementHow = "fitted: how long prompts arriving while others decode delay them"
 	}
 	f.prov.add("engine.prefill", func(p *sim.Profile) string { return p.Engine.Prefill }, fixed(placementHow))
@@ -624,8 +629,10 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 	placements := []string{sim.PrefillColocated}
 	bs := []int{p.Engine.MaxBatchedTokens}
 	if mixed {
-		placements = append(placements, sim.PrefillDisaggregated)
 		bs = budgets
+		if f.opt.Server.Slots == 0 {
+			placements = append(placements, sim.PrefillDisaggregated)
+		}
 	}
 	// The batch limit first, with the placement and budget as they are: the three that fit
 	// best as the continuous settings stand, each then with those refitted (a limit one off
