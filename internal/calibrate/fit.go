@@ -943,30 +943,32 @@ func noiseOf(pts []Point) float64 {
 // out (it catches them queued for the first step). running is the median scrape's: one
 // that caught a request between two states (a finished one not yet gone, a new one
 // prefilling beside a full batch) reads above the limit, more often the busier the machine.
-// ok is false with fewer than three scrapes after the first: too few to tell a limit from
-// a request that arrived mid-step.
-func gauges(s *servermetrics.Summary) (running, waitingMean float64, ok bool) {
+// waiting is the median scrape's too: "others waited throughout" is most scrapes seeing one
+// wait, not a mean that a few scrapes catching a burst of arrivals lift (serve's twin of a
+// 256-sequence server on a busy machine: 41 of 64 ran, the rest between the client and the
+// server, waiting mean 1.5, median 0, read as a limit of 41). ok is false with fewer than
+// three scrapes after the first: too few to tell a limit from a request that arrived mid-step.
+func gauges(s *servermetrics.Summary) (running, waiting float64, ok bool) {
 	if s == nil || len(s.Series.Running) != len(s.Series.TS) || len(s.Series.Waiting) != len(s.Series.TS) {
 		return 0, 0, false
 	}
-	var rs []float64
+	var rs, ws []float64
 	for i := 1; i < len(s.Series.TS); i++ {
 		r, w := s.Series.Running[i], s.Series.Waiting[i]
 		if math.IsNaN(r) || math.IsNaN(w) {
 			continue
 		}
-		rs = append(rs, r)
-		waitingMean += w
+		rs, ws = append(rs, r), append(ws, w)
 	}
 	if len(rs) < 3 {
 		return 0, 0, false
 	}
-	return metrics.Median(rs), waitingMean / float64(len(rs)), true
+	return metrics.Median(rs), metrics.Median(ws), true
 }
 
 // runningLimit reads the batch limit from the server's running-requests gauge: the most
 // requests it ran at once (as most scrapes saw it: gauges) at a level where others
-// waited throughout (a mean of one or more waiting, with fewer running than were sent).
+// waited throughout (one or more waiting in most scrapes, with fewer running than were sent).
 func runningLimit(pts []Point) (int, string) {
 	best, at := 0, -1
 	for i := range pts {
