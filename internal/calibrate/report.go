@@ -69,10 +69,11 @@ func jsonTrusts(ts []Trust) []jsonTrustLoad {
 	out := []jsonTrustLoad{}
 	for _, t := range ts {
 		j := jsonTrustLoad{Load: t.Load, PromptTokens: t.PromptTokens, ErrorPct: opt(t.WithinPct), Points: t.Points, Summary: t.String()}
-		if t.Load == "open" {
-			j.Rate = &t.Rate
-		} else {
+		switch t.Load {
+		case "closed":
 			j.Concurrency = &t.Concurrency
+		case "open":
+			j.Rate = &t.Rate
 		}
 		out = append(out, j)
 	}

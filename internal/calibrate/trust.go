@@ -42,7 +42,7 @@ type Miss struct {
 // (closed or open loops) whose TTFT and TPOT P50 the twin predicts within trustPct, with
 // the largest such error, or one point it does not.
 type Trust struct {
-	Load         string     // "closed" or "open"
+	Load         string     // "closed", "open" or "mixed" (long prompts arriving while others decode)
 	Concurrency  [2]int     // closed loops: requests in flight
 	Rate         [2]float64 // open loops: arrivals a second (0: a burst, the mixed phase)
 	PromptTokens [2]int
@@ -118,12 +118,15 @@ func (m Miss) String() string {
 
 // trust is the verdict: for each kind of load, the probed points sorted by load
 // (concurrency, then prompt length; an open loop's rate), each run of neighbours within
-// trustPct one trusted range, and each point beyond it a range not trusted.
+// trustPct one trusted range, and the points beyond it ranges not trusted. A run extends
+// only to a point that shares its neighbour's concurrency (or rate) or prompt length: the
+// prefill sweep at concurrency 1 and the decode ladder at 32 tokens do not vouch for each
+// other's corner (long prompts at many in flight was never probed).
 func (r *Result) trust() (trusted, untrusted []Trust) {
-	for _, open := range []bool{false, true} {
+	for _, kind := range []string{"closed", "open", "mixed"} {
 		var pts []*Fitted
 		for i := range r.Points {
-			if r.Points[i].Open == open && !math.IsNaN(pointError(&r.Points[i])) {
+			if loadOf(&r.Points[i]) == kind && !math.IsNaN(pointError(&r.Points[i])) {
 				pts = append(pts, &r.Points[i])
 			}
 		}
@@ -136,28 +139,52 @@ func (r *Result) trust() (trusted, untrusted []Trust) {
 			}
 			return meanPrompt(&a.Point) - meanPrompt(&b.Point)
 		})
-		var run *Trust
+		var last *Trust // the run the previous point joined, trusted or not
+		var prev Trust
 		for _, p := range pts {
 			e := pointError(p)
 			t := trustOf(p, e)
-			if e > trustPct {
-				untrusted = append(untrusted, t)
-				run = nil
-				continue
-			}
-			if run == nil {
+			ok := e <= trustPct
+			switch {
+			case last != nil && (last.WithinPct <= trustPct) == ok && t.adjoins(prev):
+				last.add(t)
+			case ok:
 				trusted = append(trusted, t)
-				run = &trusted[len(trusted)-1]
-				continue
+				last = &trusted[len(trusted)-1]
+			default:
+				untrusted = append(untrusted, t)
+				last = &untrusted[len(untrusted)-1]
 			}
-			run.Concurrency = [2]int{min(run.Concurrency[0], t.Concurrency[0]), max(run.Concurrency[1], t.Concurrency[1])}
-			run.Rate = [2]float64{math.Min(run.Rate[0], t.Rate[0]), math.Max(run.Rate[1], t.Rate[1])}
-			run.PromptTokens = [2]int{min(run.PromptTokens[0], t.PromptTokens[0]), max(run.PromptTokens[1], t.PromptTokens[1])}
-			run.WithinPct = math.Max(run.WithinPct, e)
-			run.Points = append(run.Points, p.Name)
+			prev = t
 		}
 	}
 	return trusted, untrusted
+}
+
+// adjoins says t's load shares prev's concurrency (or rate) or its prompt lengths.
+func (t Trust) adjoins(prev Trust) bool {
+	return t.Concurrency == prev.Concurrency && t.Rate == prev.Rate || t.PromptTokens == prev.PromptTokens
+}
+
+// add widens the range by t.
+func (run *Trust) add(t Trust) {
+	run.Concurrency = [2]int{min(run.Concurrency[0], t.Concurrency[0]), max(run.Concurrency[1], t.Concurrency[1])}
+	run.Rate = [2]float64{math.Min(run.Rate[0], t.Rate[0]), math.Max(run.Rate[1], t.Rate[1])}
+	run.PromptTokens = [2]int{min(run.PromptTokens[0], t.PromptTokens[0]), max(run.PromptTokens[1], t.PromptTokens[1])}
+	run.WithinPct = math.Max(run.WithinPct, t.WithinPct)
+	run.Points = append(run.Points, t.Points...)
+}
+
+// loadOf is the kind of load a point is: a closed loop, an open one, or the mixed phase
+// (long prompts arriving while others decode).
+func loadOf(p *Fitted) string {
+	switch {
+	case !p.Open:
+		return "closed"
+	case p.mixed():
+		return "mixed"
+	}
+	return "open"
 }
 
 func compareFloat(a, b float64) int {
@@ -172,10 +199,10 @@ func compareFloat(a, b float64) int {
 
 // trustOf is one point's load as a range of its own.
 func trustOf(p *Fitted, e float64) Trust {
-	t := Trust{Load: "closed", PromptTokens: rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt }), WithinPct: e, Points: []string{p.Name}}
+	t := Trust{Load: loadOf(p), PromptTokens: rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt }), WithinPct: e, Points: []string{p.Name}}
 	if p.Open {
 		r := rateOf(&p.Point)
-		t.Load, t.Rate = "open", [2]float64{r, r}
+		t.Rate = [2]float64{r, r}
 	} else {
 		t.Concurrency = [2]int{p.Concurrency, p.Concurrency}
 	}
@@ -200,12 +227,15 @@ func (t Trust) String() string {
 		}
 		return lo + "–" + hi
 	}
-	if t.Load == "open" {
+	switch t.Load {
+	case "mixed":
+		b.WriteString("long prompts arriving while others decode")
+	case "open":
 		b.WriteString("open loops")
 		if t.Rate[1] > 0 {
 			fmt.Fprintf(&b, " at %s req/s", span(fmt.Sprintf("%.3g", t.Rate[0]), fmt.Sprintf("%.3g", t.Rate[1])))
 		}
-	} else {
+	default:
 		fmt.Fprintf(&b, "closed loops at concurrency %s", span(fmt.Sprint(t.Concurrency[0]), fmt.Sprint(t.Concurrency[1])))
 	}
 	fmt.Fprintf(&b, ", prompts of %s tokens", span(fmt.Sprint(t.PromptTokens[0]), fmt.Sprint(t.PromptTokens[1])))
@@ -220,7 +250,7 @@ func (r *Result) verdict() []string {
 		lines = append(lines, fmt.Sprintf("trusted for %s: within %.1f%% (%s)", t, t.WithinPct, strings.Join(t.Points, ", ")))
 	}
 	for _, t := range untrusted {
-		lines = append(lines, fmt.Sprintf("not trusted for %s: %.0f%% off at %s", t, t.WithinPct, t.Points[0]))
+		lines = append(lines, fmt.Sprintf("not trusted for %s: up to %.0f%% off (%s)", t, t.WithinPct, strings.Join(t.Points, ", ")))
 	}
 	if len(lines) == 0 {
 		lines = append(lines, "no probe point judged: no verdict")

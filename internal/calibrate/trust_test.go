@@ -44,7 +44,11 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 		fittedPoint("07-decode-c8", 8, 32, false, true, 213, 8, 12.6, 8),
 		fittedPoint("09-open-r2", 0, 384, true, true, 30, 7, 33, 7.7),
 		fittedPoint("10-mixed", 0, 2048, true, false, 430, 9, 17300, 9),
+		fittedPoint("03-prefill-1024", 1, 1024, false, false, 80, 5, 81, 5),
+		fittedPoint("08-decode-c8-again", 8, 32, false, true, 200, 8, 12.6, 8),
 	}}
+	// The mixed phase: long prompts among short ones.
+	r.Points[6].Requests[0].Prompt = 32
 	r.HeldOut, r.ByLoad = noErrors(2), LoadErrors{noErrors(1), noErrors(1)}
 	r.ByLoad.Closed.Pct[figure.TTFTP50], r.ByLoad.Closed.Pct[figure.TPOTP50] = 94.1, 0
 	r.ByLoad.Open.Pct[figure.TTFTP50], r.ByLoad.Open.Pct[figure.TPOTP50] = 10, 10
@@ -59,24 +63,28 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 	}
 
 	trusted, untrusted := r.trust()
-	if len(trusted) != 2 {
-		t.Fatalf("trusted %+v, want the closed loops at 1-4 and the open loop", trusted)
+	if len(trusted) != 3 {
+		t.Fatalf("trusted %+v, want the closed loops at 1, at 2-4 and the open loop", trusted)
 	}
-	if c := trusted[0]; c.Load != "closed" || c.Concurrency != [2]int{1, 4} || c.PromptTokens != [2]int{32, 512} || c.WithinPct > 7.2 || c.WithinPct < 7.1 {
-		t.Errorf("closed verdict %+v, want concurrency 1-4, prompts 32-512, within 7.1%%", c)
+	if c := trusted[0]; c.Load != "closed" || c.Concurrency != [2]int{1, 1} || c.PromptTokens != [2]int{32, 1024} || c.WithinPct > 5.1 || c.WithinPct < 4.9 {
+		t.Errorf("closed verdict %+v, want concurrency 1, prompts 32-1024, within 5%%", c)
 	}
-	if o := trusted[1]; o.Load != "open" || o.Rate != [2]float64{2, 2} || o.WithinPct < 9.9 || o.WithinPct > 10.1 {
+	if c := trusted[1]; c.Load != "closed" || c.Concurrency != [2]int{2, 4} || c.PromptTokens != [2]int{32, 32} || c.WithinPct > 7.2 || c.WithinPct < 7.1 {
+		t.Errorf("closed verdict %+v, want concurrency 2-4 at 32 tokens (the prefill sweep's long prompts do not join it), within 7.1%%", c)
+	}
+	if o := trusted[2]; o.Load != "open" || o.Rate != [2]float64{2, 2} || o.WithinPct < 9.9 || o.WithinPct > 10.1 {
 		t.Errorf("open verdict %+v, want 2 req/s within 10%%", o)
 	}
-	if len(untrusted) != 2 || untrusted[0].Points[0] != "07-decode-c8" || untrusted[1].Points[0] != "10-mixed" {
-		t.Errorf("untrusted %+v, want c8 and the mixed point", untrusted)
+	if len(untrusted) != 2 || len(untrusted[0].Points) != 2 || untrusted[0].Points[0] != "07-decode-c8" || untrusted[1].Points[0] != "10-mixed" || untrusted[1].Load != "mixed" {
+		t.Errorf("untrusted %+v, want c8 (both passes) and the mixed point", untrusted)
 	}
 
 	var b bytes.Buffer
 	r.Console(&b)
 	for _, want := range []string{"Missed by more than 3 × the stated error", "10-mixed: TTFT P50 measured 430.00 ms",
-		"trusted for closed loops at concurrency 1–4, prompts of 32–512 tokens: within 7.1%",
-		"not trusted for closed loops at concurrency 8, prompts of 32 tokens: 94% off at 07-decode-c8"} {
+		"trusted for closed loops at concurrency 2–4, prompts of 32 tokens: within 7.1%",
+		"not trusted for closed loops at concurrency 8, prompts of 32 tokens: up to 94% off (07-decode-c8,",
+		"not trusted for long prompts arriving while others decode, prompts of 32–2048 tokens"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("console lacks %q:\n%s", want, b.String())
 		}
@@ -102,7 +110,7 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &js); err != nil {
 		t.Fatal(err)
 	}
-	if len(js.Trusted.Trusted) != 2 || js.Trusted.Trusted[0].Concurrency == nil || *js.Trusted.Trusted[0].Concurrency != [2]int{1, 4} ||
+	if len(js.Trusted.Trusted) != 3 || js.Trusted.Trusted[1].Concurrency == nil || *js.Trusted.Trusted[1].Concurrency != [2]int{2, 4} ||
 		len(js.Trusted.NotTrusted) != 2 || len(js.Misses) != 1 || js.Misses[0].InStated {
 		t.Errorf("calibration.json trusted_for %+v, misses %+v", js.Trusted, js.Misses)
 	}
