@@ -209,12 +209,21 @@ func batchLimit(pts []Point, opt Options) batch {
 }
 
 // candidates are the batch limits the fit tries: the known one, else each concurrency
-// probed.
+// probed, none below what the server's running gauge saw run at once: a server whose
+// requests slow beside a busy machine's client (serve's twin of a 256-sequence server at
+// 256 in flight, its gauge at 256 in most scrapes) is otherwise fitted a limit that
+// queues them (208).
 func (b batch) candidates(pts []Point) []int {
-	if b.maxSeqs == 0 {
-		return probedConcurrencies(pts)
+	if b.maxSeqs > 0 {
+		return []int{b.maxSeqs}
 	}
-	return []int{b.maxSeqs}
+	seen := 0
+	for i := range pts {
+		if r, _, ok := gauges(pts[i].Server); ok {
+			seen = max(seen, int(math.Round(r)))
+		}
+	}
+	return slices.DeleteFunc(probedConcurrencies(pts), func(n int) bool { return n < seen })
 }
 
 // provenance is where each of a fit's settings comes from, in the order the report lists

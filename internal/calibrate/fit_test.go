@@ -209,4 +209,10 @@ func TestRunningLimitReadsMostScrapes(t *testing.T) {
 	if (&Prober{}).queueing(&busy) {
 		t.Errorf("a level none waited at in most scrapes, TTFT not grown, is taken as queueing")
 	}
+	// The same server at 256 in flight: 256 ran in most scrapes, so no limit below it is
+	// tried, however its TTFT grew.
+	full := level("decode-c256", 256, []float64{40, 256, 256, 248, 256, 256}, []float64{150, 0, 0, 0, 0, 0})
+	if got := (batch{}).candidates([]Point{busy, full}); len(got) != 1 || got[0] != 256 {
+		t.Errorf("batch limits tried %v, want only 256 (the gauge saw 256 run at once)", got)
+	}
 }
