@@ -139,12 +139,21 @@ func (r *Result) trust() (trusted, untrusted []Trust) {
 			}
 			return meanPrompt(&a.Point) - meanPrompt(&b.Point)
 		})
-		var last *Trust // the run the previous point joined, trusted or not
-		var prev Trust
+		// One load probed twice (the decode ladder's passes) is judged by its worse pass: the
+		// twin is not trusted where one of two measurements of a load escaped it.
+		var loads []Trust
 		for _, p := range pts {
-			e := pointError(p)
-			t := trustOf(p, e)
-			ok := e <= trustPct
+			t := trustOf(p, pointError(p))
+			if n := len(loads); n > 0 && loads[n-1].sameLoad(t) {
+				loads[n-1].add(t)
+				continue
+			}
+			loads = append(loads, t)
+		}
+		var last *Trust // the run the previous load joined, trusted or not
+		var prev Trust
+		for _, t := range loads {
+			ok := t.WithinPct <= trustPct
 			switch {
 			case last != nil && (last.WithinPct <= trustPct) == ok && t.adjoins(prev):
 				last.add(t)
@@ -159,6 +168,11 @@ func (r *Result) trust() (trusted, untrusted []Trust) {
 		}
 	}
 	return trusted, untrusted
+}
+
+// sameLoad says t and u are one load.
+func (t Trust) sameLoad(u Trust) bool {
+	return t.Load == u.Load && t.Concurrency == u.Concurrency && t.Rate == u.Rate && t.PromptTokens == u.PromptTokens
 }
 
 // adjoins says t's load shares prev's concurrency (or rate) or its prompt lengths.

@@ -41,6 +41,7 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 		fittedPoint("02-prefill-512", 1, 512, false, false, 40, 5, 42, 5.2),
 		fittedPoint("05-decode-c2", 2, 32, false, false, 12, 6, 12.2, 6.3),
 		fittedPoint("06-decode-c4", 4, 32, false, false, 14, 8, 15, 8.4),
+		fittedPoint("06-decode-c4-again", 4, 32, false, false, 14, 8, 14.5, 8.2),
 		fittedPoint("07-decode-c8", 8, 32, false, true, 213, 8, 12.6, 8),
 		fittedPoint("09-open-r2", 0, 384, true, true, 30, 7, 33, 7.7),
 		fittedPoint("10-mixed", 0, 2048, true, false, 430, 9, 17300, 9),
@@ -48,7 +49,7 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 		fittedPoint("08-decode-c8-again", 8, 32, false, true, 200, 8, 12.6, 8),
 	}}
 	// The mixed phase: long prompts among short ones.
-	r.Points[6].Requests[0].Prompt = 32
+	r.Points[7].Requests[0].Prompt = 32
 	r.HeldOut, r.ByLoad = noErrors(2), LoadErrors{noErrors(1), noErrors(1)}
 	r.ByLoad.Closed.Pct[figure.TTFTP50], r.ByLoad.Closed.Pct[figure.TPOTP50] = 94.1, 0
 	r.ByLoad.Open.Pct[figure.TTFTP50], r.ByLoad.Open.Pct[figure.TPOTP50] = 10, 10
@@ -69,7 +70,7 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 	if c := trusted[0]; c.Load != "closed" || c.Concurrency != [2]int{1, 1} || c.PromptTokens != [2]int{32, 1024} || c.WithinPct > 5.1 || c.WithinPct < 4.9 {
 		t.Errorf("closed verdict %+v, want concurrency 1, prompts 32-1024, within 5%%", c)
 	}
-	if c := trusted[1]; c.Load != "closed" || c.Concurrency != [2]int{2, 4} || c.PromptTokens != [2]int{32, 32} || c.WithinPct > 7.2 || c.WithinPct < 7.1 {
+	if c := trusted[1]; c.Load != "closed" || c.Concurrency != [2]int{2, 4} || c.PromptTokens != [2]int{32, 32} || c.WithinPct > 7.2 || c.WithinPct < 7.1 || len(c.Points) != 3 {
 		t.Errorf("closed verdict %+v, want concurrency 2-4 at 32 tokens (the prefill sweep's long prompts do not join it), within 7.1%%", c)
 	}
 	if o := trusted[2]; o.Load != "open" || o.Rate != [2]float64{2, 2} || o.WithinPct < 9.9 || o.WithinPct > 10.1 {
@@ -78,6 +79,12 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 	if len(untrusted) != 2 || len(untrusted[0].Points) != 2 || untrusted[0].Points[0] != "07-decode-c8" || untrusted[1].Points[0] != "10-mixed" || untrusted[1].Load != "mixed" {
 		t.Errorf("untrusted %+v, want c8 (both passes) and the mixed point", untrusted)
 	}
+	// A load whose second pass escaped the twin is not trusted, however close the first.
+	r.Points[4].Predicted[figure.TTFTP50] = 30
+	if trusted, untrusted := r.trust(); len(trusted) != 3 || trusted[1].Concurrency != [2]int{2, 2} || untrusted[0].Concurrency != [2]int{4, 8} {
+		t.Errorf("with c4's second pass 114%% off: trusted %+v, not trusted %+v; want c2 trusted, c4-8 not", trusted, untrusted)
+	}
+	r.Points[4].Predicted[figure.TTFTP50] = 14.5
 
 	var b bytes.Buffer
 	r.Console(&b)
