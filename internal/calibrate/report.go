@@ -53,6 +53,14 @@ type jsonTrust struct {
 	Judged       string          `json:"judged"`
 	Trusted      []jsonTrustLoad `json:"trusted"`
 	NotTrusted   []jsonTrustLoad `json:"not_trusted"`
+	// NotProbed is the closed loops between the prefill sweep and the decode ladder: prompts
+	// over prompt_tokens at more than concurrency in flight; null where the probe had none.
+	NotProbed *jsonCorner `json:"not_probed"`
+}
+
+type jsonCorner struct {
+	PromptTokens int `json:"prompt_tokens"`
+	Concurrency  int `json:"concurrency"`
 }
 
 type jsonTrustLoad struct {
@@ -208,6 +216,9 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 	trusted, untrusted := r.trust()
 	out.Trusted = jsonTrust{ThresholdPct: trustPct, Judged: "a point's largest error of TTFT and TPOT P50, held-out points by the fit made without them",
 		Trusted: jsonTrusts(trusted), NotTrusted: jsonTrusts(untrusted)}
+	if p, c := r.unprobedCorner(); p > 0 {
+		out.Trusted.NotProbed = &jsonCorner{PromptTokens: p, Concurrency: c}
+	}
 	out.Misses = []jsonMiss{}
 	for _, m := range r.misses() {
 		out.Misses = append(out.Misses, jsonMiss{Point: m.Point, Figure: m.Figure.Name(), Measured: opt(m.Measured), Predicted: opt(m.Predicted),

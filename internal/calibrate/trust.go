@@ -267,7 +267,40 @@ func (r *Result) verdict() []string {
 		lines = append(lines, fmt.Sprintf("not trusted for %s: up to %.0f%% off (%s)", t, t.WithinPct, strings.Join(t.Points, ", ")))
 	}
 	if len(lines) == 0 {
-		lines = append(lines, "no probe point judged: no verdict")
+		return []string{"no probe point judged: no verdict"}
+	}
+	if p, c := r.unprobedCorner(); p > 0 {
+		lines = append(lines, fmt.Sprintf("not probed, so not trusted: closed loops of prompts over %d tokens at more than %d in flight (the prefill sweep ran them one at a time)", p, c))
 	}
 	return lines
+}
+
+// unprobedCorner is the longest prompt the closed loops probed at more than one in flight
+// and that one, where the closed loops at c probed longer prompts: loads of longer prompts
+// at more in flight lie between the prefill sweep and the decode ladder, vouched for by
+// neither (0, 0 where none).
+func (r *Result) unprobedCorner() (prompt, c int) {
+	longest, low := 0, 0
+	for i := range r.Points {
+		p := &r.Points[i]
+		if p.Open {
+			continue
+		}
+		if low == 0 || p.Concurrency < low {
+			low = p.Concurrency
+		}
+	}
+	for i := range r.Points {
+		p := &r.Points[i]
+		if !p.Open && p.Concurrency > low {
+			longest = max(longest, rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt })[1])
+		}
+	}
+	for i := range r.Points {
+		p := &r.Points[i]
+		if !p.Open && p.Concurrency == low && longest > 0 && rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt })[1] > longest {
+			return longest, low
+		}
+	}
+	return 0, 0
 }

@@ -91,7 +91,8 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 	for _, want := range []string{"Missed by more than 3 × the stated error", "10-mixed: TTFT P50 measured 430.00 ms",
 		"trusted for closed loops at concurrency 2–4, prompts of 32 tokens: within 7.1%",
 		"not trusted for closed loops at concurrency 8, prompts of 32 tokens: up to 94% off (07-decode-c8,",
-		"not trusted for long prompts arriving while others decode, prompts of 32–2048 tokens"} {
+		"not trusted for long prompts arriving while others decode, prompts of 32–2048 tokens",
+		"not probed, so not trusted: closed loops of prompts over 32 tokens at more than 1 in flight"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("console lacks %q:\n%s", want, b.String())
 		}
@@ -108,6 +109,10 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 				ErrorPct    float64 `json:"error_pct"`
 			}
 			NotTrusted []struct{ Points []string } `json:"not_trusted"`
+			NotProbed  *struct {
+				PromptTokens int `json:"prompt_tokens"`
+				Concurrency  int
+			} `json:"not_probed"`
 		} `json:"trusted_for"`
 		Misses []struct {
 			Point    string
@@ -118,7 +123,8 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(js.Trusted.Trusted) != 3 || js.Trusted.Trusted[1].Concurrency == nil || *js.Trusted.Trusted[1].Concurrency != [2]int{2, 4} ||
-		len(js.Trusted.NotTrusted) != 2 || len(js.Misses) != 1 || js.Misses[0].InStated {
+		len(js.Trusted.NotTrusted) != 2 || len(js.Misses) != 1 || js.Misses[0].InStated ||
+		js.Trusted.NotProbed == nil || js.Trusted.NotProbed.PromptTokens != 32 || js.Trusted.NotProbed.Concurrency != 1 {
 		t.Errorf("calibration.json trusted_for %+v, misses %+v", js.Trusted, js.Misses)
 	}
 	b.Reset()
