@@ -212,12 +212,21 @@ func batchLimit(pts []Point, opt Options) batch {
 }
 
 // candidates are the batch limits the fit tries: the known one, else each concurrency
-// probed.
+// probed, none below what the server's running gauge saw run at once: a server whose
+// requests slow beside a busy machine's client (serve's twin of a 256-sequence server at
+// 256 in flight, its gauge at 256 in most scrapes) is otherwise fitted a limit that
+// queues them (208).
 func (b batch) candidates(pts []Point) []int {
-	if b.maxSeqs == 0 {
-		return probedConcurrencies(pts)
+	if b.maxSeqs > 0 {
+		return []int{b.maxSeqs}
 	}
-	return []int{b.maxSeqs}
+	seen := 0
+	for i := range pts {
+		if r, _, ok := gauges(pts[i].Server); ok {
+			seen = max(seen, int(math.Round(r)))
+		}
+	}
+	return slices.DeleteFunc(probedConcurrencies(pts), func(n int) bool { return n < seen })
 }
 
 // provenance is where each of a fit's settings comes from, in the order the report lists
@@ -356,7 +365,12 @@ func (f *fitter) noteDiscrete(pts []Point) {
 	// Placement and budget are tried only where long prompts arrived while others decoded.
 	mixed := slices.ContainsFunc(pts, func(p Point) bool { return p.mixed() })
 	placementHow := "not probed (no point mixes long prompts with decoding): vLLM's default assumed"
-	if mixed {
+	switch {
+	case f.opt.Server.Slots > 0:
+		// A disaggregated twin of it would prefill beside its slots, unqueued: a held-out
+		// fit that chose it predicted 8 requests on 4 slots at a prefill's TTFT.
+		placementHow = "colocated: the server's published slots prefill in the batch they decode in"
+	case mixed:
 		placementHow = "fitted: how long prompts arriving while others decode delay them"
 	}
 	f.prov.add("engine.prefill", func(p *sim.Profile) string { return p.Engine.Prefill }, fixed(placementHow))
@@ -629,8 +643,10 @@ func (f *fitter) discrete(p sim.Profile, pts []*Point, seqCands []int) (sim.Prof
 	placements := []string{sim.PrefillColocated}
 	bs := []int{p.Engine.MaxBatchedTokens}
 	if mixed {
-		placements = append(placements, sim.PrefillDisaggregated)
 		bs = budgets
+		if f.opt.Server.Slots == 0 {
+			placements = append(placements, sim.PrefillDisaggregated)
+		}
 	}
 	// The batch limit first, with the placement and budget as they are: the three that fit
 	// best as the continuous settings stand, each then with those refitted (a limit one off
@@ -944,30 +960,32 @@ func noiseOf(pts []Point) float64 {
 // out (it catches them queued for the first step). running is the median scrape's: one
 // that caught a request between two states (a finished one not yet gone, a new one
 // prefilling beside a full batch) reads above the limit, more often the busier the machine.
-// ok is false with fewer than three scrapes after the first: too few to tell a limit from
-// a request that arrived mid-step.
-func gauges(s *servermetrics.Summary) (running, waitingMean float64, ok bool) {
+// waiting is the median scrape's too: "others waited throughout" is most scrapes seeing one
+// wait, not a mean that a few scrapes catching a burst of arrivals lift (serve's twin of a
+// 256-sequence server on a busy machine: 41 of 64 ran, the rest between the client and the
+// server, waiting mean 1.5, median 0, read as a limit of 41). ok is false with fewer than
+// three scrapes after the first: too few to tell a limit from a request that arrived mid-step.
+func gauges(s *servermetrics.Summary) (running, waiting float64, ok bool) {
 	if s == nil || len(s.Series.Running) != len(s.Series.TS) || len(s.Series.Waiting) != len(s.Series.TS) {
 		return 0, 0, false
 	}
-	var rs []float64
+	var rs, ws []float64
 	for i := 1; i < len(s.Series.TS); i++ {
 		r, w := s.Series.Running[i], s.Series.Waiting[i]
 		if math.IsNaN(r) || math.IsNaN(w) {
 			continue
 		}
-		rs = append(rs, r)
-		waitingMean += w
+		rs, ws = append(rs, r), append(ws, w)
 	}
 	if len(rs) < 3 {
 		return 0, 0, false
 	}
-	return metrics.Median(rs), waitingMean / float64(len(rs)), true
+	return metrics.Median(rs), metrics.Median(ws), true
 }
 
 // runningLimit reads the batch limit from the server's running-requests gauge: the most
 // requests it ran at once (as most scrapes saw it: gauges) at a level where others
-// waited throughout (a mean of one or more waiting, with fewer running than were sent).
+// waited throughout (one or more waiting in most scrapes, with fewer running than were sent).
 func runningLimit(pts []Point) (int, string) {
 	best, at := 0, -1
 	for i := range pts {

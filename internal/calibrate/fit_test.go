@@ -198,4 +198,21 @@ func TestRunningLimitReadsMostScrapes(t *testing.T) {
 	if !strings.Contains(how, "decode-c16") {
 		t.Errorf("runningLimit says %q, want the level it read", how)
 	}
+	// serve's twin of a 256-sequence server at 64 in flight on a busy machine: 41 ran in
+	// most scrapes, the rest between the client and the server, and a few scrapes caught a
+	// burst arriving (waiting mean 1.5, median 0): no batch limit, and no queueing to stop
+	// the ladder at.
+	busy := level("decode-c64", 64, []float64{60, 41, 41, 38, 44, 41, 41, 40, 41, 43}, []float64{0, 0, 0, 9, 0, 0, 5, 0, 0, 0})
+	if n, how := runningLimit([]Point{busy}); n != 0 {
+		t.Errorf("runningLimit = %d (%s) where none waited in most scrapes, want 0", n, how)
+	}
+	if (&Prober{}).queueing(&busy) {
+		t.Errorf("a level none waited at in most scrapes, TTFT not grown, is taken as queueing")
+	}
+	// The same server at 256 in flight: 256 ran in most scrapes, so no limit below it is
+	// tried, however its TTFT grew.
+	full := level("decode-c256", 256, []float64{40, 256, 256, 248, 256, 256}, []float64{150, 0, 0, 0, 0, 0})
+	if got := (batch{}).candidates([]Point{busy, full}); len(got) != 1 || got[0] != 256 {
+		t.Errorf("batch limits tried %v, want only 256 (the gauge saw 256 run at once)", got)
+	}
 }

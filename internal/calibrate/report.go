@@ -27,6 +27,8 @@ type jsonReport struct {
 	HeldOut   object      `json:"held_out_error_pct"`
 	InSample  object      `json:"in_sample_error_pct"`
 	PaceDrift *jsonDrift  `json:"pace_drift"` // null: the ladder ran once
+	Trusted   jsonTrust   `json:"trusted_for"`
+	Misses    []jsonMiss  `json:"misses"` // points missed by more than 3 × the stated error
 	Points    []jsonPoint `json:"points"`
 	Predicted string      `json:"predicted"`
 }
@@ -44,6 +46,56 @@ type jsonSpeeds struct {
 	SlowMs       *float64 `json:"slow_ms"`
 	FastRequests int      `json:"fast_requests"`
 	SlowRequests int      `json:"slow_requests"`
+}
+
+type jsonTrust struct {
+	ThresholdPct float64         `json:"threshold_pct"`
+	Judged       string          `json:"judged"`
+	Trusted      []jsonTrustLoad `json:"trusted"`
+	NotTrusted   []jsonTrustLoad `json:"not_trusted"`
+	// NotProbed is the closed loops between the prefill sweep and the decode ladder: prompts
+	// over prompt_tokens at more than concurrency in flight; null where the probe had none.
+	NotProbed *jsonCorner `json:"not_probed"`
+}
+
+type jsonCorner struct {
+	PromptTokens int `json:"prompt_tokens"`
+	Concurrency  int `json:"concurrency"`
+}
+
+type jsonTrustLoad struct {
+	Load         string      `json:"load"`
+	Concurrency  *[2]int     `json:"concurrency,omitempty"`
+	Rate         *[2]float64 `json:"rate_per_s,omitempty"`
+	PromptTokens [2]int      `json:"prompt_tokens"`
+	ErrorPct     *float64    `json:"error_pct"`
+	Points       []string    `json:"points"`
+	Summary      string      `json:"summary"`
+}
+
+func jsonTrusts(ts []Trust) []jsonTrustLoad {
+	out := []jsonTrustLoad{}
+	for _, t := range ts {
+		j := jsonTrustLoad{Load: t.Load, PromptTokens: t.PromptTokens, ErrorPct: opt(t.WithinPct), Points: t.Points, Summary: t.String()}
+		switch t.Load {
+		case "closed":
+			j.Concurrency = &t.Concurrency
+		case "open":
+			j.Rate = &t.Rate
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+type jsonMiss struct {
+	Point     string   `json:"point"`
+	Figure    string   `json:"figure"`
+	Measured  *float64 `json:"measured_ms"`
+	Predicted *float64 `json:"predicted_ms"`
+	ErrorPct  *float64 `json:"error_pct"`
+	StatedPct *float64 `json:"stated_error_pct"`
+	InStated  bool     `json:"in_stated_error"` // held out: the stated error includes it
 }
 
 type jsonSource struct {
@@ -161,6 +213,17 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 			out.PaceDrift.TwoSpeeds = &jsonSpeeds{FastMs: opt(v.Fast), SlowMs: opt(v.Slow), FastRequests: v.NFast, SlowRequests: v.NSlow}
 		}
 	}
+	trusted, untrusted := r.trust()
+	out.Trusted = jsonTrust{ThresholdPct: trustPct, Judged: "a point's largest error of TTFT and TPOT P50, held-out points by the fit made without them",
+		Trusted: jsonTrusts(trusted), NotTrusted: jsonTrusts(untrusted)}
+	if p, c := r.unprobedCorner(); p > 0 {
+		out.Trusted.NotProbed = &jsonCorner{PromptTokens: p, Concurrency: c}
+	}
+	out.Misses = []jsonMiss{}
+	for _, m := range r.misses() {
+		out.Misses = append(out.Misses, jsonMiss{Point: m.Point, Figure: m.Figure.Name(), Measured: opt(m.Measured), Predicted: opt(m.Predicted),
+			ErrorPct: opt(m.ErrPct), StatedPct: opt(m.StatedPct), InStated: m.HeldOut})
+	}
 	for _, p := range r.Points {
 		jp := jsonPoint{Name: p.Name, Dir: p.Dir, Level: p.Level, Phase: string(p.Phase), Concurrency: p.Concurrency, Open: p.Open,
 			Requests: len(p.Requests), HeldOut: p.HeldOut, Measured: jsonFigs(p.Measured), Predicted: jsonFigs(p.Predicted),
@@ -252,6 +315,16 @@ func (r *Result) Console(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w, wrapLine("In-sample error (the profile written, every point; largest): "+judged(r.InSample.Pct, "; ")))
+	if ms := r.misses(); len(ms) > 0 {
+		fmt.Fprintf(w, "Missed by more than %d × the stated error:\n", missFactor)
+		for _, m := range ms {
+			fmt.Fprintln(w, "  "+report.Wrap(m.String(), 2, 4, report.ConsoleWidth))
+		}
+	}
+	fmt.Fprintln(w, wrapLine(fmt.Sprintf("Verdict (a load is trusted where its points' TTFT and TPOT P50 are within %d%%; held-out points by the fit made without them):", trustPct)))
+	for _, l := range r.verdict() {
+		fmt.Fprintln(w, "  "+report.Wrap(l, 2, 4, report.ConsoleWidth))
+	}
 	fmt.Fprintln(w, wrapLine(r.PaceDrift.String()))
 }
 
@@ -335,6 +408,7 @@ func (r *Result) WriteHTML(w io.Writer, title string) error {
 		"Title": title, "Source": r.Source, "Rows": rows, "Settings": r.Settings,
 		"TTFT": scatter("TTFT P50 (ms)", ttft), "TPOT": scatter("TPOT P50 (ms)", tpot),
 		"HeldOut": r.HeldOut, "HeldOutPct": judged(r.HeldOut.Pct, ";\n"), "Columns": columns, "Drift": r.PaceDrift.String(),
+		"TrustPct": trustPct, "Verdict": r.verdict(), "Misses": r.misses(), "MissFactor": missFactor,
 	})
 }
 
@@ -379,11 +453,16 @@ th{background:#f4f4f4;vertical-align:bottom}td:first-child,th:first-child{text-a
 simulate's virtual clock; held-out points (shaded) are predicted by the fit made without them.</p>
 <p><b>Held-out error</b> (largest over {{.HeldOut.Points}} points): {{.HeldOutPct}}.</p>
 <p>{{.Drift}}.</p>
+<h2>Verdict</h2>
+<p>A load is trusted where its probe points' TTFT and TPOT P50 are within {{.TrustPct}}% (held-out points by the fit made without them):</p>
+<ul>{{range .Verdict}}<li>{{.}}</li>{{end}}</ul>
+{{if .Misses}}<p><b>Missed by more than {{.MissFactor}} × the stated error:</b></p>
+<ul>{{range .Misses}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <div class="charts"><div><h2>TTFT P50</h2>{{.TTFT}}</div><div><h2>TPOT P50</h2>{{.TPOT}}</div></div>
 <h2>Probe points</h2>
 <div class="scroll"><table><tr><th>point</th><th>phase</th><th>concurrency</th><th>prompt tokens</th>
 {{range .Columns}}<th>{{.}} measured</th><th>predicted</th><th>residual</th>{{end}}</tr>
-{{range .Rows}}<tr{{if .HeldOut}} class="held"{{end}}><td>{{.Name}}</td><td>{{.Phase}}</td><td>{{.Conc}}</td><td>{{.Prompt}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{range .Rows}}<tr{{if .HeldOut}} class="held"{{end}}><td>{{.Name}}{{if .HeldOut}} (held out){{end}}</td><td>{{.Phase}}</td><td>{{.Conc}}</td><td>{{.Prompt}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table></div>
 <h2>Fitted settings</h2>
 <div class="scroll"><table><tr><th>profile key</th><th>value</th><th>from</th></tr>
