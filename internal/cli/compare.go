@@ -64,7 +64,7 @@ a throughput fell by more than it.`,
 				compare.WriteText(stdio.Out, cmp)
 			}
 			if len(cmp.Regressions) > 0 {
-				return withCode(ExitRegression, fmt.Errorf("%d regressions beyond %s: %s", len(cmp.Regressions), failOn, strings.Join(cmp.Regressions, "; ")))
+				return withCode(ExitRegression, fmt.Errorf("%d %s beyond %s: %s", len(cmp.Regressions), plural(len(cmp.Regressions), "regression", "regressions"), failOn, strings.Join(cmp.Regressions, "; ")))
 			}
 			return nil
 		},

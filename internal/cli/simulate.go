@@ -96,7 +96,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		defer debug.SetGCPercent(debug.SetGCPercent(25))
 	}
 	if !cfg.quiet {
-		fmt.Fprintf(stdio.Out, "Simulating profile %s%s on a virtual clock\n", cfg.simProfile, describeDeployment(p))
+		fmt.Fprintln(stdio.Out, simulatingLine(cfg.simProfile, cfg.modelConfig, p))
 	}
 	if c := p.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
@@ -276,6 +276,20 @@ func distRange(d workload.Dist) [2]int {
 
 // describeDeployment names a deployment other than one GPU in the model's precision, for
 // the console; "" for that one.
+// simulatingLine names what simulate runs: the profile, or with --model-config the model it
+// names on the profile's GPU and engine (the profile's own model is not what runs then).
+func simulatingLine(profile, modelConfig string, p sim.Profile) string {
+	if modelConfig == "" {
+		return fmt.Sprintf("Simulating profile %s%s on a virtual clock", profile, describeDeployment(p))
+	}
+	gpu := p.GPU.Name
+	if gpu == "" {
+		gpu = "its GPU"
+	}
+	return fmt.Sprintf("Simulating %s (--model-config %s) on %s with profile %s's engine%s on a virtual clock",
+		p.ModelName(), modelConfig, gpu, profile, describeDeployment(p))
+}
+
 func describeDeployment(p sim.Profile) string {
 	d := p.Deployment.String()
 	if p.Speculative.On() {

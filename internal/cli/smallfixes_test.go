@@ -145,3 +145,17 @@ func TestSearchDecidesP99(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateNamesTheModelConfig: with --model-config the header names the model that runs,
+// not the profile's own.
+func TestSimulateNamesTheModelConfig(t *testing.T) {
+	code, stdout, stderr := runCLI(t, context.Background(), "simulate", "--model-config", "../sim/testdata/hf-configs/gpt-oss-120b/config.json",
+		"--concurrency", "2", "--requests", "4", "--output-dir", filepath.Join(t.TempDir(), "run"))
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	first := strings.SplitN(stdout, "\n", 2)[0]
+	if !strings.Contains(first, "Simulating gpt-oss-120b") || strings.Contains(first, "Simulating profile h200-llama-3.1-8b") {
+		t.Errorf("the header names the wrong model: %q", first)
+	}
+}

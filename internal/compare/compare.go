@@ -159,7 +159,14 @@ func differences(a, b *report.Summary) []string {
 	diff("input lengths", wa.InputTokens, wb.InputTokens)
 	diff("output lengths", wa.OutputTokens, wb.OutputTokens)
 	diff("tokenizer", wa.Tokenizer, wb.Tokenizer)
-	diff("turns and think time", fmt.Sprint(wa.Turns, " ", wa.ThinkTime), fmt.Sprint(wb.Turns, " ", wb.ThinkTime))
+	// "N unit, extra", the extra left out when empty (a warm-up without --warmup-time).
+	with := func(n int, unit, extra string) string {
+		if extra == "" {
+			return fmt.Sprintf("%d %s", n, unit)
+		}
+		return fmt.Sprintf("%d %s, %s", n, unit, extra)
+	}
+	diff("turns and think time", with(wa.Turns, "turns", wa.ThinkTime), with(wb.Turns, "turns", wb.ThinkTime))
 	diff("shared prefix", fmt.Sprint(wa.PrefixTokens, "x", wa.PrefixGroups), fmt.Sprint(wb.PrefixTokens, "x", wb.PrefixGroups))
 	agentic := func(g *rundesc.Agentic) string {
 		if g == nil {
@@ -173,7 +180,7 @@ func differences(a, b *report.Summary) []string {
 	diff("arrivals", la.Arrival, lb.Arrival)
 	diff("requests per level", fmt.Sprint(la.Requests), fmt.Sprint(lb.Requests))
 	diff("level duration", la.Duration, lb.Duration)
-	diff("warm-up", fmt.Sprint(la.Warmup, " ", la.WarmupTime), fmt.Sprint(lb.Warmup, " ", lb.WarmupTime))
+	diff("warm-up", with(la.Warmup, "requests", la.WarmupTime), with(lb.Warmup, "requests", lb.WarmupTime))
 	diff("in-flight cap", fmt.Sprint(la.MaxConcurrency), fmt.Sprint(lb.MaxConcurrency))
 	diff("ignore_eos settings", fmt.Sprint(la.IgnoreEOS), fmt.Sprint(lb.IgnoreEOS))
 	return out

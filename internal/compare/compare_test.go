@@ -3,9 +3,11 @@ package compare
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/report"
 )
 
 // Verdicts follow a figure's kind, not its name: a throughput that falls is a regression
@@ -57,5 +59,18 @@ func TestTestedThroughputFallIsTheRegression(t *testing.T) {
 	want := []string{"rate 10/s request throughput (req/s) -30.0%"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("regressions = %q, want %q", got, want)
+	}
+}
+
+// TestDifferencesReadWell: what two runs did differently is said in words with units, not
+// as Go's printing of the fields ("10 " against "0 ").
+func TestDifferencesReadWell(t *testing.T) {
+	var a, b report.Summary
+	a.Load.Warmup, b.Load.Warmup = 10, 0
+	b.Load.WarmupTime = "5s"
+	got := differences(&a, &b)
+	want := `warm-up differ ("10 requests" in A, "0 requests, 5s" in B)`
+	if !slices.Contains(got, want) {
+		t.Errorf("differences = %q, want among them %q", got, want)
 	}
 }

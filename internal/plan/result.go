@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -154,9 +155,16 @@ func (c Candidate) Profile() sim.Profile { return c.profile }
 
 func newCandidate(p sim.Profile) Candidate {
 	return Candidate{GPU: p.GPU.Name, TP: max(p.Deployment.TP, 1), DP: max(p.Deployment.DP, 1), ExpertParallel: p.Deployment.ExpertParallel,
-		GPUCalibrated: sim.GPUChecked(p.GPU.Name), MaxNumSeqs: p.Engine.MaxNumSeqs,
+		GPUCalibrated: gpuCalibrated(p), MaxNumSeqs: p.Engine.MaxNumSeqs,
 		MaxBatchedTokens: p.Engine.MaxBatchedTokens, Prefill: p.Engine.Prefill, Dtype: p.WeightDtype(), KVDtype: p.KVDtype(),
 		Speculative: newSpeculative(p.Speculative)}
+}
+
+// gpuCalibrated says whether the simulator's figures for p were checked on its GPU: a
+// roofline's on the GPUs measurements checked (sim.GPUChecked); a linear or table profile's,
+// or a calibrated one's, are the measured server's own.
+func gpuCalibrated(p sim.Profile) bool {
+	return p.Calibration != nil || p.Cost.Kind != sim.CostRoofline || sim.GPUChecked(p.GPU.Name)
 }
 
 // Describe names the candidate's deployment in words.
@@ -301,11 +309,21 @@ func WriteJSON(w io.Writer, pl *Plan) error {
 }
 
 // fmtRate writes a rate in requests/s with three significant digits.
-func fmtRate(r float64) string { return strconv.FormatFloat(r, 'g', 3, 64) }
+func fmtRate(r float64) string {
+	if r >= 100 { // 5000, not 5e+03
+		return strconv.FormatFloat(r, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(r, 'g', 3, 64)
+}
 
-// fmtValue writes a term's value: ms for latencies (a fraction's terms are below 1 and
-// read as such).
-func fmtValue(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+// fmtValue writes a term's value with its unit: ms for latencies, a fraction for goodput and
+// error_rate terms (term is the term as written).
+func fmtValue(term string, v float64) string {
+	if strings.HasPrefix(term, "goodput") || strings.HasPrefix(term, "error_rate") {
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
+}
 
 // unit is the plan's rate unit: "req/s" for plans made before it was kept.
 func (pl *Plan) unit() string {

@@ -537,7 +537,7 @@ func undecided(slos []metrics.SLO, lv metrics.Level) []string {
 			continue
 		}
 		if b := s.Bound(); lo <= b && b < hi {
-			out = append(out, fmt.Sprintf("%s measured %s (95%% CI %s to %s)", s.String(), fmtValue(v), fmtValue(lo), fmtValue(hi)))
+			out = append(out, fmt.Sprintf("%s measured %s (95%% CI %s to %s)", s.String(), fmtValue(s.String(), v), fmtValue(s.String(), lo), fmtValue(s.String(), hi)))
 		}
 	}
 	return out
@@ -648,9 +648,9 @@ func missed(t metrics.TermCheck) string {
 		return t.Term + " not measured"
 	}
 	if t.Undecided {
-		return fmt.Sprintf("%s measured %s, undecided: %s", t.Term, fmtValue(*t.Value), t.Reason)
+		return fmt.Sprintf("%s measured %s, undecided: %s", t.Term, fmtValue(t.Term, *t.Value), t.Reason)
 	}
-	return fmt.Sprintf("%s measured %s", t.Term, fmtValue(*t.Value))
+	return fmt.Sprintf("%s measured %s", t.Term, fmtValue(t.Term, *t.Value))
 }
 
 // capacity is the largest share of the traffic, within [1/MaxReplicas, 1] and to 5 %,
