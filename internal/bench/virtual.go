@@ -17,8 +17,8 @@ func (e *DeployError) Error() string { return "deploy: " + e.Err.Error() }
 func (e *DeployError) Unwrap() error { return e.Err }
 
 // Virtual runs each level against profile p's deployment (Deploy) on a virtual clock, the
-// levels one after another on one timeline; run r of a repeated level seeds the
-// simulator's noise with RunSeed(seed, r). shape, when set, makes each record what a live
+// levels one after another on one timeline; run r of level i seeds the simulator's noise
+// with RunSeed(seed, r) + i·levelSeedStep. shape, when set, makes each record what a live
 // run of the API would have recorded of the answer to its request.
 func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*workload.Request, *record.Record)) LevelRunner {
 	var clock time.Duration // the run's virtual timeline: levels follow one another
@@ -28,7 +28,9 @@ func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*workload.R
 			return "", err
 		}
 		pr := p
-		pr.Seed = RunSeed(seed, lvl.Repeat) // a repeated level's runs: the simulator's noise too
+		// A repeated level's runs, and each level, draw noise of their own: a live server's
+		// levels do not replay the same steps' noise, so neither may the simulator's.
+		pr.Seed = RunSeed(seed, lvl.Repeat) + int64(lvl.Index)*levelSeedStep
 		srv, err := Deploy(pr)
 		if err != nil {
 			return "", &DeployError{err}
