@@ -134,6 +134,16 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 			s += "; " + b.GPU + ": not calibrated on this GPU"
 		}
 		fmt.Fprintln(w, "\n"+wrap(s+".", 0, 2))
+		var same []string
+		for _, c := range pl.Candidates {
+			if c.EquivalentToBest {
+				same = append(same, c.Describe())
+			}
+		}
+		if len(same) > 0 {
+			fmt.Fprintln(w, wrap(fmt.Sprintf("Equivalent within the plan's precision (the same price on as many GPUs, headroom within the search's 5 %%): %s. Chosen by the tie-break: %s.",
+				strings.Join(same, "; "), TieBreak), 0, 2))
+		}
 	}
 	var noFit, miss []Candidate
 	for _, c := range pl.Candidates {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,10 @@ type Candidate struct {
 	// HeadroomRate is the highest arrival rate, to 5 %, that the fleet still meets the
 	// SLOs at (requests/s); null unless it meets them at the traffic.
 	HeadroomRate *float64 `json:"headroom_rate"`
+	// EquivalentToBest marks a candidate other than the chosen one that the plan cannot tell
+	// from it: it meets the SLOs at the same price on as many GPUs, with a headroom within
+	// the search's 5 % (Equivalent); the tie-break chose between them (rank).
+	EquivalentToBest bool `json:"equivalent_to_best,omitempty"`
 	// The engine settings searched.
 	MaxNumSeqs       int    `json:"max_num_seqs"`
 	MaxBatchedTokens int    `json:"max_batched_tokens"`
@@ -207,12 +212,32 @@ func (pl *Plan) setCandidates(byEngine [][]Candidate) {
 	pl.Best = nil
 	if len(pl.Candidates) > 0 && pl.Candidates[0].MeetsSLO {
 		pl.Best = ptr(0)
+		for i := 1; i < len(pl.Candidates); i++ {
+			pl.Candidates[i].EquivalentToBest = Equivalent(pl.Candidates[0], pl.Candidates[i])
+		}
 	}
 }
 
+// Equivalent says whether two candidates meeting the SLOs are the same answer as far as the
+// plan can tell: the same price an hour (to a cent) on as many GPUs, and headrooms within
+// the rate searches' precision (closeEnough) of each other.
+func Equivalent(a, b Candidate) bool {
+	if !a.MeetsSLO || !b.MeetsSLO || a.GPUs != b.GPUs || (a.USDPerHour == nil) != (b.USDPerHour == nil) ||
+		a.HeadroomRate == nil || b.HeadroomRate == nil {
+		return false
+	}
+	if a.USDPerHour != nil && math.Abs(*a.USDPerHour-*b.USDPerHour) >= 0.01 {
+		return false
+	}
+	hi, lo := max(*a.HeadroomRate, *b.HeadroomRate), min(*a.HeadroomRate, *b.HeadroomRate)
+	return hi <= lo*closeEnough
+}
+
 // rank orders candidates meeting the SLOs first, cheapest first (an unpriced one after
-// the priced), then by fewer GPUs, more headroom and a lower cost per output token; the
-// others keep the space's order.
+// the priced), then by fewer GPUs, then by more headroom — but where the headrooms are
+// within the searches' precision (Equivalent), by more replicas (losing one costs a smaller
+// share of the fleet) — then by a lower cost per output token; the others keep the space's
+// order. TieBreak says it in words.
 func rank(a, b Candidate) int {
 	if a.MeetsSLO != b.MeetsSLO {
 		if a.MeetsSLO {
@@ -229,11 +254,19 @@ func rank(a, b Candidate) int {
 	if c := cmp.Compare(a.GPUs, b.GPUs); c != 0 {
 		return c
 	}
-	if c := cmpNil(a.HeadroomRate, b.HeadroomRate, -1); c != 0 {
+	if Equivalent(a, b) {
+		if c := cmp.Compare(b.Replicas, a.Replicas); c != 0 {
+			return c
+		}
+	} else if c := cmpNil(a.HeadroomRate, b.HeadroomRate, -1); c != 0 {
 		return c
 	}
 	return cmpNil(a.CostPerMillionOutputTokens, b.CostPerMillionOutputTokens, 1)
 }
+
+// TieBreak is rank's rule in words, for the console and the docs.
+const TieBreak = "the lowest price an hour, then the fewest GPUs, then the most headroom — " +
+	"or, where headrooms are within the search's 5 %, the most replicas — then the lowest cost per output token"
 
 // cmpNil compares two optional figures, sign 1 for ascending and -1 for descending; an
 // absent one comes last either way.

@@ -38,3 +38,23 @@ func TestLinearProfileIsItsOwnGPUs(t *testing.T) {
 		t.Error("a roofline on a GPU no measurement checked was said to be calibrated")
 	}
 }
+
+// TestEquivalentCandidatesTieBreak: two fleets at the same price on as many GPUs whose
+// headrooms differ by less than the searches' 5 % are the same answer: the plan marks the
+// other as equivalent and chooses the one with more replicas, whatever the noise in headroom.
+func TestEquivalentCandidatesTieBreak(t *testing.T) {
+	usd := func(v float64) *float64 { return &v }
+	tp4 := Candidate{MeetsSLO: true, GPUs: 4, Replicas: 1, TP: 4, USDPerHour: usd(12), HeadroomRate: usd(12.69)}
+	tp2 := Candidate{MeetsSLO: true, GPUs: 4, Replicas: 2, TP: 2, USDPerHour: usd(12), HeadroomRate: usd(12.5)}
+	far := Candidate{MeetsSLO: true, GPUs: 4, Replicas: 4, TP: 1, USDPerHour: usd(12), HeadroomRate: usd(10)}
+	pl := &Plan{}
+	pl.setCandidates([][]Candidate{{tp4, far, tp2}})
+	if b := pl.BestCandidate(); b == nil || b.Replicas != 2 {
+		t.Fatalf("chose %+v, want the 2 replicas of tp 2 (equivalent headroom, more replicas)", b)
+	}
+	for _, c := range pl.Candidates[1:] {
+		if want := c.Replicas == 1; c.EquivalentToBest != want {
+			t.Errorf("%d replicas: equivalent_to_best %v, want %v", c.Replicas, c.EquivalentToBest, want)
+		}
+	}
+}
