@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -131,7 +132,7 @@ func (r *Result) trust() (trusted, untrusted []Trust) {
 			}
 		}
 		slices.SortStableFunc(pts, func(a, b *Fitted) int {
-			if c := compareFloat(rateOf(&a.Point), rateOf(&b.Point)); c != 0 {
+			if c := cmp.Compare(rateOf(&a.Point), rateOf(&b.Point)); c != 0 {
 				return c
 			}
 			if a.Concurrency != b.Concurrency {
@@ -199,16 +200,6 @@ func loadOf(p *Fitted) string {
 		return "mixed"
 	}
 	return "open"
-}
-
-func compareFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // trustOf is one point's load as a range of its own.

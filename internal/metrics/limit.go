@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -64,15 +65,7 @@ func EstimateLimit(levels []Level, loads []Load, overloaded []bool, slos []SLO) 
 		}
 		pts = append(pts, p)
 	}
-	slices.SortStableFunc(pts, func(a, b limitPoint) int {
-		switch {
-		case a.x < b.x:
-			return -1
-		case a.x > b.x:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(pts, func(a, b limitPoint) int { return cmp.Compare(a.x, b.x) })
 	bounds := make([]float64, len(terms))
 	for j, t := range terms {
 		bounds[j] = float64(t.Limit) / float64(time.Millisecond)
