@@ -335,6 +335,9 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
 		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, saveText: f.saveText, testRequest: f.testRequest, sloSpec: f.slo,
 		noStream: !f.stream, endpoint: f.endpoint}}
+	if f.fs != nil {
+		r.errs = append(r.errs, flagErrors(f.fs)...) // values that did not parse, the rest checked beside them
+	}
 	if live {
 		r.target()
 	}
@@ -471,6 +474,10 @@ func (r *resolver) load() ladderFlags {
 		// A level may have both, but a timed level takes no --requests (bench.FinishLevel).
 		r.add(errors.New("--requests and --duration: give one, not both"))
 	}
+	if f.requests == 0 && f.fs != nil && f.fs.Changed("requests") {
+		// 0 is the flag's "unset": given, it would silently become each level's default.
+		r.add(errors.New("--requests 0: a level measures at least one request; leave --requests out for each level's default length"))
+	}
 	return l
 }
 
@@ -510,6 +517,7 @@ func (r *resolver) judging() {
 		r.add(fmt.Errorf("--slo: %w", err))
 	}
 	c.metrics = metrics.Config{Percentiles: pcts, SLOs: slos}
+	r.unmeasurable(slos)
 	if c.pricing, err = f.price.parse(); err != nil {
 		r.add(err)
 	} else if r.live && f.url != "" {
@@ -518,6 +526,26 @@ func (r *resolver) judging() {
 	}
 	if c.search != "" && !metrics.HasVerdict(slos) {
 		r.add(errors.New("--search needs percentile SLOs to decide on, e.g. --slo 'tpot:p99<=50ms'"))
+	}
+}
+
+// unmeasurable refuses SLO terms on figures timed from the stream's token events (TTFT,
+// TPOT, ITL, chunk gaps) where the responses come whole: they would be judged on nothing,
+// after the run, as not met.
+func (r *resolver) unmeasurable(slos []metrics.SLO) {
+	why := ""
+	switch {
+	case r.f.api == client.APIOpenAIEmbeddings || r.f.api == client.APIOllamaEmbed || r.f.api == client.APIRerank:
+		why = "--api " + r.f.api + " answers in one document, with no tokens streamed"
+	case !r.f.stream:
+		why = "--stream=false asks for each response as one document"
+	default:
+		return
+	}
+	for _, s := range slos {
+		if m, ok := metrics.Lookup(s.Metric); ok && m.Streamed {
+			r.add(fmt.Errorf("--slo %s: %s is timed from the stream's token events, and %s: drop the term (e2el, the whole response's latency, is measured), or stream the responses", s, m.Short, why))
+		}
 	}
 }
 

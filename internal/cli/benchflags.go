@@ -120,7 +120,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	}
 	fs.BoolVar(&f.stream, "stream", true, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL")
 	fs.IntVar(&f.tools, "tools", 0, "chat, Responses and Ollama's chat: offer N generated function definitions in every request (plausible names and typed parameters, by --seed)")
-	fs.StringVar(&f.toolsFile, "tools-file", "", "offer the function definitions of this JSON file in every request: an array of OpenAI tools, [{\"type\":\"function\",\"function\":{\"name\":...,\"parameters\":{...}}}]")
+	fs.StringVar(&f.toolsFile, "tools-file", "", "offer the function definitions of this JSON file in every request: an array of OpenAI tools, each {\"type\":\"function\",\"function\":{...}}")
 	fs.StringVar(&f.toolChoice, "tool-choice", "", "with --tools or --tools-file: auto, required, none, or a function's name to call (default: none sent, the server's auto)")
 	fs.IntVar(&f.batchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
 	fs.IntVar(&f.documents, "documents", 8, "rerank: documents per request, each of --input-tokens tokens")

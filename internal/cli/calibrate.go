@@ -56,7 +56,8 @@ replaying every probe point through the simulator. It writes FILE.yaml (a profil
 simulate, serve and plan accept), FILE.calibration.json and FILE.calibration.html, and
 states the prediction error on probe points held out of the fit.`,
 		Example: `  llmbench calibrate --url http://127.0.0.1:8080 --output llama.yaml
-  llmbench calibrate --url http://127.0.0.1:11434 --max-num-seqs 2 --max-concurrency 2 --output ollama.yaml
+  llmbench calibrate --url http://127.0.0.1:11434 --max-num-seqs 2 --max-concurrency 2 \
+    --output ollama.yaml
   llmbench calibrate llmbench-results/ladder-1 llmbench-results/ladder-2 --output fitted.yaml
   llmbench simulate --sim llama.yaml --concurrency 4,8 --input-tokens 512 --output-tokens 128`,
 		Args: cobra.ArbitraryArgs,

@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/internal/report"
 )
 
 // Exit codes.
@@ -156,7 +159,7 @@ func newRoot(stdio Stdio) *cobra.Command {
 		Long: `llmbench sends a controlled load of streaming requests to an OpenAI-compatible (or native)
 LLM endpoint and reports TTFT, TPOT, ITL, end-to-end latency, throughput and goodput as
 percentiles per load level. With no --url it benchmarks its built-in simulated inference server.`,
-		Example: `  llmbench run                                              # the built-in simulator: a ladder in ~30 s
+		Example: `  llmbench run                                              # the built-in simulator, ~30 s
   llmbench run --url http://127.0.0.1:8000 --concurrency 1,4,16,64 --requests 200
   llmbench simulate --sim textbook --rate 1,2,4,8 --slo 'tpot:p99<=50ms'
   llmbench serve --listen 127.0.0.1:8000                    # the simulator over HTTP
@@ -190,5 +193,12 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 		}
 	}
 	wrap(root)
+	lenientFlags(root)
+	// Flag usages wrapped to the console's width, their text under their own column.
+	cobra.AddTemplateFunc("wrappedFlagUsages", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(report.ConsoleWidth) })
+	root.SetUsageTemplate(strings.NewReplacer(
+		".LocalFlags.FlagUsages", "wrappedFlagUsages .LocalFlags",
+		".InheritedFlags.FlagUsages", "wrappedFlagUsages .InheritedFlags").Replace(root.UsageTemplate()))
+	root.PersistentPreRunE = checkFlagErrors
 	return root
 }

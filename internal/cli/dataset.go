@@ -24,8 +24,10 @@ func newDatasetCmd(stdio Stdio) *cobra.Command {
 		Long: `dataset builds the requests of a workload (prompts, exact input and output token counts,
 and arrival offsets for traces) and writes them as JSONL, so a workload can be inspected,
 shared, and fed back with --dataset jsonl:FILE.`,
-		Example: `  llmbench dataset --input-tokens uniform:128:1024 --output-tokens 256 --requests 100 --output prompts.jsonl
-  llmbench dataset --dataset sharegpt:ShareGPT_V3.json --tokenizer ./tokenizer.json --requests 500 --output sharegpt.jsonl`,
+		Example: `  llmbench dataset --input-tokens uniform:128:1024 --output-tokens 256 --requests 100 \
+    --output prompts.jsonl
+  llmbench dataset --dataset sharegpt:ShareGPT_V3.json --tokenizer ./tokenizer.json --requests 500 \
+    --output sharegpt.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			wc, err := f.datasetWorkload(output)

@@ -28,10 +28,11 @@ func newFidelityCmd(stdio Stdio) *cobra.Command {
 wrote, by response id, pairs each token event the client recorded with the event the server
 sent (in order), and prints the distribution of client-minus-server event times with the
 resulting TTFT and ITL errors, in ms; then, from the truth alone, how late the server sent
-each event after its engine step ended and the ITL error that adds. Warm-up and cool-down records are left out, as from
-every figure the run reports (--include-warmup pairs them too). Records hold offsets from the run's t = 0; the truth
-holds wall-clock times; summary.json's started_at maps one onto the other, which is exact
-when client and server share a machine (see docs/performance.md for the subtleties).`,
+each event after its engine step ended and the ITL error that adds. Warm-up and cool-down
+records are left out, as from every figure the run reports (--include-warmup pairs them too).
+Records hold offsets from the run's t = 0; the truth holds wall-clock times; summary.json's
+started_at maps one onto the other, which is exact when client and server share a machine (see
+docs/performance.md for the subtleties).`,
 		Example: `  llmbench serve --sim bench/fast50.yaml --truth truth.jsonl &
   llmbench run --url http://127.0.0.1:8000 --concurrency 1000 --output-dir out
   llmbench fidelity --records out --truth truth.jsonl`,

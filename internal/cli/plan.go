@@ -59,7 +59,7 @@ func newPlanCmd(stdio Stdio) *cobra.Command {
 	var f planFlags
 	cmd := &cobra.Command{
 		Use:   "plan",
-		Short: "Size a deployment: the cheapest GPUs, TP, engine settings and replicas that meet the SLOs at a traffic",
+		Short: "Size a deployment: the cheapest GPUs, TP, settings and replicas meeting the SLOs",
 		Long: `plan simulates every engine configuration of a search space (--gpu, --tp, --dtype,
 --max-num-seqs, --max-batched-tokens, --prefill, --speculative) behind every --router, finds
 for each the fewest replicas whose whole fleet meets the SLOs (every --slo verdict term) at
@@ -77,8 +77,10 @@ profile that simulate --sim and serve --sim accept.`,
     --expert-parallel false,true --rate 5 --slo 'ttft:p99<=3s,tpot:p99<=80ms'
   llmbench plan --model-shape llama-3.1-70b --gpu h100,h200,b200 --tp 2,4,8 --dtype bf16,fp8 \
     --rate 20 --input-tokens 2048 --output-tokens 256 --slo 'ttft:p99<=2s,tpot:p99<=60ms'
-  llmbench plan --sim fitted.yaml --rate 8 --slo 'tpot:p99<=40ms' --router round-robin,least-outstanding
-  llmbench simulate --sim llmbench-results/plan/best.yaml --rate 50 --slo 'ttft:p99<=500ms,tpot:p99<=50ms'`,
+  llmbench plan --sim fitted.yaml --rate 8 --slo 'tpot:p99<=40ms' \
+    --router round-robin,least-outstanding
+  llmbench simulate --sim llmbench-results/plan/best.yaml --rate 50 \
+    --slo 'ttft:p99<=500ms,tpot:p99<=50ms'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPlan(cmd.Context(), stdio, &f, time.Now())
@@ -86,6 +88,7 @@ profile that simulate --sim and serve --sim accept.`,
 	}
 	fs := cmd.Flags()
 	f.bench.bind(fs, false)
+	cmd.Annotations = map[string]string{resolvesFlagErrors: "resolve"}
 	for name := range planRefused {
 		_ = fs.MarkHidden(name)
 	}

@@ -35,7 +35,8 @@ levels run in turn. Results go to --output-dir: records.jsonl (one raw record pe
 summary.json, summary.csv and report.html.`,
 		Example: `  llmbench run
   llmbench run --url http://127.0.0.1:8000 --concurrency 1,4,16,64 --requests 200
-  llmbench run --url http://127.0.0.1:8000 --rate 2,4,8 --arrival gamma:0.5 --duration 60s --slo 'ttft:p99<=1s'`,
+  llmbench run --url http://127.0.0.1:8000 --rate 2,4,8 --arrival gamma:0.5 --duration 60s \
+    --slo 'ttft:p99<=1s'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.resolve(true, time.Now())
@@ -46,6 +47,7 @@ summary.json, summary.csv and report.html.`,
 		},
 	}
 	f.bind(cmd.Flags(), true)
+	cmd.Annotations = map[string]string{resolvesFlagErrors: "resolve"}
 	return cmd
 }
 

@@ -49,6 +49,7 @@ thousands of requests in seconds. It writes the same records, summary and report
 		},
 	}
 	f.bind(cmd.Flags(), false)
+	cmd.Annotations = map[string]string{resolvesFlagErrors: "resolve"}
 	cmd.Flags().StringVar(&modelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model")
 	return cmd
 }

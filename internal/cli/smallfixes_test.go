@@ -159,3 +159,30 @@ func TestSimulateNamesTheModelConfig(t *testing.T) {
 		t.Errorf("the header names the wrong model: %q", first)
 	}
 }
+
+// TestChecksComeBeforeTheRun: what cannot be measured, or was given as nothing, is a usage
+// error before the run, and every bad flag is reported at once, a value that does not parse
+// among them (pflag stops at the first).
+func TestChecksComeBeforeTheRun(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--stream=false", "--slo", "tpot:p99<=50ms,e2el:p99<=5s"}, []string{"--slo tpot:p99<=50ms: TPOT is timed from the stream"}},
+		{[]string{"run", "--requests", "0"}, []string{"--requests 0: a level measures at least one request"}},
+		{[]string{"run", "--duration", "5x", "--requests", "abc", "--concurrency", "0", "--slo", "ttft<=x"},
+			[]string{`"5x" for "--duration"`, `"abc" for "--requests"`, "--concurrency", `slo term "ttft<=x"`}},
+		{[]string{"simulate", "--duration", "5x", "--rate", "-1"}, []string{`"5x" for "--duration"`, "--rate"}},
+		{[]string{"compare", "--alpha", "x", "a", "b"}, []string{`"x" for "--alpha"`}},
+	} {
+		code, _, stderr := runCLI(t, context.Background(), c.args...)
+		if code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d (usage)\n%s", c.args, code, ExitUsage, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", c.args, w, stderr)
+			}
+		}
+	}
+}

@@ -20,7 +20,7 @@ func newTokenizeCmd(stdio Stdio) *cobra.Command {
 		Short: "Print the token ids of standard input's text as a JSON array",
 		Example: `  echo -n "Hello world" | llmbench tokenize --tokenizer o200k_base
   llmbench tokenize --tokenizer ./tokenizer.json --jsonl < texts.jsonl
-  llmbench tokenize --tokenizer meta-llama/Llama-3.1-8B < prompt.txt   # from the local HuggingFace cache`,
+  llmbench tokenize --tokenizer meta-llama/Llama-3.1-8B < prompt.txt   # the local HF cache's`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tok, err := loadURLTokenizer(cmd.Context(), spec, url)

@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/report"
 )
@@ -57,5 +61,32 @@ func TestREADMEExamplesFit(t *testing.T) {
 				t.Errorf("llmbench %s: a %d-column line:\n%s", args[0], n, l)
 			}
 		}
+	}
+}
+
+// TestHelpFitsATerminal: every command's --help, the root's too, fits 100 columns (flag
+// usages wrapped under their own column; examples broken with \).
+func TestHelpFitsATerminal(t *testing.T) {
+	var names [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		names = append(names, path)
+		for _, sub := range c.Commands() {
+			if !sub.Hidden {
+				walk(sub, append(slices.Clone(path), sub.Name()))
+			}
+		}
+	}
+	walk(newRoot(Stdio{}), nil)
+	for _, path := range names {
+		_, stdout, stderr := runCLI(t, context.Background(), append(path, "--help")...)
+		for _, line := range strings.Split(stdout+stderr, "\n") {
+			if n := utf8.RuneCountInString(line); n > report.ConsoleWidth {
+				t.Errorf("llmbench %s --help: a line of %d columns:\n%s", strings.Join(path, " "), n, line)
+			}
+		}
+	}
+	if len(names) < 10 {
+		t.Fatalf("walked %d commands", len(names))
 	}
 }
