@@ -82,7 +82,7 @@ func applyConfig(fs *pflag.FlagSet, path string) error {
 			}
 		}
 		for _, s := range vals {
-			if err := fs.Set(name, s); err != nil {
+			if err := setStrict(fs, name, s); err != nil {
 				bad(v, "%s: %v", name, err)
 			}
 		}

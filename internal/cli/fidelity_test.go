@@ -201,8 +201,8 @@ func TestFidelityCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	// Events 0.2 and 0.5 ms late; TTFT 20 vs 19.8 ms; one ITL sample 20.5 vs 20.2 ms.
-	for _, s := range []string{"1 read, 1 joined", "event time                       2     0.350     0.200     0.350",
-		"TTFT                             1     0.200", "ITL (per token)                  1     0.300"} {
+	for _, s := range []string{"1 read, 1 joined", "event time                  2    0.350    0.200    0.350",
+		"TTFT                        1    0.200", "ITL (per token)             1    0.300"} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("output lacks %q:\n%s", s, stdout)
 		}

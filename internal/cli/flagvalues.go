@@ -66,3 +66,22 @@ func checkFlagErrors(cmd *cobra.Command, _ []string) error {
 	}
 	return nil
 }
+
+// setStrict sets a flag and returns its value's error, not keeping it on the flag (a
+// config file's value is reported with its line instead).
+func setStrict(fs *pflag.FlagSet, name, value string) error {
+	lv, ok := fs.Lookup(name).Value.(*lenientValue)
+	if !ok {
+		return fs.Set(name, value)
+	}
+	kept := lv.err
+	if err := fs.Set(name, value); err != nil {
+		return err
+	}
+	err := lv.err
+	if err == kept {
+		return nil
+	}
+	lv.err = kept
+	return err
+}

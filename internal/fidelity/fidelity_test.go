@@ -172,7 +172,7 @@ func TestJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"6 read, 3 joined", "7 token events paired", "1 without a response id, 1 not in the truth, 1 duplicate",
-		"1 requests differ", "1 truth lines", "event time                       7     0.472     0.000     0.300     1.140"} {
+		"1 requests differ", "1 truth lines", "event time                  7    0.472    0.000    0.300    1.140"} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("text output lacks %q:\n%s", s, text.String())
 		}
@@ -211,8 +211,8 @@ func TestJoinServerPacing(t *testing.T) {
 	if err := WriteText(&text, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"server - engine step (ms)", "event time                       3     0.650     0.050     0.900",
-		"ITL (per token)                  3     0.317     0.100     0.425"} {
+	for _, s := range []string{"server - engine step (ms)", "event time                  3    0.650    0.050    0.900",
+		"ITL (per token)             3    0.317    0.100    0.425"} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("text lacks %q:\n%s", s, text.String())
 		}

@@ -13,7 +13,7 @@ func formatMs(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 // WriteText prints the report as a small table: one row per error distribution.
 func WriteText(w io.Writer, r Report) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "Records:          %d read, %d joined to the truth (%d with events), %d token events paired\n",
+	fmt.Fprintf(b, "Records:          %d read, %d joined to the truth (%d with events),\n                  %d token events paired\n",
 		r.Records, r.Matched, r.Requests, r.Events)
 	if r.Matched > 0 {
 		fmt.Fprintf(b, "Event times:      %d joined records stamped with the kernel's receive time, %d at read time\n",
@@ -33,13 +33,14 @@ func WriteText(w io.Writer, r Report) error {
 		fmt.Fprintf(b, "Truth only:       %d truth lines no record claimed\n", r.UnmatchedTruth)
 	}
 	fmt.Fprintln(b)
-	fmt.Fprintf(b, "%-24s %9s %9s %9s %9s %9s %9s %9s %9s\n", "client - server (ms)", "count", "mean", "min", "p50", "p90", "p99", "p99.9", "max")
+	// 20 + 9 × 9 columns: within a terminal's 100.
+	fmt.Fprintf(b, "%-20s %8s %8s %8s %8s %8s %8s %8s %8s\n", "client - server (ms)", "count", "mean", "min", "p50", "p90", "p99", "p99.9", "max")
 	row := func(name string, s Stats) {
 		if s.Count == 0 {
-			fmt.Fprintf(b, "%-24s %9d %9s\n", name, 0, "-")
+			fmt.Fprintf(b, "%-20s %8d %8s\n", name, 0, "-")
 			return
 		}
-		fmt.Fprintf(b, "%-24s %9d %9s %9s %9s %9s %9s %9s %9s\n", name, s.Count, formatMs(s.Mean),
+		fmt.Fprintf(b, "%-20s %8d %8s %8s %8s %8s %8s %8s %8s\n", name, s.Count, formatMs(s.Mean),
 			formatMs(s.Min), formatMs(s.P50), formatMs(s.P90), formatMs(s.P99), formatMs(s.P999), formatMs(s.Max))
 	}
 	row("event time", r.EventTime)
@@ -48,7 +49,7 @@ func WriteText(w io.Writer, r Report) error {
 	row("ITL (per token)", r.ITL)
 	row("send delay", r.SendDelay)
 	if r.ServerEvent.Count > 0 {
-		fmt.Fprintf(b, "\n%-24s\n", "server - engine step (ms)")
+		fmt.Fprintf(b, "\n%-20s\n", "server - engine step (ms)")
 		row("event time", r.ServerEvent)
 		row("ITL (per token)", r.ServerITL)
 	}
@@ -59,10 +60,10 @@ func WriteText(w io.Writer, r Report) error {
 		}
 	}
 	if r.TTFTUpperBound > 0 {
-		fmt.Fprintf(b, "\n%d requests had their first token event in the same read, with the same receive stamp, as a later one:\ntheir TTFT is an upper bound (levels[i].ttft_upper_bound), and the first-event row leaves them out\n", r.TTFTUpperBound)
+		fmt.Fprintf(b, "\n%d requests had their first token event in the same read, with the same receive stamp, as a\nlater one: their TTFT is an upper bound (levels[i].ttft_upper_bound), and the first-event row\nleaves them out\n", r.TTFTUpperBound)
 	}
 	if r.Early > 0 {
-		fmt.Fprintf(b, "\n%d events arrived before the server's stamp, which it takes after its write returns (on one host the kernel stamps\nthe bytes inside that write): the server's own delay, at most %s ms\n",
+		fmt.Fprintf(b, "\n%d events arrived before the server's stamp, which it takes after its write returns (on one\nhost the kernel stamps the bytes inside that write): the server's own delay, at most %s ms\n",
 			r.Early, formatMs(-r.EventTime.Min))
 	}
 	if r.ClockWarning != "" {

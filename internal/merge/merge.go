@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -111,9 +112,7 @@ func Check(sh []*Shard, tolerance time.Duration) *Problems {
 			{"price", ref.sum.Price, s.sum.Price},
 		} {
 			if !same(c.a, c.b) {
-				ja, _ := json.Marshal(c.a)
-				jb, _ := json.Marshal(c.b)
-				p.conflict("%s and %s differ in %s: %s vs %s", ref.dir, s.dir, c.name, ja, jb)
+				p.conflict("%s and %s differ in %s: %s", ref.dir, s.dir, c.name, strings.Join(fieldDiff(c.a, c.b), "; "))
 			}
 		}
 		if len(s.sum.Levels) != len(ref.sum.Levels) {
@@ -238,7 +237,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 			r := &s.recs[i]
 			k := key{r.Level, r.Index}
 			if d, dup := owner[k]; dup {
-				if dups < 5 {
+				if dups < 2 {
 					p.conflict("level %d request %d is in both %s and %s", r.Level, r.Index, d, s.dir)
 				}
 				dups++
@@ -249,11 +248,15 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 			all = append(all, *r)
 		}
 	}
-	if dups > 5 {
-		p.conflict("... %d repeated requests in all", dups)
+	if dups > 2 {
+		p.conflict("... %d requests in more than one folder in all", dups)
 	}
 	if len(p.Conflicts) > 0 && !force {
-		return nil, nil, nil, errors.New("the shards do not belong to one run:\n" + strings.Join(p.Conflicts, "\n") + "\n(--force merges them anyway)")
+		lines := make([]string, len(p.Conflicts))
+		for i, c := range p.Conflicts { // each within a terminal under the error's 2-column indent
+			lines[i] = report.Wrap(c, 2, 2, report.ConsoleWidth)
+		}
+		return nil, nil, nil, errors.New("the shards do not belong to one run:\n" + strings.Join(lines, "\n") + "\n(--force merges them anyway)")
 	}
 	slices.SortStableFunc(all, func(a, b record.Record) int {
 		return cmp.Or(cmp.Compare(a.Level, b.Level), cmp.Compare(a.Done, b.Done), cmp.Compare(a.Index, b.Index))
@@ -333,4 +336,37 @@ func readRecords(path string) (recs []record.Record, notes []string, err error) 
 		notes = append(notes, err.Error())
 	}
 	return recs, notes, nil
+}
+
+// fieldDiff names the fields in which two descriptions differ, each with its two values
+// ("input_tokens 512 vs 100"), rather than printing both whole.
+func fieldDiff(a, b any) []string {
+	var ma, mb map[string]json.RawMessage
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if json.Unmarshal(ja, &ma) != nil || json.Unmarshal(jb, &mb) != nil {
+		return []string{string(ja) + " vs " + string(jb)}
+	}
+	keys := slices.Sorted(maps.Keys(ma))
+	for k := range mb {
+		if _, ok := ma[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		va, vb := string(ma[k]), string(mb[k])
+		if va == vb {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s vs %s", k, orNone(va), orNone(vb)))
+	}
+	return out
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return v
 }

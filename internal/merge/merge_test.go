@@ -197,7 +197,7 @@ func TestProblems(t *testing.T) {
 			s.Workload.InputTokens = "32"
 			rewriteSummary(t, dirs[1], s)
 			return dirs
-		}, want: []string{"differ in workload", `"input_tokens":"16"`, "--force"}},
+		}, want: []string{`differ in workload: input_tokens "16" vs "32"`, "--force"}},
 		{name: "forced", force: true, edit: func(t *testing.T, dirs []string) []string {
 			s := shardSummary(t0, "2026-03-01T12:00:00Z", "1/3", 2)
 			s.Seed = 8
