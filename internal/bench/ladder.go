@@ -191,13 +191,11 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	if !r.cfg.Console.Quiet {
 		report.ConsoleLevel(out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
 		servermetrics.WriteConsole(out, l.Server)
-		// Conversations and agentic tasks carry their own history: hits are what they are for.
-		w := r.cfg.Describe.Run.Workload
-		if h := l.PrefixCacheHits; h != nil && *h > 0 && w.PrefixTokens == 0 && w.Turns <= 1 && !w.Agent.On() {
-			fmt.Fprintln(out, report.Wrap(fmt.Sprintf("Prefix cache hits: %d measured requests had more than 10%% of their prompt served from the server's prompt cache, though the run asked for no shared prefix: their TTFT is flattered (prompts repeated from an earlier run with the same --seed, or a dataset's repeated rows)", *h), 0, 2, report.ConsoleWidth))
+		if h := l.PrefixCacheHits; h != nil && *h > 0 && report.PrefixHitsFlatter(r.sum.Workload) {
+			fmt.Fprintln(out, report.Wrap(report.PrefixHitsText(*h), 0, 2, report.ConsoleWidth))
 		}
 		if why := report.ClientBehind(l.Level); why != "" {
-			fmt.Fprintln(out, report.Wrap(fmt.Sprintf("Client behind (the client, not the server, was late): %s; %s", why, report.ClientBehindAdvice), 0, 2, report.ConsoleWidth))
+			fmt.Fprintln(out, report.Wrap(report.ClientBehindText(why), 0, 2, report.ConsoleWidth))
 		}
 	}
 	return &r.sum.Levels[len(r.sum.Levels)-1], err

@@ -792,12 +792,12 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 			w.WriteString(wrapIndented(pickCost(c), len(label), 100) + "\n")
 		}
 	}
-	passed, judged := s.SLOPassed()
-	noSpot := "none (no knee in " + fig.Name + " across the levels)"
-	if judged && !passed {
-		noSpot = "none: no level meets the SLOs"
+	_, judged := s.SLOPassed()
+	if s.SweetSpot == nil {
+		w.WriteString("Sweet spot (*): " + strings.TrimLeft(wrapIndented(NoSweetSpotReason(s), 16, 100), " ") + "\n")
+	} else {
+		pickLine("Sweet spot (*): ", s.SweetSpot, "")
 	}
-	pickLine("Sweet spot (*): ", s.SweetSpot, noSpot)
 	if judged {
 		pickLine("SLO limit (+):  ", s.SLOLimit, "none: no level meets the SLOs")
 		if e := s.SLOLimitEstimate; e != nil {

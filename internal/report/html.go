@@ -99,6 +99,9 @@ type view struct {
 	Version    string
 	Subtitle   []kv
 	Cards      []card
+	// Caveats are what the console says a reader must know before trusting the figures
+	// (Caveats), each with its level's name.
+	Caveats []string
 	Levels     []levelRow
 	HasSLO     bool
 	HasGoodput bool
@@ -281,6 +284,9 @@ func buildView(s *Summary, charts *Charts) (*view, error) {
 
 	if p := s.Price; p != nil {
 		v.Price = priceText(p)
+	}
+	for _, c := range Caveats(s) {
+		v.Caveats = append(v.Caveats, caveatLine(s, c))
 	}
 	v.Cards = append(v.Cards, card{Label: "Levels", Value: strconv.Itoa(len(s.Levels)), Detail: strconv.Itoa(totalDone) + " requests completed"})
 	failTone := ""
