@@ -11,20 +11,20 @@ import (
 // mlperfExperiment is what mlperfRow reads of an MLPerf Inference row of the groundtruth
 // file (../shared/groundtruth/README.md).
 type mlperfExperiment struct {
-	ID                  string          `json:"id"`
-	Repo                string          `json:"source_repo"`
-	Path                string          `json:"path"`
-	Commit              string          `json:"commit"`
-	Model               string          `json:"model"`
-	GPU                 string          `json:"gpu"`
-	NumGPUs             int             `json:"num_gpus"`
-	TP                  *int            `json:"tp"`
-	Framework           string          `json:"framework_and_version"`
-	DtypeWeights        string          `json:"dtype_weights"`
-	ServingSettings     json.RawMessage `json:"serving_settings"`
-	DuplicateOf         string          `json:"duplicate_of"`
-	Workload            mlperfWorkload  `json:"workload"`
-	Measured            map[string]any  `json:"measured"`
+	ID              string          `json:"id"`
+	Repo            string          `json:"source_repo"`
+	Path            string          `json:"path"`
+	Commit          string          `json:"commit"`
+	Model           string          `json:"model"`
+	GPU             string          `json:"gpu"`
+	NumGPUs         int             `json:"num_gpus"`
+	TP              *int            `json:"tp"`
+	Framework       string          `json:"framework_and_version"`
+	DtypeWeights    string          `json:"dtype_weights"`
+	ServingSettings json.RawMessage `json:"serving_settings"`
+	DuplicateOf     string          `json:"duplicate_of"`
+	Workload        mlperfWorkload  `json:"workload"`
+	Measured        map[string]any  `json:"measured"`
 }
 
 type mlperfWorkload struct {
