@@ -69,6 +69,9 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 	if r.Group.Family == "" {
 		r.Group.Family = e.Model
 	}
+	if r.Group.GPU == "" {
+		r.Group.GPU = strings.TrimPrefix(e.GPU, "NVIDIA ")
+	}
 	if gpuNote != "" {
 		r.Assumptions = append(r.Assumptions, gpuNote)
 	}

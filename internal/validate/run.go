@@ -95,6 +95,9 @@ func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error
 
 // rowProfile is the row's deployment as simulate would load it from a --sim file.
 func rowProfile(r Row) (sim.Profile, error) {
+	if r.ProfileFile != "" {
+		return sim.LoadProfile(r.ProfileFile)
+	}
 	b, err := yaml.Marshal(r.Profile)
 	if err != nil {
 		return sim.Profile{}, err

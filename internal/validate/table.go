@@ -21,9 +21,11 @@ type Row struct {
 	Group  Group  `json:"group"`
 	// Profile is the deployment as a --sim profile's keys (docs/simulator.md): model, gpu,
 	// engine, deployment, speculative.
-	Profile  map[string]any     `json:"profile,omitempty"`
-	Workload Workload           `json:"workload"`
-	Measured map[string]float64 `json:"measured"`
+	Profile map[string]any `json:"profile,omitempty"`
+	// ProfileFile, instead of Profile, is a --sim name or file.
+	ProfileFile string             `json:"profile_file,omitempty"`
+	Workload    Workload           `json:"workload"`
+	Measured    map[string]float64 `json:"measured"`
 	// Assumptions are the facts the source lacks that the row takes, each with why.
 	Assumptions []string `json:"assumptions,omitempty"`
 	Skip        string   `json:"skip,omitempty"`
@@ -110,8 +112,8 @@ func checkRows(path string, rows []Row) error {
 			errs = append(errs, fmt.Errorf("%s: row id %q appears twice", path, r.ID))
 		case r.Skip == "" && len(r.Measured) == 0:
 			errs = append(errs, fmt.Errorf("%s: row %q has no measured figures", path, r.ID))
-		case r.Skip == "" && r.Profile == nil:
-			errs = append(errs, fmt.Errorf("%s: row %q has no profile", path, r.ID))
+		case r.Skip == "" && (r.Profile == nil) == (r.ProfileFile == ""):
+			errs = append(errs, fmt.Errorf("%s: row %q needs a profile or a profile_file, one of them", path, r.ID))
 		}
 		seen[r.ID] = true
 	}
