@@ -143,3 +143,12 @@ func convertGroundtruth(name string, exps []json.RawMessage) ([]Row, error) {
 	}
 	return rows, nil
 }
+
+// WriteTable writes rows as a table in this package's own format.
+func WriteTable(path, description string, rows []Row) error {
+	b, err := json.MarshalIndent(Table{Description: description, Rows: rows}, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
