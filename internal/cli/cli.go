@@ -182,6 +182,7 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 		newFidelityCmd(stdio), newMergeCmd(stdio),
 		newCalibrateCmd(stdio),
 		newPlanCmd(stdio),
+		newValidateCmd(stdio),
 	)
 	var wrap func(*cobra.Command)
 	wrap = func(c *cobra.Command) {

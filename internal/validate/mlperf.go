@@ -1,0 +1,212 @@
+package validate
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// mlperfExperiment is what mlperfRow reads of an MLPerf Inference row of the groundtruth
+// file (../shared/groundtruth/README.md).
+type mlperfExperiment struct {
+	ID              string          `json:"id"`
+	Repo            string          `json:"source_repo"`
+	Path            string          `json:"path"`
+	Commit          string          `json:"commit"`
+	Model           string          `json:"model"`
+	GPU             string          `json:"gpu"`
+	NumGPUs         int             `json:"num_gpus"`
+	TP              *int            `json:"tp"`
+	Framework       string          `json:"framework_and_version"`
+	DtypeWeights    string          `json:"dtype_weights"`
+	ServingSettings json.RawMessage `json:"serving_settings"`
+	DuplicateOf     string          `json:"duplicate_of"`
+	Workload        mlperfWorkload  `json:"workload"`
+	Measured        map[string]any  `json:"measured"`
+}
+
+type mlperfWorkload struct {
+	Scenario   string  `json:"scenario"`
+	TargetQPS  float64 `json:"target_qps"`
+	Dataset    string  `json:"dataset"`
+	AccuracyOK string  `json:"mean_output_tokens_accuracy_run"`
+}
+
+// mlperfLicence is the MLPerf results' licence: these rows may be committed.
+const mlperfLicence = "Apache-2.0 (mlcommons/inference_results_v5.1); MLPerf results-usage rules apply to published claims"
+
+// mlperfModels are the MLPerf benchmarks' models as the simulator's presets.
+var mlperfModels = map[string]string{
+	"llama2-70b-99": "llama-2-70b", "llama2-70b-99.9": "llama-2-70b",
+	"llama3.1-8b": "llama-3.1-8b", "mixtral-8x7b": "mixtral-8x7b",
+}
+
+// mlperfInputs are the input lengths of the MLPerf datasets whose length distribution is
+// known, each with where it comes from; a benchmark not here is skipped.
+var mlperfInputs = map[string]struct{ dist, why string }{
+	// The source states only the cap (processorca.py --seqlen_limit=1024): the shape is
+	// assumed, not fitted, and the same for every row.
+	"llama-2-70b": {"uniform:1:1024", "input lengths ASSUMED uniform 1–1024 tokens: OpenOrca's " +
+		"cap of 1,024 is in the source, its distribution is not"},
+}
+
+var tokensPerSample = regexp.MustCompile(`TOKENS_PER_SAMPLE:\s*([0-9.]+)`)
+
+// mlperfRow converts an MLPerf Server/Interactive row: Poisson arrivals at the target QPS
+// on num_gpus/tp replicas of the submitter's engine limits.
+func mlperfRow(raw json.RawMessage) (Row, error) {
+	var e mlperfExperiment
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return Row{}, err
+	}
+	r := Row{ID: e.ID, Source: Source{Name: "mlperf", Repo: e.Repo, Path: e.Path, Commit: e.Commit, Licence: mlperfLicence},
+		Measured: mlperfMeasured(e.Measured)}
+	model := mlperfModels[e.Model]
+	gpu, gpuNote := gpuPreset(e.GPU)
+	r.Group = Group{Family: model, GPU: gpu, Engine: engineName(e.Framework), Load: "poisson"}
+	if r.Group.Family == "" {
+		r.Group.Family = e.Model
+	}
+	if r.Group.GPU == "" {
+		r.Group.GPU = strings.TrimPrefix(e.GPU, "NVIDIA ")
+	}
+	if gpuNote != "" {
+		r.Assumptions = append(r.Assumptions, gpuNote)
+	}
+	if r.Skip = mlperfSkip(&e, model, gpu); r.Skip != "" {
+		return r, nil
+	}
+	seqs, tokens, err := mlperfLimits(e.ServingSettings)
+	if err != "" {
+		r.Skip = err
+		return r, nil
+	}
+	out, _ := strconv.ParseFloat(tokensPerSample.FindStringSubmatch(e.Workload.AccuracyOK)[1], 64)
+	in := mlperfInputs[model]
+	r.Assumptions = append(r.Assumptions, in.why, fmt.Sprintf("output lengths ASSUMED normal, mean %.4g "+
+		"(the row's own accuracy run's TOKENS_PER_SAMPLE), standard deviation half the mean", out))
+	r.Workload = Workload{Rate: e.Workload.TargetQPS, InputTokens: in.dist,
+		OutputTokens: fmt.Sprintf("normal:%.4g:%.4g", out, out/2)}
+	r.Workload.Requests, r.Workload.Warmup = openLoopRequests(e.Workload.TargetQPS)
+	tp := *e.TP
+	r.Profile = map[string]any{
+		"model": model, "gpu": gpu,
+		"engine": map[string]any{"max_num_seqs": seqs, "max_batched_tokens": tokens},
+		"deployment": map[string]any{"tp": tp, "replicas": e.NumGPUs / tp,
+			"weight_dtype": weightDtype(e.DtypeWeights), "kv_dtype": "fp8"},
+	}
+	return r, nil
+}
+
+// mlperfSkip is why an MLPerf row cannot be simulated; "" when it can.
+func mlperfSkip(e *mlperfExperiment, model, gpu string) string {
+	switch {
+	case e.DuplicateOf != "":
+		return "the same run as " + e.DuplicateOf + " submitted under another accuracy target"
+	case model == "":
+		return fmt.Sprintf("no model preset for MLPerf benchmark %q", e.Model)
+	case gpu == "":
+		return fmt.Sprintf("no GPU preset for %q", e.GPU)
+	case e.TP == nil || *e.TP < 1:
+		return "tensor parallelism not stated (not extracted from the submitter's code)"
+	case e.NumGPUs%*e.TP != 0:
+		return fmt.Sprintf("%d GPUs is not a whole number of tp-%d replicas", e.NumGPUs, *e.TP)
+	case weightDtype(e.DtypeWeights) == "":
+		return fmt.Sprintf("weight dtype %q not stated", e.DtypeWeights)
+	case mlperfInputs[model].dist == "":
+		return "the dataset's input-length distribution is not in the source (" + e.Workload.Dataset + ")"
+	case tokensPerSample.FindStringSubmatch(e.Workload.AccuracyOK) == nil:
+		return "the row states no mean output tokens (TOKENS_PER_SAMPLE)"
+	}
+	return ""
+}
+
+// mlperfLimits are the engine's max_num_seqs and max_batched_tokens from the submitter's
+// config; a reason instead when the config holds none or several.
+func mlperfLimits(raw json.RawMessage) (seqs, tokens int, skip string) {
+	var s struct {
+		Batch  []int `json:"gpu_batch_size"`
+		Tokens []int `json:"max_num_tokens"`
+	}
+	if json.Unmarshal(raw, &s) != nil || len(s.Batch) == 0 || len(s.Tokens) == 0 {
+		return 0, 0, "engine limits (gpu_batch_size, max_num_tokens) not extracted from the submitter's config"
+	}
+	if len(s.Batch) > 1 || len(s.Tokens) > 1 {
+		return 0, 0, fmt.Sprintf("the submitter's config holds several engine limits (gpu_batch_size %v, max_num_tokens %v): which ran is not known", s.Batch, s.Tokens)
+	}
+	return s.Batch[0], s.Tokens[0], ""
+}
+
+// mlperfMeasured maps the loadgen's figures to summary.json's names (docs/metrics.md).
+func mlperfMeasured(m map[string]any) map[string]float64 {
+	out := map[string]float64{}
+	num := func(k string) (float64, bool) { v, ok := m[k].(float64); return v, ok }
+	for _, metric := range []struct{ from, to string }{{"ttft", "ttft_ms"}, {"tpot", "tpot_ms"}, {"e2e", "e2el_ms"}} {
+		for _, stat := range []string{"mean", "p50", "p90", "p95", "p99"} {
+			if v, ok := num(metric.from + "_" + stat + "_ns"); ok {
+				out[metric.to+"."+stat] = v / 1e6
+			}
+		}
+	}
+	if v, ok := num("completed_tokens_per_s"); ok {
+		out["output_throughput"] = v
+	}
+	if v, ok := num("completed_samples_per_s"); ok {
+		out["request_throughput"] = v
+	}
+	return out
+}
+
+// gpuPreset maps a source's GPU name to the simulator's preset, with a note when the preset
+// is a near relative; "" when none.
+func gpuPreset(name string) (preset, note string) {
+	n := strings.ToUpper(name)
+	switch {
+	case strings.Contains(n, "GB200"), strings.Contains(n, "GB300"):
+		return "", ""
+	case strings.Contains(n, "H200") && strings.Contains(n, "NVL"):
+		return "h200", "H200 NVL simulated as the h200 (SXM) preset: the same memory and bandwidth at a lower power limit"
+	case strings.Contains(n, "H200"):
+		return "h200", ""
+	case strings.Contains(n, "H100"):
+		return "h100", ""
+	case strings.Contains(n, "B200"):
+		return "b200", ""
+	}
+	return "", ""
+}
+
+// engineName is a framework string's engine.
+func engineName(fw string) string {
+	f := strings.ToLower(fw)
+	switch {
+	case strings.Contains(f, "tensorrt"), f == "trt":
+		return "tensorrt-llm"
+	case strings.Contains(f, "vllm"):
+		return "vllm"
+	case strings.Contains(f, "sglang"):
+		return "sglang"
+	}
+	return f
+}
+
+// weightDtype is a source's weight dtype as the simulator names it; "" when unstated.
+func weightDtype(d string) string {
+	switch strings.ToLower(d) {
+	case "fp8":
+		return "fp8"
+	case "fp4", "nvfp4": // NVIDIA's MLPerf fp4 submissions are NVFP4
+		return "nvfp4"
+	case "bf16", "fp16":
+		return "bf16"
+	}
+	return ""
+}
+
+// openLoopRequests is how many requests a Poisson row simulates, and how many before them
+// it leaves out while the queue fills.
+func openLoopRequests(rate float64) (requests, warmup int) {
+	return max(2000, int(rate*60)), max(500, int(rate*20))
+}

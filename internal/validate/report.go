@@ -1,0 +1,150 @@
+package validate
+
+import (
+	"context"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// Headline are the figures the console shows per row and per group; validation.json has
+// every figure a row measured.
+var Headline = []string{"ttft_ms.p50", "ttft_ms.p99", "tpot_ms.p50", "tpot_ms.p99", "e2el_ms.p50", "output_throughput"}
+
+// Report is validation.json.
+type Report struct {
+	Seed   int64         `json:"seed"`
+	Tables []string      `json:"tables"`
+	Rows   []Result      `json:"rows"`
+	Groups []GroupResult `json:"groups"`
+}
+
+// GroupResult is a group's error per figure over its simulated rows.
+type GroupResult struct {
+	Group
+	Rows    int                    `json:"rows"`    // simulated
+	Skipped int                    `json:"skipped"` // skipped, with reasons in rows[]
+	Figures map[string]FigureError `json:"figures"`
+}
+
+// FigureError is one figure's error over a group's rows: the median of |error| and the
+// worst error (the largest |error|, with its sign).
+type FigureError struct {
+	N         int     `json:"n"`
+	MedianPct float64 `json:"median_abs_pct"`
+	WorstPct  float64 `json:"worst_pct"`
+}
+
+// Run simulates every row, workers rows at a time (0: one per CPU), in the rows' order.
+func Run(ctx context.Context, rows []Row, seed int64, workers int) ([]Result, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	tmp, err := os.MkdirTemp("", "llmbench-validate-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	results := make([]Result, len(rows))
+	errs := make([]error, len(rows))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				results[i], errs[i] = Simulate(ctx, rows[i], seed, tmp)
+			}
+		})
+	}
+	for i := range rows {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return results, ctx.Err()
+}
+
+// Groups summarises results by group, in the order groups first appear.
+func Groups(results []Result) []GroupResult {
+	var order []Group
+	by := map[Group]*GroupResult{}
+	errs := map[Group]map[string][]float64{}
+	for _, r := range results {
+		g, ok := by[r.Group]
+		if !ok {
+			g = &GroupResult{Group: r.Group, Figures: map[string]FigureError{}}
+			by[r.Group], errs[r.Group] = g, map[string][]float64{}
+			order = append(order, r.Group)
+		}
+		if r.Skipped != "" {
+			g.Skipped++
+			continue
+		}
+		g.Rows++
+		for k, e := range r.ErrorPct {
+			errs[r.Group][k] = append(errs[r.Group][k], e)
+		}
+	}
+	out := make([]GroupResult, 0, len(order))
+	for _, k := range order {
+		g := by[k]
+		for fig, es := range errs[k] {
+			g.Figures[fig] = summarise(es)
+		}
+		out = append(out, *g)
+	}
+	return out
+}
+
+func summarise(es []float64) FigureError {
+	abs := make([]float64, len(es))
+	worst := 0.0
+	for i, e := range es {
+		abs[i] = math.Abs(e)
+		if abs[i] > math.Abs(worst) {
+			worst = e
+		}
+	}
+	sort.Float64s(abs)
+	n := len(abs)
+	med := abs[n/2]
+	if n%2 == 0 {
+		med = (abs[n/2-1] + abs[n/2]) / 2
+	}
+	return FigureError{N: n, MedianPct: med, WorstPct: worst}
+}
+
+// FigureNames are the figures of a set of results, the headline first, then the rest sorted.
+func FigureNames(results []Result) []string {
+	seen := map[string]bool{}
+	for _, r := range results {
+		for k := range r.ErrorPct {
+			seen[k] = true
+		}
+	}
+	var rest []string
+	for k := range seen {
+		if !slices.Contains(Headline, k) {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	var out []string
+	for _, k := range Headline {
+		if seen[k] {
+			out = append(out, k)
+		}
+	}
+	return append(out, rest...)
+}

@@ -1,0 +1,183 @@
+package validate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// Percentiles are the percentiles a row's simulation derives: those the tables measure.
+var Percentiles = []float64{50, 90, 95, 99}
+
+// Result is one row held against its simulation.
+type Result struct {
+	ID        string             `json:"id"`
+	Group     Group              `json:"group"`
+	Source    Source             `json:"source"`
+	Predicted map[string]float64 `json:"predicted"`
+	Measured  map[string]float64 `json:"measured"`
+	// ErrorPct is (predicted − measured) / measured in %, per figure both have.
+	ErrorPct map[string]float64 `json:"error_pct"`
+	// Interval is the prediction's interval per figure; null until intervals are built.
+	Interval    map[string][2]float64 `json:"interval"`
+	Assumptions []string              `json:"assumptions,omitempty"`
+	Skipped     string                `json:"skipped,omitempty"`
+}
+
+// Simulate runs row r's workload on its deployment through bench.Run with bench.Virtual,
+// as 'llmbench simulate' does, in a scratch folder under tmp, and compares. A row the
+// simulator refuses (its profile, its deployment) comes back skipped with the simulator's
+// reason; err is only what kept the comparison from being made at all.
+func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error) {
+	res := Result{ID: r.ID, Group: r.Group, Source: r.Source, Measured: r.Measured, Assumptions: r.Assumptions}
+	if r.Skip != "" {
+		res.Skipped = r.Skip
+		return res, nil
+	}
+	p, err := rowProfile(r)
+	if err != nil {
+		res.Skipped = "the simulator refuses the profile: " + err.Error()
+		return res, nil
+	}
+	wc, lvl, err := rowWorkload(r.Workload, seed)
+	if err != nil {
+		return res, fmt.Errorf("row %s: %w", r.ID, err)
+	}
+	src, err := workload.New(wc, nil)
+	if err != nil {
+		return res, fmt.Errorf("row %s: %w", r.ID, err)
+	}
+	dir, err := os.MkdirTemp(tmp, "row-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	cfg := bench.Config{Levels: []load.Level{lvl}, Repeat: 1, Seed: seed,
+		Metrics: metrics.Config{Percentiles: Percentiles},
+		Output:  bench.Output{Dir: filepath.Join(dir, "run"), Records: record.FormatCompact},
+		Console: bench.Console{Out: io.Discard, Quiet: true}}
+	out, err := bench.Run(ctx, cfg, time.Unix(0, 0), bench.Virtual(p, seed, &bench.Sources{Workload: wc, First: src}, nil))
+	if err != nil {
+		return res, fmt.Errorf("row %s: %w", r.ID, err)
+	}
+	var de *bench.DeployError
+	switch {
+	case errors.As(out.Err, &de):
+		res.Skipped = "the simulator refuses the deployment: " + de.Err.Error()
+		return res, nil
+	case out.Err != nil:
+		return res, fmt.Errorf("row %s: %w", r.ID, out.Err)
+	case len(out.Summary.Levels) != 1:
+		return res, fmt.Errorf("row %s: the simulation ended with no level", r.ID)
+	}
+	if res.Predicted, err = Figures(&out.Summary.Levels[0], r.Measured); err != nil {
+		return res, fmt.Errorf("row %s: %w", r.ID, err)
+	}
+	res.ErrorPct = errorPct(res.Predicted, r.Measured)
+	return res, nil
+}
+
+// rowProfile is the row's deployment as simulate would load it from a --sim file.
+func rowProfile(r Row) (sim.Profile, error) {
+	if r.ProfileFile != "" {
+		return sim.LoadProfile(r.ProfileFile)
+	}
+	b, err := yaml.Marshal(r.Profile)
+	if err != nil {
+		return sim.Profile{}, err
+	}
+	return sim.ParseProfile(b, ".")
+}
+
+// rowWorkload is the row's load as simulate's flags would make it.
+func rowWorkload(w Workload, seed int64) (workload.Config, load.Level, error) {
+	in, err := workload.ParseDist(w.InputTokens)
+	if err != nil {
+		return workload.Config{}, load.Level{}, fmt.Errorf("input_tokens: %w", err)
+	}
+	out, err := workload.ParseDist(w.OutputTokens)
+	if err != nil {
+		return workload.Config{}, load.Level{}, fmt.Errorf("output_tokens: %w", err)
+	}
+	if (w.Concurrency > 0) == (w.Rate > 0) {
+		return workload.Config{}, load.Level{}, errors.New("a row's workload is a closed loop (concurrency) or a rate, one of them")
+	}
+	if w.Requests < 1 {
+		return workload.Config{}, load.Level{}, fmt.Errorf("requests %d: must be at least 1", w.Requests)
+	}
+	wc := workload.Config{InputTokens: in, OutputTokens: out, Seed: seed, LengthsOnly: true}
+	lvl := bench.FinishLevel(load.Level{Concurrency: w.Concurrency, Rate: w.Rate, Warmup: w.Warmup}, 0, w.Requests, seed, 0)
+	// A row is compared, not judged: the saturation rule would end an overloaded row
+	// early, and its figures then would be of a shorter run than the one measured.
+	lvl.DetectSaturation = false
+	return wc, lvl, nil
+}
+
+// Figures are a simulated level's figures under summary.json's names (ttft_ms.p50,
+// output_throughput), those named in want.
+func Figures(l *report.Level, want map[string]float64) (map[string]float64, error) {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	got := map[string]float64{}
+	stats, _ := m["metrics"].(map[string]any) // the latency metrics' statistics
+	for k := range want {
+		if v, ok := lookup(m, k); ok {
+			got[k] = v
+		} else if v, ok := lookup(stats, k); ok {
+			got[k] = v
+		}
+	}
+	return got, nil
+}
+
+// lookup finds "a.b" in a summary level's JSON: the metric a, its statistic b.
+func lookup(m map[string]any, key string) (float64, bool) {
+	if v, ok := m[key].(float64); ok {
+		return v, true
+	}
+	for i := len(key) - 1; i > 0; i-- {
+		if key[i] != '.' {
+			continue
+		}
+		sub, ok := m[key[:i]].(map[string]any)
+		if !ok {
+			continue
+		}
+		return lookup(sub, key[i+1:])
+	}
+	return 0, false
+}
+
+func errorPct(pred, meas map[string]float64) map[string]float64 {
+	e := map[string]float64{}
+	for k, m := range meas {
+		p, ok := pred[k]
+		if !ok || m == 0 || math.IsNaN(p) {
+			continue
+		}
+		e[k] = 100 * (p - m) / m
+	}
+	return e
+}

@@ -1,0 +1,81 @@
+package validate
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// runFigures are the figures a user's run gives a row: those summary.json has per level.
+func runFigures() map[string]float64 {
+	want := map[string]float64{"output_throughput": 0, "request_throughput": 0}
+	for _, m := range []string{"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"} {
+		for _, s := range []string{"mean", "p50", "p90", "p95", "p99"} {
+			want[m+"."+s] = 0
+		}
+	}
+	return want
+}
+
+// FromRun makes a row of each level of the run in dir (its summary.json), to be simulated
+// on profile (a --sim name or file): how far the twin of the user's server is from it.
+func FromRun(dir, profile string) ([]Row, error) {
+	sum, err := report.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := sim.LoadProfile(profile)
+	if err != nil {
+		return nil, fmt.Errorf("--sim %s: %w", profile, err)
+	}
+	skip := runSkip(sum)
+	var rows []Row
+	for i := range sum.Levels {
+		l := &sum.Levels[i]
+		measured, err := Figures(l, runFigures())
+		if err != nil {
+			return nil, err
+		}
+		r := Row{ID: filepath.Base(filepath.Clean(dir)) + " " + l.Name,
+			Source:      Source{Name: "run", Path: dir},
+			Group:       Group{Family: p.ModelName(), GPU: p.GPU.Name, Engine: "measured run", Load: "closed"},
+			ProfileFile: profile, Measured: measured, Skip: skip,
+			Workload: Workload{Concurrency: l.Concurrency, Rate: l.Rate, InputTokens: sum.Workload.InputTokens,
+				OutputTokens: sum.Workload.OutputTokens, Requests: l.Completed, Warmup: sum.Load.Warmup}}
+		if l.Rate > 0 {
+			r.Group.Load = "poisson"
+		}
+		if !sum.Load.IgnoreEOS {
+			r.Assumptions = append(r.Assumptions, "the run did not ignore EOS: its output lengths are "+
+				"at most --output-tokens, and simulated as exactly that")
+		}
+		if r.Skip == "" && l.Completed == 0 {
+			r.Skip = "the level completed no requests"
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: the run has no levels", dir)
+	}
+	return rows, nil
+}
+
+// runSkip is why a run's levels cannot be simulated as rows; "" when they can.
+func runSkip(sum *report.Summary) string {
+	w, l := sum.Workload, sum.Load
+	switch {
+	case w.Dataset != "" && w.Dataset != "random":
+		return fmt.Sprintf("dataset %s: a row simulates synthetic lengths (--input-tokens, --output-tokens) only", w.Dataset)
+	case w.Turns > 1 || w.PrefixTokens > 0:
+		return "multi-turn or shared-prefix prompts: not expressible as a row yet"
+	case l.Search != "":
+		return "a search's levels: simulate the search itself with 'llmbench simulate --search'"
+	case l.Arrival != "" && l.Arrival != "poisson":
+		return "arrivals " + l.Arrival + ": a row's open loop is Poisson"
+	case l.Duration != "":
+		return "levels of a --duration: a row is a number of requests"
+	}
+	return ""
+}

@@ -1,0 +1,180 @@
+package validate
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoadRefusesBadTables(t *testing.T) {
+	for name, c := range map[string]struct{ body, want string }{
+		"duplicate id": {`{"rows": [{"id": "a", "profile": {}, "measured": {"x": 1}}, {"id": "a", "profile": {}, "measured": {"x": 1}}]}`, `"a" appears twice`},
+		"no profile":   {`{"rows": [{"id": "a", "measured": {"x": 1}}]}`, "needs a profile or a profile_file"},
+		"no figures":   {`{"rows": [{"id": "a", "profile": {}}]}`, "no measured figures"},
+		"no id":        {`{"rows": [{"profile": {}, "measured": {"x": 1}}]}`, "row 1 has no id"},
+		"neither":      {`{"runs": []}`, "neither a validation table"},
+		"unknown gt":   {`{"source": "x", "experiments": [{}]}`, "no converter"},
+	} {
+		p := filepath.Join(t.TempDir(), "t.json")
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one saying %q", name, err, c.want)
+		}
+	}
+}
+
+// TestSimulateComparesWithSummaryFigures: a row's prediction is simulate's figure under
+// summary.json's name, and its error is against the measured one.
+func TestSimulateComparesWithSummaryFigures(t *testing.T) {
+	rows, err := Load("testdata/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Simulate(context.Background(), rows[0], 1, t.TempDir())
+	if err != nil || res.Skipped != "" {
+		t.Fatalf("simulate: %v %s", err, res.Skipped)
+	}
+	for _, k := range []string{"ttft_ms.p50", "tpot_ms.p50", "output_throughput"} {
+		p, ok := res.Predicted[k]
+		if !ok || !(p > 0) {
+			t.Fatalf("%s predicted %v (%v)", k, p, ok)
+		}
+		want := 100 * (p - rows[0].Measured[k]) / rows[0].Measured[k]
+		if math.Abs(res.ErrorPct[k]-want) > 1e-9 {
+			t.Errorf("%s error %v, want %v", k, res.ErrorPct[k], want)
+		}
+	}
+	// The same row measured at half the prediction is 100 % over.
+	r := rows[0]
+	r.Measured = map[string]float64{"tpot_ms.p50": res.Predicted["tpot_ms.p50"] / 2}
+	again, err := Simulate(context.Background(), r, 1, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := again.ErrorPct["tpot_ms.p50"]; math.Abs(e-100) > 1e-9 {
+		t.Errorf("error %v, want +100 %%: the same seed simulates the same", e)
+	}
+}
+
+func TestRefusedAndSkippedRowsSayWhy(t *testing.T) {
+	rows, err := Load("testdata/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(context.Background(), rows, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(results[1].Skipped, "below max_num_seqs") {
+		t.Errorf("refused row: skipped %q, want the simulator's reason", results[1].Skipped)
+	}
+	if results[2].Skipped != "no model preset for DeepSeek-R1" {
+		t.Errorf("skipped row: %q", results[2].Skipped)
+	}
+	g := Groups(results)
+	if len(g) != 2 || g[0].Rows != 1 || g[0].Skipped != 1 || g[1].Rows != 0 || g[1].Skipped != 1 {
+		t.Errorf("groups %+v", g)
+	}
+	b, _ := json.Marshal(results[0])
+	if !strings.Contains(string(b), `"interval":null`) {
+		t.Errorf("interval should be null until intervals are built: %s", b)
+	}
+}
+
+func TestGroupsMedianAndWorst(t *testing.T) {
+	g := Group{Family: "m", GPU: "g", Engine: "e", Load: "closed"}
+	var results []Result
+	for _, e := range []float64{10, -40, 20, 5} {
+		results = append(results, Result{Group: g, ErrorPct: map[string]float64{"ttft_ms.p50": e}})
+	}
+	results = append(results, Result{Group: g, Skipped: "why"})
+	got := Groups(results)[0]
+	f := got.Figures["ttft_ms.p50"]
+	if got.Rows != 4 || got.Skipped != 1 || f.N != 4 || f.MedianPct != 15 || f.WorstPct != -40 {
+		t.Errorf("got %+v %+v; want 4 rows, 1 skipped, median |error| 15, worst -40", got, f)
+	}
+}
+
+func TestMLPerfConversion(t *testing.T) {
+	exp := `{"id": "x|Server", "source_repo": "mlcommons/inference_results_v5.1", "path": "p", "commit": "c",
+	 "model": "llama2-70b-99", "gpu": "NVIDIA B200-SXM-180GB", "num_gpus": 8, "tp": 2,
+	 "framework_and_version": "TensorRT 10.11", "dtype_weights": "fp4",
+	 "serving_settings": {"gpu_batch_size": [2048], "max_num_tokens": [3584]},
+	 "workload": {"scenario": "Server", "target_qps": 100, "dataset": "OpenOrca",
+	  "mean_output_tokens_accuracy_run": "ROUGE1: 44  TOKENS_PER_SAMPLE: 280.0"},
+	 "measured": {"ttft_p50_ns": 250000000, "tpot_p99_ns": 40000000, "completed_tokens_per_s": 28000}}`
+	r, err := mlperfRow(json.RawMessage(exp))
+	if err != nil || r.Skip != "" {
+		t.Fatalf("%v %s", err, r.Skip)
+	}
+	dep := r.Profile["deployment"].(map[string]any)
+	if r.Profile["model"] != "llama-2-70b" || r.Profile["gpu"] != "b200" || dep["tp"] != 2 || dep["replicas"] != 4 || dep["weight_dtype"] != "nvfp4" {
+		t.Errorf("profile %+v", r.Profile)
+	}
+	if r.Workload.Rate != 100 || r.Workload.OutputTokens != "normal:280:140" || r.Workload.Concurrency != 0 {
+		t.Errorf("workload %+v", r.Workload)
+	}
+	if r.Measured["ttft_ms.p50"] != 250 || r.Measured["tpot_ms.p99"] != 40 || r.Measured["output_throughput"] != 28000 {
+		t.Errorf("measured %+v", r.Measured)
+	}
+	if r.Group != (Group{Family: "llama-2-70b", GPU: "b200", Engine: "tensorrt-llm", Load: "poisson"}) {
+		t.Errorf("group %+v", r.Group)
+	}
+	for change, want := range map[string]string{
+		`"tp": 2`:                  "tensor parallelism not stated",
+		`"NVIDIA B200-SXM-180GB"`:  "no GPU preset",
+		`"llama2-70b-99"`:          "no model preset",
+		`"gpu_batch_size": [2048]`: "several engine limits",
+		`"num_gpus": 8`:            "not a whole number",
+		`"target_qps": 100`:        "the same run as",
+	} {
+		to := map[string]string{`"tp": 2`: `"tp": null`, `"NVIDIA B200-SXM-180GB"`: `"NVIDIA GB200"`,
+			`"llama2-70b-99"`: `"llama3.1-405b"`, `"gpu_batch_size": [2048]`: `"gpu_batch_size": [2048, 512]`,
+			`"num_gpus": 8`: `"num_gpus": 7`, `"target_qps": 100`: `"target_qps": 100}, "duplicate_of": "y", "x": {"a": 1`}[change]
+		r, err := mlperfRow(json.RawMessage(strings.Replace(exp, change, to, 1)))
+		if err != nil || !strings.Contains(r.Skip, want) {
+			t.Errorf("%s → %s: skip %q (%v), want %q", change, to, r.Skip, err, want)
+		}
+	}
+}
+
+// TestCommittedMLPerfTable: the committed table loads, hermetically, and its runnable rows
+// carry a profile and a load.
+func TestCommittedMLPerfTable(t *testing.T) {
+	rows, err := Load(mlperfTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 115 {
+		t.Errorf("%d rows, want the 115 of the groundtruth file", len(rows))
+	}
+	for _, r := range rows {
+		if r.Skip == "" && (r.Profile == nil || r.Workload.Rate <= 0 || r.Source.Commit == "") {
+			t.Errorf("row %s: profile %v, workload %+v, source %+v", r.ID, r.Profile, r.Workload, r.Source)
+		}
+	}
+}
+
+// TestFromRun: a run's levels become rows of their own figures; simulated on the profile
+// that made them, the error is small.
+func TestFromRun(t *testing.T) {
+	rows, err := FromRun("../cli/testdata/v1-run", "textbook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Workload.Concurrency != 1 || rows[0].Workload.InputTokens != "512" || rows[0].Measured["ttft_ms.p50"] != 10.24 {
+		t.Fatalf("rows %+v", rows)
+	}
+	if _, err := FromRun("../cli/testdata/v1-run", "no-such-profile"); err == nil || !strings.Contains(err.Error(), "--sim no-such-profile") {
+		t.Errorf("unknown profile: %v", err)
+	}
+	if _, err := FromRun(t.TempDir(), "textbook"); err == nil {
+		t.Error("a folder without summary.json: no error")
+	}
+}
