@@ -80,7 +80,7 @@ func TestMergeCommand(t *testing.T) {
 	}
 	out := filepath.Join(root, "merged")
 	code, _, stderr := mainCapture(append([]string{"merge", "--output-dir", out}, dirs...)...)
-	if code != ExitFailure || !strings.Contains(stderr, "differ in seed: 7 vs 8") || !strings.Contains(stderr, "--force") {
+	if flat := strings.Join(strings.Fields(stderr), " "); code != ExitFailure || !strings.Contains(flat, "differ in seed: 7 vs 8") || !strings.Contains(stderr, "--force") {
 		t.Errorf("seeds differ: exit %d, %s", code, stderr)
 	}
 	code, stdout, stderr := mainCapture(append([]string{"merge", "--output-dir", out, "--force"}, dirs...)...)
