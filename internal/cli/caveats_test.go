@@ -22,10 +22,14 @@ func TestReportSaysWhatTheConsoleSays(t *testing.T) {
 		{"simulate", "--concurrency", "1,4", "--requests", "4", "--output-tokens", "16"},
 	}
 	markers := map[string]func(line string) string{
-		"NOT REACHED":       func(string) string { return "NOT REACHED" },
-		"Level stopped:":    func(l string) string { return "Level stopped: " + strings.Fields(strings.TrimPrefix(l, "Level stopped:"))[0] },
-		"too few samples":   func(string) string { return "too few samples" },
-		"Sweet spot (*): n": func(l string) string { return "Sweet spot: " + strings.TrimSpace(strings.TrimPrefix(l, "Sweet spot (*):")) },
+		"NOT REACHED": func(string) string { return "NOT REACHED" },
+		"Level stopped:": func(l string) string {
+			return "Level stopped: " + strings.Fields(strings.TrimPrefix(l, "Level stopped:"))[0]
+		},
+		"too few samples": func(string) string { return "too few samples" },
+		"Sweet spot (*): n": func(l string) string {
+			return "Sweet spot: " + strings.TrimSpace(strings.TrimPrefix(l, "Sweet spot (*):"))
+		},
 		"Client behind":     func(string) string { return "Client behind" },
 		"Prefix cache hits": func(string) string { return "Prefix cache hits" },
 		"FAILURES":          func(string) string { return "FAILURES" },

@@ -95,13 +95,13 @@ const redacted = "[redacted]"
 // view is what the template renders on the server side: the parts of the page that must read
 // well without script (title, ladder, percentile tables, configuration).
 type view struct {
-	Title      string
-	Version    string
-	Subtitle   []kv
-	Cards      []card
+	Title    string
+	Version  string
+	Subtitle []kv
+	Cards    []card
 	// Caveats are what the console says a reader must know before trusting the figures
 	// (Caveats), each with its level's name.
-	Caveats []string
+	Caveats    []string
 	Levels     []levelRow
 	HasSLO     bool
 	HasGoodput bool
