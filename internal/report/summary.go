@@ -192,6 +192,7 @@ func (s *Summary) Judge() {
 			}
 		}
 		s.Levels[i].ClientBehind = ClientBehind(s.Levels[i].Level) != ""
+		sizeAdvice(&s.Levels[i])
 	}
 	s.Oversaturated = nil
 	for i := range s.Levels {
@@ -234,6 +235,18 @@ func (s *Summary) Judge() {
 			p.Cost = s.Levels[p.Index].Cost
 		}
 	}
+}
+
+// sizeAdvice sizes a closed loop's advice for too few requests per slot by its concurrency,
+// not by what it held in flight: a level of fewer requests than its concurrency never filled
+// its slots (--concurrency 64 --requests 1 held one), and needs 20 a slot it was given.
+func sizeAdvice(l *Level) {
+	ss := l.SteadyState
+	if ss == nil || ss.Reached || l.Concurrency <= l.PeakConcurrency || !strings.HasPrefix(ss.Reason, "too few requests per slot") {
+		return
+	}
+	n := 4 * metrics.MinRequestsPerSlot * l.Concurrency
+	ss.Advice = fmt.Sprintf("give each level at least %d requests (--requests %d: %d per slot at concurrency %d)", n, n, 4*metrics.MinRequestsPerSlot, l.Concurrency)
 }
 
 // limitEstimate is metrics.EstimateLimit over the levels that ran to their end or were

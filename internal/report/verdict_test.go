@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/metrics"
 )
 
 // TestVerdictKeptUp: a level stopped as oversaturated fails its SLO verdict whatever its
@@ -79,5 +81,17 @@ func TestVerdictUndecidedConsole(t *testing.T) {
 	Console(&ladder, s, ConsoleOptions{})
 	if !strings.Contains(ladder.String(), "undecided") {
 		t.Errorf("ladder table lacks the undecided verdict:\n%s", ladder.String())
+	}
+}
+
+// TestAdviceSizedByConcurrency: a closed loop that never filled its slots is told to send 20
+// requests a slot of its concurrency, not of the one request it held.
+func TestAdviceSizedByConcurrency(t *testing.T) {
+	l := Level{Concurrency: 64}
+	l.PeakConcurrency = 1
+	l.SteadyState = &metrics.SteadyState{Reason: "too few requests per slot: 1 requests over 1 in flight", Advice: "give each level at least 20 requests"}
+	sizeAdvice(&l)
+	if !strings.Contains(l.SteadyState.Advice, "--requests 1280") {
+		t.Errorf("advice %q, want --requests 1280 (20 per slot at concurrency 64)", l.SteadyState.Advice)
 	}
 }
