@@ -152,6 +152,12 @@ func findCommand(root *cobra.Command, args []string) error {
 	return nil
 }
 
+// Flag usages wrapped to the console's width, their text under their own column. cobra
+// keeps template functions in one global map: registered once, not by each Main.
+func init() {
+	cobra.AddTemplateFunc("wrappedFlagUsages", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(report.ConsoleWidth) })
+}
+
 func newRoot(stdio Stdio) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "llmbench",
@@ -195,8 +201,6 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 	}
 	wrap(root)
 	lenientFlags(root)
-	// Flag usages wrapped to the console's width, their text under their own column.
-	cobra.AddTemplateFunc("wrappedFlagUsages", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(report.ConsoleWidth) })
 	root.SetUsageTemplate(strings.NewReplacer(
 		".LocalFlags.FlagUsages", "wrappedFlagUsages .LocalFlags",
 		".InheritedFlags.FlagUsages", "wrappedFlagUsages .InheritedFlags").Replace(root.UsageTemplate()))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
@@ -161,6 +162,9 @@ func differences(a, b *report.Summary) []string {
 	diff("tokenizer", wa.Tokenizer, wb.Tokenizer)
 	// "N unit, extra", the extra left out when empty (a warm-up without --warmup-time).
 	with := func(n int, unit, extra string) string {
+		if n == 1 {
+			unit = strings.TrimSuffix(unit, "s")
+		}
 		if extra == "" {
 			return fmt.Sprintf("%d %s", n, unit)
 		}
