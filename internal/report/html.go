@@ -294,7 +294,11 @@ func buildView(s *Summary, charts *Charts) (*view, error) {
 		failTone = "bad"
 	}
 	v.Cards = append(v.Cards, card{Label: "Failed requests", Value: strconv.Itoa(totalFailed), Tone: failTone, Detail: "counted, never dropped"})
-	v.Cards = append(v.Cards, pickCard("Sweet spot", s.SweetSpot, s.Levels, "accent", "no knee found"))
+	noSpot := "no knee found"
+	if len(s.Levels) > 1 {
+		noSpot = strings.TrimLeft(strings.TrimPrefix(NoSweetSpotReason(s), "none"), " :") // why, as the console says it
+	}
+	v.Cards = append(v.Cards, pickCard("Sweet spot", s.SweetSpot, s.Levels, "accent", noSpot))
 	// Only with SLO verdict terms: without them no level can be the limit, and saying that
 	// none meets the SLOs would be wrong.
 	if _, judged := s.SLOPassed(); judged {
