@@ -251,7 +251,8 @@ func sizeAdvice(l *Level) {
 
 // limitEstimate is metrics.EstimateLimit over the levels that ran to their end or were
 // stopped because the server could not keep up (above the limit, whatever their finished
-// requests measured); levels cut short otherwise say nothing of the limit.
+// requests measured, as are levels whose verdict is undecided); levels cut short otherwise
+// say nothing of the limit.
 func (s *Summary) limitEstimate(slos []metrics.SLO) *metrics.LimitEstimate {
 	var (
 		lv     []metrics.Level
@@ -263,7 +264,9 @@ func (s *Summary) limitEstimate(slos []metrics.SLO) *metrics.LimitEstimate {
 			continue
 		}
 		lv, loads = append(lv, l.Level), append(loads, l.Load())
-		behind = append(behind, l.EndReason == EndOversaturated || l.SLO != nil && strings.HasPrefix(l.SLO.Reason, "oversaturated"))
+		// Undecided counts as not met here too, as for the verdict: a level too short to judge
+		// is no evidence that the SLOs hold there.
+		behind = append(behind, l.EndReason == EndOversaturated || l.SLO != nil && (l.SLO.Undecided || strings.HasPrefix(l.SLO.Reason, "oversaturated")))
 	}
 	return metrics.EstimateLimit(lv, loads, behind, slos)
 }
