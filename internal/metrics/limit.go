@@ -105,9 +105,15 @@ func EstimateLimit(levels []Level, loads []Load, overloaded []bool, slos []SLO) 
 	case math.IsInf(value, 1):
 		est.Note = "every level run met the SLOs: the limit is above the highest load run"
 		est.CI90[1] = nil
+		if est.CI90[0] == nil {
+			est.CI90[0] = &pts[len(pts)-1].x // what the levels show: at least the highest
+		}
 	case math.IsInf(value, -1):
 		est.Note = "no level run met the SLOs: the limit is below the lowest load run"
 		est.CI90[0] = nil
+		if est.CI90[1] == nil {
+			est.CI90[1] = &pts[0].x // at most the lowest
+		}
 	default:
 		est.Value = &value
 	}
