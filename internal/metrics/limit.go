@@ -9,9 +9,9 @@ import (
 )
 
 // LimitEstimate is the load at which the SLOs stop being met, estimated from every level
-// run rather than read off the best one (SLOLimit): each percentile or mean term's values
-// are fitted against load by a monotone (isotonic) regression weighted by each level's own
-// precision, the limit is where the tightest term's fitted curve crosses its bound, and the
+// run rather than read off the best one (SLOLimit): each percentile or mean term's values,
+// each level read on a line through its neighbours, are fitted against load by a monotone
+// (isotonic) regression weighted by each level's own precision, the limit is where the tightest term's fitted curve crosses its bound, and the
 // 90% interval comes from the levels' sampling error, drawn through the same fit (a seeded
 // parametric bootstrap). A side the levels run cannot bound is null: every level passed
 // (the limit is above the highest load run) or none did (below the lowest).
@@ -67,30 +67,64 @@ func EstimateLimit(levels []Level, loads []Load, overloaded []bool, slos []SLO) 
 	}
 	slices.SortStableFunc(pts, func(a, b limitPoint) int { return cmp.Compare(a.x, b.x) })
 	bounds := make([]float64, len(terms))
+	dof := make([]int, len(terms))
 	for j, t := range terms {
 		bounds[j] = float64(t.Limit) / float64(time.Millisecond)
-		scatter(pts, j)
+		dof[j] = scatter(pts, j)
 	}
-	value, term := crossing(pts, bounds, func(i, j int) float64 { return pts[i].v[j] })
+	// Each level is read through a straight line over its neighbours before the monotone
+	// fit: a monotone fit of the levels' own values follows their noise, pinning the
+	// crossing between the two levels that straddle it however noisy they are (and its plain
+	// bootstrap is known to be too narrow); pooling each level with its neighbours lets the
+	// estimate use every level near the limit, and the draws move it as far as their noise
+	// allows.
+	own := make([][]float64, len(pts))
+	for i := range pts {
+		own[i] = pts[i].v
+	}
+	centre := smooth(pts, own)
+	value, term := crossing(pts, bounds, func(i, j int) float64 { return centre[i][j] })
 	est := &LimitEstimate{Term: terms[term].String()}
+	// Smoothing the drawn levels smooths the curve again; the draws' crossings are read
+	// about the twice-smoothed curve's and carried to the estimate.
+	carry := 0.0
+	again := smooth(pts, centre)
+	if x, _ := crossing(pts, bounds, func(i, j int) float64 { return again[i][j] }); !math.IsInf(x, 0) && !math.IsInf(value, 0) {
+		carry = value - x
+	}
 	rng := rand.New(rand.NewPCG(1, 2)) // the same levels give the same interval
 	draws := make([]float64, 0, bootstrapDraws)
 	for range bootstrapDraws {
-		z := make([][]float64, len(pts))
-		for i := range pts {
-			z[i] = make([]float64, len(terms))
-			for j := range terms {
-				z[i][j] = rng.NormFloat64()
+		// Levels drawn about the smoothed curve with their errors, read as the levels were.
+		// The scatter is itself read off a few levels: each draw takes its own, as likely
+		// given what was read (σ·√(m/χ²ₘ) for m residuals), which makes the interval a
+		// Student-t's where the levels are few.
+		scale := make([]float64, len(terms))
+		for j := range terms {
+			scale[j] = 1
+			if m := dof[j]; m > 0 {
+				var chi2 float64
+				for range m {
+					z := rng.NormFloat64()
+					chi2 += z * z
+				}
+				scale[j] = math.Sqrt(float64(m) / max(chi2, 1e-9))
 			}
 		}
-		x, _ := crossing(pts, bounds, func(i, j int) float64 {
-			if d := z[i][j]; d < 0 {
-				return pts[i].v[j] + d*pts[i].lo[j]
-			} else {
-				return pts[i].v[j] + d*pts[i].hi[j]
+		drawn := make([][]float64, len(pts))
+		for i := range pts {
+			drawn[i] = make([]float64, len(terms))
+			for j := range terms {
+				if d := rng.NormFloat64() * scale[j]; d < 0 {
+					drawn[i][j] = centre[i][j] + d*pts[i].lo[j]
+				} else {
+					drawn[i][j] = centre[i][j] + d*pts[i].hi[j]
+				}
 			}
-		})
-		draws = append(draws, x)
+		}
+		fit := smooth(pts, drawn)
+		x, _ := crossing(pts, bounds, func(i, j int) float64 { return fit[i][j] })
+		draws = append(draws, x+carry)
 	}
 	slices.Sort(draws)
 	q := func(f float64) *float64 {
@@ -239,12 +273,98 @@ func isotonic(ys, ws []float64) []float64 {
 	return out
 }
 
-// scatter widens term j's standard errors to at least the levels' own scatter about their
-// monotone fit (the root mean square of their relative residuals): a level's interval
-// counts its requests as independent, but requests decoded in one batch share their steps,
-// so levels of a few rounds scatter more than their intervals say, and by how much the
-// levels themselves show.
-func scatter(pts []limitPoint, j int) {
+// scatter widens term j's standard errors to at least the levels' own scatter: a level's
+// interval counts its requests as independent, but requests decoded in one batch share their
+// steps, so a level of a few rounds is further from its long-run value than its interval
+// says, and by how much the levels themselves show. The scatter is read from each level's
+// distance to the straight line through its two neighbours (a difference estimator: it needs
+// no fitted curve, which would follow the noise and hide it), relative to its value, over
+// levels whose neighbours lie within neighbourhood× of each other in load so the curve's
+// bend does not count as noise; with fewer than three such levels, from the levels' residuals
+// about their monotone fit.
+func scatter(pts []limitPoint, j int) (dof int) {
+	rel, m := neighbourScatter(pts, j)
+	if m == 0 {
+		rel, m = fitScatter(pts, j)
+	}
+	if m == 0 {
+		return 0
+	}
+	for i := range pts {
+		floor := rel * math.Abs(pts[i].v[j])
+		if !math.IsInf(floor, 0) {
+			pts[i].lo[j], pts[i].hi[j] = max(pts[i].lo[j], floor), max(pts[i].hi[j], floor)
+		}
+	}
+	return m
+}
+
+// smooth reads each level's values (vals[i][j]: level i, term j) on a weighted straight
+// line through the levels within neighbourhood× of its load (weights: the levels'
+// precision). A level with fewer than two such neighbours, or that could not keep up, keeps
+// its own value.
+func smooth(pts []limitPoint, vals [][]float64) [][]float64 {
+	out := make([][]float64, len(pts))
+	for i, p := range pts {
+		out[i] = slices.Clone(vals[i])
+		for j, y := range vals[i] {
+			if math.IsInf(y, 0) || p.x <= 0 {
+				continue
+			}
+			var sw, sx, sy, sxx, sxy float64
+			n := 0
+			for k, q := range pts {
+				yk := vals[k][j]
+				if math.IsInf(yk, 0) || q.x < p.x/neighbourhood || q.x > p.x*neighbourhood {
+					continue
+				}
+				se := (q.lo[j] + q.hi[j]) / 2
+				w := 1 / max(se*se, 1e-12)
+				d := q.x - p.x
+				sw, sx, sy, sxx, sxy = sw+w, sx+w*d, sy+w*yk, sxx+w*d*d, sxy+w*d*yk
+				n++
+			}
+			if det := sw*sxx - sx*sx; n >= 3 && det > 1e-12*sw*sxx {
+				out[i][j] = (sxx*sy - sx*sxy) / det // the line's value at d = 0
+			}
+		}
+	}
+	return out
+}
+
+// neighbourhood is the widest ratio of a level's neighbours' loads for its distance to their
+// line to be read as noise: levels a bisection places near the limit are far closer.
+const neighbourhood = 1.25
+
+// neighbourScatter is the relative standard deviation of term j's levels about the local
+// line through their neighbours: for level i between loads a and b at weight w, the residual
+// v_i - ((1-w)v_a + w v_b) has variance σ²(1 + (1-w)² + w²) when each level is off its curve
+// by σ, which each squared residual is divided by.
+func neighbourScatter(pts []limitPoint, j int) (rel float64, dof int) {
+	var ss float64
+	m := 0
+	for i := 1; i+1 < len(pts); i++ {
+		a, b, c := pts[i-1], pts[i], pts[i+1]
+		ya, yb, yc := a.v[j], b.v[j], c.v[j]
+		if math.IsInf(ya, 0) || math.IsInf(yb, 0) || math.IsInf(yc, 0) || yb == 0 ||
+			a.x <= 0 || c.x <= a.x || c.x > neighbourhood*a.x {
+			continue
+		}
+		w := (b.x - a.x) / (c.x - a.x)
+		r := (yb - ((1-w)*ya + w*yc)) / yb
+		ss += r * r / (1 + (1-w)*(1-w) + w*w)
+		m++
+	}
+	if m < 3 {
+		return 0, 0
+	}
+	return math.Sqrt(ss / float64(m)), m
+}
+
+// fitScatter is the root mean square of term j's levels' relative residuals about their
+// monotone fit; it understates the scatter (the fit follows the noise), so it is the
+// fallback for levels too spread out for neighbourScatter.
+func fitScatter(pts []limitPoint, j int) (rel float64, dof int) {
 	ys, ws := make([]float64, len(pts)), make([]float64, len(pts))
 	for i, p := range pts {
 		se := (p.lo[j] + p.hi[j]) / 2
@@ -260,13 +380,7 @@ func scatter(pts []limitPoint, j int) {
 		}
 	}
 	if m < 3 {
-		return
+		return 0, 0
 	}
-	rel := math.Sqrt(ss / float64(m-1))
-	for i := range pts {
-		floor := rel * math.Abs(pts[i].v[j])
-		if !math.IsInf(floor, 0) {
-			pts[i].lo[j], pts[i].hi[j] = max(pts[i].lo[j], floor), max(pts[i].hi[j], floor)
-		}
-	}
+	return math.Sqrt(ss / float64(m-1)), m - 1
 }
