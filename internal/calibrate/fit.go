@@ -186,6 +186,14 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 		ErrorOpen:    res.ByLoad.Open.Pct,
 		OpenRates:    openRates(pts),
 	}
+	// The verdict travels with the profile, so that simulate names a load it did not trust.
+	_, untrusted := res.trust()
+	for _, t := range untrusted {
+		p.Calibration.NotTrusted = append(p.Calibration.NotTrusted, t.LoadRange)
+	}
+	if prompt, c := res.unprobedCorner(); prompt > 0 {
+		p.Calibration.NotProbed = sim.Corner{PromptTokens: prompt, Concurrency: c}
+	}
 	res.Profile = p
 	return res, nil
 }
@@ -786,7 +794,7 @@ func logRatio(pred, meas float64) float64 {
 // while short ones decode, which shows how prefill shares the engine.
 func (pt *Point) mixed() bool {
 	r := rangeOf([]Point{*pt}, func(q Request) int { return q.Prompt })
-	return r[1] > 4*max(r[0], 1)
+	return r[1] > sim.MixedSpan*max(r[0], 1)
 }
 
 // guess sets the linear model's starting values from closed forms: TTFT at concurrency 1

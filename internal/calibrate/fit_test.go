@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,6 +124,18 @@ func checkSettings(t *testing.T, res *Result) {
 	}
 	if h := p.Calibration.MaxNumSeqs; h != got["engine.max_num_seqs"].How {
 		t.Errorf("the profile's calibration.max_num_seqs %q, want the setting's how %q", h, got["engine.max_num_seqs"].How)
+	}
+	// The verdict travels with the profile: what it did not trust, and the corner unprobed.
+	_, untrusted := res.trust()
+	var want []sim.LoadRange
+	for _, u := range untrusted {
+		want = append(want, u.LoadRange)
+	}
+	if !slices.Equal(p.Calibration.NotTrusted, want) {
+		t.Errorf("the profile's calibration.not_trusted %+v, want the verdict's %+v", p.Calibration.NotTrusted, want)
+	}
+	if prompt, c := res.unprobedCorner(); p.Calibration.NotProbed != (sim.Corner{PromptTokens: prompt, Concurrency: c}) {
+		t.Errorf("the profile's calibration.not_probed %+v, want %d tokens at %d", p.Calibration.NotProbed, prompt, c)
 	}
 }
 

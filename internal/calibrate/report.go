@@ -76,7 +76,7 @@ type jsonTrustLoad struct {
 func jsonTrusts(ts []Trust) []jsonTrustLoad {
 	out := []jsonTrustLoad{}
 	for _, t := range ts {
-		j := jsonTrustLoad{Load: t.Load, PromptTokens: t.PromptTokens, ErrorPct: opt(t.WithinPct), Points: t.Points, Summary: t.String()}
+		j := jsonTrustLoad{Load: t.Load, PromptTokens: t.PromptTokens, ErrorPct: opt(t.ErrorPct), Points: t.Points, Summary: t.String()}
 		switch t.Load {
 		case "closed":
 			j.Concurrency = &t.Concurrency

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/llmbench/llmbench/internal/figure"
+	"github.com/llmbench/llmbench/internal/sim"
 )
 
 // missFactor is how many times its stated error the fitted twin may miss a probe point by
@@ -41,14 +42,10 @@ type Miss struct {
 
 // Trust is the verdict for one range of probed loads: the points of one kind of load
 // (closed or open loops) whose TTFT and TPOT P50 the twin predicts within trustPct, with
-// the largest such error, or one point it does not.
+// the largest such error (LoadRange.ErrorPct), or one point it does not.
 type Trust struct {
-	Load         string     // "closed", "open" or "mixed" (long prompts arriving while others decode)
-	Concurrency  [2]int     // closed loops: requests in flight
-	Rate         [2]float64 // open loops: arrivals a second (0: a burst, the mixed phase)
-	PromptTokens [2]int
-	WithinPct    float64  // the largest error of its points (held-out ones by the fit made without them)
-	Points       []string // the probe points it rests on
+	sim.LoadRange
+	Points []string // the probe points it rests on
 }
 
 // pointError is a point's largest error of the trust figures, percent, by the held-out fit
@@ -124,7 +121,7 @@ func (m Miss) String() string {
 // prefill sweep at concurrency 1 and the decode ladder at 32 tokens do not vouch for each
 // other's corner (long prompts at many in flight was never probed).
 func (r *Result) trust() (trusted, untrusted []Trust) {
-	for _, kind := range []string{"closed", "open", "mixed"} {
+	for _, kind := range []string{sim.LoadClosed, sim.LoadOpen, sim.LoadMixed} {
 		var pts []*Fitted
 		for i := range r.Points {
 			if loadOf(&r.Points[i]) == kind && !math.IsNaN(pointError(&r.Points[i])) {
@@ -154,9 +151,9 @@ func (r *Result) trust() (trusted, untrusted []Trust) {
 		var last *Trust // the run the previous load joined, trusted or not
 		var prev Trust
 		for _, t := range loads {
-			ok := t.WithinPct <= trustPct
+			ok := t.ErrorPct <= trustPct
 			switch {
-			case last != nil && (last.WithinPct <= trustPct) == ok && t.adjoins(prev):
+			case last != nil && (last.ErrorPct <= trustPct) == ok && t.adjoins(prev):
 				last.add(t)
 			case ok:
 				trusted = append(trusted, t)
@@ -186,7 +183,7 @@ func (run *Trust) add(t Trust) {
 	run.Concurrency = [2]int{min(run.Concurrency[0], t.Concurrency[0]), max(run.Concurrency[1], t.Concurrency[1])}
 	run.Rate = [2]float64{math.Min(run.Rate[0], t.Rate[0]), math.Max(run.Rate[1], t.Rate[1])}
 	run.PromptTokens = [2]int{min(run.PromptTokens[0], t.PromptTokens[0]), max(run.PromptTokens[1], t.PromptTokens[1])}
-	run.WithinPct = math.Max(run.WithinPct, t.WithinPct)
+	run.ErrorPct = math.Max(run.ErrorPct, t.ErrorPct)
 	run.Points = append(run.Points, t.Points...)
 }
 
@@ -195,16 +192,16 @@ func (run *Trust) add(t Trust) {
 func loadOf(p *Fitted) string {
 	switch {
 	case !p.Open:
-		return "closed"
+		return sim.LoadClosed
 	case p.mixed():
-		return "mixed"
+		return sim.LoadMixed
 	}
-	return "open"
+	return sim.LoadOpen
 }
 
 // trustOf is one point's load as a range of its own.
 func trustOf(p *Fitted, e float64) Trust {
-	t := Trust{Load: loadOf(p), PromptTokens: rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt }), WithinPct: e, Points: []string{p.Name}}
+	t := Trust{LoadRange: sim.LoadRange{Load: loadOf(p), PromptTokens: rangeOf([]Point{p.Point}, func(q Request) int { return q.Prompt }), ErrorPct: e}, Points: []string{p.Name}}
 	if p.Open {
 		r := rateOf(&p.Point)
 		t.Rate = [2]float64{r, r}
@@ -223,39 +220,15 @@ func rateOf(pt *Point) float64 {
 	return openRates([]Point{*pt})[1]
 }
 
-// String is the range in words: "closed loops at concurrency 1–4, prompts 32–1638 tokens".
-func (t Trust) String() string {
-	var b strings.Builder
-	span := func(lo, hi string) string {
-		if lo == hi {
-			return lo
-		}
-		return lo + "–" + hi
-	}
-	switch t.Load {
-	case "mixed":
-		b.WriteString("long prompts arriving while others decode")
-	case "open":
-		b.WriteString("open loops")
-		if t.Rate[1] > 0 {
-			fmt.Fprintf(&b, " at %s req/s", span(fmt.Sprintf("%.3g", t.Rate[0]), fmt.Sprintf("%.3g", t.Rate[1])))
-		}
-	default:
-		fmt.Fprintf(&b, "closed loops at concurrency %s", span(fmt.Sprint(t.Concurrency[0]), fmt.Sprint(t.Concurrency[1])))
-	}
-	fmt.Fprintf(&b, ", prompts of %s tokens", span(fmt.Sprint(t.PromptTokens[0]), fmt.Sprint(t.PromptTokens[1])))
-	return b.String()
-}
-
 // verdict is the trust verdict in words, one line each.
 func (r *Result) verdict() []string {
 	trusted, untrusted := r.trust()
 	var lines []string
 	for _, t := range trusted {
-		lines = append(lines, fmt.Sprintf("trusted for %s: within %.1f%% (%s)", t, t.WithinPct, strings.Join(t.Points, ", ")))
+		lines = append(lines, fmt.Sprintf("trusted for %s: within %.1f%% (%s)", t, t.ErrorPct, strings.Join(t.Points, ", ")))
 	}
 	for _, t := range untrusted {
-		lines = append(lines, fmt.Sprintf("not trusted for %s: up to %.0f%% off (%s)", t, t.WithinPct, strings.Join(t.Points, ", ")))
+		lines = append(lines, fmt.Sprintf("not trusted for %s: up to %.0f%% off (%s)", t, t.ErrorPct, strings.Join(t.Points, ", ")))
 	}
 	if len(lines) == 0 {
 		return []string{"no probe point judged: no verdict"}

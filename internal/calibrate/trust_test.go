@@ -67,13 +67,13 @@ func TestTrustVerdictAndMisses(t *testing.T) {
 	if len(trusted) != 3 {
 		t.Fatalf("trusted %+v, want the closed loops at 1, at 2-4 and the open loop", trusted)
 	}
-	if c := trusted[0]; c.Load != "closed" || c.Concurrency != [2]int{1, 1} || c.PromptTokens != [2]int{32, 1024} || c.WithinPct > 5.1 || c.WithinPct < 4.9 {
+	if c := trusted[0]; c.Load != "closed" || c.Concurrency != [2]int{1, 1} || c.PromptTokens != [2]int{32, 1024} || c.ErrorPct > 5.1 || c.ErrorPct < 4.9 {
 		t.Errorf("closed verdict %+v, want concurrency 1, prompts 32-1024, within 5%%", c)
 	}
-	if c := trusted[1]; c.Load != "closed" || c.Concurrency != [2]int{2, 4} || c.PromptTokens != [2]int{32, 32} || c.WithinPct > 7.2 || c.WithinPct < 7.1 || len(c.Points) != 3 {
+	if c := trusted[1]; c.Load != "closed" || c.Concurrency != [2]int{2, 4} || c.PromptTokens != [2]int{32, 32} || c.ErrorPct > 7.2 || c.ErrorPct < 7.1 || len(c.Points) != 3 {
 		t.Errorf("closed verdict %+v, want concurrency 2-4 at 32 tokens (the prefill sweep's long prompts do not join it), within 7.1%%", c)
 	}
-	if o := trusted[2]; o.Load != "open" || o.Rate != [2]float64{2, 2} || o.WithinPct < 9.9 || o.WithinPct > 10.1 {
+	if o := trusted[2]; o.Load != "open" || o.Rate != [2]float64{2, 2} || o.ErrorPct < 9.9 || o.ErrorPct > 10.1 {
 		t.Errorf("open verdict %+v, want 2 req/s within 10%%", o)
 	}
 	if len(untrusted) != 2 || len(untrusted[0].Points) != 2 || untrusted[0].Points[0] != "07-decode-c8" || untrusted[1].Points[0] != "10-mixed" || untrusted[1].Load != "mixed" {

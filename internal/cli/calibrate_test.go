@@ -214,6 +214,20 @@ calibration:
   open_rates: [1, 2]
 `)
 	old := write("old.yaml", "")
+	verdict := write("verdict.yaml", `  open_rates: [2, 2]
+  not_trusted:
+    - load: closed
+      concurrency: [1, 1]
+      prompt_tokens: [128, 984]
+      error_pct: 78.9
+    - load: open
+      rate_per_s: [2, 2]
+      prompt_tokens: [384, 384]
+      error_pct: 38.6
+  not_probed:
+    prompt_tokens: 32
+    concurrency: 1
+`)
 	for _, tc := range []struct {
 		name, profile string
 		load          []string
@@ -224,6 +238,12 @@ calibration:
 		{"open", byLoad, []string{"--rate", "2"}, []string{"held-out error of open loops TTFT P50 21.0%, TPOT P50 9.0%"}, nil, "open loop at"},
 		{"open, far", byLoad, []string{"--rate", "4"}, nil, []string{"an open loop at 4 req/s, beyond 1.5× the fastest probed (2 req/s)"}, ""},
 		{"open, never probed", old, []string{"--rate", "2"}, []string{"held-out error TTFT P50 30.0%"}, []string{"an open loop, and the calibration probed none"}, ""},
+		{"not trusted", verdict, []string{"--concurrency", "1,2", "--input-tokens", "512"}, nil, []string{
+			"warning: concurrency 1: calibrate found this profile up to 79% off for closed loops at concurrency 1, prompts of 128–984 tokens, and did not trust it there",
+			"warning: concurrency 2: calibrate probed no closed loop of prompts over 32 tokens at more than 1 in flight"}, ""},
+		{"not trusted, open", verdict, []string{"--rate", "2.5", "--input-tokens", "384"}, nil, []string{
+			"warning: rate 2.5/s: calibrate found this profile up to 39% off for open loops at 2 req/s, prompts of 384 tokens"}, "probed no closed loop"},
+		{"trusted", verdict, []string{"--concurrency", "4", "--input-tokens", "32"}, nil, nil, "calibrate"},
 		{"cut", byLoad, []string{"--concurrency", "1", "--input-tokens", "3000"}, nil, []string{"prompts up to 3000 tokens, and the server cuts any longer than its 2048-token context"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

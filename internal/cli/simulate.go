@@ -240,6 +240,22 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 	for _, s := range c.Outside(distRange(w.InputTokens), distRange(w.OutputTokens), inFlight) {
 		fmt.Fprintf(stdio.Err, "warning: %s: an extrapolation of the calibrated profile, not a prediction it was checked on\n", s)
 	}
+	// Levels in a load the calibration's verdict did not trust, each reason once with the
+	// levels it concerns.
+	prompts := distRange(w.InputTokens)
+	var reasons []string
+	levels := map[string][]string{}
+	for _, l := range cfg.levels {
+		for _, r := range c.Untrusted(prompts, max(l.Concurrency, l.MaxConcurrency), l.Rate) {
+			if levels[r] == nil {
+				reasons = append(reasons, r)
+			}
+			levels[r] = append(levels[r], bench.LevelName(l))
+		}
+	}
+	for _, r := range reasons {
+		fmt.Fprintln(stdio.Err, report.Wrap(fmt.Sprintf("warning: %s: %s", strings.Join(levels[r], ", "), r), 0, 9, report.ConsoleWidth))
+	}
 }
 
 // warnLimits warns of requests the deployment's max_model_len refuses or cuts.

@@ -129,6 +129,11 @@ type Calibration struct {
 	// highest open-loop arrival rate probed, req/s (zero: no open loop probed).
 	ErrorClosed, ErrorOpen figure.Values
 	OpenRates              [2]float64
+	// NotTrusted are the probed loads calibrate's verdict did not trust (TTFT or TPOT P50
+	// beyond its bound), and NotProbed the closed loops its probe left unchecked: simulate
+	// names a level that falls in either.
+	NotTrusted []LoadRange
+	NotProbed  Corner
 }
 
 // EngineConfig is the scheduler's configuration, named after vLLM's options.
@@ -497,6 +502,33 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 					})
 				},
 				"open_rates": d.numberRange(&c.OpenRates),
+				"not_trusted": func(key string, v *yaml.Node) {
+					if v.Kind != yaml.SequenceNode {
+						d.errorf(v, key, "want a list of loads, got %s", nodeKind(v))
+						return
+					}
+					for i, n := range v.Content {
+						t, at := LoadRange{}, fmt.Sprintf("%s[%d]", key, i)
+						d.mapping(n, at+".", map[string]func(string, *yaml.Node){
+							"load":          d.str(&t.Load),
+							"concurrency":   d.intRange(&t.Concurrency),
+							"rate_per_s":    d.numberRange(&t.Rate),
+							"prompt_tokens": d.intRange(&t.PromptTokens),
+							"error_pct":     d.number(&t.ErrorPct),
+						})
+						if err := validTrust(t); err != nil {
+							d.errorf(n, at, "%v", err)
+							continue
+						}
+						c.NotTrusted = append(c.NotTrusted, t)
+					}
+				},
+				"not_probed": func(key string, v *yaml.Node) {
+					d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+						"prompt_tokens": d.integer(&c.NotProbed.PromptTokens),
+						"concurrency":   d.integer(&c.NotProbed.Concurrency),
+					})
+				},
 			})
 		},
 	})

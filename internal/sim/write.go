@@ -139,6 +139,22 @@ func (p Profile) YAML(header string) []byte {
 		if r := k.OpenRates; r[1] > 0 {
 			fmt.Fprintf(&b, "  open_rates: [%s, %s]  # req/s of the open loops probed\n", num(roundSig(r[0])), num(roundSig(r[1])))
 		}
+		if len(k.NotTrusted) > 0 {
+			b.WriteString("  not_trusted:           # probed loads this profile missed (TTFT or TPOT P50): simulate names them\n")
+			for _, t := range k.NotTrusted {
+				fmt.Fprintf(&b, "    - load: %s\n", t.Load)
+				switch t.Load {
+				case LoadClosed:
+					fmt.Fprintf(&b, "      concurrency: [%d, %d]\n", t.Concurrency[0], t.Concurrency[1])
+				case LoadOpen:
+					fmt.Fprintf(&b, "      rate_per_s: [%s, %s]\n", num(roundSig(t.Rate[0])), num(roundSig(t.Rate[1])))
+				}
+				fmt.Fprintf(&b, "      prompt_tokens: [%d, %d]\n      error_pct: %s\n", t.PromptTokens[0], t.PromptTokens[1], num(math.Round(t.ErrorPct*10)/10))
+			}
+		}
+		if n := k.NotProbed; n.PromptTokens > 0 {
+			fmt.Fprintf(&b, "  not_probed:            # closed loops of longer prompts at more in flight: never probed\n    prompt_tokens: %d\n    concurrency: %d\n", n.PromptTokens, n.Concurrency)
+		}
 	}
 	b.WriteString(specYAML(p.Speculative))
 	fmt.Fprintf(&b, "seed: %d\n", p.Seed)

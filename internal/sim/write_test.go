@@ -24,7 +24,11 @@ func TestProfileYAMLRoundTrip(t *testing.T) {
 		PromptTokens: [2]int{16, 2048}, OutputTokens: [2]int{8, 64}, Concurrency: [2]int{1, 2}, MaxNumSeqs: "server: /props total_slots",
 		Error:       fitError(3.2, math.NaN(), 1.5, math.NaN()),
 		ErrorClosed: fitError(3.2, 7.5, 1.5, 2.5),
-		ErrorOpen:   figure.Unmeasured(), OpenRates: [2]float64{0.5, 2.25}}
+		ErrorOpen:   figure.Unmeasured(), OpenRates: [2]float64{0.5, 2.25},
+		NotTrusted: []LoadRange{{Load: LoadClosed, Concurrency: [2]int{1, 1}, PromptTokens: [2]int{128, 984}, ErrorPct: 78.9},
+			{Load: LoadOpen, Rate: [2]float64{2.25, 2.25}, PromptTokens: [2]int{384, 384}, ErrorPct: 38.6},
+			{Load: LoadMixed, PromptTokens: [2]int{32, 2048}, ErrorPct: 26}},
+		NotProbed: Corner{PromptTokens: 32, Concurrency: 1}}
 	tuned := rf
 	tuned.Cost.Roofline = DefaultRooflineParams()
 	tuned.Cost.Roofline.ComputeEfficiency, tuned.Cost.Roofline.SeqOverheadUs = 0.4321, 7.25
