@@ -322,3 +322,49 @@ func TestTruncatePrompts(t *testing.T) {
 		t.Errorf("a prompt within max_model_len is served whole: %v", err)
 	}
 }
+
+// TestBatchBeyondTheTokenBudget: TensorRT-LLM runs more sequences than its step's token
+// budget (MLPerf's H200 Llama-2-70B: batch 2048, max_num_tokens 1536); vLLM refuses to
+// start so. With engine.kind tensorrt-llm each step decodes the oldest sequences the budget
+// allows, no step exceeds it, and every request still gets all its tokens; with vLLM's kind
+// the profile is refused and says which engine runs it.
+func TestBatchBeyondTheTokenBudget(t *testing.T) {
+	p := smallProfile(t, PrefillColocated, 100000)
+	p.Engine.MaxNumSeqs, p.Engine.MaxBatchedTokens = 16, 8
+	err := p.Validate()
+	if err == nil || !strings.Contains(err.Error(), "engine.kind: tensorrt-llm") {
+		t.Fatalf("vLLM's kind: %v, want a refusal naming the engine that runs it", err)
+	}
+	p.Engine.Kind = EngineTensorRTLLM
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var arr []arrival
+	for range 12 {
+		arr = append(arr, arrival{req: SeqRequest{PromptTokens: 4, MaxTokens: 20, IgnoreEOS: true}})
+	}
+	logs, c := drive(t, p, arr)
+	for i, l := range logs {
+		if l.tokens != 20 || !l.done {
+			t.Errorf("request %d: %d tokens (done %v), want 20", i, l.tokens, l.done)
+		}
+	}
+	// A step's tokens come out at its end: never more than the budget at one instant.
+	perStep := map[time.Duration]int{}
+	for _, l := range logs {
+		for _, at := range l.times {
+			perStep[at]++
+		}
+	}
+	for at, n := range perStep {
+		if n > 8 {
+			t.Errorf("%d tokens at %v: a step past its budget of 8", n, at)
+		}
+	}
+	if len(perStep) < 30 {
+		t.Errorf("%d steps for 240 tokens at 8 a step", len(perStep))
+	}
+	if c.freeBlocks != c.totalBlocks {
+		t.Errorf("%d of %d blocks free at the end", c.freeBlocks, c.totalBlocks)
+	}
+}

@@ -138,6 +138,10 @@ type Calibration struct {
 
 // EngineConfig is the scheduler's configuration, named after vLLM's options.
 type EngineConfig struct {
+	// Kind is the serving engine the profile stands for, EngineVLLM ("" is vLLM),
+	// EngineSGLang or EngineTensorRTLLM: which limits it accepts (TensorRT-LLM runs a batch
+	// larger than its token budget; vLLM refuses to start so).
+	Kind             string
 	Prefill          string // PrefillColocated or PrefillDisaggregated
 	MaxNumSeqs       int
 	MaxBatchedTokens int // per-step token budget (chunked prefill)
@@ -150,6 +154,21 @@ type EngineConfig struct {
 	// PrefillWorkers is the size of the disaggregated prefill pool, each prefilling one
 	// sequence at a time; 0 is as many as needed (prefill never queues).
 	PrefillWorkers int
+}
+
+// Engines a profile may name (engine.kind).
+const (
+	EngineVLLM        = "vllm"
+	EngineSGLang      = "sglang"
+	EngineTensorRTLLM = "tensorrt-llm"
+)
+
+// kind is the engine, "" read as vLLM.
+func (e EngineConfig) kind() string {
+	if e.Kind == "" {
+		return EngineVLLM
+	}
+	return e.Kind
 }
 
 func defaultEngine() EngineConfig {
@@ -443,6 +462,7 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 		"engine": func(key string, v *yaml.Node) {
 			e := &p.Engine
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+				"kind":                   d.str(&e.Kind),
 				"prefill":                d.str(&e.Prefill),
 				"max_num_seqs":           d.integer(&e.MaxNumSeqs),
 				"max_batched_tokens":     d.integer(&e.MaxBatchedTokens),
@@ -708,8 +728,13 @@ func (p Profile) validate() []error {
 	}
 	if e.MaxBatchedTokens <= 0 || e.MaxBatchedTokens > maxBatchedTokens {
 		add("engine.max_batched_tokens", "must be in 1..%d, got %d", maxBatchedTokens, e.MaxBatchedTokens)
-	} else if e.MaxNumSeqs > 0 && e.MaxBatchedTokens < e.MaxNumSeqs {
-		add("engine.max_batched_tokens", "%d is below max_num_seqs %d: a full batch could not decode in one step", e.MaxBatchedTokens, e.MaxNumSeqs)
+	} else if e.MaxNumSeqs > 0 && e.MaxBatchedTokens < e.MaxNumSeqs && e.kind() == EngineVLLM {
+		add("engine.max_batched_tokens", "%d is below max_num_seqs %d: vLLM refuses to start so (a full batch could not decode in one step); TensorRT-LLM runs it (engine.kind: tensorrt-llm), its steps decoding the oldest sequences the budget allows", e.MaxBatchedTokens, e.MaxNumSeqs)
+	}
+	switch e.Kind {
+	case "", EngineVLLM, EngineSGLang, EngineTensorRTLLM:
+	default:
+		add("engine.kind", "%q is not one of %s, %s, %s", e.Kind, EngineVLLM, EngineSGLang, EngineTensorRTLLM)
 	}
 	if e.BlockSize <= 0 || e.BlockSize > maxBlockSize {
 		add("engine.block_size", "must be in 1..%d, got %d", maxBlockSize, e.BlockSize)

@@ -74,7 +74,11 @@ func (p Profile) YAML(header string) []byte {
 		fmt.Fprintf(&b, "  %s: %s\n", CostKeyStepNoise, num(c.StepNoise))
 	}
 	e := p.Engine
-	fmt.Fprintf(&b, "engine:\n  prefill: %s\n  max_num_seqs: %d\n  max_batched_tokens: %d\n  block_size: %d\n  kv_cache_tokens: %d\n  gpu_memory_utilization: %s\n  prefix_caching: %t\n",
+	b.WriteString("engine:\n")
+	if e.Kind != "" {
+		fmt.Fprintf(&b, "  kind: %s\n", e.Kind)
+	}
+	fmt.Fprintf(&b, "  prefill: %s\n  max_num_seqs: %d\n  max_batched_tokens: %d\n  block_size: %d\n  kv_cache_tokens: %d\n  gpu_memory_utilization: %s\n  prefix_caching: %t\n",
 		e.Prefill, e.MaxNumSeqs, e.MaxBatchedTokens, e.BlockSize, e.KVCacheTokens, num(e.GPUMemoryUtilization), e.PrefixCaching)
 	if e.Prefill == PrefillDisaggregated {
 		fmt.Fprintf(&b, "  prefill_workers: %d\n", e.PrefillWorkers)

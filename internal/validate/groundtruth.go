@@ -11,16 +11,20 @@ import (
 
 // inferencexExperiment is what inferencexRow reads of an InferenceX row.
 type inferencexExperiment struct {
-	ID        string         `json:"id"`
-	Repo      string         `json:"source_repo"`
-	Path      string         `json:"path"`
-	Commit    string         `json:"commit"`
-	Licence   string         `json:"licence"`
-	Model     string         `json:"model"`
-	GPU       string         `json:"gpu"`
-	NumGPUs   map[string]int `json:"num_gpus"`
-	Framework string         `json:"framework"`
-	Serving   struct {
+	ID          string          `json:"id"`
+	Repo        string          `json:"source_repo"`
+	Path        string          `json:"path"`
+	Commit      string          `json:"commit"`
+	Licence     string          `json:"licence"`
+	Model       string          `json:"model"`
+	GPU         string          `json:"gpu"`
+	NumGPUs     map[string]int  `json:"num_gpus"`
+	TP          map[string]int  `json:"tp"`
+	EP          map[string]int  `json:"ep"`
+	DPAttention map[string]bool `json:"dp_attention"`
+	Framework   string          `json:"framework"`
+	Dtype       string          `json:"dtype"`
+	Serving     struct {
 		Disagg bool   `json:"disagg"`
 		Spec   string `json:"spec_method"`
 	} `json:"serving_settings"`
@@ -32,20 +36,31 @@ type inferencexExperiment struct {
 	Measured map[string]float64 `json:"measured"`
 }
 
+// inferencexModels are InferenceX's models as presets.
+var inferencexModels = map[string]string{"DeepSeek-R1-0528": "deepseek-r1"}
+
 // inferencexRow converts an InferenceX row: a closed loop of 10 × concurrency requests,
-// lengths uniform in [0.8 L, L] (the groundtruth README, from InferenceX's client flags).
+// lengths uniform in [0.8 L, L] (the groundtruth README, from InferenceX's client flags),
+// on one aggregated server of the row's GPUs. The rows carry no server flags, so the
+// engine limits are assumptions, stated on the row, never fitted to it.
 func inferencexRow(raw json.RawMessage) (Row, error) {
 	var e inferencexExperiment
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return Row{}, err
 	}
 	gpu, _ := gpuPreset(e.GPU)
+	name := strings.Fields(e.Model)[0]
+	family := inferencexModels[name]
+	engine := engineName(strings.TrimPrefix(e.Framework, "dynamo-"))
 	r := Row{ID: e.ID, Source: Source{Name: "inferencex", Repo: e.Repo, Path: e.Path, Commit: e.Commit, Licence: e.Licence},
-		Group: Group{Family: strings.Fields(e.Model)[0], GPU: gpu, Engine: engineName(strings.TrimPrefix(e.Framework, "dynamo-")), Load: "closed"},
+		Group: Group{Family: family, GPU: gpu, Engine: engine, Load: "closed"},
 		Workload: Workload{Concurrency: e.Workload.Concurrency, Requests: 10 * e.Workload.Concurrency,
 			InputTokens:  fmt.Sprintf("uniform:%d:%d", e.Workload.ISL*8/10, e.Workload.ISL),
 			OutputTokens: fmt.Sprintf("uniform:%d:%d", e.Workload.OSL*8/10, e.Workload.OSL)},
 		Measured: map[string]float64{}}
+	if family == "" {
+		r.Group.Family = name
+	}
 	m := e.Measured
 	for _, metric := range []string{"ttft", "tpot", "itl", "e2el"} {
 		for stat, key := range map[string]string{"mean": "mean", "median": "p50", "p99": "p99"} {
@@ -54,12 +69,57 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 			}
 		}
 	}
-	if v, ok := m["output_tput_per_gpu"]; ok {
-		r.Measured["output_throughput"] = v * float64(e.NumGPUs["prefill"]+e.NumGPUs["decode"]*boolInt(e.Serving.Disagg))
+	// An aggregated row's throughput is per GPU of its one server of tp GPUs (its num_gpus
+	// is tp × ep where ep > 1, which one node cannot hold: 8 users at 102 tokens/s each
+	// read 97 tokens/s per GPU, 8 GPUs' worth).
+	tp := e.TP["decode"]
+	if v, ok := m["output_tput_per_gpu"]; ok && !e.Serving.Disagg {
+		r.Measured["output_throughput"] = v * float64(tp)
 	}
-	if _, ok := sim.ModelPreset(r.Group.Family); !ok {
+	switch {
+	case family == "":
 		r.Skip = fmt.Sprintf("no model preset for %s (presets: %s); nor are its server flags in the source", e.Model, presets())
+	case gpu == "":
+		r.Skip = fmt.Sprintf("no GPU preset for %q", e.GPU)
+	case e.Serving.Disagg:
+		r.Skip = fmt.Sprintf("disaggregated prefill and decode pools (%d and %d GPUs): a row is one aggregated server yet", e.NumGPUs["prefill"], e.NumGPUs["decode"])
+	case e.Serving.Spec != "" && e.Serving.Spec != "none":
+		r.Skip = fmt.Sprintf("speculative decoding by %s: its draft length and acceptance are not in the source", e.Serving.Spec)
+	case tp < 1:
+		r.Skip = "tensor parallelism not stated"
 	}
+	if r.Skip != "" {
+		return r, nil
+	}
+	// DP attention: the GPUs each attend to their own sequences (tp 1 each, dp of them),
+	// the MoE blocks spanning them all.
+	dep := map[string]any{"tp": tp}
+	if e.DPAttention["decode"] {
+		dep = map[string]any{"tp": 1, "dp": tp}
+	}
+	if e.EP["decode"] > 1 {
+		dep["expert_parallel"] = true
+	}
+	switch e.Dtype {
+	case "fp8":
+		dep["weight_dtype"] = "fp8"
+	case "fp4":
+		dep["weight_dtype"] = "nvfp4"
+		r.Assumptions = append(r.Assumptions, "fp4 ASSUMED NVFP4 for every weight (NVIDIA's DeepSeek-R1-0528-FP4 quantises the transformer blocks' linear layers)")
+	default:
+		r.Skip = fmt.Sprintf("dtype %q is not one the simulator names", e.Dtype)
+		return r, nil
+	}
+	dep["kv_dtype"] = "fp8"
+	limit := e.Workload.ISL + e.Workload.OSL
+	r.Profile = map[string]any{"model": family, "gpu": gpu,
+		"engine":     engineKeys(engine, map[string]any{"max_num_seqs": e.Workload.Concurrency, "max_batched_tokens": max(8192, e.Workload.ISL)}),
+		"deployment": dep}
+	r.Assumptions = append(r.Assumptions,
+		"engine.max_num_seqs ASSUMED the concurrency: a closed loop never has more in flight, so a larger limit serves it alike",
+		"engine.max_batched_tokens ASSUMED 8192 (SGLang's and TensorRT-LLM's usual chunk budget; the run's flags are not in the source), at least one prompt",
+		"kv_dtype ASSUMED fp8 (the run's flags are not in the source)",
+		fmt.Sprintf("every request fits: prompts and outputs up to %d tokens", limit))
 	return r, nil
 }
 

@@ -3,6 +3,7 @@ package validate
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/llmbench/llmbench/internal/sim"
 	"regexp"
 	"strconv"
 	"strings"
@@ -93,7 +94,7 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 	tp := *e.TP
 	r.Profile = map[string]any{
 		"model": model, "gpu": gpu,
-		"engine": map[string]any{"max_num_seqs": seqs, "max_batched_tokens": tokens},
+		"engine": engineKeys(r.Group.Engine, map[string]any{"max_num_seqs": seqs, "max_batched_tokens": tokens}),
 		"deployment": map[string]any{"tp": tp, "replicas": e.NumGPUs / tp,
 			"weight_dtype": weightDtype(e.DtypeWeights), "kv_dtype": "fp8"},
 	}
@@ -190,6 +191,15 @@ func engineName(fw string) string {
 		return "sglang"
 	}
 	return f
+}
+
+// engineKeys are a row's engine keys with its engine's kind, where the simulator names it.
+func engineKeys(engine string, keys map[string]any) map[string]any {
+	switch engine {
+	case sim.EngineVLLM, sim.EngineSGLang, sim.EngineTensorRTLLM:
+		keys["kind"] = engine
+	}
+	return keys
 }
 
 // weightDtype is a source's weight dtype as the simulator names it; "" when unstated.

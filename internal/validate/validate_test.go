@@ -3,6 +3,7 @@ package validate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -176,5 +177,52 @@ func TestFromRun(t *testing.T) {
 	}
 	if _, err := FromRun(t.TempDir(), "textbook"); err == nil {
 		t.Error("a folder without summary.json: no error")
+	}
+}
+
+// TestInferencexRows: an InferenceX row (its shape as ../shared/groundtruth's README
+// describes it; the figures here are made up) becomes a closed loop on one aggregated
+// server of its tp GPUs — DP attention as dp groups of one GPU, EP as expert parallelism,
+// fp4 as NVFP4 — with its throughput per GPU times tp; the engine limits it lacks are
+// stated assumptions; disaggregated and speculative rows say why they are skipped.
+func TestInferencexRows(t *testing.T) {
+	row := func(dpAttn bool, ep int, dtype, spec string, disagg bool) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"id": "x", "model": "DeepSeek-R1-0528 ('dsr1')", "gpu": "b200",
+			"num_gpus": {"prefill": %d, "decode": %d}, "tp": {"prefill": 8, "decode": 8}, "ep": {"prefill": %d, "decode": %d},
+			"dp_attention": {"prefill": %t, "decode": %t}, "framework": "sglang", "dtype": %q,
+			"serving_settings": {"disagg": %t, "spec_method": %q},
+			"workload": {"isl": 1024, "osl": 1024, "concurrency": 64},
+			"measured": {"median_tpot": 0.02, "median_ttft": 0.15, "output_tput_per_gpu": 250}}`,
+			8*ep, 8*ep, ep, ep, dpAttn, dpAttn, dtype, disagg, spec))
+	}
+	r, err := inferencexRow(row(true, 8, "fp4", "none", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, _ := r.Profile["deployment"].(map[string]any)
+	if r.Skip != "" || r.Profile["model"] != "deepseek-r1" || dep["tp"] != 1 || dep["dp"] != 8 || dep["expert_parallel"] != true || dep["weight_dtype"] != "nvfp4" {
+		t.Errorf("row %+v profile %+v: want deepseek-r1, dp 8 of tp 1, expert parallel, nvfp4", r, r.Profile)
+	}
+	if r.Workload.Concurrency != 64 || r.Workload.Requests != 640 || r.Workload.InputTokens != "uniform:819:1024" {
+		t.Errorf("workload %+v: want a closed loop of 64, 640 requests, inputs uniform in [0.8 L, L]", r.Workload)
+	}
+	if r.Measured["output_throughput"] != 2000 || r.Measured["tpot_ms.p50"] != 20 || r.Measured["ttft_ms.p50"] != 150 {
+		t.Errorf("measured %+v: want 8 GPUs × 250 tokens/s, TPOT 20 ms, TTFT 150 ms", r.Measured)
+	}
+	if len(r.Assumptions) < 3 || !strings.Contains(strings.Join(r.Assumptions, " "), "max_num_seqs ASSUMED") {
+		t.Errorf("assumptions %q: want the engine limits stated", r.Assumptions)
+	}
+	if _, err := rowProfile(r); err != nil {
+		t.Errorf("the simulator refuses the row's profile: %v", err)
+	}
+	r, _ = inferencexRow(row(false, 1, "fp8", "none", false))
+	if dep, _ := r.Profile["deployment"].(map[string]any); dep["tp"] != 8 || dep["dp"] != nil || dep["expert_parallel"] != nil || dep["weight_dtype"] != "fp8" {
+		t.Errorf("profile %+v: want tp 8, fp8, no DP or EP", r.Profile)
+	}
+	for spec, want := range map[string]string{"mtp": "speculative decoding by mtp", "": "disaggregated prefill and decode pools"} {
+		r, _ := inferencexRow(row(false, 1, "fp8", spec, spec == ""))
+		if !strings.HasPrefix(r.Skip, want) {
+			t.Errorf("skip %q, want %q", r.Skip, want)
+		}
 	}
 }
