@@ -176,22 +176,21 @@ type ServerTimings struct {
 func (r *Record) OK() bool { return r.Error == nil }
 
 // PromptCache is what the server said of r's prompt and its prompt cache: the tokens it
-// served from the cache and the prompt's length by the server's count — the tokens it
-// evaluated plus those, where it timed its prefill (llama.cpp's prompt_n excludes the
-// cache), else usage's prompt_tokens (which includes them), else the tokens the client
-// intended. said is false when the server said nothing of its cache for r.
+// served from the cache, when it said (said), and the prompt's length by the server's
+// count — usage's prompt_tokens (which includes the cached tokens), else the tokens the
+// client intended; but where the server said its cache and timed its prefill, the tokens
+// it evaluated plus those cached (llama.cpp's prompt_n excludes the cache).
 func (r *Record) PromptCache() (cached, prompt int, said bool) {
+	prompt = r.InputTokens
+	if r.ServerPromptTokens > 0 {
+		prompt = r.ServerPromptTokens
+	}
 	if !r.HasCachedPromptTokens {
-		return 0, 0, false
+		return 0, prompt, false
 	}
 	cached = int(r.CachedPromptTokens)
-	switch {
-	case r.Server != nil && r.Server.PromptTokens > 0:
+	if r.Server != nil && r.Server.PromptTokens > 0 {
 		prompt = cached + r.Server.PromptTokens
-	case r.ServerPromptTokens > 0:
-		prompt = r.ServerPromptTokens
-	default:
-		prompt = r.InputTokens
 	}
 	return cached, max(prompt, cached), true
 }
