@@ -76,7 +76,7 @@ func TestConsoleCachedTokens(t *testing.T) {
 		}
 		return b.String()
 	}
-	want := "Prompt cache hit rate (server's count):  72.0%      (720.0 tokens per request; 3 of 4 requests said)\n"
+	want := "Prompt cache hit rate (server's count):  72.0%      (720.0 tok/request; 3 of 4 requests said)\n"
 	if out := level(true); !strings.Contains(out, want) {
 		t.Errorf("console lacks %q:\n%s", want, out)
 	}
