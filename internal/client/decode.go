@@ -18,6 +18,8 @@ type chunkInfo struct {
 	hasUsage   bool   // a usage object with a non-zero completion count
 	completion int    // cumulative generated tokens per the server
 	prompt     int    // prompt tokens per the server
+	cached     int    // prompt tokens the server served from its prompt cache, per usage, when hasCached
+	hasCached  bool
 	streamErr  bool   // an error event
 	errMsg     []byte // its message (decoded)
 	timings    serverTimings
@@ -202,7 +204,10 @@ func isDoneMarker(data []byte) bool {
 }
 
 // openAIUsage reads a usage object: completion_tokens and prompt_tokens, or the Responses
-// API's output_tokens and input_tokens.
+// API's output_tokens and input_tokens; and the prompt tokens served from the server's
+// prompt cache: prompt_tokens_details.cached_tokens (OpenAI, vLLM with
+// --enable-prompt-tokens-details, SGLang with --enable-cache-report, llama.cpp),
+// input_tokens_details.cached_tokens (Responses), or DeepSeek's prompt_cache_hit_tokens.
 func (d *decoder) openAIUsage() {
 	s := &d.s
 	if !s.obj() {
@@ -216,11 +221,45 @@ func (d *decoder) openAIUsage() {
 			completion = s.int()
 		case "prompt_tokens", "input_tokens":
 			prompt = s.int()
+		case "prompt_tokens_details", "input_tokens_details":
+			d.tokensDetails()
+		case "prompt_cache_hit_tokens":
+			d.cachedCount()
 		default:
 			s.skip()
 		}
 	}
 	d.addCount(completion, prompt)
+}
+
+// tokensDetails reads usage's prompt_tokens_details (input_tokens_details): its
+// cached_tokens. null, the object or the count, says nothing: vLLM and SGLang leave it out
+// (or null) when nothing was cached or they were not asked to report it.
+func (d *decoder) tokensDetails() {
+	s := &d.s
+	if !s.obj() {
+		return
+	}
+	first := true
+	for k, ok := s.member(&first); ok; k, ok = s.member(&first) {
+		if string(k) == "cached_tokens" {
+			d.cachedCount()
+			continue
+		}
+		s.skip()
+	}
+}
+
+// cachedCount reads a count of prompt tokens served from the prompt cache; anything but a
+// non-negative number says nothing.
+func (d *decoder) cachedCount() {
+	s := &d.s
+	if !s.isNum() {
+		return
+	}
+	if n := s.int(); n >= 0 {
+		d.ci.cached, d.ci.hasCached = n, true
+	}
 }
 
 func (d *decoder) openAIChoices() {

@@ -53,6 +53,8 @@ type streamState struct {
 	// What the stream said.
 	sawDone, sawFinish bool
 	usageN, promptN    int
+	cached             int // prompt tokens served from the prompt cache, per usage, when hasCached
+	hasCached          bool
 	timings            serverTimings
 	firstContent       time.Duration
 	hasContent         bool
@@ -67,6 +69,7 @@ func (st *streamState) reset() {
 	st.events = st.events[:0]
 	st.sawDone, st.sawFinish = false, false
 	st.usageN, st.promptN = 0, 0
+	st.cached, st.hasCached = 0, false
 	st.timings = serverTimings{}
 	st.firstContent, st.hasContent = 0, false
 	st.firstTool, st.hasTool = 0, false
@@ -531,6 +534,9 @@ func (c *Client) readStream(parent, rctx context.Context, cancel context.CancelC
 		if ci.hasUsage {
 			st.usageN = ci.completion
 		}
+		if ci.hasCached {
+			st.cached, st.hasCached = ci.cached, true
+		}
 		if ci.timings.set {
 			st.timings = ci.timings
 		}
@@ -661,6 +667,7 @@ func finish(st *streamState, tok tokenizer.Tokenizer, rec *record.Record) {
 			Total: msDuration(t.totalMS)}
 		setCached(rec, t.cacheN, t.hasCache)
 	}
+	setCached(rec, st.cached, st.hasCached) // usage's count, where the server gave both
 	if rec.Error == nil && len(evs) == 0 {
 		rec.Error = &record.Error{Kind: record.KindEmpty, Message: "the stream carried no generated tokens"}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/chattemplate"
@@ -66,6 +67,15 @@ type wholeDoc struct {
 		CompletionTokens int `json:"completion_tokens"`
 		InputTokens      int `json:"input_tokens"`
 		OutputTokens     int `json:"output_tokens"`
+		// The prompt tokens served from the prompt cache, as decoder.openAIUsage reads them;
+		// raw, so that an odd value says nothing rather than failing the response.
+		PromptTokensDetails *struct {
+			CachedTokens json.RawMessage `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+		InputTokensDetails *struct {
+			CachedTokens json.RawMessage `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+		PromptCacheHitTokens json.RawMessage `json:"prompt_cache_hit_tokens"`
 	} `json:"usage"`
 	Timings *struct {
 		PromptN     int     `json:"prompt_n"`
@@ -114,6 +124,26 @@ type wholeDoc struct {
 		RelevanceScore *float64 `json:"relevance_score"`
 	} `json:"results"`
 	Error json.RawMessage `json:"error"`
+}
+
+// cachedTokens is what a whole response's usage said it served of the prompt from the
+// server's prompt cache.
+func (d *wholeDoc) cachedTokens() (int, bool) {
+	u := &d.Usage
+	var raws []json.RawMessage
+	if p := u.PromptTokensDetails; p != nil {
+		raws = append(raws, p.CachedTokens)
+	}
+	if p := u.InputTokensDetails; p != nil {
+		raws = append(raws, p.CachedTokens)
+	}
+	for _, raw := range append(raws, u.PromptCacheHitTokens) {
+		var f *float64 // nil for null
+		if json.Unmarshal(raw, &f) == nil && f != nil && *f >= 0 && *f < math.MaxInt32 {
+			return int(*f), true
+		}
+	}
+	return 0, false
 }
 
 // whole fills rec from a response that came as one JSON document, which arrived at
@@ -174,6 +204,9 @@ func (c *Client) whole(body []byte, at time.Duration, req workload.Request, rec 
 	} else if doc.EvalDuration > 0 || doc.PromptEvalDuration > 0 || doc.TotalDuration > 0 {
 		rec.Server = &record.ServerTimings{PromptTokens: doc.PromptEvalCount, Prefill: msDuration(doc.PromptEvalDuration / 1e6),
 			OutputTokens: doc.EvalCount, Decode: msDuration(doc.EvalDuration / 1e6), Total: msDuration(doc.TotalDuration / 1e6)}
+	}
+	if c, ok := doc.cachedTokens(); ok {
+		setCached(rec, c, true) // usage's count, where the server gave both
 	}
 	if n == 0 {
 		rec.Error = &record.Error{Kind: record.KindEmpty, Message: "the response carried no generated tokens"}

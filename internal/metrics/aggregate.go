@@ -127,6 +127,9 @@ type Level struct {
 	// PromptTokens compares intended input tokens with the server's usage.prompt_tokens
 	// over the completed requests that reported it; null when none did.
 	PromptTokens *PromptTokens `json:"prompt_tokens"`
+	// CachedTokens is what the server said per request of the prompt tokens its prompt
+	// cache served (cached.go); null when it said nothing of it for any request.
+	CachedTokens *CachedTokens `json:"cached_tokens"`
 
 	// FirstContent is the time to the first answer-text token (after any reasoning), ms;
 	// null unless some request reasoned first. ServerTimings compares the server's own

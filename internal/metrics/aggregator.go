@@ -35,6 +35,7 @@ type Aggregator struct {
 	peak                   peakTokens
 
 	server  serverTimingsAcc
+	cached  cachedAcc
 	turns   turnsAcc
 	tasks   tasksAcc
 	present []bool // by registry index: Metric.Present held for some record; Streamed: some request streamed, or none was measured
@@ -203,6 +204,7 @@ func (a *Aggregator) Add(r *record.Record) {
 	}
 	a.peak.add(r)
 	a.server.add(r)
+	a.cached.add(r)
 	a.wacc = nil
 	a.windows.completed(r, n, ok)
 }
@@ -281,6 +283,7 @@ func (a *Aggregator) Level() Level {
 		FailBehind(lv.SLO, ss.Reason)
 	}
 	lv.ServerTimings = a.server.result()
+	lv.CachedTokens = a.cached.result()
 	lv.Turns = a.turns.result(ps)
 	an := a.anatomy
 	an.Sample = a.sampler.sorted()

@@ -37,7 +37,7 @@ import (
 //	          [uvarint(images) uvarint(image bytes)]         flags&hasImages
 //	          [uvarint(repeat)]                              flags&hasRepeat (--repeat)
 //	          [string(text)]                                 flags&hasText (--save-text)
-//	          [uvarint(cached_prompt_tokens)]                flags&hasCachedPrompt
+//	          [uvarint(cached_tokens)]                       flags&hasCachedPrompt
 //	          [uvarint(tool_call_tokens) varint(first_tool_call - sent)]  flags&hasToolCall
 //	          [uvarint(task) uvarint(call) uvarint(sub) uvarint(tool µs) uvarint(final)]  flags&hasTask
 //	string  = uvarint(len) bytes

@@ -3,6 +3,7 @@ package record
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func AppendJSON(b []byte, r *Record) []byte {
 		b = strconv.AppendInt(b, int64(r.ServerPromptTokens), 10)
 	}
 	if r.HasCachedPromptTokens {
-		b = append(b, `,"cached_prompt_tokens":`...)
+		b = append(b, `,"cached_tokens":`...)
 		b = strconv.AppendInt(b, int64(r.CachedPromptTokens), 10)
 	}
 	b = append(b, `,"output_tokens":`...)
@@ -331,7 +332,8 @@ type jsonRecord struct {
 	ResponseID         string                 `json:"response_id"`
 	InputTokens        int                    `json:"input_tokens"`
 	ServerPromptTokens int                    `json:"server_prompt_tokens"`
-	CachedPromptTokens *int                   `json:"cached_prompt_tokens"`
+	CachedTokens       *int                   `json:"cached_tokens"`
+	OldCachedTokens    *int                   `json:"cached_prompt_tokens"` // the name before cached_tokens
 	OutputTokens       int                    `json:"output_tokens"`
 	OutputTokensSource string                 `json:"output_tokens_source"`
 	ToolCallTokens     int                    `json:"tool_call_tokens"`
@@ -395,9 +397,13 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 		Unstreamed: j.Unstreamed, Inputs: j.Inputs, Documents: j.Documents, Images: j.Images, ImageBytes: j.ImageBytes,
 		Text: j.Text,
 	}
-	if c := j.CachedPromptTokens; c != nil {
+	if j.CachedTokens != nil && j.OldCachedTokens != nil && *j.CachedTokens != *j.OldCachedTokens {
+		return fmt.Errorf("cached_tokens %d and cached_prompt_tokens %d disagree (cached_prompt_tokens is cached_tokens' old name: keep one)",
+			*j.CachedTokens, *j.OldCachedTokens)
+	}
+	if c := cmp.Or(j.CachedTokens, j.OldCachedTokens); c != nil {
 		if *c < 0 {
-			return fmt.Errorf("cached_prompt_tokens %d: must not be negative", *c)
+			return fmt.Errorf("cached_tokens %d: must not be negative", *c)
 		}
 		r.CachedPromptTokens, r.HasCachedPromptTokens = int32(min(*c, math.MaxInt32)), true
 	}

@@ -92,9 +92,11 @@ type Record struct {
 	// its own); 0 for a level run once, whose records.jsonl line omits it.
 	Repeat int32
 	// CachedPromptTokens is how many of the prompt's tokens the server said it served from
-	// its prompt cache (llama.cpp's timings.cache_n), when HasCachedPromptTokens; a server
-	// that says nothing of it per request leaves both zero. (Placed beside the struct's
-	// other small fields, where they fill its padding.)
+	// its prompt cache, when HasCachedPromptTokens (records.jsonl's cached_tokens): usage's
+	// prompt_tokens_details.cached_tokens (vLLM, SGLang, OpenAI, llama.cpp) or
+	// input_tokens_details.cached_tokens (Responses), else llama.cpp's timings.cache_n. A
+	// server that says nothing of it leaves both zero: absent, not 0. (Placed beside the
+	// struct's other small fields, where they fill its padding.)
 	CachedPromptTokens int32
 	// Call is the request's 1-based step in an agentic task (Task's number in the level):
 	// a parent's call, or one of a fan-out's Sub-agents (1..K; 0 for the parent's calls).
@@ -172,6 +174,26 @@ type ServerTimings struct {
 
 // OK reports whether the request succeeded.
 func (r *Record) OK() bool { return r.Error == nil }
+
+// PromptCache is what the server said of r's prompt and its prompt cache: the tokens it
+// served from the cache, when it said (said), and the prompt's length by the server's
+// count — usage's prompt_tokens (which includes the cached tokens), else the tokens the
+// client intended; but where the server said its cache and timed its prefill, the tokens
+// it evaluated plus those cached (llama.cpp's prompt_n excludes the cache).
+func (r *Record) PromptCache() (cached, prompt int, said bool) {
+	prompt = r.InputTokens
+	if r.ServerPromptTokens > 0 {
+		prompt = r.ServerPromptTokens
+	}
+	if !r.HasCachedPromptTokens {
+		return 0, prompt, false
+	}
+	cached = int(r.CachedPromptTokens)
+	if r.Server != nil && r.Server.PromptTokens > 0 {
+		prompt = cached + r.Server.PromptTokens
+	}
+	return cached, max(prompt, cached), true
+}
 
 // FirstToken is the arrival of the first token-carrying event; ok is false when there was none.
 func (r *Record) FirstToken() (t time.Duration, ok bool) {

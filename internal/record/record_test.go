@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -60,7 +61,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got[1], failed) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got[1], failed)
 	}
-	want := `{"level":1,"index":7,"warmup":false,"scheduled_s":0.001500,"sent_s":0.002000,"first_token_s":0.062003,"last_token_s":0.089000,"done_s":0.090000,"response_id":"chatcmpl-\"x\"","input_tokens":512,"server_prompt_tokens":520,"cached_prompt_tokens":9,"output_tokens":4,"output_tokens_source":"usage","events":[[0.062003,1],[0.077000,2],[0.089000,1]],"error":null}`
+	want := `{"level":1,"index":7,"warmup":false,"scheduled_s":0.001500,"sent_s":0.002000,"first_token_s":0.062003,"last_token_s":0.089000,"done_s":0.090000,"response_id":"chatcmpl-\"x\"","input_tokens":512,"server_prompt_tokens":520,"cached_tokens":9,"output_tokens":4,"output_tokens_source":"usage","events":[[0.062003,1],[0.077000,2],[0.089000,1]],"error":null}`
 	if s := string(AppendJSON(nil, &r)); s != want {
 		t.Errorf("json:\n got %s\nwant %s", s, want)
 	}
@@ -429,6 +430,45 @@ func TestTaskFieldsRoundTrip(t *testing.T) {
 		var x Record
 		if err := x.UnmarshalJSON([]byte(in)); err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("%s: error %v, want %q", in, err, want)
+		}
+	}
+}
+
+// Records files written before the field was named cached_tokens carry it as
+// cached_prompt_tokens: read either; both, only when they agree. A record without either
+// says nothing of the server's cache (not 0).
+func TestJSONCachedTokensNames(t *testing.T) {
+	base := `{"level":0,"index":1,"scheduled_s":0.001000,"sent_s":0.001000,"done_s":0.002000,"input_tokens":64,"output_tokens":1,"output_tokens_source":"usage","events":[[0.001500,1]],"error":null`
+	for _, c := range []struct {
+		extra  string
+		cached int32
+		said   bool
+		err    string
+	}{
+		{``, 0, false, ""},
+		{`,"cached_tokens":0`, 0, true, ""},
+		{`,"cached_tokens":48`, 48, true, ""},
+		{`,"cached_prompt_tokens":48`, 48, true, ""},
+		{`,"cached_tokens":48,"cached_prompt_tokens":48`, 48, true, ""},
+		{`,"cached_tokens":48,"cached_prompt_tokens":32`, 0, false, "disagree"},
+		{`,"cached_tokens":-1`, 0, false, "must not be negative"},
+	} {
+		var r Record
+		err := r.UnmarshalJSON([]byte(base + c.extra + "}"))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want one saying %q", c.extra, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.extra, err)
+		}
+		if r.CachedPromptTokens != c.cached || r.HasCachedPromptTokens != c.said {
+			t.Errorf("%s: cached %d (said %v), want %d (%v)", c.extra, r.CachedPromptTokens, r.HasCachedPromptTokens, c.cached, c.said)
+		}
+		if c.said && !strings.Contains(string(AppendJSON(nil, &r)), fmt.Sprintf(`,"cached_tokens":%d,`, c.cached)) {
+			t.Errorf("%s: written as %s", c.extra, AppendJSON(nil, &r))
 		}
 	}
 }

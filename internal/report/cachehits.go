@@ -14,16 +14,9 @@ type cacheCount struct{ said, hits int }
 // fixed prefix (the tokens every prompt shares: fixed) from its prompt cache; said is
 // false when the server did not say (record.Record.HasCachedPromptTokens).
 func PrefixCacheHit(r *record.Record, fixed int) (hit, said bool) {
-	if !r.HasCachedPromptTokens {
+	cached, prompt, said := r.PromptCache()
+	if !said {
 		return false, false
-	}
-	cached := int(r.CachedPromptTokens)
-	prompt := r.InputTokens
-	switch {
-	case r.Server != nil && r.Server.PromptTokens > 0: // llama.cpp: prompt_n is what it evaluated beyond the cache
-		prompt = cached + r.Server.PromptTokens
-	case r.ServerPromptTokens > 0:
-		prompt = r.ServerPromptTokens
 	}
 	beyond := prompt - fixed
 	return beyond > 0 && float64(cached-fixed) > cacheHitShare*float64(beyond), true

@@ -1,7 +1,10 @@
 package report
 
 import (
+	"bytes"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -46,5 +49,38 @@ func TestPrefixCacheHits(t *testing.T) {
 	col.Add(warm)
 	if h := col.PrefixCacheHits(1); h == nil || *h != 2 {
 		t.Errorf("level 1: %v hits, want 2 (the warm-up is not measured)", h)
+	}
+}
+
+// A level whose server said per request what its prompt cache served prints its hit rate
+// and cached tokens per request under the token totals; a level whose server said nothing
+// prints no such line (not a 0% rate).
+func TestConsoleCachedTokens(t *testing.T) {
+	level := func(said bool) string {
+		var recs []record.Record
+		for i := range 4 {
+			at := time.Duration(i) * time.Second
+			r := record.Record{Sent: at, Scheduled: at, Done: at + 100*time.Millisecond, InputTokens: 1000, ServerPromptTokens: 1000, OutputTokens: 1}
+			if said && i > 0 { // the first sending of a shared prefix: nothing cached, said by leaving it out (vLLM)
+				r.CachedPromptTokens, r.HasCachedPromptTokens = 960, true
+			}
+			r.Events.Base = r.Sent
+			r.Events.Append(r.Sent+50*time.Millisecond, 1)
+			recs = append(recs, r)
+		}
+		s := &Summary{Levels: []Level{{Level: metrics.Aggregate(recs, metrics.Config{})}}}
+		s.Judge()
+		var b bytes.Buffer
+		if err := ConsoleLevel(&b, s, 0, ConsoleOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	want := "Prompt cache hit rate (server's count):  72.0%      (720.0 tok/request; 3 of 4 requests said)\n"
+	if out := level(true); !strings.Contains(out, want) {
+		t.Errorf("console lacks %q:\n%s", want, out)
+	}
+	if out := level(false); strings.Contains(out, "Prompt cache") {
+		t.Errorf("a server that said nothing:\n%s", out)
 	}
 }

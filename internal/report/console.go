@@ -219,6 +219,10 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 			}
 		}
 	}
+	if ct := l.CachedTokens; ct != nil {
+		b.line("Prompt cache hit rate (server's count):", fmt.Sprintf("%.1f%%", 100*ct.HitRate),
+			fmt.Sprintf("(%.1f tok/request; %d of %d requests said)", ct.Mean, ct.Requests, l.Completed))
+	}
 	b.line("Request throughput (req/s):", consoleFloat(l.RequestThroughput))
 	if l.Goodput != nil {
 		b.line("Request goodput (req/s):", consoleFloat(*l.Goodput))

@@ -65,6 +65,9 @@ func WriteCSV(w io.Writer, s *Summary) error {
 			head = append(head, m.Key+"_"+metrics.Key(p)+"_ms")
 		}
 	}
+	// What the server said of its prompt cache (levels[i].cached_tokens, prefix_cache_hits):
+	// empty where it said nothing.
+	head = append(head, "cached_tokens_requests", "cached_tokens_mean", "cached_tokens_hit_rate", "prefix_cache_hits")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
 		return err
@@ -136,6 +139,12 @@ func WriteCSV(w io.Writer, s *Summary) error {
 				row = append(row, "")
 			}
 		}
+		if ct := l.CachedTokens; ct != nil {
+			row = append(row, strconv.Itoa(ct.Requests), csvNum(ct.Mean), csvNum(ct.HitRate))
+		} else {
+			row = append(row, "", "", "")
+		}
+		row = append(row, csvIntPtr(l.PrefixCacheHits))
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -202,4 +211,11 @@ func csvFloat(v float64) string {
 		return ""
 	}
 	return csvNum(v)
+}
+
+func csvIntPtr(v *int) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.Itoa(*v)
 }

@@ -175,7 +175,7 @@ func (e *Engine) cancel(s *seq) {
 func (e *Engine) emit(s *seq, t time.Duration, n int, done bool) {
 	at := e.epoch.Add(t)
 	if done {
-		s.ch <- Step{At: at, Tokens: s.pending + n, Done: true, FinishReason: s.reason}
+		s.ch <- Step{At: at, Tokens: s.pending + n, Done: true, FinishReason: s.reason, Cached: s.cached}
 		s.pending = 0
 		delete(e.live, s)
 		close(s.ch)
@@ -185,7 +185,7 @@ func (e *Engine) emit(s *seq, t time.Duration, n int, done bool) {
 		return
 	}
 	if len(s.ch) < cap(s.ch)-1 {
-		s.ch <- Step{At: at, Tokens: s.pending + n}
+		s.ch <- Step{At: at, Tokens: s.pending + n, Cached: s.cached}
 		s.pending = 0
 		return
 	}

@@ -23,6 +23,9 @@ type Step struct {
 	Tokens       int       // tokens emitted for this sequence by this step (usually 1)
 	Done         bool
 	FinishReason string // "length" or "stop" when Done
+	// Cached is the prompt tokens the sequence's admission found in the prefix cache
+	// (Virtual.PromptCached's figure): what a server's usage says as cached_tokens.
+	Cached int
 }
 
 // EngineStats is a snapshot of the engine for /metrics.

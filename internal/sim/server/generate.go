@@ -29,6 +29,16 @@ type request struct {
 	truth    *truthRecord
 	model    []byte    // the model name as JSON (Responses objects)
 	tool     *toolCall // the answer is this tool call; nil for text
+	// cached is the prompt tokens the engine's prefix cache served (sim.Step.Cached), which
+	// usage says as cached_tokens; -1 without a prefix cache: usage says nothing of it.
+	cached int
+}
+
+// took notes what an engine step says of the request beyond its tokens.
+func (rq *request) took(st sim.Step) {
+	if rq.cached >= 0 {
+		rq.cached = st.Cached
+	}
 }
 
 // appendResponse appends a Responses API response object: completed, with usage, and
@@ -54,6 +64,11 @@ func (rq *request) appendResponse(b []byte, text string, completion int) []byte 
 	b = strconv.AppendInt(b, int64(completion), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(rq.promptTokens+completion), 10)
+	if rq.cached >= 0 {
+		b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(rq.cached), 10)
+		b = append(b, '}')
+	}
 	return append(b, `}}`...)
 }
 
@@ -85,7 +100,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat, re
 	}
 	n := s.seq.Add(1)
 	rq := &request{genRequest: g, n: n, received: received, created: received.Unix(),
-		base: splitmix64(uint64(s.opts.Seed) ^ n ^ 0x5bd1e995)}
+		base: splitmix64(uint64(s.opts.Seed) ^ n ^ 0x5bd1e995), cached: -1}
 	rq.fault, rq.faultAt = s.opts.Faults.choose(s.opts.Seed, n, g.maxTokens)
 
 	switch rq.fault {
@@ -123,6 +138,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat, re
 	seq := sim.SeqRequest{ID: rq.id, PromptTokens: g.promptTokens, MaxTokens: g.maxTokens, IgnoreEOS: g.ignoreEOS}
 	if s.opts.BlockSize > 0 {
 		seq.PrefixHashes = prefixHashes(g.promptParts, s.opts.BlockSize, g.promptTokens/s.opts.BlockSize)
+		rq.cached = 0 // a prefix cache: usage says what it served, 0 included (as OpenAI's does)
 	}
 	steps, err := s.g.Submit(ctx, seq)
 	if err != nil {
@@ -178,13 +194,20 @@ func (s *Server) chunkHead(rq *request, object string) []byte {
 	return b
 }
 
-func appendUsage(b []byte, prompt, completion int) []byte {
+// appendUsage appends usage, with prompt_tokens_details.cached_tokens when cached >= 0 (as
+// vLLM's --enable-prompt-tokens-details puts it in a response's final usage).
+func appendUsage(b []byte, prompt, completion, cached int) []byte {
 	b = append(b, `,"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt+completion), 10)
+	if cached >= 0 {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(cached), 10)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 
@@ -204,7 +227,7 @@ func (sw *streamWriter) open() {
 
 func (sw *streamWriter) close(completion int) {
 	if sw.rq.continuousUsage {
-		sw.buf = appendUsage(sw.buf, sw.rq.promptTokens, completion)
+		sw.buf = appendUsage(sw.buf, sw.rq.promptTokens, completion, -1) // the details only in the final usage, as vLLM
 	}
 	sw.buf = append(sw.buf, "}\n\n"...)
 }
@@ -273,7 +296,7 @@ func (sw *streamWriter) finish(reason string, completion int) {
 	if sw.rq.includeUsage {
 		sw.open()
 		sw.buf = append(sw.buf, ']')
-		sw.buf = appendUsage(sw.buf, sw.rq.promptTokens, completion)
+		sw.buf = appendUsage(sw.buf, sw.rq.promptTokens, completion, sw.rq.cached)
 		sw.buf = append(sw.buf, "}\n\n"...)
 	}
 	sw.buf = append(sw.buf, "data: [DONE]\n\n"...)
@@ -347,6 +370,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rq *request,
 			}
 			pending += st.Tokens
 			stepAt = st.At
+			rq.took(st)
 			if st.Done {
 				done, rq.finish = true, st.FinishReason
 			}
@@ -355,6 +379,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rq *request,
 				st = <-steps
 				pending += st.Tokens
 				stepAt = st.At
+				rq.took(st)
 				if st.Done {
 					done, rq.finish = true, st.FinishReason
 				}
@@ -490,6 +515,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, rq *reques
 			}
 			total += st.Tokens
 			stepAt = st.At
+			rq.took(st)
 			if st.Done {
 				done, rq.finish = true, st.FinishReason
 			}
@@ -558,7 +584,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, rq *reques
 			b = append(b, rq.finish...)
 		}
 		b = append(b, `"}]`...)
-		b = appendUsage(b, rq.promptTokens, total)
+		b = appendUsage(b, rq.promptTokens, total, rq.cached)
 		b = append(b, "}"...)
 	}
 	h := w.Header()
