@@ -174,6 +174,7 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	l.EndReason = string(reason)
 	l.RunSeeds = seeds
 	l.PrefixCacheHits = r.col.PrefixCacheHits(lvl.Index)
+	l.Endpoints = r.col.Endpoints(lvl.Index, r.sum.Target.Endpoints)
 	l.Server = server
 	r.sum.Levels = append(r.sum.Levels, l)
 	r.sum.Judge() // the picks and what a stop means for the level, as the summary will say them

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/balance"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
@@ -39,7 +40,16 @@ type Live struct {
 	// Warn, when set, is told what the run found amiss before measuring: a Client.Model
 	// the server's model list does not name (ModelWarning).
 	Warn func(string)
+	// More are the endpoints beside Client.BaseURL a run balances over (run --url A --url
+	// B), each reached as Client says, and Balance its policy (route.Policies but
+	// prefix-affinity); none for one endpoint. The model list, the tokenizer and /metrics
+	// are the first endpoint's.
+	More    []string
+	Balance string
 }
+
+// URLs are every endpoint, in --url order.
+func (l Live) URLs() []string { return append([]string{l.Client.BaseURL}, l.More...) }
 
 // Workload is what a live run sends.
 type Workload struct {
@@ -99,7 +109,11 @@ func (e *InterruptedError) Error() string { return "interrupted before measuring
 
 // Target is an opened live server: its client, tokenizer, model and /metrics.
 type Target struct {
-	Client    *client.Client
+	Client *client.Client // the first endpoint's
+	// Others are the other endpoints' clients, and Send what sends the requests: the
+	// balancer over them all, or Client alone.
+	Others    []*client.Client
+	Send      load.Target
 	Tokenizer tokenizer.Tokenizer
 	Model     string
 	Scrape    Scrape
@@ -109,6 +123,9 @@ type Target struct {
 // Close closes the target's connections.
 func (t *Target) Close() {
 	t.Client.Close()
+	for _, c := range t.Others {
+		c.Close()
+	}
 	t.side.CloseIdleConnections()
 }
 
@@ -149,6 +166,22 @@ func Open(ctx context.Context, live Live, maxConns int) (*Target, error) {
 		}
 	} else if live.Warn != nil {
 		t.checkModel(ctx, live.Warn)
+	}
+	t.Send = t.Client
+	if len(live.More) > 0 {
+		targets := []load.Target{t.Client}
+		for _, u := range live.More {
+			ocfg := ccfg
+			ocfg.BaseURL, ocfg.Model = u, t.Model
+			c, err := client.New(ocfg)
+			if err != nil {
+				t.Close()
+				return nil, &InvalidError{err}
+			}
+			t.Others = append(t.Others, c)
+			targets = append(targets, c)
+		}
+		t.Send = balance.New(targets, live.Balance)
 	}
 	return t, nil
 }
@@ -250,15 +283,33 @@ func (t *Target) Levels(start time.Time, sources *Sources) LevelRunner {
 		if err != nil {
 			return "", err
 		}
-		return load.Run(ctx, start, lvl, src, t.Client, sink)
+		return load.Run(ctx, start, lvl, src, t.Send, sink)
 	}
 }
 
-// Test sends req once, unrecorded, before the run measures anything (Live.TestRequest),
-// and returns its record.
+// Test sends req once to each endpoint, unrecorded, before the run measures anything
+// (Live.TestRequest), and returns the first endpoint's record.
 func (t *Target) Test(ctx context.Context, req workload.Request) (record.Record, error) {
+	var first record.Record
+	for i, c := range append([]*client.Client{t.Client}, t.Others...) {
+		rec, err := testOne(ctx, c, req)
+		if err != nil {
+			if te, ok := err.(*TestRequestError); ok && len(t.Others) > 0 {
+				te.Msg = fmt.Sprintf("endpoint %d (%s): %s", i+1, report.RedactURL(c.BaseURL()), te.Msg)
+			}
+			return rec, err
+		}
+		if i == 0 {
+			first = rec
+		}
+	}
+	return first, nil
+}
+
+// testOne is Test's request to one endpoint.
+func testOne(ctx context.Context, c *client.Client, req workload.Request) (record.Record, error) {
 	var rec record.Record
-	t.Client.Do(ctx, time.Now(), req, &rec)
+	c.Do(ctx, time.Now(), req, &rec)
 	if ctx.Err() != nil {
 		return rec, &InterruptedError{During: DuringTestRequest}
 	}
@@ -320,6 +371,9 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 	}
 	cfg.Levels, cfg.Describe.Run.Workload = p.Levels, p.Config
 	cfg.Describe.Target = report.NewTarget(live.Client.BaseURL, live.Client.API, t.Model)
+	if len(live.More) > 0 {
+		cfg.Describe.Target = cfg.Describe.Target.Balanced(live.URLs(), live.Balance, live.Client.SessionHeader)
+	}
 	cfg.Scrape, cfg.ConnStats = t.Scrape, t.Client.ConnStats
 	sources := &Sources{Workload: p.Config, Tokenizer: t.Tokenizer, First: p.Source, Shape: p.Shape}
 	if live.TestRequest {

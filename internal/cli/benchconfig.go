@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/llmbench/llmbench/internal/route"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -43,12 +44,15 @@ type benchConfig struct {
 	testRequest             bool // one request before measuring (--test-request)
 	modelChecked            bool // --model was checked against the server's list already (a later probe step)
 	simProfile              string
-	modelConfig             string // simulate's --model-config: the model served on simProfile's roofline
-	inProcess               bool   // run without --url: the simulator in-process
-	noStream                bool   // --stream=false
-	endpoint                string // --endpoint
-	batchSize, documents    int    // embeddings inputs, rerank documents per request
-	queryTokens             int    // rerank query length
+	modelConfig             string   // simulate's --model-config: the model served on simProfile's roofline
+	inProcess               bool     // run without --url: the simulator in-process
+	moreURLs                []string // the endpoints after url a run balances over
+	balance                 string   // --balance
+	sessionHeader           string   // --session-header, when requests carry their session
+	noStream                bool     // --stream=false
+	endpoint                string   // --endpoint
+	batchSize, documents    int      // embeddings inputs, rerank documents per request
+	queryTokens             int      // rerank query length
 	images                  workload.ImageConfig
 	tools                   []workload.ToolDef  // offered in every request (--tools, --tools-file)
 	toolChoice              workload.ToolChoice // --tool-choice
@@ -377,6 +381,34 @@ func (f *benchFlags) drawSeed() bool {
 	return true
 }
 
+// balancing reads --balance and --session-header: run's spread over several --url,
+// simulate's router over the profile's replicas (simProfile applies it).
+func (r *resolver) balancing() {
+	f, c := r.f, r.c
+	policies := []string{route.RoundRobin, route.LeastOutstanding, route.Session}
+	switch {
+	case f.balance == "":
+		if len(f.moreURLs) > 0 {
+			c.balance = route.RoundRobin
+		}
+	case route.Check(f.balance, policies...) != nil:
+		r.add(fmt.Errorf("--balance: %v", route.Check(f.balance, policies...)))
+	case r.live && len(f.moreURLs) == 0:
+		r.add(fmt.Errorf("--balance %s: spreads requests over several endpoints; give --url once for each", f.balance))
+	default:
+		c.balance = f.balance
+	}
+	explicit := f.fs != nil && f.fs.Changed("session-header")
+	if c.balance == route.Session || explicit {
+		c.sessionHeader = f.sessionHeader
+	}
+	if explicit && f.sessionHeader != "" {
+		if err := checkHeaderName(f.sessionHeader); err != nil {
+			r.add(fmt.Errorf("--session-header: %v", err))
+		}
+	}
+}
+
 // resolver gathers a benchConfig from the flags, and every problem with them.
 type resolver struct {
 	f    *benchFlags
@@ -398,6 +430,11 @@ func (r *resolver) target() {
 		r.add(parseTarget(f.url))
 		c.url = strings.TrimRight(f.url, "/")
 	}
+	for _, u := range f.moreURLs {
+		r.add(parseTarget(u))
+		c.moreURLs = append(c.moreURLs, strings.TrimRight(u, "/"))
+	}
+	r.balancing()
 	if !slices.Contains(client.APIs(), f.api) {
 		hint := didYouMean(f.api, client.APIs())
 		switch strings.ToLower(f.api) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmbench/llmbench/internal/route"
 	"math"
 	"net/http"
 	"net/url"
@@ -23,6 +24,8 @@ import (
 type benchFlags struct {
 	// Target (run only).
 	url, api, model, apiKey, apiKeyFile string
+	moreURLs                            []string // --url given again: the endpoints to balance over
+	balance, sessionHeader              string
 	headers                             []string
 	extraBody                           string
 	ignoreEOS                           bool
@@ -85,9 +88,8 @@ type benchFlags struct {
 }
 
 func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
-	f.fs = fs
-	if live {
-		fs.StringVar(&f.url, "url", "", "base URL of the server, e.g. http://127.0.0.1:8000 (default: the built-in simulator, in-process)")
+	if f.fs = fs; live {
+		fs.Var(&urlsValue{first: &f.url, more: &f.moreURLs}, "url", "base URL of the server, e.g. http://127.0.0.1:8000 (default: the built-in simulator, in-process); repeatable: the run balances over the endpoints by --balance")
 		fs.StringVar(&f.model, "model", "", "model name (default: the first id from /v1/models)")
 		fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
 		fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
@@ -148,6 +150,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	f.bindWorkload(fs)
 	f.agent.bind(fs)
 	f.price.bind(fs, live)
+	f.bindBalance(fs, live)
 
 	fs.StringVar(&f.percentiles, "percentiles", "50,90,95,99,99.9", "percentiles to report")
 	fs.StringVar(&f.slo, "slo", "", "SLOs, quoted for the shell: per-request bounds 'ttft<=500ms,tpot<=50ms' (goodput) and level verdicts 'ttft:p99<=1s,goodput>=0.95'")
@@ -265,6 +268,43 @@ func parseExtraBody(s string) (map[string]any, error) {
 	return m, nil
 }
 
+// bindBalance binds --balance (run: over several --url; simulate: the profile's replicas)
+// and run's --session-header.
+func (f *benchFlags) bindBalance(fs *pflag.FlagSet, live bool) {
+	how := "the simulated deployment's router over its replicas (deployment.router), as run --balance spreads requests over several --url"
+	if live {
+		how = "with several --url: how requests are spread over them"
+		fs.StringVar(&f.sessionHeader, "session-header", route.SessionHeader, "the header each request of a conversation or agentic task carries its session key in, with --balance session (or given, for a router in front of one --url); \"\" sends none")
+	}
+	fs.StringVar(&f.balance, "balance", "", how+": round-robin, least-outstanding, or session (a conversation's or agentic task's requests to one, by a hash of its key) (default round-robin; simulate: the profile's)")
+}
+
+// urlsValue is --url, repeatable: the first URL, and any given after it.
+type urlsValue struct {
+	first *string
+	more  *[]string
+	n     int
+}
+
+func (v *urlsValue) Set(s string) error {
+	if v.n == 0 {
+		*v.first = s
+	} else {
+		*v.more = append(*v.more, s)
+	}
+	v.n++
+	return nil
+}
+
+func (v *urlsValue) String() string {
+	if v.first == nil || *v.first == "" {
+		return ""
+	}
+	return strings.Join(append([]string{*v.first}, *v.more...), ",")
+}
+
+func (v *urlsValue) Type() string { return "url" }
+
 // parseTarget checks --url.
 func parseTarget(s string) error {
 	u, err := url.Parse(s)
@@ -294,4 +334,17 @@ func (f *benchFlags) resolveAPIKey() (string, error) {
 		return f.apiKey, nil
 	}
 	return os.Getenv("OPENAI_API_KEY"), nil
+}
+
+// checkHeaderName says why name is not an HTTP header's name (an RFC 9110 token).
+func checkHeaderName(name string) error {
+	for _, r := range name {
+		if r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return fmt.Errorf("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
+		}
+	}
+	if name == "" {
+		return fmt.Errorf("a header name is not empty")
+	}
+	return nil
 }

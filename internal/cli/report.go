@@ -196,6 +196,7 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config, vllm bool) (
 	for i := range sum.Levels {
 		sum.Levels[i].Level = col.Level(i)
 		sum.Levels[i].PrefixCacheHits = col.PrefixCacheHits(i)
+		sum.Levels[i].Endpoints = col.Endpoints(i, sum.Target.Endpoints)
 	}
 	sum.Judge()
 	return col, nil

@@ -70,7 +70,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
 	live := bench.Live{Client: cfg.clientConfig(stdio), MetricsURL: cfg.metricsURL, MetricsInterval: cfg.metricsInterval,
-		TestRequest: cfg.testRequest, StartAt: cfg.startAt,
+		TestRequest: cfg.testRequest, StartAt: cfg.startAt, More: cfg.moreURLs, Balance: cfg.balance,
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {
 				return tok, nil
@@ -131,7 +131,7 @@ func (c *benchConfig) clientConfig(stdio Stdio) client.Config {
 		ExtraBody: c.extraBody, IgnoreEOS: c.ignoreEOS, NoStream: c.noStream, Endpoint: c.endpoint, Timeout: c.timeout,
 		Temperature: c.temperature, TopP: c.topP, IdleTimeout: c.idleTimeout,
 		CACert: c.caCert, Insecure: c.insecure, HTTP2: c.http2, ReadStamps: c.readStamps,
-		DisableKeepAlive: !c.keepAlive, SaveText: c.saveText,
+		DisableKeepAlive: !c.keepAlive, SaveText: c.saveText, SessionHeader: c.sessionHeader,
 		OnServerCloses: func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) },
 		Dial:           dialTarget,
 	}

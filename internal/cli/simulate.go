@@ -65,6 +65,12 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			return usageError(fmt.Errorf("--model-config: %w", err))
 		}
 	}
+	if cfg.balance != "" {
+		if p.Deployment.Replicas < 2 {
+			return usageError(fmt.Errorf("--balance %s: profile %s has one replica; the router spreads requests over a deployment of several (deployment.replicas)", cfg.balance, cfg.simProfile))
+		}
+		p.Deployment.Router = cfg.balance
+	}
 	p.Seed = cfg.seed
 	cfg.simTools = p.Tools
 	// Lengths only: a tokenizer counts only datasets that bring text (o200k_base unless

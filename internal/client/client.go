@@ -40,6 +40,10 @@ type Config struct {
 	// (--stream=false): only E2EL and throughput are measured. Embeddings and rerank never
 	// stream.
 	NoStream bool
+	// SessionHeader, when set, carries each request's session key (its conversation's or
+	// agentic task's: workload.Request.Session) so that a router keeps the session on one
+	// server; requests of no session go without it.
+	SessionHeader string
 	// Endpoint, when set, replaces the API's path (e.g. /rerank for /v1/rerank).
 	Endpoint string
 	// Temperature and TopP, when set, are sent as each API names them (--temperature,
@@ -296,6 +300,9 @@ func (c *Client) ConnStats() ConnStats {
 
 // reuse says whether the next request may take a kept-alive connection.
 func (c *Client) reuse() bool { return !c.cfg.DisableKeepAlive && !c.conns.habit.Load() }
+
+// BaseURL is the server's base URL, as configured.
+func (c *Client) BaseURL() string { return c.cfg.BaseURL }
 
 // Model is the model requests name.
 func (c *Client) Model() string { return c.cfg.Model }

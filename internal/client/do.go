@@ -165,12 +165,12 @@ func (c *Client) Do(ctx context.Context, start time.Time, req workload.Request, 
 		defer cancelT()
 	}
 
-	resp, at := c.send(ctx, rctx, start, body, c.reuse())
+	resp, at := c.send(ctx, rctx, start, body, req.Session(), c.reuse())
 	if at.err != nil && at.reused && at.firstByte == 0 && closedConnErr(at.err) && rctx.Err() == nil {
 		// The server had closed the kept-alive connection: the re-send rule (conn.go).
 		c.conns.retried.Add(1)
 		rec.Retried = true
-		resp, at = c.send(ctx, rctx, start, body, false)
+		resp, at = c.send(ctx, rctx, start, body, req.Session(), false)
 	}
 	rec.Sent = at.sent
 	rec.Events.Base = rec.Sent
@@ -311,7 +311,7 @@ type attempt struct {
 
 // send sends the request once, on a kept-alive connection when reuse is true and on a new
 // one that is closed after the response otherwise.
-func (c *Client) send(ctx, rctx context.Context, start time.Time, body []byte, reuse bool) (*http.Response, *attempt) {
+func (c *Client) send(ctx, rctx context.Context, start time.Time, body []byte, session string, reuse bool) (*http.Response, *attempt) {
 	at := &attempt{}
 	since := func() int64 { return int64(time.Since(start)) + 1 }
 	// Sent is when net/http's write loop began writing the request (its first header
@@ -369,6 +369,9 @@ func (c *Client) send(ctx, rctx context.Context, start time.Time, body []byte, r
 		return nil, at
 	}
 	hreq.Header = c.header.Clone()
+	if session != "" && c.cfg.SessionHeader != "" {
+		hreq.Header.Set(c.cfg.SessionHeader, session)
+	}
 	hc := c.http
 	if !reuse {
 		hc = c.httpFresh

@@ -64,6 +64,7 @@ type arrival struct {
 	no                uint64 // tie-break: submission order
 	id                uint64
 	prompt, maxTokens int
+	session           string
 	hashes            []uint64
 }
 
@@ -90,7 +91,7 @@ func (w *network) Check(prompt, maxTokens int) error { return w.srv.Check(prompt
 
 // Submit refuses at once what the server would refuse on arrival (its reasons do not
 // depend on its state), and otherwise puts the request on the wire.
-func (w *network) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, t time.Duration) error {
+func (w *network) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, session string, t time.Duration) error {
 	if err := w.srv.Check(prompt, maxTokens); err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (w *network) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, 
 	if w.jitter > 0 && together {
 		at += time.Duration(mix64(w.nsent^0x6a177e5) % uint64(w.jitter))
 	}
-	heap.Push(&w.arrivals, arrival{at: at, no: w.nsent, id: id, prompt: prompt, maxTokens: maxTokens, hashes: hashes})
+	heap.Push(&w.arrivals, arrival{at: at, no: w.nsent, id: id, prompt: prompt, maxTokens: maxTokens, hashes: hashes, session: session})
 	return nil
 }
 
@@ -149,7 +150,7 @@ func (w *network) Process(t time.Duration, emit func(id uint64, at time.Duration
 		a := w.fed[w.feHead]
 		w.feHead++
 		// Check passed when it was sent, and nothing the engine refuses depends on its state.
-		_ = w.srv.Submit(a.id, a.prompt, a.hashes, a.maxTokens, a.at)
+		_ = w.srv.Submit(a.id, a.prompt, a.hashes, a.maxTokens, a.session, a.at)
 	}
 	if w.feHead == len(w.fed) {
 		w.fed, w.feHead = w.fed[:0], 0

@@ -15,7 +15,7 @@ func (*recordingServer) Next() (time.Duration, bool)                            
 func (*recordingServer) Process(time.Duration, func(uint64, time.Duration, int, bool)) {}
 func (*recordingServer) Kick(time.Duration)                                            {}
 func (r *recordingServer) Live() int                                                   { return 0 }
-func (r *recordingServer) Submit(_ uint64, _ int, _ []uint64, _ int, t time.Duration) error {
+func (r *recordingServer) Submit(_ uint64, _ int, _ []uint64, _ int, _ string, t time.Duration) error {
 	r.at = append(r.at, t)
 	return nil
 }
@@ -27,11 +27,11 @@ func TestFrontEndTakesArrivalsInTurn(t *testing.T) {
 	rec := &recordingServer{}
 	w := WithNetwork(rec, Network{RTT: 2 * time.Millisecond, FrontEnd: time.Millisecond})
 	for id := range uint64(3) {
-		if err := w.Submit(id, 10, nil, 1, 0); err != nil {
+		if err := w.Submit(id, 10, nil, 1, "", 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Submit(3, 10, nil, 1, 10*time.Millisecond); err != nil {
+	if err := w.Submit(3, 10, nil, 1, "", 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if n := w.Live(); n != 4 {
@@ -56,7 +56,7 @@ func TestPromptTimeDelaysEachRequest(t *testing.T) {
 	rec := &recordingServer{}
 	w := WithNetwork(rec, Network{RTT: 2 * time.Millisecond, FrontEnd: time.Millisecond, PerPromptToken: 10 * time.Microsecond})
 	for id, prompt := range []int{1000, 100} { // 10 ms and 1 ms of front end's work
-		if err := w.Submit(uint64(id), prompt, nil, 1, 0); err != nil {
+		if err := w.Submit(uint64(id), prompt, nil, 1, "", 0); err != nil {
 			t.Fatal(err)
 		}
 	}

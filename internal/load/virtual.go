@@ -17,8 +17,8 @@ type VirtualServer interface {
 	// BlockSize is the prompt block of its prefix cache in tokens; 0 without one.
 	BlockSize() int
 	// Submit queues request id at t: prompt tokens with the hashes of its full blocks,
-	// exactly maxTokens to generate. An error is a request the server would refuse (400).
-	Submit(id uint64, prompt int, hashes []uint64, maxTokens int, t time.Duration) error
+	// exactly maxTokens to generate, of session (its conversation or task; "" for none). An error is a request the server would refuse (400).
+	Submit(id uint64, prompt int, hashes []uint64, maxTokens int, session string, t time.Duration) error
 	// Check is the error Submit would give a request of these lengths whatever the
 	// server's state (one it can never take), so a request can be refused when it is sent
 	// and still reach the server later (WithNetwork).
@@ -170,7 +170,7 @@ func (v *vrun) submit() {
 		}
 		id := v.id()
 		v.live[id] = vreq{send: s, rec: rec}
-		if err := v.srv.Submit(id, s.Request.InputTokens, v.hashes(&s.Request), s.Request.OutputTokens, t); err != nil {
+		if err := v.srv.Submit(id, s.Request.InputTokens, v.hashes(&s.Request), s.Request.OutputTokens, s.Request.Session(), t); err != nil {
 			// The server would answer 400: a failed request, not a failed simulation. What
 			// its end sends joins the pending ones.
 			rec.Done = rec.Sent

@@ -319,6 +319,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 		}
 		l.Level = col.Level(i)
 		l.PrefixCacheHits = col.PrefixCacheHits(i)
+		l.Endpoints = col.Endpoints(i, sum.Target.Endpoints)
 		sum.Levels = append(sum.Levels, l)
 	}
 	sum.Judge()

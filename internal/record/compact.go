@@ -40,6 +40,7 @@ import (
 //	          [uvarint(cached_tokens)]                       flags&hasCachedPrompt
 //	          [uvarint(tool_call_tokens) varint(first_tool_call - sent)]  flags&hasToolCall
 //	          [uvarint(task) uvarint(call) uvarint(sub) uvarint(tool µs) uvarint(final)]  flags&hasTask
+//	          [uvarint(endpoint)]                            flags&hasEndpoint (several --url)
 //	string  = uvarint(len) bytes
 //
 // flags&unstreamed marks a response that came as one document (Record.Unstreamed).
@@ -115,6 +116,7 @@ const (
 	cfCachedPrompt
 	cfToolCall
 	cfTask
+	cfEndpoint
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -145,6 +147,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfCachedPrompt, r.HasCachedPromptTokens)
 	set(cfToolCall, r.ToolCallTokens > 0)
 	set(cfTask, r.Call > 0)
+	set(cfEndpoint, r.Endpoint > 0)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -246,6 +249,9 @@ func AppendCompact(b []byte, r *Record) []byte {
 			final = 1
 		}
 		b = binary.AppendUvarint(b, final)
+	}
+	if r.Endpoint > 0 {
+		b = binary.AppendUvarint(b, uint64(r.Endpoint))
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -458,6 +464,11 @@ func decodeCompact(p []byte, r *Record) error {
 		r.FinalCall = c.uvarint() != 0
 		if r.Call == 0 {
 			c.fail("call 0 with the task flag set")
+		}
+	}
+	if flags&cfEndpoint != 0 {
+		if r.Endpoint = int16(min(c.int("endpoint"), math.MaxInt16)); r.Endpoint == 0 {
+			c.fail("endpoint 0 with the endpoint flag set")
 		}
 	}
 	if c.err == nil && len(c.b) > 0 {

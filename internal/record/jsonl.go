@@ -49,6 +49,10 @@ func AppendJSON(b []byte, r *Record) []byte {
 			b = append(b, `,"final_call":true`...)
 		}
 	}
+	if r.Endpoint > 0 {
+		b = append(b, `,"endpoint":`...)
+		b = strconv.AppendInt(b, int64(r.Endpoint), 10)
+	}
 	b = append(b, `,"warmup":`...)
 	b = strconv.AppendBool(b, r.Warmup)
 	if r.Retried {
@@ -314,6 +318,7 @@ type jsonRecord struct {
 	Sub                int                    `json:"sub"`
 	ToolTime           *json.Number           `json:"tool_s"`
 	FinalCall          bool                   `json:"final_call"`
+	Endpoint           int                    `json:"endpoint"`
 	Warmup             bool                   `json:"warmup"`
 	Retried            bool                   `json:"retried"`
 	Unstreamed         bool                   `json:"unstreamed"`
@@ -387,9 +392,12 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	if j.Call == 0 && (j.Task != 0 || j.Sub != 0 || j.ToolTime != nil || j.FinalCall) {
 		return errors.New(`task fields without a "call" (calls start at 1)`)
 	}
+	if j.Endpoint < 0 || j.Endpoint > math.MaxInt16 {
+		return fmt.Errorf("endpoint %d: must be in 1..32767 (or absent)", j.Endpoint)
+	}
 	var err error
 	*r = Record{
-		Task: int32(j.Task), Call: int16(j.Call), Sub: int16(j.Sub), FinalCall: j.FinalCall,
+		Task: int32(j.Task), Call: int16(j.Call), Sub: int16(j.Sub), FinalCall: j.FinalCall, Endpoint: int16(j.Endpoint),
 		Level: *j.Level, Index: j.Index, Repeat: j.Repeat, Conversation: j.Conversation, Turn: j.Turn, Warmup: j.Warmup, ResponseID: j.ResponseID,
 		InputTokens: j.InputTokens, ServerPromptTokens: j.ServerPromptTokens,
 		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource,

@@ -59,6 +59,9 @@ type Record struct {
 	// receive stamp, as a later one: its own arrival is unknown, and TTFT is at most this.
 	TTFTUpperBound bool
 	FinalCall      bool // an agentic task's last call (see Call)
+	// Endpoint is the 1-based --url the request was sent to when the run balanced over
+	// several (0: one endpoint, and records.jsonl omits it). Beside the bools, in padding.
+	Endpoint int16
 
 	// Turn is the request's 1-based turn in a multi-turn conversation (1 = the first
 	// request of the conversation) and Conversation that conversation's number in the

@@ -472,3 +472,30 @@ func TestJSONCachedTokensNames(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointRoundTrip: the endpoint a balanced run sent a request to survives both
+// formats; a record of one endpoint writes none; a negative one is refused.
+func TestEndpointRoundTrip(t *testing.T) {
+	r := sample()
+	r.Endpoint = 3
+	line := AppendJSON(nil, &r)
+	if !bytes.Contains(line, []byte(`"endpoint":3,`)) {
+		t.Errorf("json %s lacks the endpoint", line)
+	}
+	var got Record
+	if err := got.UnmarshalJSON(line); err != nil || !reflect.DeepEqual(got, r) {
+		t.Errorf("json round trip: err %v\n got %+v\nwant %+v", err, got, r)
+	}
+	var dec Record
+	if err := decodeCompact(AppendCompact(nil, &r)[1:], &dec); err != nil || !reflect.DeepEqual(dec, r) {
+		t.Errorf("compact round trip: err %v\n got %+v\nwant %+v", err, dec, r)
+	}
+	r.Endpoint = 0
+	if line := AppendJSON(nil, &r); bytes.Contains(line, []byte(`"endpoint"`)) {
+		t.Errorf("one endpoint wrote one: %s", line)
+	}
+	var x Record
+	if err := x.UnmarshalJSON([]byte(`{"level":0,"endpoint":-1,"sent_s":0,"scheduled_s":0,"done_s":0}`)); err == nil {
+		t.Error("endpoint -1 accepted")
+	}
+}

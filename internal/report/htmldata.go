@@ -153,6 +153,7 @@ type Collector struct {
 	levels map[int]*metrics.Aggregator
 	vllm   map[int]*VLLMRequests               // per level, with KeepVLLMRequests
 	runs   map[int]map[int]*metrics.Aggregator // a repeated level's runs, by level and repeat
+	ends   map[int]map[int]*metrics.Aggregator // a balanced run's endpoints, by level and endpoint
 	ot     *bucketer
 	n      int
 	notes  []string
@@ -165,7 +166,8 @@ type Collector struct {
 
 // NewCollector starts collecting with cfg for every level.
 func NewCollector(cfg metrics.Config) *Collector {
-	return &Collector{cfg: cfg, levels: map[int]*metrics.Aggregator{}, runs: map[int]map[int]*metrics.Aggregator{}, ot: newBucketer()}
+	return &Collector{cfg: cfg, levels: map[int]*metrics.Aggregator{}, runs: map[int]map[int]*metrics.Aggregator{},
+		ends: map[int]map[int]*metrics.Aggregator{}, ot: newBucketer()}
 }
 
 // KeepVLLMRequests has the collector keep every level's requests for vLLM's per-request
@@ -208,6 +210,19 @@ func (c *Collector) Add(r *record.Record) {
 			byRun[int(r.Repeat)] = ra
 		}
 		ra.Add(r)
+	}
+	if r.Endpoint > 0 { // a balanced run: each endpoint's figures too
+		byEnd := c.ends[r.Level]
+		if byEnd == nil {
+			byEnd = map[int]*metrics.Aggregator{}
+			c.ends[r.Level] = byEnd
+		}
+		ea := byEnd[int(r.Endpoint)]
+		if ea == nil {
+			ea = metrics.NewAggregator(c.cfg)
+			byEnd[int(r.Endpoint)] = ea
+		}
+		ea.Add(r)
 	}
 	// Over time: what the server saw, warm-up included.
 	if r.Error == nil || r.Sent > 0 { // a zero Sent with an error: never sent
@@ -255,6 +270,25 @@ func (c *Collector) Level(i int) metrics.Level {
 		lv.AcrossRuns = metrics.Across(lv.Runs)
 	}
 	return lv
+}
+
+// Endpoints are level i's figures by endpoint of a balanced run (urls: the run's, in
+// --url order), every endpoint of urls listed whether or not it got a request; nil for a
+// run of one endpoint.
+func (c *Collector) Endpoints(i int, urls []string) []Endpoint {
+	if len(urls) < 2 {
+		return nil
+	}
+	out := make([]Endpoint, len(urls))
+	for k, u := range urls {
+		out[k] = Endpoint{Endpoint: k + 1, URL: u}
+		if a := c.ends[i][k+1]; a != nil {
+			out[k].Level = a.Level()
+		} else {
+			out[k].Level = metrics.NewAggregator(c.cfg).Level()
+		}
+	}
+	return out
 }
 
 // Aggregator returns level i's aggregator (nil when it has no records), for figures over

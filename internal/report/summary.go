@@ -105,12 +105,28 @@ type Target struct {
 	// kept-alive connections it closed after a response. Both zero for the simulator.
 	ClosesConnections bool `json:"closes_connections"`
 	ClosedConnections int  `json:"closed_connections"`
+	// Endpoints are every --url of a run balanced over several (URL is the first), Balance
+	// its policy and SessionHeader the header its session keys travel in; absent for one.
+	Endpoints     []string `json:"endpoints,omitempty"`
+	Balance       string   `json:"balance,omitempty"`
+	SessionHeader string   `json:"session_header,omitempty"`
 }
 
 // NewTarget describes the target with any user:password removed from the URL and the values
 // of query parameters that look like secrets (key, token, secret, signature) redacted.
 func NewTarget(rawURL, api, model string) Target {
 	return Target{URL: RedactURL(rawURL), API: api, Model: model}
+}
+
+// Balanced describes a target of several endpoints balanced by policy, their session keys
+// in header (the session policy's; "" for none).
+func (t Target) Balanced(urls []string, policy, header string) Target {
+	t.Endpoints = make([]string, len(urls))
+	for i, u := range urls {
+		t.Endpoints[i] = RedactURL(u)
+	}
+	t.Balance, t.SessionHeader = policy, header
+	return t
 }
 
 // RedactURL removes credentials from a URL for reports and logs.
@@ -157,10 +173,21 @@ type Level struct {
 	// Server is what the server's own /metrics said during the level; absent when it was
 	// not scraped.
 	Server *servermetrics.Summary `json:"server,omitempty"`
+	// Endpoints are the level's figures by endpoint when the run balanced over several
+	// (--url A --url B); absent for one.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
 	metrics.Level
 	// Cost is what the level's work cost at the summary's price (Summary.Judge); null when
 	// the run was not priced.
 	Cost *metrics.Cost `json:"cost"`
+}
+
+// Endpoint is one endpoint's share of a balanced level: the figures of the requests sent to
+// it, derived as a level's are.
+type Endpoint struct {
+	Endpoint int    `json:"endpoint"` // 1-based, in --url order (records' endpoint)
+	URL      string `json:"url"`
+	metrics.Level
 }
 
 // Load is the level's offered load.

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"github.com/llmbench/llmbench/internal/route"
 	"math/bits"
 	"slices"
 	"strings"
@@ -41,10 +42,12 @@ type Deployment struct {
 }
 
 // Routers: how a request is given to one of a deployment's replicas.
+// They are the route package's policies, the ones run --balance takes.
 const (
-	RouterRoundRobin       = "round-robin"       // in turn
-	RouterLeastOutstanding = "least-outstanding" // fewest requests in flight, ties to the lowest index
-	RouterPrefixAffinity   = "prefix-affinity"   // the replica that last served the prompt's first block, else least-outstanding
+	RouterRoundRobin       = route.RoundRobin
+	RouterLeastOutstanding = route.LeastOutstanding
+	RouterSession          = route.Session
+	RouterPrefixAffinity   = route.PrefixAffinity
 )
 
 // Element types of weights and KV cache.
@@ -293,13 +296,13 @@ func (p Profile) deploymentErrors() []error {
 	}
 	errs = append(errs, p.parallelErrors()...)
 	switch d.router() {
-	case RouterRoundRobin, RouterLeastOutstanding:
+	case RouterRoundRobin, RouterLeastOutstanding, RouterSession:
 	case RouterPrefixAffinity:
 		if !p.Engine.PrefixCaching {
 			add("router", "prefix-affinity needs engine.prefix_caching: true (without a cache there is no prefix to be near)")
 		}
 	default:
-		add("router", "%q is not one of %s, %s, %s", d.Router, RouterRoundRobin, RouterLeastOutstanding, RouterPrefixAffinity)
+		add("router", "%v", route.Check(d.Router, route.Policies...))
 	}
 	if _, ok := dtypeBytes[d.WeightDtype]; d.WeightDtype != "" && !ok {
 		add("weight_dtype", "%q is not one of %s", d.WeightDtype, strings.Join(weightDtypes, ", "))

@@ -205,7 +205,7 @@ func runBatch(t testing.TB, p Profile, batch, in, out int) (first, last time.Dur
 		t.Fatal(err)
 	}
 	for i := range batch {
-		if err := v.Submit(uint64(i), in, nil, out, 0); err != nil {
+		if err := v.Submit(uint64(i), in, nil, out, "", 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -365,7 +365,7 @@ deployment:
   kv_dtype: int4
   max_model_len: -1
   gpus: 8
-`, []string{"line 3: deployment.replicas: must be in 1..1000, got 0", "line 4: deployment.tp: want an integer", "deployment.router: \"random\" is not one of round-robin, least-outstanding, prefix-affinity",
+`, []string{"line 3: deployment.replicas: must be in 1..1000, got 0", "line 4: deployment.tp: want an integer", "deployment.router: \"random\" is not one of round-robin, least-outstanding, session, prefix-affinity",
 			"deployment.weight_dtype: \"fp4\" is not one of bf16, fp8, int4", "deployment.kv_dtype: \"int4\" is not one of bf16, fp8",
 			"deployment.max_model_len: must be in 0..", "line 9: deployment.gpus: unknown key (known: dp, expert_dtype, expert_parallel, kv_dtype, max_model_len, replicas, router, tp, truncate_prompts, weight_dtype)"}},
 		{"out of range", "deployment: {replicas: 1001, tp: 3}\n", []string{"deployment.replicas: must be in 1..1000, got 1001", "deployment.tp: must be a power of two in 1..64, got 3"}},

@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"context"
+	"github.com/llmbench/llmbench/internal/route"
 	"sync"
 	"time"
 )
@@ -11,69 +12,13 @@ import (
 // one policy both clocks use: Fleet (virtual clock, simulate) and EngineFleet (wall clock,
 // serve) differ only in how they reach their engines.
 
-// maxAffinity bounds prefix-affinity's memory of leading blocks: when it is full it starts
-// again, as a router's bounded cache would forget (deterministically here).
-const maxAffinity = 1 << 20
-
-// router chooses a replica for each request. Not safe for concurrent use.
-type router struct {
-	policy string
-	n      int
-	next   int            // round-robin: the next replica
-	last   map[uint64]int // prefix-affinity: first prompt block hash -> the replica that last served it
-}
-
-func newRouter(policy string, n int) *router {
-	r := &router{policy: policy, n: n}
-	if policy == RouterPrefixAffinity {
-		r.last = map[uint64]int{}
-	}
-	return r
-}
-
-// pick returns the replica for a request whose prompt blocks hash to hashes (nil without a
-// prefix cache); outstanding(i) is replica i's requests submitted and not finished.
-func (r *router) pick(hashes []uint64, outstanding func(i int) int) int {
-	switch r.policy {
-	case RouterRoundRobin:
-		i := r.next
-		r.next = (r.next + 1) % r.n
-		return i
-	case RouterPrefixAffinity:
-		if len(hashes) > 0 {
-			if i, ok := r.last[hashes[0]]; ok {
-				return i
-			}
-			i := leastOutstanding(r.n, outstanding)
-			if len(r.last) >= maxAffinity {
-				clear(r.last)
-			}
-			r.last[hashes[0]] = i
-			return i
-		}
-	}
-	return leastOutstanding(r.n, outstanding)
-}
-
-// leastOutstanding is the replica with the fewest requests in flight, ties to the lowest
-// index: O(replicas) per request.
-func leastOutstanding(n int, outstanding func(i int) int) int {
-	best, bestN := 0, outstanding(0)
-	for i := 1; i < n && bestN > 0; i++ {
-		if k := outstanding(i); k < bestN {
-			best, bestN = i, k
-		}
-	}
-	return best
-}
-
 // Fleet is a deployment's replicas on one virtual clock: the methods of Virtual (the
 // load's VirtualServer) over Replicas engines, each request given to one by the
 // deployment's router. The driver's request ids pass through unchanged. Not safe for
 // concurrent use.
 type Fleet struct {
 	reps   []*Virtual
-	route  *router
+	route  *route.Router
 	events fleetHeap // replicas with an event ahead, by (time, index)
 	dirty  []int     // replicas submitted to or processed since the last Kick
 	marked []bool    // in dirty
@@ -86,7 +31,7 @@ type Fleet struct {
 // engines (each what NewVirtual builds), replica i seeded with p.Seed + i.
 func NewFleet(p Profile) (*Fleet, error) {
 	n := p.Deployment.replicas()
-	f := &Fleet{reps: make([]*Virtual, n), route: newRouter(p.Deployment.router(), n)}
+	f := &Fleet{reps: make([]*Virtual, n), route: route.New(p.Deployment.router(), n)}
 	f.events.pos = make([]int, n)
 	f.marked = make([]bool, n)
 	for i := range f.reps {
@@ -125,9 +70,9 @@ func (f *Fleet) BlockSize() int { return f.reps[0].BlockSize() }
 func (f *Fleet) Check(prompt, maxTokens int) error { return f.reps[0].Check(prompt, maxTokens) }
 
 // Submit gives sequence id to the replica the router picks (see Virtual.Submit).
-func (f *Fleet) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, t time.Duration) error {
-	i := f.route.pick(hashes, f.out)
-	if err := f.reps[i].Submit(id, prompt, hashes, maxTokens, t); err != nil {
+func (f *Fleet) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, session string, t time.Duration) error {
+	i := f.route.Pick(session, hashes, f.out)
+	if err := f.reps[i].Submit(id, prompt, hashes, maxTokens, session, t); err != nil {
 		return err
 	}
 	for uint64(len(f.where)) <= id {
@@ -258,7 +203,7 @@ func (h *fleetHeap) set(i int, t time.Duration, ok bool) {
 type EngineFleet struct {
 	engines []*Engine
 	mu      sync.Mutex // the router's
-	route   *router
+	route   *route.Router
 	out     func(int) int
 }
 
@@ -271,7 +216,7 @@ func NewEngineFleet(p Profile) *EngineFleet { return newEngineFleet(p, true) }
 // testing/synctest bubble needs.
 func newEngineFleet(p Profile, fine bool) *EngineFleet {
 	n := p.Deployment.replicas()
-	f := &EngineFleet{engines: make([]*Engine, n), route: newRouter(p.Deployment.router(), n)}
+	f := &EngineFleet{engines: make([]*Engine, n), route: route.New(p.Deployment.router(), n)}
 	for i := range f.engines {
 		q := p
 		q.Seed = p.Seed + int64(i)
@@ -298,7 +243,7 @@ func (f *EngineFleet) Submit(ctx context.Context, r SeqRequest) (<-chan Step, er
 	// Held across the engine's Submit, so that concurrent requests see each other's counts.
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.engines[f.route.pick(r.PrefixHashes, f.out)].Submit(ctx, r)
+	return f.engines[f.route.Pick(r.Session, r.PrefixHashes, f.out)].Submit(ctx, r)
 }
 
 // Stats sums the replicas' snapshots; KV usage is their mean (replicas are alike).

@@ -2,59 +2,19 @@ package sim
 
 import (
 	"context"
+	"fmt"
+	"github.com/llmbench/llmbench/internal/route"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-func TestRouterPolicies(t *testing.T) {
-	counts := []int{2, 0, 1}
-	out := func(i int) int { return counts[i] }
-
-	rr := newRouter(RouterRoundRobin, 3)
-	var got []int
-	for range 5 {
-		got = append(got, rr.pick([]uint64{7}, out))
-	}
-	if !reflect.DeepEqual(got, []int{0, 1, 2, 0, 1}) {
-		t.Errorf("round-robin: %v", got)
-	}
-
-	lo := newRouter(RouterLeastOutstanding, 3)
-	if i := lo.pick(nil, out); i != 1 {
-		t.Errorf("least-outstanding of %v: %d", counts, i)
-	}
-	counts = []int{1, 1, 1}
-	if i := lo.pick(nil, out); i != 0 {
-		t.Errorf("least-outstanding tie: %d, want the lowest index", i)
-	}
-	counts = []int{3, 2, 2}
-	if i := lo.pick(nil, out); i != 1 {
-		t.Errorf("least-outstanding of %v: %d", counts, i)
-	}
-
-	pa := newRouter(RouterPrefixAffinity, 3)
-	counts = []int{3, 1, 2}
-	if i := pa.pick([]uint64{11, 12}, out); i != 1 {
-		t.Errorf("prefix-affinity, new prefix: %d, want least-outstanding 1", i)
-	}
-	counts = []int{0, 5, 0}
-	if i := pa.pick([]uint64{11, 99}, out); i != 1 {
-		t.Errorf("prefix-affinity, same first block: %d, want 1 where it was served", i)
-	}
-	if i := pa.pick([]uint64{21}, out); i != 0 {
-		t.Errorf("prefix-affinity, another prefix: %d, want least-outstanding 0", i)
-	}
-	if i := pa.pick(nil, out); i != 0 {
-		t.Errorf("prefix-affinity without hashes: %d, want least-outstanding 0", i)
-	}
-}
-
 // vserver is what Virtual and Fleet share (load.VirtualServer, which sim cannot import).
 type vserver interface {
-	Submit(id uint64, prompt int, hashes []uint64, maxTokens int, t time.Duration) error
+	Submit(id uint64, prompt int, hashes []uint64, maxTokens int, session string, t time.Duration) error
 	Next() (time.Duration, bool)
 	Process(t time.Duration, emit func(id uint64, at time.Duration, n int, done bool))
 	Kick(t time.Duration)
@@ -101,7 +61,7 @@ func runVirtual(t *testing.T, srv vserver, arr []varrival) []vevent {
 		}
 		for ; next < len(arr) && arr[next].at == now; next++ {
 			a := arr[next]
-			if err := srv.Submit(uint64(next), a.prompt, a.hashes, a.out, now); err != nil {
+			if err := srv.Submit(uint64(next), a.prompt, a.hashes, a.out, "", now); err != nil {
 				t.Fatalf("request %d: %v", next, err)
 			}
 		}
@@ -170,7 +130,7 @@ func TestFleetRoutes(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, a := range six {
-				if err := f.Submit(uint64(i), a.prompt, a.hashes, a.out, 0); err != nil {
+				if err := f.Submit(uint64(i), a.prompt, a.hashes, a.out, "", 0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -270,14 +230,42 @@ func TestMaxModelLen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Submit(1, 900, nil, 101, 0); err == nil || err.Error() != "prompt of 900 tokens plus max_tokens 101 exceeds the model's maximum length 1000 (max_model_len)" {
+	if err := v.Submit(1, 900, nil, 101, "", 0); err == nil || err.Error() != "prompt of 900 tokens plus max_tokens 101 exceeds the model's maximum length 1000 (max_model_len)" {
 		t.Errorf("over max_model_len: %v", err)
 	}
-	if err := v.Submit(2, 900, nil, 100, 0); err != nil {
+	if err := v.Submit(2, 900, nil, 100, "", 0); err != nil {
 		t.Errorf("at max_model_len: %v", err)
 	}
 	p.Engine.KVCacheTokens = 512
 	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "deployment.max_model_len: 1000 exceeds the KV cache of 512 tokens per replica") {
 		t.Errorf("max_model_len beyond the cache: %v", err)
+	}
+}
+
+// TestFleetSessionRouter: the session router keeps a session's requests on the replica its
+// key hashes to (route.SessionServer, the one run --balance session picks among several
+// --url), and spreads requests of no session least-outstanding.
+func TestFleetSessionRouter(t *testing.T) {
+	f, err := NewFleet(fleetProfile(t, 3, RouterSession))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		key := fmt.Sprint("task-", i%4)
+		if err := f.Submit(uint64(i), 100, nil, 5, key, 0); err != nil {
+			t.Fatal(err)
+		}
+		if want := route.SessionServer(key, 3); f.where[i] != want {
+			t.Errorf("request %d of %s on replica %d, want %d", i, key, f.where[i], want)
+		}
+	}
+	// A request of no session goes to the replica with the fewest in flight.
+	live := []int{f.Replica(0).Live(), f.Replica(1).Live(), f.Replica(2).Live()}
+	least := slices.Index(live, slices.Min(live))
+	if err := f.Submit(12, 100, nil, 5, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if f.where[12] != least {
+		t.Errorf("a request of no session on replica %d, want the least loaded %d of %v", f.where[12], least, live)
 	}
 }

@@ -55,7 +55,7 @@ func virtualSteps(t *testing.T, p Profile, arrivals []pacingArrival) [][]stepAt 
 	}
 	for i, a := range arrivals {
 		drain(a.at)
-		if err := v.Submit(uint64(i), a.prompt, nil, a.tokens, a.at); err != nil {
+		if err := v.Submit(uint64(i), a.prompt, nil, a.tokens, "", a.at); err != nil {
 			t.Fatal(err)
 		}
 		v.Kick(a.at)

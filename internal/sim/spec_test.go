@@ -32,7 +32,7 @@ func runSeqs(t *testing.T, p Profile, n, prompt, maxTokens int) [][]chunk {
 		t.Fatal(err)
 	}
 	for i := range n {
-		if err := v.Submit(uint64(i), prompt, nil, maxTokens, 0); err != nil {
+		if err := v.Submit(uint64(i), prompt, nil, maxTokens, "", 0); err != nil {
 			t.Fatal(err)
 		}
 	}

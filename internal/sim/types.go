@@ -15,6 +15,9 @@ type SeqRequest struct {
 	// IgnoreEOS makes the sequence run to MaxTokens; otherwise it stops at a seeded
 	// random length within it.
 	IgnoreEOS bool
+	// Session is the request's session key (a conversation or agentic task; "" for none):
+	// the session router keeps a session on one replica.
+	Session string
 }
 
 // Step reports the tokens one engine step emitted for one sequence.

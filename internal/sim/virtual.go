@@ -38,8 +38,8 @@ func (v *Virtual) BlockSize() int {
 // blocks, for the prefix cache; may be nil), generating exactly maxTokens (ignore_eos, as
 // the benchmark asks). An error is a request the server would refuse with 400. It does
 // not start a step: Kick does, once everything due at t is in.
-func (v *Virtual) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, t time.Duration) error {
-	s, err := v.c.newSeq(&SeqRequest{PromptTokens: prompt, PrefixHashes: hashes, MaxTokens: maxTokens, IgnoreEOS: true})
+func (v *Virtual) Submit(id uint64, prompt int, hashes []uint64, maxTokens int, session string, t time.Duration) error {
+	s, err := v.c.newSeq(&SeqRequest{PromptTokens: prompt, PrefixHashes: hashes, MaxTokens: maxTokens, IgnoreEOS: true, Session: session})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@
 package workload
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/chattemplate"
@@ -67,4 +68,17 @@ type Source interface {
 	// Len is the number of distinct requests of a finite dataset (a trace replays exactly
 	// these), or 0 for a synthetic source that can produce any number.
 	Len() int
+}
+
+// Session is the request's session key: its conversation's (multi-turn) or its agentic
+// task's, the unit a server keeps context for, so that a balancer or router can keep it on
+// one server; "" for a request of neither.
+func (r *Request) Session() string {
+	switch {
+	case r.Task.Steps > 0:
+		return "task-" + strconv.Itoa(r.Task.Task)
+	case r.Turns > 1:
+		return "conversation-" + strconv.Itoa(r.Conversation)
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/route"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -135,7 +137,8 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat, re
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	seq := sim.SeqRequest{ID: rq.id, PromptTokens: g.promptTokens, MaxTokens: g.maxTokens, IgnoreEOS: g.ignoreEOS}
+	seq := sim.SeqRequest{ID: rq.id, PromptTokens: g.promptTokens, MaxTokens: g.maxTokens, IgnoreEOS: g.ignoreEOS,
+		Session: r.Header.Get(cmp.Or(s.opts.SessionHeader, route.SessionHeader))}
 	if s.opts.BlockSize > 0 {
 		seq.PrefixHashes = prefixHashes(g.promptParts, s.opts.BlockSize, g.promptTokens/s.opts.BlockSize)
 		rq.cached = 0 // a prefix cache: usage says what it served, 0 included (as OpenAI's does)

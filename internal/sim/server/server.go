@@ -47,6 +47,9 @@ const (
 
 // Options configure a Server. Zero values take the defaults above.
 type Options struct {
+	// SessionHeader names the request header whose value is the request's session (the
+	// session router keeps a session on one replica); "" is route.SessionHeader.
+	SessionHeader string
 	// ModelName is the one model served: listed by /v1/models; requests naming another
 	// model get 404.
 	ModelName string
