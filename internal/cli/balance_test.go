@@ -137,3 +137,22 @@ func TestBalanceNeedsEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateBalance: simulate --balance routes the profile's replicas by the policy run
+// --balance spreads several --url by; a profile of one replica has none to spread.
+func TestSimulateBalance(t *testing.T) {
+	dir := t.TempDir()
+	three := filepath.Join(dir, "three.yaml")
+	if err := os.WriteFile(three, []byte("cost:\n  kind: linear\n  prefill_ms_per_token: 0.01\n  decode_step_ms: 8\n  decode_growth: 0.1\ndeployment:\n  replicas: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, t.Context(), "simulate", "--sim", three, "--balance", "session", "--workload", "agentic",
+		"--concurrency", "6", "--requests", "24", "--input-tokens", "32", "--output-tokens", "4", "--output-dir", filepath.Join(dir, "s"))
+	if code != 0 || !strings.Contains(stdout, "router session") {
+		t.Errorf("exit %d, want the session router named:\n%s\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--balance", "session", "--requests", "4", "--output-dir", filepath.Join(dir, "t"))
+	if code != ExitUsage || !strings.Contains(stderr, "has one replica") {
+		t.Errorf("one replica: exit %d, %s", code, stderr)
+	}
+}

@@ -345,6 +345,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	if live {
 		r.target()
 	}
+	r.balancing()
 	ladder := r.load()
 	r.search(ladder)
 	if !live && !slices.Contains(simAPIs, f.api) {
@@ -434,7 +435,6 @@ func (r *resolver) target() {
 		r.add(parseTarget(u))
 		c.moreURLs = append(c.moreURLs, strings.TrimRight(u, "/"))
 	}
-	r.balancing()
 	if !slices.Contains(client.APIs(), f.api) {
 		hint := didYouMean(f.api, client.APIs())
 		switch strings.ToLower(f.api) {

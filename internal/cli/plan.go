@@ -46,6 +46,7 @@ var planRefused = map[string]string{
 	"repeat":             "plan simulates each fleet once (the same seed as simulate, so best.yaml re-simulates to the same figures)",
 	"stop-on-saturation": "plan judges every fleet at the traffic (a fleet that cannot keep up misses the SLOs)",
 	"api":                "plan simulates chat completions",
+	"balance":            "plan tries each --router over the replicas it sizes: give --router",
 	"stream":             "plan simulates streamed chat completions",
 	"batch-size":         "plan simulates chat completions",
 	"documents":          "plan simulates chat completions",
