@@ -199,30 +199,10 @@ func (c *Collector) Add(r *record.Record) {
 	a.Add(r)
 	c.countCache(r)
 	if r.Repeat > 0 { // a repeated level: each run's figures too
-		byRun := c.runs[r.Level]
-		if byRun == nil {
-			byRun = map[int]*metrics.Aggregator{}
-			c.runs[r.Level] = byRun
-		}
-		ra := byRun[int(r.Repeat)]
-		if ra == nil {
-			ra = metrics.NewAggregator(c.cfg)
-			byRun[int(r.Repeat)] = ra
-		}
-		ra.Add(r)
+		c.part(c.runs, r.Level, int(r.Repeat)).Add(r)
 	}
 	if r.Endpoint > 0 { // a balanced run: each endpoint's figures too
-		byEnd := c.ends[r.Level]
-		if byEnd == nil {
-			byEnd = map[int]*metrics.Aggregator{}
-			c.ends[r.Level] = byEnd
-		}
-		ea := byEnd[int(r.Endpoint)]
-		if ea == nil {
-			ea = metrics.NewAggregator(c.cfg)
-			byEnd[int(r.Endpoint)] = ea
-		}
-		ea.Add(r)
+		c.part(c.ends, r.Level, int(r.Endpoint)).Add(r)
 	}
 	// Over time: what the server saw, warm-up included.
 	if r.Error == nil || r.Sent > 0 { // a zero Sent with an error: never sent
@@ -232,6 +212,21 @@ func (c *Collector) Add(r *record.Record) {
 	if r.Error != nil && r.Error.Kind != record.KindCanceled {
 		c.ot.addFailure(r.Done)
 	}
+}
+
+// part is the aggregator of level's part k in parts (its runs, its endpoints), made on first use.
+func (c *Collector) part(parts map[int]map[int]*metrics.Aggregator, level, k int) *metrics.Aggregator {
+	byK := parts[level]
+	if byK == nil {
+		byK = map[int]*metrics.Aggregator{}
+		parts[level] = byK
+	}
+	a := byK[k]
+	if a == nil {
+		a = metrics.NewAggregator(c.cfg)
+		byK[k] = a
+	}
+	return a
 }
 
 // Note records a problem worth telling the page's reader (a truncated records.jsonl).
