@@ -192,6 +192,9 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	if !r.cfg.Console.Quiet {
 		report.ConsoleLevel(out, r.sum, len(r.sum.Levels)-1, report.ConsoleOptions{})
 		servermetrics.WriteConsole(out, l.Server)
+		if l.Server != nil && len(r.sum.Target.Endpoints) > 1 {
+			fmt.Fprintf(out, "(the first endpoint's /metrics: %s)\n", r.sum.Target.Endpoints[0])
+		}
 		if h := l.PrefixCacheHits; h != nil && *h > 0 && report.PrefixHitsFlatter(r.sum.Workload) {
 			fmt.Fprintln(out, report.Wrap(report.PrefixHitsText(*h), 0, 2, report.ConsoleWidth))
 		}
