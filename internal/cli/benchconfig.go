@@ -91,6 +91,7 @@ type benchConfig struct {
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
 	metricsInterval time.Duration
+	gpuMetrics      []string // GPU exporters' /metrics, scraped every metricsInterval
 
 	defaultLoad bool // no --concurrency, --rate or --search was given
 }
@@ -430,6 +431,12 @@ func (r *resolver) target() {
 		}
 	}
 	c.metricsURL, c.metricsInterval = f.metricsURL, f.metricsInterval
+	for _, u := range f.gpuMetrics {
+		if err := parseTarget(u); err != nil {
+			r.add(fmt.Errorf("--gpu-metrics: %q must be an http:// or https:// URL of a dcgm-exporter's or AMD device-metrics-exporter's /metrics", u))
+		}
+	}
+	c.gpuMetrics = f.gpuMetrics
 }
 
 // ladderFlags are the load flags' values the levels are built from.

@@ -70,6 +70,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
 	live := bench.Live{Client: cfg.clientConfig(stdio), MetricsURL: cfg.metricsURL, MetricsInterval: cfg.metricsInterval,
+		GPUMetrics:  cfg.gpuMetrics,
 		TestRequest: cfg.testRequest, StartAt: cfg.startAt,
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {

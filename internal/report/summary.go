@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/servermetrics"
@@ -157,6 +158,9 @@ type Level struct {
 	// Server is what the server's own /metrics said during the level; absent when it was
 	// not scraped.
 	Server *servermetrics.Summary `json:"server,omitempty"`
+	// GPU is what the GPU exporters (--gpu-metrics) said during the level: power, energy,
+	// energy per output token and per request, utilisation; absent when none was scraped.
+	GPU *gpumetrics.Summary `json:"gpu,omitempty"`
 	metrics.Level
 	// Cost is what the level's work cost at the summary's price (Summary.Judge); null when
 	// the run was not priced.
