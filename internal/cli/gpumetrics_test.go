@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/gpumetrics"
+	"github.com/llmbench/llmbench/internal/gpumetrics/gputest"
+	"github.com/llmbench/llmbench/internal/memnet"
+	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/sim/server"
+)
+
+// `llmbench run --gpu-metrics` against a replayed dcgm-exporter scrape (8 H100s, energy
+// counters advancing at their recorded power), a replayed AMD device-metrics-exporter one
+// (2 MI300Xs, power alone: energy integrated) and a URL that answers no GPU metrics, on
+// synctest's fake clock. By hand: the GPUs draw 4889 W (DCGM: 612.5 + 598.25 + 640 + 587.75 +
+// 605.5 + 621 + 593.25 + 630.75) plus 1390 W (AMD: 702 + 688) = 6279 W, so the level's energy
+// is 6279 W times its measured window, J per output token that over its output tokens, and
+// utilisation (8 x 96.5% + 2 x 86%) / 10 = 94.4% (both exporters scraped as often). The
+// broken URL is one warning line; the run succeeds.
+func TestRunGPUMetricsReplayed(t *testing.T) {
+	loadDefaultTokenizer(t)
+	dcgmScrape, err := os.ReadFile("../gpumetrics/testdata/dcgm-8xh100.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	amdScrape, err := os.ReadFile("../gpumetrics/testdata/amd-2xmi300x.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		p, err := sim.LoadProfile("textbook")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Cost.DecodeStepMs, p.Cost.DecodeGrowth, p.Cost.PrefillMsPerToken = 2, 0, 0.001
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		eng := sim.NewEngineOnGoTimers(p)
+		go eng.Start(ctx)
+		srv, err := server.New(eng, server.Options{ModelName: faultModel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := server.HTTPServer("", srv)
+		start := time.Now()
+		dcgm, err := gputest.Replay(dcgmScrape, start, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		amd, err := gputest.Replay(amdScrape, start, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/dcgm/metrics", dcgm)
+		mux.Handle("/amd/metrics", amd)
+		mux.Handle("/", hs.Handler)
+		hs.Handler = mux
+		ln := memTarget(t)
+		go hs.Serve(ln)
+		defer hs.Close()
+
+		fr := runAgainst(t, memnet.URL, 200, "--gpu-metrics", memnet.URL+"/dcgm/metrics",
+			"--gpu-metrics", memnet.URL+"/amd/metrics", "--gpu-metrics", memnet.URL+"/nothing/metrics")
+		if fr.code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", fr.code, fr.stdout, fr.stderr)
+		}
+		var warnings []string
+		for _, ln := range strings.Split(fr.stderr, "\n") {
+			if strings.Contains(ln, "--gpu-metrics") {
+				warnings = append(warnings, ln)
+			}
+		}
+		if len(warnings) != 1 || !strings.Contains(warnings[0], memnet.URL+"/nothing/metrics") || !strings.Contains(warnings[0], "HTTP 404") {
+			t.Errorf("want one warning naming the broken URL and its error, got %q", warnings)
+		}
+		l := fr.sum.Levels[0]
+		g := l.GPU
+		if g == nil {
+			t.Fatalf("no levels[0].gpu\n%s", fr.stdout)
+		}
+		if g.GPUs != 10 || g.Source != gpumetrics.SourceDCGM+"+"+gpumetrics.SourceAMD || g.EnergyFrom != gpumetrics.FromBoth || g.FailedScrapes == 0 {
+			t.Errorf("gpus %d, source %q, energy from %q, failed scrapes %d", g.GPUs, g.Source, g.EnergyFrom, g.FailedScrapes)
+		}
+		if math.Abs(g.WindowS-l.DurationS) > 1e-6 {
+			t.Errorf("window %v s, level duration %v s: want the measured window", g.WindowS, l.DurationS)
+		}
+		const watts = 6279.0
+		e := watts * g.WindowS
+		near := func(got *float64, want float64) bool {
+			return got != nil && math.Abs(*got-want) <= 1e-9*want
+		}
+		if !near(g.EnergyJ, e) || !near(g.PowerW, watts) || !near(g.PowerPerGPUW, watts/10) {
+			t.Errorf("energy %v J, power %v W, per GPU %v W; want %v J, %v W, %v W", deref(g.EnergyJ), deref(g.PowerW), deref(g.PowerPerGPUW), e, watts, watts/10)
+		}
+		if l.TotalOutputTokens != 200*12 || !near(g.JoulesPerOutputToken, e/2400) || !near(g.JoulesPerRequest, e/float64(l.Completed)) || !near(g.OutputTokensPerJoule, 2400/e) {
+			t.Errorf("%d tokens: J/token %v, J/request %v, tokens/J %v; want %v, %v, %v", l.TotalOutputTokens,
+				deref(g.JoulesPerOutputToken), deref(g.JoulesPerRequest), deref(g.OutputTokensPerJoule), e/2400, e/float64(l.Completed), 2400/e)
+		}
+		if g.Utilization == nil || math.Abs(g.Utilization.Mean-94.4) > 1e-9 || g.Utilization.Max != 100 {
+			t.Errorf("utilization %+v, want mean 94.4%%, max 100%%", g.Utilization)
+		}
+		for _, want := range []string{"GPU Metrics (10 GPUs, DCGM+AMD)", "GPU energy per output token (J):", "Mean GPU power, all GPUs (W):            6279.0"} {
+			if !strings.Contains(fr.stdout, want) {
+				t.Errorf("console lacks %q:\n%s", want, fr.stdout)
+			}
+		}
+	})
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
