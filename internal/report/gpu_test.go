@@ -83,3 +83,25 @@ func TestSummaryJSONGPU(t *testing.T) {
 		t.Errorf("read back %+v", g)
 	}
 }
+
+// report.html draws power and utilisation over time from levels[].gpu.series, a line per
+// exporter, on the run's time axis; nothing without GPU series.
+func TestGPUCharts(t *testing.T) {
+	levels := []Level{{Concurrency: 1}, {Concurrency: 4}}
+	if gpuCharts(nil, levels) != "" {
+		t.Error("GPU charts without GPU metrics")
+	}
+	levels[0].GPU = &gpumetrics.Summary{Series: []gpumetrics.Columns{
+		{URL: "http://a:9400/metrics", TS: []float64{1, 2, 3}, PowerW: []float64{4889, 4900, 4870}, Utilization: []float64{96.5, 97, 95}},
+		{URL: "http://b:5000/metrics", TS: []float64{1.1, 2.1}, PowerW: []float64{1390, 1400}},
+	}}
+	levels[1].GPU = &gpumetrics.Summary{Series: []gpumetrics.Columns{{URL: "http://a:9400/metrics", TS: []float64{5, 14}, PowerW: []float64{5000, 5100}}}}
+	out := string(gpuCharts(nil, levels))
+	if !strings.Contains(out, `data-chart="gpu-power"`) || !strings.Contains(out, `data-chart="gpu-util"`) ||
+		!strings.Contains(out, "http://b:5000/metrics") || strings.Count(out, "GPU utilisation (%), ") != 1 {
+		t.Errorf("power of both exporters, utilisation of the one that gave it: %.600s", out)
+	}
+	if r := runSpan(nil, levels); r.Hi != 14 {
+		t.Errorf("run span %+v, want to 14 s (the last GPU sample)", r)
+	}
+}
