@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -75,6 +76,7 @@ type Scrape struct {
 // each level; no URLs: none.
 type GPUScrape struct {
 	URLs     []string
+	Local    *gpumetrics.Local // this machine's nvidia-smi, read beside (or without) URLs
 	Interval time.Duration
 	Client   *http.Client
 	// Warned are the URLs already warned of (their probe failed): a run warns once a URL.

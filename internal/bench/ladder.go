@@ -269,6 +269,9 @@ func (r *ladder) runOnce(lvl load.Level, gpu *gpuRuns) (load.EndReason, *serverm
 	for _, u := range r.cfg.GPU.URLs {
 		gpuScrapers = append(gpuScrapers, gpumetrics.Start(r.ctx, u, r.cfg.GPU.Interval, r.start, r.cfg.GPU.Client))
 	}
+	if l := r.cfg.GPU.Local; l != nil {
+		gpuScrapers = append(gpuScrapers, gpumetrics.StartLocal(r.ctx, l, r.cfg.GPU.Interval, r.start))
+	}
 	reason, err := r.runLevel(r.ctx, lvl, sink)
 	close(recs) // runLevel returns once every record is handed to sink
 	<-stored

@@ -37,6 +37,10 @@ type Live struct {
 	// MetricsInterval); each is probed before the run, one that fails is told to the
 	// Config's Console.Warn, and scraped all the same.
 	GPUMetrics []string
+	// GPULocal, when set, is this machine's nvidia-smi, read during each level as an
+	// exporter is (the caller sets it only for a target on this machine); probed first, and
+	// left out, with a warning, when it fails.
+	GPULocal *gpumetrics.Local
 	// TestRequest sends the first level's first request before measuring: a failure stops
 	// the run (TestRequestError), an answer warms the server; it is not recorded.
 	TestRequest bool
@@ -238,8 +242,20 @@ func scrape(ctx context.Context, target client.Config, url string, every time.Du
 // gpuScrape is the GPU exporters to read during each level, probed once: one that does not
 // answer with GPU metrics is told to warn now, not after the first level.
 func gpuScrape(ctx context.Context, target client.Config, live Live, warn func(string)) (GPUScrape, error) {
+	var local *gpumetrics.Local
+	if l := live.GPULocal; l != nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := l.Probe(pctx)
+		cancel()
+		switch {
+		case err == nil:
+			local = l
+		case ctx.Err() == nil && warn != nil:
+			warn(fmt.Sprintf("warning: %v; no GPU figures (--gpu-metrics URL reads an exporter instead)", err))
+		}
+	}
 	if len(live.GPUMetrics) == 0 {
-		return GPUScrape{}, nil
+		return GPUScrape{Local: local, Interval: live.MetricsInterval}, nil
 	}
 	// The exporters are not the target: its TLS and proxy settings, not its credentials.
 	target.APIKey, target.Headers = "", nil
@@ -247,7 +263,7 @@ func gpuScrape(ctx context.Context, target client.Config, live Live, warn func(s
 	if err != nil {
 		return GPUScrape{}, err
 	}
-	g := GPUScrape{URLs: live.GPUMetrics, Interval: live.MetricsInterval, Client: hc, Warned: map[string]bool{}}
+	g := GPUScrape{URLs: live.GPUMetrics, Local: local, Interval: live.MetricsInterval, Client: hc, Warned: map[string]bool{}}
 	for _, u := range live.GPUMetrics {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := gpumetrics.Probe(pctx, u, hc)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -114,6 +116,76 @@ func TestRunGPUMetricsReplayed(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The tests find no local nvidia-smi unless one says otherwise: a run against a loopback
+// server must not read the machine's GPUs.
+func init() { lookPath = func(string) (string, error) { return "", exec.ErrNotFound } }
+
+// The local nvidia-smi is read only for a target on this machine, given no --gpu-metrics
+// and no --gpu-metrics none, and when one is on the PATH.
+func TestLocalGPUChoice(t *testing.T) {
+	defer func(old func(string) (string, error)) { lookPath = old }(lookPath)
+	found := func(string) (string, error) { return "/usr/bin/nvidia-smi", nil }
+	for _, tc := range []struct {
+		cfg  benchConfig
+		path func(string) (string, error)
+		want bool
+	}{
+		{benchConfig{url: "http://127.0.0.1:8000"}, found, true},
+		{benchConfig{url: "http://localhost:8000/v1"}, found, true},
+		{benchConfig{url: "http://[::1]:8000"}, found, true},
+		{benchConfig{url: "http://10.0.0.7:8000"}, found, false},                   // another machine's GPUs
+		{benchConfig{url: "http://127.0.0.1:8000", inProcess: true}, found, false}, // the simulator
+		{benchConfig{url: "http://127.0.0.1:8000", noGPU: true}, found, false},
+		{benchConfig{url: "http://127.0.0.1:8000", gpuMetrics: []string{"http://127.0.0.1:9400/metrics"}}, found, false},
+		{benchConfig{url: "http://127.0.0.1:8000"}, func(string) (string, error) { return "", exec.ErrNotFound }, false},
+	} {
+		lookPath = tc.path
+		var out strings.Builder
+		got := tc.cfg.localGPU(Stdio{Out: &out})
+		if (got != nil) != tc.want {
+			t.Errorf("%+v: local nvidia-smi %v, want %v", tc.cfg, got != nil, tc.want)
+		}
+		if tc.want && !strings.Contains(out.String(), "GPU metrics: the local /usr/bin/nvidia-smi") {
+			t.Errorf("not said: %q", out.String())
+		}
+	}
+}
+
+// A run against a server on this machine with no --gpu-metrics reads the local nvidia-smi (a
+// script answering as it does, for 8 H100s at 4889 W together): energy is the power
+// integrated over the measured window, whatever the real time the level took.
+func TestRunLocalNvidiaSMI(t *testing.T) {
+	defer func(old func(string) (string, error)) { lookPath = old }(lookPath)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "nvidia-smi")
+	csv, err := filepath.Abs("../gpumetrics/testdata/nvidia-smi-8xh100.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec cat '"+csv+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lookPath = func(string) (string, error) { return script, nil }
+	url, _ := startFaultySim(t, "", 1)
+	fr := runAgainst(t, url, 40)
+	if fr.code != 0 {
+		t.Fatalf("exit %d\n%s", fr.code, fr.stderr)
+	}
+	l := fr.sum.Levels[0]
+	g := l.GPU
+	if g == nil || g.Source != gpumetrics.SourceNvidiaSMI || g.GPUs != 8 || g.EnergyFrom != gpumetrics.FromPower {
+		t.Fatalf("levels[0].gpu = %+v\n%s", g, fr.stdout)
+	}
+	e := 4889 * g.WindowS
+	if math.Abs(g.WindowS-l.DurationS) > 1e-6 || g.EnergyJ == nil || math.Abs(*g.EnergyJ-e) > 1e-9*e ||
+		math.Abs(*g.JoulesPerOutputToken-e/float64(l.TotalOutputTokens)) > 1e-9 {
+		t.Errorf("window %v s (level %v s), energy %v J, want %v J", g.WindowS, l.DurationS, deref(g.EnergyJ), e)
+	}
+	if !strings.Contains(fr.stdout, "GPU metrics: the local "+script) {
+		t.Errorf("the run does not say it reads the local nvidia-smi:\n%s", fr.stdout)
+	}
 }
 
 func deref(p *float64) float64 {

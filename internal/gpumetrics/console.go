@@ -90,5 +90,9 @@ func (s Series) Warning(level string) string {
 	if s.Failed == s.Scrapes {
 		what = "every scrape failed during " + level
 	}
-	return fmt.Sprintf("warning: --gpu-metrics %s: %s (last: %s); the run goes on without its readings", s.URL, what, s.LastError)
+	who := "--gpu-metrics " + s.URL
+	if s.URL == SourceNvidiaSMI {
+		who = "the local nvidia-smi"
+	}
+	return fmt.Sprintf("warning: %s: %s (last: %s); the run goes on without its readings", who, what, s.LastError)
 }

@@ -3,6 +3,7 @@ package gpumetrics
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -303,5 +304,47 @@ func TestBrokenExporters(t *testing.T) {
 		if !strings.HasPrefix(w, "warning: --gpu-metrics "+tc.url+": every scrape failed during level c=1") || !strings.Contains(w, tc.want) || strings.Contains(w, "\n") {
 			t.Errorf("warning %q", w)
 		}
+	}
+}
+
+// fakeSMI answers as nvidia-smi would, or fails as one without a driver does.
+type fakeSMI struct {
+	out  []byte
+	err  error
+	args []string
+}
+
+func (f *fakeSMI) Run(_ context.Context, path string, args ...string) ([]byte, error) {
+	f.args = append([]string{path}, args...)
+	return f.out, f.err
+}
+
+// The local nvidia-smi, read every second: its power integrated (it has no energy counter),
+// 4889 W over a 5 s window by hand; GPU 7's "[N/A]" utilisation is left out of the mean:
+// (97+95+100+93+96+98+94)/7 = 96.142857…%.
+func TestLocalNvidiaSMI(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &fakeSMI{out: readScrape(t, "nvidia-smi-8xh100.csv")}
+		runStart := time.Now()
+		s := StartLocal(t.Context(), &Local{Path: "/usr/bin/nvidia-smi", Run: fake}, time.Second, runStart)
+		time.Sleep(5500 * time.Millisecond)
+		ser := s.Stop()
+		if want := "--query-gpu=index,uuid,name,power.draw,utilization.gpu,utilization.memory,clocks.sm,memory.used,temperature.gpu"; len(fake.args) != 3 || fake.args[1] != want || fake.args[2] != "--format=csv,noheader,nounits" {
+			t.Errorf("ran %q", fake.args)
+		}
+		sum := Summarize([]Series{ser}, []Window{{sec(0.25), sec(5.25)}}, 1000, 50)
+		if sum.Source != SourceNvidiaSMI || sum.GPUs != 8 || sum.EnergyFrom != FromPower || sum.EnergyJ == nil || !near(*sum.EnergyJ, 4889*5) {
+			t.Fatalf("source %q, %d GPUs, energy %v from %q: %s", sum.Source, sum.GPUs, sum.EnergyJ, sum.EnergyFrom, sum.Note)
+		}
+		if !near(sum.Utilization.Mean, 673.0/7) || sum.PerGPU[7].Utilization != nil || sum.PerGPU[7].UUID != "GPU-8a3c9d1f-5b08-4e2f-8d7b-0f4a2c9e8b17" {
+			t.Errorf("utilization %+v, GPU 7 %+v", sum.Utilization, sum.PerGPU[7])
+		}
+	})
+	failing := &Local{Path: "nvidia-smi", Run: &fakeSMI{err: errors.New("exit status 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver")}}
+	if err := failing.Probe(context.Background()); err == nil || !strings.Contains(err.Error(), "nvidia-smi: exit status 9: NVIDIA-SMI has failed") {
+		t.Errorf("probe: %v", err)
+	}
+	if _, err := ParseSMI(strings.NewReader("0, GPU-x, H100, 600\n")); err == nil {
+		t.Error("a short row read as a GPU")
 	}
 }

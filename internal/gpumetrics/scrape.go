@@ -40,14 +40,14 @@ type Series struct {
 	Samples   []Sample
 }
 
-// Scraper polls one exporter in its own goroutine until Stop.
+// Scraper polls one exporter (or a local tool) in its own goroutine until Stop.
 type Scraper struct {
-	url      string
-	host     string // the URL's host, naming GPUs whose exporter gives no hostname
+	read     func(ctx context.Context) (Scrape, error)
+	host     string // names GPUs whose source gives no hostname
 	interval time.Duration
 	runStart time.Time
 	parent   context.Context
-	client   *http.Client
+	close    func()
 	cancel   context.CancelFunc
 	done     chan struct{}
 	stopOnce sync.Once
@@ -61,9 +61,6 @@ type Scraper struct {
 // or ctx ends; each scrape times out after one interval. Failures are counted, never fatal.
 // runStart is the run's t = 0. hc nil: a client of its own.
 func Start(ctx context.Context, url string, interval time.Duration, runStart time.Time, hc *http.Client) *Scraper {
-	if interval <= 0 {
-		interval = DefaultInterval
-	}
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 1
@@ -73,10 +70,28 @@ func Start(ctx context.Context, url string, interval time.Duration, runStart tim
 	if u, err := neturl.Parse(url); err == nil && u.Host != "" {
 		host = u.Host
 	}
+	read := func(ctx context.Context) (Scrape, error) {
+		mfs, err := servermetrics.FetchFamilies(ctx, hc, url)
+		if err != nil {
+			return Scrape{}, err
+		}
+		sc := mapFamilies(mfs)
+		if len(sc.GPUs) == 0 {
+			return Scrape{}, noGPUs(url)
+		}
+		return sc, nil
+	}
+	return start(ctx, url, host, read, hc.CloseIdleConnections, interval, runStart)
+}
+
+func start(ctx context.Context, name, host string, read func(context.Context) (Scrape, error), closeFn func(), interval time.Duration, runStart time.Time) *Scraper {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
 	loopCtx, cancel := context.WithCancel(ctx)
-	s := &Scraper{url: url, host: host, interval: interval, runStart: runStart, parent: ctx,
-		client: hc, cancel: cancel, done: make(chan struct{}),
-		series: Series{URL: url, Source: SourceUnknown, Interval: interval, GPUs: map[string]GPU{}}}
+	s := &Scraper{read: read, host: host, interval: interval, runStart: runStart, parent: ctx,
+		close: closeFn, cancel: cancel, done: make(chan struct{}),
+		series: Series{URL: name, Source: SourceUnknown, Interval: interval, GPUs: map[string]GPU{}}}
 	go s.loop(loopCtx)
 	return s
 }
@@ -116,7 +131,9 @@ func (s *Scraper) Stop() Series {
 		if ok && s.parent.Err() == nil {
 			s.scrape(s.parent, min(finalTimeout, s.interval))
 		}
-		s.client.CloseIdleConnections()
+		if s.close != nil {
+			s.close()
+		}
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,17 +145,10 @@ func (s *Scraper) Stop() Series {
 func (s *Scraper) scrape(ctx context.Context, timeout time.Duration) {
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, timeout)
-	mfs, err := servermetrics.FetchFamilies(sctx, s.client, s.url)
+	sc, err := s.read(sctx)
 	cancel()
 	if err != nil && ctx.Err() != nil {
 		return // stopped mid-scrape: the level is over, not the exporter's fault
-	}
-	var sc Scrape
-	if err == nil {
-		sc = mapFamilies(mfs)
-		if len(sc.GPUs) == 0 {
-			err = noGPUs(s.url)
-		}
 	}
 	end := time.Now()
 	t := start.Add(end.Sub(start) / 2).Sub(s.runStart)
