@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -38,20 +39,6 @@ func TestRunGPUMetricsReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	synctest.Test(t, func(t *testing.T) {
-		p, err := sim.LoadProfile("textbook")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Cost.DecodeStepMs, p.Cost.DecodeGrowth, p.Cost.PrefillMsPerToken = 2, 0, 0.001
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		eng := sim.NewEngineOnGoTimers(p)
-		go eng.Start(ctx)
-		srv, err := server.New(eng, server.Options{ModelName: faultModel})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := server.HTTPServer("", srv)
 		start := time.Now()
 		dcgm, err := gputest.Replay(dcgmScrape, start, false)
 		if err != nil {
@@ -61,14 +48,7 @@ func TestRunGPUMetricsReplayed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/dcgm/metrics", dcgm)
-		mux.Handle("/amd/metrics", amd)
-		mux.Handle("/", hs.Handler)
-		hs.Handler = mux
-		ln := memTarget(t)
-		go hs.Serve(ln)
-		defer hs.Close()
+		serveSimWith(t, map[string]http.Handler{"/dcgm/metrics": dcgm, "/amd/metrics": amd})
 
 		fr := runAgainst(t, memnet.URL, 200, "--gpu-metrics", memnet.URL+"/dcgm/metrics",
 			"--gpu-metrics", memnet.URL+"/amd/metrics", "--gpu-metrics", memnet.URL+"/nothing/metrics")
@@ -186,6 +166,82 @@ func TestRunLocalNvidiaSMI(t *testing.T) {
 	if !strings.Contains(fr.stdout, "GPU metrics: the local "+script) {
 		t.Errorf("the run does not say it reads the local nvidia-smi:\n%s", fr.stdout)
 	}
+}
+
+// serveSimWith serves a fast simulator in memory, for a run in a synctest bubble, with the
+// handlers beside it on their paths (GPU exporters on the server's host), until the test ends.
+func serveSimWith(t *testing.T, handlers map[string]http.Handler) {
+	t.Helper()
+	p, err := sim.LoadProfile("textbook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cost.DecodeStepMs, p.Cost.DecodeGrowth, p.Cost.PrefillMsPerToken = 2, 0, 0.001
+	ctx, cancel := context.WithCancel(context.Background())
+	eng := sim.NewEngineOnGoTimers(p)
+	go eng.Start(ctx)
+	srv, err := server.New(eng, server.Options{ModelName: faultModel})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	hs := server.HTTPServer("", srv)
+	mux := http.NewServeMux()
+	for path, h := range handlers {
+		mux.Handle(path, h)
+	}
+	mux.Handle("/", hs.Handler)
+	hs.Handler = mux
+	go hs.Serve(memTarget(t))
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+	})
+}
+
+// An exporter that answers the probe and then fails: one warning line for the whole run
+// (not one a level), the run succeeds, and its levels have no GPU figures, not zeros.
+func TestRunGPUExporterFailsMidRun(t *testing.T) {
+	loadDefaultTokenizer(t)
+	dcgmScrape, err := os.ReadFile("../gpumetrics/testdata/dcgm-8xh100.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		replay, err := gputest.Replay(dcgmScrape, time.Now(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n atomic.Int64
+		flaky := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == 1 {
+				replay.ServeHTTP(w, r)
+				return
+			}
+			http.Error(w, "DCGM: failed to read fields", http.StatusInternalServerError)
+		})
+		serveSimWith(t, map[string]http.Handler{"/dcgm/metrics": flaky})
+		fr := runAgainst(t, memnet.URL, 40, "--concurrency", "4,8", "--gpu-metrics", memnet.URL+"/dcgm/metrics")
+		if fr.code != 0 {
+			t.Fatalf("exit %d\n%s", fr.code, fr.stderr)
+		}
+		stderr := strings.Join(strings.Fields(fr.stderr), " ") // unwrapped
+		if got := strings.Count(stderr, "--gpu-metrics"); got != 1 ||
+			!strings.Contains(stderr, "warning: --gpu-metrics "+memnet.URL+"/dcgm/metrics: every scrape failed during level concurrency 4") ||
+			!strings.Contains(stderr, "HTTP 500 DCGM: failed to read fields") {
+			t.Errorf("want one warning naming the URL and its error, got %d:\n%s", got, fr.stderr)
+		}
+		if len(fr.sum.Levels) != 2 {
+			t.Fatalf("%d levels", len(fr.sum.Levels))
+		}
+		for _, l := range fr.sum.Levels {
+			g := l.GPU
+			if g == nil || g.FailedScrapes == 0 || g.FailedScrapes != g.Scrapes || g.EnergyJ != nil || g.PowerW != nil ||
+				g.JoulesPerOutputToken != nil || g.Utilization != nil || g.GPUs != 0 {
+				t.Errorf("%s: gpu %+v", l.Name, g)
+			}
+		}
+	})
 }
 
 func deref(p *float64) float64 {
