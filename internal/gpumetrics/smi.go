@@ -85,9 +85,10 @@ func (l *Local) Probe(ctx context.Context) error {
 	return err
 }
 
-// StartLocal reads l as Start reads an exporter.
+// StartLocal reads l as Start reads an exporter, at most once a second: each read starts a
+// process, which takes a good part of a shorter interval.
 func StartLocal(ctx context.Context, l *Local, interval time.Duration, runStart time.Time) *Scraper {
-	return start(ctx, SourceNvidiaSMI, "local", l.read, nil, interval, runStart)
+	return start(ctx, SourceNvidiaSMI, "local", l.read, nil, max(interval, time.Second), runStart)
 }
 
 // ParseSMI reads nvidia-smi's CSV answer to smiQuery (noheader, nounits); "[N/A]" and
