@@ -60,7 +60,7 @@ func WriteConsole(w io.Writer, s *Summary) error {
 		line("Output tokens per joule:", num(*s.OutputTokensPerJoule, 3))
 	}
 	if s.Note != "" && s.Scrapes > s.FailedScrapes {
-		line("Energy:", s.Note)
+		line("GPU energy:", s.Note)
 	}
 	gauge := func(name string, st *Stat, unit string) {
 		if st != nil {

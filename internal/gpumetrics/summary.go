@@ -172,9 +172,9 @@ func Summarize(series []Series, windows []Window, outputTokens, requests int) *S
 			sum.Note += ": " + sum.LastError
 		}
 	case sum.WindowS <= 0:
-		sum.Note = "no energy: the level measured no request"
+		sum.Note = "not measured: the level measured no request"
 	case !allEnergy:
-		sum.Note = "no total energy: " + strings.Join(missing, "; ")
+		sum.Note = "not measured: " + strings.Join(missing, "; ")
 	default:
 		sum.EnergyJ = &total
 		sum.EnergyFrom = froms[0]

@@ -26,7 +26,7 @@ func TestLadderGPUColumn(t *testing.T) {
 		t.Errorf("a J/tok column without GPU metrics:\n%s", b.String())
 	}
 	s.Levels[0].GPU = gpuLevel(1.5698)
-	s.Levels[1].GPU = &gpumetrics.Summary{Source: gpumetrics.SourceDCGM, Note: "no total energy"}
+	s.Levels[1].GPU = &gpumetrics.Summary{Source: gpumetrics.SourceDCGM, Note: "not measured: h/0: readings span 0.000-2.000 s, not the window 0.000-4.000 s"}
 	b.Reset()
 	ConsoleLadder(&b, s, ConsoleOptions{})
 	lines := strings.Split(b.String(), "\n")
