@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -41,6 +42,7 @@ type Config struct {
 	Describe Describe
 	Output   Output
 	Scrape   Scrape
+	GPU      GPUScrape
 	Console  Console
 	// ConnStats, when set, says what the client saw of the server's connections.
 	ConnStats func() client.ConnStats
@@ -70,10 +72,24 @@ type Scrape struct {
 	Client   *http.Client
 }
 
+// GPUScrape is the GPU exporters (dcgm-exporter, AMD device-metrics-exporter) read during
+// each level; no URLs: none.
+type GPUScrape struct {
+	URLs     []string
+	Local    *gpumetrics.Local // this machine's nvidia-smi, read beside (or without) URLs
+	Interval time.Duration
+	Client   *http.Client
+	// Warned are the URLs already warned of (their probe failed): a run warns once a URL.
+	Warned map[string]bool
+}
+
 // Console is where a run says how it goes.
 type Console struct {
 	Out   io.Writer // each level's figures as it ends
 	Quiet bool      // no per-level blocks
+	// Warn, when set, is told what goes amiss beside the benchmark (an exporter that stops
+	// answering), a line each, as it happens; the run goes on.
+	Warn func(string)
 	// Progress, when set, shows a level's (or one run's) progress: total requests or its
 	// duration.
 	Progress func(name string, total int, d time.Duration) Progress

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -159,12 +161,13 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	var reason load.EndReason
 	var seeds []int64
 	var err error
+	var gpu gpuRuns
 	for k := 1; k <= r.cfg.Repeat; k++ {
 		run := forRun(lvl, k, r.cfg.Repeat, r.cfg.Seed)
 		if r.cfg.Repeat > 1 {
 			seeds = append(seeds, RunSeed(r.cfg.Seed, k))
 		}
-		reason, server, err = r.runOnce(run)
+		reason, server, err = r.runOnce(run, &gpu)
 		if err != nil || reason != load.EndRequests && reason != load.EndDuration && reason != load.EndTrace {
 			break // interrupted, failed, or stopped by a rule: no further runs
 		}
@@ -176,6 +179,8 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	l.PrefixCacheHits = r.col.PrefixCacheHits(lvl.Index)
 	l.Endpoints = r.col.Endpoints(lvl.Index, r.sum.Target.Endpoints)
 	l.Server = server
+	l.GPU = gpumetrics.Summarize(gpu.series, gpu.windows, l.TotalOutputTokens, l.Completed)
+	r.warnGPU(gpu.series, l.Name)
 	r.sum.Levels = append(r.sum.Levels, l)
 	r.sum.Judge() // the picks and what a stop means for the level, as the summary will say them
 	if r.cfg.ConnStats != nil {
@@ -195,6 +200,7 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 		if l.Server != nil && len(r.sum.Target.Endpoints) > 1 {
 			fmt.Fprintf(out, "(the first endpoint's /metrics: %s)\n", r.sum.Target.Endpoints[0])
 		}
+		gpumetrics.WriteConsole(out, l.GPU)
 		if h := l.PrefixCacheHits; h != nil && *h > 0 && report.PrefixHitsFlatter(r.sum.Workload) {
 			fmt.Fprintln(out, report.Wrap(report.PrefixHitsText(*h), 0, 2, report.ConsoleWidth))
 		}
@@ -205,9 +211,34 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	return &r.sum.Levels[len(r.sum.Levels)-1], err
 }
 
+// gpuRuns is what the GPU exporters said during a level's runs, and each run's measured
+// window.
+type gpuRuns struct {
+	series  []gpumetrics.Series
+	windows []gpumetrics.Window
+}
+
+// warnGPU warns, once a run for each exporter, of one whose scrapes failed during a level.
+func (r *ladder) warnGPU(series []gpumetrics.Series, level string) {
+	g := &r.cfg.GPU
+	if r.cfg.Console.Warn == nil {
+		return
+	}
+	for _, s := range series {
+		if w := s.Warning("level " + level); w != "" && !g.Warned[s.URL] {
+			if g.Warned == nil {
+				g.Warned = map[string]bool{}
+			}
+			g.Warned[s.URL] = true
+			r.cfg.Console.Warn(w)
+		}
+	}
+}
+
 // runOnce runs one level (or one run of a repeated level), writing and aggregating its
-// records; it returns why it ended and what the server's /metrics said during it.
-func (r *ladder) runOnce(lvl load.Level) (load.EndReason, *servermetrics.Summary, error) {
+// records; it returns why it ended and what the server's /metrics said during it, and adds
+// what the GPU exporters said, and the run's measured window, to gpu.
+func (r *ladder) runOnce(lvl load.Level, gpu *gpuRuns) (load.EndReason, *servermetrics.Summary, error) {
 	name := LevelName(lvl)
 	if lvl.Repeat > 0 {
 		name += fmt.Sprintf(" (run %d/%d)", lvl.Repeat, r.cfg.Repeat)
@@ -219,12 +250,14 @@ func (r *ladder) runOnce(lvl load.Level) (load.EndReason, *servermetrics.Summary
 	recs := make(chan *record.Record, 8192)
 	var writeErr error
 	stored := make(chan struct{})
+	var window gpumetrics.WindowOf
 	go func() {
 		defer close(stored)
 		for rec := range recs {
 			if err := r.w.Write(rec); err != nil && writeErr == nil {
 				writeErr = err
 			}
+			window.Add(rec)
 			r.col.Add(rec)
 		}
 	}()
@@ -236,13 +269,31 @@ func (r *ladder) runOnce(lvl load.Level) (load.EndReason, *servermetrics.Summary
 	if sc := r.cfg.Scrape; sc.URL != "" {
 		scraper = servermetrics.Start(r.ctx, sc.URL, sc.Interval, r.start, sc.Client)
 	}
+	var gpuScrapers []*gpumetrics.Scraper
+	for _, u := range r.cfg.GPU.URLs {
+		gpuScrapers = append(gpuScrapers, gpumetrics.Start(r.ctx, u, r.cfg.GPU.Interval, r.start, r.cfg.GPU.Client))
+	}
+	if l := r.cfg.GPU.Local; l != nil {
+		gpuScrapers = append(gpuScrapers, gpumetrics.StartLocal(r.ctx, l, r.cfg.GPU.Interval, r.start))
+	}
 	reason, err := r.runLevel(r.ctx, lvl, sink)
 	close(recs) // runLevel returns once every record is handed to sink
 	<-stored
 	bar.Finish()
 	var server *servermetrics.Summary
+	// The exporters' last scrapes go together, and beside the server's.
+	stopped := make([]gpumetrics.Series, len(gpuScrapers))
+	var wg sync.WaitGroup
+	for i, g := range gpuScrapers {
+		wg.Go(func() { stopped[i] = g.Stop() })
+	}
 	if scraper != nil {
 		server = servermetrics.Summarize(scraper.Stop())
+	}
+	wg.Wait()
+	gpu.series = append(gpu.series, stopped...)
+	if w, ok := window.Window(); ok {
+		gpu.windows = append(gpu.windows, w)
 	}
 	if err == nil && writeErr != nil {
 		err = fmt.Errorf("%s: %w", r.cfg.Output.Records.FileName(), writeErr)

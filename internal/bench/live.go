@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/balance"
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -33,6 +34,14 @@ type Live struct {
 	// server's, "none" no scrape.
 	MetricsURL      string
 	MetricsInterval time.Duration
+	// GPUMetrics are the GPU exporters to scrape during each level (every
+	// MetricsInterval); each is probed before the run, one that fails is told to the
+	// Config's Console.Warn, and scraped all the same.
+	GPUMetrics []string
+	// GPULocal, when set, is this machine's nvidia-smi, read during each level as an
+	// exporter is (the caller sets it only for a target on this machine); probed first, and
+	// left out, with a warning, when it fails.
+	GPULocal *gpumetrics.Local
 	// TestRequest sends the first level's first request before measuring: a failure stops
 	// the run (TestRequestError), an answer warms the server; it is not recorded.
 	TestRequest bool
@@ -263,6 +272,43 @@ func scrape(ctx context.Context, target client.Config, url string, every time.Du
 	return Scrape{URL: url, Interval: every, Client: hc}, nil
 }
 
+// gpuScrape is the GPU exporters to read during each level, probed once: one that does not
+// answer with GPU metrics is told to warn now, not after the first level.
+func gpuScrape(ctx context.Context, target client.Config, live Live, warn func(string)) (GPUScrape, error) {
+	var local *gpumetrics.Local
+	if l := live.GPULocal; l != nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := l.Probe(pctx)
+		cancel()
+		switch {
+		case err == nil:
+			local = l
+		case ctx.Err() == nil && warn != nil:
+			warn(fmt.Sprintf("warning: %v; no GPU figures (--gpu-metrics URL reads an exporter instead)", err))
+		}
+	}
+	if len(live.GPUMetrics) == 0 {
+		return GPUScrape{Local: local, Interval: live.MetricsInterval}, nil
+	}
+	// The exporters are not the target: its TLS and proxy settings, not its credentials.
+	target.APIKey, target.Headers = "", nil
+	hc, err := client.SideClient(target)
+	if err != nil {
+		return GPUScrape{}, err
+	}
+	g := GPUScrape{URLs: live.GPUMetrics, Local: local, Interval: live.MetricsInterval, Client: hc, Warned: map[string]bool{}}
+	for _, u := range live.GPUMetrics {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := gpumetrics.Probe(pctx, u, hc)
+		cancel()
+		if err != nil && ctx.Err() == nil && warn != nil {
+			warn(fmt.Sprintf("warning: --gpu-metrics: %v; the run goes on, scraping it each level (no GPU figures without its readings)", err))
+			g.Warned[u] = true
+		}
+	}
+	return g, nil
+}
+
 // metricsClient is the client for the /metrics scrape: the target's own (key and headers
 // included) when the endpoint is on the target's host, else one with the same TLS and proxy
 // settings but no credentials, which are the target's alone.
@@ -375,6 +421,9 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 		cfg.Describe.Target = cfg.Describe.Target.Balanced(live.URLs(), live.Balance, live.Client.SessionHeader)
 	}
 	cfg.Scrape, cfg.ConnStats = t.Scrape, t.Client.ConnStats
+	if cfg.GPU, err = gpuScrape(ctx, live.Client, live, cfg.Console.Warn); err != nil {
+		return Outcome{}, &InvalidError{err}
+	}
 	sources := &Sources{Workload: p.Config, Tokenizer: t.Tokenizer, First: p.Source, Shape: p.Shape}
 	if live.TestRequest {
 		if err := testFirst(ctx, cfg, t, sources); err != nil {

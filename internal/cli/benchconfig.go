@@ -95,6 +95,8 @@ type benchConfig struct {
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
 	metricsInterval time.Duration
+	gpuMetrics      []string // GPU exporters' /metrics, scraped every metricsInterval
+	noGPU           bool     // --gpu-metrics none: not the local nvidia-smi either
 
 	defaultLoad bool // no --concurrency, --rate or --search was given
 }
@@ -467,6 +469,20 @@ func (r *resolver) target() {
 		}
 	}
 	c.metricsURL, c.metricsInterval = f.metricsURL, f.metricsInterval
+	c.gpuMetrics, c.noGPU = nil, false
+	for _, u := range f.gpuMetrics {
+		if u == "none" {
+			if len(f.gpuMetrics) > 1 {
+				r.add(errors.New("--gpu-metrics none: given with URLs; none reads no GPU metrics at all"))
+			}
+			c.gpuMetrics, c.noGPU = nil, true
+			break
+		}
+		if err := parseTarget(u); err != nil {
+			r.add(fmt.Errorf("--gpu-metrics: %q must be an http:// or https:// URL of a dcgm-exporter's or AMD device-metrics-exporter's /metrics, or none", u))
+		}
+		c.gpuMetrics = append(c.gpuMetrics, u)
+	}
 }
 
 // ladderFlags are the load flags' values the levels are built from.

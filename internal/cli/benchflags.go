@@ -84,7 +84,16 @@ type benchFlags struct {
 	records          string // --records: jsonl or compact
 	metricsURL       string
 	metricsInterval  time.Duration
+	gpuMetrics       []string
 	price            priceFlags
+}
+
+// bindScrapes binds the flags of what a live run scrapes beside the benchmark: the
+// server's /metrics and the GPU exporters'.
+func (f *benchFlags) bindScrapes(fs *pflag.FlagSet) {
+	fs.StringVar(&f.metricsURL, "metrics-url", "", `Prometheus endpoint to scrape during each level (default: the target's /metrics when it answers; "none" disables)`)
+	fs.DurationVar(&f.metricsInterval, "metrics-interval", time.Second, "how often to scrape --metrics-url and --gpu-metrics")
+	fs.StringArrayVar(&f.gpuMetrics, "gpu-metrics", nil, "`URL` of a GPU exporter's /metrics (NVIDIA dcgm-exporter, AMD device-metrics-exporter) to scrape during each level: power, energy, J per output token, utilisation (repeatable: one per node)")
 }
 
 func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
@@ -106,8 +115,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 		fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "fail a request when its stream sends no bytes for this long")
 		fs.StringVar(&f.caCert, "ca-cert", "", "PEM file with an extra CA certificate for https targets")
 		fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification (recorded in the summary)")
-		fs.StringVar(&f.metricsURL, "metrics-url", "", `Prometheus endpoint to scrape during each level (default: the target's /metrics when it answers; "none" disables)`)
-		fs.DurationVar(&f.metricsInterval, "metrics-interval", time.Second, "how often to scrape --metrics-url")
+		f.bindScrapes(fs)
 		fs.BoolVar(&f.http2, "http2", false, "allow HTTP/2 (h2 over TLS, h2c over plain HTTP); default HTTP/1.1, one connection per stream")
 		fs.BoolVar(&f.keepAlive, "keep-alive", true, "reuse connections between requests; false opens a new one per request, as vLLM's client does (a request that meets a connection the server closed is re-sent once either way: docs/real-servers.md)")
 		fs.BoolVar(&f.testRequest, "test-request", true, "send one request (the first level's first) before measuring, as vLLM's client does: a failure stops the run with its error (exit 4); an answer warms the server; it is not recorded")

@@ -468,7 +468,7 @@ func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*ben
 	c := &benchConfig{live: true, url: strings.TrimRight(f.url, "/"), api: f.api, model: f.model, apiKey: p.key, headers: p.headers,
 		ignoreEOS: true, timeout: 10 * time.Minute, idleTimeout: 60 * time.Second, keepAlive: p.keepAlive,
 		testRequest: n == 1, modelChecked: n > 1, simProfile: "h200-llama-3.1-8b", tokenizer: p.tokenizer, seed: seed,
-		metricsInterval: 100 * time.Millisecond, metrics: metrics.Config{Percentiles: []float64{50, 99}},
+		metricsInterval: 100 * time.Millisecond, noGPU: true, metrics: metrics.Config{Percentiles: []float64{50, 99}},
 		repeat: 1, shards: 1, records: record.FormatJSONL, outputDir: out, overwrite: f.overwrite, quiet: true, noProgress: f.quiet,
 		base: load.Level{Arrival: schedule.Arrival{Kind: schedule.Poisson}, Shards: 1}}
 	if err := c.resolveInputs(&benchFlags{api: f.api, batchSize: 1, documents: 8, queryTokens: 32, stream: true, turns: 1, seed: seed}); err != nil {

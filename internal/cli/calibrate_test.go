@@ -132,7 +132,7 @@ func TestProbeStepConfig(t *testing.T) {
 		}
 		// The command line calibrate gave run for the step before it ran steps itself.
 		args := []string{"--url", tc.f.url, "--api", tc.f.api, "--tokenizer", tc.f.tokenizer, "--seed", fmt.Sprint(p.seed + int64(tc.n)),
-			"--output-dir", out, "--quiet", "--no-progress=" + fmt.Sprint(tc.f.quiet), "--percentiles", "50,99", "--metrics-interval", "100ms",
+			"--output-dir", out, "--quiet", "--no-progress=" + fmt.Sprint(tc.f.quiet), "--percentiles", "50,99", "--metrics-interval", "100ms", "--gpu-metrics", "none",
 			fmt.Sprintf("--test-request=%t", tc.n == 1)}
 		if tc.f.model != "" {
 			args = append(args, "--model", tc.f.model)

@@ -58,6 +58,7 @@ func (c *benchConfig) bench(stdio Stdio) bench.Config {
 			SLO: c.sloSpec, Price: c.price},
 		Output: bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
 		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,
+			Warn: func(s string) { fmt.Fprintln(stdio.Err, s) },
 			Progress: func(name string, total int, d time.Duration) bench.Progress {
 				return newProgress(stdio.Err, name, total, d, !c.live, c.noProgress)
 			}},

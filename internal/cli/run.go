@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	neturl "net/url"
+	"os/exec"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +15,7 @@ import (
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
@@ -70,6 +73,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
 	live := bench.Live{Client: cfg.clientConfig(stdio), MetricsURL: cfg.metricsURL, MetricsInterval: cfg.metricsInterval,
+		GPUMetrics:  cfg.gpuMetrics,
 		TestRequest: cfg.testRequest, StartAt: cfg.startAt, More: cfg.moreURLs, Balance: cfg.balance,
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {
@@ -83,6 +87,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			}
 			cfg.useChat(stdio, tok)
 		}}
+	live.GPULocal = cfg.localGPU(stdio)
 	if !cfg.modelChecked {
 		live.Warn = func(w string) { fmt.Fprintln(stdio.Err, "warning: "+w) }
 	}
@@ -90,6 +95,40 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	defer writingResults("")
 	out, err := bench.RunLive(ctx, cfg.bench(stdio), live, bench.Workload{Config: cfg.workload, Prepare: cfg.prepare(stdio)})
 	return cfg.conclude(ctx, stdio, out, err)
+}
+
+// lookPath finds a local tool; a test sets it to find a fake one.
+var lookPath = exec.LookPath
+
+// localGPU is this machine's nvidia-smi, read during each level, when no --gpu-metrics is
+// given, the target runs here (a loopback --url: not the simulator, whose GPUs are not this
+// machine's) and one is on the PATH; nil otherwise, and nothing is claimed.
+func (c *benchConfig) localGPU(stdio Stdio) *gpumetrics.Local {
+	if len(c.gpuMetrics) > 0 || c.noGPU || c.inProcess || !loopbackURL(c.url) {
+		return nil
+	}
+	l, ok := gpumetrics.FindLocal(lookPath)
+	if !ok {
+		return nil
+	}
+	if !c.quiet {
+		fmt.Fprintf(stdio.Out, "GPU metrics: the local %s (the target runs on this machine; --gpu-metrics URL reads an exporter, --gpu-metrics none nothing)\n", l.Path)
+	}
+	return l
+}
+
+// loopbackURL says url's host is this machine: localhost or a loopback address.
+func loopbackURL(url string) bool {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // startSim serves the simulator of --sim in-process for a run without --url, and

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/rundesc"
@@ -243,6 +244,21 @@ var levelFigures = []levelFigure{
 		return *l.Goodput, true
 	}},
 	{"failed requests", "", metrics.KindCount, func(l *report.Level) (float64, bool) { return float64(l.Failed), true }},
+	// GPU energy (--gpu-metrics), where both runs measured it: tokens per joule falls as a
+	// throughput does; power is a tally without a verdict.
+	{"GPU energy per output token (J)", "", metrics.KindLatency, gpuFigure(func(g *gpumetrics.Summary) *float64 { return g.JoulesPerOutputToken })},
+	{"output tokens per GPU joule", "", metrics.KindThroughput, gpuFigure(func(g *gpumetrics.Summary) *float64 { return g.OutputTokensPerJoule })},
+	{"GPU power, all GPUs (W)", "", metrics.KindCount, gpuFigure(func(g *gpumetrics.Summary) *float64 { return g.PowerW })},
+}
+
+// gpuFigure reads one of a level's GPU figures; none where the level has none.
+func gpuFigure(get func(*gpumetrics.Summary) *float64) func(l *report.Level) (float64, bool) {
+	return func(l *report.Level) (float64, bool) {
+		if l.GPU == nil || get(l.GPU) == nil {
+			return 0, false
+		}
+		return *get(l.GPU), true
+	}
 }
 
 func compareLevels(a, b *report.Level, ia, ib int, alpha float64) Level {

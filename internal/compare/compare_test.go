@@ -4,8 +4,10 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
 )
@@ -72,5 +74,36 @@ func TestDifferencesReadWell(t *testing.T) {
 	want := `warm-up differ ("10 requests" in A, "0 requests, 5s" in B)`
 	if !slices.Contains(got, want) {
 		t.Errorf("differences = %q, want among them %q", got, want)
+	}
+}
+
+// GPU figures are compared where both levels have them: J/token without a verdict (no
+// test), output tokens per joule falling beyond the threshold a regression; a level
+// without --gpu-metrics has none of them.
+func TestCompareGPUFigures(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	gpu := func(jPerTok, tokPerJ, w float64) *gpumetrics.Summary {
+		return &gpumetrics.Summary{JoulesPerOutputToken: f(jPerTok), OutputTokensPerJoule: f(tokPerJ), PowerW: f(w)}
+	}
+	a := report.Level{Concurrency: 4, GPU: gpu(1.25, 0.8, 4889)}
+	b := report.Level{Concurrency: 4, GPU: gpu(2.5, 0.4, 5000)}
+	l := compareLevels(&a, &b, 0, 0, 0.05)
+	byName := map[string]Figure{}
+	for _, fg := range l.Figures {
+		byName[fg.Name] = fg
+	}
+	jt, tj, pw := byName["GPU energy per output token (J)"], byName["output tokens per GPU joule"], byName["GPU power, all GPUs (W)"]
+	if jt.A == nil || *jt.A != 1.25 || *jt.B != 2.5 || *jt.Relative != 1 || *tj.Relative != -0.5 || *pw.Delta != 111 {
+		t.Errorf("figures %+v %+v %+v", jt, tj, pw)
+	}
+	got := regressions(Comparison{Levels: []Level{l}}, 0.1)
+	if !slices.Contains(got, "concurrency 4 output tokens per GPU joule -50.0%") || len(got) != 1 {
+		t.Errorf("regressions %q", got)
+	}
+	b.GPU = nil
+	for _, fg := range compareLevels(&a, &b, 0, 0, 0.05).Figures {
+		if strings.Contains(fg.Name, "GPU") {
+			t.Errorf("%s compared without GPU metrics in B", fg.Name)
+		}
 	}
 }

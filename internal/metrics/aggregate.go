@@ -182,6 +182,10 @@ func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
 // sent reports whether a record was put on the wire (a zero Sent with an error: never sent).
 func sent(r *record.Record) bool { return !(r.Error != nil && r.Sent == 0) }
 
+// Sent says r reached the wire, and so counts towards a level's measured window (first sent
+// to last done) whatever its outcome.
+func Sent(r *record.Record) bool { return sent(r) }
+
 // ErrorDetail is one kind of failure of a level: a kind and, for HTTP errors, a status.
 type ErrorDetail struct {
 	Kind         string `json:"kind"`

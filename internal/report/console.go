@@ -756,6 +756,18 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 			return costCell(l.Cost.PerMillionGoodOutputTokens)
 		}, true})
 	}
+	// GPU energy per output token where --gpu-metrics measured it.
+	for i := range s.Levels {
+		if g := s.Levels[i].GPU; g != nil && g.JoulesPerOutputToken != nil {
+			cols = append(cols, column{"J/tok", func(_ int, l *Level) string {
+				if l.GPU == nil || l.GPU.JoulesPerOutputToken == nil {
+					return "-"
+				}
+				return fmtNum(*l.GPU.JoulesPerOutputToken)
+			}, true})
+			break
+		}
+	}
 	head := table.Row{}
 	cfg := []table.ColumnConfig{}
 	for c, col := range cols {

@@ -125,6 +125,7 @@ type view struct {
 	OverTime      template.HTML
 	OverTimeWidth string // the buckets' width in seconds
 	Server        template.HTML
+	GPU           template.HTML // GPU power and utilisation over time (levels[i].gpu.series)
 	// An agentic run's tasks (htmltasks.go): a row per level and TTFT against the context.
 	Tasks      []taskRow
 	TasksChart template.HTML

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/servermetrics"
@@ -176,6 +177,9 @@ type Level struct {
 	// Endpoints are the level's figures by endpoint when the run balanced over several
 	// (--url A --url B); absent for one.
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// GPU is what the GPU exporters (--gpu-metrics) said during the level: power, energy,
+	// energy per output token and per request, utilisation; absent when none was scraped.
+	GPU *gpumetrics.Summary `json:"gpu,omitempty"`
 	metrics.Level
 	// Cost is what the level's work cost at the summary's price (Summary.Judge); null when
 	// the run was not priced.

@@ -185,7 +185,7 @@ func levelBands(ch *Charts, levels []Level) []chart.Band {
 }
 
 // runSpan is the time axis of the charts over time, so that they line up: from the run's
-// start to the end of its last bucket, level or server sample.
+// start to the end of its last bucket, level, server or GPU sample.
 func runSpan(ch *Charts, levels []Level) chart.Range {
 	hi := 0.0
 	if ch != nil {
@@ -203,6 +203,15 @@ func runSpan(ch *Charts, levels []Level) chart.Range {
 			for _, t := range sv.Series.TS {
 				if finite(t) {
 					hi = math.Max(hi, t)
+				}
+			}
+		}
+		if g := levels[i].GPU; g != nil {
+			for _, c := range g.Series {
+				for _, t := range c.TS {
+					if finite(t) {
+						hi = math.Max(hi, t)
+					}
 				}
 			}
 		}
@@ -311,4 +320,57 @@ func (v *view) timeCharts(s *Summary, ch *Charts) {
 	}
 	v.OverTime, v.OverTimeWidth = overTimeCharts(ch, s.Levels)
 	v.Server = serverCharts(ch, s.Levels)
+	v.GPU = gpuCharts(ch, s.Levels)
+}
+
+// gpuCharts are the GPU exporters' readings over the run (levels[i].gpu.series): each
+// exporter's GPUs' power together, and their mean utilisation, a line per exporter; "" when
+// no level has a series.
+func gpuCharts(ch *Charts, levels []Level) template.HTML {
+	colors := []string{"#f28e2b", "#76b7b2", "#b07aa1", "#9c755f", "#edc948"}
+	var urls []string
+	power, util := map[string]*chart.Series{}, map[string]*chart.Series{}
+	for i := range levels {
+		g := levels[i].GPU
+		if g == nil {
+			continue
+		}
+		for _, c := range g.Series {
+			if _, ok := power[c.URL]; !ok {
+				col := colors[len(urls)%len(colors)]
+				urls = append(urls, c.URL)
+				power[c.URL] = &chart.Series{Name: "power (W), " + RedactURL(c.URL), Color: col, Line: true, NoPoints: true}
+				util[c.URL] = &chart.Series{Name: "GPU utilisation (%), " + RedactURL(c.URL), Color: col, Line: true, NoPoints: true}
+			}
+			for j, t := range c.TS {
+				if j < len(c.PowerW) && finite(t) && finite(c.PowerW[j]) {
+					power[c.URL].Points = append(power[c.URL].Points, chart.Point{X: t, Y: c.PowerW[j]})
+				}
+				if j < len(c.Utilization) && finite(t) && finite(c.Utilization[j]) {
+					util[c.URL].Points = append(util[c.URL].Points, chart.Point{X: t, Y: c.Utilization[j]})
+				}
+			}
+		}
+	}
+	bands, span := levelBands(ch, levels), runSpan(ch, levels)
+	var out template.HTML
+	for _, k := range []struct {
+		name, title, y string
+		by             map[string]*chart.Series
+	}{
+		{"gpu-power", "GPU power (each exporter's GPUs together)", "W", power},
+		{"gpu-util", "GPU utilisation (mean of each exporter's GPUs)", "%", util},
+	} {
+		c := chart.Chart{Name: k.name, Title: k.title, Width: timeWidth, Height: 220,
+			XLabel: "time since run start (s)", YLabel: k.y, Bands: bands, XRange: span, PlotLeft: timeLeft}
+		for _, u := range urls {
+			if s := k.by[u]; len(s.Points) > 0 {
+				c.Series = append(c.Series, *s)
+			}
+		}
+		if len(c.Series) > 0 {
+			out += c.SVG()
+		}
+	}
+	return out
 }

@@ -123,13 +123,22 @@ var families = []family{
 // vocabulary. The family is the one whose prefix most metric names carry; FamilyUnknown
 // (all values NaN) when none does.
 func Parse(r io.Reader) (string, Values, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(r)
+	mfs, err := ParseText(r)
 	if err != nil {
-		return "", nanValues(), fmt.Errorf("parsing Prometheus text: %w", err)
+		return "", nanValues(), err
 	}
 	fam, v := mapFamilies(mfs)
 	return fam, v, nil
+}
+
+// ParseText reads one Prometheus text exposition (format 0.0.4) into its metric families.
+func ParseText(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parsing Prometheus text: %w", err)
+	}
+	return mfs, nil
 }
 
 func mapFamilies(mfs map[string]*dto.MetricFamily) (string, Values) {
@@ -172,7 +181,7 @@ func read(mfs map[string]*dto.MetricFamily, s source) float64 {
 		}
 		total, n := 0.0, 0
 		for _, m := range mf.GetMetric() {
-			v := metricValue(mf.GetType(), m)
+			v := MetricValue(mf.GetType(), m)
 			if math.IsNaN(v) {
 				continue
 			}
@@ -191,7 +200,9 @@ func read(mfs map[string]*dto.MetricFamily, s source) float64 {
 	return math.NaN()
 }
 
-func metricValue(t dto.MetricType, m *dto.Metric) float64 {
+// MetricValue is a sample's value: a counter's, gauge's or untyped value as it is, a
+// histogram's or summary's sum.
+func MetricValue(t dto.MetricType, m *dto.Metric) float64 {
 	switch t {
 	case dto.MetricType_COUNTER:
 		return m.GetCounter().GetValue()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 const (
@@ -226,41 +228,54 @@ func Probe(ctx context.Context, url string, hc *http.Client) (string, error) {
 }
 
 func fetch(ctx context.Context, c *http.Client, url string) (string, Values, error) {
+	mfs, err := FetchFamilies(ctx, c, url)
+	if err != nil {
+		return "", nanValues(), err
+	}
+	fam, v := mapFamilies(mfs)
+	return fam, v, nil
+}
+
+// FetchFamilies GETs url once and parses its Prometheus text (format 0.0.4), bounded in
+// size; its errors name the URL and say what went wrong (no answer, an HTTP status,
+// OpenMetrics, too large, not Prometheus text). Other exporters' scrapers (GPU telemetry)
+// read their endpoints through it.
+func FetchFamilies(ctx context.Context, c *http.Client, url string) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return "", nanValues(), fmt.Errorf("metrics URL: %w", err)
+		return nil, fmt.Errorf("metrics URL: %w", err)
 	}
 	req.Header.Set("Accept", acceptText)
 	resp, err := c.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return "", nanValues(), fmt.Errorf("GET %s: timed out", url)
+			return nil, fmt.Errorf("GET %s: timed out", url)
 		}
-		return "", nanValues(), fmt.Errorf("GET %s: %w", url, unwrapURLError(err))
+		return nil, fmt.Errorf("GET %s: %w", url, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-		return "", nanValues(), fmt.Errorf("GET %s: HTTP %d %s", url, resp.StatusCode, strings.TrimSpace(string(snippet)))
+		return nil, fmt.Errorf("GET %s: HTTP %d %s", url, resp.StatusCode, strings.TrimSpace(string(snippet)))
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/openmetrics-text") {
-		return "", nanValues(), fmt.Errorf("GET %s: answered OpenMetrics (%s) although asked for text/plain 0.0.4", url, ct)
+		return nil, fmt.Errorf("GET %s: answered OpenMetrics (%s) although asked for text/plain 0.0.4", url, ct)
 	}
 	lr := &io.LimitedReader{R: resp.Body, N: maxBody + 1}
-	fam, v, err := Parse(lr)
+	mfs, err := ParseText(lr)
 	if err != nil {
 		if lr.N <= 0 {
-			return "", nanValues(), fmt.Errorf("GET %s: exposition larger than %d MiB", url, maxBody>>20)
+			return nil, fmt.Errorf("GET %s: exposition larger than %d MiB", url, maxBody>>20)
 		}
 		if ctx.Err() != nil {
-			return "", nanValues(), fmt.Errorf("GET %s: timed out reading the body", url)
+			return nil, fmt.Errorf("GET %s: timed out reading the body", url)
 		}
-		return "", nanValues(), fmt.Errorf("GET %s: %w", url, err)
+		return nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	if lr.N <= 0 {
-		return "", nanValues(), fmt.Errorf("GET %s: exposition larger than %d MiB", url, maxBody>>20)
+		return nil, fmt.Errorf("GET %s: exposition larger than %d MiB", url, maxBody>>20)
 	}
-	return fam, v, nil
+	return mfs, nil
 }
 
 // unwrapURLError drops *url.Error's repetition of method and URL, which the caller adds.
