@@ -96,26 +96,10 @@ func start(ctx context.Context, name, host string, read func(context.Context) (S
 	return s
 }
 
-// loop scrapes on a fixed schedule, as servermetrics' scraper does.
+// loop scrapes on servermetrics' fixed schedule.
 func (s *Scraper) loop(ctx context.Context) {
 	defer close(s.done)
-	next := time.Now()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		s.scrape(ctx, s.interval)
-		next = next.Add(s.interval)
-		wait := time.Until(next)
-		if wait < 0 {
-			next, wait = time.Now(), 0
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-	}
+	servermetrics.Every(ctx, s.interval, func() { s.scrape(ctx, s.interval) })
 }
 
 // Stop ends the polling, takes one last short scrape (unless the exporter was failing or

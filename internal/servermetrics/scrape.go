@@ -103,17 +103,22 @@ func newClient() *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// loop scrapes on a fixed schedule (start, start+interval, …). A scrape that times out
-// ends exactly when the next is due, which then runs at once; one that overruns a slot
-// (it cannot by much: it times out after an interval) restarts the schedule from now.
+// loop scrapes on a fixed schedule (Every).
 func (s *Scraper) loop(ctx context.Context) {
 	defer close(s.done)
+	Every(ctx, s.interval, func() { s.scrape(ctx, s.interval) })
+}
+
+// Every calls f at once and then on a fixed schedule (start, start+interval, …) until ctx
+// ends: one scraped within its interval (it times out there) ends exactly when the next is
+// due, which then runs at once; one that overruns a slot restarts the schedule from now.
+func Every(ctx context.Context, interval time.Duration, f func()) {
 	next := time.Now()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		s.scrape(ctx, s.interval)
-		next = next.Add(s.interval)
+		f()
+		next = next.Add(interval)
 		wait := time.Until(next)
 		if wait < 0 {
 			next, wait = time.Now(), 0
