@@ -4,6 +4,7 @@ package balance
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -63,14 +64,14 @@ func (b *Target) pick(session string) int {
 		}
 	}
 	if b.down(i) {
-		best := -1
-		for j := range b.out {
-			if !b.down(j) && (best < 0 || b.out[j] < b.out[best]) {
-				best = j
+		j := route.Fewest(len(b.out), func(j int) int {
+			if b.down(j) {
+				return math.MaxInt
 			}
-		}
-		if best >= 0 {
-			i = best
+			return b.out[j]
+		})
+		if !b.down(j) {
+			i = j
 		}
 	}
 	if !b.downAt[i].IsZero() {

@@ -123,13 +123,6 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	return r, nil
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // inferencePerfExperiment is what inferencePerfRow reads of a kubernetes-sigs/inference-perf
 // row.
 type inferencePerfExperiment struct {
