@@ -2,6 +2,7 @@ package load
 
 import (
 	"container/heap"
+	"math"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/record"
@@ -36,6 +37,11 @@ type Dispatch struct {
 	joins   map[int]*join
 	started map[int]workload.Request
 
+	// slots: a closed loop with concurrency stages, whose slots come and go with them;
+	// now is the latest instant the driver has told.
+	slots bool
+	now   time.Duration
+
 	cap      int    // in-flight cap (open loop), 0 = none
 	inflight int    // sent and not finished
 	queue    []Send // due, waiting for a slot under the cap
@@ -54,7 +60,8 @@ type Send struct {
 	Request   workload.Request
 	turn      Turn // multi-turn levels
 	multi     bool
-	repeat    int // Level.Repeat
+	repeat    int   // Level.Repeat
+	stage     int16 // a staged level's stage of Scheduled
 }
 
 // NewDispatch plans a validated level; first is the source's request 0, which says what
@@ -83,6 +90,7 @@ func NewDispatch(lvl Level, src workload.Source, first workload.Request) *Dispat
 		}
 	case lvl.Closed():
 		d.closed = NewClosedLoop(lvl)
+		d.slots = lvl.Stages.Staged()
 	default:
 		d.open = newOpenLoop(lvl, src, first)
 		d.first = nil                              // the plan took it
@@ -97,7 +105,7 @@ func NewDispatch(lvl Level, src workload.Source, first workload.Request) *Dispat
 // mark, intended input tokens and, in a multi-turn level, conversation and turn. scheduled
 // is s's due time on the run's timeline.
 func (s *Send) Record(level int, scheduled time.Duration) *record.Record {
-	rec := &record.Record{Level: level, Index: s.Index, Warmup: s.Warmup, Repeat: int32(s.repeat),
+	rec := &record.Record{Level: level, Index: s.Index, Warmup: s.Warmup, Repeat: int32(s.repeat), Stage: s.stage,
 		Scheduled: scheduled.Truncate(time.Microsecond), InputTokens: s.Request.InputTokens}
 	switch tc := s.Request.Task; {
 	case tc.IsTask():
@@ -113,6 +121,10 @@ func (s *Send) Record(level int, scheduled time.Duration) *record.Record {
 // its first request or conversation. An open loop sends at its due times (Due).
 func (d *Dispatch) Start(out func(Send)) {
 	if !d.lvl.Closed() {
+		return
+	}
+	if d.slots {
+		d.fillSlots(0, 0, out)
 		return
 	}
 	for range d.lvl.ShardConcurrency() {
@@ -148,7 +160,38 @@ func (d *Dispatch) NextDue() (at time.Duration, ok bool) {
 	if d.queued() > 0 && d.lvl.Duration > 0 {
 		consider(d.lvl.Duration)
 	}
+	if d.slots && d.closed.Reason() == "" {
+		if t, rises := d.slotRise(); rises {
+			consider(t)
+		}
+	}
 	return at, ok
+}
+
+// slotRise is when a closed loop with concurrency stages next has a slot more than it has
+// requests in flight.
+func (d *Dispatch) slotRise() (time.Duration, bool) {
+	// This shard's m-th slot (w % Shards == Shard) opens when the stages reach worker
+	// Shard + (m-1)·Shards, 0-based.
+	shard, n := d.lvl.sharded()
+	return d.lvl.Stages.Rise(d.now, shard+d.inflight*n+1)
+}
+
+// fillSlots sends a request into each slot that the concurrency stages opened by now,
+// each due when its slot opened, but no earlier than floor (a slot that just freed).
+func (d *Dispatch) fillSlots(now, floor time.Duration, out func(Send)) {
+	for {
+		at, ok := d.slotRise()
+		if !ok || at > now {
+			break
+		}
+		before := d.inflight
+		d.closedNext(max(at, floor), out)
+		if d.inflight == before {
+			break // the level sends no more
+		}
+	}
+	d.now = max(d.now, now)
 }
 
 // Due is what falls due by now (the instant NextDue said, or later on a late wall
@@ -160,6 +203,10 @@ func (d *Dispatch) Due(now time.Duration, out func(Send)) {
 	}
 	if d.lvl.Duration > 0 && now >= d.lvl.Duration && d.queued() > 0 {
 		d.dropQueue() // the level's time is up for requests still waiting for a slot
+	}
+	if d.slots {
+		d.fillSlots(now, 0, out)
+		return
 	}
 	for d.has && d.next.Due <= now {
 		p := d.next
@@ -244,6 +291,12 @@ func (d *Dispatch) Finished(s *Send, o Outcome, service, done, now time.Duration
 	failed := o != Succeeded
 	if r := d.rules.finished(o, service); r != "" {
 		d.halt(r)
+		return
+	}
+	if d.slots {
+		// The freed slot is refilled only while the stages still hold it.
+		d.now = max(d.now, now)
+		d.fillSlots(now, now, out)
 		return
 	}
 	if d.closed != nil {
@@ -346,6 +399,9 @@ func (d *Dispatch) request(i int) workload.Request {
 func (d *Dispatch) send(s Send, out func(Send)) {
 	d.inflight++
 	s.repeat = d.lvl.Repeat
+	if st := d.lvl.Stages; st.Staged() {
+		s.stage = int16(min(st.Index(s.Scheduled), math.MaxInt16))
+	}
 	if s.multi {
 		d.turns[s.Index] = s.turn
 	}

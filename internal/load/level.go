@@ -35,6 +35,11 @@ type Level struct {
 	WarmupTime     time.Duration    // requests scheduled this early in the level are excluded
 	Cooldown       time.Duration    // requests scheduled this late in a Duration level are excluded
 	Seed           int64            // seeds the arrival plan
+	// Stages, when set, change the load within the level (schedule.Stages): a rate stage
+	// schedule drives an open loop whose Rate is the stages' peak, a concurrency one a closed
+	// loop whose Concurrency is; the stages set Duration, and each request's record carries
+	// the stage it was scheduled in.
+	Stages schedule.Stages
 
 	// Stopping rules (stop.go): MaxErrorRate > 0 stops the level when more than that
 	// fraction of the last ErrorWindow finished requests failed; DetectSaturation stops an
@@ -153,8 +158,38 @@ func (l Level) Validate() error {
 		add("Repeat", "repeat %d is negative", l.Repeat)
 	}
 	l.validateLength(&p)
+	l.validateStages(&p)
 	l.validateShards(&p)
 	return errors.Join(p...)
+}
+
+// validateStages checks that a staged level's load and length are its stages'.
+func (l Level) validateStages(p *problems) {
+	st := l.Stages
+	if !st.Staged() {
+		return
+	}
+	add := p.add
+	if err := st.Validate(); err != nil {
+		add("Stages", "stages: %w", err)
+		return
+	}
+	switch peak := st.Max(); st.Kind {
+	case schedule.StageRate:
+		if l.Rate != peak {
+			add("Rate", "rate %g is not the rate stages' peak %g (an open loop's rate is its stages')", l.Rate, peak)
+		}
+	case schedule.StageConcurrency:
+		if l.Concurrency != int(peak) {
+			add("Concurrency", "concurrency %d is not the concurrency stages' peak %g (a closed loop's concurrency is its stages')", l.Concurrency, peak)
+		}
+	}
+	if l.Requests > 0 {
+		add("Requests", "requests %d given with stages: the stages set the level's length", l.Requests)
+	}
+	if l.Duration != st.Total() {
+		add("Duration", "duration %s is not the stages' total %s", l.Duration, st.Total())
+	}
 }
 
 // validateLength checks how long the level runs and what of it is measured.

@@ -68,7 +68,7 @@ type Planned struct {
 type OpenLoop struct {
 	lvl      Level
 	src      workload.Source
-	plan     *schedule.Plan
+	plan     *arrivals
 	trace    bool              // due times come from the requests (a replayed trace)
 	first    *workload.Request // request 0, built to probe for a trace; used once
 	i        int               // next index of the unsharded level
@@ -87,9 +87,37 @@ func newOpenLoop(lvl Level, src workload.Source, first workload.Request) *OpenLo
 	o.shard, o.n = lvl.sharded()
 	o.trace, o.first = first.HasArrival, &first
 	if !o.trace {
-		o.plan = schedule.NewPlan(lvl.Arrival, lvl.Rate, lvl.Seed)
+		o.plan = newArrivals(lvl)
 	}
 	return o
+}
+
+// arrivals are an open loop's due times: its arrival plan at its rate or, for a level with
+// rate stages, at one request per second warped onto the stages (schedule.Stages.Warp), so
+// that a ramp's arrivals are the same process at the rate of each instant.
+type arrivals struct {
+	plan   *schedule.Plan
+	stages schedule.Stages
+	end    time.Duration
+}
+
+func newArrivals(l Level) *arrivals {
+	if l.Stages.Staged() {
+		return &arrivals{plan: schedule.NewPlan(l.Arrival, 1, l.Seed), stages: l.Stages, end: l.Stages.Total()}
+	}
+	return &arrivals{plan: schedule.NewPlan(l.Arrival, l.Rate, l.Seed)}
+}
+
+// Next is the next arrival's due time; past a staged level's end, that end (which ends it).
+func (a *arrivals) Next() time.Duration {
+	d := a.plan.Next()
+	if !a.stages.Staged() {
+		return d
+	}
+	if t, ok := a.stages.Warp(d); ok {
+		return t
+	}
+	return a.end
 }
 
 // Next returns this shard's next request; ok is false when the level sends no more.

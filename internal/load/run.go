@@ -92,8 +92,8 @@ func Run(ctx context.Context, start time.Time, lvl Level, src workload.Source, t
 	// Request 0 says what kind of level this is: a replayed trace carries arrivals, a
 	// multi-turn workload its number of turns. It is built once and reused.
 	first := src.Request(lvl.Index, 0)
-	if first.Turns > 1 && first.HasArrival {
-		return "", fmt.Errorf("level %d: a replayed trace cannot have multi-turn conversations", lvl.Index)
+	if err := workloadFits(lvl, first); err != nil {
+		return "", err
 	}
 	pctx, stopPrefetch := context.WithCancel(ctx)
 	defer stopPrefetch()
@@ -107,6 +107,19 @@ func Run(ctx context.Context, start time.Time, lvl Level, src workload.Source, t
 		return EndInterrupted, nil
 	}
 	return reason, nil
+}
+
+// workloadFits reports what keeps lvl from running its workload, whose request 0 is first.
+func workloadFits(lvl Level, first workload.Request) error {
+	switch {
+	case first.Turns > 1 && first.HasArrival:
+		return fmt.Errorf("level %d: a replayed trace cannot have multi-turn conversations", lvl.Index)
+	case first.HasArrival && lvl.Stages.Staged():
+		return fmt.Errorf("level %d: a replayed trace keeps its own arrival times, so it takes no stages (scale them with --trace-speed, shift them with --trace-offset)", lvl.Index)
+	case lvl.Closed() && lvl.Stages.Staged() && (first.Turns > 1 || first.Task.IsTask()):
+		return fmt.Errorf("level %d: concurrency stages change a closed loop's slots between requests, and a conversation or agentic task holds its slot across several: stage such a workload by rate instead", lvl.Index)
+	}
+	return nil
 }
 
 type runner struct {

@@ -17,7 +17,8 @@ import (
 // failed (any error, canceled included). End reason EndMaxErrorRate.
 //
 // Over-saturation (Level.DetectSaturation, an open loop at a rate; a replayed trace, whose
-// own rate varies, is replayed whole): a server that cannot keep up has a backlog —
+// own rate varies, is replayed whole, and so is a staged level, whose backlog grows on a
+// ramp by design): a server that cannot keep up has a backlog —
 // requests due and not finished: in flight, plus those waiting for a slot under
 // MaxConcurrency — that grows without bound; one that keeps up has a backlog that
 // wanders around a mean (a batching server's wanders widely and slowly: its batch follows
@@ -104,7 +105,7 @@ type stopRules struct {
 }
 
 func newStopRules(l Level) stopRules {
-	return stopRules{maxErr: l.MaxErrorRate, sat: l.DetectSaturation && !l.Closed(), firstDone: -1}
+	return stopRules{maxErr: l.MaxErrorRate, sat: l.DetectSaturation && !l.Closed() && !l.Stages.Staged(), firstDone: -1}
 }
 
 // finished counts a finished request, served for service (ServiceOf); it returns the end

@@ -2,8 +2,6 @@ package load
 
 import (
 	"time"
-
-	"github.com/llmbench/llmbench/internal/schedule"
 )
 
 // This file holds the pure part of a multi-turn level (requests with Turns > 1): which
@@ -55,7 +53,7 @@ type Conversations struct {
 	size func(first int) int
 
 	// Open loop: the unsharded plan's j-th time starts shard j % Shards's next conversation.
-	plan   *schedule.Plan
+	plan   *arrivals
 	j      int
 	due    time.Duration
 	hasDue bool
@@ -75,7 +73,7 @@ func NewConversations(lvl Level, turns int) *Conversations {
 		}
 	}
 	if !lvl.Closed() {
-		c.plan = schedule.NewPlan(lvl.Arrival, lvl.Rate, lvl.Seed)
+		c.plan = newArrivals(lvl)
 	}
 	return c
 }

@@ -58,8 +58,8 @@ func RunVirtual(ctx context.Context, lvl Level, levelStart time.Duration, src wo
 		sink = func(*record.Record) {}
 	}
 	first := src.Request(lvl.Index, 0)
-	if first.Turns > 1 && first.HasArrival {
-		return levelStart, "", fmt.Errorf("level %d: a replayed trace cannot have multi-turn conversations", lvl.Index)
+	if err := workloadFits(lvl, first); err != nil {
+		return levelStart, "", err
 	}
 	v := &vrun{lvl: lvl, start: levelStart, end: levelStart, srv: srv, sink: sink, bs: srv.BlockSize(),
 		d: NewDispatch(lvl, src, first)}

@@ -41,6 +41,7 @@ import (
 //	          [uvarint(tool_call_tokens) varint(first_tool_call - sent)]  flags&hasToolCall
 //	          [uvarint(task) uvarint(call) uvarint(sub) uvarint(tool µs) uvarint(final)]  flags&hasTask
 //	          [uvarint(endpoint)]                            flags&hasEndpoint (several --url)
+//	          [uvarint(stage)]                               flags&hasStage (--stages)
 //	string  = uvarint(len) bytes
 //
 // flags&unstreamed marks a response that came as one document (Record.Unstreamed).
@@ -117,6 +118,7 @@ const (
 	cfToolCall
 	cfTask
 	cfEndpoint
+	cfStage
 )
 
 // AppendCompact appends r as one frame of the compact format.
@@ -148,6 +150,7 @@ func AppendCompact(b []byte, r *Record) []byte {
 	set(cfToolCall, r.ToolCallTokens > 0)
 	set(cfTask, r.Call > 0)
 	set(cfEndpoint, r.Endpoint > 0)
+	set(cfStage, r.Stage > 0)
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Level))
 	b = binary.AppendUvarint(b, uint64(r.Index))
@@ -252,6 +255,9 @@ func AppendCompact(b []byte, r *Record) []byte {
 	}
 	if r.Endpoint > 0 {
 		b = binary.AppendUvarint(b, uint64(r.Endpoint))
+	}
+	if r.Stage > 0 {
+		b = binary.AppendUvarint(b, uint64(r.Stage))
 	}
 	// The frame length goes in front, in as many bytes as it needs.
 	var lb [binary.MaxVarintLen64]byte
@@ -469,6 +475,11 @@ func decodeCompact(p []byte, r *Record) error {
 	if flags&cfEndpoint != 0 {
 		if r.Endpoint = int16(min(c.int("endpoint"), math.MaxInt16)); r.Endpoint == 0 {
 			c.fail("endpoint 0 with the endpoint flag set")
+		}
+	}
+	if flags&cfStage != 0 {
+		if r.Stage = int16(min(c.int("stage"), math.MaxInt16)); r.Stage == 0 {
+			c.fail("stage 0 with the stage flag set")
 		}
 	}
 	if c.err == nil && len(c.b) > 0 {

@@ -53,6 +53,10 @@ func AppendJSON(b []byte, r *Record) []byte {
 		b = append(b, `,"endpoint":`...)
 		b = strconv.AppendInt(b, int64(r.Endpoint), 10)
 	}
+	if r.Stage > 0 {
+		b = append(b, `,"stage":`...)
+		b = strconv.AppendInt(b, int64(r.Stage), 10)
+	}
 	b = append(b, `,"warmup":`...)
 	b = strconv.AppendBool(b, r.Warmup)
 	if r.Retried {
@@ -319,6 +323,7 @@ type jsonRecord struct {
 	ToolTime           *json.Number           `json:"tool_s"`
 	FinalCall          bool                   `json:"final_call"`
 	Endpoint           int                    `json:"endpoint"`
+	Stage              int                    `json:"stage"`
 	Warmup             bool                   `json:"warmup"`
 	Retried            bool                   `json:"retried"`
 	Unstreamed         bool                   `json:"unstreamed"`
@@ -395,9 +400,12 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	if j.Endpoint < 0 || j.Endpoint > math.MaxInt16 {
 		return fmt.Errorf("endpoint %d: must be in 1..32767 (or absent)", j.Endpoint)
 	}
+	if j.Stage < 0 || j.Stage > math.MaxInt16 {
+		return fmt.Errorf("stage %d: must be in 1..32767 (or absent)", j.Stage)
+	}
 	var err error
 	*r = Record{
-		Task: int32(j.Task), Call: int16(j.Call), Sub: int16(j.Sub), FinalCall: j.FinalCall, Endpoint: int16(j.Endpoint),
+		Task: int32(j.Task), Call: int16(j.Call), Sub: int16(j.Sub), FinalCall: j.FinalCall, Endpoint: int16(j.Endpoint), Stage: int16(j.Stage),
 		Level: *j.Level, Index: j.Index, Repeat: j.Repeat, Conversation: j.Conversation, Turn: j.Turn, Warmup: j.Warmup, ResponseID: j.ResponseID,
 		InputTokens: j.InputTokens, ServerPromptTokens: j.ServerPromptTokens,
 		OutputTokens: j.OutputTokens, OutputTokensSource: j.OutputTokensSource,

@@ -79,6 +79,9 @@ type Record struct {
 	Unstreamed bool
 	// HasCachedPromptTokens says the server reported CachedPromptTokens for the request.
 	HasCachedPromptTokens bool
+	// Stage is the 1-based stage of a staged level (--stages) the request was scheduled in
+	// (0: the level has no stages, and records.jsonl omits it). Beside the two bools, in padding.
+	Stage int16
 	// Inputs is the number of inputs of an embeddings request and Documents that of a
 	// rerank request (0 for generation requests).
 	Inputs, Documents int32

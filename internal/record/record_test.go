@@ -473,29 +473,38 @@ func TestJSONCachedTokensNames(t *testing.T) {
 	}
 }
 
-// TestEndpointRoundTrip: the endpoint a balanced run sent a request to survives both
-// formats; a record of one endpoint writes none; a negative one is refused.
-func TestEndpointRoundTrip(t *testing.T) {
-	r := sample()
-	r.Endpoint = 3
-	line := AppendJSON(nil, &r)
-	if !bytes.Contains(line, []byte(`"endpoint":3,`)) {
-		t.Errorf("json %s lacks the endpoint", line)
-	}
-	var got Record
-	if err := got.UnmarshalJSON(line); err != nil || !reflect.DeepEqual(got, r) {
-		t.Errorf("json round trip: err %v\n got %+v\nwant %+v", err, got, r)
-	}
-	var dec Record
-	if err := decodeCompact(AppendCompact(nil, &r)[1:], &dec); err != nil || !reflect.DeepEqual(dec, r) {
-		t.Errorf("compact round trip: err %v\n got %+v\nwant %+v", err, dec, r)
-	}
-	r.Endpoint = 0
-	if line := AppendJSON(nil, &r); bytes.Contains(line, []byte(`"endpoint"`)) {
-		t.Errorf("one endpoint wrote one: %s", line)
-	}
-	var x Record
-	if err := x.UnmarshalJSON([]byte(`{"level":0,"endpoint":-1,"sent_s":0,"scheduled_s":0,"done_s":0}`)); err == nil {
-		t.Error("endpoint -1 accepted")
+// TestEndpointAndStageRoundTrip: the endpoint a balanced run sent a request to, and the
+// stage of a staged level it was scheduled in, survive both formats; a record of one
+// endpoint and no stages writes neither; a negative one is refused.
+func TestEndpointAndStageRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		key string
+		set func(*Record, int16)
+	}{
+		{"endpoint", func(r *Record, v int16) { r.Endpoint = v }},
+		{"stage", func(r *Record, v int16) { r.Stage = v }},
+	} {
+		r := sample()
+		c.set(&r, 3)
+		line := AppendJSON(nil, &r)
+		if !bytes.Contains(line, []byte(`"`+c.key+`":3,`)) {
+			t.Errorf("json %s lacks the %s", line, c.key)
+		}
+		var got Record
+		if err := got.UnmarshalJSON(line); err != nil || !reflect.DeepEqual(got, r) {
+			t.Errorf("%s: json round trip: err %v\n got %+v\nwant %+v", c.key, err, got, r)
+		}
+		var dec Record
+		if err := decodeCompact(AppendCompact(nil, &r)[1:], &dec); err != nil || !reflect.DeepEqual(dec, r) {
+			t.Errorf("%s: compact round trip: err %v\n got %+v\nwant %+v", c.key, err, dec, r)
+		}
+		c.set(&r, 0)
+		if line := AppendJSON(nil, &r); bytes.Contains(line, []byte(`"`+c.key+`"`)) {
+			t.Errorf("%s 0 written: %s", c.key, line)
+		}
+		var x Record
+		if err := x.UnmarshalJSON([]byte(`{"level":0,"` + c.key + `":-1,"sent_s":0,"scheduled_s":0,"done_s":0}`)); err == nil {
+			t.Errorf("%s -1 accepted", c.key)
+		}
 	}
 }
