@@ -93,7 +93,7 @@ func (f *benchFlags) datasetWorkload(output string) (workload.Config, error) {
 	}
 	wc := workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed, TraceSpeed: f.traceSpeed,
-		Turns: f.turns, ThinkTime: f.thinkTime}
+		TraceOffset: f.traceOffset, Turns: f.turns, ThinkTime: f.thinkTime}
 	if len(errs) == 0 {
 		if err := wc.Validate(); err != nil {
 			errs = append(errs, err)

@@ -69,10 +69,21 @@ type Level struct {
 	Concurrency int     `json:"concurrency,omitempty"`
 	Rate        float64 `json:"rate,omitempty"`
 	Requests    int     `json:"requests,omitempty"`
+	// Stages is a staged level's schedule (--stages), whose peak Concurrency or Rate is.
+	Stages string `json:"stages,omitempty"`
 }
 
-// Name is the level's name in summary.json and on the console: "concurrency 8", "rate 2.5/s".
+// LevelOf is l's load as the description says it.
+func LevelOf(l load.Level) Level {
+	return Level{Concurrency: l.Concurrency, Rate: l.Rate, Requests: l.Requests, Stages: l.Stages.String()}
+}
+
+// Name is the level's name in summary.json and on the console: "concurrency 8", "rate
+// 2.5/s", "stages 30s:2,1m0s:2->16".
 func (l Level) Name() string {
+	if l.Stages != "" {
+		return "stages " + l.Stages
+	}
 	if l.Concurrency > 0 {
 		return "concurrency " + strconv.Itoa(l.Concurrency)
 	}
@@ -96,6 +107,7 @@ type Workload struct {
 	PrefixTokens     int     `json:"prefix_tokens,omitempty"`
 	PrefixGroups     int     `json:"prefix_groups,omitempty"`
 	TraceSpeed       float64 `json:"trace_speed,omitempty"`
+	TraceOffset      string  `json:"trace_offset,omitempty"`
 	Turns            int     `json:"turns,omitempty"`
 	ThinkTime        string  `json:"think_time,omitempty"`
 	// Stream is false for a generation run with --stream=false (absent otherwise);
@@ -206,7 +218,7 @@ func (r Run) load() Load {
 		l.SimProfile = r.SimProfile
 	}
 	for _, lv := range r.Levels {
-		l.Levels = append(l.Levels, Level{Concurrency: lv.Concurrency, Rate: lv.Rate, Requests: lv.Requests})
+		l.Levels = append(l.Levels, LevelOf(lv))
 	}
 	return l
 }
@@ -224,7 +236,8 @@ func (r Run) workload() Workload {
 	w := r.Workload
 	d := Workload{Dataset: w.Dataset, Tokenizer: r.Tokenizer, InputTokens: w.InputTokens.String(),
 		ChatTemplate: chatSource(w.Chat), ChatPrefixTokens: workload.ChatPrefixTokens(w.Chat),
-		OutputTokens: w.OutputTokens.String(), PrefixTokens: w.PrefixTokens, TraceSpeed: w.TraceSpeed}
+		OutputTokens: w.OutputTokens.String(), PrefixTokens: w.PrefixTokens, TraceSpeed: w.TraceSpeed,
+		TraceOffset: durString(w.TraceOffset)}
 	if w.Turns > 1 {
 		d.Turns, d.ThinkTime = w.Turns, durString(w.ThinkTime)
 	}

@@ -32,6 +32,9 @@ type Config struct {
 	LengthsOnly bool
 	// TraceSpeed divides a trace's arrival offsets: 2 replays twice as fast. 0 means 1.
 	TraceSpeed float64
+	// TraceOffset starts a trace's replay at this time of the trace (its own time from its
+	// first request, before TraceSpeed): earlier rows are dropped, the rest shifted to 0.
+	TraceOffset time.Duration
 	// BlockTokens is the token count of one mooncake hash_id block; 0 means 512, the
 	// block size of the published Mooncake traces.
 	BlockTokens int
@@ -212,6 +215,11 @@ func (c Config) Validate() error {
 	}
 	if c.TraceSpeed < 0 || c.TraceSpeed != c.TraceSpeed {
 		add("trace speed: %v must be > 0", c.TraceSpeed)
+	}
+	if c.TraceOffset < 0 {
+		add("trace offset: %v is negative", c.TraceOffset)
+	} else if c.TraceOffset > 0 && kind != DatasetMooncake && kind != DatasetAzure {
+		add("trace offset: applies to a trace with timestamps (mooncake:, azure:), not to %s", kind)
 	}
 	if c.BlockTokens < 0 {
 		add("block tokens: %d is negative", c.BlockTokens)

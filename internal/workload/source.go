@@ -97,6 +97,13 @@ func New(cfg Config, tok tokenizer.Tokenizer) (Source, error) {
 				s.info.Clamped++
 			}
 		}
+		if cfg.TraceOffset > 0 {
+			if s.rows, err = shiftTrace(s.rows, s.trace, cfg.TraceOffset, cfg.traceSpeed()); err != nil {
+				return nil, err
+			}
+			s.lazy = s.lazy[:len(s.rows)]
+			s.info.Rows = len(s.rows)
+		}
 		if s.trace {
 			n := len(s.rows)
 			span := s.rows[n-1].arrival - s.rows[0].arrival
@@ -506,4 +513,27 @@ func (f faster) Info() Info {
 	in.Span = time.Duration(float64(in.Span) / f.scale)
 	in.Period = time.Duration(float64(in.Period) / f.scale)
 	return in
+}
+
+// shiftTrace starts a trace's replay at offset, a time of the trace's own (rows' arrivals
+// are already divided by speed): the rows before it are dropped and the rest moved to
+// start at 0, keeping their gaps.
+func shiftTrace(rows []row, trace bool, offset time.Duration, speed float64) ([]row, error) {
+	if !trace {
+		return nil, fmt.Errorf("workload: --trace-offset %v applies to a trace with timestamps (mooncake, azure)", offset)
+	}
+	at := time.Duration(float64(offset) / speed)
+	i := 0
+	for i < len(rows) && rows[i].arrival < at {
+		i++
+	}
+	if i == len(rows) {
+		span := time.Duration(float64(rows[len(rows)-1].arrival) * speed)
+		return nil, fmt.Errorf("workload: --trace-offset %v is past the trace's last request (at %v of its own time)", offset, span.Round(time.Millisecond))
+	}
+	out := rows[i:]
+	for k := range out {
+		out[k].arrival -= at
+	}
+	return out, nil
 }
