@@ -178,6 +178,7 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	l.RunSeeds = seeds
 	l.PrefixCacheHits = r.col.PrefixCacheHits(lvl.Index)
 	l.Endpoints = r.col.Endpoints(lvl.Index, r.sum.Target.Endpoints)
+	l.Stages = r.col.Stages(lvl.Index, report.StagesOf(lvl.Stages))
 	l.Server = server
 	l.GPU = gpumetrics.Summarize(gpu.series, gpu.windows, l.TotalOutputTokens, l.Completed)
 	r.warnGPU(gpu.series, l.Name)

@@ -62,7 +62,7 @@ func forRun(l load.Level, r, repeat int, seed int64) load.Level {
 
 // LevelName describes a level's load for the console and summary.
 func LevelName(l load.Level) string {
-	return rundesc.Level{Concurrency: l.Concurrency, Rate: l.Rate}.Name()
+	return rundesc.LevelOf(l).Name()
 }
 
 // Sources gives each run of a repeated level its workload, seeded by its run's seed

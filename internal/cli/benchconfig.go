@@ -488,6 +488,7 @@ func (r *resolver) target() {
 // ladderFlags are the load flags' values the levels are built from.
 type ladderFlags struct {
 	concurrency, rates []float64
+	stages             schedule.Stages
 	arrival            schedule.Arrival
 	warmN              int
 	warmD              time.Duration
@@ -517,6 +518,21 @@ func (r *resolver) load() ladderFlags {
 			r.add(fmt.Errorf("--start-at: %q is not an RFC 3339 time like 2026-01-02T15:04:05Z", f.startAt))
 		}
 		c.startAt = t
+	}
+	if f.stages != "" {
+		if l.stages, err = schedule.ParseStages(f.stages); err != nil {
+			r.add(fmt.Errorf("--stages: %w", err))
+			l.unparsed = true
+		}
+		for _, other := range []struct {
+			name string
+			set  bool
+		}{{"concurrency", f.concurrency != ""}, {"rate", f.rate != ""}, {"search", f.search != ""},
+			{"requests", f.requests != 0}, {"duration", f.duration != 0}} {
+			if other.set {
+				r.add(fmt.Errorf("--stages and --%s: the stages set the level's load and length; drop --%s", other.name, other.name))
+			}
+		}
 	}
 	// Rules about the flags themselves; those of a level are load's (checkLevels).
 	if len(l.concurrency) > 0 && len(l.rates) > 0 {
@@ -610,7 +626,7 @@ func (r *resolver) workload() {
 	r.add(errOut)
 	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
-		TraceSpeed: f.traceSpeed, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
+		TraceSpeed: f.traceSpeed, TraceOffset: f.traceOffset, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
 	if f.fs != nil {
 		var errs []error
 		c.workload.Agent, errs = f.agent.agent(f.fs)
@@ -691,7 +707,7 @@ func (r *resolver) outputs(now time.Time) {
 // parse); checkLevels has load validate it.
 func (r *resolver) levels(l ladderFlags) {
 	f, c := r.f, r.c
-	if len(l.concurrency) == 0 && len(l.rates) == 0 && c.search == "" && !l.unparsed {
+	if len(l.concurrency) == 0 && len(l.rates) == 0 && c.search == "" && !l.unparsed && !l.stages.Staged() {
 		l.concurrency = []float64{1, 4, 16, 64, 256}
 		c.defaultLoad = true
 	}
@@ -707,6 +723,16 @@ func (r *resolver) levels(l ladderFlags) {
 	for _, rate := range l.rates {
 		lvl := base
 		lvl.Rate = rate
+		c.levels = append(c.levels, lvl)
+	}
+	if st := l.stages; st.Staged() && len(c.levels) == 0 {
+		lvl := base
+		lvl.Stages, lvl.Duration = st, st.Total()
+		if st.Kind == schedule.StageConcurrency {
+			lvl.Concurrency = int(st.Max())
+		} else {
+			lvl.Rate = st.Max()
+		}
 		c.levels = append(c.levels, lvl)
 	}
 	for i := range c.levels {
@@ -746,7 +772,7 @@ func (r *resolver) checkLevels() {
 var levelFlagNames = map[string]string{
 	"Concurrency": "concurrency", "Rate": "rate", "Arrival": "arrival", "MaxConcurrency": "max-concurrency",
 	"Requests": "requests", "Duration": "duration", "Warmup": "warmup", "WarmupTime": "warmup",
-	"Cooldown": "cooldown", "Shard": "shard", "Shards": "shard", "MaxErrorRate": "max-error-rate",
+	"Cooldown": "cooldown", "Shard": "shard", "Shards": "shard", "MaxErrorRate": "max-error-rate", "Stages": "stages",
 }
 
 // levelError names the flag behind a load.Level problem.

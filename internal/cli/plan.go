@@ -42,6 +42,7 @@ var planRefused = map[string]string{
 	"concurrency":        "plan sizes a fleet for an arrival rate: give --rate R (or a trace with --dataset)",
 	"max-concurrency":    "plan serves the traffic as it arrives, with no client-side cap",
 	"search":             "plan searches deployments for the traffic given: give --rate R",
+	"stages":             "plan sizes a fleet for one steady rate: give --rate R (its peak)",
 	"search-max":         "plan searches deployments for the traffic given: give --rate R",
 	"repeat":             "plan simulates each fleet once (the same seed as simulate, so best.yaml re-simulates to the same figures)",
 	"stop-on-saturation": "plan judges every fleet at the traffic (a fleet that cannot keep up misses the SLOs)",

@@ -13,6 +13,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/schedule"
 )
 
 func newReportCmd(stdio Stdio) *cobra.Command {
@@ -187,7 +188,11 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config, vllm bool) (
 			// configuration; its figures are partial.
 			for len(sum.Levels) <= lvl {
 				p := planned[len(sum.Levels)]
-				sum.Levels = append(sum.Levels, report.Level{Name: p.Name(), Concurrency: p.Concurrency, Rate: p.Rate, Partial: true})
+				l := report.Level{Name: p.Name(), Concurrency: p.Concurrency, Rate: p.Rate, Partial: true}
+				if st, err := schedule.ParseStages(p.Stages); err == nil && p.Stages != "" {
+					l.Stages = report.StagesOf(st)
+				}
+				sum.Levels = append(sum.Levels, l)
 			}
 		default:
 			return nil, fmt.Errorf("records.jsonl: level %d is not in summary.json (it lists %d levels)", lvl, len(sum.Levels))
@@ -197,6 +202,7 @@ func recompute(dir string, sum *report.Summary, cfg metrics.Config, vllm bool) (
 		sum.Levels[i].Level = col.Level(i)
 		sum.Levels[i].PrefixCacheHits = col.PrefixCacheHits(i)
 		sum.Levels[i].Endpoints = col.Endpoints(i, sum.Target.Endpoints)
+		sum.Levels[i].Stages = col.Stages(i, sum.Levels[i].Stages)
 	}
 	sum.Judge()
 	return col, nil

@@ -306,7 +306,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 			if i < len(s.sum.Levels) {
 				sl := s.sum.Levels[i]
 				if l.Name == "" {
-					l.Name, l.Concurrency, l.Rate = sl.Name, sl.Concurrency, sl.Rate
+					l.Name, l.Concurrency, l.Rate, l.Stages = sl.Name, sl.Concurrency, sl.Rate, sl.Stages
 				}
 				l.Partial = l.Partial || sl.Partial
 				if l.EndReason == "" || (sl.EndReason != "" && sl.EndReason != l.EndReason && sl.EndReason != "requests" && sl.EndReason != "duration") {
@@ -320,6 +320,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 		l.Level = col.Level(i)
 		l.PrefixCacheHits = col.PrefixCacheHits(i)
 		l.Endpoints = col.Endpoints(i, sum.Target.Endpoints)
+		l.Stages = col.Stages(i, l.Stages)
 		sum.Levels = append(sum.Levels, l)
 	}
 	sum.Judge()

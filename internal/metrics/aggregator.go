@@ -16,6 +16,7 @@ import (
 // never with the records themselves. Not safe for concurrent use.
 type Aggregator struct {
 	cfg    Config
+	varies string // Varies' reason: the load changed on purpose, so no steady state is sought
 	lv     Level
 	dists  []*Dist    // by registry index
 	limits []int64    // per-request SLO bound by registry index, µs; -1 for none
@@ -290,6 +291,11 @@ func (a *Aggregator) Level() Level {
 	lv.Anatomy = &an
 	return lv
 }
+
+// Varies marks the requests as sent under a load that changed on purpose (a staged level,
+// a ramp): growth in flight is then the load's, not a backlog, so no steady state is
+// sought and the verdict is the requests' own; why is the steady state's reason.
+func (a *Aggregator) Varies(why string) { a.varies = why }
 
 // setStats fills a level's Metrics (and its OnLevel metrics) from distributions by
 // registry index: optional metrics only when they have samples (and, with Present, when

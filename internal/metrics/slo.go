@@ -92,6 +92,9 @@ func (v *Verdict) Result() string {
 	return "fail"
 }
 
+// OversaturatedPrefix begins the reason of a verdict FailBehind failed.
+const OversaturatedPrefix = "oversaturated: "
+
 // FailBehind fails the verdict of a level whose server did not keep up with the load: one
 // stopped as oversaturated, or whose backlog grew through it (SteadyState.Growing). Its
 // figures describe only the requests that finished, while the rest waited; whatever they
@@ -102,7 +105,7 @@ func FailBehind(v *Verdict, why string) {
 	if v == nil {
 		return
 	}
-	v.Pass, v.Undecided, v.Reason = false, false, "oversaturated: "+why
+	v.Pass, v.Undecided, v.Reason = false, false, OversaturatedPrefix+why
 }
 
 // boundMetrics are the registry's metrics that may carry a per-request bound: a request

@@ -54,6 +54,9 @@ func (a *Aggregator) steadyState(lv *Level) *SteadyState {
 	if measured == 0 {
 		return nil
 	}
+	if a.varies != "" {
+		return &SteadyState{Reason: a.varies}
+	}
 	slots := max(lv.PeakConcurrency, 1)
 	if perSlot := float64(measured) / float64(slots); perSlot < MinRequestsPerSlot {
 		return &SteadyState{Reason: fmt.Sprintf("too few requests per slot: %d requests over %d in flight at the peak is %.1f per slot, under %d (the first and last rounds are ramp-up and drain)",

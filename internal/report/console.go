@@ -281,6 +281,7 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.turns(l.Turns)
 	b.tasks(l.Tasks)
 	b.endpoints(l.Endpoints)
+	b.stages(l.Stages)
 	b.acrossRuns(l)
 	b.steadyState(l.SteadyState)
 	if l.SLO != nil {

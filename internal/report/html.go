@@ -129,10 +129,12 @@ type view struct {
 	// An agentic run's tasks (htmltasks.go): a row per level and TTFT against the context.
 	Tasks      []taskRow
 	TasksChart template.HTML
-	Config     []kv
-	CSS        template.CSS
-	JS         template.JS
-	Data       template.JS
+	// Parts are balanced levels' endpoints and staged levels' stages, a row each.
+	Parts  []partRow
+	Config []kv
+	CSS    template.CSS
+	JS     template.JS
+	Data   template.JS
 }
 
 type kv struct{ K, V string }
@@ -172,6 +174,58 @@ type levelRow struct {
 	FailingTerms                   string // the failing terms' names, shown beside a failed verdict
 	VerdictSet                     bool
 	VerdictPass                    bool
+}
+
+// partRow is one endpoint's or stage's share of a level (levels[i].endpoints[], stages[]).
+type partRow struct {
+	Level, Part                    string
+	Completed                      int
+	Failed                         cell
+	ReqS, OutTokS                  string
+	TTFT50, TTFT99, TPOT50, E2EL99 cell
+	Steady, SteadyWhy              string
+	Verdict                        cell
+	VerdictSet, VerdictPass        bool
+}
+
+// partRows are level i's endpoints and stages as rows of the page's table.
+func partRows(s *Summary, i int) []partRow {
+	l := &s.Levels[i]
+	row := func(part string, lv *metrics.Level) partRow {
+		pc := func(key string, p float64) cell {
+			st, _ := lv.Stats(key)
+			return percentileCell(st, p)
+		}
+		r := partRow{Level: levelName(s.Levels, i), Part: part, Completed: lv.Completed,
+			Failed: cell{Text: strconv.Itoa(lv.Failed), Flag: lv.Failed > 0, Title: errorKinds(lv.Errors)},
+			ReqS:   fmtNum(lv.RequestThroughput), OutTokS: fmtNum(lv.OutputThroughput),
+			TTFT50: pc(metrics.KeyTTFT, 50), TTFT99: pc(metrics.KeyTTFT, 99), TPOT50: pc(metrics.KeyTPOT, 50), E2EL99: pc(metrics.KeyE2EL, 99), Steady: "—"}
+		if ss := lv.SteadyState; ss != nil {
+			r.Steady, r.SteadyWhy = "no", ss.Reason
+			if ss.Reached {
+				r.Steady = "yes"
+			}
+		}
+		if lv.SLO != nil {
+			r.VerdictSet, r.VerdictPass = true, lv.SLO.Pass
+			r.Verdict, _ = verdictCell(lv.SLO)
+		}
+		return r
+	}
+	var out []partRow
+	for k := range l.Endpoints {
+		e := &l.Endpoints[k]
+		out = append(out, row(fmt.Sprintf("endpoint %d: %s", e.Endpoint, e.URL), &e.Level))
+	}
+	for k := range l.Stages {
+		st := &l.Stages[k]
+		r := row(fmt.Sprintf("stage %d: %s, %gs-%gs", st.Stage, st.Load(), st.StartS, st.EndS), &st.Level)
+		if st.From != st.To {
+			r.Steady = "ramp"
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // costRow is one level's cost in USD (levels[i].cost).
@@ -281,6 +335,7 @@ func buildView(s *Summary, charts *Charts) (*view, error) {
 			row.Verdict, row.FailingTerms = verdictCell(l.SLO)
 		}
 		v.Levels = append(v.Levels, row)
+		v.Parts = append(v.Parts, partRows(s, i)...)
 	}
 
 	if p := s.Price; p != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/schedule"
 )
 
 // The CDFs the page draws agree with the percentiles in summary.json (computed here by
@@ -683,5 +684,35 @@ func TestHTMLCost(t *testing.T) {
 	WriteHTML(&page, ladderSummary(t, "", []int{4}), nil)
 	if strings.Contains(page.String(), `id="cost"`) || strings.Contains(page.String(), "USD / 1M out") {
 		t.Error("an unpriced run's page shows a cost")
+	}
+}
+
+// A balanced level's endpoints and a staged level's stages get a row each on the page,
+// with the figures the summary holds for them.
+func TestHTMLShowsEndpointsAndStages(t *testing.T) {
+	s := ladderSummary(t, "tpot:p99<=20ms", []int{1, 4})
+	s.Levels[0].Endpoints = []Endpoint{{Endpoint: 1, URL: "http://a:8000", Level: s.Levels[0].Level}, {Endpoint: 2, URL: "http://b:8000", Level: s.Levels[0].Level}}
+	st, err := schedule.ParseStages("30s:1,30s:1->4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Levels[1].Stages = StagesOf(st)
+	for k := range s.Levels[1].Stages {
+		s.Levels[1].Stages[k].Level = s.Levels[1].Level
+	}
+	var page bytes.Buffer
+	if err := WriteHTML(&page, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := s.Levels[1].Metrics.Stat(metrics.KeyTTFT).Get(50)
+	for _, want := range []string{`id="parts"`, "endpoint 1: http://a:8000", "endpoint 2: http://b:8000", "stage 1: 1/s, 0s-30s", "stage 2: 1→4/s, 30s-60s", ">ramp</td>", ">" + fmtNum(p.Value) + "</td>"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	page.Reset()
+	s.Levels[0].Endpoints, s.Levels[1].Stages = nil, nil
+	if err := WriteHTML(&page, s, nil); err != nil || strings.Contains(page.String(), `id="parts"`) {
+		t.Errorf("a run with neither has the section (err %v)", err)
 	}
 }

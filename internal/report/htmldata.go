@@ -154,6 +154,8 @@ type Collector struct {
 	vllm   map[int]*VLLMRequests               // per level, with KeepVLLMRequests
 	runs   map[int]map[int]*metrics.Aggregator // a repeated level's runs, by level and repeat
 	ends   map[int]map[int]*metrics.Aggregator // a balanced run's endpoints, by level and endpoint
+	stages map[int]map[int]*metrics.Aggregator // a staged level's stages, by level and stage
+	spans  map[int][]span                      // a staged level's requests, for its backlog (stages.go)
 	ot     *bucketer
 	n      int
 	notes  []string
@@ -167,7 +169,7 @@ type Collector struct {
 // NewCollector starts collecting with cfg for every level.
 func NewCollector(cfg metrics.Config) *Collector {
 	return &Collector{cfg: cfg, levels: map[int]*metrics.Aggregator{}, runs: map[int]map[int]*metrics.Aggregator{},
-		ends: map[int]map[int]*metrics.Aggregator{}, ot: newBucketer()}
+		ends: map[int]map[int]*metrics.Aggregator{}, stages: map[int]map[int]*metrics.Aggregator{}, spans: map[int][]span{}, ot: newBucketer()}
 }
 
 // KeepVLLMRequests has the collector keep every level's requests for vLLM's per-request
@@ -203,6 +205,10 @@ func (c *Collector) Add(r *record.Record) {
 	}
 	if r.Endpoint > 0 { // a balanced run: each endpoint's figures too
 		c.part(c.ends, r.Level, int(r.Endpoint)).Add(r)
+	}
+	if r.Stage > 0 { // a staged level: each stage's figures too
+		c.part(c.stages, r.Level, int(r.Stage)).Add(r)
+		c.spans[r.Level] = append(c.spans[r.Level], span{stage: r.Stage, scheduled: r.Scheduled, done: r.Done})
 	}
 	// Over time: what the server saw, warm-up included.
 	if r.Error == nil || r.Sent > 0 { // a zero Sent with an error: never sent
@@ -251,6 +257,12 @@ func (c *Collector) Level(i int) metrics.Level {
 	a := c.levels[i]
 	if a == nil {
 		return metrics.NewAggregator(c.cfg).Level()
+	}
+	if len(c.stages[i]) > 0 {
+		a.Varies(levelVaries)
+		for _, r := range c.runs[i] {
+			r.Varies(levelVaries)
+		}
 	}
 	lv := a.Level()
 	if byRun := c.runs[i]; len(byRun) > 0 {

@@ -177,6 +177,8 @@ type Level struct {
 	// Endpoints are the level's figures by endpoint when the run balanced over several
 	// (--url A --url B); absent for one.
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// Stages are a staged level's figures by stage (--stages); absent for a level of one load.
+	Stages []Stage `json:"stages,omitempty"`
 	// GPU is what the GPU exporters (--gpu-metrics) said during the level: power, energy,
 	// energy per output token and per request, utilisation; absent when none was scraped.
 	GPU *gpumetrics.Summary `json:"gpu,omitempty"`
@@ -223,6 +225,7 @@ func (s *Summary) Judge() {
 			}
 		}
 		s.Levels[i].ClientBehind = ClientBehind(s.Levels[i].Level) != ""
+		failByStage(&s.Levels[i])
 		sizeAdvice(&s.Levels[i])
 	}
 	s.Oversaturated = nil
