@@ -92,6 +92,9 @@ func NoSweetSpotReason(s *Summary) string {
 	if passed, judged := s.SLOPassed(); judged && !passed {
 		return "none: no level meets the SLOs"
 	}
+	if len(s.Levels) == 1 && len(s.Levels[0].Stages) > 0 {
+		return "none: a staged level has no one load to pick; read its stages (By Stage, levels[].stages[])"
+	}
 	lv := make([]metrics.Level, len(s.Levels))
 	for i := range s.Levels {
 		lv[i] = s.Levels[i].Level

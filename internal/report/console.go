@@ -629,6 +629,8 @@ var ladderStyle = func() table.Style {
 func ladderLoad(l *Level) string {
 	load := l.Name
 	switch {
+	case len(l.Stages) > 0:
+		load = "stages, peak " + l.Stages[0].peak(l.Stages)
 	case l.Concurrency > 0:
 		load = "c=" + strconv.Itoa(l.Concurrency)
 	case l.Rate > 0:
@@ -825,7 +827,7 @@ func consoleLadder(w *bufio.Writer, s *Summary, opts ConsoleOptions) {
 	var unsteady []string
 	perSlot := false
 	for i, l := range s.Levels {
-		if ss := l.SteadyState; ss != nil && !ss.Reached && l.EndReason != EndOversaturated {
+		if ss := l.SteadyState; ss != nil && !ss.Reached && l.EndReason != EndOversaturated && len(l.Stages) == 0 {
 			unsteady = append(unsteady, strconv.Itoa(i))
 			perSlot = perSlot || strings.HasPrefix(ss.Reason, "too few requests per slot")
 		}

@@ -77,6 +77,18 @@ func failByStage(l *Level) {
 	}
 }
 
+// peak is the stages' highest load as the ladder says it: "c=16", "16 req/s".
+func (Stage) peak(ss []Stage) string {
+	m := 0.0
+	for _, s := range ss {
+		m = max(m, s.From, s.To)
+	}
+	if ss[0].Kind == schedule.StageConcurrency {
+		return "c=" + strconv.FormatFloat(m, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(m, 'f', -1, 64) + " req/s"
+}
+
 // Load is the stage's load as the console says it: "2/s", "2→16/s", "c=4", "c=2→8".
 func (s Stage) Load() string {
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }

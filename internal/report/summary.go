@@ -251,6 +251,9 @@ func (s *Summary) Judge() {
 		if l.Partial || l.EndReason == EndOversaturated || l.EndReason == EndMaxErrorRate || l.EndReason == EndUnreachable {
 			continue // stopped early: not a steady state to pick
 		}
+		if len(l.Stages) > 0 {
+			continue // a staged level's load is no one figure to place on the ladder
+		}
 		lv = append(lv, l.Level)
 		loads = append(loads, l.Load())
 		idx = append(idx, i)
@@ -294,7 +297,7 @@ func (s *Summary) limitEstimate(slos []metrics.SLO) *metrics.LimitEstimate {
 		behind []bool
 	)
 	for _, l := range s.Levels {
-		if l.Partial || l.EndReason == EndMaxErrorRate || l.EndReason == EndUnreachable {
+		if l.Partial || l.EndReason == EndMaxErrorRate || l.EndReason == EndUnreachable || len(l.Stages) > 0 {
 			continue
 		}
 		lv, loads = append(lv, l.Level), append(loads, l.Load())
