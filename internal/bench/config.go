@@ -16,6 +16,7 @@ import (
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/rundesc"
@@ -46,6 +47,9 @@ type Config struct {
 	Console  Console
 	// ConnStats, when set, says what the client saw of the server's connections.
 	ConnStats func() client.ConnStats
+	// Predict, for a simulation, is how far the profile's figures were measured from real
+	// servers: each level's prediction interval (nil: none is stated).
+	Predict *predict.Spread
 }
 
 // Describe is what summary.json says of the run before its first level.

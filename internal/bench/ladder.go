@@ -179,6 +179,7 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	l.PrefixCacheHits = r.col.PrefixCacheHits(lvl.Index)
 	l.Endpoints = r.col.Endpoints(lvl.Index, r.sum.Target.Endpoints)
 	l.Stages = r.col.Stages(lvl.Index, report.StagesOf(lvl.Stages))
+	l.PredictionInterval = r.cfg.Predict.Apply(&l.Level, lvl.Closed())
 	l.Server = server
 	l.GPU = gpumetrics.Summarize(gpu.series, gpu.windows, l.TotalOutputTokens, l.Completed)
 	r.warnGPU(gpu.series, l.Name)

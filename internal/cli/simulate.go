@@ -19,6 +19,7 @@ import (
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -121,7 +122,9 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			return reason, err
 		}
 	}
-	out, err := bench.Run(ctx, cfg.bench(stdio), time.Now(), runLevel(p))
+	bc := cfg.bench(stdio)
+	bc.Predict = predict.ForProfile(p)
+	out, err := bench.Run(ctx, bc, time.Now(), runLevel(p))
 	concluded := cfg.conclude(ctx, stdio, out, err)
 	if err == nil && p.Calibration != nil && cfg.search == "" {
 		slow := p

@@ -1,18 +1,37 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/predict"
+	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/validate"
 )
 
+// writeJSONFile writes v as indented JSON to path, atomically.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return report.WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+}
+
 type validateFlags struct {
 	output, sim, markdown string
+	spreads               string
 	runs                  []string
 	seed                  int64
 	workers               int
@@ -41,9 +60,18 @@ summary.json), each level a row, simulated on the --sim profile. It writes valid
 			if err != nil {
 				return err
 			}
+			validate.SetIntervals(results)
 			rep := &validate.Report{Seed: f.seed, Tables: append(tables, f.runs...), Rows: results, Groups: validate.Groups(results)}
 			if err := validate.WriteText(stdio.Out, rep); err != nil {
 				return err
+			}
+			validate.WriteCoverage(stdio.Out, results)
+			if f.spreads != "" {
+				made := fmt.Sprintf("llmbench validate %s --spreads (%s)", strings.Join(tables, " "), time.Now().UTC().Format("2006-01-02"))
+				if err := writeJSONFile(f.spreads, predict.NewTable(validate.Residuals(results), made)); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio.Err, "Wrote %s\n", f.spreads)
 			}
 			if f.markdown != "" {
 				if err := writeMarkdown(f.markdown, rep); err != nil {
@@ -63,6 +91,7 @@ summary.json), each level a row, simulated on the --sim profile. It writes valid
 	fl.StringVar(&f.sim, "sim", "", "the profile (`NAME|FILE`) that predicts the --run folders' server")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of every row's simulation")
 	fl.IntVar(&f.workers, "workers", 0, "rows simulated at once (0: one per CPU)")
+	fl.StringVar(&f.spreads, "spreads", "", "also write the 90% prediction bands of each group of rows to this `FILE` (internal/predict/spreads.json, which simulate's intervals come from)")
 	fl.StringVar(&f.markdown, "markdown", "", "also write the groups as a Markdown table to this `FILE` (docs/measurements.md's)")
 	return cmd
 }

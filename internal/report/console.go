@@ -282,6 +282,7 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.tasks(l.Tasks)
 	b.endpoints(l.Endpoints)
 	b.stages(l.Stages)
+	b.predictionInterval(l.PredictionInterval, &l.Level)
 	b.acrossRuns(l)
 	b.steadyState(l.SteadyState)
 	if l.SLO != nil {

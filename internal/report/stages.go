@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/schedule"
 )
 
@@ -208,4 +209,36 @@ func (c *Collector) judgeBacklog(i int, s *Stage) {
 	why := fmt.Sprintf("the backlog grew from %d to %d requests in flight over the stage's second half: the server does not keep up with %s", bm, be, s.Load())
 	s.SteadyState = &metrics.SteadyState{Reason: why, Advice: "lower the stage's rate"}
 	metrics.FailBehind(s.SLO, why)
+}
+
+// predictionInterval writes the 90 % interval of each predicted figure (a simulation's),
+// beside the figure.
+func (b *consoleBlock) predictionInterval(iv *predict.Interval, lv *metrics.Level) {
+	if iv == nil {
+		return
+	}
+	b.w.WriteString(consoleRule("Prediction Interval (90%)", '-') + "\n")
+	for _, f := range predict.Figures {
+		r, ok := iv.Get(f)
+		if !ok {
+			continue
+		}
+		label, v := "Output token throughput (tok/s):", lv.OutputThroughput
+		if f != "output_throughput" {
+			m, st, _ := strings.Cut(f, ".")
+			key := strings.TrimSuffix(m, "_ms")
+			stats, _ := lv.Stats(key)
+			p, _ := stats.Get(pctOf(st))
+			v = p.Value
+			label = fmt.Sprintf("%s %s (ms):", strings.ToUpper(st[:1])+st[1:], strings.ToUpper(key))
+		}
+		fmt.Fprintf(b.w, "%-40s %-10s (90%% PI %s-%s)\n", label, consoleFloat(v), consoleFloat(r[0]), consoleFloat(r[1]))
+	}
+	b.w.WriteString(Wrap("from "+iv.Basis+": how far the simulator was measured from real servers (docs/simulator.md#prediction-intervals).", 0, 2, ConsoleWidth) + "\n")
+}
+
+// pctOf is the percentile of a statistic's name: "p99" → 99.
+func pctOf(st string) float64 {
+	p, _ := strconv.ParseFloat(strings.TrimPrefix(st, "p"), 64)
+	return p
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 )
@@ -179,6 +180,10 @@ type Level struct {
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
 	// Stages are a staged level's figures by stage (--stages); absent for a level of one load.
 	Stages []Stage `json:"stages,omitempty"`
+	// PredictionInterval is, for a simulated level, the 90 % interval of each predicted
+	// figure from how far the simulator was measured from real servers like the profile's
+	// (predict); absent when nothing measured it.
+	PredictionInterval *predict.Interval `json:"prediction_interval,omitempty"`
 	// GPU is what the GPU exporters (--gpu-metrics) said during the level: power, energy,
 	// energy per output token and per request, utilisation; absent when none was scraped.
 	GPU *gpumetrics.Summary `json:"gpu,omitempty"`

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -84,7 +85,7 @@ func TestRefusedAndSkippedRowsSayWhy(t *testing.T) {
 	}
 	b, _ := json.Marshal(results[0])
 	if !strings.Contains(string(b), `"interval":null`) {
-		t.Errorf("interval should be null until intervals are built: %s", b)
+		t.Errorf("interval should be null until SetIntervals: %s", b)
 	}
 }
 
@@ -224,5 +225,31 @@ func TestInferencexRows(t *testing.T) {
 		if !strings.HasPrefix(r.Skip, want) {
 			t.Errorf("skip %q, want %q", r.Skip, want)
 		}
+	}
+}
+
+// SetIntervals gives each row the interval of the other sources' residuals: a row of a
+// source whose bias the others do not share is not covered by its own.
+func TestSetIntervalsLeavesTheSourceOut(t *testing.T) {
+	g := Group{Family: "m", GPU: "h100", Engine: "vllm", Load: "closed"}
+	var results []Result
+	for i := range 6 {
+		results = append(results, Result{ID: fmt.Sprint("a", i), Group: g, Source: Source{Name: "a"},
+			Predicted: map[string]float64{"tpot_ms.p50": 10}, Measured: map[string]float64{"tpot_ms.p50": 10 + float64(i%3)*0.2}})
+	}
+	results = append(results, Result{ID: "b0", Group: g, Source: Source{Name: "b"},
+		Predicted: map[string]float64{"tpot_ms.p50": 10}, Measured: map[string]float64{"tpot_ms.p50": 30}})
+	SetIntervals(results)
+	iv := results[6].Interval["tpot_ms.p50"]
+	if !(iv[0] > 9 && iv[1] < 12) {
+		t.Errorf("b0's interval %v should come from source a's rows alone (about 10-10.8)", iv)
+	}
+	if iv := results[0].Interval["tpot_ms.p50"]; iv != [2]float64{} {
+		t.Errorf("a0's interval %v: source b has one row, fewer than a band needs of the group, and no pooled band of 2", iv)
+	}
+	var buf bytes.Buffer
+	WriteCoverage(&buf, results)
+	if !strings.Contains(buf.String(), "each source left out in turn") {
+		t.Errorf("coverage: %s", buf.String())
 	}
 }

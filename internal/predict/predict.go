@@ -1,0 +1,419 @@
+// Package predict holds how far the simulator's predictions were measured from real GPUs:
+// for each group of validation rows (model family × GPU × engine × load kind) and each
+// figure, a 90 % prediction interval as factors of the predicted value, from the rows'
+// residuals (llmbench validate --spreads), and the same from a calibrated profile's held-out
+// error. simulate puts the interval beside each figure it predicts, so a planner can tell a
+// figure measured within 3 % from one measured within 90 %.
+package predict
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/llmbench/llmbench/internal/figure"
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// Figures are the figures an interval is given for, under validate's names: a latency
+// metric's statistic, or output_throughput.
+var Figures = []string{"ttft_ms.p50", "ttft_ms.p99", "tpot_ms.p50", "tpot_ms.p99", "e2el_ms.p50", "output_throughput"}
+
+// Band is one figure's 90 % prediction interval as factors of the predicted value P: the
+// measured value lies in [Lo·P, Hi·P].
+type Band struct {
+	Lo   float64 `json:"lo"`
+	Hi   float64 `json:"hi"`
+	Rows int     `json:"rows"` // the residuals it was read from (0: a calibration's error)
+}
+
+// Level kinds of a group: a closed loop, or Poisson arrivals.
+const (
+	Closed  = "closed"
+	Poisson = "poisson"
+)
+
+// Group is what the validation rows are grouped by; Load is Closed or Poisson.
+type Group struct {
+	Family, GPU, Engine, Load string
+}
+
+func (g Group) key() string { return g.Family + " " + g.GPU + " " + g.Engine + " " + g.Load }
+
+// Table is the spreads of every group with enough rows, each figure's over all rows
+// (Pooled), and how it was made.
+type Table struct {
+	Made   string                     `json:"made"`   // the command that wrote it, and when
+	Groups map[string]map[string]Band `json:"groups"` // by "family gpu engine load", then figure
+	Pooled map[string]Band            `json:"pooled"` // every row, by figure
+	// Families and GPUs are those with any row: a profile of neither gets the widest band.
+	Families []string `json:"families"`
+	GPUs     []string `json:"gpus"`
+}
+
+// MinRows is the fewest rows a group's band is read from; a group with fewer takes the
+// pooled band.
+const MinRows = 5
+
+// unseenWidening widens the pooled band's log-width for a profile whose model family and
+// GPU no row measured: nothing says its error is like any measured one.
+const unseenWidening = 1.5
+
+// Residual is one row's figure, predicted and measured, with the row's group and source.
+type Residual struct {
+	Group             Group
+	Source            string
+	Figure            string
+	Predicted, Actual float64
+}
+
+// NewTable builds the spreads from the rows' residuals: per group and figure with at least
+// MinRows rows, and pooled. A band is the normal prediction interval of the log ratio
+// ln(measured/predicted): mean ± t(0.95, n−1)·sd·√(1 + 1/n), so a group's bias moves the
+// band and few rows widen it.
+func NewTable(rs []Residual, made string) Table {
+	t := Table{Made: made, Groups: map[string]map[string]Band{}, Pooled: map[string]Band{}}
+	byGroup := map[string]map[string][]float64{}
+	pooled := map[string][]float64{}
+	fam, gpus := map[string]bool{}, map[string]bool{}
+	for _, r := range rs {
+		if !(r.Predicted > 0) || !(r.Actual > 0) || math.IsInf(r.Predicted, 0) || math.IsInf(r.Actual, 0) {
+			continue
+		}
+		x := math.Log(r.Actual / r.Predicted)
+		k := r.Group.key()
+		if byGroup[k] == nil {
+			byGroup[k] = map[string][]float64{}
+		}
+		byGroup[k][r.Figure] = append(byGroup[k][r.Figure], x)
+		pooled[r.Figure] = append(pooled[r.Figure], x)
+		fam[r.Group.Family], gpus[r.Group.GPU] = true, true
+	}
+	for k, figs := range byGroup {
+		for f, xs := range figs {
+			if len(xs) >= MinRows {
+				if t.Groups[k] == nil {
+					t.Groups[k] = map[string]Band{}
+				}
+				t.Groups[k][f] = band(xs, 1)
+			}
+		}
+	}
+	for f, xs := range pooled {
+		if len(xs) >= 2 {
+			t.Pooled[f] = band(xs, 1)
+		}
+	}
+	t.Families, t.GPUs = sortedKeys(fam), sortedKeys(gpus)
+	return t
+}
+
+// band is the prediction interval of log ratios xs, its log-width about their mean
+// multiplied by widen.
+func band(xs []float64, widen float64) Band {
+	n := float64(len(xs))
+	var mean, ss float64
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= n
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	sd := math.Sqrt(ss / (n - 1))
+	h := tQuantile95(len(xs)-1) * sd * math.Sqrt(1+1/n) * widen
+	return Band{Lo: math.Exp(mean - h), Hi: math.Exp(mean + h), Rows: len(xs)}
+}
+
+// Spread is the bands a profile's predictions carry, for each kind of level, and why.
+type Spread struct {
+	Basis  map[string]string          // by Closed / Poisson: where the bands came from
+	ByLoad map[string]map[string]Band // by Closed / Poisson, then figure
+}
+
+// For is the spread of a profile of model family, GPU and engine: each load kind's group
+// bands where the group has its rows, else the pooled bands (widened for a family and GPU
+// no row measured).
+func (t Table) For(family, gpu, engine string) Spread {
+	s := Spread{Basis: map[string]string{}, ByLoad: map[string]map[string]Band{}}
+	unseen := !slices.Contains(t.Families, family) && !slices.Contains(t.GPUs, gpu)
+	for _, load := range []string{Closed, Poisson} {
+		g := Group{Family: family, GPU: gpu, Engine: engine, Load: load}
+		bands := map[string]Band{}
+		for _, f := range Figures {
+			if b, ok := t.Groups[g.key()][f]; ok {
+				bands[f] = b
+				continue
+			}
+			if b, ok := t.Pooled[f]; ok {
+				if unseen {
+					b = widen(b, unseenWidening)
+				}
+				bands[f] = b
+			}
+		}
+		s.ByLoad[load] = bands
+		switch _, own := t.Groups[g.key()]; {
+		case own:
+			s.Basis[load] = fmt.Sprintf("the residuals of the %d validation rows of %s", t.Groups[g.key()]["tpot_ms.p50"].Rows, g.key())
+		case unseen:
+			s.Basis[load] = fmt.Sprintf("every validation row's residuals, widened %g× (no row measured %s or %s)", unseenWidening, family, gpu)
+		default:
+			s.Basis[load] = fmt.Sprintf("every validation row's residuals (no %d rows of %s)", MinRows, g.key())
+		}
+	}
+	return s
+}
+
+// widen multiplies b's log-width about its centre by f.
+func widen(b Band, f float64) Band {
+	lo, hi := math.Log(b.Lo), math.Log(b.Hi)
+	c, h := (lo+hi)/2, (hi-lo)/2*f
+	return Band{Lo: math.Exp(c - h), Hi: math.Exp(c + h), Rows: b.Rows}
+}
+
+// FromError is the spread of a calibrated profile: each figure within its largest held-out
+// error errPct (%, by validate's figure names), for every kind of level. (The largest error
+// over a few held-out points, not a 90 % quantile: stated as such.)
+func FromError(errPct map[string]float64) Spread {
+	bands := map[string]Band{}
+	for f, e := range errPct {
+		if e = math.Abs(e) / 100; e > 0 && e < 1 && !math.IsNaN(e) {
+			// Predicted = measured·(1+err), |err| ≤ e: measured in [P/(1+e), P/(1−e)].
+			bands[f] = Band{Lo: 1 / (1 + e), Hi: 1 / (1 - e)}
+		}
+	}
+	why := "the calibration's largest held-out error (a bound over its held-out points, not a 90 % quantile)"
+	return Spread{Basis: map[string]string{Closed: why, Poisson: why}, ByLoad: map[string]map[string]Band{Closed: bands, Poisson: bands}}
+}
+
+// Interval is a level's predicted figures' intervals: summary.json's
+// levels[].prediction_interval, {"ttft_ms": {"p50": [lo, hi]}, "output_throughput": [lo,
+// hi], "basis": "..."}.
+type Interval struct {
+	Basis            string
+	Metrics          map[string]map[string][2]float64 // metric's JSON name, then statistic
+	OutputThroughput *[2]float64
+}
+
+// MarshalJSON writes the metrics' intervals at the top level beside basis.
+func (iv Interval) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"basis": iv.Basis}
+	for k, v := range iv.Metrics {
+		m[k] = v
+	}
+	if iv.OutputThroughput != nil {
+		m["output_throughput"] = iv.OutputThroughput
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (iv *Interval) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*iv = Interval{Metrics: map[string]map[string][2]float64{}}
+	for k, v := range raw {
+		var err error
+		switch k {
+		case "basis":
+			err = json.Unmarshal(v, &iv.Basis)
+		case "output_throughput":
+			iv.OutputThroughput = new([2]float64)
+			err = json.Unmarshal(v, iv.OutputThroughput)
+		default:
+			var st map[string][2]float64
+			err = json.Unmarshal(v, &st)
+			iv.Metrics[k] = st
+		}
+		if err != nil {
+			return fmt.Errorf("prediction_interval.%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// Get is figure f's interval ("ttft_ms.p50", "output_throughput").
+func (iv *Interval) Get(f string) ([2]float64, bool) {
+	if iv == nil {
+		return [2]float64{}, false
+	}
+	if f == "output_throughput" {
+		if iv.OutputThroughput == nil {
+			return [2]float64{}, false
+		}
+		return *iv.OutputThroughput, true
+	}
+	m, st, _ := strings.Cut(f, ".")
+	v, ok := iv.Metrics[m][st]
+	return v, ok
+}
+
+// Apply is the interval of a level's predicted figures (lv, a closed loop or not) under
+// the spread; nil when the spread has no band for any of them.
+func (s *Spread) Apply(lv *metrics.Level, closed bool) *Interval {
+	if s == nil {
+		return nil
+	}
+	load := Poisson
+	if closed {
+		load = Closed
+	}
+	bands := s.ByLoad[load]
+	iv := &Interval{Basis: s.Basis[load], Metrics: map[string]map[string][2]float64{}}
+	any := false
+	for _, f := range Figures {
+		b, ok := bands[f]
+		if !ok {
+			continue
+		}
+		if f == "output_throughput" {
+			if p := lv.OutputThroughput; p > 0 {
+				iv.OutputThroughput = &[2]float64{b.Lo * p, b.Hi * p}
+				any = true
+			}
+			continue
+		}
+		m, st, _ := strings.Cut(f, ".")
+		key := strings.TrimSuffix(m, "_ms")
+		stats, ok := lv.Stats(key)
+		if !ok || stats.Count == 0 {
+			continue
+		}
+		pct, ok := stats.Get(pctOf(st))
+		if !ok || !(pct.Value > 0) {
+			continue
+		}
+		if iv.Metrics[m] == nil {
+			iv.Metrics[m] = map[string][2]float64{}
+		}
+		iv.Metrics[m][st] = [2]float64{b.Lo * pct.Value, b.Hi * pct.Value}
+		any = true
+	}
+	if !any {
+		return nil
+	}
+	return iv
+}
+
+// Coverage is how many held-out residuals their interval held, by the key that held them
+// out (split), each key's residuals judged by a table made without them (a source, a GPU
+// generation left out in turn); figures with no band are not counted.
+func Coverage(rs []Residual, split func(Residual) string) (held, total map[string]int) {
+	held, total = map[string]int{}, map[string]int{}
+	keys := map[string]bool{}
+	for _, r := range rs {
+		keys[split(r)] = true
+	}
+	for k := range keys {
+		var rest, out []Residual
+		for _, r := range rs {
+			if split(r) == k {
+				out = append(out, r)
+			} else {
+				rest = append(rest, r)
+			}
+		}
+		t := NewTable(rest, "")
+		for _, r := range out {
+			if !(r.Predicted > 0) || !(r.Actual > 0) {
+				continue
+			}
+			b, ok := t.For(r.Group.Family, r.Group.GPU, r.Group.Engine).ByLoad[r.Group.Load][r.Figure]
+			if !ok {
+				continue
+			}
+			total[k]++
+			if r.Actual >= b.Lo*r.Predicted && r.Actual <= b.Hi*r.Predicted {
+				held[k]++
+			}
+		}
+	}
+	return held, total
+}
+
+// pctOf is the percentile of a statistic's name: "p99" → 99.
+func pctOf(st string) float64 {
+	var p float64
+	fmt.Sscanf(strings.TrimPrefix(st, "p"), "%g", &p)
+	return p
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// t95 holds Student's t 95 % points for 1..30 degrees of freedom.
+var t95 = [...]float64{6.3138, 2.9200, 2.3534, 2.1318, 2.0150, 1.9432, 1.8946, 1.8595, 1.8331, 1.8125,
+	1.7959, 1.7823, 1.7709, 1.7613, 1.7531, 1.7459, 1.7396, 1.7341, 1.7291, 1.7247,
+	1.7207, 1.7171, 1.7139, 1.7109, 1.7081, 1.7056, 1.7033, 1.7011, 1.6991, 1.6973}
+
+// tQuantile95 is Student's t 95 % point (a two-sided 90 % interval's factor): the table to
+// 30 degrees of freedom, then the first terms of the Cornish–Fisher expansion about the
+// normal's 1.64485.
+func tQuantile95(df int) float64 {
+	if df < 1 {
+		return math.NaN()
+	}
+	if df <= len(t95) {
+		return t95[df-1]
+	}
+	z, n := 1.644854, float64(df)
+	z3, z5 := z*z*z, math.Pow(z, 5)
+	return z + (z3+z)/(4*n) + (5*z5+16*z3+3*z)/(96*n*n)
+}
+
+//go:embed spreads.json
+var embedded []byte
+
+// Builtin is the table validate wrote over the visible measurements
+// (internal/predict/spreads.json); an empty table if it does not parse.
+func Builtin() Table {
+	var t Table
+	if err := json.Unmarshal(embedded, &t); err != nil {
+		return Table{}
+	}
+	return t
+}
+
+// ForProfile is the spread of profile p's predictions: a calibrated profile's held-out
+// error; a roofline of a model on a GPU, the validation rows' bands (Builtin); nil for a
+// profile of neither (a linear or table model stands for no real server nothing measured).
+func ForProfile(p sim.Profile) *Spread {
+	if c := p.Calibration; c != nil {
+		errs := map[string]float64{}
+		for _, k := range figure.Judged {
+			if e := c.Error[k]; !math.IsNaN(e) {
+				f := k.Figure()
+				errs[f.Metric+"_ms.p"+strconv.FormatFloat(f.Pct, 'g', -1, 64)] = e
+			}
+		}
+		if len(errs) == 0 {
+			return nil
+		}
+		s := FromError(errs)
+		return &s
+	}
+	if p.Cost.Kind != sim.CostRoofline || p.Model.Name == "" || p.GPU.Name == "" {
+		return nil
+	}
+	engine := p.Engine.Kind
+	if engine == "" {
+		engine = sim.EngineVLLM
+	}
+	s := Builtin().For(p.Model.Name, p.GPU.Name, engine)
+	return &s
+}

@@ -1,0 +1,153 @@
+package predict
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/llmbench/llmbench/internal/figure"
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// A band is the normal prediction interval of ln(measured/predicted), checked against the
+// formula written out for five rows; a group of fewer than MinRows rows takes the pooled
+// band, and a family and GPU no row measured a wider one.
+func TestNewTableBands(t *testing.T) {
+	g := Group{Family: "m", GPU: "h100", Engine: "vllm", Load: Closed}
+	small := Group{Family: "m", GPU: "b200", Engine: "vllm", Load: Closed}
+	var rs []Residual
+	xs := []float64{0.05, 0.10, 0.15, 0.08, 0.12}
+	for _, x := range xs {
+		rs = append(rs, Residual{Group: g, Source: "a", Figure: "tpot_ms.p50", Predicted: 10, Actual: 10 * math.Exp(x)})
+	}
+	rs = append(rs, Residual{Group: small, Source: "b", Figure: "tpot_ms.p50", Predicted: 10, Actual: 20})
+	tab := NewTable(rs, "test")
+	b := tab.Groups["m h100 vllm closed"]["tpot_ms.p50"]
+	mean, ss := 0.0, 0.0
+	for _, x := range xs {
+		mean += x / 5
+	}
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	h := 2.1318 * math.Sqrt(ss/4) * math.Sqrt(1+1.0/5) // t(0.95, 4)
+	if !near(b.Lo, math.Exp(mean-h)) || !near(b.Hi, math.Exp(mean+h)) || b.Rows != 5 {
+		t.Errorf("band %+v, want [%g, %g] of 5 rows", b, math.Exp(mean-h), math.Exp(mean+h))
+	}
+	if _, ok := tab.Groups["m b200 vllm closed"]; ok {
+		t.Error("a group of one row has a band of its own")
+	}
+	if p := tab.Pooled["tpot_ms.p50"]; p.Rows != 6 || !(p.Hi > b.Hi) {
+		t.Errorf("pooled %+v should hold all 6 rows and be wider than the group's", p)
+	}
+	own := tab.For("m", "h100", "vllm")
+	if own.ByLoad[Closed]["tpot_ms.p50"] != b || !strings.Contains(own.Basis[Closed], "5 validation rows of m h100 vllm closed") {
+		t.Errorf("own group: %+v", own)
+	}
+	if o := tab.For("m", "h100", "vllm").ByLoad[Poisson]["tpot_ms.p50"]; o != tab.Pooled["tpot_ms.p50"] {
+		t.Errorf("a group without rows (poisson) takes the pooled band: %+v", o)
+	}
+	un := tab.For("other", "mi300x", "vllm")
+	w := un.ByLoad[Closed]["tpot_ms.p50"]
+	pw, uw := math.Log(tab.Pooled["tpot_ms.p50"].Hi/tab.Pooled["tpot_ms.p50"].Lo), math.Log(w.Hi/w.Lo)
+	if !near(uw, unseenWidening*pw) || !strings.Contains(un.Basis[Closed], "no row measured other or mi300x") {
+		t.Errorf("an unseen family and GPU: log-width %g, want %g × %g; basis %q", uw, unseenWidening, pw, un.Basis[Closed])
+	}
+}
+
+func TestApplyAndJSON(t *testing.T) {
+	s := &Spread{Basis: map[string]string{Closed: "rows"}, ByLoad: map[string]map[string]Band{Closed: {
+		"tpot_ms.p50": {Lo: 0.9, Hi: 1.2}, "output_throughput": {Lo: 0.8, Hi: 1.1}}}}
+	lv := metrics.Level{OutputThroughput: 1000}
+	lv.Metrics.Set(metrics.KeyTPOT, metrics.Stats{Count: 3, Percentiles: []metrics.Percentile{{P: 50, Value: 20}}})
+	iv := s.Apply(&lv, true)
+	if iv == nil {
+		t.Fatal("no interval")
+	}
+	if r, ok := iv.Get("tpot_ms.p50"); !ok || !near(r[0], 18) || !near(r[1], 24) {
+		t.Errorf("tpot_ms.p50 %v", r)
+	}
+	if r, ok := iv.Get("output_throughput"); !ok || !near(r[0], 800) || !near(r[1], 1100) {
+		t.Errorf("output_throughput %v", r)
+	}
+	if s.Apply(&lv, false) != nil {
+		t.Error("an open loop with no bands got an interval")
+	}
+	b, err := json.Marshal(iv)
+	if err != nil || !strings.Contains(string(b), `"tpot_ms":{"p50":[18,24]}`) || !strings.Contains(string(b), `"output_throughput":[800,1100]`) {
+		t.Fatalf("json %s %v", b, err)
+	}
+	var back Interval
+	if err := json.Unmarshal(b, &back); err != nil || back.Basis != "rows" {
+		t.Fatalf("round trip %+v %v", back, err)
+	}
+	if r, _ := back.Get("tpot_ms.p50"); r != [2]float64{18, 24} {
+		t.Errorf("round trip tpot %v", r)
+	}
+}
+
+// A calibrated profile's interval is its held-out error: measured within ±e of predicted.
+func TestForProfileCalibrated(t *testing.T) {
+	p, err := sim.LoadProfile("textbook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ForProfile(p) != nil {
+		t.Error("the linear textbook model got an interval")
+	}
+	p.Calibration = &sim.Calibration{Error: figure.Unmeasured()}
+	p.Calibration.Error[figure.TPOTP50] = 20
+	s := ForProfile(p)
+	if s == nil {
+		t.Fatal("no spread for a calibrated profile")
+	}
+	if b := s.ByLoad[Closed]["tpot_ms.p50"]; !near(b.Lo, 1/1.2) || !near(b.Hi, 1/0.8) {
+		t.Errorf("band %+v", b)
+	}
+	r, err := sim.LoadProfile("h200-llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := ForProfile(r); s == nil || len(s.ByLoad[Closed]) == 0 {
+		t.Errorf("the roofline preset has no bands from the built-in table: %+v", s)
+	}
+}
+
+// Coverage judges each held-out key's residuals by the others' table.
+func TestCoverage(t *testing.T) {
+	var rs []Residual
+	for i := range 12 {
+		g := Group{Family: "m", GPU: "h100", Engine: "vllm", Load: Closed}
+		src := "a"
+		if i%2 == 1 {
+			src = "b"
+		}
+		rs = append(rs, Residual{Group: g, Source: src, Figure: "tpot_ms.p50", Predicted: 10, Actual: 10 * (1 + 0.01*float64(i%5))})
+	}
+	rs = append(rs, Residual{Group: Group{Family: "m", GPU: "h100", Engine: "vllm", Load: Closed}, Source: "c", Figure: "tpot_ms.p50", Predicted: 10, Actual: 100})
+	held, total := Coverage(rs, func(r Residual) string { return r.Source })
+	if total["c"] != 1 || held["c"] != 0 {
+		t.Errorf("source c: %d of %d held, want 0 of 1 (a tenfold miss)", held["c"], total["c"])
+	}
+	if total["a"] != 6 || held["a"] == 0 {
+		t.Errorf("source a: %d of %d held", held["a"], total["a"])
+	}
+}
+
+func TestBuiltinTable(t *testing.T) {
+	tab := Builtin()
+	if len(tab.Pooled) == 0 || len(tab.Groups) == 0 || !strings.HasPrefix(tab.Made, "llmbench validate") {
+		t.Fatalf("internal/predict/spreads.json: %d pooled, %d groups, made %q", len(tab.Pooled), len(tab.Groups), tab.Made)
+	}
+	for g, figs := range tab.Groups {
+		for f, b := range figs {
+			if !(b.Lo > 0 && b.Lo < b.Hi) || b.Rows < MinRows {
+				t.Errorf("%s %s: band %+v", g, f, b)
+			}
+		}
+	}
+}
