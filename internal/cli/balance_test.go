@@ -13,14 +13,20 @@ import (
 
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
+	"github.com/llmbench/llmbench/internal/testtier"
 )
 
 // simEndpoint is a simulated server of its own engine; kill, when set, stops it listening
 // after that many requests (a server killed mid-run), and sessions counts the session
 // header's values it saw.
 func simEndpoint(t *testing.T, kill int64) (*httptest.Server, *sync.Map) {
+	return simEndpointOf(t, "textbook", kill)
+}
+
+// simEndpointOf is simEndpoint serving profile prof (a name or a YAML file).
+func simEndpointOf(t *testing.T, prof string, kill int64) (*httptest.Server, *sync.Map) {
 	t.Helper()
-	p, err := sim.LoadProfile("textbook")
+	p, err := sim.LoadProfile(prof)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,5 +160,48 @@ func TestSimulateBalance(t *testing.T) {
 	code, _, stderr = runCLI(t, t.Context(), "simulate", "--sim", "textbook", "--balance", "session", "--requests", "4", "--output-dir", filepath.Join(dir, "t"))
 	if code != ExitUsage || !strings.Contains(stderr, "has one replica") {
 		t.Errorf("one replica: exit %d, %s", code, stderr)
+	}
+}
+
+// TestLiveSessionFleetAgreesWithSimulate: three served endpoints of a slot-bound profile,
+// run with session balancing and an agentic workload, agree with the same run simulated on
+// the profile's three replicas behind the session router, within calibrate's trust bound
+// (25 % on TTFT and TPOT P50). Output lengths vary: with identical requests a closed loop
+// on the virtual clock stays in lock-step (every task's next call at one instant, their
+// prefills one batch), which a real clock's sub-millisecond sends break up
+// (docs/measurements.md, several endpoints).
+func TestLiveSessionFleetAgreesWithSimulate(t *testing.T) {
+	testtier.Accuracy(t, "a live session-balanced fleet within 25 % of its simulation at TTFT and TPOT P50")
+	prof := filepath.Join("..", "..", "bench", "linear16.yaml")
+	a, _ := simEndpointOf(t, prof, 0)
+	b, _ := simEndpointOf(t, prof, 0)
+	c, _ := simEndpointOf(t, prof, 0)
+	body, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(fleet, append(body, []byte("deployment:\n  replicas: 3\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--balance", "session", "--workload", "agentic", "--calls-per-task", "4", "--concurrency", "24",
+		"--requests", "384", "--input-tokens", "256", "--output-tokens", "uniform:32:96", "--seed", "3", "--no-progress", "--quiet"}
+	live, simulated := filepath.Join(t.TempDir(), "live"), filepath.Join(t.TempDir(), "sim")
+	if code, stdout, stderr := runCLI(t, t.Context(), append([]string{"run", "--url", a.URL, "--url", b.URL, "--url", c.URL,
+		"--metrics-url", "none", "--output-dir", live}, args...)...); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runCLI(t, t.Context(), append([]string{"simulate", "--sim", fleet, "--output-dir", simulated}, args...)...); code != 0 {
+		t.Fatalf("simulate: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	l, s := readSummaryT(t, live).Levels[0], readSummaryT(t, simulated).Levels[0]
+	for _, key := range []string{"ttft", "tpot"} {
+		lp, _ := l.Metrics.Stat(key).Get(50)
+		sp, _ := s.Metrics.Stat(key).Get(50)
+		if d := sp.Value/lp.Value - 1; d > 0.25 || d < -0.25 {
+			t.Errorf("%s P50: live %.1f ms, simulated %.1f (%+.0f %%)", key, lp.Value, sp.Value, 100*d)
+		} else {
+			t.Logf("%s P50: live %.1f ms, simulated %.1f (%+.0f %%)", key, lp.Value, sp.Value, 100*d)
+		}
 	}
 }
