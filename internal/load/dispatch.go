@@ -362,7 +362,10 @@ func (d *Dispatch) Reason() EndReason {
 	case d.conv != nil:
 		return d.conv.Reason()
 	case d.closed != nil:
-		return d.closed.Reason()
+		if r := d.closed.Reason(); r != "" || !d.slots {
+			return r
+		}
+		return EndDuration // the stages closed every slot before their end
 	}
 	return d.open.Reason()
 }

@@ -213,3 +213,22 @@ func TestStagedLevelValidate(t *testing.T) {
 		t.Errorf("multi-turn with concurrency stages: %v", err)
 	}
 }
+
+// Stages that close every slot before they end still end the level by its duration.
+func TestClosedLoopStagesEndingAtZero(t *testing.T) {
+	lvl := stagedLevel(t, "concurrency:2s:2,2s:0")
+	src := fixedSource{in: 10, out: 10}
+	d := NewDispatch(lvl, src, src.Request(0, 0))
+	var sent []Send
+	d.Start(func(s Send) { sent = append(sent, s) })
+	now := time.Duration(0)
+	for len(sent) > 0 {
+		s := sent[0]
+		sent = sent[1:]
+		now += 500 * time.Millisecond
+		d.Finished(&s, Succeeded, 0, now, now, func(s Send) { sent = append(sent, s) })
+	}
+	if !d.Done() || d.Reason() != EndDuration {
+		t.Errorf("done %v, reason %q; want the level over by its duration", d.Done(), d.Reason())
+	}
+}
