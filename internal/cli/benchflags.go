@@ -141,7 +141,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 
 	fs.StringVar(&f.concurrency, "concurrency", "", "closed loop: concurrent requests, or a ladder `N,N,...` (default 1,4,16,64,256 when neither this nor --rate is given)")
 	fs.StringVar(&f.rate, "rate", "", "open loop: requests per second, or a ladder `R,R,...`")
-	fs.StringVar(&f.stages, "stages", "", "one level whose load changes over time: stages `D:V` (held) and `D:V->V2` (ramped linearly), e.g. 60s:2,120s:2->20,60s:20; rates in requests/s, or concurrencies with a concurrency: prefix; figures per stage (docs/metrics.md)")
+	fs.StringVar(&f.stages, "stages", "", "one level whose load changes over time, `STAGES` D:V (held) and D:V->V2 (ramped linearly), e.g. 60s:2,120s:2->20,60s:20; rates in requests/s, or concurrencies with a concurrency: prefix; figures per stage (docs/metrics.md)")
 	fs.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: poisson, gamma:B (burstiness B; < 1 is burstier), constant")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: cap on in-flight requests (waiting for a slot counts as schedule lag)")
 	fs.IntVar(&f.requests, "requests", 0, "measured requests per level (default: whole rounds of the concurrency, at least 2 and 10 requests; open loop: 10 s of arrivals)")
@@ -188,7 +188,7 @@ func (f *benchFlags) bindWorkload(fs *pflag.FlagSet) {
 	fs.IntVar(&f.prefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens")
 	fs.IntVar(&f.prefixGroups, "prefix-groups", 1, "number of distinct shared prefixes")
 	fs.Float64Var(&f.traceSpeed, "trace-speed", 1, "replay traces this many times faster")
-	fs.DurationVar(&f.traceOffset, "trace-offset", 0, "start a trace's replay at this time of the trace (its own time, before --trace-speed): e.g. 1h replays from its second hour")
+	fs.DurationVar(&f.traceOffset, "trace-offset", 0, "start a trace's replay this far into it (the trace's own time from its first request, before --trace-speed): e.g. 1h replays from its second hour")
 	fs.IntVar(&f.turns, "turns", 1, "turns per conversation: each next turn carries the history (multi-turn chat)")
 	fs.DurationVar(&f.thinkTime, "think-time", 0, "with --turns: the user's pause between a reply and the next turn")
 	fs.Int64Var(&f.seed, "seed", 1, "seed for prompts, lengths, arrivals and the simulator (run --url without --seed, unsharded: a new seed each run, printed and kept in summary.json)")
