@@ -50,6 +50,9 @@ type Config struct {
 	// Predict, for a simulation, is how far the profile's figures were measured from real
 	// servers: each level's prediction interval (nil: none is stated).
 	Predict *predict.Spread
+	// Estimates, for a simulation, are its GPUs' estimated energy (Virtual's), reported as
+	// levels[].gpu where no exporter was scraped.
+	Estimates *Estimates
 }
 
 // Describe is what summary.json says of the run before its first level.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -28,6 +29,22 @@ func Deploy(p sim.Profile) (load.VirtualServer, error) {
 	}
 	rtt, jitter, fe, perToken := p.NetworkDelays()
 	return load.WithNetwork(srv, load.Network{RTT: rtt, Jitter: jitter, FrontEnd: fe, PerPromptToken: perToken}), nil
+}
+
+// EnergyOf is the estimated GPU energy (sim.EstimateEnergy) of srv, a deployment of p that
+// Deploy built, over span; false when p's GPU states no power.
+func EnergyOf(p sim.Profile, srv load.VirtualServer, span time.Duration) (sim.Energy, bool) {
+	for {
+		switch s := srv.(type) {
+		case interface{ Busy() (float64, uint64) }:
+			busy, tokens := s.Busy()
+			return sim.EstimateEnergy(p, busy, tokens, span)
+		case interface{ Unwrap() load.VirtualServer }:
+			srv = s.Unwrap()
+		default:
+			return sim.Energy{}, false
+		}
+	}
 }
 
 // SeqsNeeded is the SeqsNeeded of the engines behind srv, a deployment Deploy built: the

@@ -182,6 +182,9 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	l.PredictionInterval = r.cfg.Predict.Apply(&l.Level, lvl.Closed())
 	l.Server = server
 	l.GPU = gpumetrics.Summarize(gpu.series, gpu.windows, l.TotalOutputTokens, l.Completed)
+	if l.GPU == nil {
+		l.GPU = r.cfg.Estimates.Summary(lvl.Index)
+	}
 	r.warnGPU(gpu.series, l.Name)
 	r.sum.Levels = append(r.sum.Levels, l)
 	r.sum.Judge() // the picks and what a stop means for the level, as the summary will say them

@@ -20,7 +20,7 @@ func (e *DeployError) Unwrap() error { return e.Err }
 // levels one after another on one timeline; run r of level i seeds the simulator's noise
 // with RunSeed(seed, r) + i·levelSeedStep. shape, when set, makes each record what a live
 // run of the API would have recorded of the answer to its request.
-func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*workload.Request, *record.Record)) LevelRunner {
+func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*workload.Request, *record.Record), est *Estimates) LevelRunner {
 	var clock time.Duration // the run's virtual timeline: levels follow one another
 	return func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 		src, err := sources.Get(lvl)
@@ -39,8 +39,12 @@ func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*workload.R
 		if shape != nil {
 			opts = append(opts, load.Answered(shape))
 		}
+		start := clock
 		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, sink, opts...)
 		clock = end
+		if en, ok := EnergyOf(pr, srv, end-start); ok {
+			est.add(lvl.Index, en)
+		}
 		if err != nil {
 			return load.EndInterrupted, err
 		}

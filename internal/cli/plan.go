@@ -35,6 +35,8 @@ type planFlags struct {
 	dps, expertParallel               string
 	maxReplicas                       int
 	speculative                       string // speculative decoding settings to try: off, K:A
+	electricity, pue                  float64
+	objective                         string
 }
 
 // planRefused are simulate's flags that plan does not take, and why.
@@ -117,6 +119,9 @@ profile that simulate --sim and serve --sim accept.`,
 	fs.Lookup("wide").Usage = "print every column of the table (GPUs, horizon, engine settings; by default it fits 100 columns)"
 	fs.StringVar(&f.speculative, "speculative", "", "speculative decoding to try, `off,K:A,...` (K draft tokens, acceptance A; drafting as the --sim profile's speculative: states)")
 	fs.IntVar(&f.maxReplicas, "max-replicas", 64, "the largest fleet to try; a configuration that needs more misses the SLOs")
+	fs.Float64Var(&f.electricity, "electricity", 0, "electricity's price, `USD` per kWh: each fleet's estimated power (docs/simulator.md#energy) priced beside its GPU-hours, in $/hour and $/M out (default: energy not priced)")
+	fs.Float64Var(&f.pue, "pue", 1, "power usage effectiveness: the facility's power over the GPUs' (cooling, power delivery), in [1, 5]; the power priced and the tokens/s per kW are the GPUs' times it")
+	fs.StringVar(&f.objective, "objective", plan.ObjectiveCost, "what ranks the fleets meeting the SLOs: cost (the lowest price an hour) or energy (the least estimated power)")
 	return cmd
 }
 
@@ -162,6 +167,7 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 		errs = append(errs, err)
 	}
 	pc := plan.Config{Base: base, Space: space, Traffic: traffic, Metrics: cfg.metrics, MaxReplicas: f.maxReplicas,
+		Electricity: f.electricity, PUE: f.pue, Objective: f.objective,
 		Workers: runtime.GOMAXPROCS(0), Price: func(p sim.Profile) *metrics.Price {
 			pr, _ := cfg.pricing.price(profilePrice(p), p.GPUs()) // the one error is --gpus, which plan has not
 			return pr

@@ -110,9 +110,9 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		printValidity(stdio, c, cfg)
 	}
 	warnLimits(stdio, p, cfg)
-	runLevel := func(p sim.Profile) bench.LevelRunner {
+	runLevel := func(p sim.Profile, est *bench.Estimates) bench.LevelRunner {
 		virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src,
-			Shape: func(s workload.Source) (workload.Source, error) { return cfg.wrapSource(s, nil) }}, cfg.shapeVirtual)
+			Shape: func(s workload.Source) (workload.Source, error) { return cfg.wrapSource(s, nil) }}, cfg.shapeVirtual, est)
 		return func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 			reason, err := virtual(ctx, lvl, sink)
 			var de *bench.DeployError
@@ -124,12 +124,13 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	bc := cfg.bench(stdio)
 	bc.Predict = predict.ForProfile(p)
-	out, err := bench.Run(ctx, bc, time.Now(), runLevel(p))
+	bc.Estimates = &bench.Estimates{}
+	out, err := bench.Run(ctx, bc, time.Now(), runLevel(p, bc.Estimates))
 	concluded := cfg.conclude(ctx, stdio, out, err)
 	if err == nil && p.Calibration != nil && cfg.search == "" {
 		slow := p
 		slow.Pace = 1 + paceSlower
-		if err := paceSensitivity(ctx, stdio, cfg, out.Summary, runLevel(slow)); err != nil {
+		if err := paceSensitivity(ctx, stdio, cfg, out.Summary, runLevel(slow, nil)); err != nil {
 			fmt.Fprintf(stdio.Err, "warning: the pace sensitivity was not simulated: %v\n", err)
 		}
 	}

@@ -7,7 +7,11 @@ import (
 	"strings"
 )
 
-var sourceNames = map[string]string{SourceDCGM: "DCGM", SourceAMD: "AMD"}
+var sourceNames = map[string]string{SourceDCGM: "DCGM", SourceAMD: "AMD", SourceEstimate: "estimated"}
+
+// SourceEstimate is a simulated level's source: the simulator's estimate from its cost
+// model (sim/power.go), not an exporter's reading.
+const SourceEstimate = "simulator estimate"
 
 // WriteConsole prints a level's "GPU Metrics" section in the console summary's style (the
 // 50-column rule and "{:<40} {:<10}" rows of servermetrics.WriteConsole). Figures without a
@@ -37,7 +41,10 @@ func WriteConsole(w io.Writer, s *Summary) error {
 		b.WriteString(strings.TrimRight(fmt.Sprintf("%-40s %-10s", label, value), " ") + "\n")
 	}
 	num := func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
-	line("Scrapes (failed):", fmt.Sprintf("%d (%d)", s.Scrapes, s.FailedScrapes))
+	estimate := s.Source == SourceEstimate
+	if !estimate {
+		line("Scrapes (failed):", fmt.Sprintf("%d (%d)", s.Scrapes, s.FailedScrapes))
+	}
 	if s.FailedScrapes > 0 && s.LastError != "" {
 		line("Last scrape error:", s.LastError)
 	}
@@ -59,7 +66,7 @@ func WriteConsole(w io.Writer, s *Summary) error {
 	if s.OutputTokensPerJoule != nil {
 		line("Output tokens per joule:", num(*s.OutputTokensPerJoule, 3))
 	}
-	if s.Note != "" && s.Scrapes > s.FailedScrapes {
+	if s.Note != "" && (s.Scrapes > s.FailedScrapes || estimate) {
 		line("GPU energy:", s.Note)
 	}
 	gauge := func(name string, st *Stat, unit string) {

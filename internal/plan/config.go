@@ -10,6 +10,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -121,6 +122,12 @@ type Config struct {
 	Metrics metrics.Config
 	// Price is a deployment's price (nil: it has none, and the plan ranks by GPUs).
 	Price func(sim.Profile) *metrics.Price
+	// Energy prices the fleets' estimated power (sim/power.go): Electricity in USD per kWh
+	// (0: energy is not priced) drawn at PUE times the GPUs' power (0 is 1); Objective
+	// ranks the candidates meeting the SLOs by cost (ObjectiveCost, "" too) or by the
+	// fleet's power (ObjectiveEnergy).
+	Electricity, PUE float64
+	Objective        string
 	// MaxReplicas bounds the fleets tried: a configuration that needs more does not meet
 	// the SLOs.
 	MaxReplicas int
@@ -138,6 +145,20 @@ type Progress struct {
 	Cheapest    *Candidate // the cheapest of them; nil while none meets
 }
 
+// Objectives: what ranks the candidates meeting the SLOs first.
+const (
+	ObjectiveCost   = "cost"   // the lowest price an hour (GPU-hours, plus energy with Electricity)
+	ObjectiveEnergy = "energy" // the least power drawn at the traffic
+)
+
+// pue is c's PUE, 1 when unset.
+func (c Config) pue() float64 {
+	if c.PUE == 0 {
+		return 1
+	}
+	return c.PUE
+}
+
 // MaxReplicasLimit is the most replicas a plan may try: sim's own limit on a deployment.
 const MaxReplicasLimit = 1000
 
@@ -147,6 +168,17 @@ func (c Config) Validate() error {
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if !(c.Traffic.Rate > 0) || c.Traffic.At == nil {
 		add("traffic: needs an arrival rate above 0 and the levels at it")
+	}
+	if !(c.Electricity >= 0) || math.IsInf(c.Electricity, 0) {
+		add("--electricity: %g is not a price in USD per kWh (0 or more)", c.Electricity)
+	}
+	if c.PUE != 0 && !(c.PUE >= 1 && c.PUE <= 5) {
+		add("--pue: %g is not a power usage effectiveness in [1, 5] (the facility's power over the IT equipment's; 1 counts the GPUs alone)", c.PUE)
+	}
+	switch c.Objective {
+	case "", ObjectiveCost, ObjectiveEnergy:
+	default:
+		add("--objective: %q is not %s or %s", c.Objective, ObjectiveCost, ObjectiveEnergy)
 	}
 	if !metrics.HasVerdict(c.Metrics.SLOs) {
 		add("--slo: plan needs verdict terms to decide on, such as 'ttft:p99<=500ms,tpot:p99<=50ms' (per-request bounds alone judge no level)")

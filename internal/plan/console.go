@@ -48,6 +48,8 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 			{"spec", func(_ int, c Candidate) string { return specCell(c.Speculative) }, true},
 			{"$/hour", func(_ int, c Candidate) string { return fmtOpt(c.USDPerHour, "%.2f") }, false},
 			{"$/M out", func(_ int, c Candidate) string { return fmtOpt(c.CostPerMillionOutputTokens, "%.3f") }, false},
+			{"kW", func(_ int, c Candidate) string { return fmtOpt(c.PowerKW, "%.2f") }, true},
+			{"tok/s/kW", func(_ int, c Candidate) string { return fmtOpt(c.OutputTokensPerSPerKW, "%.0f") }, true},
 			{"headroom", func(_ int, c Candidate) string { return fmtOpt(c.HeadroomRate, "%.3g "+pl.unit()) }, false},
 			{"horizon", func(_ int, c Candidate) string { return fmtSeconds(c.HorizonS) }, true},
 		}
@@ -81,7 +83,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 			for i, c := range shownC {
 				differ = differ || col.cell(i, c) != col.cell(0, shownC[0])
 			}
-			if wide || !col.wide || col.head != "GPUs" && col.head != "horizon" && differ {
+			if wide || !col.wide || col.head != "GPUs" && col.head != "horizon" && col.head != "tok/s/kW" && differ {
 				keep = append(keep, col)
 			}
 		}
@@ -115,7 +117,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 			fmt.Fprintf(w, "(%d more meet the SLOs: plan.json has them all)\n", meeting-len(shownC))
 		}
 		if !wide && len(keep) < len(cols) {
-			fmt.Fprintln(w, "(--wide adds GPUs, the horizon and the engine settings the rows share; plan.json has them)")
+			fmt.Fprintln(w, "(--wide adds GPUs, the horizon, tok/s per kW and the settings the rows share: plan.json has them)")
 		}
 	}
 	if b := pl.BestCandidate(); b != nil {
@@ -125,6 +127,18 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 		}
 		if b.CostPerMillionOutputTokens != nil {
 			s += fmt.Sprintf(", %s USD per million output tokens", fmtOpt(b.CostPerMillionOutputTokens, "%.3f"))
+		}
+		if b.PowerKW != nil {
+			s += fmt.Sprintf("; its GPUs draw about %s kW (estimated)", fmtOpt(b.PowerKW, "%.2f"))
+			if b.EnergyUSDPerHour != nil {
+				s += fmt.Sprintf(", %s USD/hour of it at %g USD/kWh", fmtOpt(b.EnergyUSDPerHour, "%.2f"), pl.Electricity)
+				if pl.PUE > 1 {
+					s += fmt.Sprintf(" and PUE %g", pl.PUE)
+				}
+			}
+		}
+		if pl.Objective == ObjectiveEnergy {
+			s += "; chosen for the least power"
 		}
 		s += fmt.Sprintf("; it meets the SLOs up to %s %s", fmtOpt(b.HeadroomRate, "%.3g"), pl.unit())
 		if n := b.Replicas - 1; n > 0 {

@@ -32,6 +32,12 @@ type Plan struct {
 	Load     rundesc.Load     `json:"load"`
 	Workload rundesc.Workload `json:"workload"`
 	SLO      string           `json:"slo"` // the --slo terms as given
+	// Objective is what ranked the candidates meeting the SLOs (cost or energy); Electricity
+	// the energy's price, USD per kWh (0: not priced), and PUE the facility's power over the
+	// GPUs' that it is drawn at.
+	Objective   string  `json:"objective"`
+	Electricity float64 `json:"electricity_usd_per_kwh"`
+	PUE         float64 `json:"pue"`
 	// MaxReplicas bounds the fleets tried; Configurations is the candidates planned (engine
 	// configurations × routers), Evaluated those finished (fewer when Interrupted).
 	MaxReplicas    int  `json:"max_replicas"`
@@ -72,8 +78,19 @@ type Candidate struct {
 	MeetsSLO bool `json:"meets_slo"`
 	// USDPerHour is the fleet's price an hour and CostPerMillionOutputTokens its cost per
 	// million output tokens at the traffic (metrics.Cost); null without a price.
+	// With an electricity price both include the energy's cost (EnergyUSDPerHour).
 	USDPerHour                 *float64 `json:"usd_per_hour"`
 	CostPerMillionOutputTokens *float64 `json:"cost_per_million_output_tokens"`
+	// PowerKW is the fleet's GPUs' estimated mean power at the traffic (sim/power.go: an
+	// estimate from the cost model, not a measurement), kW; OutputTokensPerSPerKW the
+	// output tokens/s per kW and JoulesPerOutputToken the energy per output token, both at
+	// the facility (PowerKW × PUE); EnergyUSDPerHour that power's cost at the electricity
+	// price. Null without an estimate (a GPU of no stated power, a linear or table profile)
+	// or, for the cost, without a price.
+	PowerKW               *float64 `json:"power_kw"`
+	OutputTokensPerSPerKW *float64 `json:"output_tokens_per_s_per_kw"`
+	JoulesPerOutputToken  *float64 `json:"joules_per_output_token"`
+	EnergyUSDPerHour      *float64 `json:"energy_usd_per_hour"`
 	// HeadroomRate is the highest arrival rate, to 5 %, that the fleet still meets the
 	// SLOs at (requests/s); null unless it meets them at the traffic.
 	HeadroomRate *float64 `json:"headroom_rate"`
@@ -208,7 +225,7 @@ func (pl *Plan) setCandidates(byEngine [][]Candidate) {
 	for _, cs := range byEngine {
 		pl.Candidates = append(pl.Candidates, cs...)
 	}
-	slices.SortStableFunc(pl.Candidates, rank)
+	slices.SortStableFunc(pl.Candidates, ranker(pl.Objective))
 	pl.Best = nil
 	if len(pl.Candidates) > 0 && pl.Candidates[0].MeetsSLO {
 		pl.Best = ptr(0)
@@ -238,16 +255,32 @@ func Equivalent(a, b Candidate) bool {
 // within the searches' precision (Equivalent), by more replicas (losing one costs a smaller
 // share of the fleet) — then by a lower cost per output token; the others keep the space's
 // order. TieBreak says it in words.
-func rank(a, b Candidate) int {
-	if a.MeetsSLO != b.MeetsSLO {
-		if a.MeetsSLO {
-			return -1
+func rank(a, b Candidate) int { return ranker(ObjectiveCost)(a, b) }
+
+// ranker is rank for an objective: ObjectiveEnergy puts the least power at the traffic
+// first (an estimate-less candidate after those with one), then rank's order.
+func ranker(objective string) func(a, b Candidate) int {
+	return func(a, b Candidate) int {
+		if a.MeetsSLO != b.MeetsSLO {
+			if a.MeetsSLO {
+				return -1
+			}
+			return 1
 		}
-		return 1
+		if !a.MeetsSLO {
+			return 0
+		}
+		if objective == ObjectiveEnergy {
+			if c := cmpNil(a.PowerKW, b.PowerKW, 1); c != 0 {
+				return c
+			}
+		}
+		return rankCost(a, b)
 	}
-	if !a.MeetsSLO {
-		return 0
-	}
+}
+
+// rankCost is rank's order of two candidates meeting the SLOs.
+func rankCost(a, b Candidate) int {
 	if c := cmpNil(a.USDPerHour, b.USDPerHour, 1); c != 0 {
 		return c
 	}

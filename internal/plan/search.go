@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -35,7 +36,8 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 	cfg.Metrics.Percentiles = withSLOPercentiles(cfg.Metrics)
 	engines := cfg.engines()
 	routers := cfg.routers()
-	pl := &Plan{Configurations: len(engines) * len(routers), MaxReplicas: cfg.MaxReplicas, Rate: cfg.Traffic.Rate, RateUnit: cfg.Traffic.unit()}
+	pl := &Plan{Configurations: len(engines) * len(routers), MaxReplicas: cfg.MaxReplicas, Rate: cfg.Traffic.Rate, RateUnit: cfg.Traffic.unit(),
+		Objective: cmp.Or(cfg.Objective, ObjectiveCost), Electricity: cfg.Electricity, PUE: cfg.pue()}
 	// A worker plans a group of engines (those differing in max_num_seqs alone) in turn,
 	// so that a larger limit finds the runs a smaller one made; with fewer groups than
 	// workers, engines are handed out one by one (they still share what is there).
@@ -216,6 +218,7 @@ type outcome struct {
 	seqsNeeded    int           // the most max_num_seqs its runs (and those it grew from) needed
 	meets         bool
 	why           string
+	energy        *sim.Energy // the GPUs' estimated energy over the level (nil: no estimate)
 }
 
 // evaluation plans one engine configuration. Its simulations are kept, so that the
@@ -472,7 +475,8 @@ func (ev *evaluation) simulate(n int, router string, scale float64, h time.Durat
 	if err != nil {
 		return nil, err
 	}
-	srv, err := bench.Deploy(ev.fleet(n, router))
+	fleet := ev.fleet(n, router)
+	srv, err := bench.Deploy(fleet)
 	if err != nil {
 		return nil, err
 	}
@@ -481,12 +485,15 @@ func (ev *evaluation) simulate(n int, router string, scale float64, h time.Durat
 	if !ev.cfg.Metrics.NeedsTokenEvents() {
 		opts = append(opts, load.FirstAndLastTokens()) // the figures a plan reports are the same
 	}
-	_, reason, err := load.RunVirtual(ev.ctx, lvl, 0, src, srv, agg.Add, opts...)
+	end, reason, err := load.RunVirtual(ev.ctx, lvl, 0, src, srv, agg.Add, opts...)
 	if err != nil {
 		return nil, err
 	}
 	o := &outcome{lv: agg.Level(), horizon: lvl.Duration, oversaturated: reason == load.EndOversaturated,
 		limit: ev.e.p.Engine.MaxNumSeqs, seqsNeeded: bench.SeqsNeeded(srv)}
+	if en, ok := bench.EnergyOf(fleet, srv, end); ok {
+		o.energy = &en
+	}
 	if ev.cfg.Traffic.Fixed {
 		o.horizon = time.Duration(o.lv.DurationS * float64(time.Second)).Round(time.Second)
 	}
@@ -778,6 +785,38 @@ func (ev *evaluation) fill(c *Candidate, n int, o *outcome) {
 			c.USDPerHour = ptr(cost.USDPerHour)
 			c.CostPerMillionOutputTokens = cost.PerMillionOutputTokens
 		}
+	}
+	ev.fillEnergy(c, o)
+}
+
+// fillEnergy gives c its fleet's estimated power at the traffic and, with an electricity
+// price, that energy's cost, added to its price an hour and per output token.
+func (ev *evaluation) fillEnergy(c *Candidate, o *outcome) {
+	en := o.energy
+	if en == nil || !(en.PowerW > 0) {
+		return
+	}
+	kw := en.PowerW / 1000
+	c.PowerKW = ptr(kw)
+	facility := kw * ev.cfg.pue()
+	if c.OutputThroughput != nil {
+		c.OutputTokensPerSPerKW = ptr(*c.OutputThroughput / facility)
+	}
+	if en.Tokens > 0 {
+		c.JoulesPerOutputToken = ptr(en.Joules * ev.cfg.pue() / float64(en.Tokens))
+	}
+	if ev.cfg.Electricity <= 0 {
+		return
+	}
+	energy := facility * ev.cfg.Electricity
+	c.EnergyUSDPerHour = ptr(energy)
+	gpu := 0.0
+	if c.USDPerHour != nil {
+		gpu = *c.USDPerHour
+	}
+	c.USDPerHour = ptr(gpu + energy)
+	if c.OutputThroughput != nil && *c.OutputThroughput > 0 {
+		c.CostPerMillionOutputTokens = ptr((gpu + energy) / (*c.OutputThroughput * 3600) * 1e6)
 	}
 }
 

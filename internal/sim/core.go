@@ -309,7 +309,13 @@ func (c *core) kick(t time.Duration) {
 		w.PrefillTokens += c.verifyTokens
 		w.PrefillAttn += c.verifyAttn
 	}
-	c.stepEnd = t + c.noise.apply(c.cost.Step(w)+draft)
+	step, share, gpu := stepAndShare(c.cost, w)
+	c.stepEnd = t + c.noise.apply(step+draft)
+	if gpu {
+		d := (c.stepEnd - t).Seconds()
+		c.stats.BusySeconds += share * d
+		c.stats.StepSeconds += d
+	}
 	if c.disagg {
 		c.startPrefills(t) // preempted sequences went back to the prefill queue
 	}

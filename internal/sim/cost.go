@@ -255,28 +255,47 @@ func (r *Roofline) ExpertsTouched(tokens float64) float64 {
 
 // Step implements CostModel.
 func (r *Roofline) Step(w StepWork) time.Duration {
+	over, work, _ := r.parts(w)
+	return nanos(over + work)
+}
+
+// parts are a step's overheads (fixed and per sequence: launches, scheduling) and its
+// matmuls' and attention's time at their roofline bound, ns; the latter's share of the step
+// is what the power estimate reads as the GPU's load (power.go).
+// comp is the part of work bound by compute rather than memory, ns.
+func (r *Roofline) parts(w StepWork) (over, work, comp float64) {
 	tokens := float64(w.DecodeSeqs + w.PrefillTokens)
 	if tokens == 0 {
-		return 0
+		return 0, 0, 0
 	}
 	if r.DP > 1 {
-		return r.dataParallelStep(w, tokens)
+		return r.dataParallelParts(w, tokens)
 	}
 	seqs := float64(w.DecodeSeqs + w.PrefillSeqs)
-	linear := math.Max(2*r.mm*tokens/r.flops, r.weightRead/r.bw) + r.expertTime(tokens)
-	return nanos(r.fixedNs + r.seqNs*seqs + (linear+r.attention(w, seqs))*1e9)
+	linear := bound(2*r.mm*tokens/r.flops, r.weightRead/r.bw, &comp) + r.expertTime(tokens, &comp)
+	return r.fixedNs + r.seqNs*seqs, (linear + r.attention(w, seqs, &comp)) * 1e9, comp * 1e9
+}
+
+// bound is the larger of a compute time c and a memory time m (math.Max of two finite
+// times), adding c to *comp when compute bounds it.
+func bound(c, m float64, comp *float64) float64 {
+	if c >= m {
+		*comp += c
+		return c
+	}
+	return m
 }
 
 // expertTime is the seconds the routed experts take on a step of tokens tokens.
-func (r *Roofline) expertTime(tokens float64) float64 {
+func (r *Roofline) expertTime(tokens float64, comp *float64) float64 {
 	if r.experts == 0 {
 		return 0
 	}
-	return math.Max(2*r.expertMM*tokens/r.expertFlops, r.ExpertsTouched(tokens)*r.expertRd/r.bw)
+	return bound(2*r.expertMM*tokens/r.expertFlops, r.ExpertsTouched(tokens)*r.expertRd/r.bw, comp)
 }
 
 // attention is the seconds attention takes on the step's work, seqs sequences of it.
-func (r *Roofline) attention(w StepWork, seqs float64) float64 {
+func (r *Roofline) attention(w StepWork, seqs float64, comp *float64) float64 {
 	pairs := float64(w.DecodeContext) + w.PrefillAttn
 	kvTokens := float64(w.DecodeContext + w.PrefillContext + int64(w.PrefillTokens))
 	if r.window > 0 {
@@ -295,20 +314,20 @@ func (r *Roofline) attention(w StepWork, seqs float64) float64 {
 			bw *= par
 		}
 	}
-	return math.Max(r.attnFlops*pairs/r.attnRate, kv/bw)
+	return bound(r.attnFlops*pairs/r.attnRate, kv/bw, comp)
 }
 
-// dataParallelStep is Step with the dense layers and attention of each dp group taking a
+// dataParallelParts is parts with the dense layers and attention of each dp group taking a
 // 1/DP share of the step's work (the groups run at once), and the experts all of it.
-func (r *Roofline) dataParallelStep(w StepWork, tokens float64) time.Duration {
+func (r *Roofline) dataParallelParts(w StepWork, tokens float64) (over, work, comp float64) {
 	dp := float64(r.DP)
 	share := StepWork{DecodeSeqs: ceilDiv(w.DecodeSeqs, r.DP), PrefillSeqs: ceilDiv(w.PrefillSeqs, r.DP),
 		DecodeContext: int64(math.Ceil(float64(w.DecodeContext) / dp)), PrefillTokens: ceilDiv(w.PrefillTokens, r.DP),
 		PrefillAttn: w.PrefillAttn / dp, PrefillContext: int64(math.Ceil(float64(w.PrefillContext) / dp))}
 	gt := float64(share.DecodeSeqs + share.PrefillTokens)
 	seqs := float64(share.DecodeSeqs + share.PrefillSeqs)
-	linear := math.Max(2*r.mm*gt/r.flops, r.weightRead/r.bw) + r.expertTime(tokens)
-	return nanos(r.fixedNs + r.seqNs*seqs + (linear+r.attention(share, seqs))*1e9)
+	linear := bound(2*r.mm*gt/r.flops, r.weightRead/r.bw, &comp) + r.expertTime(tokens, &comp)
+	return r.fixedNs + r.seqNs*seqs, (linear + r.attention(share, seqs, &comp)) * 1e9, comp * 1e9
 }
 
 // Prefill implements CostModel.

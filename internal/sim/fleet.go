@@ -60,6 +60,16 @@ func (f *Fleet) SeqsNeeded() int {
 	return n
 }
 
+// Busy is the replicas' busy roofline-seconds (EngineStats.BusySeconds) and generated
+// tokens, summed: what EstimateEnergy reads.
+func (f *Fleet) Busy() (busy float64, tokens uint64) {
+	for _, r := range f.reps {
+		st := r.Stats()
+		busy, tokens = busy+st.BusySeconds, tokens+st.GenerationTokens
+	}
+	return busy, tokens
+}
+
 // Replica is engine i, for inspection.
 func (f *Fleet) Replica(i int) *Virtual { return f.reps[i] }
 

@@ -646,6 +646,8 @@ func (d *yamlDecoder) gpu(key string, v *yaml.Node, g *GPU) {
 		"usd_per_hour":   d.number(&g.USDPerHour),
 		"fp8_tflops":     d.number(&g.FP8TFLOPS),
 		"fp4_tflops":     d.number(&g.FP4TFLOPS),
+		"power_w":        d.number(&g.PowerW),
+		"idle_power_w":   d.number(&g.IdlePowerW),
 	})
 }
 

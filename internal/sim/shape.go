@@ -75,6 +75,10 @@ type GPU struct {
 	// tensor-parallel figure.
 	InterconnectGBps    float64
 	InterconnectLatency time.Duration
+	// PowerW is the board's power limit (the datasheet's TDP), W, and IdlePowerW what it draws
+	// idle: the simulator's power estimate runs between them (power.go). 0: not known, and
+	// no estimate is made.
+	PowerW, IdlePowerW float64
 }
 
 // Model presets: the published Hugging Face config.json shapes.
@@ -150,21 +154,26 @@ func deepseekV3(name string) ModelShape {
 // 1,597 GB/s, 188 SMs, 4 PFLOPS fp4 with sparsity: 2,015 fp4, 1,007.6 fp8 and 503.8 bf16
 // dense; PCIe Gen5 x16, 64 GB/s each way). The AMD parts' all-reduce latency is NVLink's
 // figure, unmeasured (RCCL's small all-reduces may well be slower).
+// Board power (PowerW) is each datasheet's maximum: NVIDIA A100 SXM 400 W, H100 and H200 SXM
+// 700 W, HGX B200 1,000 W and B300 1,100 W a GPU, L40S 350 W, L4 72 W, H20 400 W, RTX PRO 6000
+// Blackwell Server Edition 600 W; AMD MI300X 750 W, MI325X 1,000 W, MI355X 1,400 W. A10G's is
+// not published (none). IdlePowerW is an assumption, about a tenth of it (an idle HGX H100
+// reads 60-90 W a GPU in nvidia-smi).
 var gpuPresets = map[string]GPU{
-	"a100": {Name: "a100", TFLOPS: 312, BandwidthGBps: 2039, MemoryGB: 80, SMs: 108, InterconnectGBps: 300, InterconnectLatency: nvlinkLatency},
-	"h100": {Name: "h100", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 3350, MemoryGB: 80, SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency},
-	"h200": {Name: "h200", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 4800, MemoryGB: 141, SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency},
-	"b200": {Name: "b200", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, BandwidthGBps: 7700, MemoryGB: 180, SMs: 148, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency},
-	"l40s": {Name: "l40s", TFLOPS: 362, FP8TFLOPS: 733, BandwidthGBps: 864, MemoryGB: 48, SMs: 142, InterconnectGBps: 32, InterconnectLatency: pcieLatency},
+	"a100": {Name: "a100", TFLOPS: 312, BandwidthGBps: 2039, MemoryGB: 80, SMs: 108, InterconnectGBps: 300, InterconnectLatency: nvlinkLatency, PowerW: 400, IdlePowerW: 50},
+	"h100": {Name: "h100", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 3350, MemoryGB: 80, SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 700, IdlePowerW: 75},
+	"h200": {Name: "h200", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 4800, MemoryGB: 141, SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 700, IdlePowerW: 75},
+	"b200": {Name: "b200", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, BandwidthGBps: 7700, MemoryGB: 180, SMs: 148, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1000, IdlePowerW: 120},
+	"l40s": {Name: "l40s", TFLOPS: 362, FP8TFLOPS: 733, BandwidthGBps: 864, MemoryGB: 48, SMs: 142, InterconnectGBps: 32, InterconnectLatency: pcieLatency, PowerW: 350, IdlePowerW: 35},
 
-	"mi300x":       {Name: "mi300x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 5300, MemoryGB: 192, SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency},
-	"mi325x":       {Name: "mi325x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 6000, MemoryGB: 256, SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency},
-	"mi355x":       {Name: "mi355x", TFLOPS: 2516.6, FP8TFLOPS: 5033.2, FP4TFLOPS: 10066.3, BandwidthGBps: 8000, MemoryGB: 288, SMs: 256, InterconnectGBps: 537.6, InterconnectLatency: nvlinkLatency},
-	"b300":         {Name: "b300", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 13500, BandwidthGBps: 8000, MemoryGB: 288, SMs: 160, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency},
-	"h20":          {Name: "h20", TFLOPS: 148, FP8TFLOPS: 296, BandwidthGBps: 4000, MemoryGB: 96, SMs: 78, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency},
-	"l4":           {Name: "l4", TFLOPS: 121, FP8TFLOPS: 242.5, BandwidthGBps: 300, MemoryGB: 24, SMs: 58, InterconnectGBps: 32, InterconnectLatency: pcieLatency},
+	"mi300x":       {Name: "mi300x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 5300, MemoryGB: 192, SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency, PowerW: 750, IdlePowerW: 90},
+	"mi325x":       {Name: "mi325x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 6000, MemoryGB: 256, SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency, PowerW: 1000, IdlePowerW: 120},
+	"mi355x":       {Name: "mi355x", TFLOPS: 2516.6, FP8TFLOPS: 5033.2, FP4TFLOPS: 10066.3, BandwidthGBps: 8000, MemoryGB: 288, SMs: 256, InterconnectGBps: 537.6, InterconnectLatency: nvlinkLatency, PowerW: 1400, IdlePowerW: 150},
+	"b300":         {Name: "b300", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 13500, BandwidthGBps: 8000, MemoryGB: 288, SMs: 160, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1100, IdlePowerW: 130},
+	"h20":          {Name: "h20", TFLOPS: 148, FP8TFLOPS: 296, BandwidthGBps: 4000, MemoryGB: 96, SMs: 78, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 400, IdlePowerW: 50},
+	"l4":           {Name: "l4", TFLOPS: 121, FP8TFLOPS: 242.5, BandwidthGBps: 300, MemoryGB: 24, SMs: 58, InterconnectGBps: 32, InterconnectLatency: pcieLatency, PowerW: 72, IdlePowerW: 16},
 	"a10g":         {Name: "a10g", TFLOPS: 125, BandwidthGBps: 600, MemoryGB: 24, SMs: 72, InterconnectGBps: 32, InterconnectLatency: pcieLatency},
-	"rtx-pro-6000": {Name: "rtx-pro-6000", TFLOPS: 503.8, FP8TFLOPS: 1007.6, FP4TFLOPS: 2015, BandwidthGBps: 1597, MemoryGB: 96, SMs: 188, InterconnectGBps: 64, InterconnectLatency: pcieLatency},
+	"rtx-pro-6000": {Name: "rtx-pro-6000", TFLOPS: 503.8, FP8TFLOPS: 1007.6, FP4TFLOPS: 2015, BandwidthGBps: 1597, MemoryGB: 96, SMs: 188, InterconnectGBps: 64, InterconnectLatency: pcieLatency, PowerW: 600, IdlePowerW: 60},
 }
 
 // checkedGPUs are the GPU presets some measurement has checked the roofline on: H200 (the
@@ -176,6 +185,9 @@ var checkedGPUs = map[string]bool{"h200": true, "h100": true, "a100": true}
 
 // GPUChecked says whether some measurement has checked the roofline on the GPU preset name.
 func GPUChecked(name string) bool { return checkedGPUs[name] }
+
+// maxGPUPowerW bounds a GPU's stated power: ten times any board's today.
+const maxGPUPowerW = 20000
 
 const (
 	nvlinkLatency = 10 * time.Microsecond
@@ -487,6 +499,12 @@ func (g GPU) validate(prefix string) error {
 		if !(f.v >= 0 && f.v <= maxGPUFigure) {
 			errs = append(errs, keyErrorf(prefix+"."+f.name, "must be a number in [0, %.0f] (0 = none: bf16's rate), got %g", float64(maxGPUFigure), f.v))
 		}
+	}
+	switch {
+	case !(g.PowerW >= 0 && g.PowerW <= maxGPUPowerW):
+		errs = append(errs, keyErrorf(prefix+".power_w", "must be a number in [0, %g] W (0 = not known: no power estimate), got %g", float64(maxGPUPowerW), g.PowerW))
+	case !(g.IdlePowerW >= 0 && g.IdlePowerW <= g.PowerW) && !(g.PowerW == 0 && g.IdlePowerW == 0):
+		errs = append(errs, keyErrorf(prefix+".idle_power_w", "must be a number in [0, power_w %g] W, got %g", g.PowerW, g.IdlePowerW))
 	}
 	if g.SMs < 0 || g.SMs > maxSMs {
 		errs = append(errs, keyErrorf(prefix+".sms", "must be an integer in 0..%d (0 = no limit), got %d", maxSMs, g.SMs))

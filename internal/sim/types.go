@@ -44,4 +44,7 @@ type EngineStats struct {
 	// Speculative decoding: a sequence's drafts verified, their tokens, and the drafted
 	// tokens accepted (vLLM's spec_decode_num_drafts, _num_draft_tokens, _num_accepted_tokens).
 	SpecDrafts, SpecDraftTokens, SpecAcceptedTokens uint64
+	// BusySeconds is the steps' time weighted by their busy share (power.go), s, and
+	// StepSeconds their whole time: what the power estimate reads.
+	BusySeconds, StepSeconds float64
 }

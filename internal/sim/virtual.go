@@ -26,6 +26,15 @@ func NewVirtual(p Profile) (*Virtual, error) {
 	return v, nil
 }
 
+// Stats is the engine's counters (power.go's busy time among them).
+func (v *Virtual) Stats() EngineStats { return v.c.snapshot() }
+
+// Busy is the engine's busy roofline-seconds and generated tokens: what EstimateEnergy reads.
+func (v *Virtual) Busy() (busy float64, tokens uint64) {
+	st := v.c.snapshot()
+	return st.BusySeconds, st.GenerationTokens
+}
+
 // BlockSize is the prompt block of the engine's prefix cache, in tokens; 0 without one.
 func (v *Virtual) BlockSize() int {
 	if v.c.cache == nil {

@@ -47,7 +47,7 @@ func (p Profile) YAML(header string) []byte {
 		for _, f := range []struct {
 			key string
 			v   float64
-		}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}} {
+		}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}, {"power_w", g.PowerW}, {"idle_power_w", g.IdlePowerW}} {
 			if f.v > 0 {
 				fmt.Fprintf(&b, "  %s: %s\n", f.key, num(f.v))
 			}

@@ -72,7 +72,7 @@ func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error
 		Metrics: metrics.Config{Percentiles: Percentiles},
 		Output:  bench.Output{Dir: filepath.Join(dir, "run"), Records: record.FormatCompact},
 		Console: bench.Console{Out: io.Discard, Quiet: true}}
-	out, err := bench.Run(ctx, cfg, time.Unix(0, 0), bench.Virtual(p, seed, &bench.Sources{Workload: wc, First: src}, nil))
+	out, err := bench.Run(ctx, cfg, time.Unix(0, 0), bench.Virtual(p, seed, &bench.Sources{Workload: wc, First: src}, nil, nil))
 	if err != nil {
 		return res, fmt.Errorf("row %s: %w", r.ID, err)
 	}
