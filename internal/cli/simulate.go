@@ -55,6 +55,15 @@ thousands of requests in seconds. It writes the same records, summary and report
 	return cmd
 }
 
+// simulationConfig is the run's bench configuration for a simulation of profile p: with
+// its figures' prediction intervals and its GPUs' energy estimates.
+func simulationConfig(stdio Stdio, cfg *benchConfig, p sim.Profile) bench.Config {
+	bc := cfg.bench(stdio)
+	bc.Predict = predict.ForProfile(p)
+	bc.Estimates = &bench.Estimates{}
+	return bc
+}
+
 func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	cfg.sayUndecided(stdio)
 	p, err := sim.LoadProfile(cfg.simProfile)
@@ -122,9 +131,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			return reason, err
 		}
 	}
-	bc := cfg.bench(stdio)
-	bc.Predict = predict.ForProfile(p)
-	bc.Estimates = &bench.Estimates{}
+	bc := simulationConfig(stdio, cfg, p)
 	out, err := bench.Run(ctx, bc, time.Now(), runLevel(p, bc.Estimates))
 	concluded := cfg.conclude(ctx, stdio, out, err)
 	if err == nil && p.Calibration != nil && cfg.search == "" {
