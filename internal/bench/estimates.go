@@ -25,7 +25,7 @@ func (e *Estimates) add(level int, en sim.Energy) {
 		e.byLevel = map[int]sim.Energy{}
 	}
 	sum := e.byLevel[level]
-	sum.GPUs = en.GPUs
+	sum.GPUs, sum.Measured = en.GPUs, en.Measured
 	sum.Span += en.Span
 	sum.Joules += en.Joules
 	sum.Tokens += en.Tokens
@@ -48,6 +48,10 @@ func (e *Estimates) Summary(level int) *gpumetrics.Summary {
 	s := &gpumetrics.Summary{Source: gpumetrics.SourceEstimate, GPUs: en.GPUs, WindowS: en.Span.Seconds(), EnergyFrom: "estimate",
 		EnergyJ: &j, PowerW: &w, PowerPerGPUW: &perGPU,
 		Note: "a cost-model estimate, not measured: docs/simulator.md"}
+	if en.Measured {
+		s.Source, s.EnergyFrom = gpumetrics.SourceCalibrated, "calibrated power"
+		s.Note = "the calibration's measured mean power: docs/simulator.md"
+	}
 	if en.Tokens > 0 {
 		jt, tj := j/float64(en.Tokens), float64(en.Tokens)/j
 		s.JoulesPerOutputToken, s.OutputTokensPerJoule = &jt, &tj

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/figure"
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/servermetrics"
@@ -194,6 +195,7 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	if prompt, c := res.unprobedCorner(); prompt > 0 {
 		p.Calibration.NotProbed = sim.Corner{PromptTokens: prompt, Concurrency: c}
 	}
+	p.Power = measuredPower(pts)
 	res.Profile = p
 	return res, nil
 }
@@ -1096,4 +1098,33 @@ func openRates(pts []Point) [2]float64 {
 		r = [2]float64{math.Min(r[0], rate), math.Max(r[1], rate)}
 	}
 	return r
+}
+
+// measuredPower is the power the probe's GPU telemetry measured (run --gpu-metrics), for the
+// profile: each level's GPU energy over its window and GPUs, weighted by GPU-seconds — the
+// mean per GPU while the probe loaded the server, its idle gaps between steps included — and
+// the most GPUs a level saw. Zero without measured energy (a simulator's estimate is no
+// measurement).
+func measuredPower(pts []Point) sim.PowerConfig {
+	var joules, gpuSeconds float64
+	var levels, gpus int
+	var sources []string
+	for _, pt := range pts {
+		g := pt.GPU
+		if g == nil || g.Source == gpumetrics.SourceEstimate || g.Source == gpumetrics.SourceCalibrated || g.EnergyJ == nil || g.WindowS <= 0 || g.GPUs <= 0 {
+			continue
+		}
+		joules += *g.EnergyJ
+		gpuSeconds += g.WindowS * float64(g.GPUs)
+		levels++
+		gpus = max(gpus, g.GPUs)
+		if !slices.Contains(sources, g.Source) {
+			sources = append(sources, g.Source)
+		}
+	}
+	if !(joules > 0) || !(gpuSeconds > 0) {
+		return sim.PowerConfig{}
+	}
+	return sim.PowerConfig{WattsPerGPU: joules / gpuSeconds, GPUs: gpus,
+		Source: fmt.Sprintf("the mean per-GPU power of %d probe level%s with GPU telemetry (%s)", levels, map[bool]string{true: "s"}[levels != 1], strings.Join(sources, ", "))}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/figure"
+	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -53,6 +54,7 @@ type Point struct {
 	// requests.
 	SE     figure.Values
 	Server *servermetrics.Summary // the server's /metrics during the level; nil if not scraped
+	GPU    *gpumetrics.Summary    // the GPUs' telemetry during the level (run --gpu-metrics); nil if none
 	// ServerOverhead is the median of TTFT minus the server's own queue and prefill times
 	// (llama.cpp timings, Ollama durations): the network and front end; NaN without them.
 	ServerOverhead float64
@@ -181,7 +183,7 @@ func loadDir(dir string) ([]Point, report.Target, error) {
 }
 
 func newPoint(name, dir string, idx int, l report.Level, recs []record.Record) (Point, error) {
-	pt := Point{Name: name, Dir: dir, Level: idx, Concurrency: l.Concurrency, Open: l.Concurrency == 0, Server: l.Server}
+	pt := Point{Name: name, Dir: dir, Level: idx, Concurrency: l.Concurrency, Open: l.Concurrency == 0, Server: l.Server, GPU: l.GPU}
 	pt.Phase, pt.Pass = stepOf(name)
 	failed := 0
 	var first *record.Record

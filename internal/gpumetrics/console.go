@@ -7,11 +7,15 @@ import (
 	"strings"
 )
 
-var sourceNames = map[string]string{SourceDCGM: "DCGM", SourceAMD: "AMD", SourceEstimate: "estimated"}
+var sourceNames = map[string]string{SourceDCGM: "DCGM", SourceAMD: "AMD", SourceEstimate: "estimated", SourceCalibrated: "calibrated"}
 
 // SourceEstimate is a simulated level's source: the simulator's estimate from its cost
 // model (sim/power.go), not an exporter's reading.
 const SourceEstimate = "simulator estimate"
+
+// SourceCalibrated is a simulated level's source when its profile carries the power its
+// calibration measured (sim.PowerConfig): the measured mean power, applied to the level.
+const SourceCalibrated = "calibrated power"
 
 // WriteConsole prints a level's "GPU Metrics" section in the console summary's style (the
 // 50-column rule and "{:<40} {:<10}" rows of servermetrics.WriteConsole). Figures without a
@@ -41,7 +45,7 @@ func WriteConsole(w io.Writer, s *Summary) error {
 		b.WriteString(strings.TrimRight(fmt.Sprintf("%-40s %-10s", label, value), " ") + "\n")
 	}
 	num := func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
-	estimate := s.Source == SourceEstimate
+	estimate := s.Source == SourceEstimate || s.Source == SourceCalibrated
 	if !estimate {
 		line("Scrapes (failed):", fmt.Sprintf("%d (%d)", s.Scrapes, s.FailedScrapes))
 	}

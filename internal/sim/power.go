@@ -42,20 +42,43 @@ func stepAndShare(c CostModel, w StepWork) (d time.Duration, share float64, gpu 
 	return c.Step(w), 0, false
 }
 
+// PowerConfig is the power a calibration's probe measured (run --gpu-metrics): each GPU's
+// mean power over the probe's levels, the probed server's GPUs (one replica's; 0: the
+// deployment's TP × DP), and where it came from. It replaces the cost model's estimate.
+type PowerConfig struct {
+	WattsPerGPU float64
+	GPUs        int
+	Source      string
+}
+
+// maxGPUsMeasured bounds power.gpus: a replica of a thousand GPUs is none we measure.
+const maxGPUsMeasured = 1000
+
 // Energy is a deployment's estimated GPU energy over a span.
 type Energy struct {
-	GPUs    int           // every GPU of the deployment
-	Span    time.Duration // the span it is over
-	Joules  float64
-	PowerW  float64 // Joules / Span: the GPUs' mean power together
-	Tokens  uint64  // output tokens generated in the span
-	PerGPUW float64
+	GPUs     int           // every GPU of the deployment
+	Measured bool          // from the profile's measured power, not the cost model
+	Span     time.Duration // the span it is over
+	Joules   float64
+	PowerW   float64 // Joules / Span: the GPUs' mean power together
+	Tokens   uint64  // output tokens generated in the span
+	PerGPUW  float64
 }
 
 // EstimateEnergy is profile p's GPU energy over span whose engines were busy for busy
 // roofline-seconds in all (EngineStats.BusySeconds, summed over replicas) and generated
 // tokens; false when p's GPU states no power (or models none).
 func EstimateEnergy(p Profile, busy float64, tokens uint64, span time.Duration) (Energy, bool) {
+	if w := p.Power; w.WattsPerGPU > 0 && span > 0 {
+		// The probe's measured mean, busy and idle together, on each replica's GPUs.
+		per := w.GPUs
+		if per == 0 {
+			per = p.Deployment.tp() * p.Deployment.dp()
+		}
+		gpus := per * p.Deployment.replicas()
+		j := float64(gpus) * w.WattsPerGPU * span.Seconds()
+		return Energy{GPUs: gpus, Measured: true, Span: span, Joules: j, PowerW: j / span.Seconds(), Tokens: tokens, PerGPUW: w.WattsPerGPU}, true
+	}
 	g := p.GPU
 	if g.PowerW <= 0 || span <= 0 || p.Cost.Kind != CostRoofline {
 		return Energy{}, false

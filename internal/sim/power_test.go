@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -109,5 +110,25 @@ func TestGPUPowerValidated(t *testing.T) {
 	g.PowerW, g.IdlePowerW = -1, 0
 	if err := g.validate("gpu"); err == nil {
 		t.Error("negative power accepted")
+	}
+}
+
+// A profile carrying its calibration's measured power uses it, on any cost model, and writes
+// it back.
+func TestMeasuredPowerProfile(t *testing.T) {
+	p, err := ParseProfile([]byte("cost: {kind: linear, prefill_ms_per_token: 0.02, decode_step_ms: 8, decode_growth: 0.1}\npower: {watts_per_gpu: 450, gpus: 4, source: probe}\ndeployment: {replicas: 2}\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, ok := EstimateEnergy(p, 0, 100, 10*time.Second)
+	if !ok || !en.Measured || en.GPUs != 8 || math.Abs(en.PowerW-8*450) > 1e-9 {
+		t.Errorf("measured: %+v %v, want 8 GPUs at 450 W", en, ok)
+	}
+	back, err := ParseProfile(p.YAML(""), ".")
+	if err != nil || back.Power != p.Power {
+		t.Errorf("written and read back: %+v (%v), want %+v", back.Power, err, p.Power)
+	}
+	if _, err := ParseProfile([]byte("power: {watts_per_gpu: -1}\n"), "."); err == nil || !strings.Contains(err.Error(), "power.watts_per_gpu") {
+		t.Errorf("a negative power: %v", err)
 	}
 }

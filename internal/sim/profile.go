@@ -48,6 +48,9 @@ type Profile struct {
 	// Calibration is where a fitted profile came from and what it was fitted on; nil for
 	// a profile nobody fitted.
 	Calibration *Calibration
+	// Power is what a calibration's probe measured its GPUs draw (power.go); zero when it
+	// measured none, and the energy is estimated from the cost model instead.
+	Power PowerConfig
 
 	Deployment Deployment // replicas, tensor parallelism, precisions
 	// ModelConfig is the Hugging Face config.json the model was read from (model_config:,
@@ -495,6 +498,13 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				},
 			})
 		},
+		"power": func(key string, v *yaml.Node) {
+			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+				"watts_per_gpu": d.number(&p.Power.WattsPerGPU),
+				"gpus":          d.integer(&p.Power.GPUs),
+				"source":        d.str(&p.Power.Source),
+			})
+		},
 		"calibration": func(key string, v *yaml.Node) {
 			c := &Calibration{Error: figure.Unmeasured(), ErrorClosed: figure.Unmeasured(), ErrorOpen: figure.Unmeasured()}
 			p.Calibration = c
@@ -675,6 +685,12 @@ func (p Profile) validate() []error {
 	}
 	if err := p.Model.validate("model"); err != nil {
 		errs = append(errs, err)
+	}
+	if w := p.Power.WattsPerGPU; !(w >= 0 && w <= maxGPUPowerW) {
+		add("power.watts_per_gpu", "must be a number in [0, %g] W, got %g", float64(maxGPUPowerW), w)
+	}
+	if p.Power.GPUs < 0 || p.Power.GPUs > maxGPUsMeasured {
+		add("power.gpus", "must be 0 (the deployment's) to %d, got %d", maxGPUsMeasured, p.Power.GPUs)
 	}
 	if err := p.GPU.validate("gpu"); err != nil {
 		errs = append(errs, err)

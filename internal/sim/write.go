@@ -120,6 +120,9 @@ func (p Profile) YAML(header string) []byte {
 	if f := p.Tools.AutoCall; f != nil {
 		fmt.Fprintf(&b, "tools:\n  auto_call_fraction: %s\n", num(*f))
 	}
+	if w := p.Power; w.WattsPerGPU > 0 {
+		fmt.Fprintf(&b, "power:                   # measured by the calibration's probe (run --gpu-metrics)\n  watts_per_gpu: %s\n  gpus: %d\n  source: %s\n", num(w.WattsPerGPU), w.GPUs, yamlString(w.Source))
+	}
 	if k := p.Calibration; k != nil {
 		fmt.Fprintf(&b, "calibration:\n  source: %s\n  date: %s\n  prompt_tokens: [%d, %d]\n  output_tokens: [%d, %d]\n  concurrency: [%d, %d]\n",
 			yamlString(k.Source), yamlString(k.Date), k.PromptTokens[0], k.PromptTokens[1], k.OutputTokens[0], k.OutputTokens[1], k.Concurrency[0], k.Concurrency[1])
