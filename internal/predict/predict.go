@@ -269,39 +269,48 @@ func (s *Spread) Apply(lv *metrics.Level, closed bool) *Interval {
 	}
 	bands := s.ByLoad[load]
 	iv := &Interval{Basis: s.Basis[load], Metrics: map[string]map[string][2]float64{}}
-	any := false
+	some := false
 	for _, f := range Figures {
 		b, ok := bands[f]
-		if !ok {
+		v, has := Value(lv, f)
+		if !ok || !has || !(v > 0) {
 			continue
 		}
+		r := [2]float64{b.Lo * v, b.Hi * v}
+		some = true
 		if f == "output_throughput" {
-			if p := lv.OutputThroughput; p > 0 {
-				iv.OutputThroughput = &[2]float64{b.Lo * p, b.Hi * p}
-				any = true
-			}
+			iv.OutputThroughput = &r
 			continue
 		}
 		m, st, _ := strings.Cut(f, ".")
-		key := strings.TrimSuffix(m, "_ms")
-		stats, ok := lv.Stats(key)
-		if !ok || stats.Count == 0 {
-			continue
-		}
-		pct, ok := stats.Get(pctOf(st))
-		if !ok || !(pct.Value > 0) {
-			continue
-		}
 		if iv.Metrics[m] == nil {
 			iv.Metrics[m] = map[string][2]float64{}
 		}
-		iv.Metrics[m][st] = [2]float64{b.Lo * pct.Value, b.Hi * pct.Value}
-		any = true
+		iv.Metrics[m][st] = r
 	}
-	if !any {
+	if !some {
 		return nil
 	}
 	return iv
+}
+
+// Value is figure f ("ttft_ms.p50", "output_throughput") of level lv; false when the level
+// has none.
+func Value(lv *metrics.Level, f string) (float64, bool) {
+	if f == "output_throughput" {
+		return lv.OutputThroughput, true
+	}
+	m, st, _ := strings.Cut(f, ".")
+	stats, ok := lv.Stats(strings.TrimSuffix(m, "_ms"))
+	if !ok || stats.Count == 0 {
+		return 0, false
+	}
+	p, err := strconv.ParseFloat(strings.TrimPrefix(st, "p"), 64)
+	if err != nil {
+		return 0, false
+	}
+	pct, ok := stats.Get(p)
+	return pct.Value, ok
 }
 
 // Coverage is how many held-out residuals their interval held, by the key that held them
@@ -338,13 +347,6 @@ func Coverage(rs []Residual, split func(Residual) string) (held, total map[strin
 		}
 	}
 	return held, total
-}
-
-// pctOf is the percentile of a statistic's name: "p99" → 99.
-func pctOf(st string) float64 {
-	var p float64
-	fmt.Sscanf(strings.TrimPrefix(st, "p"), "%g", &p)
-	return p
 }
 
 func sortedKeys(m map[string]bool) []string {

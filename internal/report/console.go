@@ -631,7 +631,7 @@ func ladderLoad(l *Level) string {
 	load := l.Name
 	switch {
 	case len(l.Stages) > 0:
-		load = "stages, peak " + l.Stages[0].peak(l.Stages)
+		load = "stages, peak " + stagesPeak(l.Stages)
 	case l.Concurrency > 0:
 		load = "c=" + strconv.Itoa(l.Concurrency)
 	case l.Rate > 0:

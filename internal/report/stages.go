@@ -78,8 +78,8 @@ func failByStage(l *Level) {
 	}
 }
 
-// peak is the stages' highest load as the ladder says it: "c=16", "16 req/s".
-func (Stage) peak(ss []Stage) string {
+// stagesPeak is the stages' highest load as the ladder says it: "c=16", "16 req/s".
+func stagesPeak(ss []Stage) string {
 	m := 0.0
 	for _, s := range ss {
 		m = max(m, s.From, s.To)
@@ -223,22 +223,12 @@ func (b *consoleBlock) predictionInterval(iv *predict.Interval, lv *metrics.Leve
 		if !ok {
 			continue
 		}
-		label, v := "Output token throughput (tok/s):", lv.OutputThroughput
-		if f != "output_throughput" {
-			m, st, _ := strings.Cut(f, ".")
-			key := strings.TrimSuffix(m, "_ms")
-			stats, _ := lv.Stats(key)
-			p, _ := stats.Get(pctOf(st))
-			v = p.Value
-			label = fmt.Sprintf("%s %s (ms):", strings.ToUpper(st[:1])+st[1:], strings.ToUpper(key))
+		v, _ := predict.Value(lv, f)
+		label := "Output token throughput (tok/s):"
+		if m, st, ok := strings.Cut(f, "."); ok {
+			label = fmt.Sprintf("%s %s (ms):", strings.ToUpper(st[:1])+st[1:], strings.ToUpper(strings.TrimSuffix(m, "_ms")))
 		}
 		fmt.Fprintf(b.w, "%-40s %-10s (90%% PI %s-%s)\n", label, consoleFloat(v), consoleFloat(r[0]), consoleFloat(r[1]))
 	}
 	b.w.WriteString(Wrap("from "+iv.Basis+": how far the simulator was measured from real servers (docs/simulator.md#prediction-intervals).", 0, 2, ConsoleWidth) + "\n")
-}
-
-// pctOf is the percentile of a statistic's name: "p99" → 99.
-func pctOf(st string) float64 {
-	p, _ := strconv.ParseFloat(strings.TrimPrefix(st, "p"), 64)
-	return p
 }
