@@ -161,6 +161,9 @@ func differences(a, b *report.Summary) []string {
 	diff("input lengths", wa.InputTokens, wb.InputTokens)
 	diff("output lengths", wa.OutputTokens, wb.OutputTokens)
 	diff("tokenizer", wa.Tokenizer, wb.Tokenizer)
+	if ga, gb := gpuSource(a), gpuSource(b); ga != "" && gb != "" && (estimated(ga) || estimated(gb)) {
+		diff("GPU figures' sources (no verdict on them)", ga, gb)
+	}
 	// "N unit, extra", the extra left out when empty (a warm-up without --warmup-time).
 	with := func(n int, unit, extra string) string {
 		if n == 1 {
@@ -232,23 +235,40 @@ type levelFigure struct {
 	name, across string // display name; key under across_runs ("" for none)
 	kind         metrics.FigureKind
 	get          func(l *report.Level) (float64, bool)
+	gpu          bool // a GPU figure: measured by an exporter, or the simulator's estimate
 }
 
 var levelFigures = []levelFigure{
-	{"request throughput (req/s)", "request_throughput", metrics.KindThroughput, func(l *report.Level) (float64, bool) { return l.RequestThroughput, true }},
-	{"output throughput (tok/s)", "output_throughput", metrics.KindThroughput, func(l *report.Level) (float64, bool) { return l.OutputThroughput, true }},
+	{"request throughput (req/s)", "request_throughput", metrics.KindThroughput, func(l *report.Level) (float64, bool) { return l.RequestThroughput, true }, false},
+	{"output throughput (tok/s)", "output_throughput", metrics.KindThroughput, func(l *report.Level) (float64, bool) { return l.OutputThroughput, true }, false},
 	{"goodput (req/s)", "goodput", metrics.KindThroughput, func(l *report.Level) (float64, bool) {
 		if l.Goodput == nil {
 			return 0, false
 		}
 		return *l.Goodput, true
-	}},
-	{"failed requests", "", metrics.KindCount, func(l *report.Level) (float64, bool) { return float64(l.Failed), true }},
-	// GPU energy (--gpu-metrics), where both runs measured it: tokens per joule falls as a
+	}, false},
+	{"failed requests", "", metrics.KindCount, func(l *report.Level) (float64, bool) { return float64(l.Failed), true }, false},
+	// GPU energy, where both runs have it (measured, or a simulated level's estimate): tokens per joule falls as a
 	// throughput does; power is a tally without a verdict.
-	{"GPU energy per output token (J)", "", metrics.KindLatency, gpuFigure(func(g *gpumetrics.Summary) *float64 { return g.JoulesPerOutputToken })},
-	{"output tokens per GPU joule", "", metrics.KindThroughput, gpuFigure(func(g *gpumetrics.Summary) *float64 { return g.OutputTokensPerJoule })},
-	{"GPU power, all GPUs (W)", "", metrics.KindCount, gpuFigure(func(g *gpumetrics.Summary) *float64 { return g.PowerW })},
+	{"GPU energy per output token (J)", "", metrics.KindLatency, gpuFigure(func(g *gpumetrics.Summary) *float64 { return g.JoulesPerOutputToken }), true},
+	{"output tokens per GPU joule", "", metrics.KindThroughput, gpuFigure(func(g *gpumetrics.Summary) *float64 { return g.OutputTokensPerJoule }), true},
+	{"GPU power, all GPUs (W)", "", metrics.KindCount, gpuFigure(func(g *gpumetrics.Summary) *float64 { return g.PowerW }), true},
+}
+
+// estimated is whether a GPU source is the simulator's (its cost model's estimate, or a
+// calibration's measured power): no verdict on it, which is not a change the server made.
+func estimated(source string) bool {
+	return source == gpumetrics.SourceEstimate || source == gpumetrics.SourceCalibrated
+}
+
+// gpuSource is the source of a run's GPU figures ("" when no level has them).
+func gpuSource(s *report.Summary) string {
+	for _, l := range s.Levels {
+		if l.GPU != nil {
+			return l.GPU.Source
+		}
+	}
+	return ""
 }
 
 // gpuFigure reads one of a level's GPU figures; none where the level has none.
@@ -291,7 +311,11 @@ func compareLevels(a, b *report.Level, ia, ib int, alpha float64) Level {
 		if !okA || !okB {
 			continue
 		}
-		plain(lf.name, lf.kind, va, vb)
+		kind := lf.kind
+		if lf.gpu && (estimated(a.GPU.Source) || estimated(b.GPU.Source)) {
+			kind = metrics.KindCount
+		}
+		plain(lf.name, kind, va, vb)
 		if lf.across != "" && across {
 			x, okA := a.AcrossRuns.Level[lf.across]
 			y, okB := b.AcrossRuns.Level[lf.across]

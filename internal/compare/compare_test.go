@@ -78,8 +78,8 @@ func TestDifferencesReadWell(t *testing.T) {
 }
 
 // GPU figures are compared where both levels have them: J/token without a verdict (no
-// test), output tokens per joule falling beyond the threshold a regression; a level
-// without --gpu-metrics has none of them.
+// test), output tokens per joule falling beyond the threshold a regression; an estimate is
+// named and not judged; a level without --gpu-metrics has none of them.
 func TestCompareGPUFigures(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	gpu := func(jPerTok, tokPerJ, w float64) *gpumetrics.Summary {
@@ -99,6 +99,18 @@ func TestCompareGPUFigures(t *testing.T) {
 	got := regressions(Comparison{Levels: []Level{l}}, 0.1)
 	if !slices.Contains(got, "concurrency 4 output tokens per GPU joule -50.0%") || len(got) != 1 {
 		t.Errorf("regressions %q", got)
+	}
+	// A simulated level's power is an estimate: the figures say whose, and a measured run
+	// against it is no regression however far apart they are.
+	a.GPU.Source, b.GPU.Source = gpumetrics.SourceDCGM, gpumetrics.SourceEstimate
+	l = compareLevels(&a, &b, 0, 0, 0.05)
+	sa := &report.Summary{Levels: []report.Level{a}}
+	sb := &report.Summary{Levels: []report.Level{b}}
+	if w := differences(sa, sb); !slices.Contains(w, `GPU figures' sources (no verdict on them) differ ("dcgm-exporter" in A, "simulator estimate" in B)`) {
+		t.Errorf("warnings %q: want the GPU sources named", w)
+	}
+	if got := regressions(Comparison{Levels: []Level{l}}, 0.1); len(got) != 0 {
+		t.Errorf("measured against estimated J/token judged: %q", got)
 	}
 	b.GPU = nil
 	for _, fg := range compareLevels(&a, &b, 0, 0, 0.05).Figures {
