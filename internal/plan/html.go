@@ -83,6 +83,9 @@ func paretoChart(pl *Plan) chart.Chart {
 		title := fmt.Sprintf("#%d %s\n%d GPUs, %s USD/hour, %s USD per million output tokens, headroom %s %s\n%.0f output tokens/s per GPU, %.1f tokens/s per user",
 			i+1, cd.Describe(), cd.GPUs, fmtOpt(cd.USDPerHour, "%.2f"), fmtOpt(cd.CostPerMillionOutputTokens, "%.3f"), fmtOpt(cd.HeadroomRate, "%.3g"), pl.unit(),
 			*cd.OutputThroughputPerGPU, *cd.TokensPerSPerUser)
+		if cd.PowerKW != nil {
+			title += fmt.Sprintf("\n%s kW estimated, %s output tokens/s per kW", fmtOpt(cd.PowerKW, "%.3g"), fmtOpt(cd.OutputTokensPerSPerKW, "%.0f"))
+		}
 		for _, t := range cd.SLO {
 			title += "\n" + t.Term + ": " + t.String()
 		}
@@ -144,16 +147,16 @@ td.why { white-space: normal; text-align: left; min-width: 12em; max-width: 420p
 <body>
 <h1>Plan: {{.Plan.Model}} at {{printf "%.3g" .Plan.Rate}} {{.Unit}}</h1>
 <p class="sub">SLOs {{.Plan.SLO}} · profile {{.Plan.Profile}} · {{.Plan.Evaluated}} of {{.Plan.Configurations}} candidates planned{{if .Plan.Interrupted}} (interrupted){{end}} · fleets of up to {{.Plan.MaxReplicas}} replicas · llmbench {{.Plan.Version}}</p>
-{{with .Best}}<p class="best">Chosen: <b>{{.Describe}}</b> — {{.GPUs}} {{if eq .GPUs 1}}GPU{{else}}GPUs{{end}}, {{opt .USDPerHour "%.2f"}} USD/hour, {{opt .CostPerMillionOutputTokens "%.3f"}} USD per million output tokens, meets the SLOs up to {{opt .HeadroomRate "%.3g"}} {{$.Unit}}.{{if $.Plan.BestProfile}} Its profile: <code>{{$.Plan.BestProfile}}</code>.{{end}}</p>
+{{with .Best}}<p class="best">Chosen: <b>{{.Describe}}</b> — {{.GPUs}} {{if eq .GPUs 1}}GPU{{else}}GPUs{{end}}, {{opt .USDPerHour "%.2f"}} USD/hour, {{opt .CostPerMillionOutputTokens "%.3f"}} USD per million output tokens, meets the SLOs up to {{opt .HeadroomRate "%.3g"}} {{$.Unit}}.{{if .PowerKW}} Its GPUs draw an estimated {{opt .PowerKW "%.3g"}} kW at this traffic ({{opt .OutputTokensPerSPerKW "%.0f"}} output tokens/s per kW at the facility){{if .EnergyUSDPerHour}}, {{opt .EnergyUSDPerHour "%.2f"}} USD/hour of electricity{{end}}.{{end}}{{if $.Plan.BestProfile}} Its profile: <code>{{$.Plan.BestProfile}}</code>.{{end}}</p>
 {{else}}<p class="best">No candidate meets the SLOs at this traffic: the table says why.</p>{{end}}
 <h2>Throughput per GPU against tokens/s per user</h2>
 {{if .Chart}}<p class="sub">Hover a point for its configuration.</p>
 <div class="fig">{{.Chart}}</div>{{else}}<p>No candidate meets the SLOs, so there is nothing to draw.</p>{{end}}
 <h2>Every candidate</h2>
 <div class="scroll"><table>
-<thead><tr><th>#</th><th class="l">deployment</th><th>GPUs</th><th class="l">dtype</th><th>seqs</th><th>batched</th><th class="l">prefill</th><th class="l">router</th><th>USD/hour</th><th>USD/M out</th><th>headroom {{.Unit}}</th><th>tok/s per GPU</th><th>tok/s per user</th>{{range .Terms}}<th>{{wrapTerm .}}</th><th>margin</th>{{end}}<th class="l">why not</th></tr></thead>
+<thead><tr><th>#</th><th class="l">deployment</th><th>GPUs</th><th class="l">dtype</th><th>seqs</th><th>batched</th><th class="l">prefill</th><th class="l">router</th><th>USD/hour</th><th>USD/M out</th><th>kW (est.)</th><th>tok/s per kW</th><th>headroom {{.Unit}}</th><th>tok/s per GPU</th><th>tok/s per user</th>{{range .Terms}}<th>{{wrapTerm .}}</th><th>margin</th>{{end}}<th class="l">why not</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr class="{{if .Best}}chosen{{else if not .C.MeetsSLO}}miss{{end}}"><td>{{.N}}</td><td class="l">{{if .C.Replicas}}{{.C.Replicas}} × {{end}}{{.C.GPU}} tp {{.C.TP}}</td><td>{{.C.GPUs}}</td><td class="l">{{.C.Dtype}}</td><td>{{.C.MaxNumSeqs}}</td><td>{{.C.MaxBatchedTokens}}</td><td class="l">{{.C.Prefill}}</td><td class="l">{{.C.Router}}</td><td>{{opt .C.USDPerHour "%.2f"}}</td><td>{{opt .C.CostPerMillionOutputTokens "%.3f"}}</td><td>{{opt .C.HeadroomRate "%.3g"}}</td><td>{{opt .C.OutputThroughputPerGPU "%.0f"}}</td><td>{{opt .C.TokensPerSPerUser "%.1f"}}</td>{{range .SLO}}<td>{{opt .Value "%.4g"}}</td><td>{{pct .Margin}}</td>{{end}}<td class="why">{{.C.Reason}}</td></tr>
+{{range .Rows}}<tr class="{{if .Best}}chosen{{else if not .C.MeetsSLO}}miss{{end}}"><td>{{.N}}</td><td class="l">{{if .C.Replicas}}{{.C.Replicas}} × {{end}}{{.C.GPU}} tp {{.C.TP}}</td><td>{{.C.GPUs}}</td><td class="l">{{.C.Dtype}}</td><td>{{.C.MaxNumSeqs}}</td><td>{{.C.MaxBatchedTokens}}</td><td class="l">{{.C.Prefill}}</td><td class="l">{{.C.Router}}</td><td>{{opt .C.USDPerHour "%.2f"}}</td><td>{{opt .C.CostPerMillionOutputTokens "%.3f"}}</td><td>{{opt .C.PowerKW "%.3g"}}</td><td>{{opt .C.OutputTokensPerSPerKW "%.0f"}}</td><td>{{opt .C.HeadroomRate "%.3g"}}</td><td>{{opt .C.OutputThroughputPerGPU "%.0f"}}</td><td>{{opt .C.TokensPerSPerUser "%.1f"}}</td>{{range .SLO}}<td>{{opt .Value "%.4g"}}</td><td>{{pct .Margin}}</td>{{end}}<td class="why">{{.C.Reason}}</td></tr>
 {{end}}</tbody></table></div>
 </body>
 </html>

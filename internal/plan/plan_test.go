@@ -362,6 +362,16 @@ func TestHTMLMarksTheChosenPlan(t *testing.T) {
 	if n, want := strings.Count(page, "<circle"), pl.meeting(); n != want {
 		t.Errorf("%d points, want one per candidate meeting the SLOs (%d)", n, want)
 	}
+	// Each fleet's estimated power, in the table and beside the chosen one.
+	if best.PowerKW == nil {
+		t.Fatal("the chosen plan has no power estimate")
+	}
+	kw := fmtOpt(best.PowerKW, "%.3g")
+	for _, want := range []string{"<th>kW (est.)</th>", "<th>tok/s per kW</th>", "draw an estimated " + kw + " kW", kw + " kW estimated"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
 	for _, ext := range []string{"src=", "href=", "<script"} {
 		if strings.Contains(page, ext) {
 			t.Errorf("page is not self-contained: %q", ext)
