@@ -37,6 +37,7 @@ type planFlags struct {
 	speculative                       string // speculative decoding settings to try: off, K:A
 	electricity, pue                  float64
 	objective                         string
+	confidence                        string
 }
 
 // planRefused are simulate's flags that plan does not take, and why.
@@ -121,6 +122,7 @@ profile that simulate --sim and serve --sim accept.`,
 	fs.IntVar(&f.maxReplicas, "max-replicas", 64, "the largest fleet to try; a configuration that needs more misses the SLOs")
 	fs.Float64Var(&f.electricity, "electricity", 0, "electricity's price, `USD` per kWh: each fleet's estimated power (docs/simulator.md#energy) priced beside its GPU-hours, in $/hour and $/M out (default: energy not priced)")
 	fs.Float64Var(&f.pue, "pue", 1, "power usage effectiveness: the facility's power over the GPUs' (cooling, power delivery), in [1, 5]; the power priced and the tokens/s per kW are the GPUs' times it")
+	fs.StringVar(&f.confidence, "confidence", plan.ConfidenceAuto, "what a fleet must meet the SLOs at: interval (each term's figure at the unfavourable edge of its 90% prediction interval, how far the simulator was measured from real servers, and at the point), point (the simulated figures alone) or auto (interval where every term's interval is within ×2 of its figure, else point)")
 	fs.StringVar(&f.objective, "objective", plan.ObjectiveCost, "what ranks the fleets meeting the SLOs: cost (the lowest price an hour) or energy (the least estimated power)")
 	return cmd
 }
@@ -167,7 +169,7 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 		errs = append(errs, err)
 	}
 	pc := plan.Config{Base: base, Space: space, Traffic: traffic, Metrics: cfg.metrics, MaxReplicas: f.maxReplicas,
-		Electricity: f.electricity, PUE: f.pue, Objective: f.objective,
+		Electricity: f.electricity, PUE: f.pue, Objective: f.objective, Confidence: f.confidence,
 		Workers: runtime.GOMAXPROCS(0), Price: func(p sim.Profile) *metrics.Price {
 			pr, _ := cfg.pricing.price(profilePrice(p), p.GPUs()) // the one error is --gpus, which plan has not
 			return pr
@@ -398,6 +400,8 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 		return withCode(ExitInterrupted, nil)
 	case runErr != nil:
 		return withCode(ExitFailure, runErr)
+	case pl.Best == nil && pl.Confidence == plan.ConfidenceInterval:
+		return withCode(ExitSLOFailed, errors.New("no candidate met the SLOs at the traffic at its prediction intervals' edge: plan.json says why each missed (a larger --max-replicas, other GPUs, looser SLOs, or --confidence point: the simulated figures alone)"))
 	case pl.Best == nil:
 		return withCode(ExitSLOFailed, errors.New("no candidate met the SLOs at the traffic: plan.json says why each missed (a larger --max-replicas, other GPUs, or looser SLOs)"))
 	}

@@ -128,6 +128,9 @@ type Config struct {
 	// fleet's power (ObjectiveEnergy).
 	Electricity, PUE float64
 	Objective        string
+	// Confidence is what a fleet is judged on: ConfidenceAuto ("" too), ConfidenceInterval
+	// or ConfidencePoint.
+	Confidence string
 	// MaxReplicas bounds the fleets tried: a configuration that needs more does not meet
 	// the SLOs.
 	MaxReplicas int
@@ -179,6 +182,12 @@ func (c Config) Validate() error {
 	case "", ObjectiveCost, ObjectiveEnergy:
 	default:
 		add("--objective: %q is not %s or %s", c.Objective, ObjectiveCost, ObjectiveEnergy)
+	}
+	switch c.Confidence {
+	case "", ConfidenceAuto, ConfidenceInterval, ConfidencePoint:
+	default:
+		add("--confidence: %q is not %s (each SLO at its prediction interval's unfavourable edge), %s (the simulated figures alone) or %s (the edge where every interval is within ×%g)",
+			c.Confidence, ConfidenceInterval, ConfidencePoint, ConfidenceAuto, MaxEdgeFactor)
 	}
 	if !metrics.HasVerdict(c.Metrics.SLOs) {
 		add("--slo: plan needs verdict terms to decide on, such as 'ttft:p99<=500ms,tpot:p99<=50ms' (per-request bounds alone judge no level)")

@@ -22,6 +22,9 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 		head += fmt.Sprintf(" (interrupted: %d of %d planned)", pl.Evaluated, pl.Configurations)
 	}
 	fmt.Fprintln(w, wrap(head, 0, 2))
+	if c := confidenceLine(pl); c != "" {
+		fmt.Fprintln(w, wrap(c, 0, 2))
+	}
 	if meeting > 0 {
 		fmt.Fprintln(w)
 		var shownC []Candidate
@@ -67,13 +70,13 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 						return "-"
 					}
 					if margins {
-						return c.SLO[k].String()
+						return c.SLO[k].cell(pl.Confidence)
 					}
 					return c.SLO[k].value()
 				}, false})
 			}
 			if !margins {
-				out = append(out, column{"margin", func(_ int, c Candidate) string { return tightest(c.SLO) }, false})
+				out = append(out, column{"margin", func(_ int, c Candidate) string { return tightest(c.SLO, pl.Confidence) }, false})
 			}
 			return out
 		}
@@ -113,6 +116,9 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 		if compact {
 			fmt.Fprintln(w, "(margin: how far inside its bound the tightest term lies; --wide shows each term's)")
 		}
+		if pl.Confidence != ConfidencePoint && len(shownC[0].Intervals) > 0 {
+			fmt.Fprintln(w, "(each term's value as simulated, its margin at its interval's edge)")
+		}
 		if len(shownC) < meeting {
 			fmt.Fprintf(w, "(%d more meet the SLOs: plan.json has them all)\n", meeting-len(shownC))
 		}
@@ -146,6 +152,9 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 		}
 		if !b.GPUCalibrated {
 			s += "; " + b.GPU + ": not calibrated on this GPU"
+		}
+		if e := atEdge(b.SLO); pl.Confidence == ConfidencePoint && e != "" {
+			s += "; at its 90% prediction intervals' unfavourable edge: " + e
 		}
 		fmt.Fprintln(w, "\n"+wrap(s+".", 0, 2))
 		var same []string
@@ -191,6 +200,87 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 	uncalibrated(w, pl)
 }
 
+// confidenceLine says what the fleets were judged on: at ConfidenceInterval, each term's
+// interval factors over the candidates (they differ with the GPU and engine the validation
+// rows measured); "" when no candidate has an interval.
+func confidenceLine(pl *Plan) string {
+	type span struct{ lo, hi float64 }
+	var order []string
+	spans := map[string]*span{}
+	calibrated := false
+	for _, c := range pl.Candidates {
+		calibrated = calibrated || strings.Contains(c.IntervalBasis, "calibration")
+		for _, t := range c.Intervals {
+			f := t.Factor
+			sp, ok := spans[t.Term]
+			if !ok {
+				order = append(order, t.Term)
+				spans[t.Term] = &span{f, f}
+				continue
+			}
+			sp.lo, sp.hi = min(sp.lo, f), max(sp.hi, f)
+		}
+	}
+	if len(order) == 0 {
+		if pl.ConfidenceReason != "" {
+			return "Judged at the point (" + pl.ConfidenceReason + ")."
+		}
+		return ""
+	}
+	var parts []string
+	for _, term := range order {
+		sp := spans[term]
+		f := "×" + fmtFactor(sp.lo)
+		if sp.hi > sp.lo*1.001 {
+			f += "–" + fmtFactor(sp.hi)
+		}
+		parts = append(parts, term+" "+f)
+	}
+	source := "how far the simulator was measured from real servers"
+	if calibrated {
+		source = "the calibration's largest held-out error"
+	}
+	intervals := "The 90% prediction intervals, " + source + " (docs/simulator.md#prediction-intervals), reach " +
+		strings.Join(parts, ", ") + " the simulated figures"
+	switch {
+	case pl.Confidence == ConfidencePoint && pl.ConfidenceReason != "":
+		return "Judged at the point (" + pl.ConfidenceReason + "; --confidence interval judges at the edge anyway). " +
+			intervals + " (plan.json: margin_at_edge)."
+	case pl.Confidence == ConfidencePoint:
+		return "Judged at the point (--confidence point). " + intervals + " (plan.json: margin_at_edge)."
+	}
+	return "Judged at the unfavourable edge of each term's 90% prediction interval and at the point (--confidence point " +
+		"judges the point alone). " + intervals + "."
+}
+
+// fmtMs is a duration in ms as read best: "24.38 ms", "62.7 s".
+func fmtMs(ms float64) string {
+	if ms >= 10000 {
+		return fmt.Sprintf("%.3g s", ms/1000)
+	}
+	return fmt.Sprintf("%.4g ms", ms)
+}
+
+// fmtFactor is an interval's factor: "2.57", "140", "1140".
+func fmtFactor(f float64) string {
+	if f >= 100 {
+		return fmt.Sprintf("%.0f", f)
+	}
+	return fmt.Sprintf("%.3g", f)
+}
+
+// atEdge is each term's value at its interval's edge with its margin there: "tpot:p99<=40ms
+// 25.1 ms (+37%)".
+func atEdge(terms []Term) string {
+	var parts []string
+	for _, t := range terms {
+		if t.ValueAtEdge != nil && t.MarginAtEdge != nil {
+			parts = append(parts, fmt.Sprintf("%s %s (%+.0f%%)", t.Term, fmtMs(*t.ValueAtEdge), 100**t.MarginAtEdge))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // uncalibrated notes the GPUs of the plan no measurement has checked the simulator on.
 func uncalibrated(w io.Writer, pl *Plan) {
 	var gpus []string
@@ -216,6 +306,25 @@ func (t Term) String() string {
 	return v
 }
 
+// cell is the term's value with its margin as judged under confidence: at
+// ConfidenceInterval the margin at its interval's edge where it has one, "14.2 ms (+45%)".
+func (t Term) cell(confidence string) string {
+	v := t.value()
+	if m := t.judgedMargin(confidence); t.Value != nil && m != nil {
+		v += fmt.Sprintf(" (%+.0f%%)", 100**m)
+	}
+	return v
+}
+
+// judgedMargin is the margin a fleet was judged on: the smaller of the point's and the
+// edge's at ConfidenceInterval (it must meet both), the point's otherwise.
+func (t Term) judgedMargin(confidence string) *float64 {
+	if confidence != ConfidencePoint && t.MarginAtEdge != nil && (t.Margin == nil || *t.MarginAtEdge < *t.Margin) {
+		return t.MarginAtEdge
+	}
+	return t.Margin
+}
+
 // value is the term's value alone: "212 ms".
 func (t Term) value() string {
 	if t.Value == nil {
@@ -228,17 +337,17 @@ func (t Term) value() string {
 }
 
 // tightest is the smallest margin of the terms: "+39%".
-func tightest(terms []Term) string {
-	best := -1
-	for i, t := range terms {
-		if t.Margin != nil && (best < 0 || *t.Margin < *terms[best].Margin) {
-			best = i
+func tightest(terms []Term, confidence string) string {
+	var best *float64
+	for _, t := range terms {
+		if m := t.judgedMargin(confidence); m != nil && (best == nil || *m < *best) {
+			best = m
 		}
 	}
-	if best < 0 {
+	if best == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%+.0f%%", 100**terms[best].Margin)
+	return fmt.Sprintf("%+.0f%%", 100**best)
 }
 
 // Width is the most columns the console's lines take (report.ConsoleWidth).

@@ -16,7 +16,7 @@ import (
 // its tooltip (an SVG <title>), and the table of every candidate. Nothing is written to w
 // unless the whole page was built.
 func WriteHTML(w io.Writer, pl *Plan) error {
-	v := view{Plan: pl, Unit: pl.unit()}
+	v := view{Plan: pl, Unit: pl.unit(), Confidence: confidenceLine(pl)}
 	if pc := paretoChart(pl); !pc.Empty() {
 		v.Chart = pc.SVG()
 	}
@@ -51,6 +51,8 @@ type view struct {
 	Terms []string
 	Best  *Candidate
 	Unit  string // the rate's: req/s, or tasks/s
+	// Confidence says what the fleets were judged on (the console's line).
+	Confidence string
 }
 
 type row struct {
@@ -149,6 +151,7 @@ td.why { white-space: normal; text-align: left; min-width: 12em; max-width: 420p
 <p class="sub">SLOs {{.Plan.SLO}} · profile {{.Plan.Profile}} · {{.Plan.Evaluated}} of {{.Plan.Configurations}} candidates planned{{if .Plan.Interrupted}} (interrupted){{end}} · fleets of up to {{.Plan.MaxReplicas}} replicas · llmbench {{.Plan.Version}}</p>
 {{with .Best}}<p class="best">Chosen: <b>{{.Describe}}</b> — {{.GPUs}} {{if eq .GPUs 1}}GPU{{else}}GPUs{{end}}, {{opt .USDPerHour "%.2f"}} USD/hour, {{opt .CostPerMillionOutputTokens "%.3f"}} USD per million output tokens, meets the SLOs up to {{opt .HeadroomRate "%.3g"}} {{$.Unit}}.{{if .PowerKW}} Its GPUs draw an estimated {{opt .PowerKW "%.3g"}} kW at this traffic ({{opt .OutputTokensPerSPerKW "%.0f"}} output tokens/s per kW at the facility){{if .EnergyUSDPerHour}}, {{opt .EnergyUSDPerHour "%.2f"}} USD/hour of electricity{{end}}.{{end}}{{if $.Plan.BestProfile}} Its profile: <code>{{$.Plan.BestProfile}}</code>.{{end}}</p>
 {{else}}<p class="best">No candidate meets the SLOs at this traffic: the table says why.</p>{{end}}
+{{with .Confidence}}<p class="sub">{{.}}</p>{{end}}
 <h2>Throughput per GPU against tokens/s per user</h2>
 {{if .Chart}}<p class="sub">Hover a point for its configuration.</p>
 <div class="fig">{{.Chart}}</div>{{else}}<p>No candidate meets the SLOs, so there is nothing to draw.</p>{{end}}

@@ -99,7 +99,7 @@ func TestTextbookFleet(t *testing.T) {
 		t.Errorf("one replica's rate %.2f req/s, want within 5%% below %.3f", r, perReplica)
 	}
 	// The fleet one replica smaller misses the SLOs; the evaluation simulated it.
-	ev := &evaluation{cfg: &cfg, ctx: context.Background(), e: cfg.engines()[0], runs: map[runKey]*outcome{}}
+	ev := newEvaluation(context.Background(), &cfg, cfg.engines()[0], nil)
 	for n, meet := range map[int]bool{want: true, want - 1: false} {
 		o, err := ev.run(n, sim.RouterRoundRobin, 1)
 		if err != nil || o.meets != meet {
@@ -133,7 +133,7 @@ func TestUnreachableSLOIsPruned(t *testing.T) {
 func Test70BNeverAtTP1On80GB(t *testing.T) {
 	base, _ := sim.LoadProfile("")
 	base.Model, _ = sim.ModelPreset("llama-3.1-70b")
-	cfg := Config{Base: base, Traffic: traffic(t, 2, "poisson", 512, 128), Metrics: slos(t, "ttft:p90<=2s,tpot:p90<=80ms"),
+	cfg := Config{Base: base, Traffic: traffic(t, 2, "poisson", 512, 128), Metrics: slos(t, "ttft:p90<=2s,tpot:p90<=80ms"), Confidence: ConfidencePoint,
 		MaxReplicas: 8, Workers: 2, Price: listPrice, Space: Space{GPUs: []string{"a100", "h100"}, TPs: []int{1, 2, 4}}}
 	pl, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -158,7 +158,7 @@ func TestDeepSeekPlanOnEightGPUs(t *testing.T) {
 	base, _ := sim.LoadProfile("")
 	base.Model, _ = sim.ModelPreset("deepseek-v3")
 	base.Engine.MaxNumSeqs = 16
-	cfg := Config{Base: base, Traffic: traffic(t, 0.5, "poisson", 256, 32), Metrics: slos(t, "ttft:p90<=5s,tpot:p90<=200ms"),
+	cfg := Config{Base: base, Traffic: traffic(t, 0.5, "poisson", 256, 32), Metrics: slos(t, "ttft:p90<=5s,tpot:p90<=200ms"), Confidence: ConfidencePoint,
 		MaxReplicas: 2, Workers: 2, Price: listPrice,
 		Space: Space{GPUs: []string{"h100", "h200", "mi300x"}, TPs: []int{8}, Dtypes: []string{sim.DtypeFP8}, ExpertParallel: []bool{false, true}}}
 	pl, err := Run(context.Background(), cfg)
@@ -228,7 +228,7 @@ func TestInterruptKeepsFinished(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base, _ := sim.LoadProfile("")
-	cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "ttft:p99<=400ms,tpot:p99<=40ms"),
+	cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "ttft:p99<=400ms,tpot:p99<=40ms"), Confidence: ConfidencePoint,
 		MaxReplicas: 16, Workers: 1, Price: listPrice, Space: Space{MaxNumSeqs: []int{16, 32, 64, 128, 256}},
 		Progress: func(p Progress) {
 			if p.Done == 2 {
@@ -337,7 +337,7 @@ func TestPlanJSONNames(t *testing.T) {
 func chosenPlanPage(t *testing.T) (*Plan, []byte) {
 	t.Helper()
 	base, _ := sim.LoadProfile("")
-	cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "ttft:p99<=400ms,tpot:p99<=40ms"),
+	cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "ttft:p99<=400ms,tpot:p99<=40ms"), Confidence: ConfidencePoint,
 		MaxReplicas: 16, Workers: 2, Price: listPrice, Space: Space{GPUs: []string{"h100", "h200", "l40s"}, TPs: []int{1, 2}}}
 	pl, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -399,7 +399,7 @@ func TestEnginesCoverTheSpace(t *testing.T) {
 // 50 req/s Poisson): 5 GPUs × 4 TPs × 5 batch limits behind least-outstanding.
 func BenchmarkPlan100(b *testing.B) {
 	base, _ := sim.LoadProfile("")
-	cfg := Config{Base: base, Traffic: traffic(b, 50, "poisson", 512, 128), Metrics: slos(b, "ttft:p99<=500ms,tpot:p99<=50ms"),
+	cfg := Config{Base: base, Traffic: traffic(b, 50, "poisson", 512, 128), Metrics: slos(b, "ttft:p99<=500ms,tpot:p99<=50ms"), Confidence: ConfidencePoint,
 		MaxReplicas: 64, Workers: 2, Price: listPrice,
 		Space: Space{GPUs: sim.GPUPresets(), TPs: []int{1, 2, 4, 8}, MaxNumSeqs: []int{64, 128, 256, 512, 1024}}}
 	for b.Loop() {
@@ -417,7 +417,7 @@ func BenchmarkPlan100(b *testing.B) {
 // smaller misses as oversaturated or unsteady.
 func TestSteadyStateDecides(t *testing.T) {
 	base, _ := sim.LoadProfile("")
-	cfg := Config{Base: base, Traffic: traffic(t, 40, "poisson", 1024, 256), Metrics: slos(t, "ttft:p99<=500ms,tpot:p99<=40ms"),
+	cfg := Config{Base: base, Traffic: traffic(t, 40, "poisson", 1024, 256), Metrics: slos(t, "ttft:p99<=500ms,tpot:p99<=40ms"), Confidence: ConfidencePoint,
 		MaxReplicas: 16, Workers: 1, Price: listPrice, Space: Space{GPUs: []string{"h100"}, TPs: []int{1}}}
 	pl, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -427,7 +427,7 @@ func TestSteadyStateDecides(t *testing.T) {
 	if best == nil || best.Replicas < 3 || !best.Steady {
 		t.Fatalf("best %+v: want a steady fleet of 3 h100s or more (2 saturate at 40 req/s of 1024 → 256 tokens)", best)
 	}
-	ev := &evaluation{cfg: &cfg, ctx: context.Background(), e: cfg.engines()[0], runs: map[runKey]*outcome{}}
+	ev := newEvaluation(context.Background(), &cfg, cfg.engines()[0], nil)
 	cfg.Metrics.Percentiles = withSLOPercentiles(cfg.Metrics)
 	o, err := ev.decide(best.Replicas-1, sim.RouterLeastOutstanding, 1)
 	if err != nil {
@@ -452,17 +452,17 @@ func TestMeetsNeedsTheVerdict(t *testing.T) {
 		return &metrics.Verdict{Pass: true, Terms: []metrics.TermCheck{{Term: "ttft:p99<=1s", Value: ptr(100.0), Pass: true}}}
 	}
 	o := &outcome{steady: true, horizon: time.Minute, lv: metrics.Level{SLO: pass()}}
-	if ok, why := meets(o); !ok {
+	if ok, why := meets(o, nil); !ok {
 		t.Fatalf("a passing verdict: misses (%s)", why)
 	}
 	metrics.FailBehind(o.lv.SLO, "its backlog kept growing")
-	if ok, why := meets(o); ok || !strings.Contains(why, "oversaturated: its backlog kept growing") {
+	if ok, why := meets(o, nil); ok || !strings.Contains(why, "oversaturated: its backlog kept growing") {
 		t.Errorf("a verdict failed as oversaturated: meets %v (%s)", ok, why)
 	}
 	o.lv.SLO = pass()
 	o.lv.SLO.Pass, o.lv.SLO.Undecided, o.lv.SLO.Reason = false, true, "undecided: ttft on 1 sample"
 	o.lv.SLO.Terms[0] = metrics.TermCheck{Term: "ttft:p99<=1s", Value: ptr(100.0), Undecided: true, Reason: "ttft on 1 sample"}
-	if ok, why := meets(o); ok || !strings.Contains(why, "undecided: ttft on 1 sample") {
+	if ok, why := meets(o, nil); ok || !strings.Contains(why, "undecided: ttft on 1 sample") {
 		t.Errorf("an undecided verdict: meets %v (%s)", ok, why)
 	}
 }
@@ -477,7 +477,7 @@ func TestFixedLengthWarns(t *testing.T) {
 	tr.At = func(scale float64, _ time.Duration) (load.Level, workload.Source, error) {
 		return at(scale, 10*time.Second)
 	}
-	cfg := Config{Base: base, Traffic: tr, Metrics: slos(t, "ttft:p99<=500ms,tpot:p99<=40ms"),
+	cfg := Config{Base: base, Traffic: tr, Metrics: slos(t, "ttft:p99<=500ms,tpot:p99<=40ms"), Confidence: ConfidencePoint,
 		MaxReplicas: 16, Workers: 1, Price: listPrice, Space: Space{GPUs: []string{"h100"}, TPs: []int{1}}}
 	pl, err := Run(context.Background(), cfg)
 	if err != nil {

@@ -35,9 +35,14 @@ type Plan struct {
 	// Objective is what ranked the candidates meeting the SLOs (cost or energy); Electricity
 	// the energy's price, USD per kWh (0: not priced), and PUE the facility's power over the
 	// GPUs' that it is drawn at.
-	Objective   string  `json:"objective"`
-	Electricity float64 `json:"electricity_usd_per_kwh"`
-	PUE         float64 `json:"pue"`
+	Objective string `json:"objective"`
+	// Confidence is what the fleets were judged on: "interval" (each SLO term at its 90 %
+	// prediction interval's unfavourable edge, and at the point) or "point";
+	// ConfidenceReason why, when --confidence auto chose it.
+	Confidence       string  `json:"confidence"`
+	ConfidenceReason string  `json:"confidence_reason,omitempty"`
+	Electricity      float64 `json:"electricity_usd_per_kwh"`
+	PUE              float64 `json:"pue"`
 	// MaxReplicas bounds the fleets tried; Configurations is the candidates planned (engine
 	// configurations × routers), Evaluated those finished (fewer when Interrupted).
 	MaxReplicas    int  `json:"max_replicas"`
@@ -94,6 +99,11 @@ type Candidate struct {
 	// HeadroomRate is the highest arrival rate, to 5 %, that the fleet still meets the
 	// SLOs at (requests/s); null unless it meets them at the traffic.
 	HeadroomRate *float64 `json:"headroom_rate"`
+	// Intervals are the SLO terms' prediction intervals for the candidate's deployment
+	// (those with one), and IntervalBasis where they came from (the validation rows like
+	// it, or a calibration's held-out error).
+	Intervals     []Interval `json:"intervals,omitempty"`
+	IntervalBasis string     `json:"interval_basis,omitempty"`
 	// EquivalentToBest marks a candidate other than the chosen one that the plan cannot tell
 	// from it: it meets the SLOs at the same price on as many GPUs, with a headroom within
 	// the search's 5 % (Equivalent); the tie-break chose between them (rank).
@@ -168,7 +178,23 @@ type Term struct {
 	// Margin is how far the value lies inside the bound, as a fraction of it
 	// (metrics.SLO.Margin); negative when the term fails.
 	Margin *float64 `json:"margin"`
-	Pass   bool     `json:"pass"`
+	// ValueAtEdge is the value at the unfavourable edge of its 90 % prediction interval
+	// (times its Interval's factor), and MarginAtEdge its margin there. Absent for a term
+	// with no interval (a metric no validation row measures, a linear profile).
+	ValueAtEdge  *float64 `json:"value_at_edge,omitempty"`
+	MarginAtEdge *float64 `json:"margin_at_edge,omitempty"`
+	// Pass is whether the term is met as the plan judged it (Plan.Confidence): at the
+	// point and at the edge, or at the point alone.
+	Pass bool `json:"pass"`
+}
+
+// Interval is an SLO term's 90 % prediction interval's unfavourable edge, as a factor of
+// the simulated figure (the hi side of the band of Figure, e.g. "ttft_ms.p99", the
+// validation figure nearest the term's).
+type Interval struct {
+	Term   string  `json:"term"`
+	Figure string  `json:"figure"`
+	Factor float64 `json:"factor"`
 }
 
 // Profile is the candidate's deployment as a profile (its replicas, TP, router, engine

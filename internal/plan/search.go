@@ -37,7 +37,10 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 	engines := cfg.engines()
 	routers := cfg.routers()
 	pl := &Plan{Configurations: len(engines) * len(routers), MaxReplicas: cfg.MaxReplicas, Rate: cfg.Traffic.Rate, RateUnit: cfg.Traffic.unit(),
-		Objective: cmp.Or(cfg.Objective, ObjectiveCost), Electricity: cfg.Electricity, PUE: cfg.pue()}
+		Objective: cmp.Or(cfg.Objective, ObjectiveCost), Electricity: cfg.Electricity, PUE: cfg.pue(),
+	}
+	cfg.Confidence, pl.ConfidenceReason = resolveConfidence(cfg, engines)
+	pl.Confidence = cfg.Confidence
 	// A worker plans a group of engines (those differing in max_num_seqs alone) in turn,
 	// so that a larger limit finds the runs a smaller one made; with fewer groups than
 	// workers, engines are handed out one by one (they still share what is there).
@@ -65,7 +68,7 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 			defer wg.Done()
 			for batch := range jobs {
 				for _, e := range batch {
-					ev := &evaluation{cfg: &cfg, ctx: ctx, e: e, runs: map[runKey]*outcome{}, cache: cache}
+					ev := newEvaluation(ctx, &cfg, e, cache)
 					cands, err := ev.plan(routers)
 					results <- result{e, cands, err}
 				}
@@ -229,6 +232,21 @@ type evaluation struct {
 	e     engine
 	runs  map[runKey]*outcome
 	cache *runCache // shared by the engines of a plan; nil: none
+	// judge aggregates its levels: cfg.Metrics with the SLOs as the configuration is
+	// judged on them (judgedSLOs: tighter by each term's edge at ConfidenceInterval); edges
+	// are the terms' edges and basis where their bands came from.
+	judge metrics.Config
+	edges map[string]edge
+	basis string
+}
+
+// newEvaluation is the evaluation of engine e under cfg; the engines of a group (which
+// share a GPU, model and engine kind, so their edges too) share cache.
+func newEvaluation(ctx context.Context, cfg *Config, e engine, cache *runCache) *evaluation {
+	ev := &evaluation{cfg: cfg, ctx: ctx, e: e, runs: map[runKey]*outcome{}, cache: cache, judge: cfg.Metrics}
+	ev.edges, ev.basis = edges(e.p, cfg.Metrics.SLOs)
+	ev.judge.SLOs = judgedSLOs(cfg.Metrics.SLOs, ev.edges, cfg.Confidence)
+	return ev
 }
 
 // byGroup are the engines by group, each group in the space's order.
@@ -292,6 +310,12 @@ func (c *runCache) put(group int, k runKey, o *outcome) {
 func (ev *evaluation) plan(routers []string) ([]Candidate, error) {
 	p := ev.e.p
 	base := newCandidate(p)
+	base.IntervalBasis = ev.basis
+	for _, s := range ev.cfg.Metrics.SLOs {
+		if e, ok := ev.edges[s.String()]; ok {
+			base.Intervals = append(base.Intervals, Interval{Term: s.String(), Figure: e.Figure, Factor: e.Factor})
+		}
+	}
 	out := make([]Candidate, len(routers))
 	for i, r := range routers {
 		out[i] = base
@@ -412,7 +436,7 @@ func (ev *evaluation) runAt(n int, router string, scale float64, precision int) 
 			o.steady = false
 			o.unsteady = fmt.Sprintf("its requests took %s on average over a horizon of %s, which %d of them need: it had not settled",
 				fmtSeconds(meanE2EL(o.lv)), fmtSeconds(h.Seconds()), HorizonE2ELs)
-			o.meets, o.why = meets(o)
+			o.meets, o.why = meets(o, ev.edges)
 			break
 		}
 		h = need
@@ -480,9 +504,9 @@ func (ev *evaluation) simulate(n int, router string, scale float64, h time.Durat
 	if err != nil {
 		return nil, err
 	}
-	agg := metrics.NewAggregator(ev.cfg.Metrics)
+	agg := metrics.NewAggregator(ev.judge)
 	var opts []load.VirtualOption
-	if !ev.cfg.Metrics.NeedsTokenEvents() {
+	if !ev.judge.NeedsTokenEvents() {
 		opts = append(opts, load.FirstAndLastTokens()) // the figures a plan reports are the same
 	}
 	end, reason, err := load.RunVirtual(ev.ctx, lvl, 0, src, srv, agg.Add, opts...)
@@ -514,9 +538,9 @@ func (ev *evaluation) simulate(n int, router string, scale float64, h time.Durat
 			o.windows = append(o.windows, sloWindows(agg, lvl.WarmupTime, lvl.Duration)...)
 		}
 	}
-	o.undecided = undecided(ev.cfg.Metrics.SLOs, o.lv)
+	o.undecided = undecided(ev.judge.SLOs, o.lv)
 	o.lv.Dists, o.lv.Anatomy = nil, nil // the figures are taken; the distributions are not kept
-	o.meets, o.why = meets(o)
+	o.meets, o.why = meets(o, ev.edges)
 	return o, nil
 }
 
@@ -567,8 +591,8 @@ func (ev *evaluation) fleet(n int, router string) sim.Profile {
 // measured part and over its steady window, and no request failed (a fleet that refuses
 // requests serves less than the traffic; the simulator refuses only those no replica could
 // ever take, so this never tells two fleets of one configuration apart). why says what
-// missed.
-func meets(o *outcome) (bool, string) {
+// missed, a term judged at its edge (es) with the figure there.
+func meets(o *outcome, es map[string]edge) (bool, string) {
 	lv := o.lv
 	var why []string
 	// The level's verdict (metrics): a fleet that fell behind fails it whatever its figures.
@@ -591,7 +615,7 @@ func meets(o *outcome) (bool, string) {
 	} else {
 		for _, t := range lv.SLO.Terms {
 			if !t.Pass && !slices.ContainsFunc(o.undecided, func(u string) bool { return strings.HasPrefix(u, t.Term+" ") }) {
-				why = append(why, missed(t))
+				why = append(why, missed(t, es))
 			}
 		}
 	}
@@ -602,7 +626,7 @@ func meets(o *outcome) (bool, string) {
 		for _, w := range o.windows {
 			for _, t := range w.v.Terms {
 				if !t.Pass && !t.Undecided { // a window too short to judge a term cannot miss it
-					why = append(why, missed(t)+" "+w.where)
+					why = append(why, missed(t, es)+" "+w.where)
 				}
 			}
 			if len(why) > 0 {
@@ -650,12 +674,16 @@ func fmtSeconds(s float64) string {
 }
 
 // missed says what a failed term measured.
-func missed(t metrics.TermCheck) string {
+func missed(t metrics.TermCheck, es map[string]edge) string {
 	if t.Value == nil {
 		return t.Term + " not measured"
 	}
 	if t.Undecided {
 		return fmt.Sprintf("%s measured %s, undecided: %s", t.Term, fmtValue(t.Term, *t.Value), t.Reason)
+	}
+	if e, ok := es[t.Term]; ok && e.Factor > 1 {
+		return fmt.Sprintf("%s simulated %s, %s at its 90%% interval's edge (×%s)", t.Term,
+			fmtValue(t.Term, *t.Value), fmtValue(t.Term, *t.Value*e.Factor), fmtFactor(e.Factor))
 	}
 	return fmt.Sprintf("%s measured %s", t.Term, fmtValue(t.Term, *t.Value))
 }
@@ -772,7 +800,7 @@ func (ev *evaluation) fill(c *Candidate, n int, o *outcome) {
 		c.Reason = fmt.Sprintf("%d replicas (the most tried): %s", n, o.why)
 	}
 	lv := o.lv
-	c.SLO = terms(ev.cfg.Metrics.SLOs, lv.SLO)
+	c.SLO = terms(ev.cfg.Metrics.SLOs, lv.SLO, ev.edges)
 	if lv.OutputThroughput > 0 {
 		c.OutputThroughput = ptr(lv.OutputThroughput)
 		c.OutputThroughputPerGPU = ptr(lv.OutputThroughput / float64(c.GPUs))
@@ -820,8 +848,9 @@ func (ev *evaluation) fillEnergy(c *Candidate, o *outcome) {
 	}
 }
 
-// terms pairs a verdict's terms with their SLOs' bounds and margins.
-func terms(slos []metrics.SLO, v *metrics.Verdict) []Term {
+// terms pairs a verdict's terms with their SLOs' bounds and margins, at the point and, for
+// a term with an edge (es), at the edge.
+func terms(slos []metrics.SLO, v *metrics.Verdict, es map[string]edge) []Term {
 	if v == nil {
 		return nil
 	}
@@ -836,6 +865,10 @@ func terms(slos []metrics.SLO, v *metrics.Verdict) []Term {
 				}
 				if tc.Value != nil {
 					t.Margin = ptr(s.Margin(*tc.Value))
+				}
+				if e, ok := es[tc.Term]; ok && tc.Value != nil {
+					t.ValueAtEdge = ptr(*tc.Value * e.Factor)
+					t.MarginAtEdge = ptr(s.Margin(*t.ValueAtEdge))
 				}
 				break
 			}
