@@ -35,6 +35,7 @@ type validateFlags struct {
 	runs                  []string
 	seed                  int64
 	workers               int
+	capacity              bool
 }
 
 func newValidateCmd(stdio Stdio) *cobra.Command {
@@ -56,12 +57,13 @@ summary.json), each level a row, simulated on the --sim profile. It writes valid
 			if err != nil {
 				return err
 			}
-			results, err := validate.Run(cmd.Context(), rows, f.seed, f.workers)
+			results, err := validate.Run(cmd.Context(), rows, f.seed, f.workers, f.capacity)
 			if err != nil {
 				return err
 			}
 			validate.SetIntervals(results)
-			rep := &validate.Report{Seed: f.seed, Tables: append(tables, f.runs...), Rows: results, Groups: validate.Groups(results)}
+			rep := &validate.Report{Seed: f.seed, Tables: append(tables, f.runs...), Rows: results, Groups: validate.Groups(results),
+				Capacity: validate.SummariseCapacity(results)}
 			if err := validate.WriteText(stdio.Out, rep); err != nil {
 				return err
 			}
@@ -91,6 +93,7 @@ summary.json), each level a row, simulated on the --sim profile. It writes valid
 	fl.StringVar(&f.sim, "sim", "", "the profile (`NAME|FILE`) that predicts the --run folders' server")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of every row's simulation")
 	fl.IntVar(&f.workers, "workers", 0, "rows simulated at once (0: one per CPU)")
+	fl.BoolVar(&f.capacity, "capacity", false, "also answer each row's capacity question where it states its P99 limits (MLPerf): the highest Poisson rate meeting them, against the submitted one (several simulations a row)")
 	fl.StringVar(&f.spreads, "spreads", "", "also write the 90% prediction bands of each group of rows to this `FILE` (internal/predict/spreads.json, which simulate's intervals come from)")
 	fl.StringVar(&f.markdown, "markdown", "", "also write the groups as a Markdown table to this `FILE` (docs/measurements.md's)")
 	return cmd

@@ -58,7 +58,7 @@ func TestValidationGuard(t *testing.T) {
 		}
 		rows = append(rows, r...)
 	}
-	results, err := Run(context.Background(), rows, 1, 0)
+	results, err := Run(context.Background(), rows, 1, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,10 @@ type mlperfExperiment struct {
 	DuplicateOf     string          `json:"duplicate_of"`
 	Workload        mlperfWorkload  `json:"workload"`
 	Measured        map[string]any  `json:"measured"`
+	Constraints     struct {
+		TTFTP99 float64 `json:"ttft_p99_limit_ns"`
+		TPOTP99 float64 `json:"tpot_p99_limit_ns"`
+	} `json:"constraints"`
 }
 
 type mlperfWorkload struct {
@@ -91,6 +95,9 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 	r.Workload = Workload{Rate: e.Workload.TargetQPS, InputTokens: in.dist,
 		OutputTokens: fmt.Sprintf("normal:%.4g:%.4g", out, out/2)}
 	r.Workload.Requests, r.Workload.Warmup = openLoopRequests(e.Workload.TargetQPS)
+	if c := e.Constraints; c.TTFTP99 > 0 && c.TPOTP99 > 0 {
+		r.Limits = &Limits{TTFTP99Ms: c.TTFTP99 / 1e6, TPOTP99Ms: c.TPOTP99 / 1e6, SubmittedRate: e.Workload.TargetQPS}
+	}
 	tp := *e.TP
 	r.Profile = map[string]any{
 		"model": model, "gpu": gpu,

@@ -20,6 +20,8 @@ type Report struct {
 	Tables []string      `json:"tables"`
 	Rows   []Result      `json:"rows"`
 	Groups []GroupResult `json:"groups"`
+	// Capacity summarises the rows' capacity answers (validate --capacity).
+	Capacity *CapacitySummary `json:"capacity,omitempty"`
 }
 
 // GroupResult is a group's error per figure over its simulated rows.
@@ -38,8 +40,9 @@ type FigureError struct {
 	WorstPct  float64 `json:"worst_pct"`
 }
 
-// Run simulates every row, workers rows at a time (0: one per CPU), in the rows' order.
-func Run(ctx context.Context, rows []Row, seed int64, workers int) ([]Result, error) {
+// Run simulates every row, workers rows at a time (0: one per CPU), in the rows' order,
+// and with capacity answers the capacity question of each row that states its limits.
+func Run(ctx context.Context, rows []Row, seed int64, workers int, capacity bool) ([]Result, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -56,6 +59,9 @@ func Run(ctx context.Context, rows []Row, seed int64, workers int) ([]Result, er
 		wg.Go(func() {
 			for i := range next {
 				results[i], errs[i] = Simulate(ctx, rows[i], seed, tmp)
+				if capacity && errs[i] == nil && results[i].Skipped == "" {
+					results[i].Capacity, errs[i] = FindCapacity(ctx, rows[i], seed, tmp)
+				}
 			}
 		})
 	}

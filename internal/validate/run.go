@@ -38,6 +38,9 @@ type Result struct {
 	Interval    map[string][2]float64 `json:"interval"`
 	Assumptions []string              `json:"assumptions,omitempty"`
 	Skipped     string                `json:"skipped,omitempty"`
+	// Capacity is the row's capacity question answered (validate --capacity; rows that
+	// state their limits).
+	Capacity *Capacity `json:"capacity,omitempty"`
 }
 
 // Simulate runs row r's workload on its deployment through bench.Run with bench.Virtual,
@@ -50,22 +53,39 @@ func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error
 		res.Skipped = r.Skip
 		return res, nil
 	}
+	lv, skip, err := simulateLevel(ctx, r, r.Workload, false, seed, tmp)
+	if err != nil || skip != "" {
+		res.Skipped = skip
+		return res, err
+	}
+	if res.Predicted, err = Figures(lv, r.Measured); err != nil {
+		return res, fmt.Errorf("row %s: %w", r.ID, err)
+	}
+	res.ErrorPct = errorPct(res.Predicted, r.Measured)
+	return res, nil
+}
+
+// simulateLevel runs workload w on row r's deployment and returns its one level, or why
+// the simulator refuses the row (skip). judged keeps the over-saturation rule, which ends
+// a level the deployment cannot keep up with; a row compared with its measurement runs
+// without it (a level ended early describes a shorter run than the one measured).
+func simulateLevel(ctx context.Context, r Row, w Workload, judged bool, seed int64, tmp string) (lv *report.Level, skip string, err error) {
 	p, err := rowProfile(r)
 	if err != nil {
-		res.Skipped = "the simulator refuses the profile: " + err.Error()
-		return res, nil
+		return nil, "the simulator refuses the profile: " + err.Error(), nil
 	}
-	wc, lvl, err := rowWorkload(r.Workload, seed)
+	wc, lvl, err := rowWorkload(w, seed)
 	if err != nil {
-		return res, fmt.Errorf("row %s: %w", r.ID, err)
+		return nil, "", fmt.Errorf("row %s: %w", r.ID, err)
 	}
+	lvl.DetectSaturation = judged
 	src, err := workload.New(wc, nil)
 	if err != nil {
-		return res, fmt.Errorf("row %s: %w", r.ID, err)
+		return nil, "", fmt.Errorf("row %s: %w", r.ID, err)
 	}
 	dir, err := os.MkdirTemp(tmp, "row-")
 	if err != nil {
-		return res, err
+		return nil, "", err
 	}
 	defer os.RemoveAll(dir)
 	cfg := bench.Config{Levels: []load.Level{lvl}, Repeat: 1, Seed: seed,
@@ -74,23 +94,18 @@ func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error
 		Console: bench.Console{Out: io.Discard, Quiet: true}}
 	out, err := bench.Run(ctx, cfg, time.Unix(0, 0), bench.Virtual(p, seed, &bench.Sources{Workload: wc, First: src}, nil, nil))
 	if err != nil {
-		return res, fmt.Errorf("row %s: %w", r.ID, err)
+		return nil, "", fmt.Errorf("row %s: %w", r.ID, err)
 	}
 	var de *bench.DeployError
 	switch {
 	case errors.As(out.Err, &de):
-		res.Skipped = "the simulator refuses the deployment: " + de.Err.Error()
-		return res, nil
+		return nil, "the simulator refuses the deployment: " + de.Err.Error(), nil
 	case out.Err != nil:
-		return res, fmt.Errorf("row %s: %w", r.ID, out.Err)
+		return nil, "", fmt.Errorf("row %s: %w", r.ID, out.Err)
 	case len(out.Summary.Levels) != 1:
-		return res, fmt.Errorf("row %s: the simulation ended with no level", r.ID)
+		return nil, "", fmt.Errorf("row %s: the simulation ended with no level", r.ID)
 	}
-	if res.Predicted, err = Figures(&out.Summary.Levels[0], r.Measured); err != nil {
-		return res, fmt.Errorf("row %s: %w", r.ID, err)
-	}
-	res.ErrorPct = errorPct(res.Predicted, r.Measured)
-	return res, nil
+	return &out.Summary.Levels[0], "", nil
 }
 
 // rowProfile is the row's deployment as simulate would load it from a --sim file.
@@ -123,9 +138,6 @@ func rowWorkload(w Workload, seed int64) (workload.Config, load.Level, error) {
 	}
 	wc := workload.Config{InputTokens: in, OutputTokens: out, Seed: seed, LengthsOnly: true}
 	lvl := bench.FinishLevel(load.Level{Concurrency: w.Concurrency, Rate: w.Rate, Warmup: w.Warmup}, 0, w.Requests, seed, 0)
-	// A row is compared, not judged: the saturation rule would end an overloaded row
-	// early, and its figures then would be of a shorter run than the one measured.
-	lvl.DetectSaturation = false
 	return wc, lvl, nil
 }
 

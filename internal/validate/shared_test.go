@@ -59,7 +59,7 @@ func TestSharedGroundtruth(t *testing.T) {
 		for i := range rows {
 			rows[i].Workload.Requests, rows[i].Workload.Warmup = min(rows[i].Workload.Requests, 50), 0
 		}
-		results, err := Run(context.Background(), rows, 1, 0)
+		results, err := Run(context.Background(), rows, 1, 0, false)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}

@@ -26,9 +26,21 @@ type Row struct {
 	ProfileFile string             `json:"profile_file,omitempty"`
 	Workload    Workload           `json:"workload"`
 	Measured    map[string]float64 `json:"measured"`
+	// Limits, where the source states them, are the latency limits the run was held to and
+	// the rate it was submitted at: a capacity-planning question with a known answer
+	// (validate --capacity).
+	Limits *Limits `json:"limits,omitempty"`
 	// Assumptions are the facts the source lacks that the row takes, each with why.
 	Assumptions []string `json:"assumptions,omitempty"`
 	Skip        string   `json:"skip,omitempty"`
+}
+
+// Limits are a row's P99 latency limits, ms, and the highest Poisson rate the submitter
+// found to meet them (MLPerf's Server and Interactive scenarios: the submitted QPS).
+type Limits struct {
+	TTFTP99Ms     float64 `json:"ttft_p99_ms"`
+	TPOTP99Ms     float64 `json:"tpot_p99_ms"`
+	SubmittedRate float64 `json:"submitted_rate"`
 }
 
 // Source is where a row's figures were copied from.

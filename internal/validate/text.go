@@ -34,6 +34,9 @@ func WriteText(w io.Writer, rep *Report) error {
 			}
 			fmt.Fprintf(w, "  %-20s %12s %12s %8s%%\n", k, num(p), num(m), pct(r.ErrorPct[k]))
 		}
+		if c := r.Capacity; c != nil {
+			fmt.Fprintf(w, "  %-20s %12s %12s %8s%%\n", "capacity (req/s)", num(c.PredictedRate), num(c.SubmittedRate), pct(c.ErrorPct))
+		}
 	}
 	if len(skipped) > 0 {
 		fmt.Fprintf(w, "\nSkipped %d of %d rows:\n", len(skipped), len(rep.Rows))
@@ -42,6 +45,11 @@ func WriteText(w io.Writer, rep *Report) error {
 		}
 	}
 	writeGroups(w, rep.Groups)
+	if c := rep.Capacity; c != nil {
+		fmt.Fprintln(w, "\n"+report.Wrap(fmt.Sprintf("Capacity: the highest Poisson rate meeting each row's P99 limits, against its submitted rate, "+
+			"over %d rows: median |error| %.1f%% (median %+.1f%%); over-predicted by more than 25%% (a fleet bought too small) in %d",
+			c.Rows, c.MedianAbsPct, c.MedianPct, c.OverPredicted25), 0, 2, report.ConsoleWidth))
+	}
 	return nil
 }
 

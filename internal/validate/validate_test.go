@@ -69,7 +69,7 @@ func TestRefusedAndSkippedRowsSayWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := Run(context.Background(), rows, 1, 2)
+	results, err := Run(context.Background(), rows, 1, 2, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,10 +110,14 @@ func TestMLPerfConversion(t *testing.T) {
 	 "serving_settings": {"gpu_batch_size": [2048], "max_num_tokens": [3584]},
 	 "workload": {"scenario": "Server", "target_qps": 100, "dataset": "OpenOrca",
 	  "mean_output_tokens_accuracy_run": "ROUGE1: 44  TOKENS_PER_SAMPLE: 280.0"},
-	 "measured": {"ttft_p50_ns": 250000000, "tpot_p99_ns": 40000000, "completed_tokens_per_s": 28000}}`
+	 "measured": {"ttft_p50_ns": 250000000, "tpot_p99_ns": 40000000, "completed_tokens_per_s": 28000},
+	 "constraints": {"ttft_p99_limit_ns": 2000000000, "tpot_p99_limit_ns": 200000000}}`
 	r, err := mlperfRow(json.RawMessage(exp))
 	if err != nil || r.Skip != "" {
 		t.Fatalf("%v %s", err, r.Skip)
+	}
+	if r.Limits == nil || *r.Limits != (Limits{TTFTP99Ms: 2000, TPOTP99Ms: 200, SubmittedRate: 100}) {
+		t.Errorf("limits %+v: want the scenario's P99 limits and the submitted QPS", r.Limits)
 	}
 	dep := r.Profile["deployment"].(map[string]any)
 	if r.Profile["model"] != "llama-2-70b" || r.Profile["gpu"] != "b200" || dep["tp"] != 2 || dep["replicas"] != 4 || dep["weight_dtype"] != "nvfp4" {
@@ -251,5 +255,33 @@ func TestSetIntervalsLeavesTheSourceOut(t *testing.T) {
 	WriteCoverage(&buf, results)
 	if !strings.Contains(buf.String(), "each source left out in turn") {
 		t.Errorf("coverage: %s", buf.String())
+	}
+}
+
+// A capacity answer is the highest rate, to 5 %, that met the limits: the simulator met
+// them there, and missed them at a rate at most 5 % above (or the search's reach).
+func TestFindCapacity(t *testing.T) {
+	r := Row{ID: "capacity", Profile: map[string]any{"model": "llama-3.1-8b", "gpu": "h100"},
+		Workload: Workload{Rate: 10, InputTokens: "512", OutputTokens: "128", Requests: 2000, Warmup: 500},
+		Limits:   &Limits{TTFTP99Ms: 1000, TPOTP99Ms: 15, SubmittedRate: 10}}
+	c, err := FindCapacity(context.Background(), r, 1, t.TempDir())
+	if err != nil || c == nil {
+		t.Fatalf("capacity %+v, %v", c, err)
+	}
+	var met, above bool
+	for _, p := range c.Probes {
+		met = met || p.Met && p.Rate == c.PredictedRate && p.TPOTP99Ms <= 15 && p.TTFTP99Ms <= 1000
+		above = above || !p.Met && p.Rate > c.PredictedRate && p.Rate <= c.PredictedRate*1.05+1e-9
+	}
+	if !met || !above || c.PredictedRate <= 0 || c.PredictedRate >= capacityReach*10 {
+		t.Fatalf("predicted %.3g req/s from probes %+v: want a met rate with a missed one within 5%% above", c.PredictedRate, c.Probes)
+	}
+	if want := 100 * (c.PredictedRate - 10) / 10; math.Abs(c.ErrorPct-want) > 1e-9 {
+		t.Errorf("error %.2f%%, want %.2f%%", c.ErrorPct, want)
+	}
+	t.Logf("capacity %.3g req/s in %d probes", c.PredictedRate, len(c.Probes))
+	s := SummariseCapacity([]Result{{Capacity: &Capacity{ErrorPct: -10}}, {Capacity: &Capacity{ErrorPct: 40}}, {Capacity: &Capacity{ErrorPct: -30}}, {}})
+	if s == nil || s.Rows != 3 || s.OverPredicted25 != 1 || s.MedianPct != -10 || s.MedianAbsPct != 30 {
+		t.Errorf("summary %+v: want 3 rows, median -10%%, median |error| 30%%, one over-predicted", s)
 	}
 }
