@@ -90,9 +90,6 @@ func (c *Conversations) shareOfRange(lo, hi int) int {
 	return n
 }
 
-// nextIndex is the request index of the next conversation's first turn.
-func (c *Conversations) nextIndex() int { return (c.shard + c.n*c.k) * c.turns }
-
 // Turns is the number of turns of each conversation.
 func (c *Conversations) Turns() int { return c.turns }
 

@@ -206,7 +206,7 @@ func (w *windows) span(from, to time.Duration) (lo, hi int64, accs []*windowAcc)
 }
 
 // Window returns the figures of the requests that finished in [from, to) (offsets from
-// the run's start), rounded out to whole buckets (their width is WindowWidth): outcome
+// the run's start), rounded out to whole buckets (their width doubles as a level grows): outcome
 // counts, tokens, throughputs over the window's length, the mean in-flight requests,
 // every metric's statistics with confidence intervals by batch means over the window
 // (batch.go), and the SLO verdict on the window's requests (the per-token metrics, which
@@ -267,9 +267,6 @@ func (a *Aggregator) Window(from, to time.Duration) Level {
 	setStats(&lv, dists, a.present, a.skip, a.cfg.percentiles(), accs)
 	return lv
 }
-
-// WindowWidth is the buckets' width now (it doubles as a level grows).
-func (a *Aggregator) WindowWidth() time.Duration { return a.windows.width }
 
 // series returns, for the buckets from the level's first to its last, the output tokens
 // emitted and the mean requests in flight in each, and the first bucket's index.

@@ -276,15 +276,13 @@ func Equivalent(a, b Candidate) bool {
 	return hi <= lo*closeEnough
 }
 
-// rank orders candidates meeting the SLOs first, cheapest first (an unpriced one after
-// the priced), then by fewer GPUs, then by more headroom — but where the headrooms are
-// within the searches' precision (Equivalent), by more replicas (losing one costs a smaller
-// share of the fleet) — then by a lower cost per output token; the others keep the space's
-// order. TieBreak says it in words.
-func rank(a, b Candidate) int { return ranker(ObjectiveCost)(a, b) }
-
-// ranker is rank for an objective: ObjectiveEnergy puts the least power at the traffic
-// first (an estimate-less candidate after those with one), then rank's order.
+// ranker orders candidates for an objective: those meeting the SLOs first, cheapest first
+// (an unpriced one after the priced), then by fewer GPUs, then by more headroom — but
+// where the headrooms are within the searches' precision (Equivalent), by more replicas
+// (losing one costs a smaller share of the fleet) — then by a lower cost per output token;
+// the others keep the space's order. TieBreak says it in words. ObjectiveEnergy puts the
+// least power at the traffic first (an estimate-less candidate after those with one), then
+// that order.
 func ranker(objective string) func(a, b Candidate) int {
 	return func(a, b Candidate) int {
 		if a.MeetsSLO != b.MeetsSLO {

@@ -401,8 +401,6 @@ func TestHTMLShowsConsoleFigures(t *testing.T) {
 	}
 }
 
-func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
-
 func TestSecretKeyNames(t *testing.T) {
 	for _, k := range []string{"api_key", "apiKey", "API-KEY", "x-api-key", "Authorization", "cookie", "token", "openai_api_key", "client_secret", "password", "access_token"} {
 		if !secretKey.MatchString(k) {

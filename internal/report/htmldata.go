@@ -298,10 +298,6 @@ func (c *Collector) Endpoints(i int, urls []string) []Endpoint {
 	return out
 }
 
-// Aggregator returns level i's aggregator (nil when it has no records), for figures over
-// a sub-window of the level (metrics.Config.Window).
-func (c *Collector) Aggregator(i int) *metrics.Aggregator { return c.levels[i] }
-
 // Charts builds report.html's per-request data from the summary's levels (whose figures
 // came from this collector's Level) and the series over time.
 func (c *Collector) Charts(sum *Summary) *Charts {

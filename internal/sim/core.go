@@ -241,9 +241,6 @@ func (c *core) process(t time.Duration) {
 	}
 }
 
-// idle reports whether nothing is in flight or queued.
-func (c *core) idle() bool { return c.nLive == 0 }
-
 // startPrefills hands queued sequences to free prefill workers (disaggregated).
 func (c *core) startPrefills(t time.Duration) {
 	for c.prefillQ.len() > 0 && (c.cfg.PrefillWorkers == 0 || len(c.pool) < c.cfg.PrefillWorkers) {

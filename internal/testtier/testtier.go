@@ -27,10 +27,6 @@ func Accuracy(t testing.TB, what string) {
 	}
 }
 
-// Quick reports whether -short asks for the quick loop, for a test that shrinks under it
-// rather than skipping.
-func Quick() bool { return testing.Short() }
-
 // Long skips t under -short: a slow test that asserts no wall-clock bound, left out of the
 // quick loop while editing but part of the default tier.
 func Long(t testing.TB, why string) {

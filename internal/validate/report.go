@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"slices"
 	"sort"
 	"sync"
 )
@@ -129,28 +128,4 @@ func summarise(es []float64) FigureError {
 		med = (abs[n/2-1] + abs[n/2]) / 2
 	}
 	return FigureError{N: n, MedianPct: med, WorstPct: worst}
-}
-
-// FigureNames are the figures of a set of results, the headline first, then the rest sorted.
-func FigureNames(results []Result) []string {
-	seen := map[string]bool{}
-	for _, r := range results {
-		for k := range r.ErrorPct {
-			seen[k] = true
-		}
-	}
-	var rest []string
-	for k := range seen {
-		if !slices.Contains(Headline, k) {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	var out []string
-	for _, k := range Headline {
-		if seen[k] {
-			out = append(out, k)
-		}
-	}
-	return append(out, rest...)
 }

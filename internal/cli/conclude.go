@@ -15,14 +15,6 @@ import (
 	"github.com/llmbench/llmbench/internal/search"
 )
 
-// execute runs cfg's benchmark with runLevel (bench.Run).
-func execute(ctx context.Context, stdio Stdio, cfg *benchConfig, start time.Time, runLevel bench.LevelRunner) error {
-	writingResults(cfg.outputDir)
-	defer writingResults("")
-	out, err := bench.Run(ctx, cfg.bench(stdio), start, runLevel)
-	return cfg.conclude(ctx, stdio, out, err)
-}
-
 // conclude says what the console says after a run, and maps its outcome, or the error
 // that kept it from running, to an exit code.
 func (c *benchConfig) conclude(ctx context.Context, stdio Stdio, out bench.Outcome, err error) error {
