@@ -298,11 +298,11 @@ const openRateFar = 1.5
 // standard deviations); zero for a dataset that brings its own lengths.
 func distRange(d workload.Dist) [2]int {
 	switch d.Kind {
-	case "fixed":
+	case workload.DistFixed:
 		return [2]int{int(d.A), int(d.A)}
-	case "uniform":
+	case workload.DistUniform:
 		return [2]int{int(d.A), int(d.B)}
-	case "normal":
+	case workload.DistNormal:
 		return [2]int{max(1, int(d.A-3*d.B)), int(d.A + 3*d.B)}
 	}
 	return [2]int{}

@@ -35,9 +35,9 @@ const MaxCallsCap = 1000
 // maxCalls is the most parent calls a task can have.
 func (a Agent) maxCalls() int {
 	switch a.Calls.Kind {
-	case "uniform":
+	case DistUniform:
 		return int(a.Calls.B)
-	case "normal":
+	case DistNormal:
 		return min(MaxCallsCap, int(math.Ceil(a.Calls.A+4*a.Calls.B)))
 	}
 	return int(a.Calls.A)

@@ -18,12 +18,22 @@ const MaxTokens = 10_000_000
 // Dist is a token-length distribution: fixed N, uniform:A:B (inclusive) or normal:MEAN:STD.
 // Samples are rounded and clamped to 1..MaxTokens. The zero Dist means "not given".
 type Dist struct {
-	Kind string  // "fixed", "uniform" or "normal"
+	Kind DistKind
 	A, B float64 // fixed: A; uniform: A..B; normal: mean A, std B
 }
 
+// DistKind is a distribution's shape, as ParseDist reads it.
+type DistKind string
+
+// Distribution kinds.
+const (
+	DistFixed   DistKind = "fixed"   // always A
+	DistUniform DistKind = "uniform" // A..B
+	DistNormal  DistKind = "normal"  // mean A, standard deviation B
+)
+
 // Fixed returns the distribution that always yields n.
-func Fixed(n int) Dist { return Dist{Kind: "fixed", A: float64(n)} }
+func Fixed(n int) Dist { return Dist{Kind: DistFixed, A: float64(n)} }
 
 // ParseDist parses "512", "uniform:A:B" or "normal:MEAN:STD"; errors name the bad part
 // and the allowed range.
@@ -46,22 +56,22 @@ func ParseDist(s string) (Dist, error) {
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return Dist{}, fmt.Errorf("%q: want N, uniform:A:B or normal:MEAN:STD", s)
 		}
-		d = Dist{Kind: "fixed", A: v}
-	case parts[0] == "uniform" && len(parts) == 3:
+		d = Dist{Kind: DistFixed, A: v}
+	case parts[0] == string(DistUniform) && len(parts) == 3:
 		a, errA := num(1, "low bound")
 		b, errB := num(2, "high bound")
 		if err := errors.Join(errA, errB); err != nil {
 			return Dist{}, err
 		}
-		d = Dist{Kind: "uniform", A: a, B: b}
-	case parts[0] == "normal" && len(parts) == 3:
+		d = Dist{Kind: DistUniform, A: a, B: b}
+	case parts[0] == string(DistNormal) && len(parts) == 3:
 		m, errM := num(1, "mean")
 		sd, errS := num(2, "standard deviation")
 		if err := errors.Join(errM, errS); err != nil {
 			return Dist{}, err
 		}
-		d = Dist{Kind: "normal", A: m, B: sd}
-	case parts[0] == "uniform" || parts[0] == "normal":
+		d = Dist{Kind: DistNormal, A: m, B: sd}
+	case parts[0] == string(DistUniform) || parts[0] == string(DistNormal):
 		return Dist{}, fmt.Errorf("%q: %s takes two numbers (%s:A:B)", s, parts[0], parts[0])
 	default:
 		return Dist{}, fmt.Errorf("%q: unknown distribution %q (want N, uniform:A:B or normal:MEAN:STD)", s, parts[0])
@@ -86,15 +96,15 @@ func (d Dist) Validate() error {
 		return nil
 	}
 	switch d.Kind {
-	case "fixed":
+	case DistFixed:
 		return whole("length", d.A, 1)
-	case "uniform":
+	case DistUniform:
 		err := errors.Join(whole("low bound", d.A, 1), whole("high bound", d.B, 1))
 		if err == nil && d.B < d.A {
 			err = fmt.Errorf("high bound %s is below low bound %s", fmtNum(d.B), fmtNum(d.A))
 		}
 		return err
-	case "normal":
+	case DistNormal:
 		var errs []error
 		if !(d.A >= 1 && d.A <= MaxTokens) {
 			errs = append(errs, fmt.Errorf("mean %s must be in 1..%d", fmtNum(d.A), MaxTokens))
@@ -114,9 +124,9 @@ func (d Dist) Validate() error {
 func (d Dist) Sample(r *rand.Rand) int {
 	var v float64
 	switch d.Kind {
-	case "uniform":
+	case DistUniform:
 		v = d.A + float64(r.Int64N(int64(d.B-d.A)+1))
-	case "normal":
+	case DistNormal:
 		v = math.Round(d.A + d.B*r.NormFloat64())
 	default:
 		v = d.A
@@ -128,7 +138,7 @@ func (d Dist) Sample(r *rand.Rand) int {
 // Min is the smallest length d can yield (1 for a normal, whose tail is clamped).
 func (d Dist) Min() int {
 	switch d.Kind {
-	case "fixed", "uniform":
+	case DistFixed, DistUniform:
 		return max(1, int(d.A))
 	}
 	return 1
@@ -136,7 +146,7 @@ func (d Dist) Min() int {
 
 // Mean is the distribution's nominal mean.
 func (d Dist) Mean() float64 {
-	if d.Kind == "uniform" {
+	if d.Kind == DistUniform {
 		return (d.A + d.B) / 2
 	}
 	return d.A
@@ -145,10 +155,10 @@ func (d Dist) Mean() float64 {
 // String gives the flag syntax back, which ParseDist reads as d again.
 func (d Dist) String() string {
 	switch d.Kind {
-	case "fixed":
+	case DistFixed:
 		return fmtNum(d.A)
-	case "uniform", "normal":
-		return d.Kind + ":" + fmtNum(d.A) + ":" + fmtNum(d.B)
+	case DistUniform, DistNormal:
+		return string(d.Kind) + ":" + fmtNum(d.A) + ":" + fmtNum(d.B)
 	}
 	return ""
 }
