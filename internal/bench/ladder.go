@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -207,10 +208,10 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 		}
 		gpumetrics.WriteConsole(out, l.GPU)
 		if h := l.PrefixCacheHits; h != nil && *h > 0 && report.PrefixHitsFlatter(r.sum.Workload) {
-			fmt.Fprintln(out, report.Wrap(report.PrefixHitsText(*h), 0, 2, report.ConsoleWidth))
+			fmt.Fprintln(out, console.Wrap(report.PrefixHitsText(*h), 0, 2, console.Width))
 		}
 		if why := report.ClientBehind(l.Level); why != "" {
-			fmt.Fprintln(out, report.Wrap(report.ClientBehindText(why), 0, 2, report.ConsoleWidth))
+			fmt.Fprintln(out, console.Wrap(report.ClientBehindText(why), 0, 2, console.Width))
 		}
 	}
 	return &r.sum.Levels[len(r.sum.Levels)-1], err

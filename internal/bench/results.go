@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 )
@@ -21,15 +22,15 @@ func WriteResults(dir, resultFormat string, sum *report.Summary, col *report.Col
 		return err
 	}
 	errs := []error{
-		report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { _, err := w.Write(js.Bytes()); return err }),
-		report.WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return report.WriteCSV(w, sum) }),
-		report.WriteFileAtomic(filepath.Join(dir, "report.html"), func(w io.Writer) error {
+		atomicfile.Write(filepath.Join(dir, "summary.json"), func(w io.Writer) error { _, err := w.Write(js.Bytes()); return err }),
+		atomicfile.Write(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return report.WriteCSV(w, sum) }),
+		atomicfile.Write(filepath.Join(dir, "report.html"), func(w io.Writer) error {
 			return report.WriteHTML(w, sum, col.Charts(sum))
 		}),
 	}
 	if resultFormat == "vllm" {
 		for i := range sum.Levels {
-			errs = append(errs, report.WriteFileAtomic(filepath.Join(dir, report.VLLMFile(sum, i)), func(w io.Writer) error {
+			errs = append(errs, atomicfile.Write(filepath.Join(dir, report.VLLMFile(sum, i)), func(w io.Writer) error {
 				return report.WriteVLLM(w, sum, i, col.VLLMRequests(i))
 			}))
 		}
@@ -71,5 +72,5 @@ func RunFiles(dir string) []string {
 
 // writeSummaryJSON writes dir/summary.json atomically.
 func writeSummaryJSON(dir string, sum *report.Summary) error {
-	return report.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return report.WriteJSON(w, sum) })
+	return atomicfile.Write(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return report.WriteJSON(w, sum) })
 }

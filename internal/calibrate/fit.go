@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
-	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -1070,7 +1070,7 @@ func describe(ss []Setting) string {
 	for _, s := range ss {
 		head := fmt.Sprintf("  %-33s %-10s ", s.Key, s.Value)
 		// How a setting was found wraps under itself, so the table stays within a terminal.
-		fmt.Fprintf(&b, "%s%s\n", head, report.Wrap(s.How, len(head), len(head), report.ConsoleWidth))
+		fmt.Fprintf(&b, "%s%s\n", head, console.Wrap(s.How, len(head), len(head), console.Width))
 	}
 	return b.String()
 }

@@ -10,9 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmbench/llmbench/internal/chart"
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/metrics"
-	"github.com/llmbench/llmbench/internal/report"
 )
 
 // Schema names calibration.json's format.
@@ -311,29 +311,29 @@ func (r *Result) Console(w io.Writer) {
 				fmt.Fprintf(w, "  of %s: none held out\n", k.name)
 				continue
 			}
-			fmt.Fprintln(w, "  "+report.Wrap(fmt.Sprintf("of %s (%d): %s", k.name, k.e.Points, judged(k.e.Pct, "; ")), 2, 4, report.ConsoleWidth))
+			fmt.Fprintln(w, "  "+console.Wrap(fmt.Sprintf("of %s (%d): %s", k.name, k.e.Points, judged(k.e.Pct, "; ")), 2, 4, console.Width))
 		}
 	}
 	fmt.Fprintln(w, wrapLine("In-sample error (the profile written, every point; largest): "+judged(r.InSample.Pct, "; ")))
 	if ms := r.misses(); len(ms) > 0 {
 		fmt.Fprintf(w, "Missed by more than %d × the stated error:\n", missFactor)
 		for _, m := range ms {
-			fmt.Fprintln(w, "  "+report.Wrap(m.String(), 2, 4, report.ConsoleWidth))
+			fmt.Fprintln(w, "  "+console.Wrap(m.String(), 2, 4, console.Width))
 		}
 	}
 	fmt.Fprintln(w, wrapLine(fmt.Sprintf("Verdict (a load is trusted where its points' TTFT and TPOT P50 are within %d%%; held-out points by the fit made without them):", trustPct)))
 	for _, l := range r.verdict() {
-		fmt.Fprintln(w, "  "+report.Wrap(l, 2, 4, report.ConsoleWidth))
+		fmt.Fprintln(w, "  "+console.Wrap(l, 2, 4, console.Width))
 	}
 	fmt.Fprintln(w, wrapLine(r.PaceDrift.String()))
 }
 
 // nameWidth is the widest a point's name is printed: 100 columns less the figures'.
-const nameWidth = report.ConsoleWidth - 71
+const nameWidth = console.Width - 71
 
 // wrapLine folds a line of the fit's summary within the console's width, its follow-on
 // lines indented.
-func wrapLine(s string) string { return report.Wrap(s, 0, 2, report.ConsoleWidth) }
+func wrapLine(s string) string { return console.Wrap(s, 0, 2, console.Width) }
 
 // label is a figure as the console and the report name it: the registry's short name
 // and the percentile, "TTFT P50".

@@ -14,13 +14,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
-	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
@@ -201,15 +202,15 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	header := fmt.Sprintf("Fitted by llmbench %s calibrate to %s (model %s) on %s.\nllmbench simulate --sim %s ... predicts it; %s says how well.",
 		Version, src.URL, src.Model, time.Now().UTC().Format(time.DateOnly), profile, filepath.Base(jsPath))
 	errs := []error{
-		report.WriteFileAtomic(profile, func(w io.Writer) error { _, err := w.Write(res.Profile.YAML(header)); return err }),
-		report.WriteFileAtomic(jsPath, func(w io.Writer) error { return res.WriteJSON(w, Version, profile) }),
-		report.WriteFileAtomic(htmlPath, func(w io.Writer) error { return res.WriteHTML(w, "llmbench calibration: "+filepath.Base(profile)) }),
+		atomicfile.Write(profile, func(w io.Writer) error { _, err := w.Write(res.Profile.YAML(header)); return err }),
+		atomicfile.Write(jsPath, func(w io.Writer) error { return res.WriteJSON(w, Version, profile) }),
+		atomicfile.Write(htmlPath, func(w io.Writer) error { return res.WriteHTML(w, "llmbench calibration: "+filepath.Base(profile)) }),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return withCode(ExitFailure, err)
 	}
 	res.Console(stdio.Out)
-	fmt.Fprintf(stdio.Out, "\n%s\n", report.Wrap(fmt.Sprintf("Profile: %s (report: %s, %s)", profile, jsPath, htmlPath), 0, 2, report.ConsoleWidth))
+	fmt.Fprintf(stdio.Out, "\n%s\n", console.Wrap(fmt.Sprintf("Profile: %s (report: %s, %s)", profile, jsPath, htmlPath), 0, 2, console.Width))
 	return nil
 }
 
@@ -339,7 +340,7 @@ func readLimits(ctx context.Context, stdio Stdio, f *calibrateFlags, side *http.
 		}
 	}
 	if !f.quiet {
-		fmt.Fprintln(stdio.Out, report.Wrap(fmt.Sprintf("The server has %d slots of %d tokens, a KV cache of %d tokens (%s)", pub.Slots, pub.SeqTokens, pub.ContextTokens, pub.How), 0, 2, report.ConsoleWidth))
+		fmt.Fprintln(stdio.Out, console.Wrap(fmt.Sprintf("The server has %d slots of %d tokens, a KV cache of %d tokens (%s)", pub.Slots, pub.SeqTokens, pub.ContextTokens, pub.How), 0, 2, console.Width))
 	}
 	return pub, nil
 }
@@ -366,7 +367,7 @@ func probeTokenizer(ctx context.Context, stdio Stdio, f *calibrateFlags, side *h
 		if slotContext {
 			msg += ", within 70% of a slot's context"
 		}
-		fmt.Fprintln(stdio.Out, report.Wrap(msg, 0, 2, report.ConsoleWidth))
+		fmt.Fprintln(stdio.Out, console.Wrap(msg, 0, 2, console.Width))
 	}
 	return "o200k_base", nil
 }
@@ -447,7 +448,7 @@ func stepHint(step calibrate.Step, tok string) string {
 // trace's path, "" for a step without one.
 func (p *prober) writeStepFiles(step calibrate.Step, out string) (string, error) {
 	if p.pub.Slots > 0 {
-		if err := report.WriteFileAtomic(filepath.Join(out, calibrate.PublishedFile), func(w io.Writer) error { return p.pub.Write(w) }); err != nil {
+		if err := atomicfile.Write(filepath.Join(out, calibrate.PublishedFile), func(w io.Writer) error { return p.pub.Write(w) }); err != nil {
 			return "", err
 		}
 	}
@@ -455,7 +456,7 @@ func (p *prober) writeStepFiles(step calibrate.Step, out string) (string, error)
 		return "", nil
 	}
 	trace := filepath.Join(out, "trace.jsonl")
-	return trace, report.WriteFileAtomic(trace, func(w io.Writer) error { return calibrate.WriteTrace(w, step.Trace) })
+	return trace, atomicfile.Write(trace, func(w io.Writer) error { return calibrate.WriteTrace(w, step.Trace) })
 }
 
 // stepConfig is probe step n as a run into folder out, with run's defaults for what the

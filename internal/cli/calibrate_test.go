@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/calibrate"
-	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/testtier"
 )
@@ -309,7 +309,7 @@ func TestSimulateStatesItsPaceSensitivity(t *testing.T) {
 				}
 			}
 			for _, l := range strings.Split(stdout, "\n") {
-				if n := utf8.RuneCountInString(l); n > report.ConsoleWidth {
+				if n := utf8.RuneCountInString(l); n > console.Width {
 					t.Errorf("a line of %d columns:\n%s", n, l)
 				}
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/console"
 )
 
 // Exit codes.
@@ -155,7 +155,7 @@ func findCommand(root *cobra.Command, args []string) error {
 // Flag usages wrapped to the console's width, their text under their own column. cobra
 // keeps template functions in one global map: registered once, not by each Main.
 func init() {
-	cobra.AddTemplateFunc("wrappedFlagUsages", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(report.ConsoleWidth) })
+	cobra.AddTemplateFunc("wrappedFlagUsages", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(console.Width) })
 }
 
 func newRoot(stdio Stdio) *cobra.Command {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -64,7 +64,7 @@ shared, and fed back with --dataset jsonl:FILE.`,
 			if output == "-" {
 				return write(stdio.Out)
 			}
-			if err := report.WriteFileAtomic(output, write); err != nil {
+			if err := atomicfile.Write(output, write); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdio.Err, "wrote %d requests to %s\n", n, output)

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/console"
 )
 
 // foldNotes writes to w, folding each "note: ", "warning: " and error ("llmbench: ") line longer than
-// report.ConsoleWidth at spaces, its continuation lines indented under the text, so that
+// console.Width at spaces, its continuation lines indented under the text, so that
 // a command's notes fit a terminal. A write that is not whole lines (a progress line
 // redrawn with \r) passes as it is.
 type foldNotes struct{ w io.Writer }
@@ -41,19 +41,19 @@ func (f foldNotes) Write(p []byte) (int, error) {
 
 // foldNote folds one line if it is a long note or warning.
 func foldNote(line string) string {
-	if utf8.RuneCountInString(line) <= report.ConsoleWidth {
+	if utf8.RuneCountInString(line) <= console.Width {
 		return line
 	}
 	for _, prefix := range []string{"note: ", "warning: ", "llmbench: "} {
 		if rest, ok := strings.CutPrefix(line, prefix); ok {
-			return prefix + report.Wrap(rest, len(prefix), len(prefix), report.ConsoleWidth)
+			return prefix + console.Wrap(rest, len(prefix), len(prefix), console.Width)
 		}
 	}
 	return line
 }
 
 // shellFold breaks a shell command (starting at column first) before its flags into lines
-// within report.ConsoleWidth, each but the last ending in " \", the others indented by two
+// within console.Width, each but the last ending in " \", the others indented by two
 // more: a command to copy that fits a terminal.
 func shellFold(cmd string, first int) string {
 	words := strings.Fields(cmd)
@@ -70,7 +70,7 @@ func shellFold(cmd string, first int) string {
 	col := first
 	for i, p := range parts {
 		n := utf8.RuneCountInString(p)
-		if i > 0 && col+1+n+2 > report.ConsoleWidth {
+		if i > 0 && col+1+n+2 > console.Width {
 			b.WriteString(" \\\n" + pad)
 			col = len(pad)
 		} else if i > 0 {

@@ -16,10 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/atomicfile"
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/plan"
-	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -361,9 +362,9 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	if unit == "" {
 		unit = "req/s"
 	}
-	fmt.Fprintln(stdio.Out, report.Wrap(fmt.Sprintf("Planning %s for %s %s (%s) to meet %s: %d %s, fleets of up to %d replicas",
+	fmt.Fprintln(stdio.Out, console.Wrap(fmt.Sprintf("Planning %s for %s %s (%s) to meet %s: %d %s, fleets of up to %d replicas",
 		base.ModelName(), strconv.FormatFloat(pc.Traffic.Rate, 'g', 4, 64), unit, describeTraffic(cfg), cfg.sloSpec,
-		n, plural(n, "candidate", "candidates"), pc.MaxReplicas), 0, 2, report.ConsoleWidth))
+		n, plural(n, "candidate", "candidates"), pc.MaxReplicas), 0, 2, console.Width))
 
 	var mu sync.Mutex
 	var last plan.Progress
@@ -426,14 +427,14 @@ func writePlan(dir string, pl *plan.Plan, check string) error {
 		}
 		header := fmt.Sprintf("llmbench plan's chosen deployment: %s\nfor %s at %s %s meeting %s (plan.json's candidate 1).\nreplicas is the fewest that meet the SLOs; one fewer does not. Check it:\n  %s",
 			b.Describe(), pl.Model, strconv.FormatFloat(pl.Rate, 'g', 4, 64), pl.RateUnit, pl.SLO, check)
-		errs = append(errs, report.WriteFileAtomic(filepath.Join(dir, "best.yaml"), func(w io.Writer) error {
+		errs = append(errs, atomicfile.Write(filepath.Join(dir, "best.yaml"), func(w io.Writer) error {
 			_, err := w.Write(p.YAML(header))
 			return err
 		}))
 	}
 	errs = append(errs,
-		report.WriteFileAtomic(filepath.Join(dir, "plan.json"), func(w io.Writer) error { return plan.WriteJSON(w, pl) }),
-		report.WriteFileAtomic(filepath.Join(dir, "plan.html"), func(w io.Writer) error { return plan.WriteHTML(w, pl) }))
+		atomicfile.Write(filepath.Join(dir, "plan.json"), func(w io.Writer) error { return plan.WriteJSON(w, pl) }),
+		atomicfile.Write(filepath.Join(dir, "plan.html"), func(w io.Writer) error { return plan.WriteHTML(w, pl) }))
 	return errors.Join(errs...)
 }
 

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/atomicfile"
+	"github.com/llmbench/llmbench/internal/bench"
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
@@ -146,7 +148,7 @@ func copyRecords(dir, outDir string) error {
 		return err
 	}
 	defer in.Close()
-	return report.WriteFileAtomic(dst, func(w io.Writer) error { _, err := io.Copy(w, in); return err })
+	return atomicfile.Write(dst, func(w io.Writer) error { _, err := io.Copy(w, in); return err })
 }
 
 func mustAbs(p string) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/calibrate"
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/predict"
@@ -200,13 +201,13 @@ func paceSensitivity(ctx context.Context, stdio Stdio, cfg *benchConfig, sum *re
 	}
 	head := fmt.Sprintf("Pace sensitivity: the open loops again with the server %.0f%% slower than calibrated (as a busy host or a drifting server runs; calibrate states the drift it saw):", 100*paceSlower)
 	fmt.Fprintln(stdio.Out)
-	fmt.Fprintln(stdio.Out, report.Wrap(head, 0, 2, report.ConsoleWidth))
+	fmt.Fprintln(stdio.Out, console.Wrap(head, 0, 2, console.Width))
 	for _, l := range lines {
-		fmt.Fprintln(stdio.Out, "  "+report.Wrap(l, 2, 4, report.ConsoleWidth))
+		fmt.Fprintln(stdio.Out, "  "+console.Wrap(l, 2, 4, console.Width))
 	}
 	if len(far) > 0 {
-		fmt.Fprintln(stdio.Out, "  "+report.Wrap(fmt.Sprintf("Pace-bound (%s): latency that moves more than %.0f%% for a %.0f%% slower server (near the knee, or where batching buys little) is predicted only while the server keeps its calibrated pace; leave headroom",
-			strings.Join(far, ", "), 2*100*paceSlower, 100*paceSlower), 2, 4, report.ConsoleWidth))
+		fmt.Fprintln(stdio.Out, "  "+console.Wrap(fmt.Sprintf("Pace-bound (%s): latency that moves more than %.0f%% for a %.0f%% slower server (near the knee, or where batching buys little) is predicted only while the server keeps its calibrated pace; leave headroom",
+			strings.Join(far, ", "), 2*100*paceSlower, 100*paceSlower), 2, 4, console.Width))
 	}
 	return nil
 }
@@ -246,7 +247,7 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 	if !math.IsNaN(e[figure.TTFTP50]) {
 		line += fmt.Sprintf("; held-out error%s TTFT P50 %.1f%%, TPOT P50 %.1f%%", of, e[figure.TTFTP50], e[figure.TPOTP50])
 	}
-	fmt.Fprintln(stdio.Out, report.Wrap(line, 0, 2, report.ConsoleWidth))
+	fmt.Fprintln(stdio.Out, console.Wrap(line, 0, 2, console.Width))
 	switch r := c.OpenRates; {
 	case open && r[1] == 0:
 		fmt.Fprintln(stdio.Err, "warning: an open loop, and the calibration probed none: its held-out error is that of closed loops (a calibration by this llmbench probes an open loop too)")
@@ -271,7 +272,7 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 		}
 	}
 	for _, r := range reasons {
-		fmt.Fprintln(stdio.Err, report.Wrap(fmt.Sprintf("warning: %s: %s", strings.Join(levels[r], ", "), r), 0, 9, report.ConsoleWidth))
+		fmt.Fprintln(stdio.Err, console.Wrap(fmt.Sprintf("warning: %s: %s", strings.Join(levels[r], ", "), r), 0, 9, console.Width))
 	}
 }
 

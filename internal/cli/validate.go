@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/predict"
-	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/validate"
 )
 
@@ -23,7 +23,7 @@ func writeJSONFile(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return report.WriteFileAtomic(path, func(w io.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/console"
 )
 
 // TestREADMEExamplesFit: the README's example commands that need no server (the
@@ -58,7 +58,7 @@ func TestREADMEExamplesFit(t *testing.T) {
 			return // --wide shows more than fits
 		}
 		for _, l := range strings.Split(stdout+stderr, "\n") {
-			if n := utf8.RuneCountInString(l); n > report.ConsoleWidth {
+			if n := utf8.RuneCountInString(l); n > console.Width {
 				t.Errorf("llmbench %s: a %d-column line:\n%s", args[0], n, l)
 			}
 		}
@@ -100,7 +100,7 @@ func TestHelpFitsATerminal(t *testing.T) {
 	for _, path := range names {
 		_, stdout, stderr := runCLI(t, context.Background(), append(path, "--help")...)
 		for _, line := range strings.Split(stdout+stderr, "\n") {
-			if n := utf8.RuneCountInString(line); n > report.ConsoleWidth {
+			if n := utf8.RuneCountInString(line); n > console.Width {
 				t.Errorf("llmbench %s --help: a line of %d columns:\n%s", strings.Join(path, " "), n, line)
 			}
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jedib0t/go-pretty/v6/table"
 
-	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/console"
 )
 
 // WriteText writes c as one table per level, for a terminal.
@@ -23,13 +23,13 @@ func write(w io.Writer, c Comparison, markdown bool) {
 		run       RunInfo
 	}{{"A", c.A, c.RunA}, {"B", c.B, c.RunB}} {
 		line := fmt.Sprintf("%s: %s — %s, %s, started %s", r.name, r.dir, r.run.Target, r.run.Model, r.run.StartedAt)
-		if utf8.RuneCountInString(line) > report.ConsoleWidth { // the run's description under its folder
+		if utf8.RuneCountInString(line) > console.Width { // the run's description under its folder
 			line = fmt.Sprintf("%s: %s\n   %s, %s, started %s", r.name, r.dir, r.run.Target, r.run.Model, r.run.StartedAt)
 		}
 		fmt.Fprintln(w, line)
 	}
 	if c.Targets != "" {
-		fmt.Fprintln(w, "note: "+report.Wrap(c.Targets, 6, 6, report.ConsoleWidth))
+		fmt.Fprintln(w, "note: "+console.Wrap(c.Targets, 6, 6, console.Width))
 	}
 	for _, warn := range c.Warnings {
 		fmt.Fprintf(w, "warning: %s: the figures measure different things\n", warn)

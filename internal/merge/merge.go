@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -254,7 +255,7 @@ func Combine(sh []*Shard, force bool, p *Problems, version string) (*report.Summ
 	if len(p.Conflicts) > 0 && !force {
 		lines := make([]string, len(p.Conflicts))
 		for i, c := range p.Conflicts { // each within a terminal under the error's 2-column indent
-			lines[i] = report.Wrap(c, 2, 2, report.ConsoleWidth)
+			lines[i] = console.Wrap(c, 2, 2, console.Width)
 		}
 		return nil, nil, nil, errors.New("the shards do not belong to one run:\n" + strings.Join(lines, "\n") + "\n(--force merges them anyway)")
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/console"
 )
 
 // WriteTable prints the candidates meeting the SLOs, cheapest first (at most limit rows;
@@ -108,7 +108,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 			return b.String()
 		}
 		out := table(append(keep, terms(true)...))
-		compact := !wide && report.Widest(out) > Width
+		compact := !wide && console.Widest(out) > Width
 		if compact {
 			out = table(append(keep, terms(false)...))
 		}
@@ -350,11 +350,11 @@ func tightest(terms []Term, confidence string) string {
 	return fmt.Sprintf("%+.0f%%", 100**best)
 }
 
-// Width is the most columns the console's lines take (report.ConsoleWidth).
-const Width = report.ConsoleWidth
+// Width is the most columns the console's lines take (console.Width).
+const Width = console.Width
 
 // wrap folds text starting at column first within Width, its other lines indented.
-func wrap(text string, first, indent int) string { return report.Wrap(text, first, indent, Width) }
+func wrap(text string, first, indent int) string { return console.Wrap(text, first, indent, Width) }
 
 func fmtOpt(v *float64, format string) string {
 	if v == nil {

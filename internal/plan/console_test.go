@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/console"
 )
 
 // TestTableFitsTheConsole: four SLO terms with their margins would take 120 columns; the
@@ -22,7 +22,7 @@ func TestTableFitsTheConsole(t *testing.T) {
 	pl := &Plan{Rate: 5, SLO: "ttft:p99<=2s,tpot:p99<=60ms,e2el:p99<=20s,itl:p99<=200ms", Evaluated: 1, Configurations: 1, Candidates: []Candidate{c}}
 	var b bytes.Buffer
 	WriteTable(&b, pl, 0, false)
-	if w := report.Widest(b.String()); w > Width {
+	if w := console.Widest(b.String()); w > Width {
 		t.Errorf("%d columns:\n%s", w, b.String())
 	}
 	if !strings.Contains(b.String(), "tpot p99") || !strings.Contains(b.String(), "+39%") || strings.Contains(b.String(), "(+39%)") {

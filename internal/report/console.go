@@ -13,6 +13,7 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/metrics"
 )
 
@@ -82,42 +83,14 @@ type consoleBlock struct {
 func (b *consoleBlock) line(label, value string, extra ...string) {
 	s := fmt.Sprintf("%-40s %-10s", label, value)
 	if len(extra) > 0 && extra[0] != "" {
-		if utf8.RuneCountInString(s)+1+utf8.RuneCountInString(extra[0]) > ConsoleWidth {
+		if utf8.RuneCountInString(s)+1+utf8.RuneCountInString(extra[0]) > console.Width {
 			// too long for one line: the note goes under the value column, wrapped
-			b.w.WriteString(strings.TrimRight(s, " ") + "\n" + wrapIndented(extra[0], 41, ConsoleWidth) + "\n")
+			b.w.WriteString(strings.TrimRight(s, " ") + "\n" + wrapIndented(extra[0], 41, console.Width) + "\n")
 			return
 		}
 		s += " " + extra[0]
 	}
 	b.w.WriteString(strings.TrimRight(s, " ") + "\n")
-}
-
-// ConsoleWidth is the most columns (runes) a console line takes: every table and line of
-// run, simulate, report, plan and compare fits it (--wide shows more where a command has it).
-const ConsoleWidth = 100
-
-// Wrap breaks text at spaces into lines of at most width columns (runes), the first
-// starting at column first (what precedes it on its line), the others indented by indent
-// spaces. A word longer than the line stays whole.
-func Wrap(text string, first, indent, width int) string {
-	pad := strings.Repeat(" ", indent)
-	var b strings.Builder
-	line, col, start := "", first, first
-	for _, word := range strings.Fields(text) {
-		n := utf8.RuneCountInString(word)
-		if col > start && col+1+n > width {
-			b.WriteString(line + "\n")
-			line, col, start = pad, indent, indent
-		}
-		if col > start {
-			line += " "
-			col++
-		}
-		line += word
-		col += n
-	}
-	b.WriteString(line)
-	return b.String()
 }
 
 func consoleFloat(v float64) string {
@@ -287,7 +260,7 @@ func consoleLevel(w *bufio.Writer, s *Summary, i int, opts ConsoleOptions) {
 	b.steadyState(l.SteadyState)
 	if l.SLO != nil {
 		w.WriteString(consoleRule("SLO Verdict", '-') + "\n")
-		w.WriteString(fmt.Sprintf("%-40s ", "Verdict:") + Wrap(verdictWord(l.SLO), 41, 41, ConsoleWidth) + "\n")
+		w.WriteString(fmt.Sprintf("%-40s ", "Verdict:") + console.Wrap(verdictWord(l.SLO), 41, 41, console.Width) + "\n")
 		for _, t := range l.SLO.Terms {
 			v := "n/a"
 			if t.Value != nil {
@@ -893,7 +866,7 @@ func errorNote(d metrics.ErrorDetail) string {
 
 // wrapIndented breaks text at spaces into lines of at most width columns, each indented.
 func wrapIndented(text string, indent, width int) string {
-	return strings.Repeat(" ", indent) + Wrap(text, indent, indent, width)
+	return strings.Repeat(" ", indent) + console.Wrap(text, indent, indent, width)
 }
 
 // FirstErrors says in one line what a level's failures were, the most common kinds first
@@ -913,15 +886,6 @@ func FirstErrors(l *Level) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Widest is the most columns any line of text takes.
-func Widest(text string) int {
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		n = max(n, utf8.RuneCountInString(line))
-	}
-	return n
 }
 
 // lowCells formats percentiles for a console table, "~" after one whose interval the

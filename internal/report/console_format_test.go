@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/metrics"
 )
 
@@ -33,7 +34,7 @@ func TestConsoleFigures(t *testing.T) {
 func TestWrapWidth(t *testing.T) {
 	text := "the server could not keep up with this rate — its backlog kept growing — so the level stopped early"
 	for _, first := range []int{0, 41, 50} {
-		for i, l := range strings.Split(Wrap(text, first, 41, 60), "\n") {
+		for i, l := range strings.Split(console.Wrap(text, first, 41, 60), "\n") {
 			n := utf8.RuneCountInString(l)
 			if i == 0 {
 				n += first
@@ -49,7 +50,7 @@ func TestWrapWidth(t *testing.T) {
 	b.line("Level stopped:", "oversaturated", "<-- the server could not keep up with this rate (its backlog kept growing)")
 	w.Flush()
 	for _, l := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
-		if utf8.RuneCountInString(l) > ConsoleWidth {
+		if utf8.RuneCountInString(l) > console.Width {
 			t.Errorf("%d columns: %q", utf8.RuneCountInString(l), l)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/metrics"
 )
 
@@ -37,8 +38,8 @@ func (b *consoleBlock) endpoints(es []Endpoint) {
 			for _, d := range e.ErrorDetails {
 				why = append(why, fmt.Sprintf("%d %s", d.Count, errorName(d)))
 			}
-			b.w.WriteString(Wrap(fmt.Sprintf("endpoint %d failed %d of %d: %s", e.Endpoint, e.Failed, e.Completed+e.Failed,
-				strings.Join(why, ", ")), 0, 2, ConsoleWidth) + "\n")
+			b.w.WriteString(console.Wrap(fmt.Sprintf("endpoint %d failed %d of %d: %s", e.Endpoint, e.Failed, e.Completed+e.Failed,
+				strings.Join(why, ", ")), 0, 2, console.Width) + "\n")
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 )
@@ -43,7 +44,7 @@ func TestConsoleTasks(t *testing.T) {
 		}
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if len([]rune(line)) > ConsoleWidth {
+		if len([]rune(line)) > console.Width {
 			t.Errorf("line of %d columns: %s", len([]rune(line)), line)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/schedule"
@@ -131,10 +132,10 @@ func (b *consoleBlock) stages(ss []Stage) {
 			pct(s, metrics.KeyTTFT, 50), pct(s, metrics.KeyTTFT, 99), pct(s, metrics.KeyTPOT, 50), pct(s, metrics.KeyE2EL, 99), consoleFloat(s.OutputThroughput),
 			s.steadyWord(), verdictOf(s.SLO))
 	}
-	b.w.WriteString(Wrap("Per stage: the requests scheduled in it; a ramp never settles, so its figures mix the loads it passed through (docs/metrics.md).", 0, 2, ConsoleWidth) + "\n")
+	b.w.WriteString(console.Wrap("Per stage: the requests scheduled in it; a ramp never settles, so its figures mix the loads it passed through (docs/metrics.md).", 0, 2, console.Width) + "\n")
 	for i := range ss {
 		if s := &ss[i]; s.From == s.To && s.SteadyState != nil && !s.SteadyState.Reached {
-			b.w.WriteString(Wrap(fmt.Sprintf("stage %d (%s): no steady state: %s", s.Stage, s.Load(), s.SteadyState.Reason), 0, 2, ConsoleWidth) + "\n")
+			b.w.WriteString(console.Wrap(fmt.Sprintf("stage %d (%s): no steady state: %s", s.Stage, s.Load(), s.SteadyState.Reason), 0, 2, console.Width) + "\n")
 		}
 	}
 }
@@ -230,5 +231,5 @@ func (b *consoleBlock) predictionInterval(iv *predict.Interval, lv *metrics.Leve
 		}
 		fmt.Fprintf(b.w, "%-40s %-10s (90%% PI %s-%s)\n", label, consoleFloat(v), consoleFloat(r[0]), consoleFloat(r[1]))
 	}
-	b.w.WriteString(Wrap("from "+iv.Basis+": how far the simulator was measured from real servers (docs/simulator.md#prediction-intervals).", 0, 2, ConsoleWidth) + "\n")
+	b.w.WriteString(console.Wrap("from "+iv.Basis+": how far the simulator was measured from real servers (docs/simulator.md#prediction-intervals).", 0, 2, console.Width) + "\n")
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/predict"
@@ -425,7 +426,7 @@ func fromV2(s *Summary) {
 // Save writes summary.json and summary.csv into dir, each atomically.
 func Save(dir string, s *Summary) error {
 	return errors.Join(
-		WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return WriteJSON(w, s) }),
-		WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return WriteCSV(w, s) }),
+		atomicfile.Write(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return WriteJSON(w, s) }),
+		atomicfile.Write(filepath.Join(dir, "summary.csv"), func(w io.Writer) error { return WriteCSV(w, s) }),
 	)
 }

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/console"
 )
 
 // WriteText prints each simulated row's headline figures, predicted against measured with
@@ -20,7 +20,7 @@ func WriteText(w io.Writer, rep *Report) error {
 			skipped = append(skipped, r)
 			continue
 		}
-		fmt.Fprintln(w, clip(r.ID, report.ConsoleWidth))
+		fmt.Fprintln(w, clip(r.ID, console.Width))
 		fmt.Fprintf(w, "  %-20s %12s %12s %9s\n", "figure", "predicted", "measured", "error")
 		for _, k := range Headline {
 			m, ok := r.Measured[k]
@@ -41,14 +41,14 @@ func WriteText(w io.Writer, rep *Report) error {
 	if len(skipped) > 0 {
 		fmt.Fprintf(w, "\nSkipped %d of %d rows:\n", len(skipped), len(rep.Rows))
 		for _, r := range skipped {
-			fmt.Fprintln(w, "  "+report.Wrap(r.ID+": "+r.Skipped, 2, 4, report.ConsoleWidth))
+			fmt.Fprintln(w, "  "+console.Wrap(r.ID+": "+r.Skipped, 2, 4, console.Width))
 		}
 	}
 	writeGroups(w, rep.Groups)
 	if c := rep.Capacity; c != nil {
-		fmt.Fprintln(w, "\n"+report.Wrap(fmt.Sprintf("Capacity: the highest Poisson rate meeting each row's P99 limits, against its submitted rate, "+
+		fmt.Fprintln(w, "\n"+console.Wrap(fmt.Sprintf("Capacity: the highest Poisson rate meeting each row's P99 limits, against its submitted rate, "+
 			"over %d rows: median |error| %.1f%% (median %+.1f%%); over-predicted by more than 25%% (a fleet bought too small) in %d",
-			c.Rows, c.MedianAbsPct, c.MedianPct, c.OverPredicted25), 0, 2, report.ConsoleWidth))
+			c.Rows, c.MedianAbsPct, c.MedianPct, c.OverPredicted25), 0, 2, console.Width))
 	}
 	return nil
 }

@@ -1,4 +1,7 @@
-package report
+// Package atomicfile writes files that readers see whole or not at all: every result file
+// llmbench writes (summary.json, plan.json, a profile) goes through it, so an interrupted
+// write never leaves a torn file or overwrites a good one with half of another.
+package atomicfile
 
 import (
 	"bufio"
@@ -9,12 +12,12 @@ import (
 	"path/filepath"
 )
 
-// WriteFileAtomic writes a file so that readers see either the old content or the complete
+// Write writes a file so that readers see either the old content or the complete
 // new one, never a torn file, even if the process dies midway: write streams into a temporary
 // file in the same directory (so the rename cannot cross file systems), which is flushed,
 // fsynced and renamed over path; the directory is then fsynced so the rename survives a crash.
 // On any error the temporary file is removed and path is untouched. The file gets mode 0644.
-func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
+func Write(path string, write func(io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."

@@ -1,4 +1,4 @@
-package report
+package atomicfile
 
 import (
 	"errors"
@@ -9,16 +9,16 @@ import (
 	"testing"
 )
 
-func TestWriteFileAtomic(t *testing.T) {
+func TestWrite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "summary.json")
 	write := func(s string) func(io.Writer) error {
 		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
 	}
-	if err := WriteFileAtomic(path, write("one")); err != nil {
+	if err := Write(path, write("one")); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFileAtomic(path, write("two")); err != nil {
+	if err := Write(path, write("two")); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "two" {
@@ -29,7 +29,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 	// A failing writer leaves the old file and no temporary behind.
 	boom := errors.New("boom")
-	err := WriteFileAtomic(path, func(w io.Writer) error {
+	err := Write(path, func(w io.Writer) error {
 		io.WriteString(w, strings.Repeat("x", 1<<20)) // past the buffer: bytes reach the temp file
 		return boom
 	})
@@ -47,28 +47,7 @@ func TestWriteFileAtomic(t *testing.T) {
 		}
 		t.Errorf("leftover files: %v", names)
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, "missing", "x.json"), write("x")); err == nil || !strings.Contains(err.Error(), "missing") {
+	if err := Write(filepath.Join(dir, "missing", "x.json"), write("x")); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing directory: %v", err)
-	}
-}
-
-func TestSave(t *testing.T) {
-	dir := t.TempDir()
-	s := ladderSummary(t, "", []int{1, 4})
-	if err := Save(dir, s); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	back, err := ReadJSON(f)
-	if err != nil || len(back.Levels) != 2 {
-		t.Fatalf("read back: %v", err)
-	}
-	csv, _ := os.ReadFile(filepath.Join(dir, "summary.csv"))
-	if n := strings.Count(string(csv), "\n"); n != 3 {
-		t.Errorf("summary.csv has %d lines, want header + 2", n)
 	}
 }
