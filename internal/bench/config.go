@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -108,21 +109,12 @@ type Progress interface {
 	Finish()
 }
 
-// FieldError is a problem with one field of a Config; the caller names the field as its
-// users know it (a flag).
-type FieldError struct {
-	Field string // Output.Dir, Output.Overwrite, ...
-	Err   error
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
-func (e *FieldError) Unwrap() error { return e.Err }
-
-// Validate reports every problem with c at once. The levels are load's to validate
+// Validate reports every problem with c at once, each a *fielderr.Error (Output.Dir,
+// Output.Overwrite, ...) the caller names as its users know it (a flag). The levels are load's to validate
 // (load.Run and load.RunVirtual refuse a level that is not valid).
 func (c *Config) Validate() error {
 	var errs []error
-	field := func(name string, err error) { errs = append(errs, &FieldError{Field: name, Err: err}) }
+	field := func(name string, err error) { errs = append(errs, &fielderr.Error{Field: name, Err: err}) }
 	if c.Output.Dir == "" {
 		field("Output.Dir", errors.New("no folder"))
 	}

@@ -5,10 +5,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/search"
 )
 
-// TestConfigValidate: every problem at once, each a *FieldError keyed by its field (the
+// TestConfigValidate: every problem at once, each a *fielderr.Error keyed by its field (the
 // CLI names it by the flag that sets it).
 func TestConfigValidate(t *testing.T) {
 	good := testConfig(t)
@@ -32,9 +33,9 @@ func TestConfigValidate(t *testing.T) {
 		var got []string
 		if err := cfg.Validate(); err != nil {
 			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-				var fe *FieldError
+				var fe *fielderr.Error
 				if !errors.As(e, &fe) {
-					t.Fatalf("%v is not a *FieldError", e)
+					t.Fatalf("%v is not a *fielderr.Error", e)
 				}
 				got = append(got, fe.Field)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/console"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -82,19 +83,19 @@ func Run(ctx context.Context, cfg Config, start time.Time, run LevelRunner) (Out
 // Overwrite), and creates its records file.
 func createRun(out Output) (*record.Writer, error) {
 	if err := os.MkdirAll(out.Dir, 0o755); err != nil {
-		return nil, &FieldError{Field: "Output.Dir", Err: err}
+		return nil, &fielderr.Error{Field: "Output.Dir", Err: err}
 	}
 	if out.Overwrite {
 		// The earlier run's files go, so that none of them is taken for this run's.
 		for _, f := range RunFiles(out.Dir) {
 			if err := os.Remove(filepath.Join(out.Dir, f)); err != nil {
-				return nil, &FieldError{Field: "Output.Overwrite", Err: err}
+				return nil, &fielderr.Error{Field: "Output.Overwrite", Err: err}
 			}
 		}
 	}
 	w, err := record.Create(filepath.Join(out.Dir, out.Records.FileName()))
 	if err != nil {
-		return nil, &FieldError{Field: "Output.Dir", Err: err}
+		return nil, &fielderr.Error{Field: "Output.Dir", Err: err}
 	}
 	return w, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -69,7 +70,7 @@ func TestRunFieldErrors(t *testing.T) {
 	_, err := Run(context.Background(), cfg, time.Now(), fakeLevels)
 	var fields []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		var fe *FieldError
+		var fe *fielderr.Error
 		if errors.As(e, &fe) {
 			fields = append(fields, fe.Field)
 		}

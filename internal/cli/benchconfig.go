@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/llmbench/llmbench/internal/route"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -12,6 +11,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/fielderr"
+	"github.com/llmbench/llmbench/internal/route"
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
@@ -777,10 +779,10 @@ var levelFlagNames = map[string]string{
 
 // levelError names the flag behind a load.Level problem.
 func levelError(err error) error {
-	var field *load.FieldError
+	var field *fielderr.Error
 	if errors.As(err, &field) {
 		if name, ok := levelFlagNames[field.Field]; ok {
-			return fmt.Errorf("--%s: %w", name, field)
+			return fmt.Errorf("--%s: %w", name, field.Err)
 		}
 	}
 	return err

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/llmbench/llmbench/internal/route"
 	"math"
 	"net/http"
 	"net/url"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/route"
 
 	"github.com/spf13/pflag"
 

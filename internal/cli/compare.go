@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/compare"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
 )
@@ -107,7 +108,7 @@ func compareConfig(args []string, alpha float64, failOn string) (compare.Config,
 		}
 	}
 	if joined, ok := cfg.Validate().(interface{ Unwrap() []error }); ok {
-		var field *compare.FieldError
+		var field *fielderr.Error
 		if errors.As(joined.Unwrap()[0], &field) && field.Field == "Alpha" {
 			return cfg, usageError(fmt.Errorf("--alpha: %w", field.Err))
 		}

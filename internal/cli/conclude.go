@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
@@ -75,7 +76,7 @@ func benchError(err error) error {
 		return errors.Join(errs...)
 	}
 	var (
-		field   *bench.FieldError
+		field   *fielderr.Error
 		invalid *bench.InvalidError
 		model   *bench.ModelError
 		test    *bench.TestRequestError
@@ -87,6 +88,7 @@ func benchError(err error) error {
 		if name, ok := benchFlagNames[field.Field]; ok {
 			return fmt.Errorf("--%s: %w", name, field.Err)
 		}
+		return levelError(err) // a level's, which load refused
 	case errors.As(err, &invalid):
 		return usageError(invalid.Err)
 	case errors.As(err, &model) && model.Err != nil && isTimeout(model.Err):

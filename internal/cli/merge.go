@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/bench"
 
 	"github.com/llmbench/llmbench/internal/merge"
 	"github.com/llmbench/llmbench/internal/record"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/console"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/plan"
@@ -156,7 +157,7 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 	if baseErr != nil {
 		errs = append(errs, baseErr)
 	} else if err := space.Validate(base); err != nil && len(errs) > 0 {
-		errs = append(errs, err) // with the others; plan.Config.Validate reports it otherwise
+		errs = append(errs, planError(err)) // with the others; plan.Config.Validate reports it otherwise
 	}
 	if len(errs) > 0 {
 		return nil, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
@@ -177,13 +178,51 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 		}}
 	if len(errs) == 0 {
 		if err := pc.Validate(); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, planError(err))
 		}
 	}
 	if len(errs) > 0 {
 		return nil, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
 	}
 	return cfg, pc, nil
+}
+
+// planFlagNames are the flags that set plan.Config's fields, for its errors.
+var planFlagNames = map[string]string{
+	"Electricity": "electricity", "PUE": "pue", "Objective": "objective", "Confidence": "confidence",
+	"Metrics.SLOs": "slo", "MaxReplicas": "max-replicas", "Space.GPUs": "gpu", "Space.TPs": "tp",
+	"Space.Dtypes": "dtype", "Space.DPs": "dp", "Space.ExpertParallel": "expert-parallel",
+	"Space.MaxNumSeqs": "max-num-seqs", "Space.MaxBatchedTokens": "max-batched-tokens",
+	"Space.Prefill": "prefill", "Space.Routers": "router", "Space.Speculative": "speculative",
+}
+
+// planError names the flags behind plan.Config's problems (a field, or several joined by
+// commas); each of an errors.Join in turn.
+func planError(err error) error {
+	var out []error
+	for _, e := range unjoin(err) {
+		if _, nested := e.(interface{ Unwrap() []error }); nested {
+			out = append(out, planError(e)) // the space's, within the config's
+			continue
+		}
+		var field *fielderr.Error
+		if !errors.As(e, &field) {
+			out = append(out, e)
+			continue
+		}
+		var flags []string
+		for _, f := range strings.Split(field.Field, ",") {
+			if name, ok := planFlagNames[f]; ok {
+				flags = append(flags, "--"+name)
+			}
+		}
+		if len(flags) == 0 {
+			out = append(out, e)
+			continue
+		}
+		out = append(out, fmt.Errorf("%s: %w", strings.Join(flags, ", "), field.Err))
+	}
+	return errors.Join(out...)
 }
 
 // space reads the search space's lists, adding what is wrong with them to errs.
@@ -215,7 +254,7 @@ func (f *planFlags) space(errs *[]error) plan.Space {
 	if f.speculative != "" {
 		var err error
 		if spec, err = plan.ParseSpeculative(f.speculative); err != nil {
-			*errs = append(*errs, err)
+			*errs = append(*errs, fmt.Errorf("--speculative: %w", err))
 		}
 	}
 	return plan.Space{GPUs: strs("gpu", f.gpus), Dtypes: strs("dtype", f.dtypes), Prefill: strs("prefill", f.prefill),

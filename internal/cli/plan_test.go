@@ -190,6 +190,16 @@ func TestPlanFlagErrorsAllAtOnce(t *testing.T) {
 			t.Errorf("plan %v: exit %d, stderr lacks %q:\n%s", c.args, code, c.want, stderr)
 		}
 	}
+	// plan names fields; the command names their flags, every problem of the space's and
+	// the config's at once.
+	code, _, stderr = runCLI(t, context.Background(), "plan", "--output-dir", t.TempDir(), "--rate", "5", "--slo", "tpot:p99<=30ms",
+		"--gpu", "tpu,h100,h100", "--tp", "3", "--confidence", "maybe", "--pue", "9")
+	for _, want := range []string{`--gpu: "tpu" is not a GPU preset`, "--tp: 3 is not a power of two", "--gpu: h100 is listed twice",
+		"--pue: 9 is not a power usage effectiveness", `--confidence: "maybe" is not interval`} {
+		if code != ExitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
 }
 
 func TestPlanRefusesAnEarlierPlan(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
@@ -22,24 +23,14 @@ type Config struct {
 	Threshold *float64
 }
 
-// FieldError is a problem with one field of a Config; the caller names the field as its
-// users know it (a flag).
-type FieldError struct {
-	Field string // Alpha, Threshold
-	Err   error
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
-func (e *FieldError) Unwrap() error { return e.Err }
-
 // Validate reports every problem with c at once, in field order.
 func (c Config) Validate() error {
 	var errs []error
 	if c.Alpha <= 0 || c.Alpha >= 1 {
-		errs = append(errs, &FieldError{Field: "Alpha", Err: fmt.Errorf("%v must be between 0 and 1", c.Alpha)})
+		errs = append(errs, &fielderr.Error{Field: "Alpha", Err: fmt.Errorf("%v must be between 0 and 1", c.Alpha)})
 	}
 	if c.Threshold != nil && !(*c.Threshold >= 0) {
-		errs = append(errs, &FieldError{Field: "Threshold", Err: fmt.Errorf("%v is negative", *c.Threshold)})
+		errs = append(errs, &fielderr.Error{Field: "Threshold", Err: fmt.Errorf("%v is negative", *c.Threshold)})
 	}
 	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
@@ -35,7 +36,7 @@ func TestConfigValidateListsEveryProblem(t *testing.T) {
 	err := Config{Alpha: 1, Threshold: &neg}.Validate()
 	var fields []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		var f *FieldError
+		var f *fielderr.Error
 		if errors.As(e, &f) {
 			fields = append(fields, f.Field)
 		}

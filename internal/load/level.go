@@ -2,11 +2,11 @@ package load
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/schedule"
 )
 
@@ -106,25 +106,17 @@ func (l Level) Total() int {
 	return l.shareOf(l.Warmup + l.Requests)
 }
 
-// FieldError is a problem with a Level, keyed by the field at fault (the one whose value
-// the message quotes first), so that a caller can name that field as its users know it (a
-// flag). Its message is complete in load's words.
-type FieldError struct {
-	Field string // Concurrency, Rate, Arrival, MaxConcurrency, Requests, Duration, ...
-	Err   error
-}
-
-func (e *FieldError) Error() string { return e.Err.Error() }
-func (e *FieldError) Unwrap() error { return e.Err }
-
-// problems collects a level's FieldErrors.
+// problems collects a level's problems, each a *fielderr.Error keyed by the field at fault
+// (the one whose value the message quotes first: Concurrency, Rate, Arrival, ...), so that
+// a caller can name that field as its users know it (a flag); its Err is complete in
+// load's words.
 type problems []error
 
 func (p *problems) add(field, format string, a ...any) {
-	*p = append(*p, &FieldError{Field: field, Err: fmt.Errorf(format, a...)})
+	*p = append(*p, fielderr.New(field, format, a...))
 }
 
-// Validate reports every problem with the level at once, each a *FieldError.
+// Validate reports every problem with the level at once, each a *fielderr.Error.
 func (l Level) Validate() error {
 	var p problems
 	add := p.add

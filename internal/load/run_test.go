@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -171,7 +172,7 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestValidateFields: each problem is a *FieldError keyed by the field whose value it
+// TestValidateFields: each problem is a *fielderr.Error keyed by the field whose value it
 // quotes first, so that a caller can name the field as its users know it.
 func TestValidateFields(t *testing.T) {
 	cases := []struct {
@@ -190,9 +191,9 @@ func TestValidateFields(t *testing.T) {
 	for _, c := range cases {
 		var got []string
 		for _, err := range c.l.Validate().(interface{ Unwrap() []error }).Unwrap() {
-			var fe *FieldError
+			var fe *fielderr.Error
 			if !errors.As(err, &fe) {
-				t.Fatalf("%+v: %v is not a *FieldError", c.l, err)
+				t.Fatalf("%+v: %v is not a *fielderr.Error", c.l, err)
 			}
 			got = append(got, fe.Field)
 		}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -72,12 +73,12 @@ func ParseSpeculative(s string) ([]SpecSetting, error) {
 		k, err1 := strconv.Atoi(ks)
 		a, err2 := strconv.ParseFloat(as, 64)
 		if !ok || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("--speculative: %q is neither off nor K:A (draft tokens and acceptance, e.g. 4:0.8)", f)
+			return nil, fmt.Errorf("%q is neither off nor K:A (draft tokens and acceptance, e.g. 4:0.8)", f)
 		}
 		out = append(out, SpecSetting{k, a})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--speculative: %q lists nothing", s)
+		return nil, fmt.Errorf("%q lists nothing", s)
 	}
 	return out, nil
 }
@@ -168,130 +169,128 @@ const MaxReplicasLimit = 1000
 // Validate reports every problem with the configuration at once.
 func (c Config) Validate() error {
 	errs := []error{c.Space.Validate(c.Base)}
-	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	add := func(field, format string, a ...any) { errs = append(errs, fielderr.New(field, format, a...)) }
 	if !(c.Traffic.Rate > 0) || c.Traffic.At == nil {
-		add("traffic: needs an arrival rate above 0 and the levels at it")
+		add("Traffic", "needs an arrival rate above 0 and the levels at it")
 	}
 	if !(c.Electricity >= 0) || math.IsInf(c.Electricity, 0) {
-		add("--electricity: %g is not a price in USD per kWh (0 or more)", c.Electricity)
+		add("Electricity", "%g is not a price in USD per kWh (0 or more)", c.Electricity)
 	}
 	if c.PUE != 0 && !(c.PUE >= 1 && c.PUE <= 5) {
-		add("--pue: %g is not a power usage effectiveness in [1, 5] (the facility's power over the IT equipment's; 1 counts the GPUs alone)", c.PUE)
+		add("PUE", "%g is not a power usage effectiveness in [1, 5] (the facility's power over the IT equipment's; 1 counts the GPUs alone)", c.PUE)
 	}
 	switch c.Objective {
 	case "", ObjectiveCost, ObjectiveEnergy:
 	default:
-		add("--objective: %q is not %s or %s", c.Objective, ObjectiveCost, ObjectiveEnergy)
+		add("Objective", "%q is not %s or %s", c.Objective, ObjectiveCost, ObjectiveEnergy)
 	}
 	switch c.Confidence {
 	case "", ConfidenceAuto, ConfidenceInterval, ConfidencePoint:
 	default:
-		add("--confidence: %q is not %s (each SLO at its prediction interval's unfavourable edge), %s (the simulated figures alone) or %s (the edge where every interval is within ×%g)",
+		add("Confidence", "%q is not %s (each SLO at its prediction interval's unfavourable edge), %s (the simulated figures alone) or %s (the edge where every interval is within ×%g)",
 			c.Confidence, ConfidenceInterval, ConfidencePoint, ConfidenceAuto, MaxEdgeFactor)
 	}
 	if !metrics.HasVerdict(c.Metrics.SLOs) {
-		add("--slo: plan needs verdict terms to decide on, such as 'ttft:p99<=500ms,tpot:p99<=50ms' (per-request bounds alone judge no level)")
+		add("Metrics.SLOs", "plan needs verdict terms to decide on, such as 'ttft:p99<=500ms,tpot:p99<=50ms' (per-request bounds alone judge no level)")
 	}
 	if err := c.Metrics.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.MaxReplicas < 1 || c.MaxReplicas > MaxReplicasLimit {
-		add("--max-replicas: %d is not in 1..%d", c.MaxReplicas, MaxReplicasLimit)
+		add("MaxReplicas", "%d is not in 1..%d", c.MaxReplicas, MaxReplicasLimit)
 	}
 	if c.Workers < 0 {
-		add("workers: %d is negative", c.Workers)
+		add("Workers", "%d is negative", c.Workers)
 	}
 	return errors.Join(errs...)
 }
 
-// Validate reports every problem with the space over the base profile at once.
+// Validate reports every problem with the space over the base profile at once, each a
+// *fielderr.Error naming its field (Space.GPUs, Space.TPs, ...; several joined by commas).
 func (s Space) Validate(base sim.Profile) error {
 	var errs []error
-	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	add := func(field, format string, a ...any) { errs = append(errs, fielderr.New(field, format, a...)) }
 	if base.Cost.Kind != sim.CostRoofline {
 		var hw []string
 		for _, f := range []struct {
-			flag string
-			n    int
-		}{{"--gpu", len(s.GPUs)}, {"--tp", len(s.TPs)}, {"--dtype", len(s.Dtypes)}, {"--dp", len(s.DPs)}, {"--expert-parallel", len(s.ExpertParallel)}} {
+			field string
+			n     int
+		}{{"Space.GPUs", len(s.GPUs)}, {"Space.TPs", len(s.TPs)}, {"Space.Dtypes", len(s.Dtypes)}, {"Space.DPs", len(s.DPs)}, {"Space.ExpertParallel", len(s.ExpertParallel)}} {
 			if f.n > 0 {
-				hw = append(hw, f.flag)
+				hw = append(hw, f.field)
 			}
 		}
 		if len(hw) > 0 {
-			add("%s: profile %s has a %s cost model, fitted to (or describing) one server on its own GPU and TP: it does not say how the model would run on other GPUs, split over GPUs or at another precision, so it plans replicas of that server only (drop %s, or give a roofline profile or --model-shape)",
-				strings.Join(hw, ", "), base.Name, base.Cost.Kind, strings.Join(hw, ", "))
+			add(strings.Join(hw, ","), "profile %s has a %s cost model, fitted to (or describing) one server on its own GPU and TP: it does not say how the model would run on other GPUs, split over GPUs or at another precision, so it plans replicas of that server only (leave these out, or give a roofline profile or a model preset)",
+				base.Name, base.Cost.Kind)
 		}
 	}
 	for _, g := range s.GPUs {
 		if _, ok := sim.GPUPreset(g); !ok {
-			add("--gpu: %q is not a GPU preset (%s)", g, strings.Join(sim.GPUPresets(), ", "))
+			add("Space.GPUs", "%q is not a GPU preset (%s)", g, strings.Join(sim.GPUPresets(), ", "))
 		}
 	}
 	for _, tp := range s.TPs {
 		if tp < 1 || tp > 64 || bits.OnesCount(uint(tp)) != 1 {
-			add("--tp: %d is not a power of two in 1..64", tp)
+			add("Space.TPs", "%d is not a power of two in 1..64", tp)
 		}
 	}
 	for _, d := range s.Dtypes {
 		if !slices.Contains(sim.WeightDtypes(), d) {
-			add("--dtype: %q is not one of %s (the weights' precision; the KV cache takes bf16's or fp8's, and keeps the model's with the others)", d, strings.Join(sim.WeightDtypes(), ", "))
+			add("Space.Dtypes", "%q is not one of %s (the weights' precision; the KV cache takes bf16's or fp8's, and keeps the model's with the others)", d, strings.Join(sim.WeightDtypes(), ", "))
 		}
 	}
 	for _, n := range s.DPs {
 		if n < 1 || n > 64 {
-			add("--dp: %d is not in 1..64", n)
+			add("Space.DPs", "%d is not in 1..64", n)
 		}
 	}
 	if moe := base.Model.MoE(); !moe && (slices.ContainsFunc(s.DPs, func(n int) bool { return n > 1 }) || slices.Contains(s.ExpertParallel, true)) {
-		add("--dp, --expert-parallel: %s is dense: data-parallel attention and expert parallelism apply to a mixture of experts (plan replicas of a dense model instead)", base.Model.Name)
+		add("Space.DPs,Space.ExpertParallel", "%s is dense: data-parallel attention and expert parallelism apply to a mixture of experts (plan replicas of a dense model instead)", base.Model.Name)
 	}
 	for _, n := range s.MaxNumSeqs {
 		if n < 1 || n > 1_000_000 {
-			add("--max-num-seqs: %d is not in 1..1000000", n)
+			add("Space.MaxNumSeqs", "%d is not in 1..1000000", n)
 		}
 	}
 	for _, n := range s.MaxBatchedTokens {
 		if n < 1 || n > 100_000_000 {
-			add("--max-batched-tokens: %d is not in 1..100000000", n)
+			add("Space.MaxBatchedTokens", "%d is not in 1..100000000", n)
 		}
 	}
 	for _, p := range s.Prefill {
 		if p != sim.PrefillColocated && p != sim.PrefillDisaggregated {
-			add("--prefill: %q is not %s or %s", p, sim.PrefillColocated, sim.PrefillDisaggregated)
+			add("Space.Prefill", "%q is not %s or %s", p, sim.PrefillColocated, sim.PrefillDisaggregated)
 		}
 	}
 	routers := []string{sim.RouterRoundRobin, sim.RouterLeastOutstanding, sim.RouterPrefixAffinity}
 	for _, r := range s.Routers {
 		if !slices.Contains(routers, r) {
-			add("--router: %q is not one of %s", r, strings.Join(routers, ", "))
+			add("Space.Routers", "%q is not one of %s", r, strings.Join(routers, ", "))
 		}
 	}
 	for _, v := range s.Speculative {
 		if v.DraftTokens < 0 || v.DraftTokens > 32 || !(v.Acceptance >= 0 && v.Acceptance <= 1) {
-			add("--speculative: %s: want K in 0..32 draft tokens (0, or off, for none) and an acceptance A in [0, 1]", v)
+			add("Space.Speculative", "%s: want K in 0..32 draft tokens (0, or off, for none) and an acceptance A in [0, 1]", v)
 		}
 	}
 	if slices.ContainsFunc(s.Speculative, func(v SpecSetting) bool { return v.DraftTokens > 0 }) && !base.Speculative.Stated() {
-		add("--speculative: profile %s does not say how tokens would be drafted: give a --sim profile with a speculative: mapping of method and drafting cost (draft_model: a preset; or method eagle or ngram with draft_ms_per_token or draft_step_fraction), draft_tokens 0 to leave it off there", base.Name)
+		add("Space.Speculative", "profile %s does not say how tokens would be drafted: give a profile with a speculative: mapping of method and drafting cost (draft_model: a preset; or method eagle or ngram with draft_ms_per_token or draft_step_fraction), draft_tokens 0 to leave it off there", base.Name)
 	}
 	if d := duplicate(s.Speculative); d != "" {
-		add("--speculative: %s is listed twice", d)
+		add("Space.Speculative", "%s is listed twice", d)
 	}
 	if slices.Contains(s.Routers, sim.RouterPrefixAffinity) && !base.Engine.PrefixCaching {
-		add("--router prefix-affinity: needs a profile with engine.prefix_caching: true (without a cache there is no prefix to be near)")
+		add("Space.Routers", "prefix-affinity needs a profile with engine.prefix_caching: true (without a cache there is no prefix to be near)")
 	}
-	for name, list := range map[string][]string{"--gpu": s.GPUs, "--dtype": s.Dtypes, "--prefill": s.Prefill, "--router": s.Routers} {
-		if d := duplicate(list); d != "" {
-			add("%s: %s is listed twice", name, d)
-		}
-	}
-	if d := duplicate(s.ExpertParallel); d != "" {
-		add("--expert-parallel: %s is listed twice", d)
-	}
-	for name, list := range map[string][]int{"--tp": s.TPs, "--max-num-seqs": s.MaxNumSeqs, "--max-batched-tokens": s.MaxBatchedTokens, "--dp": s.DPs} {
-		if d := duplicate(list); d != "" {
-			add("%s: %s is listed twice", name, d)
+	for _, l := range []struct {
+		field string
+		dup   string
+	}{{"Space.GPUs", duplicate(s.GPUs)}, {"Space.TPs", duplicate(s.TPs)}, {"Space.Dtypes", duplicate(s.Dtypes)}, {"Space.DPs", duplicate(s.DPs)},
+		{"Space.ExpertParallel", duplicate(s.ExpertParallel)}, {"Space.MaxNumSeqs", duplicate(s.MaxNumSeqs)},
+		{"Space.MaxBatchedTokens", duplicate(s.MaxBatchedTokens)}, {"Space.Prefill", duplicate(s.Prefill)}, {"Space.Routers", duplicate(s.Routers)}} {
+		if l.dup != "" {
+			add(l.field, "%s is listed twice", l.dup)
 		}
 	}
 	return errors.Join(errs...)

@@ -57,7 +57,7 @@ func TestFillEnergy(t *testing.T) {
 
 func TestEnergyConfigValidate(t *testing.T) {
 	err := Config{Electricity: -1, PUE: 0.5, Objective: "speed"}.Validate()
-	for _, want := range []string{"--electricity: -1", "--pue: 0.5", `--objective: "speed"`} {
+	for _, want := range []string{"Electricity: -1", "PUE: 0.5", `Objective: "speed"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate = %v, want it to say %q", err, want)
 		}

@@ -32,6 +32,8 @@ func textbook(t *testing.T) sim.Profile {
 	return p
 }
 
+// Validate lists every problem, each a field error naming its field (the command names the
+// flag).
 func TestValidateListsEveryProblem(t *testing.T) {
 	cfg := Config{Base: textbook(t), MaxReplicas: 0, Workers: -1,
 		Space: Space{GPUs: []string{"h100", "tpu", "h100"}, TPs: []int{3}, Dtypes: []string{"int8"}, MaxNumSeqs: []int{0},
@@ -42,10 +44,10 @@ func TestValidateListsEveryProblem(t *testing.T) {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{
-		"--gpu, --tp, --dtype: profile textbook has a linear cost model", "plans replicas of that server only",
-		`--gpu: "tpu" is not a GPU preset`, "--gpu: h100 is listed twice", "--tp: 3 is not a power of two",
-		`--dtype: "int8" is not one of bf16, fp8, int4, mxfp4, nvfp4`, "--max-num-seqs: 0", "--max-batched-tokens: -1", `--prefill: "split"`,
-		`--router: "random"`, "--router prefix-affinity: needs a profile with engine.prefix_caching: true", "traffic: needs an arrival rate", "--slo: plan needs verdict terms", "--max-replicas: 0", "workers: -1",
+		"Space.GPUs,Space.TPs,Space.Dtypes: profile textbook has a linear cost model", "plans replicas of that server only",
+		`Space.GPUs: "tpu" is not a GPU preset`, "Space.GPUs: h100 is listed twice", "Space.TPs: 3 is not a power of two",
+		`Space.Dtypes: "int8" is not one of bf16, fp8, int4, mxfp4, nvfp4`, "Space.MaxNumSeqs: 0", "Space.MaxBatchedTokens: -1", `Space.Prefill: "split"`,
+		`Space.Routers: "random"`, "Space.Routers: prefix-affinity needs a profile with engine.prefix_caching: true", "Traffic: needs an arrival rate", "Metrics.SLOs: plan needs verdict terms", "MaxReplicas: 0", "Workers: -1",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

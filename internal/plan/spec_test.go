@@ -57,7 +57,7 @@ func TestSpeculativeAxis(t *testing.T) {
 
 	// A base that does not say how tokens are drafted cannot turn speculation on.
 	cfg.Base = textbook(t)
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--speculative: profile textbook does not say how tokens would be drafted") {
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Space.Speculative: profile textbook does not say how tokens would be drafted") {
 		t.Errorf("error %v", err)
 	}
 	if _, err := ParseSpeculative("off,4:0.8,x"); err == nil || !strings.Contains(err.Error(), `"x" is neither off nor K:A`) {

@@ -1,0 +1,21 @@
+// Package fielderr is the error a typed configuration's Validate returns about one of its
+// fields: the field as the code names it (Output.Dir, Space.GPUs), which a command maps to
+// what its users know (a flag), so that packages below the command name no flags.
+package fielderr
+
+import "fmt"
+
+// Error is a problem with Field, or with several fields together (their names joined by
+// commas).
+type Error struct {
+	Field string
+	Err   error
+}
+
+func (e *Error) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// New is the Error about field whose problem format and a describe.
+func New(field, format string, a ...any) *Error {
+	return &Error{Field: field, Err: fmt.Errorf(format, a...)}
+}
