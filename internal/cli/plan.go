@@ -60,7 +60,17 @@ var planRefused = map[string]string{
 	"records":            "plan writes no records (plan.json, plan.html and best.yaml)",
 	"result-format":      "plan writes no records (plan.json, plan.html and best.yaml)",
 	"quiet":              "plan prints its table only",
+	"tools":              "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
+	"tools-file":         "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
+	"tool-choice":        "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
 }
+
+// planOwnFlags are plan's flags that neither shape the traffic nor are refused: the space
+// searched and the model (best.yaml carries what was chosen), the ranking, and where and
+// how the plan is written.
+var planOwnFlags = []string{"sim", "model-shape", "model-config", "gpu", "tp", "dtype", "dp", "expert-parallel",
+	"max-num-seqs", "max-batched-tokens", "prefill", "router", "speculative", "max-replicas", "confidence",
+	"objective", "electricity", "pue", "config", "output-dir", "overwrite", "no-progress", "wide"}
 
 func newPlanCmd(stdio Stdio) *cobra.Command {
 	var f planFlags
@@ -481,7 +491,7 @@ func writePlan(dir string, pl *plan.Plan, check string) error {
 // they are given to the simulate that checks best.yaml.
 var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warmup", "cooldown", "max-error-rate",
 	"input-tokens", "output-tokens", "tokenizer", "dataset", "prefix-tokens", "prefix-groups", "trace-speed",
-	"turns", "think-time", "seed", "percentiles", "slo", "gpu-price",
+	"trace-offset", "turns", "think-time", "seed", "percentiles", "slo", "gpu-price",
 	"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to"}
 
 // checkCommand is the simulate command that re-simulates best.yaml at the traffic, over the

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/plan"
 	"github.com/llmbench/llmbench/internal/report"
@@ -256,4 +259,33 @@ func TestPlanNoneMeetsIsExit3(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "best.yaml")); !os.IsNotExist(err) {
 		t.Errorf("best.yaml written without a plan: %v", err)
 	}
+}
+
+// Every flag plan takes is decided: it shapes the traffic (and goes to the check command),
+// it is plan's own, or plan refuses it, saying why. A flag added to run and simulate fails
+// here until it is one of them, so plan never takes one silently and drops it.
+func TestPlanDecidesEveryFlag(t *testing.T) {
+	var undecided []string
+	newPlanCmd(Stdio{}).Flags().VisitAll(func(f *pflag.Flag) {
+		_, refused := planRefused[f.Name]
+		n := btoi(refused) + btoi(slices.Contains(planTrafficFlags, f.Name)) + btoi(slices.Contains(planOwnFlags, f.Name))
+		if n != 1 {
+			undecided = append(undecided, fmt.Sprintf("--%s (%d lists)", f.Name, n))
+		}
+	})
+	if len(undecided) > 0 {
+		t.Errorf("flags in no list, or in several: %v (planTrafficFlags, planOwnFlags or planRefused)", undecided)
+	}
+	code, _, stderr := runCLI(t, context.Background(), "plan", "--output-dir", t.TempDir(), "--rate", "2", "--slo", "tpot:p99<=30ms",
+		"--tools", "3", "--tool-choice", "required")
+	if code != ExitUsage || !strings.Contains(stderr, "--tools: plan simulates requests without tools") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
