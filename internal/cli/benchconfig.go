@@ -778,14 +778,33 @@ var levelFlagNames = map[string]string{
 }
 
 // levelError names the flag behind a load.Level problem.
-func levelError(err error) error {
+func levelError(err error) error { return namedFlags(err, levelFlagNames) }
+
+// namedFlags names the flags (names: a field's flag, without its dashes) behind each
+// fielderr.Error in err, one of several joined by commas each, through nested joins; an
+// error of no field named there is kept as it is.
+func namedFlags(err error, names map[string]string) error {
+	if _, joined := err.(interface{ Unwrap() []error }); joined {
+		var out []error
+		for _, e := range unjoin(err) {
+			out = append(out, namedFlags(e, names))
+		}
+		return errors.Join(out...)
+	}
 	var field *fielderr.Error
-	if errors.As(err, &field) {
-		if name, ok := levelFlagNames[field.Field]; ok {
-			return fmt.Errorf("--%s: %w", name, field.Err)
+	if !errors.As(err, &field) {
+		return err
+	}
+	var flags []string
+	for _, f := range strings.Split(field.Field, ",") {
+		if name, ok := names[f]; ok {
+			flags = append(flags, "--"+name)
 		}
 	}
-	return err
+	if len(flags) == 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", strings.Join(flags, ", "), field.Err)
 }
 
 // unjoin is the errors an errors.Join holds, or err alone (none when nil).

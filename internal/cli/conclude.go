@@ -85,8 +85,8 @@ func benchError(err error) error {
 	)
 	switch {
 	case errors.As(err, &field):
-		if name, ok := benchFlagNames[field.Field]; ok {
-			return fmt.Errorf("--%s: %w", name, field.Err)
+		if _, ok := benchFlagNames[field.Field]; ok {
+			return namedFlags(err, benchFlagNames)
 		}
 		return levelError(err) // a level's, which load refused
 	case errors.As(err, &invalid):

@@ -18,7 +18,6 @@ import (
 
 	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/console"
-	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/plan"
@@ -206,34 +205,8 @@ var planFlagNames = map[string]string{
 	"Space.Prefill": "prefill", "Space.Routers": "router", "Space.Speculative": "speculative",
 }
 
-// planError names the flags behind plan.Config's problems (a field, or several joined by
-// commas); each of an errors.Join in turn.
-func planError(err error) error {
-	var out []error
-	for _, e := range unjoin(err) {
-		if _, nested := e.(interface{ Unwrap() []error }); nested {
-			out = append(out, planError(e)) // the space's, within the config's
-			continue
-		}
-		var field *fielderr.Error
-		if !errors.As(e, &field) {
-			out = append(out, e)
-			continue
-		}
-		var flags []string
-		for _, f := range strings.Split(field.Field, ",") {
-			if name, ok := planFlagNames[f]; ok {
-				flags = append(flags, "--"+name)
-			}
-		}
-		if len(flags) == 0 {
-			out = append(out, e)
-			continue
-		}
-		out = append(out, fmt.Errorf("%s: %w", strings.Join(flags, ", "), field.Err))
-	}
-	return errors.Join(out...)
-}
+// planError names the flags behind plan.Config's problems.
+func planError(err error) error { return namedFlags(err, planFlagNames) }
 
 // space reads the search space's lists, adding what is wrong with them to errs.
 func (f *planFlags) space(errs *[]error) plan.Space {

@@ -27,10 +27,10 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Alpha <= 0 || c.Alpha >= 1 {
-		errs = append(errs, &fielderr.Error{Field: "Alpha", Err: fmt.Errorf("%v must be between 0 and 1", c.Alpha)})
+		errs = append(errs, fielderr.New("Alpha", "%v must be between 0 and 1", c.Alpha))
 	}
 	if c.Threshold != nil && !(*c.Threshold >= 0) {
-		errs = append(errs, &fielderr.Error{Field: "Threshold", Err: fmt.Errorf("%v is negative", *c.Threshold)})
+		errs = append(errs, fielderr.New("Threshold", "%v is negative", *c.Threshold))
 	}
 	return errors.Join(errs...)
 }
@@ -152,7 +152,8 @@ func differences(a, b *report.Summary) []string {
 	diff("input lengths", wa.InputTokens, wb.InputTokens)
 	diff("output lengths", wa.OutputTokens, wb.OutputTokens)
 	diff("tokenizer", wa.Tokenizer, wb.Tokenizer)
-	if ga, gb := gpuSource(a), gpuSource(b); ga != "" && gb != "" && (estimated(ga) || estimated(gb)) {
+	// An estimate gets no verdict: it is not a change the server made.
+	if ga, gb := gpuSource(a), gpuSource(b); ga != "" && gb != "" && (gpumetrics.Estimated(ga) || gpumetrics.Estimated(gb)) {
 		diff("GPU figures' sources (no verdict on them)", ga, gb)
 	}
 	// "N unit, extra", the extra left out when empty (a warm-up without --warmup-time).
@@ -246,12 +247,6 @@ var levelFigures = []levelFigure{
 	{"GPU power, all GPUs (W)", "", metrics.KindCount, gpuFigure(func(g *gpumetrics.Summary) *float64 { return g.PowerW }), true},
 }
 
-// estimated is whether a GPU source is the simulator's (its cost model's estimate, or a
-// calibration's measured power): no verdict on it, which is not a change the server made.
-func estimated(source string) bool {
-	return source == gpumetrics.SourceEstimate || source == gpumetrics.SourceCalibrated
-}
-
 // gpuSource is the source of a run's GPU figures ("" when no level has them).
 func gpuSource(s *report.Summary) string {
 	for _, l := range s.Levels {
@@ -303,7 +298,7 @@ func compareLevels(a, b *report.Level, ia, ib int, alpha float64) Level {
 			continue
 		}
 		kind := lf.kind
-		if lf.gpu && (estimated(a.GPU.Source) || estimated(b.GPU.Source)) {
+		if lf.gpu && (gpumetrics.Estimated(a.GPU.Source) || gpumetrics.Estimated(b.GPU.Source)) {
 			kind = metrics.KindCount
 		}
 		plain(lf.name, kind, va, vb)

@@ -13,6 +13,10 @@ var sourceNames = map[string]string{SourceDCGM: "DCGM", SourceAMD: "AMD", Source
 // model (sim/power.go), not an exporter's reading.
 const SourceEstimate = "simulator estimate"
 
+// Estimated is whether source is the simulator's (its cost model's estimate, or a
+// calibration's measured power) rather than an exporter's or a tool's on the GPUs measured.
+func Estimated(source string) bool { return source == SourceEstimate || source == SourceCalibrated }
+
 // SourceCalibrated is a simulated level's source when its profile carries the power its
 // calibration measured (sim.PowerConfig): the measured mean power, applied to the level.
 const SourceCalibrated = "calibrated power"
@@ -45,7 +49,7 @@ func WriteConsole(w io.Writer, s *Summary) error {
 		b.WriteString(strings.TrimRight(fmt.Sprintf("%-40s %-10s", label, value), " ") + "\n")
 	}
 	num := func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
-	estimate := s.Source == SourceEstimate || s.Source == SourceCalibrated
+	estimate := Estimated(s.Source)
 	if !estimate {
 		line("Scrapes (failed):", fmt.Sprintf("%d (%d)", s.Scrapes, s.FailedScrapes))
 	}

@@ -209,7 +209,7 @@ func confidenceLine(pl *Plan) string {
 	spans := map[string]*span{}
 	calibrated := false
 	for _, c := range pl.Candidates {
-		calibrated = calibrated || strings.Contains(c.IntervalBasis, "calibration")
+		calibrated = calibrated || c.profile.Calibration != nil
 		for _, t := range c.Intervals {
 			f := t.Factor
 			sp, ok := spans[t.Term]

@@ -20,7 +20,7 @@ const (
 	// further out would be sized on the simulator's error (the validation rows' TTFT misses
 	// are mostly fixed costs more replicas do not remove), not on the traffic.
 	ConfidenceAuto = "auto"
-	// ConfidenceInterval ("" too) judges each SLO term at the unfavourable edge of its
+	// ConfidenceInterval judges each SLO term at the unfavourable edge of its
 	// figure's 90 % prediction interval (predict.ForProfile: how far the simulator was
 	// measured from real GPUs for deployments like the candidate's, or a calibrated
 	// profile's held-out error) as well as at the point: a fleet bought on it meets the

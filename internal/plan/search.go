@@ -37,8 +37,7 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 	engines := cfg.engines()
 	routers := cfg.routers()
 	pl := &Plan{Configurations: len(engines) * len(routers), MaxReplicas: cfg.MaxReplicas, Rate: cfg.Traffic.Rate, RateUnit: cfg.Traffic.unit(),
-		Objective: cmp.Or(cfg.Objective, ObjectiveCost), Electricity: cfg.Electricity, PUE: cfg.pue(),
-	}
+		Objective: cmp.Or(cfg.Objective, ObjectiveCost), Electricity: cfg.Electricity, PUE: cfg.pue()}
 	cfg.Confidence, pl.ConfidenceReason = resolveConfidence(cfg, engines)
 	pl.Confidence = cfg.Confidence
 	// A worker plans a group of engines (those differing in max_num_seqs alone) in turn,
@@ -240,6 +239,15 @@ type evaluation struct {
 	basis string
 }
 
+// judgedEdges are the edges the fleets are judged at (at ConfidenceInterval), which a
+// missed term's reason states; none at ConfidencePoint, where a term misses at the point.
+func (ev *evaluation) judgedEdges() map[string]edge {
+	if ev.cfg.Confidence == ConfidencePoint {
+		return nil
+	}
+	return ev.edges
+}
+
 // newEvaluation is the evaluation of engine e under cfg; the engines of a group (which
 // share a GPU, model and engine kind, so their edges too) share cache.
 func newEvaluation(ctx context.Context, cfg *Config, e engine, cache *runCache) *evaluation {
@@ -436,7 +444,7 @@ func (ev *evaluation) runAt(n int, router string, scale float64, precision int) 
 			o.steady = false
 			o.unsteady = fmt.Sprintf("its requests took %s on average over a horizon of %s, which %d of them need: it had not settled",
 				fmtSeconds(meanE2EL(o.lv)), fmtSeconds(h.Seconds()), HorizonE2ELs)
-			o.meets, o.why = meets(o, ev.edges)
+			o.meets, o.why = meets(o, ev.judgedEdges())
 			break
 		}
 		h = need
@@ -540,7 +548,7 @@ func (ev *evaluation) simulate(n int, router string, scale float64, h time.Durat
 	}
 	o.undecided = undecided(ev.judge.SLOs, o.lv)
 	o.lv.Dists, o.lv.Anatomy = nil, nil // the figures are taken; the distributions are not kept
-	o.meets, o.why = meets(o, ev.edges)
+	o.meets, o.why = meets(o, ev.judgedEdges())
 	return o, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -382,14 +383,15 @@ func tQuantile95(df int) float64 {
 var embedded []byte
 
 // Builtin is the table validate wrote over the visible measurements
-// (internal/predict/spreads.json); an empty table if it does not parse.
-func Builtin() Table {
+// (internal/predict/spreads.json), read once; an empty table if it does not parse. Callers
+// only read it.
+var Builtin = sync.OnceValue(func() Table {
 	var t Table
 	if err := json.Unmarshal(embedded, &t); err != nil {
 		return Table{}
 	}
 	return t
-}
+})
 
 // ForProfile is the spread of profile p's predictions: a calibrated profile's held-out
 // error; a roofline of a model on a GPU, the validation rows' bands (Builtin); nil for a

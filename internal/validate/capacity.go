@@ -3,9 +3,9 @@ package validate
 import (
 	"context"
 	"math"
-	"slices"
 
 	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/search"
 )
 
@@ -121,16 +121,6 @@ func SummariseCapacity(results []Result) *CapacitySummary {
 	if len(abs) == 0 {
 		return nil
 	}
-	s.Rows, s.MedianAbsPct, s.MedianPct = len(abs), median(abs), median(signed)
+	s.Rows, s.MedianAbsPct, s.MedianPct = len(abs), metrics.Median(abs), metrics.Median(signed)
 	return s
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

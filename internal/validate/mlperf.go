@@ -3,10 +3,11 @@ package validate
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/llmbench/llmbench/internal/sim"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/llmbench/llmbench/internal/sim"
 )
 
 // mlperfExperiment is what mlperfRow reads of an MLPerf Inference row of the groundtruth

@@ -5,8 +5,9 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"sort"
 	"sync"
+
+	"github.com/llmbench/llmbench/internal/metrics"
 )
 
 // Headline are the figures the console shows per row and per group; validation.json has
@@ -121,11 +122,5 @@ func summarise(es []float64) FigureError {
 			worst = e
 		}
 	}
-	sort.Float64s(abs)
-	n := len(abs)
-	med := abs[n/2]
-	if n%2 == 0 {
-		med = (abs[n/2-1] + abs[n/2]) / 2
-	}
-	return FigureError{N: n, MedianPct: med, WorstPct: worst}
+	return FigureError{N: len(abs), MedianPct: metrics.Median(abs), WorstPct: worst}
 }
