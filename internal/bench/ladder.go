@@ -110,11 +110,17 @@ func newSummary(cfg *Config, start time.Time) *report.Summary {
 	if len(pcts) == 0 {
 		pcts = metrics.DefaultPercentiles
 	}
+	var delay *float64
+	if at := cfg.Describe.Run.StartAt; !at.IsZero() {
+		ms := float64(start.Sub(at).Microseconds()) / 1e3
+		delay = &ms
+	}
 	return &report.Summary{
 		Schema:       report.SchemaV3,
 		Version:      cfg.Describe.Version,
 		StartedAt:    start.UTC(),
 		RunStartUnix: float64(start.UnixMicro()) / 1e6,
+		StartDelayMs: delay,
 		Seed:         cfg.Seed,
 		Target:       cfg.Describe.Target,
 		Workload:     wl,

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,9 +19,10 @@ import (
 
 func newMergeCmd(stdio Stdio) *cobra.Command {
 	var (
-		out       string
-		tolerance time.Duration
-		force     bool
+		out                  string
+		tolerance, maxSpread time.Duration
+		wait                 time.Duration
+		force                bool
 	)
 	cmd := &cobra.Command{
 		Use:   "merge DIR...",
@@ -31,11 +33,16 @@ clock), and recomputes every figure from the union, exactly as one machine sendi
 requests would have: percentiles over all samples, throughput over the union's window.
 
 It refuses shards whose configurations differ (apart from --shard), that repeat a request,
-or that are not shards of the same N, unless --force. It warns about shards whose start
-instants differ by more than --clock-tolerance (or from their common --start-at): their
-clocks disagree, or one started late, and their timelines cannot be trusted to that precision.`,
-		Example: `  llmbench merge shard-0 shard-1 shard-2 --output-dir merged`,
-		Args:    cobra.MinimumNArgs(1),
+that are not shards of the same N, or whose start instants span more than --max-start-spread
+(their loads did not add up), unless --force. It warns about shards whose start instants
+differ by more than --clock-tolerance (or from their common --start-at): their clocks
+disagree, or one started late, and their timelines cannot be trusted to that precision.
+
+--wait waits (up to the duration given) for every folder to hold a finished run, so a merge
+can start beside its shards, as deploy/kubernetes's merge Job does.`,
+		Example: `  llmbench merge shard-0 shard-1 shard-2 --output-dir merged
+  llmbench merge --wait 2h /results/r1/shard-0 /results/r1/shard-1 --output-dir /results/r1/merged`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
 			var errs []error
 			if out == "" {
@@ -44,20 +51,36 @@ clocks disagree, or one started late, and their timelines cannot be trusted to t
 			if tolerance < 0 {
 				errs = append(errs, errors.New("--clock-tolerance must not be negative"))
 			}
+			if maxSpread < tolerance {
+				errs = append(errs, fmt.Errorf("--max-start-spread %s is below --clock-tolerance %s: give it at least the tolerance", maxSpread, tolerance))
+			}
+			if wait < 0 {
+				errs = append(errs, errors.New("--wait must not be negative"))
+			}
 			if len(errs) > 0 {
 				return usageError(errors.Join(errs...))
 			}
-			return runMerge(stdio, dirs, out, tolerance, force)
+			if wait > 0 {
+				ctx, cancel := context.WithTimeout(cmd.Context(), wait)
+				defer cancel()
+				fmt.Fprintf(stdio.Err, "waiting up to %s for %d shards to finish\n", wait, len(dirs))
+				if err := merge.Await(ctx, dirs, time.Second); err != nil {
+					return withCode(ExitFailure, err)
+				}
+			}
+			return runMerge(stdio, dirs, out, tolerance, maxSpread, force)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&out, "output-dir", "", "folder for the merged records.jsonl, summary.json, summary.csv and report.html")
 	fl.DurationVar(&tolerance, "clock-tolerance", 50*time.Millisecond, "largest disagreement between shards' start instants before a warning")
+	fl.DurationVar(&maxSpread, "max-start-spread", time.Second, "largest span of the shards' start instants before the merge is refused")
+	fl.DurationVar(&wait, "wait", 0, "wait up to this long for every folder's run to finish before merging (0: merge what is there now)")
 	fl.BoolVar(&force, "force", false, "merge even when shards' configurations disagree or repeat requests (keeping the first copy)")
 	return cmd
 }
 
-func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, force bool) error {
+func runMerge(stdio Stdio, dirs []string, out string, tolerance, maxSpread time.Duration, force bool) error {
 	var (
 		shards []*merge.Shard
 		errs   []error
@@ -73,7 +96,7 @@ func runMerge(stdio Stdio, dirs []string, out string, tolerance time.Duration, f
 	if len(errs) > 0 {
 		return withCode(ExitFailure, errors.Join(errs...))
 	}
-	p := merge.Check(shards, tolerance)
+	p := merge.Check(shards, tolerance, maxSpread)
 	sum, recs, col, err := merge.Combine(shards, force, p, Version)
 	if err != nil {
 		return withCode(ExitFailure, err)

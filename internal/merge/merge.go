@@ -80,8 +80,9 @@ func (p *Problems) warn(format string, a ...any) {
 
 // Check compares every shard with the first: configuration, shard numbering, clocks.
 // Shards disagree about their clocks when their start instants (or their distance from a
-// common --start-at) differ by more than tolerance.
-func Check(sh []*Shard, tolerance time.Duration) *Problems {
+// common --start-at) differ by more than tolerance, and refuses shards whose starts span more
+// than maxSpread.
+func Check(sh []*Shard, tolerance, maxSpread time.Duration) *Problems {
 	p := &Problems{}
 	for _, s := range sh {
 		for _, n := range s.notes {
@@ -177,7 +178,11 @@ func Check(sh []*Shard, tolerance time.Duration) *Problems {
 			hi = s
 		}
 	}
-	if spread := hi.start.Sub(lo.start); spread > tolerance {
+	if spread := hi.start.Sub(lo.start); spread > maxSpread {
+		// Shards this far apart did not load the target together: the merged levels would
+		// add up a load no instant of the run saw.
+		p.conflict("shards' start instants span %s (%s first, %s last), more than --max-start-spread %s: their loads did not add up to the planned one; rerun them with one --start-at far enough ahead for every shard", spread.Round(time.Microsecond), lo.dir, hi.dir, maxSpread)
+	} else if spread > tolerance {
 		if startAt == "" {
 			p.warn("shards were started without --start-at and %s apart (%s first, %s last): their loads did not overlap as one run's would", spread.Round(time.Microsecond), lo.dir, hi.dir)
 		} else {

@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,7 +117,7 @@ func combine(t *testing.T, dirs []string, force bool) (*report.Summary, []record
 		}
 		sh = append(sh, s)
 	}
-	p := Check(sh, 50*time.Millisecond)
+	p := Check(sh, 50*time.Millisecond, time.Second)
 	sum, recs, _, err := Combine(sh, force, p, "test")
 	return sum, recs, p, err
 }
@@ -220,10 +221,16 @@ func TestProblems(t *testing.T) {
 		}, want: []string{"started 80ms from its --start-at", "span 80ms"}},
 		{name: "no start-at", edit: func(t *testing.T, dirs []string) []string {
 			for k, d := range dirs {
-				rewriteSummary(t, d, shardSummary(t0.Add(time.Duration(k)*time.Second), "", rundesc.ShardString(k, 3), 2))
+				rewriteSummary(t, d, shardSummary(t0.Add(time.Duration(k)*300*time.Millisecond), "", rundesc.ShardString(k, 3), 2))
 			}
 			return dirs
-		}, want: []string{"without --start-at and 2s apart"}},
+		}, want: []string{"without --start-at and 600ms apart"}},
+		// A shard scheduled after the others had finished (one 2-CPU node, two pods of 2
+		// CPUs): its load never overlapped theirs.
+		{name: "started after the others", fails: true, edit: func(t *testing.T, dirs []string) []string {
+			rewriteSummary(t, dirs[1], shardSummary(t0.Add(4500*time.Millisecond), "2026-03-01T12:00:00Z", "1/3", 2))
+			return dirs
+		}, want: []string{"started 4.5s from its --start-at", "span 4.5s", "more than --max-start-spread 1s"}},
 		{name: "target differs", fails: true, edit: func(t *testing.T, dirs []string) []string {
 			s := shardSummary(t0, "2026-03-01T12:00:00Z", "2/3", 2)
 			s.Target = report.NewTarget("http://10.0.0.9:8000", "openai-chat", "m")
@@ -290,6 +297,40 @@ func TestProblems(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A merge started beside its shards waits for each to finish: a summary that still says
+// "running", or none yet, keeps it waiting; when the time is up it names those it waited for.
+func TestAwait(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	root := t.TempDir()
+	dirs := splitShards(t, root, 2, t0, []time.Duration{0, 0, 0}, "2026-03-01T12:00:00Z")
+	if err := Await(t.Context(), dirs, time.Millisecond); err != nil {
+		t.Fatalf("finished shards: %v", err)
+	}
+	running := shardSummary(t0, "2026-03-01T12:00:00Z", "1/3", 2)
+	running.EndReason = report.EndRunning
+	rewriteSummary(t, dirs[1], running)
+	absent := filepath.Join(root, "shard-9")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	err := Await(ctx, append(dirs, absent), time.Millisecond)
+	if err == nil {
+		t.Fatal("Await returned with a shard running and one absent")
+	}
+	for _, want := range []string{"2 of 4 shards", dirs[1] + " (its run is still running)", absent + " (no summary.json yet)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	// The running shard finishes while Await waits.
+	done := make(chan error, 1)
+	go func() { done <- Await(t.Context(), dirs, time.Millisecond) }()
+	time.Sleep(5 * time.Millisecond)
+	rewriteSummary(t, dirs[1], shardSummary(t0, "2026-03-01T12:00:00Z", "1/3", 2))
+	if err := <-done; err != nil {
+		t.Fatalf("after the shard finished: %v", err)
 	}
 }
 

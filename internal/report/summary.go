@@ -72,6 +72,10 @@ type Summary struct {
 	Version      string    `json:"llmbench_version"`
 	StartedAt    time.Time `json:"started_at"`     // wall clock at t = 0, UTC
 	RunStartUnix float64   `json:"run_start_unix"` // the same instant as float Unix seconds
+	// StartDelayMs is how long after its --start-at the run's t = 0 fell (ms): a shard that
+	// woke late, or was scheduled after the instant and started at once, shows it here, and
+	// merge judges the shards' spread from it. Absent without --start-at.
+	StartDelayMs *float64  `json:"start_delay_ms,omitempty"`
 	Seed         int64     `json:"seed"`
 	EndReason    EndReason `json:"end_reason"`
 	Target       Target    `json:"target"`
