@@ -176,8 +176,8 @@ func (s *Server) writeTruth(rq *request) {
 	if rq.struck {
 		fault = rq.fault
 	}
-	line := rq.truth.appendLine(make([]byte, 0, 180+len(rq.truth.events)*38), rq.id, rq.stream,
-		rq.promptTokens, rq.written, rq.finish, fault, rq.canceled)
+	line := rq.truth.appendLine(make([]byte, 0, 250+len(rq.truth.events)*38), rq.id, rq.stream,
+		promptSHA256(rq.promptParts), rq.promptTokens, rq.written, rq.finish, fault, rq.canceled)
 	s.truth.write(line)
 }
 

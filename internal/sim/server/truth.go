@@ -2,6 +2,8 @@ package server
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"strconv"
 	"sync"
@@ -16,9 +18,13 @@ import (
 // event's tokens were ready (sim.Step.At of the last step it carries), so EventUnix minus
 // StepUnix is how late the server sent each event.
 type TruthLine struct {
-	ID               string    `json:"id"`
-	Stream           bool      `json:"stream"`
-	ReceivedUnix     float64   `json:"received_unix"` // when the handler began
+	ID           string  `json:"id"`
+	Stream       bool    `json:"stream"`
+	ReceivedUnix float64 `json:"received_unix"` // when the handler began
+	// PromptSHA256 is the SHA-256 of the prompt's text (each message's, or the completion
+	// prompt's, followed by a NUL), hex: two runs sent the same prompt when theirs agree. A
+	// prompt given as token ids has no text: the hash of nothing.
+	PromptSHA256     string    `json:"prompt_sha256"`
 	PromptTokens     int       `json:"prompt_tokens"`
 	CompletionTokens int       `json:"completion_tokens"` // tokens actually written
 	FinishReason     string    `json:"finish_reason,omitempty"`
@@ -82,13 +88,16 @@ func (r *truthRecord) add(t, step time.Time, n int) {
 
 // appendLine builds the JSON line by hand: the event list can be thousands of numbers long
 // and encoding/json would format floats through reflection.
-func (r *truthRecord) appendLine(b []byte, id string, stream bool, prompt, completion int, finish string, fault FaultKind, canceled bool) []byte {
+func (r *truthRecord) appendLine(b []byte, id string, stream bool, promptHash string, prompt, completion int, finish string, fault FaultKind, canceled bool) []byte {
 	b = append(b, `{"id":"`...)
 	b = append(b, id...)
 	b = append(b, `","stream":`...)
 	b = strconv.AppendBool(b, stream)
 	b = append(b, `,"received_unix":`...)
 	b = appendUnixMicro(b, r.received.UnixMicro())
+	b = append(b, `,"prompt_sha256":"`...)
+	b = append(b, promptHash...)
+	b = append(b, '"')
 	b = append(b, `,"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt), 10)
 	b = append(b, `,"completion_tokens":`...)
@@ -147,4 +156,14 @@ func appendUnixMicro(b []byte, us int64) []byte {
 		b = append(b, byte('0'+frac/d%10))
 	}
 	return b
+}
+
+// promptSHA256 is TruthLine.PromptSHA256 of a prompt's parts.
+func promptSHA256(parts []string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		io.WriteString(h, p)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

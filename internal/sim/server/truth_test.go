@@ -2,6 +2,8 @@ package server
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,6 +122,15 @@ func TestTruthLines(t *testing.T) {
 		}
 		if len(v.reads) != tokens {
 			t.Fatalf("client read %d token events", len(v.reads))
+		}
+		// The prompt's hash tells which prompt the server was sent: the chat's "hi" or the
+		// completion's "hello world".
+		want := sha256.Sum256([]byte("hi\x00"))
+		if !strings.HasPrefix(l, `{"id":"chatcmpl`) {
+			want = sha256.Sum256([]byte("hello world\x00"))
+		}
+		if tl.PromptSHA256 != hex.EncodeToString(want[:]) {
+			t.Fatalf("prompt_sha256 %s in %s, want %x", tl.PromptSHA256, l, want)
 		}
 		startUs := float64(v.start.UnixMicro()) / 1e6
 		if tl.ReceivedUnix < startUs-1e-6 || tl.EventUnix[0] < tl.ReceivedUnix {
