@@ -1,0 +1,201 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/report"
+)
+
+// The results of deploy/kubernetes/ci/test.sh on the CI cluster: for each kind of loop, a
+// run of 2 shards merged (ci-KIND/merged) and the same run from one pod (ci-KIND-single/
+// shard-0), both against one `llmbench serve` Deployment whose --truth file (truth.jsonl)
+// holds every request it served with a hash of its prompt.
+const k8sResultsEnv = "LLMBENCH_K8S_RESULTS"
+
+// Tolerances of the merged run's figures against the single process's. Both ran the same
+// requests against one simulated server on the same 2-CPU node, one after the other; what
+// moves their figures is that node's scheduling of the clients beside the server (measured
+// in docs/testing.md).
+const (
+	dueTolerance        = 50 * time.Millisecond // merge's --clock-tolerance: the shards' start spread
+	throughputTolerance = 0.10
+	latencyTolerance    = 0.20
+	latencyFloor        = 1.0 // ms: below it a figure's scheduling noise is most of it
+)
+
+// A sharded run on Kubernetes is the same run as one process's: the same requests (level,
+// index, prompt, lengths), at the same due times for an open loop, the same counts, and
+// throughput and latency within the tolerances above.
+func TestShardedRunIsTheSameRun(t *testing.T) {
+	root := os.Getenv(k8sResultsEnv)
+	if root == "" {
+		if os.Getenv("LLMBENCH_REQUIRE_K8S") != "" {
+			t.Fatalf("LLMBENCH_REQUIRE_K8S is set but %s is not: deploy/kubernetes/ci/test.sh runs this test against the cluster's results", k8sResultsEnv)
+		}
+		t.Skipf("no cluster results: set %s (deploy/kubernetes/ci/test.sh does)", k8sResultsEnv)
+	}
+	truth := readTruth(t, filepath.Join(root, "truth.jsonl"))
+	for _, kind := range []string{"open", "closed"} {
+		t.Run(kind, func(t *testing.T) {
+			merged := readK8sRun(t, filepath.Join(root, "ci-"+kind, "merged"))
+			single := readK8sRun(t, filepath.Join(root, "ci-"+kind+"-single", "shard-0"))
+			sameRequests(t, kind, merged, single, truth)
+			sameFigures(t, kind, merged.sum, single.sum)
+		})
+	}
+}
+
+type k8sRun struct {
+	dir  string
+	sum  *report.Summary
+	recs map[[2]int]record.Record // by level and index
+}
+
+func readK8sRun(t *testing.T, dir string) k8sRun {
+	t.Helper()
+	sum, err := report.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := record.Find(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := record.ReadAll(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	r := k8sRun{dir: dir, sum: sum, recs: map[[2]int]record.Record{}}
+	for _, rec := range recs {
+		k := [2]int{rec.Level, rec.Index}
+		if _, dup := r.recs[k]; dup {
+			t.Errorf("%s: request %d of level %d twice", dir, rec.Index, rec.Level)
+		}
+		r.recs[k] = rec
+	}
+	return r
+}
+
+type truthLine struct {
+	ID           string `json:"id"`
+	PromptSHA256 string `json:"prompt_sha256"`
+	PromptTokens int    `json:"prompt_tokens"`
+}
+
+func readTruth(t *testing.T, path string) map[string]truthLine {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("the server's truth file: %v", err)
+	}
+	defer f.Close()
+	lines := map[string]truthLine{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var l truthLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		lines[l.ID] = l
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+func sameRequests(t *testing.T, kind string, merged, single k8sRun, truth map[string]truthLine) {
+	if len(merged.recs) != len(single.recs) {
+		t.Errorf("%d requests merged, %d from one process", len(merged.recs), len(single.recs))
+	}
+	var worstDue time.Duration
+	var failed int
+	for k, s := range single.recs {
+		m, ok := merged.recs[k]
+		if !ok {
+			t.Errorf("request %d of level %d: sent by one process, by no shard", k[1], k[0])
+			continue
+		}
+		if m.Error != nil || s.Error != nil {
+			failed++
+			continue
+		}
+		mt, mok := truth[m.ResponseID]
+		st, sok := truth[s.ResponseID]
+		switch {
+		case !mok || !sok:
+			t.Errorf("request %d of level %d: response %q or %q is not in the server's truth file", k[1], k[0], m.ResponseID, s.ResponseID)
+		case mt.PromptSHA256 != st.PromptSHA256 || mt.PromptTokens != st.PromptTokens:
+			t.Errorf("request %d of level %d: the server was sent different prompts (%s, %d tokens merged; %s, %d from one process)",
+				k[1], k[0], mt.PromptSHA256, mt.PromptTokens, st.PromptSHA256, st.PromptTokens)
+		}
+		if m.InputTokens != s.InputTokens || m.OutputTokens != s.OutputTokens || m.Warmup != s.Warmup {
+			t.Errorf("request %d of level %d: %d → %d tokens (warm-up %v) merged, %d → %d (%v) from one process",
+				k[1], k[0], m.InputTokens, m.OutputTokens, m.Warmup, s.InputTokens, s.OutputTokens, s.Warmup)
+		}
+		worstDue = max(worstDue, (m.Scheduled - s.Scheduled).Abs())
+	}
+	for k := range merged.recs {
+		if _, ok := single.recs[k]; !ok {
+			t.Errorf("request %d of level %d: sent by a shard, not by one process", k[1], k[0])
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d requests failed", failed)
+	}
+	// An open loop's due times are the plan's, moved by the shard's start against the
+	// earliest; a closed loop sends when a worker is free, which each run's own latencies
+	// decide.
+	t.Logf("%s loop: %d requests in both, prompts alike by the server's hash; due times differ by at most %s", kind, len(single.recs), worstDue)
+	if kind == "open" && worstDue > dueTolerance {
+		t.Errorf("an open loop's due time differs by %s between the runs (bound %s: the shards' start spread)", worstDue, dueTolerance)
+	}
+}
+
+func sameFigures(t *testing.T, kind string, merged, single *report.Summary) {
+	if len(merged.Levels) != len(single.Levels) {
+		t.Fatalf("%d levels merged, %d from one process", len(merged.Levels), len(single.Levels))
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-24s %12s %12s %8s\n", "figure", "one process", "2 shards", "diff")
+	for i, m := range merged.Levels {
+		s := single.Levels[i]
+		if m.Completed != s.Completed || m.Failed != s.Failed {
+			t.Errorf("level %s: %d completed, %d failed merged; %d, %d from one process", m.Name, m.Completed, m.Failed, s.Completed, s.Failed)
+		}
+		check := func(name string, one, two, tol, floor float64) {
+			d := (two - one) / one
+			fmt.Fprintf(&table, "%-24s %12.3f %12.3f %+7.1f%%\n", name, one, two, 100*d)
+			if math.IsNaN(d) || math.Abs(two-one) > max(tol*one, floor) {
+				t.Errorf("level %s: %s %.3f merged against %.3f from one process (%+.1f %%, bound ±%.0f %% or %g)", m.Name, name, two, one, 100*d, 100*tol, floor)
+			}
+		}
+		check("request_throughput", s.RequestThroughput, m.RequestThroughput, throughputTolerance, 0)
+		check("output_throughput", s.OutputThroughput, m.OutputThroughput, throughputTolerance, 0)
+		for _, key := range []string{"ttft_ms", "tpot_ms", "e2el_ms"} {
+			one, ok1 := s.Metrics.Stat(key).Get(50)
+			two, ok2 := m.Metrics.Stat(key).Get(50)
+			if !ok1 || !ok2 {
+				t.Errorf("level %s: no %s p50", m.Name, key)
+				continue
+			}
+			check(key+".p50", one.Value, two.Value, latencyTolerance, latencyFloor)
+		}
+	}
+	t.Logf("%s loop, one process against the merge of 2 shards:\n%s", kind, table.String())
+}
