@@ -54,6 +54,36 @@ func TestShardedRunIsTheSameRun(t *testing.T) {
 	}
 }
 
+// The same manifests against llama.cpp's llama-server deployed in the cluster: 2 shards whose
+// merge is the whole plan, every request answered, nothing to warn about.
+func TestShardedRunOnLlamaCpp(t *testing.T) {
+	root := os.Getenv(k8sResultsEnv)
+	if root == "" {
+		if os.Getenv("LLMBENCH_REQUIRE_K8S") != "" {
+			t.Fatalf("LLMBENCH_REQUIRE_K8S is set but %s is not", k8sResultsEnv)
+		}
+		t.Skipf("no cluster results: set %s (deploy/kubernetes/ci/test.sh does)", k8sResultsEnv)
+	}
+	r := readK8sRun(t, filepath.Join(root, "ci-llamacpp", "merged"))
+	if n := len(r.sum.Load.MergedShards); n != 2 {
+		t.Errorf("%d shards merged, want 2", n)
+	}
+	if w := r.sum.Load.MergeWarnings; len(w) > 0 {
+		t.Errorf("merge warned: %s", strings.Join(w, "; "))
+	}
+	want := r.sum.Load.Requests + r.sum.Load.Warmup
+	if len(r.recs) != want {
+		t.Errorf("%d requests merged, want the plan's %d", len(r.recs), want)
+	}
+	for _, l := range r.sum.Levels {
+		if l.Failed > 0 || l.Completed != r.sum.Load.Requests {
+			t.Errorf("level %s: %d completed, %d failed of %d", l.Name, l.Completed, l.Failed, r.sum.Load.Requests)
+		}
+		ttft, _ := l.Metrics.Stat("ttft_ms").Get(50)
+		t.Logf("llama-server, 2 shards merged: %d requests, %.2f req/s, %.1f output tok/s, TTFT P50 %.1f ms", l.Completed, l.RequestThroughput, l.OutputThroughput, ttft.Value)
+	}
+}
+
 type k8sRun struct {
 	dir  string
 	sum  *report.Summary

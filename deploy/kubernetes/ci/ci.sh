@@ -10,7 +10,9 @@ s=$SECONDS
 "$HERE/cluster.sh" deps
 "$HERE/cluster.sh" build >/dev/null
 log "Kubernetes binaries ready ($((SECONDS - s)) s)"
-"$HERE/images.sh" >/dev/null
+# llama.cpp's server for the second target: .ci/llamacpp.sh's build (cached; CI built it
+# for the e2e tests already).
+LLAMA_SERVER=$("$HERE/../../../.ci/llamacpp.sh" build) "$HERE/images.sh" >/dev/null
 log "images built ($((SECONDS - s)) s)"
 # A cluster left by an interrupted run goes first.
 [ -e /run/netns/llmk8s ] && "$HERE/cluster.sh" down

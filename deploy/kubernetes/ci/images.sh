@@ -8,6 +8,9 @@
 #                     and the tools, and a static llmbench built from this checkout) — what
 #                     deploy/kubernetes/Dockerfile builds, from files on this machine.
 #                     OUT defaults to $LLMBENCH_CACHE/k8s-images (cluster.sh's default).
+#                     With LLAMA_SERVER set to a llama-server binary (.ci/llamacpp.sh build),
+#                     also OUT/llama-server.tar (docker.io/local/llama-server:dev): it, the
+#                     shared libraries it links, and tools/ggufgen's tiny model at /model.gguf.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
@@ -65,9 +68,25 @@ oci docker.io/local/pause:1 "$OUT/pause.tar" "$work/pause" '["/pause"]' ""
 r=$work/llmbench
 mkdir -p "$r/bin" "$r/usr/local/bin" "$r/tmp" "$r/etc"
 cp "$(command -v busybox)" "$r/bin/busybox"
-for a in sh seq cat ls mkdir sleep date; do ln -s busybox "$r/bin/$a"; done
+for a in sh seq cat ls mkdir sleep date tar; do ln -s busybox "$r/bin/$a"; done
 chmod 1777 "$r/tmp"
 echo 'nobody:x:65534:65534:nobody:/tmp:/bin/sh' >"$r/etc/passwd"
 (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$r/usr/local/bin/llmbench" ./cmd/llmbench)
 oci docker.io/local/llmbench:dev "$OUT/llmbench.tar" "$r" '["llmbench"]' "65534:65534"
+# llama.cpp's server with the tiny model CI serves (.ci/lib.sh's gguf_model), when given.
+rm -f "$OUT/llama-server.tar"
+if [ -n "${LLAMA_SERVER:-}" ]; then
+	r=$work/llama
+	mkdir -p "$r/usr/local/bin" "$r/tmp"
+	chmod 1777 "$r/tmp"
+	cp "$LLAMA_SERVER" "$r/usr/local/bin/llama-server"
+	# The loader and every library ldd resolves, at the same paths.
+	for lib in $(ldd "$LLAMA_SERVER" | grep -o '/[^ ]*'); do
+		mkdir -p "$r$(dirname "$lib")"
+		cp -L "$lib" "$r$lib"
+	done
+	(cd "$ROOT" && go run ./tools/ggufgen -out "$r/model.gguf" -seed 1 \
+		-tokenizer internal/tokenizer/testdata/llama3/tokenizer.json.gz) >&2
+	oci docker.io/local/llama-server:dev "$OUT/llama-server.tar" "$r" '["/usr/local/bin/llama-server"]' "65534:65534"
+fi
 echo "$OUT"

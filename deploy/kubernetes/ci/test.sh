@@ -62,7 +62,7 @@ run() {
 	local id=$1 shards=$2
 	shift 2
 	local s=$SECONDS
-	"$HERE/cluster.sh" exec env IMAGE=$IMAGE LEAD=15 RUN_ID="$id" CPU=500m MEMORY=256Mi \
+	"$HERE/cluster.sh" exec env IMAGE=$IMAGE LEAD=10 RUN_ID="$id" CPU=500m MEMORY=256Mi \
 		"$ROOT/deploy/kubernetes/run.sh" "$shards" "$target" "$@"
 	log "$id: $shards shard(s) done in $((SECONDS - s)) s"
 }
@@ -73,11 +73,29 @@ run ci-open-single 1 "${open[@]}"
 run ci-closed 2 "${closed[@]}"
 run ci-closed-single 1 "${closed[@]}"
 
+# Copied out as a user would: kubectl cp from a pod that mounts the volume.
+sed 's|image: ghcr.io/llmbench/llmbench:latest|image: docker.io/local/llmbench:dev|' "$ROOT/deploy/kubernetes/results-pod.yaml" | k apply -f -
+k wait --for=condition=Ready pod/llmbench-results --timeout=60s
+copied=$(mktemp -d)
+k cp llmbench-results:/results/ci-open/merged "$copied/merged" >/dev/null
+cmp "$copied/merged/summary.json" "$PV/ci-open/merged/summary.json"
+rm -rf "$copied"
+k delete pod llmbench-results --wait=false
+log "kubectl cp: the merged results copied out of the volume"
+
 # The server writes its truth file out as it stops.
 k delete deployment llmbench-target --wait=true --timeout=60s
 k wait --for=delete pod -l app=llmbench-target --timeout=60s || true
-log "results on the volume:"
-ls -R "$PV" | head -40 >&2
+log "results on the volume: $(cd "$PV" && echo *)"
 
-(cd "$ROOT" && LLMBENCH_K8S_RESULTS=$PV LLMBENCH_REQUIRE_K8S=1 go test -count=1 -v -run '^TestShardedRunIsTheSameRun$' ./e2e/)
+# A second target: llama.cpp's llama-server (images.sh makes its image with LLAMA_SERVER set,
+# as ci.sh runs it).
+k apply -f "$HERE/llamacpp.yaml"
+k rollout status deployment/llamacpp-target --timeout=180s
+target=http://$(k get service llamacpp-target -o jsonpath='{.spec.clusterIP}'):8080
+log "llama-server ready at $target (Service llamacpp-target)"
+run ci-llamacpp 2 --rate 4 --requests 40 --warmup 4 --input-tokens 32 --output-tokens 16 --seed 7
+k delete deployment llamacpp-target --wait=false
+
+(cd "$ROOT" && LLMBENCH_K8S_RESULTS=$PV LLMBENCH_REQUIRE_K8S=1 go test -count=1 -v -run '^(TestShardedRunIsTheSameRun|TestShardedRunOnLlamaCpp)$' ./e2e/)
 log "done in $((SECONDS - s0)) s"
