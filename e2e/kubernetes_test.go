@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,8 @@ const k8sResultsEnv = "LLMBENCH_K8S_RESULTS"
 // moves their figures is that node's scheduling of the clients beside the server (measured
 // in docs/testing.md).
 const (
-	dueTolerance        = 50 * time.Millisecond // merge's --clock-tolerance: the shards' start spread
+	dueTolerance        = 10 * time.Microsecond // records' offsets are in µs, rebased by merge
+	maxStartSpread      = time.Second           // merge's --max-start-spread: the loads overlapped
 	throughputTolerance = 0.10
 	latencyTolerance    = 0.20
 	latencyFloor        = 1.0 // ms: below it a figure's scheduling noise is most of it
@@ -36,19 +38,14 @@ const (
 // index, prompt, lengths), at the same due times for an open loop, the same counts, and
 // throughput and latency within the tolerances above.
 func TestShardedRunIsTheSameRun(t *testing.T) {
-	root := os.Getenv(k8sResultsEnv)
-	if root == "" {
-		if os.Getenv("LLMBENCH_REQUIRE_K8S") != "" {
-			t.Fatalf("LLMBENCH_REQUIRE_K8S is set but %s is not: deploy/kubernetes/ci/test.sh runs this test against the cluster's results", k8sResultsEnv)
-		}
-		t.Skipf("no cluster results: set %s (deploy/kubernetes/ci/test.sh does)", k8sResultsEnv)
-	}
+	root := k8sResults(t)
 	truth := readTruth(t, filepath.Join(root, "truth.jsonl"))
 	for _, kind := range []string{"open", "closed"} {
 		t.Run(kind, func(t *testing.T) {
 			merged := readK8sRun(t, filepath.Join(root, "ci-"+kind, "merged"))
 			single := readK8sRun(t, filepath.Join(root, "ci-"+kind+"-single", "shard-0"))
-			sameRequests(t, kind, merged, single, truth)
+			shifts := shardShifts(t, filepath.Join(root, "ci-"+kind), merged.sum.StartedAt)
+			sameRequests(t, kind, merged, single, truth, shifts)
 			sameFigures(t, kind, merged.sum, single.sum)
 		})
 	}
@@ -57,19 +54,15 @@ func TestShardedRunIsTheSameRun(t *testing.T) {
 // The same manifests against llama.cpp's llama-server deployed in the cluster: 2 shards whose
 // merge is the whole plan, every request answered, nothing to warn about.
 func TestShardedRunOnLlamaCpp(t *testing.T) {
-	root := os.Getenv(k8sResultsEnv)
-	if root == "" {
-		if os.Getenv("LLMBENCH_REQUIRE_K8S") != "" {
-			t.Fatalf("LLMBENCH_REQUIRE_K8S is set but %s is not", k8sResultsEnv)
-		}
-		t.Skipf("no cluster results: set %s (deploy/kubernetes/ci/test.sh does)", k8sResultsEnv)
-	}
+	root := k8sResults(t)
 	r := readK8sRun(t, filepath.Join(root, "ci-llamacpp", "merged"))
 	if n := len(r.sum.Load.MergedShards); n != 2 {
 		t.Errorf("%d shards merged, want 2", n)
 	}
+	// A shard throttled by its CPU limit can wake tens of ms late; merge says so, and
+	// refuses the shards only past --max-start-spread.
 	if w := r.sum.Load.MergeWarnings; len(w) > 0 {
-		t.Errorf("merge warned: %s", strings.Join(w, "; "))
+		t.Logf("merge warned: %s", strings.Join(w, "; "))
 	}
 	want := r.sum.Load.Requests + r.sum.Load.Warmup
 	if len(r.recs) != want {
@@ -82,6 +75,20 @@ func TestShardedRunOnLlamaCpp(t *testing.T) {
 		ttft, _ := l.Metrics.Stat("ttft_ms").Get(50)
 		t.Logf("llama-server, 2 shards merged: %d requests, %.2f req/s, %.1f output tok/s, TTFT P50 %.1f ms", l.Completed, l.RequestThroughput, l.OutputThroughput, ttft.Value)
 	}
+}
+
+// k8sResults is the folder of the cluster's results; the test skips without one, or fails
+// when LLMBENCH_REQUIRE_K8S says there must be one.
+func k8sResults(t *testing.T) string {
+	t.Helper()
+	root := os.Getenv(k8sResultsEnv)
+	if root == "" {
+		if os.Getenv("LLMBENCH_REQUIRE_K8S") != "" {
+			t.Fatalf("LLMBENCH_REQUIRE_K8S is set but %s is not: deploy/kubernetes/ci/test.sh runs this test against the cluster's results", k8sResultsEnv)
+		}
+		t.Skipf("no cluster results: set %s (deploy/kubernetes/ci/test.sh does)", k8sResultsEnv)
+	}
+	return root
 }
 
 type k8sRun struct {
@@ -149,11 +156,41 @@ func readTruth(t *testing.T, path string) map[string]truthLine {
 	return lines
 }
 
-func sameRequests(t *testing.T, kind string, merged, single k8sRun, truth map[string]truthLine) {
+// shardShifts is how far each shard's t = 0 fell after the merged run's (the earliest
+// shard's): merge moves the shard's records by it. The spread is how late the last shard woke
+// for the common --start-at (a pod throttled by its CPU limit wakes tens of ms late on a busy
+// node); merge refuses shards beyond maxStartSpread, whose loads did not overlap.
+func shardShifts(t *testing.T, dir string, t0 time.Time) []time.Duration {
+	t.Helper()
+	var shifts []time.Duration
+	for i := 0; ; i++ {
+		sum, err := report.ReadDir(filepath.Join(dir, fmt.Sprintf("shard-%d", i)))
+		if err != nil {
+			break
+		}
+		d := sum.StartedAt.Truncate(time.Microsecond).Sub(t0)
+		delay := "none"
+		if sum.StartDelayMs != nil {
+			delay = fmt.Sprintf("%.1f ms", *sum.StartDelayMs)
+		}
+		t.Logf("shard %d started %s after the first, %s after --start-at", i, d, delay)
+		if d > maxStartSpread {
+			t.Errorf("shard %d started %s after the first (merge refuses more than %s)", i, d, maxStartSpread)
+		}
+		shifts = append(shifts, d)
+	}
+	if len(shifts) != 2 {
+		t.Fatalf("%s: %d shards' summaries, want 2", dir, len(shifts))
+	}
+	return shifts
+}
+
+func sameRequests(t *testing.T, kind string, merged, single k8sRun, truth map[string]truthLine, shifts []time.Duration) {
 	if len(merged.recs) != len(single.recs) {
 		t.Errorf("%d requests merged, %d from one process", len(merged.recs), len(single.recs))
 	}
 	var worstDue time.Duration
+	dues := make([][]time.Duration, len(shifts))
 	var failed int
 	for k, s := range single.recs {
 		m, ok := merged.recs[k]
@@ -178,7 +215,11 @@ func sameRequests(t *testing.T, kind string, merged, single k8sRun, truth map[st
 			t.Errorf("request %d of level %d: %d → %d tokens (warm-up %v) merged, %d → %d (%v) from one process",
 				k[1], k[0], m.InputTokens, m.OutputTokens, m.Warmup, s.InputTokens, s.OutputTokens, s.Warmup)
 		}
-		worstDue = max(worstDue, (m.Scheduled - s.Scheduled).Abs())
+		// Shard i mod N sent request i: its due times are the plan's, moved by when that
+		// shard's level began (its start against the first shard's, and its own time from
+		// t = 0 to the level's start, as the single run's is).
+		sh := k[1] % len(shifts)
+		dues[sh] = append(dues[sh], m.Scheduled-s.Scheduled)
 	}
 	for k := range merged.recs {
 		if _, ok := single.recs[k]; !ok {
@@ -188,12 +229,21 @@ func sameRequests(t *testing.T, kind string, merged, single k8sRun, truth map[st
 	if failed > 0 {
 		t.Errorf("%d requests failed", failed)
 	}
+	for sh, d := range dues {
+		if len(d) == 0 {
+			continue
+		}
+		slices.Sort(d)
+		moved := d[len(d)/2]
+		worstDue = max(worstDue, (d[0] - moved).Abs(), (d[len(d)-1] - moved).Abs())
+		t.Logf("%s loop: shard %d's due times are the single run's moved by %s (its start %s after the first shard's)", kind, sh, moved, shifts[sh])
+	}
 	// An open loop's due times are the plan's, moved by the shard's start against the
 	// earliest; a closed loop sends when a worker is free, which each run's own latencies
 	// decide.
-	t.Logf("%s loop: %d requests in both, prompts alike by the server's hash; due times differ by at most %s", kind, len(single.recs), worstDue)
+	t.Logf("%s loop: %d requests in both, prompts alike by the server's hash; due times, each shard's moved by its own start, differ by at most %s", kind, len(single.recs), worstDue)
 	if kind == "open" && worstDue > dueTolerance {
-		t.Errorf("an open loop's due time differs by %s between the runs (bound %s: the shards' start spread)", worstDue, dueTolerance)
+		t.Errorf("an open loop's due time differs by %s from the single run's beyond its shard's start: not the same plan", worstDue)
 	}
 }
 
