@@ -222,8 +222,10 @@ func TestScraperOverHTTP(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	s := Start(t.Context(), srv.URL+"/metrics", 10*time.Millisecond, time.Now(), nil)
-	time.Sleep(60 * time.Millisecond)
+	// Each scrape's timeout is the interval: intervals of tens of ms keep a loaded machine's
+	// loopback round trips (several ms under -race beside other tests) inside it.
+	s := Start(t.Context(), srv.URL+"/metrics", 50*time.Millisecond, time.Now(), nil)
+	time.Sleep(200 * time.Millisecond)
 	ser := s.Stop()
 	if ser.Failed != 0 || len(ser.Samples) < 2 || ser.Family != FamilyVLLM {
 		t.Fatalf("scrapes %d failed %d (%s) samples %d family %q", ser.Scrapes, ser.Failed, ser.LastError, len(ser.Samples), ser.Family)
@@ -241,8 +243,8 @@ func TestScraperOverHTTP(t *testing.T) {
 		"/openmetrics": "OpenMetrics",
 		"/nope":        "HTTP 404",
 	} {
-		s := Start(t.Context(), srv.URL+path, 10*time.Millisecond, time.Now(), nil)
-		time.Sleep(25 * time.Millisecond)
+		s := Start(t.Context(), srv.URL+path, 100*time.Millisecond, time.Now(), nil)
+		time.Sleep(150 * time.Millisecond)
 		ser := s.Stop()
 		if ser.Failed == 0 || ser.Failed != ser.Scrapes || !strings.Contains(ser.LastError, want) {
 			t.Errorf("%s: scrapes %d failed %d, last error %q; want all failed with %q", path, ser.Scrapes, ser.Failed, ser.LastError, want)
