@@ -262,6 +262,11 @@ down() {
 		sleep 0.5
 	fi
 	[ -e /run/netns/$NS ] && ip netns delete $NS
+	# containerd names each pod's network namespace in /run/netns and binds it there in the
+	# cluster's mount namespace: once that is gone, the names left are empty files.
+	for n in /run/netns/cni-*; do
+		[ -e "$n" ] && ! mountpoint -q "$n" && rm -f "$n"
+	done
 	# The pods' cgroups (cgroupfs driver) outlive their processes.
 	find /sys/fs/cgroup -depth -type d -path '*kubepods*' -exec rmdir {} + 2>/dev/null || true
 	local left=0
