@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/fidelity"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 )
@@ -127,33 +126,18 @@ func readK8sRun(t *testing.T, dir string) k8sRun {
 	return r
 }
 
-type truthLine struct {
-	ID           string `json:"id"`
-	PromptSHA256 string `json:"prompt_sha256"`
-	PromptTokens int    `json:"prompt_tokens"`
-}
-
-func readTruth(t *testing.T, path string) map[string]truthLine {
+func readTruth(t *testing.T, path string) map[string]*fidelity.Truth {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatalf("the server's truth file: %v", err)
 	}
 	defer f.Close()
-	lines := map[string]truthLine{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var l truthLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		lines[l.ID] = l
+	truth, err := fidelity.ReadTruth(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return lines
+	return truth
 }
 
 // shardShifts is how far each shard's t = 0 fell after the merged run's (the earliest
@@ -185,7 +169,7 @@ func shardShifts(t *testing.T, dir string, t0 time.Time) []time.Duration {
 	return shifts
 }
 
-func sameRequests(t *testing.T, kind string, merged, single k8sRun, truth map[string]truthLine, shifts []time.Duration) {
+func sameRequests(t *testing.T, kind string, merged, single k8sRun, truth map[string]*fidelity.Truth, shifts []time.Duration) {
 	if len(merged.recs) != len(single.recs) {
 		t.Errorf("%d requests merged, %d from one process", len(merged.recs), len(single.recs))
 	}

@@ -61,7 +61,7 @@ func TestReadTruthErrors(t *testing.T) {
 
 // The server's own line format (server.TruthLine via appendLine) reads back exactly.
 func TestReadTruth(t *testing.T) {
-	in := `{"id":"chatcmpl-1","stream":true,"received_unix":1700000000.010200,"prompt_tokens":5,"completion_tokens":3,"finish_reason":"length","event_unix":[1700000000.050000,1700000000.070001],"step_unix":[1700000000.049990,1700000000.070000],"event_tokens":[1,2]}
+	in := `{"id":"chatcmpl-1","stream":true,"received_unix":1700000000.010200,"prompt_sha256":"ab12","prompt_tokens":5,"completion_tokens":3,"finish_reason":"length","event_unix":[1700000000.050000,1700000000.070001],"step_unix":[1700000000.049990,1700000000.070000],"event_tokens":[1,2]}
 {"id":"cmpl-2","stream":true,"received_unix":1700000000.000000,"prompt_tokens":5,"completion_tokens":0,"event_unix":[],"fault":"disconnect","canceled":true}
 `
 	tr, err := ReadTruth(strings.NewReader(in))
@@ -69,12 +69,12 @@ func TestReadTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := tr["chatcmpl-1"]
-	if a == nil || a.Received != 1700000000010200 || len(a.Events) != 2 || a.Events[1] != 1700000000070001 || a.Tokens[1] != 2 ||
+	if a == nil || a.Received != 1700000000010200 || a.PromptSHA256 != "ab12" || a.PromptTokens != 5 || len(a.Events) != 2 || a.Events[1] != 1700000000070001 || a.Tokens[1] != 2 ||
 		fmt.Sprint(a.Steps) != "[1700000000049990 1700000000070000]" {
 		t.Errorf("chatcmpl-1 = %+v", a)
 	}
 	b := tr["cmpl-2"]
-	if b == nil || b.Fault != "disconnect" || !b.Canceled || len(b.Events) != 0 || b.Tokens != nil || b.Steps != nil {
+	if b == nil || b.PromptSHA256 != "" || b.Fault != "disconnect" || !b.Canceled || len(b.Events) != 0 || b.Tokens != nil || b.Steps != nil {
 		t.Errorf("cmpl-2 = %+v", b)
 	}
 }

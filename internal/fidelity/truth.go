@@ -18,12 +18,16 @@ import (
 // Truth is one request as the simulator served it. Times are Unix microseconds (wall clock).
 type Truth struct {
 	ID       string
-	Received int64   // when the server's handler began
-	Events   []int64 // when each token event had been written and flushed
-	Steps    []int64 // when each event's last engine step ended; nil in files without step_unix
-	Tokens   []int32 // tokens per event; nil when every event carried one
-	Fault    string  // injected fault, if one struck
-	Canceled bool    // the client went away
+	Received int64 // when the server's handler began
+	// PromptSHA256 is the hash of the prompt's text (empty in files from before it was
+	// written) and PromptTokens its tokens: two runs sent the same prompt when both agree.
+	PromptSHA256 string
+	PromptTokens int
+	Events       []int64 // when each token event had been written and flushed
+	Steps        []int64 // when each event's last engine step ended; nil in files without step_unix
+	Tokens       []int32 // tokens per event; nil when every event carried one
+	Fault        string  // injected fault, if one struck
+	Canceled     bool    // the client went away
 }
 
 // truthLine is the JSON shape of one --truth line (server.TruthLine). Numbers are read as
@@ -31,6 +35,8 @@ type Truth struct {
 type truthLine struct {
 	ID           string        `json:"id"`
 	ReceivedUnix json.Number   `json:"received_unix"`
+	PromptSHA256 string        `json:"prompt_sha256"`
+	PromptTokens int           `json:"prompt_tokens"`
 	EventUnix    []json.Number `json:"event_unix"`
 	StepUnix     []json.Number `json:"step_unix"`
 	EventTokens  []int32       `json:"event_tokens"`
@@ -80,7 +86,8 @@ func parseTruthLine(b []byte) (*Truth, error) {
 	if j.ReceivedUnix == "" {
 		return nil, errors.New(`missing "received_unix"`)
 	}
-	t := &Truth{ID: j.ID, Fault: j.Fault, Canceled: j.Canceled, Events: make([]int64, len(j.EventUnix))}
+	t := &Truth{ID: j.ID, PromptSHA256: j.PromptSHA256, PromptTokens: j.PromptTokens, Fault: j.Fault, Canceled: j.Canceled,
+		Events: make([]int64, len(j.EventUnix))}
 	var err error
 	if t.Received, err = record.ParseMicros(string(j.ReceivedUnix)); err != nil {
 		return nil, fmt.Errorf("received_unix: %w", err)
