@@ -62,6 +62,7 @@ type Send struct {
 	multi     bool
 	repeat    int   // Level.Repeat
 	stage     int16 // a staged level's stage of Scheduled
+	arrival   int32 // its arrival's number as the over-saturation rule counts them; 0: none
 }
 
 // NewDispatch plans a validated level; first is the source's request 0, which says what
@@ -289,7 +290,7 @@ func (d *Dispatch) Finished(s *Send, o Outcome, service, done, now time.Duration
 		return
 	}
 	failed := o != Succeeded
-	if r := d.rules.finished(o, service); r != "" {
+	if r := d.rules.finished(o, service, int(s.arrival)); r != "" {
 		d.halt(r)
 		return
 	}
@@ -414,6 +415,9 @@ func (d *Dispatch) send(s Send, out func(Send)) {
 // dispatch sends s, an arrival, now, or queues it behind earlier ones when the cap is
 // reached; it reports whether the over-saturation rule then stopped the level.
 func (d *Dispatch) dispatch(s Send, out func(Send)) (stopped bool) {
+	if d.rules.sat {
+		s.arrival = int32(min(d.rules.arrivals+1, math.MaxInt32))
+	}
 	if d.cap > 0 && d.inflight >= d.cap {
 		d.queue = append(d.queue, s)
 	} else {

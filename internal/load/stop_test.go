@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -204,6 +205,72 @@ func TestMaxErrorRate(t *testing.T) {
 		}
 		if reason != tc.want || n != tc.n {
 			t.Errorf("limit %g: end reason %q after %d requests, want %q after %d", tc.limit, reason, n, tc.want, tc.n)
+		}
+	}
+}
+
+// fleetLongOutputs is 8 replicas of Llama-2-70B in FP8 on H200 (MLPerf's Server deployment
+// shape) serving requests that decode hundreds of tokens: filling it from empty takes as
+// long as its longest requests, 20-40 s, while 1,000 arrivals come within 17 s.
+const fleetLongOutputs = `model: llama-2-70b
+gpu: h200
+deployment: {tp: 1, replicas: 8, weight_dtype: fp8, kv_dtype: fp8}
+engine: {kind: tensorrt-llm, max_batched_tokens: 1536, max_num_seqs: 2048}
+`
+
+// fleetLongCapacity is fleetLongOutputs' capacity in requests/s for fleetLongSource's
+// requests, measured in a closed loop of 2,400 (40,000 requests, seed 1): 66-68 req/s.
+const fleetLongCapacity = 66
+
+// fleetLongSource draws inputs uniform in 1..1024 and outputs uniform in 1..585 tokens
+// (mean 293, MLPerf's Llama-2-70B Server runs' TOKENS_PER_SAMPLE), the same for every seed.
+func fleetLongSource(i int) workload.Request {
+	r := rand.New(rand.NewPCG(7, uint64(i)))
+	return workload.Request{InputTokens: 1 + r.IntN(1024), OutputTokens: 1 + r.IntN(585)}
+}
+
+// TestOversaturationNotWhileFilling: a fleet that keeps up is not stopped while it fills,
+// however many arrivals that takes (before the rule waited for the ramp, a fleet at 0.66 ×
+// its capacity was stopped after 23 s), and one past its capacity still is.
+func TestOversaturationNotWhileFilling(t *testing.T) {
+	p, err := sim.ParseProfile([]byte(fleetLongOutputs), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := p
+	one.Deployment.Replicas = 1
+	for _, tc := range []struct {
+		what    string
+		p       sim.Profile
+		rate    float64
+		dur     time.Duration
+		stopped bool
+	}{
+		{"0.66 × the fleet's capacity", p, 0.66 * fleetLongCapacity, 2 * time.Minute, false},
+		{"0.95 × the fleet's capacity", p, 0.95 * fleetLongCapacity, 5 * time.Minute, false},
+		{"0.9 × the fleet's capacity", p, 0.9 * fleetLongCapacity, 2 * time.Minute, false},
+		{"1.3 × the fleet's capacity", p, 1.3 * fleetLongCapacity, 5 * time.Minute, true},
+		// One replica at the fleet's rate, 5 × its capacity: its batch grows without a slot
+		// cap, every request slowing, and its first requests take minutes to finish.
+		{"one replica at 0.66 × the fleet's capacity", one, 0.66 * fleetLongCapacity, 5 * time.Minute, true},
+	} {
+		for seed := range 3 {
+			lvl := Level{Rate: tc.rate, Arrival: schedule.Arrival{Kind: "poisson"}, Duration: tc.dur,
+				Seed: int64(100*seed + 3), DetectSaturation: true}
+			srv, err := sim.NewFleet(tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last time.Duration
+			_, reason, err := RunVirtual(context.Background(), lvl, 0, funcSource(fleetLongSource), srv,
+				func(r *record.Record) { last = max(last, r.Scheduled) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s, seed %d: %s after %.1f s", tc.what, seed, reason, last.Seconds())
+			if (reason == EndOversaturated) != tc.stopped {
+				t.Errorf("%s, seed %d: end reason %q, want stopped %v", tc.what, seed, reason, tc.stopped)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/llmbench/llmbench/internal/load"
@@ -29,6 +30,19 @@ type CapacityProbe struct {
 	TPOTP99Ms float64 `json:"tpot_p99_ms"`
 	// Oversaturated: the over-saturation rule stopped the level (the backlog kept growing).
 	Oversaturated bool `json:"oversaturated,omitempty"`
+	// Reason is why the level's verdict did not pass, as summary.json's slo.reason says it.
+	Reason string `json:"reason,omitempty"`
+}
+
+// capacityProbe is how long a capacity probe runs, and how long before it is left out
+// while the deployment fills: MLPerf's Server scenario runs at least 600 s, and a fleet
+// whose requests decode hundreds of tokens takes tens of seconds to fill, so a minute's
+// probe ends before its backlog could show whether it keeps up.
+const capacityProbe, capacityWarmup = 600, 60
+
+// probeRequests is a capacity probe's requests at rate, and those before them.
+func probeRequests(rate float64) (requests, warmup int) {
+	return max(2000, int(rate*capacityProbe)), max(500, int(rate*capacityWarmup))
 }
 
 // capacityReach bounds the search at this many times the submitted rate.
@@ -36,9 +50,10 @@ const capacityReach = 4
 
 // FindCapacity answers row r's capacity question (r.Limits): it grows the Poisson rate
 // from the submitted one by half again until the limits are missed, or halves it from there
-// down, then bisects to within 5 %, each probe the row's workload at that rate (requests and
-// warm-up scaled as the row's own) with the over-saturation rule on. Nil when the row states
-// no limits or the simulator refuses it.
+// down, then bisects to within 5 %, each probe the row's workload at that rate for
+// capacityProbe seconds, judged as a run's level with the limits as its SLO terms (a level
+// that fell behind fails whatever its figures). Nil when the row states no limits or the
+// simulator refuses it.
 func FindCapacity(ctx context.Context, r Row, seed int64, tmp string) (*Capacity, error) {
 	lim := r.Limits
 	if lim == nil || r.Skip != "" || !(lim.SubmittedRate > 0) || r.Workload.Rate == 0 {
@@ -49,8 +64,8 @@ func FindCapacity(ctx context.Context, r Row, seed int64, tmp string) (*Capacity
 	probe := func(rate float64) (bool, error) {
 		w := r.Workload
 		w.Rate = rate
-		w.Requests, w.Warmup = openLoopRequests(rate)
-		lv, skip, err := simulateLevel(ctx, r, w, true, seed, tmp)
+		w.Requests, w.Warmup = probeRequests(rate)
+		lv, skip, err := simulateLevel(ctx, r, w, lim.slo(), seed, tmp)
 		if err != nil || skip != "" {
 			refused = skip != ""
 			return false, err
@@ -61,7 +76,11 @@ func FindCapacity(ctx context.Context, r Row, seed int64, tmp string) (*Capacity
 			return false, err
 		}
 		p.TTFTP99Ms, p.TPOTP99Ms = figs["ttft_ms.p99"], figs["tpot_ms.p99"]
-		p.Met = !p.Oversaturated && p.TTFTP99Ms <= lim.TTFTP99Ms && p.TPOTP99Ms <= lim.TPOTP99Ms
+		if v := lv.SLO; v == nil {
+			return false, fmt.Errorf("row %s: the probe at %g req/s has no verdict", r.ID, rate)
+		} else if p.Met = v.Pass; !p.Met {
+			p.Reason = v.Reason
+		}
 		c.Probes = append(c.Probes, p)
 		return p.Met, nil
 	}

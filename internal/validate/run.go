@@ -53,7 +53,7 @@ func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error
 		res.Skipped = r.Skip
 		return res, nil
 	}
-	lv, skip, err := simulateLevel(ctx, r, r.Workload, false, seed, tmp)
+	lv, skip, err := simulateLevel(ctx, r, r.Workload, "", seed, tmp)
 	if err != nil || skip != "" {
 		res.Skipped = skip
 		return res, err
@@ -66,10 +66,12 @@ func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error
 }
 
 // simulateLevel runs workload w on row r's deployment and returns its one level, or why
-// the simulator refuses the row (skip). judged keeps the over-saturation rule, which ends
-// a level the deployment cannot keep up with; a row compared with its measurement runs
-// without it (a level ended early describes a shorter run than the one measured).
-func simulateLevel(ctx context.Context, r Row, w Workload, judged bool, seed int64, tmp string) (lv *report.Level, skip string, err error) {
+// the simulator refuses the row (skip). With SLO terms (slo, as --slo takes them) the level
+// is judged as a run's are: the over-saturation rule on, which ends a level the deployment
+// cannot keep up with, and its verdict (report.Level.SLO) failing a level that fell
+// behind. A row compared with its measurement runs unjudged (a level ended early describes
+// a shorter run than the one measured).
+func simulateLevel(ctx context.Context, r Row, w Workload, slo string, seed int64, tmp string) (lv *report.Level, skip string, err error) {
 	p, err := rowProfile(r)
 	if err != nil {
 		return nil, "the simulator refuses the profile: " + err.Error(), nil
@@ -78,7 +80,11 @@ func simulateLevel(ctx context.Context, r Row, w Workload, judged bool, seed int
 	if err != nil {
 		return nil, "", fmt.Errorf("row %s: %w", r.ID, err)
 	}
-	lvl.DetectSaturation = judged
+	lvl.DetectSaturation = slo != ""
+	slos, err := metrics.ParseSLOs(slo)
+	if err != nil {
+		return nil, "", fmt.Errorf("row %s: %w", r.ID, err)
+	}
 	src, err := workload.New(wc, nil)
 	if err != nil {
 		return nil, "", fmt.Errorf("row %s: %w", r.ID, err)
@@ -89,9 +95,10 @@ func simulateLevel(ctx context.Context, r Row, w Workload, judged bool, seed int
 	}
 	defer os.RemoveAll(dir)
 	cfg := bench.Config{Levels: []load.Level{lvl}, Repeat: 1, Seed: seed,
-		Metrics: metrics.Config{Percentiles: Percentiles},
-		Output:  bench.Output{Dir: filepath.Join(dir, "run"), Records: record.FormatCompact},
-		Console: bench.Console{Out: io.Discard, Quiet: true}}
+		Metrics:  metrics.Config{Percentiles: Percentiles, SLOs: slos},
+		Describe: bench.Describe{SLO: slo},
+		Output:   bench.Output{Dir: filepath.Join(dir, "run"), Records: record.FormatCompact},
+		Console:  bench.Console{Out: io.Discard, Quiet: true}}
 	out, err := bench.Run(ctx, cfg, time.Unix(0, 0), bench.Virtual(p, seed, &bench.Sources{Workload: wc, First: src}, nil, nil))
 	if err != nil {
 		return nil, "", fmt.Errorf("row %s: %w", r.ID, err)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -41,6 +42,12 @@ type Limits struct {
 	TTFTP99Ms     float64 `json:"ttft_p99_ms"`
 	TPOTP99Ms     float64 `json:"tpot_p99_ms"`
 	SubmittedRate float64 `json:"submitted_rate"`
+}
+
+// slo is the limits as SLO terms ("ttft:p99<=2000ms,tpot:p99<=200ms").
+func (l Limits) slo() string {
+	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + "ms" }
+	return "ttft:p99<=" + ms(l.TTFTP99Ms) + ",tpot:p99<=" + ms(l.TPOTP99Ms)
 }
 
 // Source is where a row's figures were copied from.
