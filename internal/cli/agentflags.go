@@ -22,8 +22,8 @@ var agentFlagNames = []string{"workload", "calls-per-task", "tool-latency", "too
 
 func (f *agentFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.workload, "workload", "chat", "chat (requests, or conversations with --turns) or agentic (tasks: loops of tool calls, docs/metrics.md#agents)")
-	fs.StringVar(&f.calls, "calls-per-task", "4", "agentic: the task's model calls: N, uniform:A:B or normal:MEAN:STD")
-	fs.StringVar(&f.toolLatency, "tool-latency", "500", "agentic: each tool's latency in ms before the next call: N (0: none), uniform:A:B or normal:MEAN:STD")
+	fs.StringVar(&f.calls, "calls-per-task", "4", "agentic: the task's model calls: N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
+	fs.StringVar(&f.toolLatency, "tool-latency", "500", "agentic: each tool's latency in ms before the next call: N (0: none), uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
 	fs.StringVar(&f.toolResult, "tool-result-tokens", "300", "agentic: each tool result's tokens, appended to the context with the answer (and each sub-agent's brief)")
 	fs.IntVar(&f.fanOut, "fan-out", 0, "agentic: K sub-agents the first answer starts, concurrently, on the task's context; the task continues when all K are back")
 	fs.IntVar(&f.compactAt, "compact-at", 0, "agentic: before a call whose context passed this many tokens (0: never), a call summarises it in --compact-to tokens, the new context")

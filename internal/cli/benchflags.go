@@ -182,8 +182,8 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 
 // bindWorkload binds the flags that shape the requests (shared with dataset).
 func (f *benchFlags) bindWorkload(fs *pflag.FlagSet) {
-	fs.StringVar(&f.inputTokens, "input-tokens", "512", "prompt length in tokens: N, uniform:A:B or normal:MEAN:STD")
-	fs.StringVar(&f.outputTokens, "output-tokens", "128", "output length in tokens (max_tokens): N, uniform:A:B or normal:MEAN:STD")
+	fs.StringVar(&f.inputTokens, "input-tokens", "512", "prompt length in tokens: N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
+	fs.StringVar(&f.outputTokens, "output-tokens", "128", "output length in tokens (max_tokens): N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
 	fs.StringVar(&f.tokenizer, "tokenizer", "o200k_base", "tokenizer for exact prompt lengths: o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (the target's /tokenize)")
 	fs.StringVar(&f.dataset, "dataset", "random", "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH, agent:PATH (recorded agent sessions)")
 	fs.IntVar(&f.prefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens")

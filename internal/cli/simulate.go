@@ -255,12 +255,12 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 		fmt.Fprintln(stdio.Err, fmt.Sprintf("warning: an open loop at %g req/s, beyond %g× the fastest probed (%.3g req/s): queueing grows faster than the probe's rates show, so this is an extrapolation of the calibrated profile, not a prediction it was checked on", rate, openRateFar, r[1]))
 	}
 	w := cfg.workload
-	for _, s := range c.Outside(distRange(w.InputTokens), distRange(w.OutputTokens), inFlight) {
+	for _, s := range c.Outside(w.InputTokens.Spread(), w.OutputTokens.Spread(), inFlight) {
 		fmt.Fprintf(stdio.Err, "warning: %s: an extrapolation of the calibrated profile, not a prediction it was checked on\n", s)
 	}
 	// Levels in a load the calibration's verdict did not trust, each reason once with the
 	// levels it concerns.
-	prompts := distRange(w.InputTokens)
+	prompts := w.InputTokens.Spread()
 	var reasons []string
 	levels := map[string][]string{}
 	for _, l := range cfg.levels {
@@ -278,7 +278,7 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 
 // warnLimits warns of requests the deployment's max_model_len refuses or cuts.
 func warnLimits(stdio Stdio, p sim.Profile, cfg *benchConfig) {
-	in, out, d := distRange(cfg.workload.InputTokens)[1], distRange(cfg.workload.OutputTokens)[1], p.Deployment
+	in, out, d := cfg.workload.InputTokens.Spread()[1], cfg.workload.OutputTokens.Spread()[1], p.Deployment
 	switch {
 	case d.MaxModelLen == 0 || in == 0:
 	case d.TruncatePrompts && in > d.MaxModelLen:
@@ -294,20 +294,6 @@ func warnLimits(stdio Stdio, p sim.Profile, cfg *benchConfig) {
 // outside it: queueing delay grows without bound as the rate nears capacity, so less far
 // than the lengths' factor.
 const openRateFar = 1.5
-
-// distRange is a length distribution's [shortest, longest] likely value (a normal's mean ± 3
-// standard deviations); zero for a dataset that brings its own lengths.
-func distRange(d workload.Dist) [2]int {
-	switch d.Kind {
-	case workload.DistFixed:
-		return [2]int{int(d.A), int(d.A)}
-	case workload.DistUniform:
-		return [2]int{int(d.A), int(d.B)}
-	case workload.DistNormal:
-		return [2]int{max(1, int(d.A-3*d.B)), int(d.A + 3*d.B)}
-	}
-	return [2]int{}
-}
 
 // describeDeployment names a deployment other than one GPU in the model's precision, for
 // the console; "" for that one.

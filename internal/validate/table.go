@@ -74,7 +74,7 @@ func (g Group) String() string { return g.Family + " " + g.GPU + " " + g.Engine 
 type Workload struct {
 	Concurrency  int     `json:"concurrency,omitempty"` // closed loop
 	Rate         float64 `json:"rate,omitempty"`        // Poisson arrivals, req/s
-	InputTokens  string  `json:"input_tokens"`          // --input-tokens: 512, uniform:A:B, normal:M:S
+	InputTokens  string  `json:"input_tokens"`          // --input-tokens: 512, uniform:A:B, normal:M:S, lognormal:M:S
 	OutputTokens string  `json:"output_tokens"`         // --output-tokens
 	Requests     int     `json:"requests"`              // measured requests
 	Warmup       int     `json:"warmup,omitempty"`      // requests before the measured ones

@@ -37,7 +37,7 @@ func (a Agent) maxCalls() int {
 	switch a.Calls.Kind {
 	case DistUniform:
 		return int(a.Calls.B)
-	case DistNormal:
+	case DistNormal, DistLognormal:
 		return min(MaxCallsCap, int(math.Ceil(a.Calls.A+4*a.Calls.B)))
 	}
 	return int(a.Calls.A)

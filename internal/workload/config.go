@@ -207,7 +207,7 @@ func (c Config) Validate() error {
 		if kind != DatasetRandom && kind != DatasetAzure {
 			add("prefix tokens: shared prefixes apply to synthetic prompts (random, azure), not to %s", kind)
 		}
-		if kind == DatasetRandom && !c.InputTokens.IsZero() && c.InputTokens.Kind != DistNormal && c.InputTokens.Min() <= c.PrefixTokens {
+		if kind == DatasetRandom && !c.InputTokens.IsZero() && !c.InputTokens.Clamped() && c.InputTokens.Min() <= c.PrefixTokens {
 			add("prefix tokens: %d leaves no room in prompts of %s tokens (each prompt needs at least one token of its own)", c.PrefixTokens, c.InputTokens)
 		}
 	} else if c.PrefixGroups > 1 {

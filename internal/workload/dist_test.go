@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,6 +35,11 @@ func TestParseDist(t *testing.T) {
 		{"normal:abc:1", Dist{}, `mean "abc"`},
 		{"normal:NaN:1", Dist{}, `mean "NaN"`},
 		{"normal:0:1", Dist{}, "mean 0"},
+		{"lognormal:222.3:171.5", Dist{Kind: "lognormal", A: 222.3, B: 171.5}, ""},
+		{"lognormal:100:0", Dist{Kind: "lognormal", A: 100, B: 0}, ""},
+		{"lognormal:0.5:1", Dist{}, "mean 0.5 must be in 1..10000000"},
+		{"lognormal:100:-2", Dist{}, "standard deviation -2"},
+		{"lognormal:100", Dist{}, "lognormal takes two numbers"},
 		{"poisson:3:4", Dist{}, `unknown distribution "poisson"`},
 	}
 	for _, tt := range tests {
@@ -87,6 +93,40 @@ func TestDistSample(t *testing.T) {
 	}
 	if Fixed(42).Sample(r) != 42 {
 		t.Error("fixed")
+	}
+}
+
+// A lognormal has the mean and standard deviation it was given, and the right skew: its
+// median below its mean. The MLPerf Llama-2-70B prompts' moments (validation/README.md): mean
+// 222.3, standard deviation 171.5, median 152; a lognormal of those moments has median 176.
+func TestDistLognormal(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	d := Dist{Kind: DistLognormal, A: 222.3, B: 171.5}
+	const k = 200_000
+	xs := make([]float64, k)
+	var sum, sq float64
+	for i := range xs {
+		v := float64(d.Sample(r))
+		if v < 1 {
+			t.Fatalf("sample %g < 1", v)
+		}
+		xs[i], sum, sq = v, sum+v, sq+v*v
+	}
+	mean := sum / k
+	sd := math.Sqrt(sq/k - mean*mean)
+	slices.Sort(xs)
+	median := xs[k/2]
+	if math.Abs(mean-222.3) > 2 || math.Abs(sd-171.5) > 5 || math.Abs(median-176) > 3 {
+		t.Errorf("lognormal:222.3:171.5: mean %.1f, sd %.1f, median %.0f; want 222.3, 171.5, 176", mean, sd, median)
+	}
+	if got := d.Spread(); got[0] != 22 || got[1] != 1367 {
+		t.Errorf("spread %v, want [22 1367] (exp(μ ± 3σ))", got)
+	}
+	if !d.Clamped() || d.Min() != 1 || d.Mean() != 222.3 {
+		t.Errorf("clamped %v, min %d, mean %g", d.Clamped(), d.Min(), d.Mean())
+	}
+	if v := (Dist{Kind: DistLognormal, A: 100}).Sample(r); v != 100 {
+		t.Errorf("lognormal:100:0 sampled %d, want 100", v)
 	}
 }
 

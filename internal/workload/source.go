@@ -297,7 +297,7 @@ func (s *source) initChat() error {
 		}
 	}
 	s.chatOverhead = max(0, n-len(s.tok.Encode(sample)))
-	if kind, _ := s.cfg.datasetKind(); kind == DatasetRandom && s.cfg.InputTokens.Kind != DistNormal {
+	if kind, _ := s.cfg.datasetKind(); kind == DatasetRandom && !s.cfg.InputTokens.Clamped() {
 		if least := s.chatOverhead + max(s.cfg.PrefixTokens, 0) + 1; s.cfg.InputTokens.Min() < least {
 			return fmt.Errorf("workload: input tokens %s: the chat template (%s) adds %d tokens to every request, so a prompt needs at least %d; raise the input tokens, or give --chat-template none to size message text alone",
 				s.cfg.InputTokens, chat.Source(), s.chatOverhead, least)
