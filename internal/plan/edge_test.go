@@ -74,7 +74,7 @@ func TestEdgesOfACalibratedProfile(t *testing.T) {
 // term whose interval no fleet can meet within the bound is named with its edge.
 func TestPlanAtTheIntervalsEdge(t *testing.T) {
 	base, _ := sim.LoadProfile("")
-	cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "tpot:p99<=40ms"),
+	cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "tpot:p99<=80ms"),
 		MaxReplicas: 16, Workers: 2, Price: listPrice, Space: Space{GPUs: []string{"h100"}, TPs: []int{1}}, Confidence: ConfidenceInterval}
 	run := func(c Config) *Candidate {
 		t.Helper()

@@ -34,26 +34,15 @@ type CapacityProbe struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// capacityProbe is how long a capacity probe runs, and how long before it is left out
-// while the deployment fills: MLPerf's Server scenario runs at least 600 s, and a fleet
-// whose requests decode hundreds of tokens takes tens of seconds to fill, so a minute's
-// probe ends before its backlog could show whether it keeps up.
-const capacityProbe, capacityWarmup = 600, 60
-
-// probeRequests is a capacity probe's requests at rate, and those before them.
-func probeRequests(rate float64) (requests, warmup int) {
-	return max(2000, int(rate*capacityProbe)), max(500, int(rate*capacityWarmup))
-}
-
 // capacityReach bounds the search at this many times the submitted rate.
 const capacityReach = 4
 
 // FindCapacity answers row r's capacity question (r.Limits): it grows the Poisson rate
 // from the submitted one by half again until the limits are missed, or halves it from there
-// down, then bisects to within 5 %, each probe the row's workload at that rate for
-// capacityProbe seconds, judged as a run's level with the limits as its SLO terms (a level
-// that fell behind fails whatever its figures). Nil when the row states no limits or the
-// simulator refuses it.
+// down, then bisects to within 5 %, each probe the row's workload at that rate as long as
+// the row's own run (openLoopRequests), judged as a run's level with the limits as its SLO
+// terms (a level that fell behind fails whatever its figures). Nil when the row states no
+// limits or the simulator refuses it.
 func FindCapacity(ctx context.Context, r Row, seed int64, tmp string) (*Capacity, error) {
 	lim := r.Limits
 	if lim == nil || r.Skip != "" || !(lim.SubmittedRate > 0) || r.Workload.Rate == 0 {
@@ -64,7 +53,7 @@ func FindCapacity(ctx context.Context, r Row, seed int64, tmp string) (*Capacity
 	probe := func(rate float64) (bool, error) {
 		w := r.Workload
 		w.Rate = rate
-		w.Requests, w.Warmup = probeRequests(rate)
+		w.Requests, w.Warmup = openLoopRequests(rate)
 		lv, skip, err := simulateLevel(ctx, r, w, lim.slo(), seed, tmp)
 		if err != nil || skip != "" {
 			refused = skip != ""
