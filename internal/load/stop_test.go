@@ -230,8 +230,9 @@ func fleetLongSource(i int) workload.Request {
 }
 
 // TestOversaturationNotWhileFilling: a fleet that keeps up is not stopped while it fills,
-// however many arrivals that takes (before the rule waited for the ramp, a fleet at 0.66 ×
-// its capacity was stopped after 23 s), and one past its capacity still is.
+// however many arrivals that takes (before the rule weighed the fill, a fleet at 0.9 × its
+// capacity was stopped within 5-17 s), and one past its capacity still is. 20 seeds each
+// were measured (stop.go); two run here.
 func TestOversaturationNotWhileFilling(t *testing.T) {
 	p, err := sim.ParseProfile([]byte(fleetLongOutputs), ".")
 	if err != nil {
@@ -246,7 +247,6 @@ func TestOversaturationNotWhileFilling(t *testing.T) {
 		dur     time.Duration
 		stopped bool
 	}{
-		{"0.66 × the fleet's capacity", p, 0.66 * fleetLongCapacity, 2 * time.Minute, false},
 		{"0.95 × the fleet's capacity", p, 0.95 * fleetLongCapacity, 5 * time.Minute, false},
 		{"0.9 × the fleet's capacity", p, 0.9 * fleetLongCapacity, 2 * time.Minute, false},
 		{"1.3 × the fleet's capacity", p, 1.3 * fleetLongCapacity, 5 * time.Minute, true},
@@ -254,7 +254,7 @@ func TestOversaturationNotWhileFilling(t *testing.T) {
 		// cap, every request slowing, and its first requests take minutes to finish.
 		{"one replica at 0.66 × the fleet's capacity", one, 0.66 * fleetLongCapacity, 5 * time.Minute, true},
 	} {
-		for seed := range 3 {
+		for seed := range 2 {
 			lvl := Level{Rate: tc.rate, Arrival: schedule.Arrival{Kind: "poisson"}, Duration: tc.dur,
 				Seed: int64(100*seed + 3), DetectSaturation: true}
 			srv, err := sim.NewFleet(tc.p)
