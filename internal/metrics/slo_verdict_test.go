@@ -108,3 +108,38 @@ func TestGrowingBacklogFails(t *testing.T) {
 		t.Errorf("verdict %+v, want fail: oversaturated", lv.SLO)
 	}
 }
+
+// TestGrowingBacklogTooShortFails: a level too short for a steady state (fewer than
+// MinRequestsPerSlot requests per request in flight) whose in-flight requests still grow
+// through its second half fails as fallen behind, whatever its finished requests say; one
+// whose backlog levelled off in its second half does not.
+func TestGrowingBacklogTooShortFails(t *testing.T) {
+	slos, _ := ParseSLOs("e2el:p50<=1h")
+	for _, tc := range []struct {
+		name    string
+		life    func(i int) time.Duration
+		growing bool
+	}{
+		// One arrival every 10 ms for 60 s, each living 30 ms longer than the one before:
+		// in flight grows from 0 to about 1,800 (1 per slot).
+		{"growing", func(i int) time.Duration { return time.Duration(i) * 30 * time.Millisecond }, true},
+		// Each living 10-25 s: filled after 25 s, level in the second half (2.4 per slot).
+		{"filled", func(i int) time.Duration { return 10*time.Second + time.Duration(i%16)*time.Second }, false},
+	} {
+		a := NewAggregator(Config{SLOs: slos})
+		for i := range 6000 {
+			at := time.Duration(i) * 10 * time.Millisecond
+			r := rec(at, at, at+time.Millisecond+tc.life(i), 10)
+			a.Add(&r)
+		}
+		lv := a.Level()
+		ss := lv.SteadyState
+		if ss == nil || ss.Reached {
+			t.Fatalf("%s: steady state %+v, want too few requests per slot", tc.name, ss)
+		}
+		behind := lv.SLO != nil && strings.HasPrefix(lv.SLO.Reason, OversaturatedPrefix)
+		if ss.Growing != tc.growing || behind != tc.growing {
+			t.Errorf("%s: steady state %q growing %v, verdict %+v; want growing %v", tc.name, ss.Reason, ss.Growing, lv.SLO, tc.growing)
+		}
+	}
+}

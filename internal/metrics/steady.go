@@ -58,12 +58,30 @@ func (a *Aggregator) steadyState(lv *Level) *SteadyState {
 		return &SteadyState{Reason: a.varies}
 	}
 	slots := max(lv.PeakConcurrency, 1)
+	first, tokens, inflight := a.windows.series()
 	if perSlot := float64(measured) / float64(slots); perSlot < MinRequestsPerSlot {
-		return &SteadyState{Reason: fmt.Sprintf("too few requests per slot: %d requests over %d in flight at the peak is %.1f per slot, under %d (the first and last rounds are ramp-up and drain)",
+		ss := &SteadyState{Reason: fmt.Sprintf("too few requests per slot: %d requests over %d in flight at the peak is %.1f per slot, under %d (the first and last rounds are ramp-up and drain)",
 			measured, slots, perSlot, MinRequestsPerSlot),
 			Advice: fmt.Sprintf("give each level at least %d requests (--requests %d, or a longer --duration)", MinRequestsPerSlot*4*slots, MinRequestsPerSlot*4*slots)}
+		// Too short for a steady state, but not too short to see a backlog still growing
+		// through its second half: a server falling behind, or one still filling that the
+		// level cannot tell apart from it. Either way its finished requests do not speak
+		// for the level, so it counts as not keeping up.
+		// The series up to the last request sent: the drain after it shrinks by design.
+		var last int64
+		for _, t := range a.starts {
+			last = max(last, t)
+		}
+		end := min(len(inflight), int(int64(time.Duration(last)*time.Microsecond/a.windows.width)-first)+1)
+		if end >= 2*TrendBatches {
+			if growth, mean, ok := growingTrend(inflight[end/2 : end]); ok {
+				ss.Reason = fmt.Sprintf("in-flight requests kept growing through the level's second half (by %.0f%%) and it had too few requests per slot (%.1f) to tell a server still filling from one falling behind",
+					100*growth/max(mean, 1e-9), perSlot)
+				ss.Growing = true
+			}
+		}
+		return ss
 	}
-	first, tokens, inflight := a.windows.series()
 	n := len(tokens)
 	if n < 4*mserBatch {
 		return &SteadyState{Reason: fmt.Sprintf("too short to tell: the level spans %d buckets of %s", n, a.windows.width),
@@ -76,17 +94,7 @@ func (a *Aggregator) steadyState(lv *Level) *SteadyState {
 		return &SteadyState{Reason: "still ramping: throughput or in-flight requests were still changing when the level ended",
 			Advice: "run the level longer (--requests, --duration) or discard its start (--warmup)"}
 	}
-	var m [TrendBatches]float64
-	for k := range m {
-		b0, b1 := lo+k*(hi-lo)/TrendBatches, lo+(k+1)*(hi-lo)/TrendBatches
-		for _, v := range inflight[b0:max(b1, b0+1)] {
-			m[k] += v
-		}
-		m[k] /= float64(max(b1-b0, 1))
-	}
-	slope, se := LineFit(m[:])
-	mean, _ := meanSD(m[:])
-	if growth := slope * TrendBatches; growth > 0.2*mean && slope > 0 && (se == 0 || slope/se > TrendT) {
+	if growth, mean, ok := growingTrend(inflight[lo:hi]); ok {
 		return &SteadyState{Reason: fmt.Sprintf("in-flight requests keep growing (by %.0f%% over the level's middle): the server does not keep up with the load", 100*growth/max(mean, 1e-9)),
 			Advice: "lower the rate, or cap it with --max-concurrency", Growing: true}
 	}
@@ -99,6 +107,25 @@ func (a *Aggregator) steadyState(lv *Level) *SteadyState {
 		Completed: w.Completed, RequestThroughput: w.RequestThroughput, OutputThroughput: w.OutputThroughput,
 		MeanConcurrency: w.MeanConcurrency, Metrics: &wm, SLO: w.SLO}
 	return ss
+}
+
+// growingTrend fits a line through 8 batch means of an in-flight series and says whether it
+// rises significantly (t > TrendT) by more than 20% of their mean: growth and mean are the
+// line's rise over the series and the batch means' mean.
+func growingTrend(inflight []float64) (growth, mean float64, ok bool) {
+	var m [TrendBatches]float64
+	n := len(inflight)
+	for k := range m {
+		b0, b1 := k*n/TrendBatches, (k+1)*n/TrendBatches
+		for _, v := range inflight[b0:max(b1, b0+1)] {
+			m[k] += v
+		}
+		m[k] /= float64(max(b1-b0, 1))
+	}
+	slope, se := LineFit(m[:])
+	mean, _ = meanSD(m[:])
+	growth = slope * TrendBatches
+	return growth, mean, growth > 0.2*mean && slope > 0 && (se == 0 || slope/se > TrendT)
 }
 
 // mserBatch is MSER-5's batch: the series is averaged over batches of this many buckets.
