@@ -415,9 +415,7 @@ func (d *Dispatch) send(s Send, out func(Send)) {
 // dispatch sends s, an arrival, now, or queues it behind earlier ones when the cap is
 // reached; it reports whether the over-saturation rule then stopped the level.
 func (d *Dispatch) dispatch(s Send, out func(Send)) (stopped bool) {
-	if d.rules.sat {
-		s.arrival = int32(min(d.rules.arrivals+1, math.MaxInt32))
-	}
+	s.arrival = d.rules.next()
 	if d.cap > 0 && d.inflight >= d.cap {
 		d.queue = append(d.queue, s)
 	} else {

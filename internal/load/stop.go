@@ -41,9 +41,9 @@ import (
 //     arrivals), plus twice the square root of the backlog the half began with
 //     (excursion). A server that keeps up fills for as long as its longest requests take:
 //     its backlog grows by the arrivals that outlast the time since the start, at most
-//     that share of them over the half. A fleet of eight at 60 req/s whose requests
-//     decode up to 600 tokens for up to 30 s has had 1,000 arrivals after 17 s, still
-//     filling; before this term it was stopped there at 0.66 × its capacity;
+//     that share of them over the half. A fleet of eight at 44-60 req/s (0.66-0.9 × its
+//     capacity) whose requests decode up to 600 tokens for up to 30 s has had 1,000
+//     arrivals after 17-23 s, still filling; before this term it was stopped there;
 //  3. the backlog now holds at least 10% of every request that arrived in the level (a
 //     wandering backlog is bounded; a growing one is not);
 //  4. the level's first request finished before the half began (the ramp from an empty
@@ -168,6 +168,15 @@ func (s *stopRules) finished(o Outcome, service time.Duration, arrival int) EndR
 		return EndMaxErrorRate
 	}
 	return ""
+}
+
+// next is the number the over-saturation rule will give the next arrival (arrived counts
+// it); 0 when the rule is off.
+func (s *stopRules) next() int32 {
+	if !s.sat {
+		return 0
+	}
+	return int32(min(s.arrivals+1, math.MaxInt32))
 }
 
 // arrived counts an open-loop arrival with backlog requests unfinished (itself included);
