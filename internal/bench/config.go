@@ -20,7 +20,6 @@ import (
 	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
-	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/search"
 )
 
@@ -60,8 +59,8 @@ type Config struct {
 type Describe struct {
 	Version string
 	Target  report.Target
-	Run     rundesc.Run // the target's settings and the workload; its ladder fields are Config's, set by Run
-	SLO     string      // the SLOs as given
+	Spec    Spec   // the target's settings and the workload; its ladder fields are Config's, set by Run
+	SLO     string // the SLOs as given
 	Price   *metrics.Price
 }
 

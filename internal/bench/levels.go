@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/llmbench/llmbench/internal/load"
-	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -62,7 +61,7 @@ func forRun(l load.Level, r, repeat int, seed int64) load.Level {
 
 // LevelName describes a level's load for the console and summary.
 func LevelName(l load.Level) string {
-	return rundesc.LevelOf(l).Name()
+	return levelDesc(l).Name()
 }
 
 // Sources gives each run of a repeated level its workload, seeded by its run's seed

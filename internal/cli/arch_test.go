@@ -96,3 +96,18 @@ func TestLibraryImports(t *testing.T) {
 		}
 	}
 }
+
+// TestLeafPackages: the JSON types of summary.json's description, the terminal's text, atomic
+// writes and field errors import no package of this module, so any package may use them.
+func TestLeafPackages(t *testing.T) {
+	for _, dir := range []string{"../rundesc", "../console", "../atomicfile", "../fielderr"} {
+		fset, files := parseDir(t, dir)
+		for _, f := range files {
+			for _, imp := range f.Imports {
+				if path, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(path, "github.com/llmbench/llmbench/") {
+					t.Errorf("%s imports %s", fset.Position(imp.Pos()).Filename, path)
+				}
+			}
+		}
+	}
+}

@@ -47,7 +47,7 @@ func (c *benchConfig) bench(stdio Stdio) bench.Config {
 		Levels: c.levels, Search: search.Axis(c.search), SearchMax: c.searchMax, Base: c.base, Requests: c.requests,
 		Repeat: c.repeat, StopOnSaturation: c.stopOnSaturation, Seed: c.seed,
 		Metrics: c.metrics,
-		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.url, c.api, c.model), Run: c.describe(),
+		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.url, c.api, c.model), Spec: c.describe(),
 			SLO: c.sloSpec, Price: c.price},
 		Output: bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
 		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,

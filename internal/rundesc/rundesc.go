@@ -1,21 +1,13 @@
 // Package rundesc is the run's description in summary.json: the load ("load") and the
-// workload ("workload") as typed values, built from what the CLI resolved from its flags,
-// enough to understand and repeat the run. It never holds the API key; secret-looking header
-// values are redacted. docs/metrics.md documents the fields.
+// workload ("workload") as JSON types, enough to understand and repeat the run, which
+// bench.Spec.Describe fills and merge and compare read back. It never holds the API key;
+// secret-looking header values are redacted. docs/metrics.md documents the fields.
 package rundesc
 
 import (
 	"fmt"
-	"maps"
-	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/load"
-	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // Mode is the subcommand that produced the run.
@@ -73,11 +65,6 @@ type Level struct {
 	Stages string `json:"stages,omitempty"`
 }
 
-// LevelOf is l's load as the description says it.
-func LevelOf(l load.Level) Level {
-	return Level{Concurrency: l.Concurrency, Rate: l.Rate, Requests: l.Requests, Stages: l.Stages.String()}
-}
-
 // Name is the level's name in summary.json and on the console: "concurrency 8", "rate
 // 2.5/s", "stages 30s:2,1m0s:2->16".
 func (l Level) Name() string {
@@ -99,7 +86,7 @@ type Workload struct {
 	// the formatted conversation); absent when none was.
 	ChatTemplate string `json:"chat_template,omitempty"`
 	// ChatPrefixTokens is the tokens the chat template puts before every prompt's text
-	// (workload.ChatPrefixTokens), which a prompt cache serving is no prefix-cache hit;
+	// (the chat template's own tokens), which a prompt cache serving is no prefix-cache hit;
 	// absent without a template.
 	ChatPrefixTokens int     `json:"chat_prefix_tokens,omitempty"`
 	InputTokens      string  `json:"input_tokens"`
@@ -133,143 +120,6 @@ type Agentic struct {
 	FanOut           int    `json:"fan_out"`
 	CompactAt        int    `json:"compact_at,omitempty"`
 	CompactTo        int    `json:"compact_to,omitempty"`
-}
-
-// Run is what a run or simulate was asked to do, as the CLI resolved it from its flags.
-type Run struct {
-	Live      bool         // run over HTTP (else simulate)
-	InProcess bool         // run against the in-process simulator (no --url)
-	Levels    []load.Level // the ladder; empty for a search
-	Base      load.Level   // the load settings every level shares (shard included)
-	Requests  int          // --requests (0: a default per level)
-	Search    string       // "", "concurrency" or "rate"
-	SearchMax float64
-	StartAt   time.Time
-	// Repeat runs each level that many times; StopOnSaturation ends the ladder at an
-	// oversaturated level (Base.MaxErrorRate is the error-rate limit).
-	Repeat           int
-	StopOnSaturation bool
-	// Target settings.
-	SimProfile           string
-	Timeout, IdleTimeout time.Duration
-	KeepAlive            bool
-	TestRequest          bool
-	IgnoreEOS            bool
-	Insecure, HTTP2      bool
-	ReadStamps           bool
-	Headers              http.Header
-	ExtraBody            map[string]any
-	Temperature, TopP    *float64
-
-	Workload  workload.Config
-	Tokenizer string
-	// NoStream (--stream=false), BatchSize (embeddings), Documents and QueryTokens (rerank).
-	NoStream                          bool
-	BatchSize, Documents, QueryTokens int
-	// Tools and ToolChoice: the functions every request offered and the tool_choice sent.
-	Tools      []workload.ToolDef
-	ToolChoice workload.ToolChoice
-}
-
-// Describe is the run's description. Settings that do not apply are left out of the load:
-// the arrival process of a closed-loop ladder, the timeouts and headers of a simulation, the
-// profile of a run against a real server. Header values that look secret are redacted.
-func (r Run) Describe() (Load, Workload) { return r.load(), r.workload() }
-
-func (r Run) load() Load {
-	b := r.Base
-	l := Load{Mode: ModeSimulate, Search: r.Search, Requests: r.Requests,
-		Duration: durString(b.Duration), Warmup: b.Warmup, WarmupTime: durString(b.WarmupTime),
-		Cooldown: durString(b.Cooldown), MaxConcurrency: b.MaxConcurrency, IgnoreEOS: r.IgnoreEOS,
-		Insecure: r.Insecure, HTTP2: r.HTTP2, ReadStamps: r.ReadStamps, ExtraBody: r.ExtraBody,
-		MaxErrorRate: b.MaxErrorRate, StopOnSaturation: r.StopOnSaturation,
-		Temperature: r.Temperature, TopP: r.TopP}
-	if r.Repeat > 1 {
-		l.Repeat = r.Repeat
-	}
-	if r.Live {
-		l.Mode = ModeRun
-	}
-	if r.Search != "" {
-		l.SearchMax = r.SearchMax
-	}
-	if r.Search == "rate" || (len(r.Levels) > 0 && r.Levels[0].Rate > 0) {
-		l.Arrival = b.Arrival.String()
-	}
-	if b.Shards > 1 {
-		l.Shard = ShardString(b.Shard, b.Shards)
-	}
-	if !r.StartAt.IsZero() {
-		l.StartAt = r.StartAt.UTC().Format(time.RFC3339Nano)
-	}
-	if r.Live {
-		l.Timeout, l.IdleTimeout = durString(r.Timeout), durString(r.IdleTimeout)
-		l.KeepAlive, l.TestRequest = &r.KeepAlive, &r.TestRequest
-		for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
-			for _, v := range r.Headers[k] {
-				if client.SecretHeader(k) {
-					v = "REDACTED"
-				}
-				l.Headers = append(l.Headers, k+": "+v)
-			}
-		}
-	}
-	if !r.Live || r.InProcess {
-		l.SimProfile = r.SimProfile
-	}
-	for _, lv := range r.Levels {
-		l.Levels = append(l.Levels, LevelOf(lv))
-	}
-	return l
-}
-
-// chatSource names what counted chat prompts ("" for nothing).
-func chatSource(c workload.ChatCounter) string {
-	if c == nil {
-		return ""
-	}
-	return c.Source()
-}
-
-// workload describes the run's workload; the dataset is "random" unless one was given.
-func (r Run) workload() Workload {
-	w := r.Workload
-	d := Workload{Dataset: w.Dataset, Tokenizer: r.Tokenizer, InputTokens: w.InputTokens.String(),
-		ChatTemplate: chatSource(w.Chat), ChatPrefixTokens: workload.ChatPrefixTokens(w.Chat),
-		OutputTokens: w.OutputTokens.String(), PrefixTokens: w.PrefixTokens, TraceSpeed: w.TraceSpeed,
-		TraceOffset: durString(w.TraceOffset)}
-	if w.Turns > 1 {
-		d.Turns, d.ThinkTime = w.Turns, durString(w.ThinkTime)
-	}
-	if a := w.Agent; a.On() {
-		d.Agentic = &Agentic{CallsPerTask: a.Calls.String(), ToolLatencyMs: a.ToolLatency.String(), ToolResultTokens: a.ToolResultTokens.String(),
-			FanOut: a.FanOut, CompactAt: a.CompactAt, CompactTo: a.CompactTo}
-	}
-	if w.PrefixTokens > 0 {
-		d.PrefixGroups = w.PrefixGroups
-	}
-	if d.Dataset == "" {
-		d.Dataset = "random"
-	}
-	if r.NoStream {
-		d.Stream = new(bool)
-	}
-	d.BatchSize, d.Documents = r.BatchSize, r.Documents
-	if r.Documents > 0 {
-		d.QueryTokens = r.QueryTokens
-	}
-	for _, t := range r.Tools {
-		d.Tools = append(d.Tools, t.Name)
-	}
-	d.ToolChoice = string(r.ToolChoice)
-	return d
-}
-
-func durString(d time.Duration) string {
-	if d == 0 {
-		return ""
-	}
-	return d.String()
 }
 
 // ShardString is load.shard for shard i of n: "I/N".

@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// Spec is what a run or simulate was asked to do: its target's settings, ladder and
+// workload, as summary.json's "load" and "workload" describe it (Describe).
+type Spec struct {
+	Live      bool         // run over HTTP (else simulate)
+	InProcess bool         // run against the in-process simulator (no --url)
+	Levels    []load.Level // the ladder; empty for a search
+	Base      load.Level   // the load settings every level shares (shard included)
+	Requests  int          // --requests (0: a default per level)
+	Search    string       // "", "concurrency" or "rate"
+	SearchMax float64
+	StartAt   time.Time
+	// Repeat runs each level that many times; StopOnSaturation ends the ladder at an
+	// oversaturated level (Base.MaxErrorRate is the error-rate limit).
+	Repeat           int
+	StopOnSaturation bool
+	// Target settings.
+	SimProfile           string
+	Timeout, IdleTimeout time.Duration
+	KeepAlive            bool
+	TestRequest          bool
+	IgnoreEOS            bool
+	Insecure, HTTP2      bool
+	ReadStamps           bool
+	Headers              http.Header
+	ExtraBody            map[string]any
+	Temperature, TopP    *float64
+
+	Workload  workload.Config
+	Tokenizer string
+	// NoStream (--stream=false), BatchSize (embeddings), Documents and QueryTokens (rerank).
+	NoStream                          bool
+	BatchSize, Documents, QueryTokens int
+	// Tools and ToolChoice: the functions every request offered and the tool_choice sent.
+	Tools      []workload.ToolDef
+	ToolChoice workload.ToolChoice
+}
+
+// Describe is the run's description. Settings that do not apply are left out of the load:
+// the arrival process of a closed-loop ladder, the timeouts and headers of a simulation, the
+// profile of a run against a real server. Header values that look secret are redacted.
+func (r Spec) Describe() (rundesc.Load, rundesc.Workload) { return r.load(), r.workload() }
+
+func (r Spec) load() rundesc.Load {
+	b := r.Base
+	l := rundesc.Load{Mode: rundesc.ModeSimulate, Search: r.Search, Requests: r.Requests,
+		Duration: durString(b.Duration), Warmup: b.Warmup, WarmupTime: durString(b.WarmupTime),
+		Cooldown: durString(b.Cooldown), MaxConcurrency: b.MaxConcurrency, IgnoreEOS: r.IgnoreEOS,
+		Insecure: r.Insecure, HTTP2: r.HTTP2, ReadStamps: r.ReadStamps, ExtraBody: r.ExtraBody,
+		MaxErrorRate: b.MaxErrorRate, StopOnSaturation: r.StopOnSaturation,
+		Temperature: r.Temperature, TopP: r.TopP}
+	if r.Repeat > 1 {
+		l.Repeat = r.Repeat
+	}
+	if r.Live {
+		l.Mode = rundesc.ModeRun
+	}
+	if r.Search != "" {
+		l.SearchMax = r.SearchMax
+	}
+	if r.Search == "rate" || (len(r.Levels) > 0 && r.Levels[0].Rate > 0) {
+		l.Arrival = b.Arrival.String()
+	}
+	if b.Shards > 1 {
+		l.Shard = rundesc.ShardString(b.Shard, b.Shards)
+	}
+	if !r.StartAt.IsZero() {
+		l.StartAt = r.StartAt.UTC().Format(time.RFC3339Nano)
+	}
+	if r.Live {
+		l.Timeout, l.IdleTimeout = durString(r.Timeout), durString(r.IdleTimeout)
+		l.KeepAlive, l.TestRequest = &r.KeepAlive, &r.TestRequest
+		for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
+			for _, v := range r.Headers[k] {
+				if client.SecretHeader(k) {
+					v = "REDACTED"
+				}
+				l.Headers = append(l.Headers, k+": "+v)
+			}
+		}
+	}
+	if !r.Live || r.InProcess {
+		l.SimProfile = r.SimProfile
+	}
+	for _, lv := range r.Levels {
+		l.Levels = append(l.Levels, levelDesc(lv))
+	}
+	return l
+}
+
+// chatSource names what counted chat prompts ("" for nothing).
+func chatSource(c workload.ChatCounter) string {
+	if c == nil {
+		return ""
+	}
+	return c.Source()
+}
+
+// workload describes the run's workload; the dataset is "random" unless one was given.
+func (r Spec) workload() rundesc.Workload {
+	w := r.Workload
+	d := rundesc.Workload{Dataset: w.Dataset, Tokenizer: r.Tokenizer, InputTokens: w.InputTokens.String(),
+		ChatTemplate: chatSource(w.Chat), ChatPrefixTokens: workload.ChatPrefixTokens(w.Chat),
+		OutputTokens: w.OutputTokens.String(), PrefixTokens: w.PrefixTokens, TraceSpeed: w.TraceSpeed,
+		TraceOffset: durString(w.TraceOffset)}
+	if w.Turns > 1 {
+		d.Turns, d.ThinkTime = w.Turns, durString(w.ThinkTime)
+	}
+	if a := w.Agent; a.On() {
+		d.Agentic = &rundesc.Agentic{CallsPerTask: a.Calls.String(), ToolLatencyMs: a.ToolLatency.String(), ToolResultTokens: a.ToolResultTokens.String(),
+			FanOut: a.FanOut, CompactAt: a.CompactAt, CompactTo: a.CompactTo}
+	}
+	if w.PrefixTokens > 0 {
+		d.PrefixGroups = w.PrefixGroups
+	}
+	if d.Dataset == "" {
+		d.Dataset = "random"
+	}
+	if r.NoStream {
+		d.Stream = new(bool)
+	}
+	d.BatchSize, d.Documents = r.BatchSize, r.Documents
+	if r.Documents > 0 {
+		d.QueryTokens = r.QueryTokens
+	}
+	for _, t := range r.Tools {
+		d.Tools = append(d.Tools, t.Name)
+	}
+	d.ToolChoice = string(r.ToolChoice)
+	return d
+}
+
+// levelDesc is l's load as the description says it.
+func levelDesc(l load.Level) rundesc.Level {
+	return rundesc.Level{Concurrency: l.Concurrency, Rate: l.Rate, Requests: l.Requests, Stages: l.Stages.String()}
+}
+
+func durString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
