@@ -16,6 +16,7 @@ import (
 // workload, as summary.json's "load" and "workload" describe it (Describe).
 type Spec struct {
 	Live      bool         // run over HTTP (else simulate)
+	API       string       // the API requests are sent to (client.APIs)
 	InProcess bool         // run against the in-process simulator (no --url)
 	Levels    []load.Level // the ladder; empty for a search
 	Base      load.Level   // the load settings every level shares (shard included)
@@ -41,6 +42,12 @@ type Spec struct {
 
 	Workload  workload.Config
 	Tokenizer string
+	Seed      int64 // fixes every level's arrivals and prompts
+	// DefaultLoad says no load was given (no --concurrency, --rate or --search): the default
+	// ladder, which a trace's own arrivals replace (FitToSource).
+	DefaultLoad bool
+	// Images are the images each prompt carries (none: N 0).
+	Images workload.ImageConfig
 	// NoStream (--stream=false), BatchSize (embeddings), Documents and QueryTokens (rerank).
 	NoStream                          bool
 	BatchSize, Documents, QueryTokens int

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,68 +21,40 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
-	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // benchConfig is a validated run or simulate configuration.
 type benchConfig struct {
-	live bool
+	// Spec is the run as summary.json describes it: the target's settings, the ladder and
+	// the workload.
+	bench.Spec
 
 	// Target.
-	url, api, model, apiKey string
-	headers                 http.Header
-	extraBody               map[string]any
-	ignoreEOS               bool
-	temperature, topP       *float64 // --temperature, --top-p when given
-	timeout, idleTimeout    time.Duration
-	caCert                  string
-	insecure, http2         bool
-	readStamps              bool
-	keepAlive               bool // reuse connections (--keep-alive)
-	saveText                bool // keep generated text in records (--save-text)
-	testRequest             bool // one request before measuring (--test-request)
-	modelChecked            bool // --model was checked against the server's list already (a later probe step)
-	simProfile              string
-	modelConfig             string   // simulate's --model-config: the model served on simProfile's roofline
-	inProcess               bool     // run without --url: the simulator in-process
-	moreURLs                []string // the endpoints after url a run balances over
-	balance                 string   // --balance
-	sessionHeader           string   // --session-header, when requests carry their session
-	noStream                bool     // --stream=false
-	endpoint                string   // --endpoint
-	batchSize, documents    int      // embeddings inputs, rerank documents per request
-	queryTokens             int      // rerank query length
-	images                  workload.ImageConfig
-	tools                   []workload.ToolDef  // offered in every request (--tools, --tools-file)
-	toolChoice              workload.ToolChoice // --tool-choice
-	simTools                sim.ToolConfig      // simulate: how the profile's model answers tools
-	sloSpec                 string
+	url, model, apiKey string
+	caCert             string
+	saveText           bool     // keep generated text in records (--save-text)
+	modelChecked       bool     // --model was checked against the server's list already (a later probe step)
+	modelConfig        string   // simulate's --model-config: the model served on SimProfile's roofline
+	moreURLs           []string // the endpoints after url a run balances over
+	balance            string   // --balance
+	sessionHeader      string   // --session-header, when requests carry their session
+	endpoint           string   // --endpoint
+	sloSpec            string
 	// pricing is what the pricing flags said; price the run's price once known (a
 	// simulated deployment's comes with its profile), nil when it has none.
 	pricing pricing
 	price   *metrics.Price
 
-	// Load: the ladder, in order. A search adds levels as it probes.
-	levels        []load.Level
-	base          load.Level // the flags' load settings, for levels a search adds
-	requests      int        // --requests (0: a default per level)
-	search        string     // "", "concurrency" or "rate"
-	searchMax     float64
-	startAt       time.Time
+	// Load beyond the Spec's ladder.
 	shard, shards int
-	// repeat runs each level that many times (--repeat), run r with runSeed(r).
-	repeat           int
-	stopOnSaturation bool
-	maxErrorRate     float64
+	maxErrorRate  float64
 
-	workload workload.Config
 	// chatTemplate sizes chat prompts (with the run's tokenizer, once loaded: useChat);
 	// chatOnServer has the server count them instead (--tokenizer server, no template).
 	chatTemplate *chattemplate.Template
 	chatOnServer bool
-	tokenizer    string
 	metrics      metrics.Config
 	outputDir    string
 	noProgress   bool
@@ -92,21 +63,19 @@ type benchConfig struct {
 	overwrite    bool // --overwrite: replace the run in outputDir
 	wide         bool // --wide: the whole ladder table
 	quiet        bool // --quiet: the ladder and the results folder only
-	seed         int64
 	seedDrawn    bool // no --seed: run --url drew seed for this run (drawSeed)
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
 	metricsInterval time.Duration
 	gpuMetrics      []string // GPU exporters' /metrics, scraped every metricsInterval
 	noGPU           bool     // --gpu-metrics none: not the local nvidia-smi either
-
-	defaultLoad bool // no --concurrency, --rate or --search was given
 }
 
-// adaptToSource fits the load to the workload once it is loaded: a trace given without a
-// load replays its own arrivals once, as one open-loop level, instead of the default
-// closed-loop ladder that would ignore them.
+// adaptToSource fits the ladder to the workload once it is loaded (bench.Spec.FitToSource)
+// and says what the user should know of it: rows a dataset skipped, rows reused or
+// sampled, a trace replayed as one level.
 func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
+	fit := c.FitToSource(info, metrics.DecidingSamples(c.metrics.SLOs))
 	if len(info.Skipped) > 0 || info.Clamped > 0 {
 		var skipped []string
 		for reason, n := range info.Skipped {
@@ -116,49 +85,24 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 		fmt.Fprintf(stdio.Err, "dataset %s: %d usable rows; skipped: %s; %d rows with a zero length raised to 1\n",
 			info.Dataset, info.Rows, strings.Join(append(skipped, "none")[:max(1, len(skipped))], ", "), info.Clamped)
 	}
-	if !info.Trace && info.Rows > 0 {
-		c.sayDatasetUse(stdio, info)
-	}
-	if !info.Trace || !c.defaultLoad || info.Rows == 0 || info.Span <= 0 {
-		return
-	}
-	l := c.base
-	l.Rate = float64(info.Rows) / info.Span.Seconds() // nominal: the trace sets the arrivals
-	if l.Duration == 0 && c.requests == 0 {
-		l.Requests = info.Rows
-	}
-	c.levels = []load.Level{c.finishLevel(l, 0, c.requests)}
-	if l.Requests > 0 {
-		c.levels[0].Requests = l.Requests
-	}
-	fmt.Fprintf(stdio.Err, "replaying the trace's %d arrivals over %s (no --concurrency or --rate given)\n", info.Rows, info.Span.Round(time.Millisecond))
-}
-
-// sayDatasetUse says what a dataset's levels send when it is not all of the dataset once: a
-// dataset smaller than a level is reused from its start (repeated prompts can hit a
-// server's prefix cache and flatter TTFT), and a level of fewer requests than rows sends a
-// seeded sample of them (its request count: --requests, or a default from its load).
-func (c *benchConfig) sayDatasetUse(stdio Stdio, info workload.Info) {
-	most := 0
-	var fewer []string
-	for _, l := range c.levels {
-		n := l.Requests + l.Warmup
-		most = max(most, n)
-		if l.Duration == 0 && n < info.Rows {
-			fewer = append(fewer, fmt.Sprintf("level %d sends %d", l.Index, n))
-		}
-	}
-	if most > info.Rows {
+	if fit.Reused > 0 {
 		fmt.Fprintf(stdio.Err, "warning: dataset %s has %d usable rows for levels of up to %d requests: rows are reused (each about %.1f times; a server's prefix cache may then serve repeats)\n",
-			info.Dataset, info.Rows, most, float64(most)/float64(info.Rows))
+			info.Dataset, info.Rows, fit.Reused, float64(fit.Reused)/float64(info.Rows))
 	}
-	if len(fewer) > 0 && c.search == "" {
+	if len(fit.Sampled) > 0 {
+		var fewer []string
+		for _, l := range fit.Sampled {
+			fewer = append(fewer, fmt.Sprintf("level %d sends %d", l.Index, l.Requests))
+		}
 		how := "its --requests"
-		if c.requests == 0 {
+		if c.Requests == 0 {
 			how = "its default from the load, as no --requests was given"
 		}
 		fmt.Fprintf(stdio.Err, "note: dataset %s has %d usable rows; %s (each level's request count, %s): a seeded sample of the rows; --requests %d sends every row\n",
-			c.workload.Dataset, info.Rows, strings.Join(fewer, ", "), how, info.Rows)
+			c.Workload.Dataset, info.Rows, strings.Join(fewer, ", "), how, info.Rows)
+	}
+	if fit.Replayed {
+		fmt.Fprintf(stdio.Err, "replaying the trace's %d arrivals over %s (no --concurrency or --rate given)\n", info.Rows, info.Span.Round(time.Millisecond))
 	}
 }
 
@@ -170,7 +114,7 @@ func (c *benchConfig) sayUndecided(stdio Stdio) {
 		return
 	}
 	var short []string
-	for _, l := range c.levels {
+	for _, l := range c.Levels {
 		n := l.Requests
 		if l.Duration > 0 {
 			n = int(l.Rate * l.Duration.Seconds()) // about; a closed loop's count is not known ahead
@@ -212,8 +156,8 @@ func (c *benchConfig) resolveInputs(f *benchFlags) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--image-size: %w", err))
 		}
-		c.images = workload.ImageConfig{N: f.images, Width: w, Height: h, Format: f.imageFormat, Seed: f.seed}
-		if err := c.images.Validate(); err != nil {
+		c.Images = workload.ImageConfig{N: f.images, Width: w, Height: h, Format: f.imageFormat, Seed: f.seed}
+		if err := c.Images.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("--images, --image-format: %w", err))
 		}
 		if f.api != client.APIOpenAIChat && f.api != client.APIOpenAIResponses {
@@ -221,10 +165,10 @@ func (c *benchConfig) resolveInputs(f *benchFlags) error {
 		}
 	}
 	if embed {
-		c.batchSize = f.batchSize
+		c.BatchSize = f.batchSize
 	}
 	if rerank {
-		c.documents, c.queryTokens = f.documents, f.queryTokens
+		c.Documents, c.QueryTokens = f.documents, f.queryTokens
 	}
 	errs = append(errs, c.resolveTools(f))
 	return errors.Join(errs...)
@@ -247,87 +191,22 @@ func (c *benchConfig) resolveTools(f *benchFlags) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--tools-file: %w", err))
 		}
-		c.tools = tools
+		c.Tools = tools
 	default:
-		c.tools = workload.GenerateTools(f.tools, f.seed)
+		c.Tools = workload.GenerateTools(f.tools, f.seed)
 	}
 	if !slices.Contains(client.ToolAPIs, f.api) {
 		errs = append(errs, fmt.Errorf("--tools, --tools-file are for %s, not %s", strings.Join(client.ToolAPIs, ", "), f.api))
 	} else if f.toolChoice != "" && !slices.Contains(client.ToolChoiceAPIs, f.api) {
 		errs = append(errs, fmt.Errorf("--tool-choice: %s takes no tool_choice (the model decides); leave it out", f.api))
 	}
-	c.toolChoice = workload.ToolChoice(f.toolChoice)
+	c.ToolChoice = workload.ToolChoice(f.toolChoice)
 	if len(errs) == 0 {
-		if err := workload.ValidateTools(c.tools, c.toolChoice); err != nil {
+		if err := workload.ValidateTools(c.Tools, c.ToolChoice); err != nil {
 			errs = append(errs, fmt.Errorf("--tool-choice: %w", err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// wrapSource shapes the workload's requests for the API: batches of inputs (embeddings),
-// a query with documents (rerank), or prompts with images.
-func (c *benchConfig) wrapSource(src workload.Source, tok tokenizer.Tokenizer) (workload.Source, error) {
-	if len(c.tools) > 0 {
-		src = workload.WithTools(src, c.tools, c.toolChoice)
-	}
-	switch {
-	case c.images.N > 0:
-		return workload.WithImages(src, c.images), nil
-	case c.batchSize > 0:
-		return workload.Batched(src, c.batchSize), nil
-	case c.documents > 0:
-		qc := c.workload
-		qc.InputTokens, qc.Seed = workload.Fixed(c.queryTokens), c.workload.Seed^0x7175657279 // "query"
-		qc.PrefixTokens, qc.PrefixGroups = 0, 1
-		q, err := workload.New(qc, tok)
-		if err != nil {
-			return nil, err
-		}
-		return workload.Reranked(q, src, c.documents), nil
-	}
-	return src, nil
-}
-
-// shapeVirtual makes a simulated record what run would have recorded for the API: the
-// engine streams every request, so without a stream its tokens become one event at the
-// end, and an embeddings or rerank request (a prefill) carries its inputs and no output.
-func (c *benchConfig) shapeVirtual(req *workload.Request, r *record.Record) {
-	c.toolCallVirtual(req, r)
-	if !client.Unstreamed(c.api, c.noStream) {
-		return
-	}
-	r.Unstreamed = true
-	n := r.Events.Tokens()
-	r.Events = record.Events{}
-	switch {
-	case c.batchSize > 0 || c.documents > 0:
-		r.Inputs, r.Documents = int32(c.batchSize), int32(c.documents)
-		r.OutputTokens, r.OutputTokensSource = 0, ""
-	case n > 0 && r.Error == nil:
-		r.Events.Base = r.Sent
-		r.Events.Append(r.Done, n)
-	}
-}
-
-// toolCallVirtual makes a simulated answer to a request that offered tools the tool call
-// serve would have streamed, by the same rule (sim.ToolConfig.CallsTool on the request's
-// own tool_choice, keyed by its place in the run): all its output tokens are the call's,
-// from its first token.
-func (c *benchConfig) toolCallVirtual(req *workload.Request, r *record.Record) {
-	if len(req.Tools) == 0 || r.Error != nil || r.OutputTokens <= 0 {
-		return
-	}
-	choice := string(req.ToolChoice)
-	key := uint64(r.Level)<<40 ^ uint64(r.Repeat)<<32 ^ uint64(r.Index)
-	if !c.simTools.CallsTool(choice, c.seed, key) {
-		return
-	}
-	first, ok := r.FirstToken()
-	if !ok {
-		return
-	}
-	r.ToolCallTokens, r.FirstToolCall = int32(min(r.OutputTokens, math.MaxInt32)), first
 }
 
 // resolve validates every flag and reports all problems at once.
@@ -338,11 +217,11 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		}
 	}
 	drawn := live && f.drawSeed()
-	r := &resolver{f: f, live: live, c: &benchConfig{live: live, seed: f.seed, seedDrawn: drawn, simProfile: f.sim, tokenizer: f.tokenizer,
-		noProgress: f.noProgress, ignoreEOS: f.ignoreEOS, api: f.api, model: f.model,
-		timeout: f.timeout, idleTimeout: f.idleTimeout, caCert: f.caCert, insecure: f.insecure,
-		http2: f.http2, readStamps: f.readStamps, keepAlive: f.keepAlive, saveText: f.saveText, testRequest: f.testRequest, sloSpec: f.slo,
-		noStream: !f.stream, endpoint: f.endpoint}}
+	r := &resolver{f: f, live: live, c: &benchConfig{Spec: bench.Spec{Live: live, SimProfile: f.sim, Tokenizer: f.tokenizer,
+		IgnoreEOS: f.ignoreEOS, Timeout: f.timeout, IdleTimeout: f.idleTimeout, Insecure: f.insecure,
+		HTTP2: f.http2, ReadStamps: f.readStamps, KeepAlive: f.keepAlive, TestRequest: f.testRequest, NoStream: !f.stream,
+		API: f.api, Seed: f.seed}, seedDrawn: drawn, noProgress: f.noProgress, model: f.model, caCert: f.caCert,
+		saveText: f.saveText, sloSpec: f.slo, endpoint: f.endpoint}}
 	if f.fs != nil {
 		r.errs = append(r.errs, flagErrors(f.fs)...) // values that did not parse, the rest checked beside them
 	}
@@ -356,9 +235,9 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		r.add(fmt.Errorf("--api: simulate speaks %s, not %q", strings.Join(simAPIs, ", "), f.api))
 	}
 	r.add(r.c.resolveInputs(f))
-	r.c.searchMax = f.searchMax
-	if r.c.searchMax == 0 {
-		r.c.searchMax = map[string]float64{"concurrency": 1024, "rate": 1000}[r.c.search]
+	r.c.SearchMax = f.searchMax
+	if r.c.SearchMax == 0 {
+		r.c.SearchMax = map[string]float64{"concurrency": 1024, "rate": 1000}[r.c.Search]
 	}
 	r.judging()
 	r.workload()
@@ -452,9 +331,9 @@ func (r *resolver) target() {
 	var err error
 	c.apiKey, err = f.resolveAPIKey()
 	r.add(err)
-	c.headers, err = parseHeaders(f.headers)
+	c.Headers, err = parseHeaders(f.headers)
 	r.add(err)
-	c.extraBody, err = parseExtraBody(f.extraBody)
+	c.ExtraBody, err = parseExtraBody(f.extraBody)
 	r.add(err)
 	if f.timeout <= 0 {
 		r.add(errors.New("--timeout must be positive"))
@@ -519,7 +398,7 @@ func (r *resolver) load() ladderFlags {
 		if err != nil {
 			r.add(fmt.Errorf("--start-at: %q is not an RFC 3339 time like 2026-01-02T15:04:05Z", f.startAt))
 		}
-		c.startAt = t
+		c.StartAt = t
 	}
 	if f.stages != "" {
 		if l.stages, err = schedule.ParseStages(f.stages); err != nil {
@@ -556,7 +435,7 @@ func (r *resolver) load() ladderFlags {
 // and the SLO search.
 func (r *resolver) search(l ladderFlags) {
 	f, c := r.f, r.c
-	c.repeat, c.stopOnSaturation = f.repeat, f.stopOnSaturation
+	c.Repeat, c.StopOnSaturation = f.repeat, f.stopOnSaturation
 	if f.repeat > 1 && f.search != "" {
 		r.add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
 	}
@@ -567,7 +446,7 @@ func (r *resolver) search(l ladderFlags) {
 	switch f.search {
 	case "":
 	case "concurrency", "rate":
-		c.search = f.search
+		c.Search = f.search
 		if len(l.concurrency)+len(l.rates) > 0 {
 			r.add(errors.New("--search finds the load itself: drop --concurrency/--rate"))
 		}
@@ -595,7 +474,7 @@ func (r *resolver) judging() {
 		c.price, err = c.pricing.price(nil, 1) // a server of its own: only the flags price it
 		r.add(err)
 	}
-	if c.search != "" && !metrics.HasVerdict(slos) {
+	if c.Search != "" && !metrics.HasVerdict(slos) {
 		r.add(errors.New("--search needs percentile SLOs to decide on, e.g. --slo 'tpot:p99<=50ms'"))
 	}
 }
@@ -626,12 +505,12 @@ func (r *resolver) workload() {
 	in, out, errIn, errOut := f.lengths()
 	r.add(errIn)
 	r.add(errOut)
-	c.workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
+	c.Workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
 		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
 		TraceSpeed: f.traceSpeed, TraceOffset: f.traceOffset, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
 	if f.fs != nil {
 		var errs []error
-		c.workload.Agent, errs = f.agent.agent(f.fs)
+		c.Workload.Agent, errs = f.agent.agent(f.fs)
 		for _, err := range errs {
 			r.add(err)
 		}
@@ -657,7 +536,7 @@ func (r *resolver) workload() {
 	if f.turns < 1 {
 		r.add(fmt.Errorf("--turns %d: a conversation has at least one turn (1: single requests)", f.turns))
 	} else if errOut == nil && errIn == nil {
-		r.add(c.workload.Validate())
+		r.add(c.Workload.Validate())
 	}
 }
 
@@ -681,13 +560,13 @@ func (r *resolver) sampling() {
 		if f.temperature < 0 || math.IsNaN(f.temperature) {
 			r.add(fmt.Errorf("--temperature %v: must be 0 or more", f.temperature))
 		}
-		c.temperature = &f.temperature
+		c.Temperature = &f.temperature
 	}
 	if f.fs.Changed("top-p") {
 		if !(f.topP > 0 && f.topP <= 1) {
 			r.add(fmt.Errorf("--top-p %v: must be in (0, 1]", f.topP))
 		}
-		c.topP = &f.topP
+		c.TopP = &f.topP
 	}
 }
 
@@ -709,25 +588,25 @@ func (r *resolver) outputs(now time.Time) {
 // parse); checkLevels has load validate it.
 func (r *resolver) levels(l ladderFlags) {
 	f, c := r.f, r.c
-	if len(l.concurrency) == 0 && len(l.rates) == 0 && c.search == "" && !l.unparsed && !l.stages.Staged() {
+	if len(l.concurrency) == 0 && len(l.rates) == 0 && c.Search == "" && !l.unparsed && !l.stages.Staged() {
 		l.concurrency = []float64{1, 4, 16, 64, 256}
-		c.defaultLoad = true
+		c.DefaultLoad = true
 	}
 	base := load.Level{Arrival: l.arrival, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
 		Warmup: l.warmN, WarmupTime: l.warmD, Cooldown: f.cooldown, Shard: c.shard, Shards: c.shards,
 		MaxErrorRate: c.maxErrorRate}
-	c.base, c.requests = base, f.requests
+	c.Base, c.Requests = base, f.requests
 	for _, n := range l.concurrency {
 		lvl := base
 		lvl.Concurrency = int(n)
-		c.levels = append(c.levels, lvl)
+		c.Levels = append(c.Levels, lvl)
 	}
 	for _, rate := range l.rates {
 		lvl := base
 		lvl.Rate = rate
-		c.levels = append(c.levels, lvl)
+		c.Levels = append(c.Levels, lvl)
 	}
-	if st := l.stages; st.Staged() && len(c.levels) == 0 {
+	if st := l.stages; st.Staged() && len(c.Levels) == 0 {
 		lvl := base
 		lvl.Stages, lvl.Duration = st, st.Total()
 		if st.Kind == schedule.StageConcurrency {
@@ -735,10 +614,10 @@ func (r *resolver) levels(l ladderFlags) {
 		} else {
 			lvl.Rate = st.Max()
 		}
-		c.levels = append(c.levels, lvl)
+		c.Levels = append(c.Levels, lvl)
 	}
-	for i := range c.levels {
-		c.levels[i] = c.finishLevel(c.levels[i], i, f.requests)
+	for i := range c.Levels {
+		c.Levels[i] = c.finishLevel(c.Levels[i], i, f.requests)
 	}
 	r.checkLevels()
 }
@@ -748,10 +627,10 @@ func (r *resolver) levels(l ladderFlags) {
 // parse) a stand-in level of the flags' loop checks the rest of the flags.
 func (r *resolver) checkLevels() {
 	f, c := r.f, r.c
-	levels := c.levels
+	levels := c.Levels
 	if len(levels) == 0 {
-		probe := c.base
-		if c.search == "rate" || c.search == "" && f.rate != "" {
+		probe := c.Base
+		if c.Search == "rate" || c.Search == "" && f.rate != "" {
 			probe.Rate = 1
 		} else {
 			probe.Concurrency = max(1, c.shards) // the fewest workers the shards split
@@ -820,7 +699,7 @@ func unjoin(err error) []error {
 
 // finishLevel numbers a level, seeds it from --seed and gives it a default length.
 func (c *benchConfig) finishLevel(l load.Level, index, requests int) load.Level {
-	return bench.FinishLevel(l, index, requests, c.seed, metrics.DecidingSamples(c.metrics.SLOs))
+	return bench.FinishLevel(l, index, requests, c.Seed, metrics.DecidingSamples(c.metrics.SLOs))
 }
 
 // parseErrorRate reads --max-error-rate: a fraction in (0, 1) as 0.3 or 30%; "" is 0 (off).
@@ -872,10 +751,10 @@ func resolveChatTemplate(flag, tok, api string) (*chattemplate.Template, error) 
 // the chat template and tok, or by the server (--tokenizer server) when it can format
 // messages; otherwise message text alone, which a note says.
 func (c *benchConfig) useChat(stdio Stdio, tok tokenizer.Tokenizer) {
-	c.workload.OneMessage = c.api == client.APIOllamaGenerate
+	c.Workload.OneMessage = c.API == client.APIOllamaGenerate
 	switch {
 	case c.chatTemplate != nil:
-		c.workload.Chat = workload.WatchChat(workload.TemplateChat(c.chatTemplate, tok))
+		c.Workload.Chat = workload.WatchChat(workload.TemplateChat(c.chatTemplate, tok))
 	case c.chatOnServer:
 		s, ok := tok.(*tokenizer.Server)
 		if !ok {
@@ -885,14 +764,14 @@ func (c *benchConfig) useChat(stdio Stdio, tok tokenizer.Tokenizer) {
 			fmt.Fprintf(stdio.Err, "note: chat prompts are sized by their message text: %v; the server adds its chat template's tokens (give --chat-template the model's template for exact lengths)\n", err)
 			return
 		}
-		c.workload.Chat = workload.WatchChat(s)
+		c.Workload.Chat = workload.WatchChat(s)
 	}
 }
 
 // chatFailures says, after a run, how many chat prompts the workload could not count as
 // the server formats them (so sized them by their message text), with the first reason.
 func (c *benchConfig) chatFailures(stdio Stdio) {
-	w, ok := c.workload.Chat.(*workload.ChatWatch)
+	w, ok := c.Workload.Chat.(*workload.ChatWatch)
 	if !ok {
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/atomicfile"
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/console"
@@ -466,12 +467,12 @@ func (p *prober) writeStepFiles(step calibrate.Step, out string) (string, error)
 // checking that it answers.
 func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*benchConfig, error) {
 	f, seed := p.f, p.seed+int64(n)
-	c := &benchConfig{live: true, url: strings.TrimRight(f.url, "/"), api: f.api, model: f.model, apiKey: p.key, headers: p.headers,
-		ignoreEOS: true, timeout: 10 * time.Minute, idleTimeout: 60 * time.Second, keepAlive: p.keepAlive,
-		testRequest: n == 1, modelChecked: n > 1, simProfile: "h200-llama-3.1-8b", tokenizer: p.tokenizer, seed: seed,
+	c := &benchConfig{Spec: bench.Spec{Live: true, Headers: p.headers, IgnoreEOS: true, Timeout: 10 * time.Minute,
+		IdleTimeout: 60 * time.Second, KeepAlive: p.keepAlive, TestRequest: n == 1, SimProfile: "h200-llama-3.1-8b",
+		Tokenizer: p.tokenizer, Repeat: 1, Base: load.Level{Arrival: schedule.Arrival{Kind: schedule.Poisson}, Shards: 1},
+		API: f.api, Seed: seed}, url: strings.TrimRight(f.url, "/"), model: f.model, apiKey: p.key, modelChecked: n > 1,
 		metricsInterval: 100 * time.Millisecond, noGPU: true, metrics: metrics.Config{Percentiles: []float64{50, 99}},
-		repeat: 1, shards: 1, records: record.FormatJSONL, outputDir: out, overwrite: f.overwrite, quiet: true, noProgress: f.quiet,
-		base: load.Level{Arrival: schedule.Arrival{Kind: schedule.Poisson}, Shards: 1}}
+		shards: 1, records: record.FormatJSONL, outputDir: out, overwrite: f.overwrite, quiet: true, noProgress: f.quiet}
 	if err := c.resolveInputs(&benchFlags{api: f.api, batchSize: 1, documents: 8, queryTokens: 32, stream: true, turns: 1, seed: seed}); err != nil {
 		return nil, usageError(err)
 	}
@@ -479,18 +480,18 @@ func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*ben
 	if c.price, err = c.pricing.price(nil, 1); err != nil {
 		return nil, err
 	}
-	c.workload = workload.Config{Dataset: "random", InputTokens: workload.Fixed(step.InputTokens), OutputTokens: workload.Fixed(step.OutputTokens),
+	c.Workload = workload.Config{Dataset: "random", InputTokens: workload.Fixed(step.InputTokens), OutputTokens: workload.Fixed(step.OutputTokens),
 		PrefixGroups: 1, Seed: seed, TraceSpeed: 1, Turns: 1}
-	lvl := c.base
+	lvl := c.Base
 	if trace != "" {
-		c.workload.Dataset = "mooncake:" + trace
-		c.workload.InputTokens, c.workload.OutputTokens = workload.Fixed(512), workload.Fixed(128) // run's defaults: the trace has its own
+		c.Workload.Dataset = "mooncake:" + trace
+		c.Workload.InputTokens, c.Workload.OutputTokens = workload.Fixed(512), workload.Fixed(128) // run's defaults: the trace has its own
 		lvl.Rate = 1
 	} else {
 		lvl.Concurrency = step.Concurrency
 	}
-	c.requests = step.Requests // a trace's rows, or the closed loop's requests
-	c.levels = []load.Level{c.finishLevel(lvl, 0, c.requests)}
+	c.Requests = step.Requests // a trace's rows, or the closed loop's requests
+	c.Levels = []load.Level{c.finishLevel(lvl, 0, c.Requests)}
 	if c.chatTemplate, err = resolveChatTemplate("", p.tokenizer, f.api); err != nil {
 		return nil, usageError(err)
 	}

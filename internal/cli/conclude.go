@@ -23,7 +23,7 @@ func (c *benchConfig) conclude(ctx context.Context, stdio Stdio, out bench.Outco
 		return benchError(err)
 	}
 	sum := out.Summary
-	if c.live && !c.readStamps && !c.http2 && client.KernelStampsSupported() && !kernelStamped(sum) {
+	if c.Live && !c.ReadStamps && !c.HTTP2 && client.KernelStampsSupported() && !kernelStamped(sum) {
 		fmt.Fprintln(stdio.Err, "note: the kernel gave no receive timestamps (SO_TIMESTAMPNS), so token events were timed when llmbench read them (docs/metrics.md)")
 	}
 	if len(sum.Levels) > 1 || (c.quiet && len(sum.Levels) > 0) {
@@ -44,16 +44,16 @@ func (c *benchConfig) conclude(ctx context.Context, stdio Stdio, out bench.Outco
 // scrape and connection counts are bench.RunLive's to find).
 func (c *benchConfig) bench(stdio Stdio) bench.Config {
 	return bench.Config{
-		Levels: c.levels, Search: search.Axis(c.search), SearchMax: c.searchMax, Base: c.base, Requests: c.requests,
-		Repeat: c.repeat, StopOnSaturation: c.stopOnSaturation, Seed: c.seed,
+		Levels: c.Levels, Search: search.Axis(c.Search), SearchMax: c.SearchMax, Base: c.Base, Requests: c.Requests,
+		Repeat: c.Repeat, StopOnSaturation: c.StopOnSaturation, Seed: c.Seed,
 		Metrics: c.metrics,
-		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.url, c.api, c.model), Spec: c.describe(),
+		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.url, c.API, c.model), Spec: c.Spec,
 			SLO: c.sloSpec, Price: c.price},
 		Output: bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
 		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,
 			Warn: func(s string) { fmt.Fprintln(stdio.Err, s) },
 			Progress: func(name string, total int, d time.Duration) bench.Progress {
-				return newProgress(stdio.Err, name, total, d, !c.live, c.noProgress)
+				return newProgress(stdio.Err, name, total, d, !c.Live, c.noProgress)
 			}},
 	}
 }

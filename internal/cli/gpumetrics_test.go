@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/gpumetrics/gputest"
 	"github.com/llmbench/llmbench/internal/memnet"
@@ -115,8 +116,8 @@ func TestLocalGPUChoice(t *testing.T) {
 		{benchConfig{url: "http://127.0.0.1:8000"}, found, true},
 		{benchConfig{url: "http://localhost:8000/v1"}, found, true},
 		{benchConfig{url: "http://[::1]:8000"}, found, true},
-		{benchConfig{url: "http://10.0.0.7:8000"}, found, false},                   // another machine's GPUs
-		{benchConfig{url: "http://127.0.0.1:8000", inProcess: true}, found, false}, // the simulator
+		{benchConfig{url: "http://10.0.0.7:8000"}, found, false},                                     // another machine's GPUs
+		{benchConfig{url: "http://127.0.0.1:8000", Spec: bench.Spec{InProcess: true}}, found, false}, // the simulator
 		{benchConfig{url: "http://127.0.0.1:8000", noGPU: true}, found, false},
 		{benchConfig{url: "http://127.0.0.1:8000", gpuMetrics: []string{"http://127.0.0.1:9400/metrics"}}, found, false},
 		{benchConfig{url: "http://127.0.0.1:8000"}, func(string) (string, error) { return "", exec.ErrNotFound }, false},

@@ -171,7 +171,7 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 	if len(errs) > 0 {
 		return nil, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
 	}
-	base.Seed = cfg.seed
+	base.Seed = cfg.Seed
 	if err := f.outputDir(cfg, now); err != nil {
 		errs = append(errs, err)
 	}
@@ -309,12 +309,12 @@ func (f *planFlags) outputDir(cfg *benchConfig, now time.Time) error {
 func (f *planFlags) traffic(stdio Stdio, cfg *benchConfig) (plan.Traffic, error) {
 	var tok tokenizer.Tokenizer
 	var err error
-	if cfg.tokenizer != "o200k_base" {
-		if tok, err = tokenizer.Load(cfg.tokenizer); err != nil {
+	if cfg.Tokenizer != "o200k_base" {
+		if tok, err = tokenizer.Load(cfg.Tokenizer); err != nil {
 			return plan.Traffic{}, fmt.Errorf("--tokenizer: %w", err)
 		}
 	}
-	src, err := workload.New(cfg.workload, tok)
+	src, err := workload.New(cfg.Workload, tok)
 	if err != nil {
 		return plan.Traffic{}, err
 	}
@@ -323,11 +323,11 @@ func (f *planFlags) traffic(stdio Stdio, cfg *benchConfig) (plan.Traffic, error)
 	switch {
 	case info.Trace && rate:
 		return plan.Traffic{}, errors.New("--rate: the trace brings its own arrivals (drop --rate; --trace-speed scales them)")
-	case !info.Trace && (!rate || len(cfg.levels) != 1):
+	case !info.Trace && (!rate || len(cfg.Levels) != 1):
 		return plan.Traffic{}, errors.New("--rate: give the one arrival rate to plan for, e.g. --rate 20 (requests/s)")
 	}
 	cfg.adaptToSource(stdio, info) // a trace: one level of its own arrivals
-	lvl := cfg.levels[0]
+	lvl := cfg.Levels[0]
 	if info.Trace {
 		return plan.Traffic{Rate: lvl.Rate, Fixed: true, Trace: true, At: func(scale float64, _ time.Duration) (load.Level, workload.Source, error) {
 			l := lvl
@@ -337,16 +337,16 @@ func (f *planFlags) traffic(stdio Stdio, cfg *benchConfig) (plan.Traffic, error)
 	}
 	fixed := f.fixedLength()
 	unit := ""
-	if cfg.workload.Agent.On() || strings.HasPrefix(cfg.workload.Dataset, workload.DatasetAgent+":") {
+	if cfg.Workload.Agent.On() || strings.HasPrefix(cfg.Workload.Dataset, workload.DatasetAgent+":") {
 		unit = "tasks/s" // --rate is task arrivals
 	}
 	return plan.Traffic{Rate: lvl.Rate, Fixed: fixed, Unit: unit, At: func(scale float64, horizon time.Duration) (load.Level, workload.Source, error) {
-		l := cfg.base
+		l := cfg.Base
 		l.Rate = lvl.Rate * scale
 		if !fixed {
 			l.Duration, l.Requests = horizon, 0
 		}
-		return cfg.finishLevel(l, 0, cfg.requests), src, nil
+		return cfg.finishLevel(l, 0, cfg.Requests), src, nil
 	}}, nil
 }
 
@@ -402,7 +402,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	if pl == nil {
 		return withCode(ExitFailure, runErr)
 	}
-	load, wl := cfg.describe().Describe()
+	load, wl := cfg.Describe()
 	pl.Schema, pl.Version, pl.Model, pl.Profile = plan.Schema, Version, base.ModelName(), base.Name
 	pl.Load, pl.Workload, pl.SLO = load, wl, cfg.sloSpec
 	check := f.checkCommand(cfg.outputDir, pl.BestCandidate(), pc.Traffic.Fixed)
@@ -497,10 +497,10 @@ func shellQuote(s string) string {
 
 // describeTraffic names the traffic for the console: its arrivals and lengths, or its dataset.
 func describeTraffic(cfg *benchConfig) string {
-	if w := cfg.workload; w.Dataset != "" && w.Dataset != "random" {
+	if w := cfg.Workload; w.Dataset != "" && w.Dataset != "random" {
 		return w.Dataset
 	}
-	return fmt.Sprintf("%s, %s → %s tokens", cfg.base.Arrival.Kind, cfg.workload.InputTokens, cfg.workload.OutputTokens)
+	return fmt.Sprintf("%s, %s → %s tokens", cfg.Base.Arrival.Kind, cfg.Workload.InputTokens, cfg.Workload.OutputTokens)
 }
 
 func plural(n int, one, many string) string {

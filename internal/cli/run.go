@@ -67,23 +67,23 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		defer stop()
 	}
 	if cfg.seedDrawn && !cfg.quiet {
-		fmt.Fprintf(stdio.Out, "Seed %d, drawn for this run (--seed %d repeats it)\n", cfg.seed, cfg.seed)
+		fmt.Fprintf(stdio.Out, "Seed %d, drawn for this run (--seed %d repeats it)\n", cfg.Seed, cfg.Seed)
 	}
-	if cfg.insecure {
+	if cfg.Insecure {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
 	live := bench.Live{Client: cfg.clientConfig(stdio), MetricsURL: cfg.metricsURL, MetricsInterval: cfg.metricsInterval,
 		GPUMetrics:  cfg.gpuMetrics,
-		TestRequest: cfg.testRequest, StartAt: cfg.startAt, More: cfg.moreURLs, Balance: cfg.balance,
+		TestRequest: cfg.TestRequest, StartAt: cfg.StartAt, More: cfg.moreURLs, Balance: cfg.balance,
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {
 				return tok, nil
 			}
-			return loadTokenizer(ctx, cfg.tokenizer, cfg.url, side, cfg.apiKey != "")
+			return loadTokenizer(ctx, cfg.Tokenizer, cfg.url, side, cfg.apiKey != "")
 		},
 		Loaded: func(tok tokenizer.Tokenizer) {
-			if !cfg.keepAlive {
-				warnPortLimit(stdio, cfg.levels)
+			if !cfg.KeepAlive {
+				warnPortLimit(stdio, cfg.Levels)
 			}
 			cfg.useChat(stdio, tok)
 		}}
@@ -93,7 +93,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	writingResults(cfg.outputDir)
 	defer writingResults("")
-	out, err := bench.RunLive(ctx, cfg.bench(stdio), live, bench.Workload{Config: cfg.workload, Prepare: cfg.prepare(stdio)})
+	out, err := bench.RunLive(ctx, cfg.bench(stdio), live, bench.Workload{Config: cfg.Workload, Prepare: cfg.prepare(stdio)})
 	return cfg.conclude(ctx, stdio, out, err)
 }
 
@@ -104,7 +104,7 @@ var lookPath = exec.LookPath
 // given, the target runs here (a loopback --url: not the simulator, whose GPUs are not this
 // machine's) and one is on the PATH; nil otherwise, and nothing is claimed.
 func (c *benchConfig) localGPU(stdio Stdio) *gpumetrics.Local {
-	if len(c.gpuMetrics) > 0 || c.noGPU || c.inProcess || !loopbackURL(c.url) {
+	if len(c.gpuMetrics) > 0 || c.noGPU || c.InProcess || !loopbackURL(c.url) {
 		return nil
 	}
 	l, ok := gpumetrics.FindLocal(lookPath)
@@ -134,21 +134,21 @@ func loopbackURL(url string) bool {
 // startSim serves the simulator of --sim in-process for a run without --url, and
 // returns the run's tokenizer, which the simulator counts prompts with.
 func (c *benchConfig) startSim(ctx context.Context, stdio Stdio) (tokenizer.Tokenizer, func(), error) {
-	if c.tokenizer == "server" {
+	if c.Tokenizer == "server" {
 		return nil, nil, usageError(errors.New("--tokenizer server needs --url (the built-in simulator has no /tokenize)"))
 	}
-	tok, err := tokenizer.Load(c.tokenizer)
+	tok, err := tokenizer.Load(c.Tokenizer)
 	if err != nil {
 		return nil, nil, usageError(fmt.Errorf("--tokenizer: %w", err))
 	}
 	// The simulator counts prompts with the run's tokenizer (and formats chat with its
 	// chat template), as a real server counts them with the model's, so
 	// usage.prompt_tokens matches the intended lengths.
-	url, p, stop, err := startInProcessSim(ctx, c.simProfile, c.seed, func(s string) int { return len(tok.Encode(s)) }, c.chatTemplate)
+	url, p, stop, err := startInProcessSim(ctx, c.SimProfile, c.Seed, func(s string) int { return len(tok.Encode(s)) }, c.chatTemplate)
 	if err != nil {
 		return nil, nil, err
 	}
-	c.url, c.inProcess = url, true
+	c.url, c.InProcess = url, true
 	// The simulator is a deployment whose GPUs have a price, as simulate prices it.
 	if c.price, err = c.pricing.price(profilePrice(p), p.GPUs()); err != nil {
 		stop()
@@ -158,7 +158,7 @@ func (c *benchConfig) startSim(ctx context.Context, stdio Stdio) (tokenizer.Toke
 		fmt.Fprintln(stdio.Err, unpricedNote(p))
 	}
 	if !c.quiet {
-		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (%s) at %s\n", c.simProfile, url)
+		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (%s) at %s\n", c.SimProfile, url)
 	}
 	return tok, stop, nil
 }
@@ -166,11 +166,11 @@ func (c *benchConfig) startSim(ctx context.Context, stdio Stdio) (tokenizer.Toke
 // clientConfig is the client the target flags configure.
 func (c *benchConfig) clientConfig(stdio Stdio) client.Config {
 	return client.Config{
-		BaseURL: c.url, API: c.api, Model: c.model, APIKey: c.apiKey, Headers: c.headers,
-		ExtraBody: c.extraBody, IgnoreEOS: c.ignoreEOS, NoStream: c.noStream, Endpoint: c.endpoint, Timeout: c.timeout,
-		Temperature: c.temperature, TopP: c.topP, IdleTimeout: c.idleTimeout,
-		CACert: c.caCert, Insecure: c.insecure, HTTP2: c.http2, ReadStamps: c.readStamps,
-		DisableKeepAlive: !c.keepAlive, SaveText: c.saveText, SessionHeader: c.sessionHeader,
+		BaseURL: c.url, API: c.API, Model: c.model, APIKey: c.apiKey, Headers: c.Headers,
+		ExtraBody: c.ExtraBody, IgnoreEOS: c.IgnoreEOS, NoStream: c.NoStream, Endpoint: c.endpoint, Timeout: c.Timeout,
+		Temperature: c.Temperature, TopP: c.TopP, IdleTimeout: c.IdleTimeout,
+		CACert: c.caCert, Insecure: c.Insecure, HTTP2: c.HTTP2, ReadStamps: c.ReadStamps,
+		DisableKeepAlive: !c.KeepAlive, SaveText: c.saveText, SessionHeader: c.sessionHeader,
 		OnServerCloses: func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) },
 		Dial:           dialTarget,
 	}
@@ -180,16 +180,13 @@ func (c *benchConfig) clientConfig(stdio Stdio) client.Config {
 // fitted to the source (adaptToSource).
 func (c *benchConfig) prepare(stdio Stdio) func(tokenizer.Tokenizer, []load.Level) (bench.Prepared, error) {
 	return func(tok tokenizer.Tokenizer, _ []load.Level) (bench.Prepared, error) {
-		src, err := workload.New(c.workload, tok)
-		if err == nil {
-			src, err = c.wrapSource(src, tok)
-		}
+		src, err := c.Source(tok)
 		if err != nil {
 			return bench.Prepared{}, &bench.InvalidError{Err: err}
 		}
 		c.adaptToSource(stdio, workload.Describe(src))
-		shape := func(s workload.Source) (workload.Source, error) { return c.wrapSource(s, tok) }
-		return bench.Prepared{Config: c.workload, Source: src, Levels: c.levels, Shape: shape}, nil
+		shape := func(s workload.Source) (workload.Source, error) { return c.WrapSource(s, tok) }
+		return bench.Prepared{Config: c.Workload, Source: src, Levels: c.Levels, Shape: shape}, nil
 	}
 }
 

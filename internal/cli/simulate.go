@@ -67,7 +67,7 @@ func simulationConfig(stdio Stdio, cfg *benchConfig, p sim.Profile) bench.Config
 
 func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	cfg.sayUndecided(stdio)
-	p, err := sim.LoadProfile(cfg.simProfile)
+	p, err := sim.LoadProfile(cfg.SimProfile)
 	if err != nil {
 		return usageError(fmt.Errorf("--sim: %w", err))
 	}
@@ -78,23 +78,22 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	if cfg.balance != "" {
 		if p.Deployment.Replicas < 2 {
-			return usageError(fmt.Errorf("--balance %s: profile %s has one replica; the router spreads requests over a deployment of several (deployment.replicas)", cfg.balance, cfg.simProfile))
+			return usageError(fmt.Errorf("--balance %s: profile %s has one replica; the router spreads requests over a deployment of several (deployment.replicas)", cfg.balance, cfg.SimProfile))
 		}
 		p.Deployment.Router = cfg.balance
 	}
-	p.Seed = cfg.seed
-	cfg.simTools = p.Tools
+	p.Seed = cfg.Seed
 	// Lengths only: a tokenizer counts only datasets that bring text (o200k_base unless
 	// --tokenizer names another), but a mistyped name is refused as run refuses it.
 	var tok tokenizer.Tokenizer
-	if cfg.tokenizer != "o200k_base" {
-		if tok, err = tokenizer.Load(cfg.tokenizer); err != nil {
+	if cfg.Tokenizer != "o200k_base" {
+		if tok, err = tokenizer.Load(cfg.Tokenizer); err != nil {
 			return usageError(fmt.Errorf("--tokenizer: %w", err))
 		}
 	}
-	src, err := workload.New(cfg.workload, tok)
+	src, err := workload.New(cfg.Workload, tok)
 	if err == nil {
-		src, err = cfg.wrapSource(src, nil)
+		src, err = cfg.WrapSource(src, nil)
 	}
 	if err != nil {
 		return usageError(err)
@@ -114,15 +113,15 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		defer debug.SetGCPercent(debug.SetGCPercent(25))
 	}
 	if !cfg.quiet {
-		fmt.Fprintln(stdio.Out, simulatingLine(cfg.simProfile, cfg.modelConfig, p))
+		fmt.Fprintln(stdio.Out, simulatingLine(cfg.SimProfile, cfg.modelConfig, p))
 	}
 	if c := p.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
 	}
 	warnLimits(stdio, p, cfg)
 	runLevel := func(p sim.Profile, est *bench.Estimates) bench.LevelRunner {
-		virtual := bench.Virtual(p, cfg.seed, &bench.Sources{Workload: cfg.workload, First: src,
-			Shape: func(s workload.Source) (workload.Source, error) { return cfg.wrapSource(s, nil) }}, cfg.shapeVirtual, est)
+		virtual := bench.Virtual(p, cfg.Seed, &bench.Sources{Workload: cfg.Workload, First: src,
+			Shape: func(s workload.Source) (workload.Source, error) { return cfg.WrapSource(s, nil) }}, cfg.ShapeVirtual(p.Tools), est)
 		return func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 			reason, err := virtual(ctx, lvl, sink)
 			var de *bench.DeployError
@@ -135,7 +134,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	bc := simulationConfig(stdio, cfg, p)
 	out, err := bench.Run(ctx, bc, time.Now(), runLevel(p, bc.Estimates))
 	concluded := cfg.conclude(ctx, stdio, out, err)
-	if err == nil && p.Calibration != nil && cfg.search == "" {
+	if err == nil && p.Calibration != nil && cfg.Search == "" {
 		slow := p
 		slow.Pace = 1 + paceSlower
 		if err := paceSensitivity(ctx, stdio, cfg, out.Summary, runLevel(slow, nil)); err != nil {
@@ -232,7 +231,7 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 	line := fmt.Sprintf("Calibrated on %s (%s): prompts %d–%d tokens, outputs %d–%d, %d–%d requests in flight",
 		c.Source, c.Date, c.PromptTokens[0], c.PromptTokens[1], c.OutputTokens[0], c.OutputTokens[1], c.Concurrency[0], c.Concurrency[1])
 	inFlight, rate := 0, 0.0
-	for _, l := range cfg.levels {
+	for _, l := range cfg.Levels {
 		inFlight = max(inFlight, l.Concurrency, l.MaxConcurrency)
 		rate = math.Max(rate, l.Rate)
 	}
@@ -254,7 +253,7 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 	case open && rate > openRateFar*r[1]:
 		fmt.Fprintln(stdio.Err, fmt.Sprintf("warning: an open loop at %g req/s, beyond %g× the fastest probed (%.3g req/s): queueing grows faster than the probe's rates show, so this is an extrapolation of the calibrated profile, not a prediction it was checked on", rate, openRateFar, r[1]))
 	}
-	w := cfg.workload
+	w := cfg.Workload
 	for _, s := range c.Outside(w.InputTokens.Spread(), w.OutputTokens.Spread(), inFlight) {
 		fmt.Fprintf(stdio.Err, "warning: %s: an extrapolation of the calibrated profile, not a prediction it was checked on\n", s)
 	}
@@ -263,7 +262,7 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 	prompts := w.InputTokens.Spread()
 	var reasons []string
 	levels := map[string][]string{}
-	for _, l := range cfg.levels {
+	for _, l := range cfg.Levels {
 		for _, r := range c.Untrusted(prompts, max(l.Concurrency, l.MaxConcurrency), l.Rate) {
 			if levels[r] == nil {
 				reasons = append(reasons, r)
@@ -278,7 +277,7 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 
 // warnLimits warns of requests the deployment's max_model_len refuses or cuts.
 func warnLimits(stdio Stdio, p sim.Profile, cfg *benchConfig) {
-	in, out, d := cfg.workload.InputTokens.Spread()[1], cfg.workload.OutputTokens.Spread()[1], p.Deployment
+	in, out, d := cfg.Workload.InputTokens.Spread()[1], cfg.Workload.OutputTokens.Spread()[1], p.Deployment
 	switch {
 	case d.MaxModelLen == 0 || in == 0:
 	case d.TruncatePrompts && in > d.MaxModelLen:

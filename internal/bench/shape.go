@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"math"
+
+	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/record"
+	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/tokenizer"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// Source is the run's workload shaped for its API (WrapSource); tok sizes prompts (nil:
+// lengths only, as the simulator needs).
+func (s *Spec) Source(tok tokenizer.Tokenizer) (workload.Source, error) {
+	src, err := workload.New(s.Workload, tok)
+	if err != nil {
+		return nil, err
+	}
+	return s.WrapSource(src, tok)
+}
+
+// WrapSource shapes the workload's requests for the API: tools offered, batches of inputs
+// (embeddings), a query with documents (rerank), or prompts with images.
+func (s *Spec) WrapSource(src workload.Source, tok tokenizer.Tokenizer) (workload.Source, error) {
+	if len(s.Tools) > 0 {
+		src = workload.WithTools(src, s.Tools, s.ToolChoice)
+	}
+	switch {
+	case s.Images.N > 0:
+		return workload.WithImages(src, s.Images), nil
+	case s.BatchSize > 0:
+		return workload.Batched(src, s.BatchSize), nil
+	case s.Documents > 0:
+		qc := s.Workload
+		qc.InputTokens, qc.Seed = workload.Fixed(s.QueryTokens), s.Workload.Seed^0x7175657279 // "query"
+		qc.PrefixTokens, qc.PrefixGroups = 0, 1
+		q, err := workload.New(qc, tok)
+		if err != nil {
+			return nil, err
+		}
+		return workload.Reranked(q, src, s.Documents), nil
+	}
+	return src, nil
+}
+
+// ShapeVirtual makes a simulated record what run would have recorded for the API: a
+// request that offered tools gets the tool call serve would have streamed (tools: how the
+// profile's model answers them); the engine streams every request, so without a stream
+// its tokens become one event at the end, and an embeddings or rerank request (a prefill)
+// carries its inputs and no output.
+func (s *Spec) ShapeVirtual(tools sim.ToolConfig) func(*workload.Request, *record.Record) {
+	return func(req *workload.Request, r *record.Record) {
+		s.toolCall(tools, req, r)
+		if !client.Unstreamed(s.API, s.NoStream) {
+			return
+		}
+		r.Unstreamed = true
+		n := r.Events.Tokens()
+		r.Events = record.Events{}
+		switch {
+		case s.BatchSize > 0 || s.Documents > 0:
+			r.Inputs, r.Documents = int32(s.BatchSize), int32(s.Documents)
+			r.OutputTokens, r.OutputTokensSource = 0, ""
+		case n > 0 && r.Error == nil:
+			r.Events.Base = r.Sent
+			r.Events.Append(r.Done, n)
+		}
+	}
+}
+
+// toolCall makes a simulated answer to a request that offered tools the tool call serve
+// would have streamed, by the same rule (sim.ToolConfig.CallsTool on the request's own
+// tool_choice, keyed by its place in the run): all its output tokens are the call's, from
+// its first token.
+func (s *Spec) toolCall(tools sim.ToolConfig, req *workload.Request, r *record.Record) {
+	if len(req.Tools) == 0 || r.Error != nil || r.OutputTokens <= 0 {
+		return
+	}
+	key := uint64(r.Level)<<40 ^ uint64(r.Repeat)<<32 ^ uint64(r.Index)
+	if !tools.CallsTool(string(req.ToolChoice), s.Seed, key) {
+		return
+	}
+	first, ok := r.FirstToken()
+	if !ok {
+		return
+	}
+	r.ToolCallTokens, r.FirstToolCall = int32(min(r.OutputTokens, math.MaxInt32)), first
+}
+
+// SourceFit is what FitToSource found and did, for the caller to say.
+type SourceFit struct {
+	Info workload.Info
+	// Reused is the most requests a level sends (warm-up included) where that is more than
+	// the dataset's rows, which are then reused from the start (repeated prompts can hit a
+	// server's prefix cache and flatter TTFT); 0 otherwise.
+	Reused int
+	// Sampled are the levels of a fixed request count that send fewer requests than the
+	// dataset has rows: a seeded sample of them. None in a search.
+	Sampled []SampledLevel
+	// Replayed says a trace given no load replaces the default ladder with one open-loop
+	// level of its own arrivals (Spec.Levels[0]).
+	Replayed bool
+}
+
+// SampledLevel is a level that sends Requests of a dataset's rows.
+type SampledLevel struct{ Index, Requests int }
+
+// FitToSource fits the ladder to the workload once it is loaded: a trace given no load
+// replays its own arrivals once, as one open-loop level, instead of the default
+// closed-loop ladder that would ignore them. decide is the requests a level needs for its
+// SLO verdict (metrics.DecidingSamples), for the replay's default length.
+func (s *Spec) FitToSource(info workload.Info, decide int) SourceFit {
+	fit := SourceFit{Info: info}
+	if !info.Trace && info.Rows > 0 {
+		most := 0
+		for _, l := range s.Levels {
+			n := l.Requests + l.Warmup
+			most = max(most, n)
+			if l.Duration == 0 && n < info.Rows && s.Search == "" {
+				fit.Sampled = append(fit.Sampled, SampledLevel{l.Index, n})
+			}
+		}
+		if most > info.Rows {
+			fit.Reused = most
+		}
+	}
+	if !info.Trace || !s.DefaultLoad || info.Rows == 0 || info.Span <= 0 {
+		return fit
+	}
+	l := s.Base
+	l.Rate = float64(info.Rows) / info.Span.Seconds() // nominal: the trace sets the arrivals
+	if l.Duration == 0 && s.Requests == 0 {
+		l.Requests = info.Rows
+	}
+	s.Levels = []load.Level{FinishLevel(l, 0, s.Requests, s.Seed, decide)}
+	if l.Requests > 0 {
+		s.Levels[0].Requests = l.Requests
+	}
+	fit.Replayed = true
+	return fit
+}
