@@ -15,7 +15,6 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
-	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/record"
@@ -26,18 +25,11 @@ import (
 // Config is one benchmark: its ladder, how it is judged and described, and where its
 // results go.
 type Config struct {
-	// Levels is the ladder, in order; a search starts with none and adds a level per probe.
-	Levels []load.Level
-	// Search, when set, finds the largest load of its axis up to SearchMax whose percentile
-	// SLOs pass, each probe Base at that load (FinishLevel'd with Requests).
-	Search    search.Axis
-	SearchMax float64
-	Base      load.Level
-	Requests  int
-	// Repeat runs each level that many times, run r seeded by RunSeed(Seed, r).
-	Repeat           int
-	StopOnSaturation bool // end the ladder at the first oversaturated level
-	Seed             int64
+	// Spec is the run: its ladder (Levels, in order; a search starts with none and adds a
+	// level per probe, each Base at that load, FinishLevel'd with Requests), its repeats
+	// (run r of a level seeded by RunSeed(Seed, r)), its stops, its target's settings and its
+	// workload, as summary.json describes them.
+	Spec
 
 	Metrics  metrics.Config
 	Describe Describe
@@ -55,11 +47,10 @@ type Config struct {
 	Estimates *Estimates
 }
 
-// Describe is what summary.json says of the run before its first level.
+// Describe is what summary.json says of the run before its first level beside the Spec.
 type Describe struct {
 	Version string
 	Target  report.Target
-	Spec    Spec   // the target's settings and the workload; its ladder fields are Config's, set by Run
 	SLO     string // the SLOs as given
 	Price   *metrics.Price
 }

@@ -51,7 +51,7 @@ func Run(ctx context.Context, cfg Config, start time.Time, run LevelRunner) (Out
 	}
 	l := &ladder{ctx: ctx, cfg: &cfg, w: w, runLevel: run, sum: sum, start: start,
 		col: report.NewCollector(cfg.Metrics)}
-	wl := cfg.Describe.Spec.Workload
+	wl := cfg.Workload
 	l.col.SharedPrefix = wl.PrefixTokens + workload.ChatPrefixTokens(wl.Chat)
 	if cfg.Output.ResultFormat == "vllm" {
 		l.col.KeepVLLMRequests()
@@ -102,16 +102,13 @@ func createRun(out Output) (*record.Writer, error) {
 
 // newSummary describes the run before it starts; the ladder fills the levels.
 func newSummary(cfg *Config, start time.Time) *report.Summary {
-	d := cfg.Describe.Spec // the ladder as it runs: a trace's own arrivals, say, replace the default one
-	d.Levels, d.Base, d.Requests, d.Repeat, d.StopOnSaturation = cfg.Levels, cfg.Base, cfg.Requests, cfg.Repeat, cfg.StopOnSaturation
-	d.Search, d.SearchMax = string(cfg.Search), cfg.SearchMax
-	ld, wl := d.Describe()
+	ld, wl := cfg.Spec.Describe() // the ladder as it runs: a trace's own arrivals, say, replace the default one
 	pcts := cfg.Metrics.Percentiles
 	if len(pcts) == 0 {
 		pcts = metrics.DefaultPercentiles
 	}
 	var delay *float64
-	if at := cfg.Describe.Spec.StartAt; !at.IsZero() {
+	if at := cfg.StartAt; !at.IsZero() {
 		ms := float64(start.Sub(at).Microseconds()) / 1e3
 		delay = &ms
 	}

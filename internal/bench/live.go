@@ -415,7 +415,7 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 	if err != nil {
 		return Outcome{}, err
 	}
-	cfg.Levels, cfg.Describe.Spec.Workload = p.Levels, p.Config
+	cfg.Levels, cfg.Workload = p.Levels, p.Config
 	cfg.Describe.Target = report.NewTarget(live.Client.BaseURL, live.Client.API, t.Model)
 	if len(live.More) > 0 {
 		cfg.Describe.Target = cfg.Describe.Target.Balanced(live.URLs(), live.Balance, live.Client.SessionHeader)

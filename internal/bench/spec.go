@@ -9,6 +9,7 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/search"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -21,13 +22,15 @@ type Spec struct {
 	Levels    []load.Level // the ladder; empty for a search
 	Base      load.Level   // the load settings every level shares (shard included)
 	Requests  int          // --requests (0: a default per level)
-	Search    string       // "", "concurrency" or "rate"
+	// Search, when set, finds the largest load of its axis up to SearchMax whose
+	// percentile SLOs pass.
+	Search    search.Axis
 	SearchMax float64
 	StartAt   time.Time
 	// Repeat runs each level that many times; StopOnSaturation ends the ladder at an
 	// oversaturated level (Base.MaxErrorRate is the error-rate limit).
 	Repeat           int
-	StopOnSaturation bool
+	StopOnSaturation bool // end the ladder at the first oversaturated level
 	// Target settings.
 	SimProfile           string
 	Timeout, IdleTimeout time.Duration
@@ -63,7 +66,7 @@ func (r Spec) Describe() (rundesc.Load, rundesc.Workload) { return r.load(), r.w
 
 func (r Spec) load() rundesc.Load {
 	b := r.Base
-	l := rundesc.Load{Mode: rundesc.ModeSimulate, Search: r.Search, Requests: r.Requests,
+	l := rundesc.Load{Mode: rundesc.ModeSimulate, Search: string(r.Search), Requests: r.Requests,
 		Duration: durString(b.Duration), Warmup: b.Warmup, WarmupTime: durString(b.WarmupTime),
 		Cooldown: durString(b.Cooldown), MaxConcurrency: b.MaxConcurrency, IgnoreEOS: r.IgnoreEOS,
 		Insecure: r.Insecure, HTTP2: r.HTTP2, ReadStamps: r.ReadStamps, ExtraBody: r.ExtraBody,

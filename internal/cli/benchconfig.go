@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/route"
+	"github.com/llmbench/llmbench/internal/search"
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
@@ -237,7 +238,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	r.add(r.c.resolveInputs(f))
 	r.c.SearchMax = f.searchMax
 	if r.c.SearchMax == 0 {
-		r.c.SearchMax = map[string]float64{"concurrency": 1024, "rate": 1000}[r.c.Search]
+		r.c.SearchMax = map[search.Axis]float64{search.Concurrency: 1024, search.Rate: 1000}[r.c.Search]
 	}
 	r.judging()
 	r.workload()
@@ -446,7 +447,7 @@ func (r *resolver) search(l ladderFlags) {
 	switch f.search {
 	case "":
 	case "concurrency", "rate":
-		c.Search = f.search
+		c.Search = search.Axis(f.search)
 		if len(l.concurrency)+len(l.rates) > 0 {
 			r.add(errors.New("--search finds the load itself: drop --concurrency/--rate"))
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
-	"github.com/llmbench/llmbench/internal/search"
 )
 
 // conclude says what the console says after a run, and maps its outcome, or the error
@@ -44,12 +43,9 @@ func (c *benchConfig) conclude(ctx context.Context, stdio Stdio, out bench.Outco
 // scrape and connection counts are bench.RunLive's to find).
 func (c *benchConfig) bench(stdio Stdio) bench.Config {
 	return bench.Config{
-		Levels: c.Levels, Search: search.Axis(c.Search), SearchMax: c.SearchMax, Base: c.Base, Requests: c.Requests,
-		Repeat: c.Repeat, StopOnSaturation: c.StopOnSaturation, Seed: c.Seed,
-		Metrics: c.metrics,
-		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.url, c.API, c.model), Spec: c.Spec,
-			SLO: c.sloSpec, Price: c.price},
-		Output: bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
+		Spec: c.Spec, Metrics: c.metrics,
+		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.url, c.API, c.model), SLO: c.sloSpec, Price: c.price},
+		Output:   bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
 		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,
 			Warn: func(s string) { fmt.Fprintln(stdio.Err, s) },
 			Progress: func(name string, total int, d time.Duration) bench.Progress {

@@ -94,7 +94,7 @@ func simulateLevel(ctx context.Context, r Row, w Workload, slo string, seed int6
 		return nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	cfg := bench.Config{Levels: []load.Level{lvl}, Repeat: 1, Seed: seed,
+	cfg := bench.Config{Spec: bench.Spec{Levels: []load.Level{lvl}, Repeat: 1, Seed: seed},
 		Metrics:  metrics.Config{Percentiles: Percentiles, SLOs: slos},
 		Describe: bench.Describe{SLO: slo},
 		Output:   bench.Output{Dir: filepath.Join(dir, "run"), Records: record.FormatCompact},
