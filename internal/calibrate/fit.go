@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/console"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -64,17 +65,17 @@ func (p Published) seqTokens() int {
 	return 0
 }
 
-// Validate reports every problem at once.
+// Validate reports every problem at once, each a *fielderr.Error naming the field.
 func (o Options) Validate() error {
 	var errs []error
 	if o.MaxNumSeqs < 0 {
-		errs = append(errs, fmt.Errorf("max num seqs %d: must be positive (0: find it)", o.MaxNumSeqs))
+		errs = append(errs, fielderr.New("MaxNumSeqs", "%d must be positive (0: find it)", o.MaxNumSeqs))
 	}
 	if (o.Model == nil) != (o.GPU == nil) {
-		errs = append(errs, errors.New("a roofline fit needs both the model's shape and the GPU (--model-shape and --gpu)"))
+		errs = append(errs, fielderr.New("Model,GPU", "a roofline fit needs both the model's shape and the GPU"))
 	}
 	if o.Server.Slots < 0 || o.Server.ContextTokens < 0 {
-		errs = append(errs, fmt.Errorf("published slots %d and context %d must not be negative", o.Server.Slots, o.Server.ContextTokens))
+		errs = append(errs, fielderr.New("Server", "published slots %d and context %d must not be negative", o.Server.Slots, o.Server.ContextTokens))
 	}
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/figure"
 )
 
@@ -56,14 +57,14 @@ const (
 	mixedLong         = 8   // long prompts in the mixed phase: enough stalled steps for ITL's P99 to show
 )
 
-// Validate reports every problem at once.
+// Validate reports every problem at once, each a *fielderr.Error naming the field.
 func (c ProbeConfig) Validate() error {
 	var errs []error
 	if c.MaxConcurrency < 0 {
-		errs = append(errs, fmt.Errorf("--max-concurrency %d: must be positive (0: as high as the batch limit needs)", c.MaxConcurrency))
+		errs = append(errs, fielderr.New("MaxConcurrency", "%d must be positive (0: as high as the batch limit needs)", c.MaxConcurrency))
 	}
 	if c.MaxInputTokens < 0 || (c.MaxInputTokens > 0 && c.MaxInputTokens < 64) {
-		errs = append(errs, fmt.Errorf("--max-input-tokens %d: must be at least 64 (0: %d or what the server's context leaves)", c.MaxInputTokens, DefaultMaxInputTokens))
+		errs = append(errs, fielderr.New("MaxInputTokens", "%d must be at least 64 (0: %d or what the server's context leaves)", c.MaxInputTokens, DefaultMaxInputTokens))
 	}
 	return errors.Join(errs...)
 }

@@ -1,12 +1,14 @@
 package calibrate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/figure"
 )
 
@@ -137,9 +139,14 @@ func TestProbeLadderStopsWhereRequestsQueue(t *testing.T) {
 
 func TestProbeConfigErrors(t *testing.T) {
 	err := ProbeConfig{MaxConcurrency: -1, MaxInputTokens: 10}.Validate()
-	for _, want := range []string{"--max-concurrency -1", "--max-input-tokens 10"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Validate: %v, want it to name %q", err, want)
+	for _, field := range []string{"MaxConcurrency", "MaxInputTokens"} {
+		var fe *fielderr.Error
+		found := false
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			found = found || (errors.As(e, &fe) && fe.Field == field)
+		}
+		if !found {
+			t.Errorf("Validate: %v, want a field error of %s", err, field)
 		}
 	}
 	if _, err := NewProber(ProbeConfig{Server: Published{Slots: 4, ContextTokens: 256}}); err == nil || !strings.Contains(err.Error(), "larger context") {

@@ -129,7 +129,7 @@ func (f *calibrateFlags) Validate(dirs []string) error {
 	}
 	pc := calibrate.ProbeConfig{MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens}
 	if err := pc.Validate(); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, namedFlags(err, calibrateFlagNames))
 	}
 	if f.maxNumSeqs < 0 {
 		errs = append(errs, fmt.Errorf("--max-num-seqs %d: must be positive", f.maxNumSeqs))
@@ -239,8 +239,14 @@ func fit(ctx context.Context, stdio Stdio, quiet bool, pts []calibrate.Point, sr
 			mu.Unlock()
 		}
 	}
-	return calibrate.Fit(ctx, pts, src, opts)
+	res, err := calibrate.Fit(ctx, pts, src, opts)
+	return res, namedFlags(err, calibrateFlagNames)
 }
+
+// calibrateFlagNames are the flags that set calibrate's ProbeConfig and Options fields,
+// for their errors.
+var calibrateFlagNames = map[string]string{"MaxConcurrency": "max-concurrency", "MaxInputTokens": "max-input-tokens",
+	"MaxNumSeqs": "max-num-seqs", "Model": "model-shape", "GPU": "gpu"}
 
 // fitProgressLine is what the fit's progress line says: pure, for tests.
 func fitProgressLine(doing string, tried int, elapsed time.Duration) string {
@@ -275,7 +281,7 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*ca
 	}
 	pr, err := calibrate.NewProber(calibrate.ProbeConfig{MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens, Server: pub, ServerTokens: tok == "server", Seed: seed})
 	if err != nil {
-		return nil, pub, usageError(err)
+		return nil, pub, usageError(namedFlags(err, calibrateFlagNames))
 	}
 	if f.overwrite {
 		// The earlier probe goes as a whole: steps it ran that this one does not, and what

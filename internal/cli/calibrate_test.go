@@ -32,7 +32,7 @@ func TestCalibrateUsageErrors(t *testing.T) {
 		{[]string{"calibrate", dir, "--output", out, "--max-concurrency", "4", "--model-shape", "llama-3.1-8b"},
 			[]string{"--max-concurrency applies to probing a server", "--model-shape and --gpu go together"}},
 		{[]string{"calibrate", "--url", "http://127.0.0.1:1", "--output", out, "--model-shape", "gpt-9", "--gpu", "tpu", "--max-input-tokens", "10"},
-			[]string{`--model-shape "gpt-9": not a preset`, `--gpu "tpu": not a preset`, "--max-input-tokens 10: must be at least 64"}},
+			[]string{`--model-shape "gpt-9": not a preset`, `--gpu "tpu": not a preset`, "--max-input-tokens: 10 must be at least 64"}},
 	} {
 		code, _, stderr := runCLI(t, t.Context(), tc.args...)
 		if code != ExitUsage {

@@ -69,10 +69,10 @@ func FuzzParseDist(f *testing.F) {
 			if v < 1 || v < d.Min() || v > MaxTokens {
 				t.Fatalf("%q: sample %d below 1 or Min %d, or above MaxTokens", s, v, d.Min())
 			}
-			if d.Kind == "uniform" && (float64(v) < d.A || float64(v) > d.B) {
+			if d.Kind == DistUniform && (float64(v) < d.A || float64(v) > d.B) {
 				t.Fatalf("%q: sample %d outside [%v, %v]", s, v, d.A, d.B)
 			}
-			if d.Kind == "fixed" && float64(v) != d.A {
+			if d.Kind == DistFixed && float64(v) != d.A {
 				t.Fatalf("%q: fixed sample %d", s, v)
 			}
 		}
