@@ -85,9 +85,9 @@ type GPUScrape struct {
 type Console struct {
 	Out   io.Writer // each level's figures as it ends
 	Quiet bool      // no per-level blocks
-	// Warn, when set, is told what goes amiss beside the benchmark (an exporter that stops
-	// answering), a line each, as it happens; the run goes on.
-	Warn func(string)
+	// Warn, when set, is told what goes amiss beside the benchmark (*GPUProbeError, an
+	// exporter that stops answering), as it happens; the run goes on.
+	Warn func(error)
 	// Progress, when set, shows a level's (or one run's) progress: total requests or its
 	// duration.
 	Progress func(name string, total int, d time.Duration) Progress

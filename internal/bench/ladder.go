@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -240,7 +241,7 @@ func (r *ladder) warnGPU(series []gpumetrics.Series, level string) {
 				g.Warned = map[string]bool{}
 			}
 			g.Warned[s.URL] = true
-			r.cfg.Console.Warn(w)
+			r.cfg.Console.Warn(errors.New(w))
 		}
 	}
 }

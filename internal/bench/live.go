@@ -47,8 +47,8 @@ type Live struct {
 	TestRequest bool
 	StartAt     time.Time // the run's t = 0 (zero: now), so shards on several machines start together
 	// Warn, when set, is told what the run found amiss before measuring: a Client.Model
-	// the server's model list does not name (ModelWarning).
-	Warn func(string)
+	// the server's model list does not name (*UnlistedModel).
+	Warn func(error)
 	// More are the endpoints beside Client.BaseURL a run balances over (run --url A --url
 	// B), each reached as Client says, and Balance its policy (route.Policies but
 	// prefix-affinity); none for one endpoint. The model list, the tokenizer and /metrics
@@ -198,33 +198,40 @@ func Open(ctx context.Context, live Live, maxConns int) (*Target, error) {
 // checkModel asks the server for its models and warns when the list has some, none of
 // them t.Model: servers that ignore the request's model (llama.cpp) answer a mistyped one
 // in silence. A server with no list, or one that fails, is not checked.
-func (t *Target) checkModel(ctx context.Context, warn func(string)) {
+func (t *Target) checkModel(ctx context.Context, warn func(error)) {
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if models, err := t.Client.ListModels(lctx); err == nil {
-		if w := ModelWarning(t.Model, models); w != "" {
-			warn(w)
-		}
+	if models, err := t.Client.ListModels(lctx); err == nil && len(models) > 0 && !slices.Contains(models, t.Model) {
+		warn(&UnlistedModel{Model: t.Model, Listed: models})
 	}
 }
 
-// ModelWarning is what to say of a model that the server's list does not name; "" when the
-// list names it or is empty.
-func ModelWarning(model string, listed []string) string {
-	if len(listed) == 0 || slices.Contains(listed, model) {
-		return ""
-	}
-	shown := listed
-	if len(shown) > 10 {
-		shown = shown[:10]
-	}
-	more := ""
-	if len(listed) > len(shown) {
-		more = fmt.Sprintf(" and %d more", len(listed)-len(shown))
-	}
-	return fmt.Sprintf("--model %q is not among the models the server lists (%s%s): a server that serves one model whatever the request names (llama.cpp) answers it anyway, and summary.json records %q; check --model",
-		model, strings.Join(shown, ", "), more, model)
+// UnlistedModel is a Client.Model that the server's model list, which names others, does
+// not name: a server that serves one model whatever the request names (llama.cpp) answers
+// it anyway, and the run records the name given.
+type UnlistedModel struct {
+	Model  string
+	Listed []string
 }
+
+func (u *UnlistedModel) Error() string {
+	return fmt.Sprintf("model %q is not among the %d models the server lists", u.Model, len(u.Listed))
+}
+
+// GPUProbeError is a GPU exporter (URL), or this machine's nvidia-smi (URL ""), that did
+// not answer its probe before the run.
+type GPUProbeError struct {
+	URL string
+	Err error
+}
+
+func (e *GPUProbeError) Error() string {
+	if e.URL == "" {
+		return "nvidia-smi: " + e.Err.Error()
+	}
+	return e.URL + ": " + e.Err.Error()
+}
+func (e *GPUProbeError) Unwrap() error { return e.Err }
 
 // findModel asks the server for its models and reopens the client with the first.
 func (t *Target) findModel(ctx context.Context, ccfg client.Config) error {
@@ -274,7 +281,7 @@ func scrape(ctx context.Context, target client.Config, url string, every time.Du
 
 // gpuScrape is the GPU exporters to read during each level, probed once: one that does not
 // answer with GPU metrics is told to warn now, not after the first level.
-func gpuScrape(ctx context.Context, target client.Config, live Live, warn func(string)) (GPUScrape, error) {
+func gpuScrape(ctx context.Context, target client.Config, live Live, warn func(error)) (GPUScrape, error) {
 	var local *gpumetrics.Local
 	if l := live.GPULocal; l != nil {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -284,7 +291,7 @@ func gpuScrape(ctx context.Context, target client.Config, live Live, warn func(s
 		case err == nil:
 			local = l
 		case ctx.Err() == nil && warn != nil:
-			warn(fmt.Sprintf("warning: %v; no GPU figures (--gpu-metrics URL reads an exporter instead)", err))
+			warn(&GPUProbeError{Err: err})
 		}
 	}
 	if len(live.GPUMetrics) == 0 {
@@ -302,7 +309,7 @@ func gpuScrape(ctx context.Context, target client.Config, live Live, warn func(s
 		_, err := gpumetrics.Probe(pctx, u, hc)
 		cancel()
 		if err != nil && ctx.Err() == nil && warn != nil {
-			warn(fmt.Sprintf("warning: --gpu-metrics: %v; the run goes on, scraping it each level (no GPU figures without its readings)", err))
+			warn(&GPUProbeError{URL: u, Err: err})
 			g.Warned[u] = true
 		}
 	}

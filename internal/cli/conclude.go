@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/bench"
@@ -47,7 +48,7 @@ func (c *benchConfig) bench(stdio Stdio) bench.Config {
 		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.url, c.API, c.model), SLO: c.sloSpec, Price: c.price},
 		Output:   bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
 		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,
-			Warn: func(s string) { fmt.Fprintln(stdio.Err, s) },
+			Warn: func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) },
 			Progress: func(name string, total int, d time.Duration) bench.Progress {
 				return newProgress(stdio.Err, name, total, d, !c.Live, c.noProgress)
 			}},
@@ -153,4 +154,29 @@ func exitStatus(ctx context.Context, sum *report.Summary, runErr error) error {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// warningLine is the console's line for what bench found amiss beside the run: its typed
+// warnings said with the flags behind them, any other as it is.
+func warningLine(err error) string {
+	var unlisted *bench.UnlistedModel
+	var gpu *bench.GPUProbeError
+	switch {
+	case errors.As(err, &unlisted):
+		shown := unlisted.Listed
+		if len(shown) > 10 {
+			shown = shown[:10]
+		}
+		more := ""
+		if len(unlisted.Listed) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(unlisted.Listed)-len(shown))
+		}
+		return fmt.Sprintf("warning: --model %q is not among the models the server lists (%s%s): a server that serves one model whatever the request names (llama.cpp) answers it anyway, and summary.json records %q; check --model",
+			unlisted.Model, strings.Join(shown, ", "), more, unlisted.Model)
+	case errors.As(err, &gpu) && gpu.URL == "":
+		return fmt.Sprintf("warning: %v; no GPU figures (--gpu-metrics URL reads an exporter instead)", gpu.Err)
+	case errors.As(err, &gpu):
+		return fmt.Sprintf("warning: --gpu-metrics: %v; the run goes on, scraping it each level (no GPU figures without its readings)", gpu.Err)
+	}
+	return err.Error()
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/bench"
 )
 
 // oneModelServer lists one model and, as llama.cpp does, answers a chat request whatever
@@ -71,6 +74,28 @@ func TestDatasetLongerThanLevelSaid(t *testing.T) {
 		said := strings.Join(strings.Fields(stderr), " ") // notes fold at 100 columns
 		if code != 0 || (c.want != "" && !strings.Contains(said, c.want)) || (c.want == "" && strings.Contains(said, "usable rows")) {
 			t.Errorf("%v: exit %d, stderr:\n%s\nwant %q", c.extra, code, stderr, c.want)
+		}
+	}
+}
+
+// warningLine says bench's typed warnings with the flags behind them.
+func TestWarningLine(t *testing.T) {
+	var many []string
+	for i := range 12 {
+		many = append(many, fmt.Sprintf("m%d", i))
+	}
+	probe := errors.New("connection refused")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&bench.UnlistedModel{Model: "x", Listed: many}, `warning: --model "x" is not among the models the server lists (m0, m1, m2, m3, m4, m5, m6, m7, m8, m9 and 2 more): `},
+		{&bench.GPUProbeError{Err: probe}, "warning: connection refused; no GPU figures (--gpu-metrics URL reads an exporter instead)"},
+		{&bench.GPUProbeError{URL: "http://h:9400/metrics", Err: probe}, "warning: --gpu-metrics: connection refused; the run goes on"},
+		{errors.New("warning: as it is"), "warning: as it is"},
+	} {
+		if got := warningLine(c.err); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%v: %q, want it to start %q", c.err, got, c.want)
 		}
 	}
 }

@@ -89,7 +89,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		}}
 	live.GPULocal = cfg.localGPU(stdio)
 	if !cfg.modelChecked {
-		live.Warn = func(w string) { fmt.Fprintln(stdio.Err, "warning: "+w) }
+		live.Warn = func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) }
 	}
 	writingResults(cfg.outputDir)
 	defer writingResults("")
