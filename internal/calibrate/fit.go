@@ -28,6 +28,9 @@ type Options struct {
 	// MaxNumSeqs > 0 is the batch limit, given because the server publishes none (Ollama's
 	// OLLAMA_NUM_PARALLEL) and the probe may not go high enough to see it.
 	MaxNumSeqs int
+	// MaxNumSeqsHow says how MaxNumSeqs was given, for the profile's provenance ("given"
+	// when empty).
+	MaxNumSeqsHow string
 	// Server is what the server published about itself; zero when it published nothing.
 	Server Published
 	// Seed seeds the profile (and its step noise).
@@ -211,7 +214,11 @@ type batch struct {
 func batchLimit(pts []Point, opt Options) batch {
 	switch {
 	case opt.MaxNumSeqs > 0:
-		return batch{opt.MaxNumSeqs, "given (--max-num-seqs)"}
+		how := opt.MaxNumSeqsHow
+		if how == "" {
+			how = "given"
+		}
+		return batch{opt.MaxNumSeqs, how}
 	case opt.Server.Slots > 0:
 		return batch{opt.Server.Slots, "published by the server (" + opt.Server.How + ")"}
 	}

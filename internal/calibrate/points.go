@@ -137,9 +137,21 @@ func (set *Points) Source() Source { return set.src }
 // All is every point added and what their folders say of the server; none is an error.
 func (set *Points) All() ([]Point, Source, error) {
 	if len(set.pts) == 0 {
-		return nil, set.src, errors.New("no probe points: name run folders (llmbench run --output-dir DIR) or give --url")
+		return nil, set.src, ErrNoPoints
 	}
 	return set.pts, set.src, nil
+}
+
+// ErrNoPoints is a calibration given no probe point: no run folder, or a probe that
+// measured nothing.
+var ErrNoPoints = errors.New("no probe points")
+
+// SimulatedRunError is a run folder of a simulation, not of a live server: calibrate fits
+// what a server measured.
+type SimulatedRunError struct{ Dir string }
+
+func (e *SimulatedRunError) Error() string {
+	return e.Dir + ": a simulate run, not one against a server: calibrate fits live runs"
 }
 
 func loadDir(dir string) ([]Point, report.Target, error) {
@@ -150,7 +162,7 @@ func loadDir(dir string) ([]Point, report.Target, error) {
 		return nil, report.Target{}, err
 	}
 	if sum.Target.URL == "" {
-		return nil, sum.Target, fmt.Errorf("%s: a simulate run, not one against a server: calibrate fits live runs (llmbench run --url)", dir)
+		return nil, sum.Target, &SimulatedRunError{Dir: dir}
 	}
 	path, err := record.Find(dir)
 	if err != nil {

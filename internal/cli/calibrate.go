@@ -163,7 +163,7 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	if err := os.MkdirAll(filepath.Dir(profile), 0o755); err != nil {
 		return withCode(ExitFailure, fmt.Errorf("--output: %w", err))
 	}
-	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, Seed: max(f.seed, 1)}
+	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, MaxNumSeqsHow: "given (--max-num-seqs)", Seed: max(f.seed, 1)}
 	if f.modelShape != "" || f.modelConfig != "" {
 		m, _ := sim.ModelPreset(f.modelShape)
 		if f.modelConfig != "" {
@@ -188,7 +188,7 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 		pts, src, err = calibrate.Load(dirs)
 	}
 	if err != nil {
-		return withCode(ExitFailure, err)
+		return withCode(ExitFailure, pointsError(err))
 	}
 	if opts.Server.Slots == 0 {
 		opts.Server = src.Published // what an earlier probe of the server wrote down
@@ -213,6 +213,22 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	res.Console(stdio.Out)
 	fmt.Fprintf(stdio.Out, "\n%s\n", console.Wrap(fmt.Sprintf("Profile: %s (report: %s, %s)", profile, jsPath, htmlPath), 0, 2, console.Width))
 	return nil
+}
+
+// pointsError says what to do about each problem calibrate found with the points given.
+func pointsError(err error) error {
+	var out []error
+	for _, e := range unjoin(err) {
+		var simulated *calibrate.SimulatedRunError
+		switch {
+		case errors.Is(e, calibrate.ErrNoPoints):
+			e = fmt.Errorf("%w: name run folders (llmbench run --output-dir DIR) or give --url", e)
+		case errors.As(e, &simulated):
+			e = fmt.Errorf("%w (llmbench run --url)", e)
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
 }
 
 // fit fits the points, saying what it does and, on a terminal, how far it has got (a fit
