@@ -88,6 +88,9 @@ type Console struct {
 	// Warn, when set, is told what goes amiss beside the benchmark (*GPUProbeError, an
 	// exporter that stops answering), as it happens; the run goes on.
 	Warn func(error)
+	// Stopped, when set, is told of the level that ended the ladder (StopOnSaturation), as
+	// it ends.
+	Stopped func(level string)
 	// Progress, when set, shows a level's (or one run's) progress: total requests or its
 	// duration.
 	Progress func(name string, total int, d time.Duration) Progress

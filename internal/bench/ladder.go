@@ -152,7 +152,9 @@ func (r *ladder) levels() error {
 			return err
 		}
 		if r.cfg.StopOnSaturation && l.EndReason == report.EndOversaturated {
-			fmt.Fprintf(r.cfg.Console.Out, "\nThe ladder ends here (--stop-on-saturation): the server could not keep up with %s.\n", l.Name)
+			if r.cfg.Console.Stopped != nil {
+				r.cfg.Console.Stopped(l.Name)
+			}
 			return nil
 		}
 	}

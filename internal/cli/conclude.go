@@ -49,6 +49,9 @@ func (c *benchConfig) bench(stdio Stdio) bench.Config {
 		Output:   bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
 		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,
 			Warn: func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) },
+			Stopped: func(level string) {
+				fmt.Fprintf(stdio.Out, "\nThe ladder ends here (--stop-on-saturation): the server could not keep up with %s.\n", level)
+			},
 			Progress: func(name string, total int, d time.Duration) bench.Progress {
 				return newProgress(stdio.Err, name, total, d, !c.Live, c.noProgress)
 			}},

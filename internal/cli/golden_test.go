@@ -25,6 +25,7 @@ var goldenCases = []struct {
 	{"stages", []string{"simulate", "--stages", "10s:2,20s:2->8", "--slo", "ttft:p99<=1s"}},
 	{"embeddings", []string{"simulate", "--api", "openai-embeddings", "--batch-size", "8", "--input-tokens", "256", "--concurrency", "4", "--requests", "40"}},
 	{"rate-repeat", []string{"simulate", "--sim", "textbook", "--rate", "2,4", "--repeat", "2", "--requests", "50", "--input-tokens", "uniform:128:896"}},
+	{"stop-on-saturation", []string{"simulate", "--sim", "textbook", "--rate", "5,40,60", "--stop-on-saturation", "--duration", "60s", "--input-tokens", "512", "--output-tokens", "100"}},
 	{"search", []string{"simulate", "--sim", "textbook", "--search", "concurrency", "--slo", "tpot:p99<=30ms", "--requests", "100"}},
 	{"tools", []string{"simulate", "--api", "openai-chat", "--tools", "4", "--tool-choice", "required", "--concurrency", "4", "--requests", "40"}},
 	{"unstreamed-turns", []string{"simulate", "--stream=false", "--turns", "3", "--think-time", "1s", "--concurrency", "4", "--requests", "40", "--prefix-tokens", "256", "--prefix-groups", "2"}},
