@@ -109,7 +109,7 @@ type InterruptedError struct {
 
 // When an InterruptedError came.
 const (
-	DuringModelList   = "model list" // asking the server for its models (no --model)
+	DuringModelList   = "model list" // asking the server for its models (no Client.Model)
 	DuringTestRequest = "test request"
 	DuringStartAt     = "start-at" // waiting for Live.StartAt
 )

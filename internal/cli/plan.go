@@ -180,7 +180,7 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 		errs = append(errs, err)
 	}
 	pc := plan.Config{Base: base, Space: space, Traffic: traffic, Metrics: cfg.metrics, MaxReplicas: f.maxReplicas,
-		Electricity: f.electricity, PUE: f.pue, Objective: f.objective, Confidence: f.confidence,
+		Electricity: f.electricity, PUE: f.pue, Objective: f.objective, Confidence: f.confidence, Names: planNames,
 		Workers: runtime.GOMAXPROCS(0), Price: func(p sim.Profile) *metrics.Price {
 			pr, _ := cfg.pricing.price(profilePrice(p), p.GPUs()) // the one error is --gpus, which plan has not
 			return pr
@@ -206,6 +206,10 @@ var planFlagNames = map[string]string{
 }
 
 // planError names the flags behind plan.Config's problems.
+// planNames are plan's flags as its console, HTML and warnings point to them.
+var planNames = plan.Names{Wide: "--wide", Confidence: "--confidence", Length: "--duration, --requests",
+	DropLength: "drop --duration and --requests"}
+
 func planError(err error) error { return namedFlags(err, planFlagNames) }
 
 // space reads the search space's lists, adding what is wrong with them to errs.

@@ -109,6 +109,15 @@ func (t Traffic) unit() string {
 	return t.Unit
 }
 
+// Names are how the caller's users name the settings a plan's console, HTML and warnings
+// point them to (a command line's flags: "--wide"); each left empty is left unsaid.
+type Names struct {
+	Wide       string // every column of the table
+	Confidence string // the rule a fleet is judged by (Config.Confidence)
+	Length     string // the levels' length, when the user fixed it ("--duration, --requests")
+	DropLength string // what lets the plan choose the length again ("drop --duration and --requests")
+}
+
 // Config is a plan to make.
 type Config struct {
 	// Base is the model and everything the space leaves alone: a roofline profile (a model
@@ -140,6 +149,8 @@ type Config struct {
 	// Progress, if set, is called as the plan starts and after each engine configuration
 	// is planned, from one goroutine at a time.
 	Progress func(Progress)
+	// Names are the caller's for the settings the plan's text points to.
+	Names Names
 }
 
 // Progress is how far a plan has got.

@@ -114,7 +114,11 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 		}
 		io.WriteString(w, out)
 		if compact {
-			fmt.Fprintln(w, "(margin: how far inside its bound the tightest term lies; --wide shows each term's)")
+			if n := pl.names.Wide; n != "" {
+				fmt.Fprintf(w, "(margin: how far inside its bound the tightest term lies; %s shows each term's)\n", n)
+			} else {
+				fmt.Fprintln(w, "(margin: how far inside its bound the tightest term lies)")
+			}
 		}
 		if pl.Confidence != ConfidencePoint && len(shownC[0].Intervals) > 0 {
 			fmt.Fprintln(w, "(each term's value as simulated, its margin at its interval's edge)")
@@ -123,7 +127,11 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 			fmt.Fprintf(w, "(%d more meet the SLOs: plan.json has them all)\n", meeting-len(shownC))
 		}
 		if !wide && len(keep) < len(cols) {
-			fmt.Fprintln(w, "(--wide adds GPUs, the horizon, tok/s per kW and the settings the rows share: plan.json has them)")
+			if n := pl.names.Wide; n != "" {
+				fmt.Fprintf(w, "(%s adds GPUs, the horizon, tok/s per kW and the settings the rows share: plan.json has them)\n", n)
+			} else {
+				fmt.Fprintln(w, "(plan.json has GPUs, the horizon, tok/s per kW and the settings the rows share)")
+			}
 		}
 	}
 	if b := pl.BestCandidate(); b != nil {
@@ -242,14 +250,15 @@ func confidenceLine(pl *Plan) string {
 	}
 	intervals := "The 90% prediction intervals, " + source + " (docs/simulator.md#prediction-intervals), reach " +
 		strings.Join(parts, ", ") + " the simulated figures"
+	name := func(value string) string { return strings.TrimSpace(pl.names.Confidence + " " + value) }
 	switch {
 	case pl.Confidence == ConfidencePoint && pl.ConfidenceReason != "":
-		return "Judged at the point (" + pl.ConfidenceReason + "; --confidence interval judges at the edge anyway). " +
+		return "Judged at the point (" + pl.ConfidenceReason + "; " + name(ConfidenceInterval) + " judges at the edge anyway). " +
 			intervals + " (plan.json: margin_at_edge)."
 	case pl.Confidence == ConfidencePoint:
-		return "Judged at the point (--confidence point). " + intervals + " (plan.json: margin_at_edge)."
+		return "Judged at the point (" + name(ConfidencePoint) + "). " + intervals + " (plan.json: margin_at_edge)."
 	}
-	return "Judged at the unfavourable edge of each term's 90% prediction interval and at the point (--confidence point " +
+	return "Judged at the unfavourable edge of each term's 90% prediction interval and at the point (" + name(ConfidencePoint) + " " +
 		"judges the point alone). " + intervals + "."
 }
 

@@ -129,6 +129,20 @@ func TestPlanAtTheIntervalsEdge(t *testing.T) {
 	if !strings.Contains(b.String(), "Judged at the unfavourable edge of each term's 90% prediction interval") {
 		t.Errorf("console does not say what the fleets were judged on:\n%s", b.String())
 	}
+	// The plan's text points to settings by the caller's names only: given none, it
+	// names no flag.
+	if strings.Contains(b.String(), "(--") || strings.Contains(b.String(), " --") {
+		t.Errorf("a plan made without Names names a flag:\n%s", b.String())
+	}
+	cfg.Names = Names{Confidence: "-C"}
+	if pl, err = Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	WriteTable(&b, pl, 20, false)
+	if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), "(-C point judges the point alone)") {
+		t.Errorf("console does not point to the caller's name of the confidence setting:\n%s", b.String())
+	}
 }
 
 // auto (the default) plans at the edge where every term's interval is within ×2 of the

@@ -31,14 +31,14 @@ type Plan struct {
 	RateUnit string           `json:"rate_unit"` // "req/s", or "tasks/s" for agentic tasks
 	Load     rundesc.Load     `json:"load"`
 	Workload rundesc.Workload `json:"workload"`
-	SLO      string           `json:"slo"` // the --slo terms as given
+	SLO      string           `json:"slo"` // the SLO terms as given
 	// Objective is what ranked the candidates meeting the SLOs (cost or energy); Electricity
 	// the energy's price, USD per kWh (0: not priced), and PUE the facility's power over the
 	// GPUs' that it is drawn at.
 	Objective string `json:"objective"`
 	// Confidence is what the fleets were judged on: "interval" (each SLO term at its 90 %
 	// prediction interval's unfavourable edge, and at the point) or "point";
-	// ConfidenceReason why, when --confidence auto chose it.
+	// ConfidenceReason why, when ConfidenceAuto chose it.
 	Confidence       string  `json:"confidence"`
 	ConfidenceReason string  `json:"confidence_reason,omitempty"`
 	Electricity      float64 `json:"electricity_usd_per_kwh"`
@@ -56,9 +56,11 @@ type Plan struct {
 	Best       *int        `json:"best"`
 	// BestProfile is the file holding the chosen deployment (best.yaml), when written.
 	BestProfile string `json:"best_profile,omitempty"`
-	// Warnings are what the console warned of: a fixed length (--duration, --requests, a
+	// Warnings are what the console warned of: a fixed length (the levels' length given, a
 	// trace) shorter than a steady state needs.
 	Warnings []string `json:"warnings"`
+
+	names Names // the caller's, for the console's and HTML's hints
 }
 
 // Candidate is one engine configuration behind one router, with its fewest replicas

@@ -37,7 +37,7 @@ func Run(ctx context.Context, cfg Config) (*Plan, error) {
 	engines := cfg.engines()
 	routers := cfg.routers()
 	pl := &Plan{Configurations: len(engines) * len(routers), MaxReplicas: cfg.MaxReplicas, Rate: cfg.Traffic.Rate, RateUnit: cfg.Traffic.unit(),
-		Objective: cmp.Or(cfg.Objective, ObjectiveCost), Electricity: cfg.Electricity, PUE: cfg.pue()}
+		Objective: cmp.Or(cfg.Objective, ObjectiveCost), Electricity: cfg.Electricity, PUE: cfg.pue(), names: cfg.Names}
 	cfg.Confidence, pl.ConfidenceReason = resolveConfidence(cfg, engines)
 	pl.Confidence = cfg.Confidence
 	// A worker plans a group of engines (those differing in max_num_seqs alone) in turn,
@@ -148,7 +148,10 @@ func (pl *Plan) lengthWarnings(t Traffic) []string {
 	if short == 0 {
 		return []string{}
 	}
-	what := "the levels' length you gave (--duration, --requests)"
+	what := "the levels' length you gave"
+	if n := pl.names.Length; n != "" {
+		what += " (" + n + ")"
+	}
 	if t.Trace {
 		what = "the trace"
 	}
@@ -164,7 +167,10 @@ func (pl *Plan) lengthWarnings(t Traffic) []string {
 	if t.Trace {
 		w += "; its figures may describe the servers filling rather than holding the traffic (a longer trace)"
 	} else {
-		w += "; its figures may describe the servers filling rather than holding the traffic (drop --duration and --requests to let the plan choose)"
+		w += "; its figures may describe the servers filling rather than holding the traffic"
+		if n := pl.names.DropLength; n != "" {
+			w += " (" + n + " to let the plan choose)"
+		}
 	}
 	return []string{w}
 }
