@@ -89,9 +89,10 @@ states the prediction error on probe points held out of the fit.`,
 	return cmd
 }
 
-// Validate reports every problem with the flags at once.
-func (f *calibrateFlags) Validate(dirs []string) error {
+// resolve reads the flags into the fit's options, reporting every problem at once.
+func (f *calibrateFlags) resolve(dirs []string) (calibrate.Options, error) {
 	var errs []error
+	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, MaxNumSeqsHow: "given (--max-num-seqs)", Seed: max(f.seed, 1)}
 	switch {
 	case f.url == "" && len(dirs) == 0:
 		errs = append(errs, errors.New("give --url URL to probe a server, or run folders to fit"))
@@ -116,16 +117,22 @@ func (f *calibrateFlags) Validate(dirs []string) error {
 	case (f.modelShape == "" && f.modelConfig == "") != (f.gpu == ""):
 		errs = append(errs, errors.New("--model-shape and --gpu go together (or --model-config and --gpu): a roofline fit needs the model and the GPU"))
 	}
+	m, ok := sim.ModelPreset(f.modelShape)
+	if f.modelShape != "" && !ok {
+		errs = append(errs, fmt.Errorf("--model-shape %q: not a preset (presets: %s)", f.modelShape, strings.Join(sim.ModelPresets(), ", ")))
+	}
 	if f.modelConfig != "" {
-		if _, err := sim.LoadHFConfig(f.modelConfig); err != nil {
+		var err error
+		if m, err = sim.LoadHFConfig(f.modelConfig); err != nil {
 			errs = append(errs, fmt.Errorf("--model-config: %w", err))
 		}
 	}
-	if _, ok := sim.ModelPreset(f.modelShape); f.modelShape != "" && !ok {
-		errs = append(errs, fmt.Errorf("--model-shape %q: not a preset (presets: %s)", f.modelShape, strings.Join(sim.ModelPresets(), ", ")))
-	}
-	if _, ok := sim.GPUPreset(f.gpu); f.gpu != "" && !ok {
+	g, ok := sim.GPUPreset(f.gpu)
+	if f.gpu != "" && !ok {
 		errs = append(errs, fmt.Errorf("--gpu %q: not a preset (presets: %s)", f.gpu, strings.Join(sim.GPUPresets(), ", ")))
+	}
+	if f.modelShape != "" || f.modelConfig != "" {
+		opts.Model, opts.GPU = &m, &g
 	}
 	pc := calibrate.ProbeConfig{MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens}
 	if err := pc.Validate(); err != nil {
@@ -134,7 +141,7 @@ func (f *calibrateFlags) Validate(dirs []string) error {
 	if f.maxNumSeqs < 0 {
 		errs = append(errs, fmt.Errorf("--max-num-seqs %d: must be positive", f.maxNumSeqs))
 	}
-	return errors.Join(errs...)
+	return opts, errors.Join(errs...)
 }
 
 // outputs are the files a calibration writes.
@@ -144,7 +151,8 @@ func (f *calibrateFlags) outputs() (profile, js, html, probe string) {
 }
 
 func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []string) error {
-	if err := f.Validate(dirs); err != nil {
+	opts, err := f.resolve(dirs)
+	if err != nil {
 		return usageError(err)
 	}
 	profile, jsPath, htmlPath, probeDir := f.outputs()
@@ -163,19 +171,9 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	if err := os.MkdirAll(filepath.Dir(profile), 0o755); err != nil {
 		return withCode(ExitFailure, fmt.Errorf("--output: %w", err))
 	}
-	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, MaxNumSeqsHow: "given (--max-num-seqs)", Seed: max(f.seed, 1)}
-	if f.modelShape != "" || f.modelConfig != "" {
-		m, _ := sim.ModelPreset(f.modelShape)
-		if f.modelConfig != "" {
-			m, _ = sim.LoadHFConfig(f.modelConfig) // read by Validate
-		}
-		g, _ := sim.GPUPreset(f.gpu)
-		opts.Model, opts.GPU = &m, &g
-	}
 	var (
 		pts []calibrate.Point
 		src calibrate.Source
-		err error
 	)
 	if f.url != "" {
 		var set *calibrate.Points
