@@ -330,7 +330,7 @@ func (r *resolver) target() {
 		r.add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(simAPIs, ", ")))
 	}
 	var err error
-	c.apiKey, err = f.resolveAPIKey()
+	c.apiKey, err = resolveAPIKey(f.apiKey, f.apiKeyFile)
 	r.add(err)
 	c.Headers, err = parseHeaders(f.headers)
 	r.add(err)

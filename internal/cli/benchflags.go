@@ -21,6 +21,13 @@ import (
 	"github.com/llmbench/llmbench/internal/rundesc"
 )
 
+// Rerank's request shape unless --documents and --query-tokens say otherwise (calibrate's
+// probe steps take them as they are).
+const (
+	defaultDocuments   = 8
+	defaultQueryTokens = 32
+)
+
 // benchFlags are the flags shared by run and simulate, as typed by the user.
 type benchFlags struct {
 	// Target (run only).
@@ -136,8 +143,8 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.StringVar(&f.toolsFile, "tools-file", "", "offer the function definitions of this JSON file in every request: an array of OpenAI tools, each {\"type\":\"function\",\"function\":{...}}")
 	fs.StringVar(&f.toolChoice, "tool-choice", "", "with --tools or --tools-file: auto, required, none, or a function's name to call (default: none sent, the server's auto)")
 	fs.IntVar(&f.batchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
-	fs.IntVar(&f.documents, "documents", 8, "rerank: documents per request, each of --input-tokens tokens")
-	fs.IntVar(&f.queryTokens, "query-tokens", 32, "rerank: the query's length in tokens")
+	fs.IntVar(&f.documents, "documents", defaultDocuments, "rerank: documents per request, each of --input-tokens tokens")
+	fs.IntVar(&f.queryTokens, "query-tokens", defaultQueryTokens, "rerank: the query's length in tokens")
 	fs.StringVar(&f.sim, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file (used when there is no --url)")
 
 	fs.StringVar(&f.concurrency, "concurrency", "", "closed loop: concurrent requests, or a ladder `N,N,...` (default 1,4,16,64,256 when neither this nor --rate is given)")
@@ -327,24 +334,25 @@ func parseTarget(s string) error {
 	return nil
 }
 
-// apiKey returns the key from --api-key, --api-key-file or $OPENAI_API_KEY, in that order.
-func (f *benchFlags) resolveAPIKey() (string, error) {
-	if f.apiKey != "" && f.apiKeyFile != "" {
+// resolveAPIKey returns the key given (--api-key), else read from its file (--api-key-file),
+// else $OPENAI_API_KEY; giving both is an error.
+func resolveAPIKey(key, file string) (string, error) {
+	if key != "" && file != "" {
 		return "", errors.New("--api-key and --api-key-file: give one, not both")
 	}
-	if f.apiKeyFile != "" {
-		b, err := os.ReadFile(f.apiKeyFile)
+	if file != "" {
+		b, err := os.ReadFile(file)
 		if err != nil {
 			return "", fmt.Errorf("--api-key-file: %w", err)
 		}
 		k := strings.TrimSpace(string(b))
 		if k == "" {
-			return "", fmt.Errorf("--api-key-file: %s is empty", f.apiKeyFile)
+			return "", fmt.Errorf("--api-key-file: %s is empty", file)
 		}
 		return k, nil
 	}
-	if f.apiKey != "" {
-		return f.apiKey, nil
+	if key != "" {
+		return key, nil
 	}
 	return os.Getenv("OPENAI_API_KEY"), nil
 }

@@ -271,7 +271,7 @@ func fitProgressLine(doing string, tried int, elapsed time.Duration) string {
 // returns the points the steps measured and what the server published of its limits.
 func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*calibrate.Points, calibrate.Published, error) {
 	// The same key rules as run's (a file, the flag, or $OPENAI_API_KEY).
-	key, err := (&benchFlags{apiKey: f.apiKey, apiKeyFile: f.apiKeyFile}).resolveAPIKey()
+	key, err := resolveAPIKey(f.apiKey, f.apiKeyFile)
 	if err != nil {
 		return nil, calibrate.Published{}, usageError(err)
 	}
@@ -493,8 +493,11 @@ func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*ben
 		API: f.api, Seed: seed}, url: strings.TrimRight(f.url, "/"), model: f.model, apiKey: p.key, modelChecked: n > 1,
 		metricsInterval: 100 * time.Millisecond, noGPU: true, metrics: metrics.Config{Percentiles: []float64{50, 99}},
 		shards: 1, records: record.FormatJSONL, outputDir: out, overwrite: f.overwrite, quiet: true, noProgress: f.quiet}
-	if err := c.resolveInputs(&benchFlags{api: f.api, batchSize: 1, documents: 8, queryTokens: 32, stream: true, turns: 1, seed: seed}); err != nil {
-		return nil, usageError(err)
+	switch { // run's request shapes for the APIs that send several inputs
+	case client.Embeddings(f.api):
+		c.BatchSize = 1
+	case f.api == client.APIRerank:
+		c.Documents, c.QueryTokens = defaultDocuments, defaultQueryTokens
 	}
 	var err error
 	if c.price, err = c.pricing.price(nil, 1); err != nil {
