@@ -19,7 +19,6 @@ import (
 	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
-	"github.com/llmbench/llmbench/internal/search"
 )
 
 // Config is one benchmark: its ladder, how it is judged and described, and where its
@@ -119,20 +118,12 @@ func (c *Config) Validate() error {
 	if c.Output.ResultFormat != "" && c.Output.ResultFormat != "vllm" {
 		field("Output.ResultFormat", fmt.Errorf("%q is not vllm", c.Output.ResultFormat))
 	}
-	if c.Repeat < 1 {
-		field("Repeat", fmt.Errorf("%d must be at least 1", c.Repeat))
-	}
-	switch c.Search {
-	case "": // a bound given without a search is ignored, but must still read as one
-		if c.SearchMax < 0 {
-			field("SearchMax", fmt.Errorf("%g must be positive", c.SearchMax))
+	if err := c.Spec.Validate(); err != nil { // its problems beside Config's own, one list
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = append(errs, joined.Unwrap()...)
+		} else {
+			errs = append(errs, err)
 		}
-	case search.Concurrency, search.Rate:
-		if !(c.SearchMax > 0) {
-			field("SearchMax", fmt.Errorf("%g must be positive", c.SearchMax))
-		}
-	default:
-		field("Search", fmt.Errorf("%q is not concurrency or rate", c.Search))
 	}
 	if c.Console.Out == nil {
 		field("Console.Out", errors.New("no writer"))

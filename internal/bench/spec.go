@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/search"
@@ -57,6 +59,29 @@ type Spec struct {
 	// Tools and ToolChoice: the functions every request offered and the tool_choice sent.
 	Tools      []workload.ToolDef
 	ToolChoice workload.ToolChoice
+}
+
+// Validate reports every problem with the ladder's settings at once, each a
+// *fielderr.Error (Repeat, Search, SearchMax). The levels are load's to validate (load.Run
+// and load.RunVirtual refuse a level that is not valid).
+func (r Spec) Validate() error {
+	var errs []error
+	if r.Repeat < 1 {
+		errs = append(errs, fielderr.New("Repeat", "%d must be at least 1", r.Repeat))
+	}
+	switch r.Search {
+	case "": // a bound given without a search is ignored, but must still read as one
+		if r.SearchMax < 0 {
+			errs = append(errs, fielderr.New("SearchMax", "%g must be positive", r.SearchMax))
+		}
+	case search.Concurrency, search.Rate:
+		if !(r.SearchMax > 0) {
+			errs = append(errs, fielderr.New("SearchMax", "%g must be positive", r.SearchMax))
+		}
+	default:
+		errs = append(errs, fielderr.New("Search", "%q is not concurrency or rate", r.Search))
+	}
+	return errors.Join(errs...)
 }
 
 // Describe is the run's description. Settings that do not apply are left out of the load:
