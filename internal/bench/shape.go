@@ -91,7 +91,6 @@ func (s *Spec) toolCall(tools sim.ToolConfig, req *workload.Request, r *record.R
 
 // SourceFit is what FitToSource found and did, for the caller to say.
 type SourceFit struct {
-	Info workload.Info
 	// Reused is the most requests a level sends (warm-up included) where that is more than
 	// the dataset's rows, which are then reused from the start (repeated prompts can hit a
 	// server's prefix cache and flatter TTFT); 0 otherwise.
@@ -112,7 +111,7 @@ type SampledLevel struct{ Index, Requests int }
 // closed-loop ladder that would ignore them. decide is the requests a level needs for its
 // SLO verdict (metrics.DecidingSamples), for the replay's default length.
 func (s *Spec) FitToSource(info workload.Info, decide int) SourceFit {
-	fit := SourceFit{Info: info}
+	var fit SourceFit
 	if !info.Trace && info.Rows > 0 {
 		most := 0
 		for _, l := range s.Levels {
