@@ -37,6 +37,10 @@ func TestInterruptEchoIsOneInterrupt(t *testing.T) {
 	writingResults(dir)
 	defer resultsDir.Store(nil)
 	clock := &fakeClock{now: time.Unix(1000, 0)}
+	// read says Interrupts has read the clock for the signal just sent: a send completes
+	// before its receiver looks at the time, so the test moves the clock only after that.
+	read := make(chan struct{}, 1)
+	now := func() time.Time { t := clock.Now(); read <- struct{}{}; return t }
 	sigs := make(chan os.Signal)
 	var (
 		stderr    syncBuffer
@@ -46,20 +50,26 @@ func TestInterruptEchoIsOneInterrupt(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Interrupts(sigs, func() { close(cancelled) }, &stderr, func(code int) { exited <- code }, clock.Now)
+		Interrupts(sigs, func() { close(cancelled) }, &stderr, func(code int) { exited <- code }, now)
 	}()
-	sigs <- syscall.SIGINT
-	<-cancelled
-	sigs <- syscall.SIGINT // the group's copy, at the same instant
-	clock.add(signalEcho / 2)
-	sigs <- syscall.SIGTERM
-	select {
-	case code := <-exited:
-		t.Fatalf("an echo of the interrupt exited at once (code %d): the run's results would be lost", code)
-	default:
+	// send delivers a further signal, failing if an earlier one made Interrupts exit.
+	send := func(sig os.Signal) {
+		t.Helper()
+		select {
+		case sigs <- sig:
+			<-read
+		case <-done:
+			t.Fatalf("an echo of the interrupt exited at once (code %d): the run's results would be lost", <-exited)
+		}
 	}
+	sigs <- syscall.SIGINT
+	<-read
+	<-cancelled
+	send(syscall.SIGINT) // the group's copy, at the same instant
+	clock.add(signalEcho / 2)
+	send(syscall.SIGTERM)
 	clock.add(signalEcho)
-	sigs <- syscall.SIGINT // a person insisting
+	send(syscall.SIGINT) // a person insisting
 	<-done
 	if code := <-exited; code != ExitInterrupted {
 		t.Errorf("exit code %d, want %d", code, ExitInterrupted)
