@@ -489,25 +489,9 @@ func (t *TensorParallel) Prefill(n int) time.Duration {
 	return nanos(float64(d) + float64(t.AllReduce(n)))
 }
 
-// deployment reads the profile's top-level deployment mapping.
-func (d *yamlDecoder) deployment(key string, v *yaml.Node, dep *Deployment) {
-	d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-		"replicas":         d.atLeastOne(&dep.Replicas, maxReplicas),
-		"tp":               d.atLeastOne(&dep.TP, maxTP),
-		"router":           d.str(&dep.Router),
-		"weight_dtype":     d.str(&dep.WeightDtype),
-		"expert_dtype":     d.str(&dep.ExpertDtype),
-		"kv_dtype":         d.str(&dep.KVDtype),
-		"max_model_len":    d.integer(&dep.MaxModelLen),
-		"truncate_prompts": d.boolean(&dep.TruncatePrompts),
-		"dp":               d.atLeastOne(&dep.DP, maxTP),
-		"expert_parallel":  d.boolean(&dep.ExpertParallel),
-	})
-}
-
 // atLeastOne reads a count that a file must state: 0 would read as the default of 1 in a
 // Deployment built in Go, so one replica fewer than 1 is refused here.
-func (d *yamlDecoder) atLeastOne(dst *int, limit int) func(string, *yaml.Node) {
+func (d *yamlDecoder) atLeastOne(dst *int, must string) func(string, *yaml.Node) {
 	return func(key string, v *yaml.Node) {
 		x := *dst
 		d.integer(&x)(key, v)
@@ -515,7 +499,7 @@ func (d *yamlDecoder) atLeastOne(dst *int, limit int) func(string, *yaml.Node) {
 			return
 		}
 		if x < 1 {
-			d.errorf(v, key, "must be in 1..%d, got %d", limit, x)
+			d.errorf(v, key, "%s, got %d", must, x)
 			return
 		}
 		*dst = x

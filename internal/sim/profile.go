@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -353,6 +354,34 @@ func (d *yamlDecoder) mapping(n *yaml.Node, path string, fields map[string]func(
 	}
 }
 
+// fields are the mapping's fields of the plain keys under section in the table, read
+// into p.
+func (d *yamlDecoder) fields(section string, p *Profile) map[string]func(key string, v *yaml.Node) {
+	out := map[string]func(string, *yaml.Node){}
+	for _, k := range keysUnder(section) {
+		if k.ptr == nil {
+			continue // read by hand
+		}
+		_, name := splitKey(k.Path)
+		switch ptr := k.ptr(p).(type) {
+		case *int:
+			out[name] = d.integer(ptr)
+			if k.atLeastOne {
+				out[name] = d.atLeastOne(ptr, k.Must)
+			}
+		case *float64:
+			out[name] = d.number(ptr)
+		case *string:
+			out[name] = d.str(ptr)
+		case *bool:
+			out[name] = d.boolean(ptr)
+		case *[2]int:
+			out[name] = d.intRange(ptr)
+		}
+	}
+	return out
+}
+
 func nodeKind(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -451,44 +480,13 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 			d.str(&p.ModelConfig)(key, v)
 			d.modelConfigLine = v.Line
 		},
-		"gpu": func(key string, v *yaml.Node) { d.gpu(key, v, &p.GPU) },
-		"cost": func(key string, v *yaml.Node) {
-			fields := map[string]func(string, *yaml.Node){
-				"kind":   d.str(&p.Cost.Kind),
-				costFile: d.str(&p.Cost.File),
-			}
-			for _, k := range costKeys {
-				fields[k.Key] = d.number(k.Value(&p.Cost))
-			}
-			d.mapping(v, key+".", fields)
-		},
-		"engine": func(key string, v *yaml.Node) {
-			e := &p.Engine
-			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-				"kind":                   d.str(&e.Kind),
-				"prefill":                d.str(&e.Prefill),
-				"max_num_seqs":           d.integer(&e.MaxNumSeqs),
-				"max_batched_tokens":     d.integer(&e.MaxBatchedTokens),
-				"block_size":             d.integer(&e.BlockSize),
-				"kv_cache_tokens":        d.integer(&e.KVCacheTokens),
-				"gpu_memory_utilization": d.number(&e.GPUMemoryUtilization),
-				"prefix_caching":         d.boolean(&e.PrefixCaching),
-				"prefill_workers":        d.integer(&e.PrefillWorkers),
-			})
-		},
-		"deployment": func(key string, v *yaml.Node) {
-			d.deployment(key, v, &p.Deployment)
-		},
-		"speculative": func(key string, v *yaml.Node) { d.speculative(key, v, &p.Speculative) },
+		"gpu":         func(key string, v *yaml.Node) { d.gpu(key, v, p) },
+		"cost":        func(key string, v *yaml.Node) { d.mapping(v, key+".", d.fields(key, p)) },
+		"engine":      func(key string, v *yaml.Node) { d.mapping(v, key+".", d.fields(key, p)) },
+		"deployment":  func(key string, v *yaml.Node) { d.mapping(v, key+".", d.fields(key, p)) },
+		"speculative": func(key string, v *yaml.Node) { d.speculative(key, v, p) },
 		"seed":        func(key string, v *yaml.Node) { seedSet = true; d.integer(&seed)(key, v) },
-		"network": func(key string, v *yaml.Node) {
-			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-				"rtt_ms":              d.number(&p.Network.RTTMs),
-				"jitter_ms":           d.number(&p.Network.JitterMs),
-				"frontend_ms":         d.number(&p.Network.FrontEndMs),
-				"prompt_us_per_token": d.number(&p.Network.PromptUsPerToken),
-			})
-		},
+		"network":     func(key string, v *yaml.Node) { d.mapping(v, key+".", d.fields(key, p)) },
 		"tools": func(key string, v *yaml.Node) {
 			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
 				"auto_call_fraction": func(key string, v *yaml.Node) {
@@ -498,69 +496,8 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 				},
 			})
 		},
-		"power": func(key string, v *yaml.Node) {
-			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-				"watts_per_gpu": d.number(&p.Power.WattsPerGPU),
-				"gpus":          d.integer(&p.Power.GPUs),
-				"source":        d.str(&p.Power.Source),
-			})
-		},
-		"calibration": func(key string, v *yaml.Node) {
-			c := &Calibration{Error: figure.Unmeasured(), ErrorClosed: figure.Unmeasured(), ErrorOpen: figure.Unmeasured()}
-			p.Calibration = c
-			fitError := func(e *figure.Values) func(string, *yaml.Node) {
-				return func(key string, v *yaml.Node) {
-					keys := map[string]func(string, *yaml.Node){}
-					for _, k := range figure.Judged {
-						keys[k.Name()] = d.number(&e[k])
-					}
-					d.mapping(v, key+".", keys)
-				}
-			}
-			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-				"source":        d.str(&c.Source),
-				"date":          d.str(&c.Date),
-				"prompt_tokens": d.intRange(&c.PromptTokens),
-				"output_tokens": d.intRange(&c.OutputTokens),
-				"concurrency":   d.intRange(&c.Concurrency),
-				"max_num_seqs":  d.str(&c.MaxNumSeqs),
-				"error_pct":     fitError(&c.Error),
-				"error_pct_by_load": func(key string, v *yaml.Node) {
-					d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-						"closed": fitError(&c.ErrorClosed),
-						"open":   fitError(&c.ErrorOpen),
-					})
-				},
-				"open_rates": d.numberRange(&c.OpenRates),
-				"not_trusted": func(key string, v *yaml.Node) {
-					if v.Kind != yaml.SequenceNode {
-						d.errorf(v, key, "want a list of loads, got %s", nodeKind(v))
-						return
-					}
-					for i, n := range v.Content {
-						t, at := LoadRange{}, fmt.Sprintf("%s[%d]", key, i)
-						d.mapping(n, at+".", map[string]func(string, *yaml.Node){
-							"load":          d.str(&t.Load),
-							"concurrency":   d.intRange(&t.Concurrency),
-							"rate_per_s":    d.numberRange(&t.Rate),
-							"prompt_tokens": d.intRange(&t.PromptTokens),
-							"error_pct":     d.number(&t.ErrorPct),
-						})
-						if err := validTrust(t); err != nil {
-							d.errorf(n, at, "%v", err)
-							continue
-						}
-						c.NotTrusted = append(c.NotTrusted, t)
-					}
-				},
-				"not_probed": func(key string, v *yaml.Node) {
-					d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-						"prompt_tokens": d.integer(&c.NotProbed.PromptTokens),
-						"concurrency":   d.integer(&c.NotProbed.Concurrency),
-					})
-				},
-			})
-		},
+		"power":       func(key string, v *yaml.Node) { d.mapping(v, key+".", d.fields(key, p)) },
+		"calibration": func(key string, v *yaml.Node) { d.calibration(key, v, p) },
 	})
 	if seedSet {
 		p.Seed = int64(seed)
@@ -573,6 +510,60 @@ func (d *yamlDecoder) profile(n *yaml.Node, p *Profile) {
 			}
 		}
 	}
+}
+
+// calibration reads the profile's calibration mapping.
+func (d *yamlDecoder) calibration(key string, v *yaml.Node, p *Profile) {
+	c := &Calibration{Error: figure.Unmeasured(), ErrorClosed: figure.Unmeasured(), ErrorOpen: figure.Unmeasured()}
+	p.Calibration = c
+	fitError := func(e *figure.Values) func(string, *yaml.Node) {
+		return func(key string, v *yaml.Node) {
+			keys := map[string]func(string, *yaml.Node){}
+			for _, k := range figure.Judged {
+				keys[k.Name()] = d.number(&e[k])
+			}
+			d.mapping(v, key+".", keys)
+		}
+	}
+	fields := d.fields(key, p)
+	maps.Copy(fields, map[string]func(string, *yaml.Node){
+		"error_pct": fitError(&c.Error),
+		"error_pct_by_load": func(key string, v *yaml.Node) {
+			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+				"closed": fitError(&c.ErrorClosed),
+				"open":   fitError(&c.ErrorOpen),
+			})
+		},
+		"open_rates": d.numberRange(&c.OpenRates),
+		"not_trusted": func(key string, v *yaml.Node) {
+			if v.Kind != yaml.SequenceNode {
+				d.errorf(v, key, "want a list of loads, got %s", nodeKind(v))
+				return
+			}
+			for i, n := range v.Content {
+				t, at := LoadRange{}, fmt.Sprintf("%s[%d]", key, i)
+				d.mapping(n, at+".", map[string]func(string, *yaml.Node){
+					"load":          d.str(&t.Load),
+					"concurrency":   d.intRange(&t.Concurrency),
+					"rate_per_s":    d.numberRange(&t.Rate),
+					"prompt_tokens": d.intRange(&t.PromptTokens),
+					"error_pct":     d.number(&t.ErrorPct),
+				})
+				if err := validTrust(t); err != nil {
+					d.errorf(n, at, "%v", err)
+					continue
+				}
+				c.NotTrusted = append(c.NotTrusted, t)
+			}
+		},
+		"not_probed": func(key string, v *yaml.Node) {
+			d.mapping(v, key+".", map[string]func(string, *yaml.Node){
+				"prompt_tokens": d.integer(&c.NotProbed.PromptTokens),
+				"concurrency":   d.integer(&c.NotProbed.Concurrency),
+			})
+		},
+	})
+	d.mapping(v, key+".", fields)
 }
 
 func (d *yamlDecoder) costKeysForKind(n *yaml.Node, kind string) {
@@ -601,42 +592,17 @@ func (d *yamlDecoder) model(key string, v *yaml.Node, m *ModelShape) {
 		*m = pm
 		return
 	}
-	*m = ModelShape{Name: "custom"}
-	d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-		"name":            d.str(&m.Name),
-		"layers":          d.integer(&m.Layers),
-		"hidden":          d.integer(&m.Hidden),
-		"heads":           d.integer(&m.Heads),
-		"kv_heads":        d.integer(&m.KVHeads),
-		"head_dim":        d.integer(&m.HeadDim),
-		"intermediate":    d.integer(&m.Intermediate),
-		"vocab":           d.integer(&m.Vocab),
-		"tied_embeddings": d.boolean(&m.TiedEmbeddings),
-		"bytes_per_param": d.number(&m.BytesPerParam),
-		"max_context":     d.integer(&m.MaxContext),
-		// Mixture of experts, MLA and sliding windows (ModelShape's fields; a config.json
-		// gives them with model_config instead).
-		"experts":                d.integer(&m.Experts),
-		"experts_per_token":      d.integer(&m.ExpertsPerToken),
-		"moe_layers":             d.integer(&m.MoELayers),
-		"moe_intermediate":       d.integer(&m.MoEIntermediate),
-		"shared_intermediate":    d.integer(&m.SharedIntermediate),
-		"expert_bytes_per_param": d.number(&m.ExpertBytesPerParam),
-		"kv_bytes_per_elem":      d.number(&m.KVBytesPerElem),
-		"kv_lora_rank":           d.integer(&m.KVLoraRank),
-		"q_lora_rank":            d.integer(&m.QLoraRank),
-		"qk_nope_head_dim":       d.integer(&m.QKNopeDim),
-		"qk_rope_head_dim":       d.integer(&m.QKRopeDim),
-		"v_head_dim":             d.integer(&m.VHeadDim),
-		"sliding_window":         d.integer(&m.SlidingWindow),
-		"sliding_layers":         d.integer(&m.SlidingLayers),
-	})
+	// The table locates a model's keys in a Profile's; the draft model is read the same way.
+	q := Profile{Model: ModelShape{Name: "custom"}}
+	d.mapping(v, key+".", d.fields("model", &q))
+	*m = q.Model
 	if v.Kind == yaml.MappingNode && m.HeadDim == 0 && m.Heads > 0 && m.Hidden%m.Heads == 0 {
 		m.HeadDim = m.Hidden / m.Heads // the usual convention when head_dim is not given
 	}
 }
 
-func (d *yamlDecoder) gpu(key string, v *yaml.Node, g *GPU) {
+func (d *yamlDecoder) gpu(key string, v *yaml.Node, p *Profile) {
+	g := &p.GPU
 	if v.Kind == yaml.ScalarNode {
 		pg, ok := GPUPreset(v.Value)
 		if !ok {
@@ -647,18 +613,7 @@ func (d *yamlDecoder) gpu(key string, v *yaml.Node, g *GPU) {
 		return
 	}
 	*g = GPU{Name: "custom"}
-	d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-		"name":           d.str(&g.Name),
-		"tflops":         d.number(&g.TFLOPS),
-		"bandwidth_gbps": d.number(&g.BandwidthGBps),
-		"memory_gb":      d.number(&g.MemoryGB),
-		"sms":            d.integer(&g.SMs),
-		"usd_per_hour":   d.number(&g.USDPerHour),
-		"fp8_tflops":     d.number(&g.FP8TFLOPS),
-		"fp4_tflops":     d.number(&g.FP4TFLOPS),
-		"power_w":        d.number(&g.PowerW),
-		"idle_power_w":   d.number(&g.IdlePowerW),
-	})
+	d.mapping(v, key+".", d.fields("gpu", p))
 }
 
 // Profile limits. Each numeric setting has a physically sane range, so that no value a

@@ -241,15 +241,10 @@ func (sc *specCost) accepted(seed, no uint64, generated, k int) int {
 }
 
 // speculative reads the profile's top-level speculative mapping.
-func (d *yamlDecoder) speculative(key string, v *yaml.Node, s *Speculative) {
-	d.mapping(v, key+".", map[string]func(string, *yaml.Node){
-		"draft_tokens":        d.integer(&s.DraftTokens),
-		"acceptance":          d.number(&s.Acceptance),
-		"method":              d.str(&s.Method),
-		"draft_model":         func(key string, v *yaml.Node) { d.model(key, v, &s.DraftModel) },
-		"draft_ms_per_token":  d.number(&s.DraftMsPerToken),
-		"draft_step_fraction": d.number(&s.DraftStepFraction),
-	})
+func (d *yamlDecoder) speculative(key string, v *yaml.Node, p *Profile) {
+	fields := d.fields(key, p)
+	fields["draft_model"] = func(key string, v *yaml.Node) { d.model(key, v, &p.Speculative.DraftModel) }
+	d.mapping(v, key+".", fields)
 }
 
 // specYAML writes s as the profile's speculative mapping; "" when nothing is stated.
