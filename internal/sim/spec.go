@@ -252,27 +252,23 @@ func specYAML(s Speculative) string {
 	if !s.Stated() && !s.On() {
 		return ""
 	}
+	// method is written as inferred, and a draft model by its preset's name or as its dense
+	// shape.
+	q := Profile{Speculative: s}
+	q.Speculative.Method = s.method()
 	var b strings.Builder
-	fmt.Fprintf(&b, "speculative:\n  draft_tokens: %d\n  acceptance: %s\n  method: %s\n", s.DraftTokens, num(s.Acceptance), s.method())
-	if m := s.DraftModel; s.hasDraftModel() {
-		if pm, ok := ModelPreset(m.Name); ok && pm == m {
-			fmt.Fprintf(&b, "  draft_model: %s\n", m.Name)
-		} else {
-			fmt.Fprintf(&b, "  draft_model:\n    name: %s\n    layers: %d\n    hidden: %d\n    heads: %d\n    kv_heads: %d\n    head_dim: %d\n    intermediate: %d\n    vocab: %d\n",
-				yamlString(m.Name), m.Layers, m.Hidden, m.Heads, m.KVHeads, m.HeadDim, m.Intermediate, m.Vocab)
-			if m.TiedEmbeddings {
-				b.WriteString("    tied_embeddings: true\n")
-			}
-			if m.BytesPerParam != 0 {
-				fmt.Fprintf(&b, "    bytes_per_param: %s\n", num(m.BytesPerParam))
-			}
+	b.WriteString("speculative:\n")
+	writeKeys(&b, &q, "speculative", "  ", func(k profileKey) bool {
+		if k.Path != "speculative.draft_model" || !s.hasDraftModel() {
+			return false
 		}
-	}
-	if s.DraftMsPerToken != 0 {
-		fmt.Fprintf(&b, "  draft_ms_per_token: %s\n", num(s.DraftMsPerToken))
-	}
-	if s.DraftStepFraction != 0 {
-		fmt.Fprintf(&b, "  draft_step_fraction: %s\n", num(s.DraftStepFraction))
-	}
+		if pm, ok := ModelPreset(s.DraftModel.Name); ok && pm == s.DraftModel {
+			fmt.Fprintf(&b, "  draft_model: %s\n", s.DraftModel.Name)
+		} else {
+			b.WriteString("  draft_model:\n")
+			writeKeys(&b, &Profile{Model: s.DraftModel}, "model", "    ", func(k profileKey) bool { return !k.dense })
+		}
+		return true
+	})
 	return b.String()
 }

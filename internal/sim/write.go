@@ -24,34 +24,14 @@ func (p Profile) YAML(header string) []byte {
 	} else if pm, ok := ModelPreset(p.Model.Name); ok && pm == p.Model {
 		fmt.Fprintf(&b, "model: %s\n", p.Model.Name)
 	} else {
-		m := p.Model
-		fmt.Fprintf(&b, "model:\n  name: %s\n  layers: %d\n  hidden: %d\n  heads: %d\n  kv_heads: %d\n  head_dim: %d\n  intermediate: %d\n  vocab: %d\n",
-			yamlString(m.Name), m.Layers, m.Hidden, m.Heads, m.KVHeads, m.HeadDim, m.Intermediate, m.Vocab)
-		if m.TiedEmbeddings {
-			b.WriteString("  tied_embeddings: true\n")
-		}
-		if m.BytesPerParam != 0 {
-			fmt.Fprintf(&b, "  bytes_per_param: %s\n", num(m.BytesPerParam))
-		}
-		writeModelParts(&b, m)
+		b.WriteString("model:\n")
+		writeKeys(&b, &p, "model", "  ", nil)
 	}
 	if pg, ok := GPUPreset(p.GPU.Name); ok && pg == p.GPU {
 		fmt.Fprintf(&b, "gpu: %s\n", p.GPU.Name)
 	} else {
-		g := p.GPU
-		fmt.Fprintf(&b, "gpu:\n  name: %s\n  tflops: %s\n  bandwidth_gbps: %s\n  memory_gb: %s\n  sms: %d\n",
-			yamlString(g.Name), num(g.TFLOPS), num(g.BandwidthGBps), num(g.MemoryGB), g.SMs)
-		if g.USDPerHour > 0 {
-			fmt.Fprintf(&b, "  usd_per_hour: %s\n", num(g.USDPerHour))
-		}
-		for _, f := range []struct {
-			key string
-			v   float64
-		}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}, {"power_w", g.PowerW}, {"idle_power_w", g.IdlePowerW}} {
-			if f.v > 0 {
-				fmt.Fprintf(&b, "  %s: %s\n", f.key, num(f.v))
-			}
-		}
+		b.WriteString("gpu:\n")
+		writeKeys(&b, &p, "gpu", "  ", nil)
 	}
 	c := p.Cost
 	fmt.Fprintf(&b, "cost:\n  kind: %s\n", c.Kind)
@@ -73,62 +53,28 @@ func (p Profile) YAML(header string) []byte {
 	if c.StepNoise > 0 {
 		fmt.Fprintf(&b, "  %s: %s\n", CostKeyStepNoise, num(c.StepNoise))
 	}
-	e := p.Engine
 	b.WriteString("engine:\n")
-	if e.Kind != "" {
-		fmt.Fprintf(&b, "  kind: %s\n", e.Kind)
-	}
-	fmt.Fprintf(&b, "  prefill: %s\n  max_num_seqs: %d\n  max_batched_tokens: %d\n  block_size: %d\n  kv_cache_tokens: %d\n  gpu_memory_utilization: %s\n  prefix_caching: %t\n",
-		e.Prefill, e.MaxNumSeqs, e.MaxBatchedTokens, e.BlockSize, e.KVCacheTokens, num(e.GPUMemoryUtilization), e.PrefixCaching)
-	if e.Prefill == PrefillDisaggregated {
-		fmt.Fprintf(&b, "  prefill_workers: %d\n", e.PrefillWorkers)
-	}
+	writeKeys(&b, &p, "engine", "  ", nil)
 	// The fleet, each key once, so that editing one number gives the same deployment with
 	// one replica (or GPU) fewer.
-	dep := p.Deployment
-	fmt.Fprintf(&b, "deployment:\n  replicas: %d\n  tp: %d\n  router: %s\n", dep.replicas(), dep.tp(), dep.router())
-	if dep.DP > 1 {
-		fmt.Fprintf(&b, "  dp: %d\n", dep.DP)
-	}
-	if dep.ExpertParallel {
-		b.WriteString("  expert_parallel: true\n")
-	}
-	if dep.WeightDtype != "" {
-		fmt.Fprintf(&b, "  weight_dtype: %s\n", dep.WeightDtype)
-	}
-	if dep.ExpertDtype != "" {
-		fmt.Fprintf(&b, "  expert_dtype: %s\n", dep.ExpertDtype)
-	}
-	if dep.KVDtype != "" {
-		fmt.Fprintf(&b, "  kv_dtype: %s\n", dep.KVDtype)
-	}
-	if dep.MaxModelLen > 0 {
-		fmt.Fprintf(&b, "  max_model_len: %d\n", dep.MaxModelLen)
-		if dep.TruncatePrompts {
-			fmt.Fprintf(&b, "  truncate_prompts: true\n")
-		}
-	}
+	q := p
+	q.Deployment.Replicas, q.Deployment.TP, q.Deployment.Router = p.Deployment.replicas(), p.Deployment.tp(), p.Deployment.router()
+	b.WriteString("deployment:\n")
+	writeKeys(&b, &q, "deployment", "  ", nil)
 	if n := p.Network; n.RTTMs > 0 || n.JitterMs > 0 || n.FrontEndMs > 0 || n.PromptUsPerToken > 0 {
-		fmt.Fprintf(&b, "network:\n  rtt_ms: %s\n  jitter_ms: %s\n", num(n.RTTMs), num(n.JitterMs))
-		if n.FrontEndMs > 0 {
-			fmt.Fprintf(&b, "  frontend_ms: %s\n", num(n.FrontEndMs))
-		}
-		if n.PromptUsPerToken > 0 {
-			fmt.Fprintf(&b, "  prompt_us_per_token: %s\n", num(n.PromptUsPerToken))
-		}
+		b.WriteString("network:\n")
+		writeKeys(&b, &p, "network", "  ", nil)
 	}
 	if f := p.Tools.AutoCall; f != nil {
 		fmt.Fprintf(&b, "tools:\n  auto_call_fraction: %s\n", num(*f))
 	}
-	if w := p.Power; w.WattsPerGPU > 0 {
-		fmt.Fprintf(&b, "power:                   # measured by the calibration's probe (run --gpu-metrics)\n  watts_per_gpu: %s\n  gpus: %d\n  source: %s\n", num(w.WattsPerGPU), w.GPUs, yamlString(w.Source))
+	if p.Power.WattsPerGPU > 0 {
+		b.WriteString("power:                   # measured by the calibration's probe (run --gpu-metrics)\n")
+		writeKeys(&b, &p, "power", "  ", nil)
 	}
 	if k := p.Calibration; k != nil {
-		fmt.Fprintf(&b, "calibration:\n  source: %s\n  date: %s\n  prompt_tokens: [%d, %d]\n  output_tokens: [%d, %d]\n  concurrency: [%d, %d]\n",
-			yamlString(k.Source), yamlString(k.Date), k.PromptTokens[0], k.PromptTokens[1], k.OutputTokens[0], k.OutputTokens[1], k.Concurrency[0], k.Concurrency[1])
-		if k.MaxNumSeqs != "" {
-			fmt.Fprintf(&b, "  max_num_seqs: %s\n", yamlString(k.MaxNumSeqs))
-		}
+		b.WriteString("calibration:\n")
+		writeKeys(&b, &p, "calibration", "  ", nil)
 		if errs := fitErrorYAML(k.Error, "    "); errs != "" {
 			b.WriteString("  error_pct:             # largest error on held-out probe points\n")
 			b.WriteString(errs)
@@ -168,25 +114,51 @@ func (p Profile) YAML(header string) []byte {
 	return []byte(b.String())
 }
 
-// writeModelParts writes a custom model's keys beyond the dense shape's, those it sets.
-func writeModelParts(b *strings.Builder, m ModelShape) {
-	for _, f := range []struct {
-		key string
-		v   int
-	}{{"max_context", m.MaxContext}, {"experts", m.Experts}, {"experts_per_token", m.ExpertsPerToken}, {"moe_layers", m.MoELayers},
-		{"moe_intermediate", m.MoEIntermediate}, {"shared_intermediate", m.SharedIntermediate}, {"kv_lora_rank", m.KVLoraRank},
-		{"q_lora_rank", m.QLoraRank}, {"qk_nope_head_dim", m.QKNopeDim}, {"qk_rope_head_dim", m.QKRopeDim}, {"v_head_dim", m.VHeadDim},
-		{"sliding_window", m.SlidingWindow}, {"sliding_layers", m.SlidingLayers}} {
-		if f.v != 0 {
-			fmt.Fprintf(b, "  %s: %d\n", f.key, f.v)
+// writeKeys writes the plain keys under section in p at indent, in the table's order, each
+// when its rule says. byHand, if not nil, is offered each key first: it reports a key it
+// wrote itself, or leaves out.
+func writeKeys(b *strings.Builder, p *Profile, section, indent string, byHand func(profileKey) bool) {
+	for _, k := range keysUnder(section) {
+		if byHand != nil && byHand(k) || k.ptr == nil {
+			continue
+		}
+		if v, ok := k.written(p); ok {
+			_, name := splitKey(k.Path)
+			fmt.Fprintf(b, "%s%s: %s\n", indent, name, v)
 		}
 	}
-	if m.ExpertBytesPerParam != 0 {
-		fmt.Fprintf(b, "  expert_bytes_per_param: %s\n", num(m.ExpertBytesPerParam))
+}
+
+// written is k's value in p as YAML, and whether its rule writes it.
+func (k profileKey) written(p *Profile) (string, bool) {
+	var s string
+	var set, positive bool
+	switch v := k.ptr(p).(type) {
+	case *int:
+		s, set, positive = strconv.Itoa(*v), *v != 0, *v > 0
+	case *float64:
+		s, set, positive = num(*v), *v != 0, *v > 0
+	case *string:
+		s, set = *v, *v != ""
+		if k.quote {
+			s = yamlString(*v)
+		}
+	case *bool:
+		s, set = strconv.FormatBool(*v), *v
+	case *[2]int:
+		s, set = fmt.Sprintf("[%d, %d]", v[0], v[1]), *v != [2]int{}
 	}
-	if m.KVBytesPerElem != 0 {
-		fmt.Fprintf(b, "  kv_bytes_per_elem: %s\n", num(m.KVBytesPerElem))
+	switch k.write {
+	case writeAlways:
+		return s, true
+	case writeSet:
+		return s, set
+	case writePositive:
+		return s, positive
+	case writeWhen:
+		return s, k.when(p)
 	}
+	return s, false
 }
 
 // num writes a float so that it reads back to the same value.
