@@ -278,9 +278,7 @@ func (p Profile) deploymentErrors() []error {
 		errs = append(errs, keyErrorf("deployment."+key, format, a...))
 	}
 	d := p.Deployment
-	if d.Replicas < 0 || d.Replicas > maxReplicas {
-		add("replicas", "must be in 1..%d, got %d", maxReplicas, d.Replicas)
-	}
+	p.checkKeys(&errs, "deployment.replicas")
 	tp := d.tp()
 	switch {
 	case d.TP < 0 || d.TP > maxTP || bits.OnesCount(uint(tp)) != 1:
@@ -315,10 +313,7 @@ func (p Profile) deploymentErrors() []error {
 	if d.KVDtype != "" && d.KVDtype != DtypeBF16 && d.KVDtype != DtypeFP8 {
 		add("kv_dtype", "%q is not one of bf16, fp8", d.KVDtype)
 	}
-	switch {
-	case d.MaxModelLen < 0 || d.MaxModelLen > maxKVCacheTokens:
-		add("max_model_len", "must be in 0..%d (0 = bounded by the KV cache only), got %d", maxKVCacheTokens, d.MaxModelLen)
-	case d.MaxModelLen > p.Model.MaxContext && p.Model.MaxContext > 0:
+	if p.checkKeys(&errs, KeyDeploymentMaxModelLen) && d.MaxModelLen > p.Model.MaxContext && p.Model.MaxContext > 0 {
 		add("max_model_len", "%d exceeds %s's context of %d tokens", d.MaxModelLen, p.Model.Name, p.Model.MaxContext)
 	}
 	if d.TruncatePrompts && d.MaxModelLen == 0 {
@@ -336,8 +331,7 @@ func (p Profile) parallelErrors() []error {
 	d, m := p.Deployment, p.Model
 	tp, dp := d.tp(), d.dp()
 	switch {
-	case d.DP < 0 || d.DP > maxTP:
-		add("dp", "must be in 1..%d, got %d", maxTP, d.DP)
+	case !p.checkKeys(&errs, "deployment.dp"):
 	case dp > 1 && p.Cost.Kind != CostRoofline:
 		add("dp", "%d needs cost kind roofline (a %s model describes one measured server)", dp, p.Cost.Kind)
 	case dp > 1 && !m.MoE():

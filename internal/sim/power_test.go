@@ -104,11 +104,11 @@ func TestGPUPowerValidated(t *testing.T) {
 		t.Errorf("h100 preset power %g / idle %g", g.PowerW, g.IdlePowerW)
 	}
 	g.IdlePowerW = 800
-	if err := g.validate("gpu"); err == nil {
+	if err := g.validate(); err == nil {
 		t.Error("idle above the limit accepted")
 	}
 	g.PowerW, g.IdlePowerW = -1, 0
-	if err := g.validate("gpu"); err == nil {
+	if err := g.validate(); err == nil {
 		t.Error("negative power accepted")
 	}
 }

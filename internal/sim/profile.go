@@ -641,13 +641,8 @@ func (p Profile) validate() []error {
 	if err := p.Model.validate("model"); err != nil {
 		errs = append(errs, err)
 	}
-	if w := p.Power.WattsPerGPU; !(w >= 0 && w <= maxGPUPowerW) {
-		add("power.watts_per_gpu", "must be a number in [0, %g] W, got %g", float64(maxGPUPowerW), w)
-	}
-	if p.Power.GPUs < 0 || p.Power.GPUs > maxGPUsMeasured {
-		add("power.gpus", "must be 0 (the deployment's) to %d, got %d", maxGPUsMeasured, p.Power.GPUs)
-	}
-	if err := p.GPU.validate("gpu"); err != nil {
+	p.checkKeys(&errs, "power.watts_per_gpu", "power.gpus")
+	if err := p.GPU.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	c := p.Cost
@@ -678,30 +673,15 @@ func (p Profile) validate() []error {
 	if !(p.Pace >= 0 && p.Pace <= maxPace) {
 		add("pace", "must be in [0, %g] (0 and 1: as costed), got %g", float64(maxPace), p.Pace)
 	}
-	if !(p.Network.RTTMs >= 0 && p.Network.RTTMs <= maxCostMs) {
-		add("network.rtt_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.RTTMs)
-	}
-	if !(p.Network.FrontEndMs >= 0 && p.Network.FrontEndMs <= maxCostMs) {
-		add("network.frontend_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.FrontEndMs)
-	}
-	if !(p.Network.PromptUsPerToken >= 0 && p.Network.PromptUsPerToken <= maxPromptUsPerToken) {
-		add("network.prompt_us_per_token", "must be in [0, %.0f] µs, got %g", float64(maxPromptUsPerToken), p.Network.PromptUsPerToken)
-	}
-	if !(p.Network.JitterMs >= 0 && p.Network.JitterMs <= maxCostMs) {
-		add("network.jitter_ms", "must be in [0, %.0f] ms, got %g", float64(maxCostMs), p.Network.JitterMs)
-	}
+	p.checkKeys(&errs, KeyNetworkRTTMs, KeyNetworkFrontEndMs, "network.prompt_us_per_token", KeyNetworkJitterMs)
 	e := p.Engine
 	switch e.Prefill {
 	case PrefillColocated, PrefillDisaggregated:
 	default:
 		add("engine.prefill", "%q is not one of colocated, disaggregated", e.Prefill)
 	}
-	if e.MaxNumSeqs <= 0 || e.MaxNumSeqs > maxNumSeqs {
-		add("engine.max_num_seqs", "must be in 1..%d, got %d", maxNumSeqs, e.MaxNumSeqs)
-	}
-	if e.MaxBatchedTokens <= 0 || e.MaxBatchedTokens > maxBatchedTokens {
-		add("engine.max_batched_tokens", "must be in 1..%d, got %d", maxBatchedTokens, e.MaxBatchedTokens)
-	} else if e.MaxNumSeqs > 0 && e.MaxBatchedTokens < e.MaxNumSeqs && e.kind() == EngineVLLM {
+	p.checkKeys(&errs, KeyEngineMaxNumSeqs)
+	if p.checkKeys(&errs, KeyEngineMaxBatchedTokens) && e.MaxNumSeqs > 0 && e.MaxBatchedTokens < e.MaxNumSeqs && e.kind() == EngineVLLM {
 		add("engine.max_batched_tokens", "%d is below max_num_seqs %d: vLLM refuses to start so (a full batch could not decode in one step); TensorRT-LLM runs it (engine.kind: tensorrt-llm), its steps decoding the oldest sequences the budget allows", e.MaxBatchedTokens, e.MaxNumSeqs)
 	}
 	switch e.Kind {
@@ -709,18 +689,8 @@ func (p Profile) validate() []error {
 	default:
 		add("engine.kind", "%q is not one of %s, %s, %s", e.Kind, EngineVLLM, EngineSGLang, EngineTensorRTLLM)
 	}
-	if e.BlockSize <= 0 || e.BlockSize > maxBlockSize {
-		add("engine.block_size", "must be in 1..%d, got %d", maxBlockSize, e.BlockSize)
-	}
-	if e.KVCacheTokens < 0 || e.KVCacheTokens > maxKVCacheTokens {
-		add("engine.kv_cache_tokens", "must be in 0..%d (0 derives it from the GPU), got %d", maxKVCacheTokens, e.KVCacheTokens)
-	}
-	if !(e.GPUMemoryUtilization > 0 && e.GPUMemoryUtilization <= 1) {
-		add("engine.gpu_memory_utilization", "must be in (0, 1], got %g", e.GPUMemoryUtilization)
-	}
-	if e.PrefillWorkers < 0 || e.PrefillWorkers > maxNumSeqs {
-		add("engine.prefill_workers", "must be in 0..%d (0 = as many as needed), got %d", maxNumSeqs, e.PrefillWorkers)
-	} else if e.PrefillWorkers > 0 && e.Prefill != PrefillDisaggregated {
+	p.checkKeys(&errs, "engine.block_size", KeyEngineKVCacheTokens, "engine.gpu_memory_utilization")
+	if p.checkKeys(&errs, "engine.prefill_workers") && e.PrefillWorkers > 0 && e.Prefill != PrefillDisaggregated {
 		add("engine.prefill_workers", "applies to prefill: disaggregated only")
 	}
 	if e.PrefixCaching && e.Prefill == PrefillDisaggregated {

@@ -414,24 +414,25 @@ const (
 // validate reports every problem with the shape at once; prefix names the YAML key.
 func (m ModelShape) validate(prefix string) error {
 	var errs []error
-	for _, f := range []struct {
-		name string
-		v    int
-		max  int
-	}{{"layers", m.Layers, maxLayers}, {"hidden", m.Hidden, maxHidden}, {"heads", m.Heads, maxHeads}, {"kv_heads", m.KVHeads, maxHeads},
-		{"head_dim", m.HeadDim, maxHeads}, {"intermediate", m.Intermediate, maxWidth}, {"vocab", m.Vocab, maxWidth}} {
-		if f.v <= 0 || f.v > f.max {
-			errs = append(errs, keyErrorf(prefix+"."+f.name, "must be an integer in 1..%d, got %d", f.max, f.v))
+	// The table's model keys, named under prefix; bytes_per_param (1 bit to fp64, 0 the bf16
+	// default) is reported after the parts.
+	q := Profile{Model: m}
+	check := func(k profileKey) {
+		_, name := splitKey(k.Path)
+		if err := k.check(&q, prefix+"."+name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, k := range keysUnder("model") {
+		if k.Must != "" && !k.ZeroOK {
+			check(k)
 		}
 	}
 	errs = append(errs, m.validateParts(prefix)...)
 	if m.Heads > 0 && m.KVHeads > 0 && m.Heads%m.KVHeads != 0 {
 		errs = append(errs, keyErrorf(prefix+".kv_heads", "%d does not divide heads %d", m.KVHeads, m.Heads))
 	}
-	// 1 bit (0.125 bytes) to fp64 (8 bytes); 0 is the bf16 default.
-	if m.BytesPerParam != 0 && !(m.BytesPerParam >= 0.125 && m.BytesPerParam <= 8) {
-		errs = append(errs, keyErrorf(prefix+".bytes_per_param", "must be in 0.125..8 (0 = 2, bf16), got %g", m.BytesPerParam))
-	}
+	check(profileKeyIndex["model.bytes_per_param"])
 	return errors.Join(errs...)
 }
 
@@ -482,36 +483,19 @@ func (m ModelShape) validateParts(prefix string) []error {
 	return errs
 }
 
-func (g GPU) validate(prefix string) error {
+// validate reports every problem with the GPU at once, each naming its key under gpu.
+func (g GPU) validate() error {
 	var errs []error
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"tflops", g.TFLOPS}, {"bandwidth_gbps", g.BandwidthGBps}, {"memory_gb", g.MemoryGB}} {
-		if !(f.v > 0 && f.v <= maxGPUFigure) {
-			errs = append(errs, keyErrorf(prefix+"."+f.name, "must be a number in (0, %.0f], got %g", float64(maxGPUFigure), f.v))
-		}
-	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}} {
-		if !(f.v >= 0 && f.v <= maxGPUFigure) {
-			errs = append(errs, keyErrorf(prefix+"."+f.name, "must be a number in [0, %.0f] (0 = none: bf16's rate), got %g", float64(maxGPUFigure), f.v))
-		}
-	}
+	prefix := "gpu"
+	q := Profile{GPU: g}
+	q.checkKeys(&errs, "gpu.tflops", "gpu.bandwidth_gbps", "gpu.memory_gb", "gpu.fp8_tflops", "gpu.fp4_tflops")
 	switch {
 	case !(g.PowerW >= 0 && g.PowerW <= maxGPUPowerW):
 		errs = append(errs, keyErrorf(prefix+".power_w", "must be a number in [0, %g] W (0 = not known: no power estimate), got %g", float64(maxGPUPowerW), g.PowerW))
 	case !(g.IdlePowerW >= 0 && g.IdlePowerW <= g.PowerW) && !(g.PowerW == 0 && g.IdlePowerW == 0):
 		errs = append(errs, keyErrorf(prefix+".idle_power_w", "must be a number in [0, power_w %g] W, got %g", g.PowerW, g.IdlePowerW))
 	}
-	if g.SMs < 0 || g.SMs > maxSMs {
-		errs = append(errs, keyErrorf(prefix+".sms", "must be an integer in 0..%d (0 = no limit), got %d", maxSMs, g.SMs))
-	}
-	if !(g.USDPerHour >= 0 && g.USDPerHour <= maxUSDPerHour) {
-		errs = append(errs, keyErrorf(prefix+".usd_per_hour", "must be a number in [0, %.0f] (0 = the preset's list price), got %g", float64(maxUSDPerHour), g.USDPerHour))
-	}
+	q.checkKeys(&errs, "gpu.sms", "gpu.usd_per_hour")
 	// Set in code only (presets, or a profile's GPU built in Go): 0 is "unknown".
 	if !(g.InterconnectGBps >= 0 && g.InterconnectGBps <= maxGPUFigure) {
 		errs = append(errs, keyErrorf(prefix, "interconnect bandwidth must be in [0, %.0f] GB/s, got %g", float64(maxGPUFigure), g.InterconnectGBps))

@@ -104,12 +104,7 @@ func (p Profile) specErrors() []error {
 	add := func(key, format string, a ...any) {
 		errs = append(errs, keyErrorf("speculative."+key, format, a...))
 	}
-	if s.DraftTokens < 0 || s.DraftTokens > maxDraftTokens {
-		add("draft_tokens", "must be in 0..%d (0 = off), got %d", maxDraftTokens, s.DraftTokens)
-	}
-	if !(s.Acceptance >= 0 && s.Acceptance <= 1) {
-		add("acceptance", "must be in [0, 1] (the chance each drafted token is accepted), got %g", s.Acceptance)
-	}
+	p.checkKeys(&errs, "speculative.draft_tokens", "speculative.acceptance")
 	hasModel := s.hasDraftModel()
 	switch s.method() {
 	case SpecDraftModel:
