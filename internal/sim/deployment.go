@@ -331,7 +331,7 @@ func (p Profile) parallelErrors() []error {
 	d, m := p.Deployment, p.Model
 	tp, dp := d.tp(), d.dp()
 	switch {
-	case !p.checkKeys(&errs, "deployment.dp"):
+	case !p.checkKeys(&errs, "deployment.dp"): // reported
 	case dp > 1 && p.Cost.Kind != CostRoofline:
 		add("dp", "%d needs cost kind roofline (a %s model describes one measured server)", dp, p.Cost.Kind)
 	case dp > 1 && !m.MoE():

@@ -486,22 +486,21 @@ func (m ModelShape) validateParts(prefix string) []error {
 // validate reports every problem with the GPU at once, each naming its key under gpu.
 func (g GPU) validate() error {
 	var errs []error
-	prefix := "gpu"
 	q := Profile{GPU: g}
 	q.checkKeys(&errs, "gpu.tflops", "gpu.bandwidth_gbps", "gpu.memory_gb", "gpu.fp8_tflops", "gpu.fp4_tflops")
 	switch {
 	case !(g.PowerW >= 0 && g.PowerW <= maxGPUPowerW):
-		errs = append(errs, keyErrorf(prefix+".power_w", "must be a number in [0, %g] W (0 = not known: no power estimate), got %g", float64(maxGPUPowerW), g.PowerW))
+		errs = append(errs, keyErrorf("gpu.power_w", "must be a number in [0, %g] W (0 = not known: no power estimate), got %g", float64(maxGPUPowerW), g.PowerW))
 	case !(g.IdlePowerW >= 0 && g.IdlePowerW <= g.PowerW) && !(g.PowerW == 0 && g.IdlePowerW == 0):
-		errs = append(errs, keyErrorf(prefix+".idle_power_w", "must be a number in [0, power_w %g] W, got %g", g.PowerW, g.IdlePowerW))
+		errs = append(errs, keyErrorf("gpu.idle_power_w", "must be a number in [0, power_w %g] W, got %g", g.PowerW, g.IdlePowerW))
 	}
 	q.checkKeys(&errs, "gpu.sms", "gpu.usd_per_hour")
 	// Set in code only (presets, or a profile's GPU built in Go): 0 is "unknown".
 	if !(g.InterconnectGBps >= 0 && g.InterconnectGBps <= maxGPUFigure) {
-		errs = append(errs, keyErrorf(prefix, "interconnect bandwidth must be in [0, %.0f] GB/s, got %g", float64(maxGPUFigure), g.InterconnectGBps))
+		errs = append(errs, keyErrorf("gpu", "interconnect bandwidth must be in [0, %.0f] GB/s, got %g", float64(maxGPUFigure), g.InterconnectGBps))
 	}
 	if g.InterconnectLatency < 0 || g.InterconnectLatency > time.Second {
-		errs = append(errs, keyErrorf(prefix, "interconnect latency must be in [0, 1s], got %v", g.InterconnectLatency))
+		errs = append(errs, keyErrorf("gpu", "interconnect latency must be in [0, 1s], got %v", g.InterconnectLatency))
 	}
 	return errors.Join(errs...)
 }
