@@ -182,7 +182,7 @@ func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, er
 	p = f.contextPerSequence(p, pts)
 	res.Settings = f.prov.resolve(&p)
 	p.Calibration = &sim.Calibration{
-		Source: src.URL, Date: time.Now().UTC().Format(time.DateOnly), MaxNumSeqs: howOf(res.Settings, keyMaxNumSeqs),
+		Source: src.URL, Date: time.Now().UTC().Format(time.DateOnly), MaxNumSeqs: howOf(res.Settings, sim.KeyEngineMaxNumSeqs),
 		PromptTokens: rangeOf(pts, func(q Request) int { return q.Prompt }),
 		OutputTokens: rangeOf(pts, func(q Request) int { return q.Output }),
 		Concurrency:  [2]int{minProbed(pts), maxProbed(pts)},
@@ -287,8 +287,6 @@ func howOf(ss []Setting, key string) string {
 	return ""
 }
 
-const keyMaxNumSeqs = "engine.max_num_seqs"
-
 // start is the profile the fit starts from: the textbook engine with what the records
 // give directly (the network's round trip and jitter, the server's context and batch
 // limit), and the cost model's terms to fit (f.params) at their first guesses. It notes
@@ -301,7 +299,7 @@ func (f *fitter) start(pts []Point) sim.Profile {
 	if o := f.overhead; !math.IsNaN(o) {
 		base.Network.RTTMs = math.Max(0, o)
 		// A front end fitted (the discrete stage) takes its share of the round trip.
-		f.prov.add("network.rtt_ms", func(p *sim.Profile) string { return millis(p.Network.RTTMs) }, func(p *sim.Profile) string {
+		f.prov.add(sim.KeyNetworkRTTMs, func(p *sim.Profile) string { return millis(p.Network.RTTMs) }, func(p *sim.Profile) string {
 			how := "the median of TTFT minus the server's own queue and prefill times"
 			if p.Network.FrontEndMs > 0 {
 				how += ", less the front end's"
@@ -309,7 +307,7 @@ func (f *fitter) start(pts []Point) sim.Profile {
 			return how
 		})
 	} else {
-		f.params = append(f.params, param{key: "network.rtt_ms", ptr: func(p *sim.Profile) *float64 { return &p.Network.RTTMs }, lo: 0, hi: 1e4, off: 0.05})
+		f.params = append(f.params, param{key: sim.KeyNetworkRTTMs, ptr: func(p *sim.Profile) *float64 { return &p.Network.RTTMs }, lo: 0, hi: 1e4, off: 0.05})
 	}
 	var spreads []float64
 	for i := range pts {
@@ -323,16 +321,16 @@ func (f *fitter) start(pts []Point) sim.Profile {
 	}
 	if n := f.opt.Server.ContextTokens; n > 0 {
 		base.Engine.KVCacheTokens = n
-		f.prov.add("engine.kv_cache_tokens", fixed(fmt.Sprint(n)), fixed("published by the server ("+f.opt.Server.How+")"))
+		f.prov.add(sim.KeyEngineKVCacheTokens, fixed(fmt.Sprint(n)), fixed("published by the server ("+f.opt.Server.How+")"))
 	}
 	if n := f.opt.Server.seqTokens(); n > 0 {
 		base.Deployment.MaxModelLen = n // llama.cpp refuses a prompt longer than a slot's context
-		f.prov.add("deployment.max_model_len", fixed(fmt.Sprint(n)), fixed("a slot's context, published by the server: it refuses a longer prompt"))
+		f.prov.add(sim.KeyDeploymentMaxModelLen, fixed(fmt.Sprint(n)), fixed("a slot's context, published by the server: it refuses a longer prompt"))
 	} else if n := truncated(pts); n > 0 {
 		base.Deployment.MaxModelLen, base.Deployment.TruncatePrompts = n, true
 		f.truncatedAt = n
-		f.prov.add("deployment.max_model_len", fixed(fmt.Sprint(n)), fixed("the server cut the probe's longer prompts to this many tokens (its usage.prompt_tokens) rather than refusing them, as Ollama does past num_ctx"))
-		f.prov.add("deployment.truncate_prompts", fixed("true"), fixed("so simulate cuts them too, and warns of it"))
+		f.prov.add(sim.KeyDeploymentMaxModelLen, fixed(fmt.Sprint(n)), fixed("the server cut the probe's longer prompts to this many tokens (its usage.prompt_tokens) rather than refusing them, as Ollama does past num_ctx"))
+		f.prov.add(sim.KeyDeploymentTruncatePrompts, fixed("true"), fixed("so simulate cuts them too, and warns of it"))
 	}
 	if f.opt.Model != nil {
 		// A roofline fit: the model's shape on the GPU, with the roofline's constants
@@ -371,7 +369,7 @@ func (f *fitter) start(pts []Point) sim.Profile {
 // noteDiscrete notes how the discrete stage's settings are found (the batch limit, the
 // prefill placement and budget, the jitter, the front end) and the step noise.
 func (f *fitter) noteDiscrete(pts []Point) {
-	f.prov.add(keyMaxNumSeqs, func(p *sim.Profile) string { return fmt.Sprint(p.Engine.MaxNumSeqs) }, func(p *sim.Profile) string {
+	f.prov.add(sim.KeyEngineMaxNumSeqs, func(p *sim.Profile) string { return fmt.Sprint(p.Engine.MaxNumSeqs) }, func(p *sim.Profile) string {
 		switch {
 		case f.lim.maxSeqs > 0:
 			return f.lim.how
@@ -391,8 +389,8 @@ func (f *fitter) noteDiscrete(pts []Point) {
 	case mixed:
 		placementHow = "fitted: how long prompts arriving while others decode delay them"
 	}
-	f.prov.add("engine.prefill", func(p *sim.Profile) string { return p.Engine.Prefill }, fixed(placementHow))
-	f.prov.add("engine.max_batched_tokens", func(p *sim.Profile) string { return fmt.Sprint(p.Engine.MaxBatchedTokens) }, func(p *sim.Profile) string {
+	f.prov.add(sim.KeyEnginePrefill, func(p *sim.Profile) string { return p.Engine.Prefill }, fixed(placementHow))
+	f.prov.add(sim.KeyEngineMaxBatchedTokens, func(p *sim.Profile) string { return fmt.Sprint(p.Engine.MaxBatchedTokens) }, func(p *sim.Profile) string {
 		switch {
 		case !mixed:
 			return "not probed: vLLM's default assumed"
@@ -402,7 +400,7 @@ func (f *fitter) noteDiscrete(pts []Point) {
 		return "fitted: the longest step a long prompt's prefill adds to others' inter-token gaps"
 	})
 	if f.jitter > 0 {
-		f.prov.add("network.jitter_ms", func(p *sim.Profile) string { return millis(p.Network.JitterMs) }, func(p *sim.Profile) string {
+		f.prov.add(sim.KeyNetworkJitterMs, func(p *sim.Profile) string { return millis(p.Network.JitterMs) }, func(p *sim.Profile) string {
 			if p.Network.JitterMs == 0 {
 				return fmt.Sprintf("0: requests sent together (within %.3f ms) are batched together, as the engine gathers arrivals before it steps", f.jitter)
 			}
@@ -410,7 +408,7 @@ func (f *fitter) noteDiscrete(pts []Point) {
 		})
 	}
 	if !math.IsNaN(f.overhead) {
-		f.prov.add("network.frontend_ms", func(p *sim.Profile) string { return millis(p.Network.FrontEndMs) }, func(p *sim.Profile) string {
+		f.prov.add(sim.KeyNetworkFrontEndMs, func(p *sim.Profile) string { return millis(p.Network.FrontEndMs) }, func(p *sim.Profile) string {
 			if p.Network.FrontEndMs > 0 {
 				return "fitted: requests sent together reach the engine this far apart, as a front end that takes them in turn (on a CPU the engine leaves it) sends them; its share of the measured round trip"
 			}
@@ -502,7 +500,7 @@ func (f *fitter) contextPerSequence(p sim.Profile, pts []Point) sim.Profile {
 		return p
 	}
 	p.Engine.KVCacheTokens = seqs * n
-	f.prov.add("engine.kv_cache_tokens", func(p *sim.Profile) string { return fmt.Sprint(p.Engine.KVCacheTokens) },
+	f.prov.add(sim.KeyEngineKVCacheTokens, func(p *sim.Profile) string { return fmt.Sprint(p.Engine.KVCacheTokens) },
 		fixed(fmt.Sprintf("max_num_seqs × the context prompts were cut to (%d × %d): a context per sequence, as Ollama allocates num_ctx for each of OLLAMA_NUM_PARALLEL", seqs, n)))
 	return p
 }
