@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -45,15 +46,17 @@ type profileKey struct {
 type writeRule uint8
 
 const (
-	writeByHand   writeRule = iota // keys with structure, and cost:'s
-	writeAlways                    //
-	writeSet                       // when not the zero value
-	writePositive                  // when above 0
-	writeWhen                      // when the key's when says so
+	writeByHand writeRule = iota // keys with structure, and cost:'s
+	writeAlways
+	writeSet      // when not the zero value
+	writePositive // when above 0
+	writeWhen     // when the key's when says so
 )
 
 // profileKeys are a profile's keys, each section's in the order Profile.YAML writes them.
-var profileKeys = concat(
+// The top level's are read and written by hand: each is a mapping, a preset's name, or
+// needs more than its value (model_config's line, seed's int64).
+var profileKeys = slices.Concat(
 	[]profileKey{
 		{Path: "model"}, {Path: "model_config"}, {Path: "gpu"}, {Path: "cost"}, {Path: "engine"},
 		{Path: "deployment"}, {Path: "network"}, {Path: "tools"}, {Path: "power"},
@@ -61,14 +64,6 @@ var profileKeys = concat(
 	},
 	modelKeys(), gpuKeys, costProfileKeys(), engineKeys, deploymentKeys, networkKeys, otherKeys,
 	calibrationKeys, speculativeKeys)
-
-func concat(ks ...[]profileKey) []profileKey {
-	var out []profileKey
-	for _, k := range ks {
-		out = append(out, k...)
-	}
-	return out
-}
 
 // modelKeys are the keys of a model: mapping (a draft_model: mapping's too).
 func modelKeys() []profileKey {
