@@ -56,9 +56,11 @@ type Spec struct {
 	// NoStream (--stream=false), BatchSize (embeddings), Documents and QueryTokens (rerank).
 	NoStream                          bool
 	BatchSize, Documents, QueryTokens int
-	// Tools and ToolChoice: the functions every request offered and the tool_choice sent.
+	// Tools and ToolChoice: the functions every request offered and the tool_choice sent;
+	// ToolsFile the file they were read from ("": generated from Seed).
 	Tools      []workload.ToolDef
 	ToolChoice workload.ToolChoice
+	ToolsFile  string
 }
 
 // Validate reports every problem with the ladder's settings at once, each a

@@ -192,7 +192,7 @@ func (c *benchConfig) resolveTools(f *benchFlags) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--tools-file: %w", err))
 		}
-		c.Tools = tools
+		c.Tools, c.ToolsFile = tools, f.toolsFile
 	default:
 		c.Tools = workload.GenerateTools(f.tools, f.seed)
 	}
@@ -222,7 +222,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		IgnoreEOS: f.ignoreEOS, Timeout: f.timeout, IdleTimeout: f.idleTimeout, Insecure: f.insecure,
 		HTTP2: f.http2, ReadStamps: f.readStamps, KeepAlive: f.keepAlive, TestRequest: f.testRequest, NoStream: !f.stream,
 		API: f.api, Seed: f.seed}, seedDrawn: drawn, noProgress: f.noProgress, model: f.model, caCert: f.caCert,
-		saveText: f.saveText, sloSpec: f.slo, endpoint: f.endpoint}}
+		saveText: f.saveText, sloSpec: f.slo, endpoint: f.endpoint, modelConfig: f.modelConfig}}
 	if f.fs != nil {
 		r.errs = append(r.errs, flagErrors(f.fs)...) // values that did not parse, the rest checked beside them
 	}

@@ -45,7 +45,7 @@ type benchFlags struct {
 	keepAlive                           bool
 	saveText                            bool
 	testRequest                         bool
-	sim                                 string
+	sim, modelConfig                    string // simulate's --model-config: the model served on --sim's roofline
 	stream                              bool   // --stream (generation APIs; false: one JSON document)
 	endpoint                            string // --endpoint: the API's path
 	batchSize, documents, queryTokens   int    // embeddings, rerank

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/console"
@@ -102,9 +103,14 @@ profile that simulate --sim and serve --sim accept.`,
 			return runPlan(cmd.Context(), stdio, &f, time.Now())
 		},
 	}
-	fs := cmd.Flags()
-	f.bench.bind(fs, false)
+	f.bind(cmd.Flags())
 	cmd.Annotations = map[string]string{resolvesFlagErrors: "resolve"}
+	return cmd
+}
+
+// bind binds plan's flags: simulate's, some refused (hidden), and the search space.
+func (f *planFlags) bind(fs *pflag.FlagSet) {
+	f.bench.bind(fs, false)
 	for name := range planRefused {
 		_ = fs.MarkHidden(name)
 	}
@@ -135,7 +141,6 @@ profile that simulate --sim and serve --sim accept.`,
 	fs.Float64Var(&f.pue, "pue", 1, "power usage effectiveness: the facility's power over the GPUs' (cooling, power delivery), in [1, 5]; the power priced and the tokens/s per kW are the GPUs' times it")
 	fs.StringVar(&f.confidence, "confidence", plan.ConfidenceAuto, "what a fleet must meet the SLOs at: interval (each term's figure at the unfavourable edge of its 90% prediction interval, how far the simulator was measured from real servers, and at the point), point (the simulated figures alone) or auto (interval where every term's interval is within ×2 of its figure, else point)")
 	fs.StringVar(&f.objective, "objective", plan.ObjectiveCost, "what ranks the fleets meeting the SLOs: cost (the lowest price an hour) or energy (the least estimated power)")
-	return cmd
 }
 
 // planFiles are the files plan writes into its folder.
@@ -409,7 +414,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	load, wl := cfg.Describe()
 	pl.Schema, pl.Version, pl.Model, pl.Profile = plan.Schema, Version, base.ModelName(), base.Name
 	pl.Load, pl.Workload, pl.SLO = load, wl, cfg.sloSpec
-	check := f.checkCommand(cfg.outputDir, pl.BestCandidate(), pc.Traffic.Fixed)
+	check := f.checkCommand(cfg, pl.BestCandidate(), pc.Traffic.Fixed)
 	if err := writePlan(cfg.outputDir, pl, check); err != nil {
 		return withCode(ExitFailure, err)
 	}
@@ -472,13 +477,14 @@ var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warm
 	"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to"}
 
 // checkCommand is the simulate command that re-simulates best.yaml at the traffic, over the
-// horizon the plan judged it over (unless the traffic's length was fixed).
-func (f *planFlags) checkCommand(dir string, best *plan.Candidate, fixed bool) string {
-	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(dir, "best.yaml"))}
-	for _, name := range planTrafficFlags {
-		if fl := f.bench.fs.Lookup(name); fl != nil && fl.Changed {
-			args = append(args, "--"+name, shellQuote(fl.Value.String()))
-		}
+// horizon the plan judged it over (unless the traffic's length was fixed): the run's own
+// arguments (specArgs), restricted to the traffic flags given.
+func (f *planFlags) checkCommand(cfg *benchConfig, best *plan.Candidate, fixed bool) string {
+	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(cfg.outputDir, "best.yaml"))}
+	for _, a := range specArgs(cfg, func(name string) bool {
+		return slices.Contains(planTrafficFlags, name) && f.bench.fs.Changed(name)
+	}) {
+		args = append(args, shellQuote(a))
 	}
 	if best != nil && !fixed {
 		args = append(args, "--duration", fmtDuration(time.Duration(best.HorizonS*float64(time.Second))))

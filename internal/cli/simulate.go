@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/calibrate"
@@ -30,7 +31,6 @@ import (
 
 func newSimulateCmd(stdio Stdio) *cobra.Command {
 	var f benchFlags
-	var modelConfig string
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Predict a deployment offline: the simulator and the load on a virtual clock",
@@ -46,14 +46,18 @@ thousands of requests in seconds. It writes the same records, summary and report
 			if err != nil {
 				return err
 			}
-			cfg.modelConfig = modelConfig
 			return runSimulate(cmd.Context(), stdio, cfg)
 		},
 	}
-	f.bind(cmd.Flags(), false)
+	f.bindSimulate(cmd.Flags())
 	cmd.Annotations = map[string]string{resolvesFlagErrors: "resolve"}
-	cmd.Flags().StringVar(&modelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model")
 	return cmd
+}
+
+// bindSimulate binds simulate's flags: run's that a simulation takes, and the model to serve.
+func (f *benchFlags) bindSimulate(fs *pflag.FlagSet) {
+	f.bind(fs, false)
+	fs.StringVar(&f.modelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model")
 }
 
 // simulationConfig is the run's bench configuration for a simulation of profile p: with

@@ -1,0 +1,297 @@
+package cli
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/route"
+	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/workload"
+)
+
+// specFlag writes one flag back from a resolved run: the values that, given again, resolve
+// to the same run; none where the flag is at its default or another flag carries it.
+type specFlag struct {
+	name string
+	vals func(c *benchConfig) []string
+}
+
+// specFlags are every flag of run, simulate and plan that describes the run, in the order
+// Args writes them (plan's check command keeps the traffic's order). A flag bound without
+// an entry here fails TestSpecArgsRoundTrip.
+var specFlags = []specFlag{
+	{"url", func(c *benchConfig) []string { return append(str(c.url), c.moreURLs...) }},
+	{"api", func(c *benchConfig) []string { return str(c.API) }},
+	{"model", func(c *benchConfig) []string { return str(c.model) }},
+	{"api-key", func(c *benchConfig) []string { return str(c.apiKey) }},
+	{"api-key-file", nil}, // the key it read is written as --api-key
+	{"header", func(c *benchConfig) []string { return headerArgs(c) }},
+	{"extra-body", func(c *benchConfig) []string { return jsonArg(c.ExtraBody) }},
+	{"endpoint", func(c *benchConfig) []string { return str(c.endpoint) }},
+	{"ignore-eos", func(c *benchConfig) []string { return boolArg(c.IgnoreEOS) }},
+	{"temperature", func(c *benchConfig) []string { return ptrArg(c.Temperature) }},
+	{"top-p", func(c *benchConfig) []string { return ptrArg(c.TopP) }},
+	{"timeout", func(c *benchConfig) []string { return dur(c.Timeout) }},
+	{"idle-timeout", func(c *benchConfig) []string { return dur(c.IdleTimeout) }},
+	{"ca-cert", func(c *benchConfig) []string { return str(c.caCert) }},
+	{"insecure", func(c *benchConfig) []string { return boolArg(c.Insecure) }},
+	{"http2", func(c *benchConfig) []string { return boolArg(c.HTTP2) }},
+	{"keep-alive", func(c *benchConfig) []string { return boolArg(c.KeepAlive) }},
+	{"test-request", func(c *benchConfig) []string { return boolArg(c.TestRequest) }},
+	{"read-stamps", func(c *benchConfig) []string { return boolArg(c.ReadStamps) }},
+	{"save-text", func(c *benchConfig) []string { return boolArg(c.saveText) }},
+	{"metrics-url", func(c *benchConfig) []string { return str(c.metricsURL) }},
+	{"metrics-interval", func(c *benchConfig) []string { return dur(c.metricsInterval) }},
+	{"gpu-metrics", func(c *benchConfig) []string { return gpuMetricsArgs(c) }},
+	{"balance", func(c *benchConfig) []string { return str(c.balance) }},
+	{"session-header", func(c *benchConfig) []string { return sessionHeaderArgs(c) }},
+	{"sim", func(c *benchConfig) []string { return str(c.SimProfile) }},
+	{"model-config", func(c *benchConfig) []string { return str(c.modelConfig) }},
+	{"stream", func(c *benchConfig) []string { return boolArg(!c.NoStream) }},
+	{"batch-size", func(c *benchConfig) []string { return num(c.BatchSize) }},
+	{"documents", func(c *benchConfig) []string { return num(c.Documents) }},
+	{"query-tokens", func(c *benchConfig) []string { return num(c.QueryTokens) }},
+	{"images", func(c *benchConfig) []string { return num(c.Images.N) }},
+	{"image-size", func(c *benchConfig) []string { return imageSizeArg(c.Images) }},
+	{"image-format", func(c *benchConfig) []string { return str(c.Images.Format) }},
+	{"tools", func(c *benchConfig) []string { return toolsArg(c) }},
+	{"tools-file", func(c *benchConfig) []string { return str(c.ToolsFile) }},
+	{"tool-choice", func(c *benchConfig) []string { return str(string(c.ToolChoice)) }},
+	{"concurrency", func(c *benchConfig) []string {
+		return ladderArg(c, func(l load.Level) float64 { return float64(l.Concurrency) })
+	}},
+	{"rate", func(c *benchConfig) []string { return ladderArg(c, func(l load.Level) float64 { return l.Rate }) }},
+	{"stages", func(c *benchConfig) []string { return stagesArg(c) }},
+	{"arrival", func(c *benchConfig) []string { return str(c.Base.Arrival.String()) }},
+	{"max-concurrency", func(c *benchConfig) []string { return num(c.Base.MaxConcurrency) }},
+	{"requests", func(c *benchConfig) []string { return num(c.Requests) }},
+	{"duration", func(c *benchConfig) []string { return dur(c.Base.Duration) }},
+	{"warmup", func(c *benchConfig) []string { return append(num(c.Base.Warmup), dur(c.Base.WarmupTime)...) }},
+	{"cooldown", func(c *benchConfig) []string { return dur(c.Base.Cooldown) }},
+	{"max-error-rate", func(c *benchConfig) []string { return num(c.maxErrorRate) }},
+	{"search", func(c *benchConfig) []string { return str(string(c.Search)) }},
+	{"search-max", func(c *benchConfig) []string { return num(c.SearchMax) }},
+	{"repeat", func(c *benchConfig) []string { return num(c.Repeat) }},
+	{"stop-on-saturation", func(c *benchConfig) []string { return boolArg(c.StopOnSaturation) }},
+	{"shard", func(c *benchConfig) []string { return shardArg(c) }},
+	{"start-at", func(c *benchConfig) []string { return startAtArg(c.StartAt) }},
+	{"input-tokens", func(c *benchConfig) []string { return str(c.Workload.InputTokens.String()) }},
+	{"output-tokens", func(c *benchConfig) []string { return str(c.Workload.OutputTokens.String()) }},
+	{"tokenizer", func(c *benchConfig) []string { return str(c.Tokenizer) }},
+	{"chat-template", func(c *benchConfig) []string { return chatTemplateArg(c) }},
+	{"dataset", func(c *benchConfig) []string { return str(c.Workload.Dataset) }},
+	{"prefix-tokens", func(c *benchConfig) []string { return num(c.Workload.PrefixTokens) }},
+	{"prefix-groups", func(c *benchConfig) []string { return num(c.Workload.PrefixGroups) }},
+	{"trace-speed", func(c *benchConfig) []string { return num(c.Workload.TraceSpeed) }},
+	{"trace-offset", func(c *benchConfig) []string { return dur(c.Workload.TraceOffset) }},
+	{"turns", func(c *benchConfig) []string { return num(c.Workload.Turns) }},
+	{"think-time", func(c *benchConfig) []string { return dur(c.Workload.ThinkTime) }},
+	{"seed", func(c *benchConfig) []string { return []string{strconv.FormatInt(c.Seed, 10)} }}, // 0 is a seed too
+	{"percentiles", func(c *benchConfig) []string { return numList(c.metrics.Percentiles) }},
+	{"slo", func(c *benchConfig) []string { return str(c.sloSpec) }},
+	{"gpu-price", func(c *benchConfig) []string { return ptrArg(c.pricing.usdPerGPUHour) }},
+	{"gpus", func(c *benchConfig) []string { return num(c.pricing.gpus) }},
+	{"price-in", func(c *benchConfig) []string { return tokenPrice(c, true) }},
+	{"price-out", func(c *benchConfig) []string { return tokenPrice(c, false) }},
+	{"workload", func(c *benchConfig) []string {
+		return str(map[bool]string{false: "chat", true: "agentic"}[c.Workload.Agent.On()])
+	}},
+	{"calls-per-task", func(c *benchConfig) []string { return agentDist(c, c.Workload.Agent.Calls) }},
+	{"tool-latency", func(c *benchConfig) []string { return agentDist(c, c.Workload.Agent.ToolLatency) }},
+	{"tool-result-tokens", func(c *benchConfig) []string { return agentDist(c, c.Workload.Agent.ToolResultTokens) }},
+	{"fan-out", func(c *benchConfig) []string { return num(c.Workload.Agent.FanOut) }},
+	{"compact-at", func(c *benchConfig) []string { return num(c.Workload.Agent.CompactAt) }},
+	{"compact-to", func(c *benchConfig) []string { return num(c.Workload.Agent.CompactTo) }},
+	{"output-dir", func(c *benchConfig) []string { return str(c.outputDir) }},
+	{"overwrite", func(c *benchConfig) []string { return boolArg(c.overwrite) }},
+	{"no-progress", func(c *benchConfig) []string { return boolArg(c.noProgress) }},
+	{"quiet", func(c *benchConfig) []string { return boolArg(c.quiet) }},
+	{"wide", func(c *benchConfig) []string { return boolArg(c.wide) }},
+	{"result-format", func(c *benchConfig) []string { return str(c.resultFormat) }},
+	{"records", func(c *benchConfig) []string { return str(string(c.records)) }},
+	{"config", nil}, // its settings are written as the flags they set
+}
+
+// specArgs is the command line that resolves to c again: each flag of specFlags that keep
+// accepts (one the command binds, say), in their order. true and false are joined to their
+// flag with "=", which a bool flag needs and every flag takes.
+func specArgs(c *benchConfig, keep func(name string) bool) []string {
+	var args []string
+	for _, f := range specFlags {
+		if f.vals == nil || !keep(f.name) {
+			continue
+		}
+		for _, v := range f.vals(c) {
+			if v == "true" || v == "false" {
+				args = append(args, "--"+f.name+"="+v)
+			} else {
+				args = append(args, "--"+f.name, v)
+			}
+		}
+	}
+	return args
+}
+
+func str(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// num writes a number; 0 is every numeric flag's default or unset.
+func num[T int | float64](v T) []string {
+	if v == 0 {
+		return nil
+	}
+	return []string{strconv.FormatFloat(float64(v), 'g', -1, 64)}
+}
+
+func numList(vs []float64) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return str(strings.Join(out, ","))
+}
+
+func ptrArg(v *float64) []string {
+	if v == nil {
+		return nil
+	}
+	return []string{strconv.FormatFloat(*v, 'g', -1, 64)}
+}
+
+func dur(d time.Duration) []string {
+	if d == 0 {
+		return nil
+	}
+	return []string{d.String()}
+}
+
+func boolArg(b bool) []string { return []string{strconv.FormatBool(b)} }
+
+func headerArgs(c *benchConfig) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(c.Headers)) {
+		for _, v := range c.Headers[k] {
+			out = append(out, k+": "+v)
+		}
+	}
+	return out
+}
+
+func jsonArg(m map[string]any) []string {
+	if m == nil {
+		return nil
+	}
+	b, _ := json.Marshal(m) // read from JSON, so it writes
+	return []string{string(b)}
+}
+
+// gpuMetricsArgs writes the exporters scraped, or none where the local GPUs are not read either.
+func gpuMetricsArgs(c *benchConfig) []string {
+	if c.noGPU {
+		return []string{"none"}
+	}
+	return c.gpuMetrics
+}
+
+// sessionHeaderArgs writes the header a session-balanced run sends its key in ("" none);
+// otherwise a header given for a router in front of one --url.
+func sessionHeaderArgs(c *benchConfig) []string {
+	if c.balance == route.Session {
+		return []string{c.sessionHeader}
+	}
+	return str(c.sessionHeader)
+}
+
+func imageSizeArg(im workload.ImageConfig) []string {
+	if im.N == 0 {
+		return nil
+	}
+	return []string{strconv.Itoa(im.Width) + "x" + strconv.Itoa(im.Height)}
+}
+
+// toolsArg writes generated definitions as their count (the seed makes them again).
+func toolsArg(c *benchConfig) []string {
+	if c.ToolsFile != "" {
+		return nil
+	}
+	return num(len(c.Tools))
+}
+
+// ladderArg writes the levels' loads of one loop (none for the default ladder, which no
+// flag gave, or a staged level).
+func ladderArg(c *benchConfig, of func(load.Level) float64) []string {
+	if c.DefaultLoad || len(c.Levels) == 0 || c.Levels[0].Stages.Staged() {
+		return nil
+	}
+	var vs []float64
+	for _, l := range c.Levels {
+		if v := of(l); v > 0 {
+			vs = append(vs, v)
+		}
+	}
+	return numList(vs)
+}
+
+func stagesArg(c *benchConfig) []string {
+	if len(c.Levels) == 0 {
+		return nil
+	}
+	return str(c.Levels[0].Stages.String())
+}
+
+func shardArg(c *benchConfig) []string {
+	if c.shards <= 1 {
+		return nil
+	}
+	return []string{rundesc.ShardString(c.shard, c.shards)}
+}
+
+func startAtArg(t time.Time) []string {
+	if t.IsZero() {
+		return nil
+	}
+	return []string{t.Format(time.RFC3339Nano)}
+}
+
+// chatTemplateArg writes the template chat prompts are sized with, or none where they are
+// sized by their text alone (not where the server counts them).
+func chatTemplateArg(c *benchConfig) []string {
+	switch {
+	case c.chatTemplate != nil:
+		return []string{c.chatTemplate.Path()}
+	case c.chatOnServer || !c.Live:
+		return nil
+	}
+	return []string{"none"}
+}
+
+func tokenPrice(c *benchConfig, in bool) []string {
+	p := c.pricing.tokens
+	switch {
+	case p == nil:
+		return nil
+	case in:
+		return []string{strconv.FormatFloat(p.USDPerMillionInput, 'g', -1, 64)}
+	}
+	return []string{strconv.FormatFloat(p.USDPerMillionOutput, 'g', -1, 64)}
+}
+
+// agentDist writes one of an agentic workload's distributions (a zero one: none, "0").
+func agentDist(c *benchConfig, d workload.Dist) []string {
+	if !c.Workload.Agent.On() {
+		return nil
+	}
+	if s := d.String(); s != "" {
+		return []string{s}
+	}
+	return []string{"0"}
+}
