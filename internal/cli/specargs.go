@@ -33,7 +33,7 @@ var specFlags = []specFlag{
 	{"header", func(c *benchConfig) []string { return headerArgs(c) }},
 	{"extra-body", func(c *benchConfig) []string { return jsonArg(c.ExtraBody) }},
 	{"endpoint", func(c *benchConfig) []string { return str(c.endpoint) }},
-	{"ignore-eos", func(c *benchConfig) []string { return boolArg(c.IgnoreEOS) }},
+	{"ignore-eos", func(c *benchConfig) []string { return offArg(c.IgnoreEOS) }},
 	{"temperature", func(c *benchConfig) []string { return ptrArg(c.Temperature) }},
 	{"top-p", func(c *benchConfig) []string { return ptrArg(c.TopP) }},
 	{"timeout", func(c *benchConfig) []string { return dur(c.Timeout) }},
@@ -41,8 +41,8 @@ var specFlags = []specFlag{
 	{"ca-cert", func(c *benchConfig) []string { return str(c.caCert) }},
 	{"insecure", func(c *benchConfig) []string { return boolArg(c.Insecure) }},
 	{"http2", func(c *benchConfig) []string { return boolArg(c.HTTP2) }},
-	{"keep-alive", func(c *benchConfig) []string { return boolArg(c.KeepAlive) }},
-	{"test-request", func(c *benchConfig) []string { return boolArg(c.TestRequest) }},
+	{"keep-alive", func(c *benchConfig) []string { return offArg(c.KeepAlive) }},
+	{"test-request", func(c *benchConfig) []string { return offArg(c.TestRequest) }},
 	{"read-stamps", func(c *benchConfig) []string { return boolArg(c.ReadStamps) }},
 	{"save-text", func(c *benchConfig) []string { return boolArg(c.saveText) }},
 	{"metrics-url", func(c *benchConfig) []string { return str(c.metricsURL) }},
@@ -52,7 +52,7 @@ var specFlags = []specFlag{
 	{"session-header", func(c *benchConfig) []string { return sessionHeaderArgs(c) }},
 	{"sim", func(c *benchConfig) []string { return str(c.SimProfile) }},
 	{"model-config", func(c *benchConfig) []string { return str(c.modelConfig) }},
-	{"stream", func(c *benchConfig) []string { return boolArg(!c.NoStream) }},
+	{"stream", func(c *benchConfig) []string { return offArg(!c.NoStream) }},
 	{"batch-size", func(c *benchConfig) []string { return num(c.BatchSize) }},
 	{"documents", func(c *benchConfig) []string { return num(c.Documents) }},
 	{"query-tokens", func(c *benchConfig) []string { return num(c.QueryTokens) }},
@@ -174,7 +174,20 @@ func dur(d time.Duration) []string {
 	return []string{d.String()}
 }
 
-func boolArg(b bool) []string { return []string{strconv.FormatBool(b)} }
+// boolArg writes a flag that is off by default; offArg one that is on.
+func boolArg(b bool) []string {
+	if !b {
+		return nil
+	}
+	return []string{"true"}
+}
+
+func offArg(b bool) []string {
+	if b {
+		return nil
+	}
+	return []string{"false"}
+}
 
 func headerArgs(c *benchConfig) []string {
 	var out []string

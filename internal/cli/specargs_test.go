@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// roundTripValues give every flag of run, simulate and plan a value other than its
+// default, with what it needs beside it; DIR is a folder of fixtures. Arguments of a flag
+// the command lacks are left out.
+var roundTripValues = map[string][]string{
+	"url":                {"--url", "http://127.0.0.1:9", "--url", "https://h:10/"},
+	"api":                {"--api", "openai-completions"},
+	"model":              {"--model", "m"},
+	"api-key":            {"--api-key", "k"},
+	"api-key-file":       {"--api-key-file", "DIR/key"},
+	"header":             {"--header", "X-A: 1", "--header", "x-b:2"},
+	"extra-body":         {"--extra-body", `{"a":1.5,"b":[true]}`},
+	"endpoint":           {"--endpoint", "/x"},
+	"ignore-eos":         {"--ignore-eos=false"},
+	"temperature":        {"--temperature", "0"},
+	"top-p":              {"--top-p", "0.5"},
+	"timeout":            {"--timeout", "90s"},
+	"idle-timeout":       {"--idle-timeout", "2s"},
+	"ca-cert":            {"--ca-cert", "DIR/ca.pem"},
+	"insecure":           {"--insecure"},
+	"http2":              {"--http2"},
+	"keep-alive":         {"--keep-alive=false"},
+	"test-request":       {"--test-request=false"},
+	"read-stamps":        {"--read-stamps"},
+	"save-text":          {"--save-text"},
+	"metrics-url":        {"--metrics-url", "none"},
+	"metrics-interval":   {"--metrics-interval", "3s"},
+	"gpu-metrics":        {"--gpu-metrics", "http://127.0.0.1:9400/metrics", "--gpu-metrics", "http://h:1/metrics"},
+	"balance":            {"--url", "http://a:1", "--url", "http://b:1", "--balance", "session"},
+	"session-header":     {"--session-header", "X-S"},
+	"sim":                {"--sim", "textbook"},
+	"model-config":       {"--model-config", "DIR/config.json"},
+	"stream":             {"--stream=false"},
+	"batch-size":         {"--api", "openai-embeddings", "--batch-size", "4"},
+	"documents":          {"--api", "rerank", "--documents", "3"},
+	"query-tokens":       {"--api", "rerank", "--query-tokens", "9"},
+	"images":             {"--images", "2"},
+	"image-size":         {"--images", "1", "--image-size", "64x32"},
+	"image-format":       {"--images", "1", "--image-format", "jpeg"},
+	"tools":              {"--tools", "3"},
+	"tools-file":         {"--tools-file", "DIR/tools.json"},
+	"tool-choice":        {"--tools", "2", "--tool-choice", "required"},
+	"concurrency":        {"--concurrency", "2,8"},
+	"rate":               {"--rate", "2.5"},
+	"stages":             {"--stages", "10s:2,20s:2->8"},
+	"arrival":            {"--rate", "2", "--arrival", "gamma:0.5"},
+	"max-concurrency":    {"--rate", "2", "--max-concurrency", "7"},
+	"requests":           {"--requests", "33"},
+	"duration":           {"--duration", "45s"},
+	"warmup":             {"--warmup", "5s"},
+	"cooldown":           {"--duration", "60s", "--cooldown", "5s"},
+	"max-error-rate":     {"--max-error-rate", "30%"},
+	"search":             {"--search", "rate", "--slo", "tpot:p99<=50ms"},
+	"search-max":         {"--search", "concurrency", "--search-max", "64", "--slo", "tpot:p99<=50ms"},
+	"repeat":             {"--repeat", "3"},
+	"stop-on-saturation": {"--rate", "2", "--stop-on-saturation"},
+	"shard":              {"--concurrency", "3,6", "--shard", "1/3"},
+	"start-at":           {"--start-at", "2030-01-02T15:04:05.5Z"},
+	"input-tokens":       {"--input-tokens", "uniform:100:300"},
+	"output-tokens":      {"--output-tokens", "normal:64:8"},
+	"tokenizer":          {"--tokenizer", "cl100k_base"},
+	"chat-template":      {"--chat-template", "DIR/t.jinja"},
+	"dataset":            {"--dataset", "jsonl:DIR/d.jsonl"},
+	"prefix-tokens":      {"--prefix-tokens", "64"},
+	"prefix-groups":      {"--prefix-tokens", "64", "--prefix-groups", "3"},
+	"trace-speed":        {"--trace-speed", "2"},
+	"trace-offset":       {"--dataset", "mooncake:testdata/golden/trace.jsonl", "--trace-offset", "400ms"},
+	"turns":              {"--turns", "3"},
+	"think-time":         {"--turns", "2", "--think-time", "1s"},
+	"seed":               {"--seed", "0"},
+	"percentiles":        {"--percentiles", "50,99.5"},
+	"slo":                {"--slo", "ttft:p99<=1s,tpot<=50ms"},
+	"gpu-price":          {"--gpu-price", "2.5"},
+	"gpus":               {"--gpu-price", "2", "--gpus", "8"},
+	"price-in":           {"--price-in", "0.5", "--price-out", "0"},
+	"price-out":          {"--price-in", "0", "--price-out", "1.5"},
+	"workload":           {"--workload", "agentic"},
+	"calls-per-task":     {"--workload", "agentic", "--calls-per-task", "uniform:2:6"},
+	"tool-latency":       {"--workload", "agentic", "--tool-latency", "0"},
+	"tool-result-tokens": {"--workload", "agentic", "--tool-result-tokens", "100"},
+	"fan-out":            {"--workload", "agentic", "--fan-out", "2"},
+	"compact-at":         {"--workload", "agentic", "--compact-at", "4000", "--compact-to", "500"},
+	"compact-to":         {"--workload", "agentic", "--compact-at", "3000", "--compact-to", "400"},
+	"output-dir":         {"--output-dir", "DIR/out"},
+	"overwrite":          {"--overwrite"},
+	"no-progress":        {"--no-progress"},
+	"quiet":              {"--quiet"},
+	"wide":               {"--wide"},
+	"result-format":      {"--result-format", "vllm"},
+	"records":            {"--records", "compact"},
+	"config":             {"--config", "DIR/c.yaml"},
+}
+
+// roundTripCommands bind each command's flags as the command does, and resolve them; plan
+// is given the traffic it needs first.
+var roundTripCommands = []struct {
+	name    string
+	bind    func(fs *pflag.FlagSet) func(now time.Time) (*benchConfig, error)
+	base    []string
+	notSpec []string            // flags not of the Spec (plan's search space: plan.Config)
+	full    map[string][]string // a flag's arguments in full, without base, where its value above does not do
+}{
+	{"run", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, error) {
+		var f benchFlags
+		f.bind(fs, true)
+		return func(now time.Time) (*benchConfig, error) { return f.resolve(true, now) }
+	}, nil, nil, nil},
+	{"simulate", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, error) {
+		var f benchFlags
+		f.bindSimulate(fs)
+		return func(now time.Time) (*benchConfig, error) { return f.resolve(false, now) }
+	}, nil, nil, map[string][]string{"records": {"--records", "jsonl"}}},
+	{"plan", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, error) {
+		var f planFlags
+		f.bind(fs)
+		return func(now time.Time) (*benchConfig, error) {
+			c, _, err := f.resolve(Stdio{Out: io.Discard, Err: io.Discard}, now)
+			return c, err
+		}
+	}, []string{"--rate", "3", "--slo", "tpot:p99<=50ms"}, []string{"model-shape", "model-config", "gpu", "tp",
+		"dtype", "dp", "expert-parallel", "max-num-seqs", "max-batched-tokens", "prefill", "router", "speculative",
+		"max-replicas", "confidence", "objective", "electricity", "pue"},
+		map[string][]string{"trace-offset": {"--slo", "tpot:p99<=50ms", "--dataset", "mooncake:testdata/golden/trace.jsonl", "--trace-offset", "400ms"}}},
+}
+
+// TestSpecArgsRoundTrip: for every flag of run, simulate and plan (but plan's search
+// space, which best.yaml writes back), its value parsed and resolved, written back by
+// specArgs and parsed again resolves to the same run, which is not the default one. A flag
+// bound without its entry in specFlags, or without a value here, fails.
+func TestSpecArgsRoundTrip(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	dir := t.TempDir()
+	for name, data := range map[string]string{"key": "k2\n", "ca.pem": "", "config.json": "{}",
+		"tools.json": `[{"type":"function","function":{"name":"f"}}]`, "t.jinja": "{% for m in messages %}{{ m.content }}{% endfor %}",
+		"d.jsonl": `{"prompt": "hello there", "output_tokens": 5}` + "\n", "c.yaml": "input-tokens: 100\nturns: 2\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written := map[string]bool{}
+	for _, f := range specFlags {
+		written[f.name] = true
+	}
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, cmd := range roundTripCommands {
+		parse := func(args []string) (*benchConfig, *pflag.FlagSet, error) {
+			fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
+			resolve := cmd.bind(fs)
+			if err := fs.Parse(args); err != nil {
+				return nil, fs, err
+			}
+			c, err := resolve(now)
+			if c != nil {
+				c.seedDrawn = false // a drawn seed is written back as --seed, which reproduces it
+			}
+			return c, fs, err
+		}
+		base, _, err := parse(cmd.base)
+		if err != nil {
+			t.Fatalf("%s %v: %v", cmd.name, cmd.base, err)
+		}
+		newCmd := map[string]func(Stdio) *pflag.FlagSet{
+			"run":      func(s Stdio) *pflag.FlagSet { return newRunCmd(s).Flags() },
+			"simulate": func(s Stdio) *pflag.FlagSet { return newSimulateCmd(s).Flags() },
+			"plan":     func(s Stdio) *pflag.FlagSet { return newPlanCmd(s).Flags() },
+		}[cmd.name]
+		newCmd(Stdio{}).VisitAll(func(fl *pflag.Flag) {
+			_, refused := planRefused[fl.Name]
+			if cmd.name == "plan" && refused || slices.Contains(cmd.notSpec, fl.Name) {
+				return
+			}
+			vals, ok := roundTripValues[fl.Name]
+			if !ok || !written[fl.Name] {
+				t.Errorf("--%s: no value in roundTripValues (%v) or no entry in specFlags (%v)", fl.Name, ok, written[fl.Name])
+				return
+			}
+			args := append(slices.Clone(cmd.base), onlyFlagsOf(newCmd(Stdio{}), vals, dir)...)
+			if full, ok := cmd.full[fl.Name]; ok {
+				args = full
+			}
+			c1, fs, err := parse(args)
+			if err != nil {
+				t.Errorf("%s %s: %v", cmd.name, strings.Join(args, " "), err)
+				return
+			}
+			again := specArgs(c1, func(name string) bool {
+				_, refused := planRefused[name]
+				return fs.Lookup(name) != nil && !(cmd.name == "plan" && refused)
+			})
+			c2, _, err := parse(again)
+			if err != nil {
+				t.Errorf("%s %s\nwritten back as %s: %v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), err)
+				return
+			}
+			if c1.chatTemplate.Path() != c2.chatTemplate.Path() {
+				t.Errorf("%s --%s: chat template %s, then %s", cmd.name, fl.Name, c1.chatTemplate.Path(), c2.chatTemplate.Path())
+			}
+			c1.chatTemplate, c2.chatTemplate = nil, nil
+			if !reflect.DeepEqual(c1, c2) {
+				t.Errorf("%s %s\nwritten back as %s\nresolves to\n%+v\nnot\n%+v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), *c2, *c1)
+			}
+			if fl.Name != "chat-template" && reflect.DeepEqual(c1, base) {
+				t.Errorf("%s --%s %v: resolves to the default run", cmd.name, fl.Name, vals)
+			}
+		})
+	}
+}
+
+// onlyFlagsOf is args without the flags fs lacks (and their values), DIR replaced by dir.
+func onlyFlagsOf(fs *pflag.FlagSet, args []string, dir string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, inline := strings.Cut(strings.TrimPrefix(args[i], "--"), "=")
+		fl := fs.Lookup(name)
+		if fl == nil {
+			if !inline && i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+				i++
+			}
+			continue
+		}
+		out = append(out, args[i])
+		if !inline && fl.NoOptDefVal == "" && i+1 < len(args) {
+			i++
+			out = append(out, strings.ReplaceAll(args[i], "DIR", dir))
+		}
+	}
+	return out
+}
