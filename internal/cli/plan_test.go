@@ -289,3 +289,67 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestPlanCheckCommandReproduces: the check command plan prints (specArgs of the traffic
+// flags given, in canonical form: 50% as 0.5), run as it is, simulates best.yaml to the
+// plan's chosen figures, with traffic flags off their defaults. The tool flags plan refuses
+// (TestPlanDecidesEveryFlag), so none are among them.
+func TestPlanCheckCommandReproduces(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, context.Background(), "plan", "--output-dir", dir, "--no-progress", "--gpu", "h100", "--tp", "1",
+		"--rate", "3", "--arrival", "gamma:0.5", "--input-tokens", "uniform:256:768", "--output-tokens", "64", "--warmup", "5",
+		"--max-error-rate", "50%", "--percentiles", "50,99", "--slo", "ttft:p99<=2s,tpot:p99<=60ms", "--gpu-price", "3", "--seed", "7")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	pl := readPlan(t, dir)
+	best := pl.Candidates[*pl.Best]
+	_, check, ok := strings.Cut(strings.ReplaceAll(stdout, " \\\n    ", " "), "check it with\n  ")
+	check, _, _ = strings.Cut(check, "\n")
+	if !ok || !strings.Contains(check, "--max-error-rate 0.5 ") {
+		t.Fatalf("no check command, or not in canonical form: %q", check)
+	}
+	out := t.TempDir()
+	args := append(shellWords(strings.TrimPrefix(check, "llmbench ")), "--output-dir", out, "--no-progress", "--quiet")
+	if code, stdout, stderr := runCLI(t, context.Background(), args...); code != 0 {
+		t.Fatalf("%s: exit %d\n%s\n%s", check, code, stdout, stderr)
+	}
+	lv := readSummaryT(t, out).Levels[0]
+	if len(lv.SLO.Terms) != 2 || len(best.SLO) != 2 {
+		t.Fatalf("%s: SLO terms %+v, plan's %+v", check, lv.SLO.Terms, best.SLO)
+	}
+	for i, term := range lv.SLO.Terms {
+		if *term.Value != *best.SLO[i].Value {
+			t.Errorf("%s: simulate %v, plan %v", term.Term, *term.Value, *best.SLO[i].Value)
+		}
+	}
+	if got, want := *lv.Cost.PerMillionOutputTokens, *best.CostPerMillionOutputTokens; got != want {
+		t.Errorf("cost per million output tokens: simulate %v, plan %v", got, want)
+	}
+}
+
+// shellWords splits a command line as a POSIX shell does shellQuote's quoting.
+func shellWords(s string) []string {
+	var words []string
+	var w strings.Builder
+	quoted, in := false, false
+	for _, r := range s {
+		switch {
+		case r == '\'':
+			quoted, in = !quoted, true
+		case r == ' ' && !quoted:
+			if in {
+				words = append(words, w.String())
+			}
+			w.Reset()
+			in = false
+		default:
+			w.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words
+}
