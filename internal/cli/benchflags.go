@@ -19,6 +19,7 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/sim"
 )
 
 // Rerank's request shape unless --documents and --query-tokens say otherwise (calibrate's
@@ -145,7 +146,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	fs.IntVar(&f.batchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
 	fs.IntVar(&f.documents, "documents", defaultDocuments, "rerank: documents per request, each of --input-tokens tokens")
 	fs.IntVar(&f.queryTokens, "query-tokens", defaultQueryTokens, "rerank: the query's length in tokens")
-	fs.StringVar(&f.sim, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file (used when there is no --url)")
+	fs.StringVar(&f.sim, "sim", sim.DefaultProfile, "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file (used when there is no --url)")
 
 	fs.StringVar(&f.concurrency, "concurrency", "", "closed loop: concurrent requests, or a ladder `N,N,...` (default 1,4,16,64,256 when neither this nor --rate is given)")
 	fs.StringVar(&f.rate, "rate", "", "open loop: requests per second, or a ladder `R,R,...`")

@@ -11,6 +11,7 @@ import (
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/route"
 	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -50,7 +51,7 @@ var specFlags = []specFlag{
 	{"gpu-metrics", func(c *benchConfig) []string { return gpuMetricsArgs(c) }},
 	{"balance", func(c *benchConfig) []string { return str(c.balance) }},
 	{"session-header", func(c *benchConfig) []string { return sessionHeaderArgs(c) }},
-	{"sim", func(c *benchConfig) []string { return str(c.SimProfile) }},
+	{"sim", func(c *benchConfig) []string { return simArg(c.SimProfile) }},
 	{"model-config", func(c *benchConfig) []string { return str(c.modelConfig) }},
 	{"stream", func(c *benchConfig) []string { return offArg(!c.NoStream) }},
 	{"batch-size", func(c *benchConfig) []string { return num(c.BatchSize) }},
@@ -123,18 +124,32 @@ var specFlags = []specFlag{
 func specArgs(c *benchConfig, keep func(name string) bool) []string {
 	var args []string
 	for _, f := range specFlags {
-		if f.vals == nil || !keep(f.name) {
-			continue
-		}
-		for _, v := range f.vals(c) {
-			if v == "true" || v == "false" {
-				args = append(args, "--"+f.name+"="+v)
-			} else {
-				args = append(args, "--"+f.name, v)
-			}
+		if f.vals != nil && keep(f.name) {
+			args = flagArgs(args, f.name, f.vals(c))
 		}
 	}
 	return args
+}
+
+// flagArgs appends a flag given each of vals.
+func flagArgs(args []string, name string, vals []string) []string {
+	for _, v := range vals {
+		if v == "true" || v == "false" {
+			args = append(args, "--"+name+"="+v)
+		} else {
+			args = append(args, "--"+name, v)
+		}
+	}
+	return args
+}
+
+// list writes a list flag's values, comma-separated.
+func list[T any](vs []T, format func(T) string) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, format(v))
+	}
+	return str(strings.Join(out, ","))
 }
 
 func str(s string) []string {
@@ -153,11 +168,7 @@ func num[T int | float64](v T) []string {
 }
 
 func numList(vs []float64) []string {
-	var out []string
-	for _, v := range vs {
-		out = append(out, strconv.FormatFloat(v, 'g', -1, 64))
-	}
-	return str(strings.Join(out, ","))
+	return list(vs, func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) })
 }
 
 func ptrArg(v *float64) []string {
@@ -229,6 +240,15 @@ func imageSizeArg(im workload.ImageConfig) []string {
 		return nil
 	}
 	return []string{strconv.Itoa(im.Width) + "x" + strconv.Itoa(im.Height)}
+}
+
+// simArg writes a profile other than the default, which plan's --model-shape and
+// --model-config take as not given.
+func simArg(profile string) []string {
+	if profile == sim.DefaultProfile {
+		return nil
+	}
+	return []string{profile}
 }
 
 // toolsArg writes generated definitions as their count (the seed makes them again).

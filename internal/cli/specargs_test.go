@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/internal/plan"
 )
 
 // roundTripValues give every flag of run, simulate and plan a value other than its
@@ -43,7 +45,7 @@ var roundTripValues = map[string][]string{
 	"balance":            {"--url", "http://a:1", "--url", "http://b:1", "--balance", "session"},
 	"session-header":     {"--session-header", "X-S"},
 	"sim":                {"--sim", "textbook"},
-	"model-config":       {"--model-config", "DIR/config.json"},
+	"model-config":       {"--model-config", "../sim/testdata/hf-configs/qwen3-30b-a3b/config.json"},
 	"stream":             {"--stream=false"},
 	"batch-size":         {"--api", "openai-embeddings", "--batch-size", "4"},
 	"documents":          {"--api", "rerank", "--documents", "3"},
@@ -103,37 +105,62 @@ var roundTripValues = map[string][]string{
 	"result-format":      {"--result-format", "vllm"},
 	"records":            {"--records", "compact"},
 	"config":             {"--config", "DIR/c.yaml"},
+	// plan's search space and ranking.
+	"gpu":                {"--gpu", "h100,h200"},
+	"tp":                 {"--tp", "1,2"},
+	"dtype":              {"--dtype", "fp8"},
+	"dp":                 {"--model-config", "../sim/testdata/hf-configs/qwen3-30b-a3b/config.json", "--dp", "1,2"},
+	"expert-parallel":    {"--model-config", "../sim/testdata/hf-configs/qwen3-30b-a3b/config.json", "--expert-parallel", "false,true"},
+	"max-num-seqs":       {"--max-num-seqs", "64,128"},
+	"max-batched-tokens": {"--max-batched-tokens", "4096"},
+	"prefill":            {"--prefill", "colocated,disaggregated"},
+	"router":             {"--router", "round-robin,least-outstanding"},
+	"speculative":        {"--sim", "DIR/spec.yaml", "--speculative", "off,3:0.7"},
+	"model-shape":        {"--model-shape", "llama-3.1-70b"},
+	"max-replicas":       {"--max-replicas", "9"},
+	"confidence":         {"--confidence", "point"},
+	"objective":          {"--objective", "energy"},
+	"electricity":        {"--electricity", "0.12"},
+	"pue":                {"--pue", "1.3"},
 }
 
 // roundTripCommands bind each command's flags as the command does, and resolve them; plan
 // is given the traffic it needs first.
 var roundTripCommands = []struct {
-	name    string
-	bind    func(fs *pflag.FlagSet) func(now time.Time) (*benchConfig, error)
-	base    []string
-	notSpec []string            // flags not of the Spec (plan's search space: plan.Config)
-	full    map[string][]string // a flag's arguments in full, without base, where its value above does not do
+	name string
+	bind func(fs *pflag.FlagSet) func(now time.Time) (*benchConfig, plan.Config, []string, error)
+	base []string
+	full map[string][]string // a flag's arguments in full, without base, where its value above does not do
 }{
-	{"run", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, error) {
+	{"run", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, plan.Config, []string, error) {
 		var f benchFlags
 		f.bind(fs, true)
-		return func(now time.Time) (*benchConfig, error) { return f.resolve(true, now) }
-	}, nil, nil, nil},
-	{"simulate", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, error) {
+		return func(now time.Time) (*benchConfig, plan.Config, []string, error) {
+			c, err := f.resolve(true, now)
+			return c, plan.Config{}, nil, err
+		}
+	}, nil, nil},
+	{"simulate", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, plan.Config, []string, error) {
 		var f benchFlags
 		f.bindSimulate(fs)
-		return func(now time.Time) (*benchConfig, error) { return f.resolve(false, now) }
-	}, nil, nil, map[string][]string{"records": {"--records", "jsonl"}}},
-	{"plan", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, error) {
+		return func(now time.Time) (*benchConfig, plan.Config, []string, error) {
+			c, err := f.resolve(false, now)
+			return c, plan.Config{}, nil, err
+		}
+	}, nil, map[string][]string{"records": {"--records", "jsonl"}}},
+	{"plan", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, plan.Config, []string, error) {
 		var f planFlags
 		f.bind(fs)
-		return func(now time.Time) (*benchConfig, error) {
-			c, _, err := f.resolve(Stdio{Out: io.Discard, Err: io.Discard}, now)
-			return c, err
+		return func(now time.Time) (*benchConfig, plan.Config, []string, error) {
+			c, pc, err := f.resolve(Stdio{Out: io.Discard, Err: io.Discard}, now)
+			var own []string
+			for _, fl := range planSpaceFlags {
+				own = flagArgs(own, fl.name, fl.vals(&f, pc))
+			}
+			pc.Price, pc.Traffic.At = nil, nil // functions of the rest
+			return c, pc, own, err
 		}
-	}, []string{"--rate", "3", "--slo", "tpot:p99<=50ms"}, []string{"model-shape", "model-config", "gpu", "tp",
-		"dtype", "dp", "expert-parallel", "max-num-seqs", "max-batched-tokens", "prefill", "router", "speculative",
-		"max-replicas", "confidence", "objective", "electricity", "pue"},
+	}, []string{"--rate", "3", "--slo", "tpot:p99<=50ms"},
 		map[string][]string{"trace-offset": {"--slo", "tpot:p99<=50ms", "--dataset", "mooncake:testdata/golden/trace.jsonl", "--trace-offset", "400ms"}}},
 }
 
@@ -144,9 +171,10 @@ var roundTripCommands = []struct {
 func TestSpecArgsRoundTrip(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	dir := t.TempDir()
-	for name, data := range map[string]string{"key": "k2\n", "ca.pem": "", "config.json": "{}",
+	for name, data := range map[string]string{"key": "k2\n", "ca.pem": "",
 		"tools.json": `[{"type":"function","function":{"name":"f"}}]`, "t.jinja": "{% for m in messages %}{{ m.content }}{% endfor %}",
-		"d.jsonl": `{"prompt": "hello there", "output_tokens": 5}` + "\n", "c.yaml": "input-tokens: 100\nturns: 2\n"} {
+		"d.jsonl": `{"prompt": "hello there", "output_tokens": 5}` + "\n", "c.yaml": "input-tokens: 100\nturns: 2\n",
+		"spec.yaml": "speculative:\n  draft_tokens: 3\n  acceptance: 0.7\n  draft_model: llama-3.2-1b\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -155,21 +183,24 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 	for _, f := range specFlags {
 		written[f.name] = true
 	}
+	for _, f := range planSpaceFlags {
+		written[f.name] = true
+	}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, cmd := range roundTripCommands {
-		parse := func(args []string) (*benchConfig, *pflag.FlagSet, error) {
+		parse := func(args []string) (*benchConfig, plan.Config, []string, *pflag.FlagSet, error) {
 			fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
 			resolve := cmd.bind(fs)
 			if err := fs.Parse(args); err != nil {
-				return nil, fs, err
+				return nil, plan.Config{}, nil, fs, err
 			}
-			c, err := resolve(now)
+			c, pc, own, err := resolve(now)
 			if c != nil {
 				c.seedDrawn = false // a drawn seed is written back as --seed, which reproduces it
 			}
-			return c, fs, err
+			return c, pc, own, fs, err
 		}
-		base, _, err := parse(cmd.base)
+		base, basePlan, _, _, err := parse(cmd.base)
 		if err != nil {
 			t.Fatalf("%s %v: %v", cmd.name, cmd.base, err)
 		}
@@ -180,7 +211,7 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 		}[cmd.name]
 		newCmd(Stdio{}).VisitAll(func(fl *pflag.Flag) {
 			_, refused := planRefused[fl.Name]
-			if cmd.name == "plan" && refused || slices.Contains(cmd.notSpec, fl.Name) {
+			if cmd.name == "plan" && refused {
 				return
 			}
 			vals, ok := roundTripValues[fl.Name]
@@ -192,7 +223,7 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 			if full, ok := cmd.full[fl.Name]; ok {
 				args = full
 			}
-			c1, fs, err := parse(args)
+			c1, pc1, own, fs, err := parse(args)
 			if err != nil {
 				t.Errorf("%s %s: %v", cmd.name, strings.Join(args, " "), err)
 				return
@@ -201,7 +232,8 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 				_, refused := planRefused[name]
 				return fs.Lookup(name) != nil && !(cmd.name == "plan" && refused)
 			})
-			c2, _, err := parse(again)
+			again = append(again, own...)
+			c2, pc2, _, _, err := parse(again)
 			if err != nil {
 				t.Errorf("%s %s\nwritten back as %s: %v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), err)
 				return
@@ -213,7 +245,10 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(c1, c2) {
 				t.Errorf("%s %s\nwritten back as %s\nresolves to\n%+v\nnot\n%+v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), *c2, *c1)
 			}
-			if fl.Name != "chat-template" && reflect.DeepEqual(c1, base) {
+			if !reflect.DeepEqual(pc1, pc2) {
+				t.Errorf("%s %s\nwritten back as %s\nplans\n%+v\nnot\n%+v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), pc2, pc1)
+			}
+			if fl.Name != "chat-template" && reflect.DeepEqual(c1, base) && reflect.DeepEqual(pc1, basePlan) {
 				t.Errorf("%s --%s %v: resolves to the default run", cmd.name, fl.Name, vals)
 			}
 		})
