@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/route"
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -34,33 +36,37 @@ var specFlags = []specFlag{
 	{"header", func(c *benchConfig) []string { return headerArgs(c) }},
 	{"extra-body", func(c *benchConfig) []string { return jsonArg(c.ExtraBody) }},
 	{"endpoint", func(c *benchConfig) []string { return str(c.endpoint) }},
-	{"ignore-eos", func(c *benchConfig) []string { return offArg(c.IgnoreEOS) }},
+	{"ignore-eos", func(c *benchConfig) []string { return off(c.IgnoreEOS) }},
 	{"temperature", func(c *benchConfig) []string { return ptrArg(c.Temperature) }},
 	{"top-p", func(c *benchConfig) []string { return ptrArg(c.TopP) }},
 	{"timeout", func(c *benchConfig) []string { return dur(c.Timeout) }},
 	{"idle-timeout", func(c *benchConfig) []string { return dur(c.IdleTimeout) }},
 	{"ca-cert", func(c *benchConfig) []string { return str(c.caCert) }},
-	{"insecure", func(c *benchConfig) []string { return boolArg(c.Insecure) }},
-	{"http2", func(c *benchConfig) []string { return boolArg(c.HTTP2) }},
-	{"keep-alive", func(c *benchConfig) []string { return offArg(c.KeepAlive) }},
-	{"test-request", func(c *benchConfig) []string { return offArg(c.TestRequest) }},
-	{"read-stamps", func(c *benchConfig) []string { return boolArg(c.ReadStamps) }},
-	{"save-text", func(c *benchConfig) []string { return boolArg(c.saveText) }},
+	{"insecure", func(c *benchConfig) []string { return on(c.Insecure) }},
+	{"http2", func(c *benchConfig) []string { return on(c.HTTP2) }},
+	{"keep-alive", func(c *benchConfig) []string { return off(c.KeepAlive) }},
+	{"test-request", func(c *benchConfig) []string { return off(c.TestRequest) }},
+	{"read-stamps", func(c *benchConfig) []string { return on(c.ReadStamps) }},
+	{"save-text", func(c *benchConfig) []string { return on(c.saveText) }},
 	{"metrics-url", func(c *benchConfig) []string { return str(c.metricsURL) }},
 	{"metrics-interval", func(c *benchConfig) []string { return dur(c.metricsInterval) }},
 	{"gpu-metrics", func(c *benchConfig) []string { return gpuMetricsArgs(c) }},
 	{"balance", func(c *benchConfig) []string { return str(c.balance) }},
 	{"session-header", func(c *benchConfig) []string { return sessionHeaderArgs(c) }},
-	{"sim", func(c *benchConfig) []string { return simArg(c.SimProfile) }},
+	// Not the default profile, which plan's --model-shape and --model-config take as not given.
+	{"sim", func(c *benchConfig) []string { return when(c.SimProfile != sim.DefaultProfile, c.SimProfile) }},
 	{"model-config", func(c *benchConfig) []string { return str(c.modelConfig) }},
-	{"stream", func(c *benchConfig) []string { return offArg(!c.NoStream) }},
+	{"stream", func(c *benchConfig) []string { return off(!c.NoStream) }},
 	{"batch-size", func(c *benchConfig) []string { return num(c.BatchSize) }},
 	{"documents", func(c *benchConfig) []string { return num(c.Documents) }},
 	{"query-tokens", func(c *benchConfig) []string { return num(c.QueryTokens) }},
 	{"images", func(c *benchConfig) []string { return num(c.Images.N) }},
-	{"image-size", func(c *benchConfig) []string { return imageSizeArg(c.Images) }},
+	{"image-size", func(c *benchConfig) []string {
+		return when(c.Images.N > 0, fmt.Sprintf("%dx%d", c.Images.Width, c.Images.Height))
+	}},
 	{"image-format", func(c *benchConfig) []string { return str(c.Images.Format) }},
-	{"tools", func(c *benchConfig) []string { return toolsArg(c) }},
+	// Generated definitions as their count: the seed makes them again.
+	{"tools", func(c *benchConfig) []string { return when(c.ToolsFile == "", num(len(c.Tools))...) }},
 	{"tools-file", func(c *benchConfig) []string { return str(c.ToolsFile) }},
 	{"tool-choice", func(c *benchConfig) []string { return str(string(c.ToolChoice)) }},
 	{"concurrency", func(c *benchConfig) []string {
@@ -78,9 +84,9 @@ var specFlags = []specFlag{
 	{"search", func(c *benchConfig) []string { return str(string(c.Search)) }},
 	{"search-max", func(c *benchConfig) []string { return num(c.SearchMax) }},
 	{"repeat", func(c *benchConfig) []string { return num(c.Repeat) }},
-	{"stop-on-saturation", func(c *benchConfig) []string { return boolArg(c.StopOnSaturation) }},
-	{"shard", func(c *benchConfig) []string { return shardArg(c) }},
-	{"start-at", func(c *benchConfig) []string { return startAtArg(c.StartAt) }},
+	{"stop-on-saturation", func(c *benchConfig) []string { return on(c.StopOnSaturation) }},
+	{"shard", func(c *benchConfig) []string { return when(c.shards > 1, rundesc.ShardString(c.shard, c.shards)) }},
+	{"start-at", func(c *benchConfig) []string { return when(!c.StartAt.IsZero(), c.StartAt.Format(time.RFC3339Nano)) }},
 	{"input-tokens", func(c *benchConfig) []string { return str(c.Workload.InputTokens.String()) }},
 	{"output-tokens", func(c *benchConfig) []string { return str(c.Workload.OutputTokens.String()) }},
 	{"tokenizer", func(c *benchConfig) []string { return str(c.Tokenizer) }},
@@ -97,8 +103,12 @@ var specFlags = []specFlag{
 	{"slo", func(c *benchConfig) []string { return str(c.sloSpec) }},
 	{"gpu-price", func(c *benchConfig) []string { return ptrArg(c.pricing.usdPerGPUHour) }},
 	{"gpus", func(c *benchConfig) []string { return num(c.pricing.gpus) }},
-	{"price-in", func(c *benchConfig) []string { return tokenPrice(c, true) }},
-	{"price-out", func(c *benchConfig) []string { return tokenPrice(c, false) }},
+	{"price-in", func(c *benchConfig) []string {
+		return tokenPrice(c, func(p metrics.TokenPrice) float64 { return p.USDPerMillionInput })
+	}},
+	{"price-out", func(c *benchConfig) []string {
+		return tokenPrice(c, func(p metrics.TokenPrice) float64 { return p.USDPerMillionOutput })
+	}},
 	{"workload", func(c *benchConfig) []string {
 		return str(map[bool]string{false: "chat", true: "agentic"}[c.Workload.Agent.On()])
 	}},
@@ -109,10 +119,10 @@ var specFlags = []specFlag{
 	{"compact-at", func(c *benchConfig) []string { return num(c.Workload.Agent.CompactAt) }},
 	{"compact-to", func(c *benchConfig) []string { return num(c.Workload.Agent.CompactTo) }},
 	{"output-dir", func(c *benchConfig) []string { return str(c.outputDir) }},
-	{"overwrite", func(c *benchConfig) []string { return boolArg(c.overwrite) }},
-	{"no-progress", func(c *benchConfig) []string { return boolArg(c.noProgress) }},
-	{"quiet", func(c *benchConfig) []string { return boolArg(c.quiet) }},
-	{"wide", func(c *benchConfig) []string { return boolArg(c.wide) }},
+	{"overwrite", func(c *benchConfig) []string { return on(c.overwrite) }},
+	{"no-progress", func(c *benchConfig) []string { return on(c.noProgress) }},
+	{"quiet", func(c *benchConfig) []string { return on(c.quiet) }},
+	{"wide", func(c *benchConfig) []string { return on(c.wide) }},
 	{"result-format", func(c *benchConfig) []string { return str(c.resultFormat) }},
 	{"records", func(c *benchConfig) []string { return str(string(c.records)) }},
 	{"config", nil}, // its settings are written as the flags they set
@@ -152,25 +162,26 @@ func list[T any](vs []T, format func(T) string) []string {
 	return str(strings.Join(out, ","))
 }
 
-func str(s string) []string {
-	if s == "" {
+// when is v if ok, else nothing: a flag at its default, or unset.
+func when(ok bool, v ...string) []string {
+	if !ok || len(v) == 0 {
 		return nil
 	}
-	return []string{s}
+	return v
 }
+
+func str(s string) []string { return when(s != "", s) }
 
 // num writes a number; 0 is every numeric flag's default or unset.
 func num[T int | float64](v T) []string {
-	if v == 0 {
-		return nil
-	}
-	return []string{strconv.FormatFloat(float64(v), 'g', -1, 64)}
+	return when(v != 0, strconv.FormatFloat(float64(v), 'g', -1, 64))
 }
 
 func numList(vs []float64) []string {
 	return list(vs, func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) })
 }
 
+// ptrArg writes a value given, 0 included.
 func ptrArg(v *float64) []string {
 	if v == nil {
 		return nil
@@ -178,27 +189,11 @@ func ptrArg(v *float64) []string {
 	return []string{strconv.FormatFloat(*v, 'g', -1, 64)}
 }
 
-func dur(d time.Duration) []string {
-	if d == 0 {
-		return nil
-	}
-	return []string{d.String()}
-}
+func dur(d time.Duration) []string { return when(d != 0, d.String()) }
 
-// boolArg writes a flag that is off by default; offArg one that is on.
-func boolArg(b bool) []string {
-	if !b {
-		return nil
-	}
-	return []string{"true"}
-}
-
-func offArg(b bool) []string {
-	if b {
-		return nil
-	}
-	return []string{"false"}
-}
+// on writes a flag that is off by default; off one that is on.
+func on(b bool) []string  { return when(b, "true") }
+func off(b bool) []string { return when(!b, "false") }
 
 func headerArgs(c *benchConfig) []string {
 	var out []string
@@ -211,11 +206,8 @@ func headerArgs(c *benchConfig) []string {
 }
 
 func jsonArg(m map[string]any) []string {
-	if m == nil {
-		return nil
-	}
 	b, _ := json.Marshal(m) // read from JSON, so it writes
-	return []string{string(b)}
+	return when(m != nil, string(b))
 }
 
 // gpuMetricsArgs writes the exporters scraped, or none where the local GPUs are not read either.
@@ -229,34 +221,7 @@ func gpuMetricsArgs(c *benchConfig) []string {
 // sessionHeaderArgs writes the header a session-balanced run sends its key in ("" none);
 // otherwise a header given for a router in front of one --url.
 func sessionHeaderArgs(c *benchConfig) []string {
-	if c.balance == route.Session {
-		return []string{c.sessionHeader}
-	}
-	return str(c.sessionHeader)
-}
-
-func imageSizeArg(im workload.ImageConfig) []string {
-	if im.N == 0 {
-		return nil
-	}
-	return []string{strconv.Itoa(im.Width) + "x" + strconv.Itoa(im.Height)}
-}
-
-// simArg writes a profile other than the default, which plan's --model-shape and
-// --model-config take as not given.
-func simArg(profile string) []string {
-	if profile == sim.DefaultProfile {
-		return nil
-	}
-	return []string{profile}
-}
-
-// toolsArg writes generated definitions as their count (the seed makes them again).
-func toolsArg(c *benchConfig) []string {
-	if c.ToolsFile != "" {
-		return nil
-	}
-	return num(len(c.Tools))
+	return when(c.balance == route.Session || c.sessionHeader != "", c.sessionHeader)
 }
 
 // ladderArg writes the levels' loads of one loop (none for the default ladder, which no
@@ -281,20 +246,6 @@ func stagesArg(c *benchConfig) []string {
 	return str(c.Levels[0].Stages.String())
 }
 
-func shardArg(c *benchConfig) []string {
-	if c.shards <= 1 {
-		return nil
-	}
-	return []string{rundesc.ShardString(c.shard, c.shards)}
-}
-
-func startAtArg(t time.Time) []string {
-	if t.IsZero() {
-		return nil
-	}
-	return []string{t.Format(time.RFC3339Nano)}
-}
-
 // chatTemplateArg writes the template chat prompts are sized with, or none where they are
 // sized by their text alone (not where the server counts them).
 func chatTemplateArg(c *benchConfig) []string {
@@ -307,24 +258,18 @@ func chatTemplateArg(c *benchConfig) []string {
 	return []string{"none"}
 }
 
-func tokenPrice(c *benchConfig, in bool) []string {
-	p := c.pricing.tokens
-	switch {
-	case p == nil:
-		return nil
-	case in:
-		return []string{strconv.FormatFloat(p.USDPerMillionInput, 'g', -1, 64)}
+func tokenPrice(c *benchConfig, side func(metrics.TokenPrice) float64) []string {
+	if p := c.pricing.tokens; p != nil {
+		v := side(*p)
+		return ptrArg(&v)
 	}
-	return []string{strconv.FormatFloat(p.USDPerMillionOutput, 'g', -1, 64)}
+	return nil
 }
 
 // agentDist writes one of an agentic workload's distributions (a zero one: none, "0").
 func agentDist(c *benchConfig, d workload.Dist) []string {
-	if !c.Workload.Agent.On() {
-		return nil
-	}
-	if s := d.String(); s != "" {
-		return []string{s}
+	if s := d.String(); s != "" || !c.Workload.Agent.On() {
+		return when(c.Workload.Agent.On(), s)
 	}
 	return []string{"0"}
 }
