@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -206,4 +207,32 @@ percentiles per load level. With no --url it benchmarks its built-in simulated i
 		".InheritedFlags.FlagUsages", "wrappedFlagUsages .InheritedFlags").Replace(root.UsageTemplate()))
 	root.PersistentPreRunE = checkFlagErrors
 	return root
+}
+
+func sortedNames(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unwrapUsage takes the usage errors resolve returned apart, so that they join with the
+// others as one list.
+func unwrapUsage(errs []error) []error {
+	var out []error
+	for _, err := range errs {
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			if j, ok := ue.Err.(interface{ Unwrap() []error }); ok {
+				out = append(out, j.Unwrap()...)
+				continue
+			}
+			out = append(out, ue.Err)
+			continue
+		}
+		out = append(out, err)
+	}
+	return out
 }

@@ -1,0 +1,284 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/plan"
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// planFlags are plan's flags as typed: simulate's traffic, workload, SLO and pricing flags
+// (benchFlags) and the search space.
+type planFlags struct {
+	bench                             benchFlags
+	modelShape, modelConfig           string
+	gpus, dtypes, prefill, routers    string
+	tps, maxNumSeqs, maxBatchedTokens string
+	dps, expertParallel               string
+	maxReplicas                       int
+	speculative                       string // speculative decoding settings to try: off, K:A
+	electricity, pue                  float64
+	objective                         string
+	confidence                        string
+}
+
+// planRefused are simulate's flags that plan does not take, and why.
+var planRefused = map[string]string{
+	"concurrency":        "plan sizes a fleet for an arrival rate: give --rate R (or a trace with --dataset)",
+	"max-concurrency":    "plan serves the traffic as it arrives, with no client-side cap",
+	"search":             "plan searches deployments for the traffic given: give --rate R",
+	"stages":             "plan sizes a fleet for one steady rate: give --rate R (its peak)",
+	"search-max":         "plan searches deployments for the traffic given: give --rate R",
+	"repeat":             "plan simulates each fleet once (the same seed as simulate, so best.yaml re-simulates to the same figures)",
+	"stop-on-saturation": "plan judges every fleet at the traffic (a fleet that cannot keep up misses the SLOs)",
+	"api":                "plan simulates chat completions",
+	"balance":            "plan tries each --router over the replicas it sizes: give --router",
+	"stream":             "plan simulates streamed chat completions",
+	"batch-size":         "plan simulates chat completions",
+	"documents":          "plan simulates chat completions",
+	"query-tokens":       "plan simulates chat completions",
+	"records":            "plan writes no records (plan.json, plan.html and best.yaml)",
+	"result-format":      "plan writes no records (plan.json, plan.html and best.yaml)",
+	"quiet":              "plan prints its table only",
+	"tools":              "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
+	"tools-file":         "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
+	"tool-choice":        "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
+}
+
+// planOwnFlags are plan's flags that neither shape the traffic nor are refused: the space
+// searched and the model (best.yaml carries what was chosen), the ranking, and where and
+// how the plan is written.
+var planOwnFlags = []string{"sim", "model-shape", "model-config", "gpu", "tp", "dtype", "dp", "expert-parallel",
+	"max-num-seqs", "max-batched-tokens", "prefill", "router", "speculative", "max-replicas", "confidence",
+	"objective", "electricity", "pue", "config", "output-dir", "overwrite", "no-progress", "wide"}
+
+// bind binds plan's flags: simulate's, some refused (hidden), and the search space.
+func (f *planFlags) bind(fs *pflag.FlagSet) {
+	f.bench.bind(fs, false)
+	for name := range planRefused {
+		_ = fs.MarkHidden(name)
+	}
+	for name, usage := range map[string]string{
+		"rate":       "the traffic to plan for: its arrival rate, requests/s (`R`; a trace given with --dataset brings its own)",
+		"sim":        "the model as a profile: textbook, h200-llama-3.1-8b, or a YAML file (a roofline one carries to --gpu and --tp; a linear or table one plans its replicas only)",
+		"output-dir": "folder for plan.json, plan.html and best.yaml (default llmbench-results/plan-<UTC timestamp>)",
+		"overwrite":  "replace the plan already in --output-dir",
+		"gpu-price":  "USD per GPU-hour, for every GPU searched (default: each GPU preset's list price, or the profile's gpu.usd_per_hour)",
+	} {
+		fs.Lookup(name).Usage = usage
+	}
+	fs.StringVar(&f.modelShape, "model-shape", "", "the model, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"), priced by the roofline on each --gpu (instead of --sim)")
+	fs.StringVar(&f.modelConfig, "model-config", "", "the model as a Hugging Face config.json (`PATH`: dense, GQA, sliding windows, mixtures of experts, MLA), on --sim's roofline profile or the default one")
+	fs.StringVar(&f.dps, "dp", "", "data-parallel attention groups per replica to try, `N,N,...` (a mixture of experts'; default: the profile's)")
+	fs.StringVar(&f.expertParallel, "expert-parallel", "", "expert parallelism to try: false, true or false,true (a mixture of experts'; default: the profile's)")
+	fs.StringVar(&f.gpus, "gpu", "", "GPU presets to try, `a,b,...` ("+strings.Join(sim.GPUPresets(), ", ")+"; default: the profile's GPU)")
+	fs.StringVar(&f.tps, "tp", "", "tensor-parallel GPUs per replica to try, `N,N,...` (powers of two; default: the profile's)")
+	fs.StringVar(&f.dtypes, "dtype", "", "weight precisions to try: "+strings.Join(sim.WeightDtypes(), ",")+" (the KV cache takes bf16's or fp8's; default: the profile's)")
+	fs.StringVar(&f.maxNumSeqs, "max-num-seqs", "", "engine batch limits to try, `N,N,...` (default: the profile's)")
+	fs.StringVar(&f.maxBatchedTokens, "max-batched-tokens", "", "per-step token budgets to try, `N,N,...` (default: the profile's)")
+	fs.StringVar(&f.prefill, "prefill", "", "prefill placements to try: colocated,disaggregated (default: the profile's)")
+	fs.StringVar(&f.routers, "router", "", "routers to try in front of the replicas: round-robin,least-outstanding,prefix-affinity (default: the profile's)")
+	fs.Lookup("wide").Usage = "print every column of the table (GPUs, horizon, engine settings; by default it fits 100 columns)"
+	fs.StringVar(&f.speculative, "speculative", "", "speculative decoding to try, `off,K:A,...` (K draft tokens, acceptance A; drafting as the --sim profile's speculative: states)")
+	fs.IntVar(&f.maxReplicas, "max-replicas", 64, "the largest fleet to try; a configuration that needs more misses the SLOs")
+	fs.Float64Var(&f.electricity, "electricity", 0, "electricity's price, `USD` per kWh: each fleet's estimated power (docs/simulator.md#energy) priced beside its GPU-hours, in $/hour and $/M out (default: energy not priced)")
+	fs.Float64Var(&f.pue, "pue", 1, "power usage effectiveness: the facility's power over the GPUs' (cooling, power delivery), in [1, 5]; the power priced and the tokens/s per kW are the GPUs' times it")
+	fs.StringVar(&f.confidence, "confidence", plan.ConfidenceAuto, "what a fleet must meet the SLOs at: interval (each term's figure at the unfavourable edge of its 90% prediction interval, how far the simulator was measured from real servers, and at the point), point (the simulated figures alone) or auto (interval where every term's interval is within ×2 of its figure, else point)")
+	fs.StringVar(&f.objective, "objective", plan.ObjectiveCost, "what ranks the fleets meeting the SLOs: cost (the lowest price an hour) or energy (the least estimated power)")
+}
+
+// planSpaceFlags write plan's own flags back, as specFlags write the run's
+// (TestSpecArgsRoundTrip): the model as given (its profile, Base, is what was made of it),
+// the search space and the ranking.
+var planSpaceFlags = []struct {
+	name string
+	vals func(f *planFlags, pc plan.Config) []string
+}{
+	{"model-shape", func(f *planFlags, _ plan.Config) []string { return str(f.modelShape) }},
+	{"model-config", func(f *planFlags, _ plan.Config) []string { return str(f.modelConfig) }},
+	{"gpu", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.GPUs, strings.Clone) }},
+	{"tp", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.TPs, strconv.Itoa) }},
+	{"dtype", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.Dtypes, strings.Clone) }},
+	{"dp", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.DPs, strconv.Itoa) }},
+	{"expert-parallel", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.ExpertParallel, strconv.FormatBool) }},
+	{"max-num-seqs", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.MaxNumSeqs, strconv.Itoa) }},
+	{"max-batched-tokens", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.MaxBatchedTokens, strconv.Itoa) }},
+	{"prefill", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.Prefill, strings.Clone) }},
+	{"router", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.Routers, strings.Clone) }},
+	{"speculative", func(f *planFlags, pc plan.Config) []string {
+		return list(pc.Space.Speculative, plan.SpecSetting.String)
+	}},
+	{"max-replicas", func(f *planFlags, pc plan.Config) []string { return num(pc.MaxReplicas) }},
+	{"confidence", func(f *planFlags, pc plan.Config) []string { return str(pc.Confidence) }},
+	{"objective", func(f *planFlags, pc plan.Config) []string { return str(pc.Objective) }},
+	{"electricity", func(f *planFlags, pc plan.Config) []string { return num(pc.Electricity) }},
+	{"pue", func(f *planFlags, pc plan.Config) []string { return num(pc.PUE) }},
+}
+
+// planFlagNames are the flags that set plan.Config's fields, for its errors.
+var planFlagNames = map[string]string{
+	"Electricity": "electricity", "PUE": "pue", "Objective": "objective", "Confidence": "confidence",
+	"Metrics.SLOs": "slo", "MaxReplicas": "max-replicas", "Space.GPUs": "gpu", "Space.TPs": "tp",
+	"Space.Dtypes": "dtype", "Space.DPs": "dp", "Space.ExpertParallel": "expert-parallel",
+	"Space.MaxNumSeqs": "max-num-seqs", "Space.MaxBatchedTokens": "max-batched-tokens",
+	"Space.Prefill": "prefill", "Space.Routers": "router", "Space.Speculative": "speculative",
+}
+
+// planError names the flags behind plan.Config's problems.
+// planNames are plan's flags as its console, HTML and warnings point to them.
+var planNames = plan.Names{Wide: "--wide", Confidence: "--confidence", Length: "--duration, --requests",
+	DropLength: "drop --duration and --requests"}
+
+func planError(err error) error { return namedFlags(err, planFlagNames) }
+
+// space reads the search space's lists, adding what is wrong with them to errs.
+func (f *planFlags) space(errs *[]error) plan.Space {
+	strs := func(flag, s string) []string {
+		var out []string
+		for _, v := range strings.Split(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+		if s != "" && len(out) == 0 {
+			*errs = append(*errs, fmt.Errorf("--%s: %q lists nothing", flag, s))
+		}
+		return out
+	}
+	ints := func(flag, s string) []int {
+		v, err := parseList(flag, s, true)
+		if err != nil {
+			*errs = append(*errs, err)
+		}
+		out := make([]int, len(v))
+		for i, x := range v {
+			out[i] = int(min(x, 1e12))
+		}
+		return out
+	}
+	var spec []plan.SpecSetting
+	if f.speculative != "" {
+		var err error
+		if spec, err = plan.ParseSpeculative(f.speculative); err != nil {
+			*errs = append(*errs, fmt.Errorf("--speculative: %w", err))
+		}
+	}
+	return plan.Space{GPUs: strs("gpu", f.gpus), Dtypes: strs("dtype", f.dtypes), Prefill: strs("prefill", f.prefill),
+		Routers: strs("router", f.routers), TPs: ints("tp", f.tps), MaxNumSeqs: ints("max-num-seqs", f.maxNumSeqs),
+		MaxBatchedTokens: ints("max-batched-tokens", f.maxBatchedTokens), Speculative: spec,
+		DPs: ints("dp", f.dps), ExpertParallel: f.expertParallelList(strs("expert-parallel", f.expertParallel), errs)}
+}
+
+// expertParallelList reads --expert-parallel's values, true or false each.
+func (f *planFlags) expertParallelList(vals []string, errs *[]error) []bool {
+	var eps []bool
+	for _, v := range vals {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			*errs = append(*errs, fmt.Errorf("--expert-parallel: %q is not true or false (give true,false to try both)", v))
+		}
+		eps = append(eps, on)
+	}
+	return eps
+}
+
+// planTrafficFlags are the flags that shape the traffic and its verdict: given to plan,
+// they are given to the simulate that checks best.yaml.
+var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warmup", "cooldown", "max-error-rate",
+	"input-tokens", "output-tokens", "tokenizer", "dataset", "prefix-tokens", "prefix-groups", "trace-speed",
+	"trace-offset", "turns", "think-time", "seed", "percentiles", "slo", "gpu-price",
+	"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to"}
+
+// checkCommand is the simulate command that re-simulates best.yaml at the traffic, over the
+// horizon the plan judged it over (unless the traffic's length was fixed): the run's own
+// arguments (specArgs), restricted to the traffic flags given.
+func (f *planFlags) checkCommand(cfg *benchConfig, best *plan.Candidate, fixed bool) string {
+	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(cfg.outputDir, "best.yaml"))}
+	for _, a := range specArgs(cfg, func(name string) bool {
+		return slices.Contains(planTrafficFlags, name) && f.bench.fs.Changed(name)
+	}) {
+		args = append(args, shellQuote(a))
+	}
+	if best != nil && !fixed {
+		args = append(args, "--duration", fmtDuration(time.Duration(best.HorizonS*float64(time.Second))))
+	}
+	return strings.Join(args, " ")
+}
+
+// base is the profile the space is built on: --model-shape's preset on the default
+// profile's roofline and engine, or --sim's profile, serving --model-config's model if given.
+func (f *planFlags) base() (sim.Profile, error) {
+	if f.modelShape == "" {
+		base, err := sim.LoadProfile(f.bench.sim)
+		if err != nil {
+			return base, fmt.Errorf("--sim: %w", err)
+		}
+		if f.modelConfig != "" {
+			if base, err = base.WithModelConfig(f.modelConfig); err != nil {
+				return base, fmt.Errorf("--model-config: %w", err)
+			}
+			if !f.bench.fs.Changed("sim") {
+				base.Name = f.modelConfig
+			}
+		}
+		return base, nil
+	}
+	base, _ := sim.LoadProfile(sim.DefaultProfile)
+	m, ok := sim.ModelPreset(f.modelShape)
+	base.Model, base.Name = m, f.modelShape
+	if !ok {
+		return base, fmt.Errorf("--model-shape: %q is not a model preset (%s)%s", f.modelShape, strings.Join(sim.ModelPresets(), ", "), didYouMean(f.modelShape, sim.ModelPresets()))
+	}
+	return base, nil
+}
+
+// outputDir sets the plan's folder (a timestamped one by default) and refuses one that
+// already holds a plan, unless --overwrite.
+func (f *planFlags) outputDir(cfg *benchConfig, now time.Time) error {
+	if !f.bench.fs.Changed("output-dir") {
+		cfg.outputDir = "llmbench-results/plan-" + now.UTC().Format("20060102T150405Z")
+	}
+	if cfg.overwrite {
+		return nil
+	}
+	for _, name := range planFiles {
+		if _, err := os.Stat(filepath.Join(cfg.outputDir, name)); err == nil {
+			return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.outputDir, name)
+		}
+	}
+	return nil
+}
+
+// fmtDuration writes a whole number of seconds as a flag value: "300s".
+func fmtDuration(d time.Duration) string {
+	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + "s"
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./,:=+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// queueingJudged says whether some SLO term bounds a metric that includes the time a
+// request waits to be scheduled (TTFT, E2EL).
+func queueingJudged(slos []metrics.SLO) bool {
+	for _, s := range slos {
+		switch s.Metric {
+		case metrics.KeyTTFT, metrics.KeyTTFTFromSchedule, metrics.KeyE2EL:
+			return true
+		}
+	}
+	return false
+}
