@@ -16,8 +16,8 @@ type agentFlags struct {
 	fanOut, compactAt, compactTo   int
 }
 
-// agentFlagNames are the flags that shape an agentic workload (plan passes them on to the
-// simulate that checks its pick).
+// agentFlagNames are the flags that shape an agentic workload (the others given with chat
+// are refused).
 var agentFlagNames = []string{"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to"}
 
 func (f *agentFlags) bind(fs *pflag.FlagSet) {
