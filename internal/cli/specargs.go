@@ -24,9 +24,10 @@ type specFlag struct {
 	vals func(c *benchConfig) []string
 }
 
-// specFlags are every flag of run, simulate and plan that describes the run, in the order
-// Args writes them (plan's check command keeps the traffic's order). A flag bound without
-// an entry here fails TestSpecArgsRoundTrip.
+// specFlags are every flag of run, simulate and plan that describes the run (plan's own:
+// planSpaceFlags), in the order specArgs writes them, which plan's check command keeps. A
+// flag bound without an entry here fails TestSpecArgsRoundTrip. The key and headers are
+// written as they are: what prints a command line (the check command) keeps to the traffic.
 var specFlags = []specFlag{
 	{"url", func(c *benchConfig) []string { return append(str(c.url), c.moreURLs...) }},
 	{"api", func(c *benchConfig) []string { return str(c.API) }},
