@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/bench"
@@ -20,13 +22,8 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/figure"
-	"github.com/llmbench/llmbench/internal/load"
-	"github.com/llmbench/llmbench/internal/metrics"
-	"github.com/llmbench/llmbench/internal/record"
-	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
-	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // calibrateFlags are calibrate's flags as typed.
@@ -480,44 +477,38 @@ func (p *prober) writeStepFiles(step calibrate.Step, out string) (string, error)
 	return trace, atomicfile.Write(trace, func(w io.Writer) error { return calibrate.WriteTrace(w, step.Trace) })
 }
 
-// stepConfig is probe step n as a run into folder out, with run's defaults for what the
-// probe does not set: a closed loop of the step's concurrency over fixed lengths, or (a
-// trace) its arrivals replayed; two percentiles; the server's /metrics scraped often
-// enough to see a step's batch; the first step's test request warming the server and
-// checking that it answers.
+// stepConfig is probe step n as a run into folder out: run's flags for it, resolved as run
+// resolves them, so that run's defaults fill what the probe does not set. A closed loop of
+// the step's concurrency over fixed lengths, or (a trace) its arrivals replayed; two
+// percentiles; the server's /metrics scraped often enough to see a step's batch; the first
+// step's test request warming the server and checking that it answers.
 func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*benchConfig, error) {
-	f, seed := p.f, p.seed+int64(n)
-	c := &benchConfig{Spec: bench.Spec{Live: true, Headers: p.headers, IgnoreEOS: true, Timeout: 10 * time.Minute,
-		IdleTimeout: 60 * time.Second, KeepAlive: p.keepAlive, TestRequest: n == 1, SimProfile: "h200-llama-3.1-8b",
-		Tokenizer: p.tokenizer, Repeat: 1, Base: load.Level{Arrival: schedule.Arrival{Kind: schedule.Poisson}, Shards: 1},
-		API: f.api, Seed: seed}, url: strings.TrimRight(f.url, "/"), model: f.model, apiKey: p.key, modelChecked: n > 1,
-		metricsInterval: 100 * time.Millisecond, noGPU: true, metrics: metrics.Config{Percentiles: []float64{50, 99}},
-		shards: 1, records: record.FormatJSONL, outputDir: out, overwrite: f.overwrite, quiet: true, noProgress: f.quiet}
-	switch { // run's request shapes for the APIs that send several inputs
-	case client.Embeddings(f.api):
-		c.BatchSize = 1
-	case f.api == client.APIRerank:
-		c.Documents, c.QueryTokens = defaultDocuments, defaultQueryTokens
+	f, itoa := p.f, strconv.Itoa
+	args := []string{"--url", f.url, "--api", f.api, "--model", f.model, "--api-key", p.key, "--tokenizer", p.tokenizer,
+		"--seed", strconv.FormatInt(p.seed+int64(n), 10), "--output-dir", out, "--percentiles", "50,99",
+		"--metrics-interval", "100ms", "--gpu-metrics", "none", "--requests", itoa(step.Requests)}
+	args = flagArgs(args, "header", headerArgs(&benchConfig{Spec: bench.Spec{Headers: p.headers}}))
+	for _, b := range []struct {
+		name string
+		on   bool
+	}{{"quiet", true}, {"no-progress", f.quiet}, {"test-request", n == 1}, {"keep-alive", p.keepAlive}, {"overwrite", f.overwrite}} {
+		args = append(args, "--"+b.name+"="+strconv.FormatBool(b.on))
 	}
-	var err error
-	if c.price, err = c.pricing.price(nil, 1); err != nil {
+	if trace != "" { // a trace's rows
+		args = append(args, "--dataset", "mooncake:"+trace, "--rate", "1")
+	} else {
+		args = append(args, "--concurrency", itoa(step.Concurrency), "--input-tokens", itoa(step.InputTokens), "--output-tokens", itoa(step.OutputTokens))
+	}
+	var run benchFlags
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	run.bind(fs, true)
+	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	c.Workload = workload.Config{Dataset: "random", InputTokens: workload.Fixed(step.InputTokens), OutputTokens: workload.Fixed(step.OutputTokens),
-		PrefixGroups: 1, Seed: seed, TraceSpeed: 1, Turns: 1}
-	lvl := c.Base
-	if trace != "" {
-		c.Workload.Dataset = "mooncake:" + trace
-		c.Workload.InputTokens, c.Workload.OutputTokens = workload.Fixed(512), workload.Fixed(128) // run's defaults: the trace has its own
-		lvl.Rate = 1
-	} else {
-		lvl.Concurrency = step.Concurrency
+	c, err := run.resolve(true, time.Now())
+	if err != nil {
+		return nil, err
 	}
-	c.Requests = step.Requests // a trace's rows, or the closed loop's requests
-	c.Levels = []load.Level{c.finishLevel(lvl, 0, c.Requests)}
-	if c.chatTemplate, err = resolveChatTemplate("", p.tokenizer, f.api); err != nil {
-		return nil, usageError(err)
-	}
-	c.chatOnServer = p.tokenizer == "server" && client.AppliesChatTemplate(f.api)
+	c.modelChecked = n > 1 // the first step checked the model
 	return c, nil
 }
