@@ -219,10 +219,8 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	}
 	drawn := live && f.drawSeed()
 	r := &resolver{f: f, live: live, c: &benchConfig{Spec: bench.Spec{Live: live, SimProfile: f.sim, Tokenizer: f.tokenizer,
-		IgnoreEOS: f.ignoreEOS, Timeout: f.timeout, IdleTimeout: f.idleTimeout, Insecure: f.insecure,
-		HTTP2: f.http2, ReadStamps: f.readStamps, KeepAlive: f.keepAlive, TestRequest: f.testRequest, NoStream: !f.stream,
-		API: f.api, Seed: f.seed}, seedDrawn: drawn, noProgress: f.noProgress, model: f.model, caCert: f.caCert,
-		saveText: f.saveText, sloSpec: f.slo, endpoint: f.endpoint, modelConfig: f.modelConfig}}
+		NoStream: !f.stream, API: f.api, Seed: f.seed}, seedDrawn: drawn, noProgress: f.noProgress, model: f.model,
+		sloSpec: f.slo, modelConfig: f.modelConfig}}
 	if f.fs != nil {
 		r.errs = append(r.errs, flagErrors(f.fs)...) // values that did not parse, the rest checked beside them
 	}
@@ -311,6 +309,8 @@ func (r *resolver) add(err error) {
 // target reads run's target flags: the server, its API, credentials and transport.
 func (r *resolver) target() {
 	f, c := r.f, r.c
+	c.IgnoreEOS, c.Timeout, c.IdleTimeout, c.KeepAlive, c.TestRequest = f.ignoreEOS, f.timeout, f.idleTimeout, f.keepAlive, f.testRequest
+	c.Insecure, c.HTTP2, c.ReadStamps, c.caCert, c.saveText, c.endpoint = f.insecure, f.http2, f.readStamps, f.caCert, f.saveText, f.endpoint
 	if f.url != "" {
 		r.add(parseTarget(f.url))
 		c.url = strings.TrimRight(f.url, "/")
