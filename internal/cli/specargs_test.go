@@ -124,8 +124,9 @@ var roundTripValues = map[string][]string{
 	"pue":                {"--pue", "1.3"},
 }
 
-// roundTripCommands bind each command's flags as the command does, and resolve them; plan
-// is given the traffic it needs first.
+// roundTripCommands bind each command's flags as the command does and resolve them, with
+// the arguments the command's own flags are written back as; plan is given the traffic it
+// needs first.
 var roundTripCommands = []struct {
 	name string
 	bind func(fs *pflag.FlagSet) func(now time.Time) (*benchConfig, plan.Config, []string, error)
@@ -164,10 +165,11 @@ var roundTripCommands = []struct {
 		map[string][]string{"trace-offset": {"--slo", "tpot:p99<=50ms", "--dataset", "mooncake:testdata/golden/trace.jsonl", "--trace-offset", "400ms"}}},
 }
 
-// TestSpecArgsRoundTrip: for every flag of run, simulate and plan (but plan's search
-// space, which best.yaml writes back), its value parsed and resolved, written back by
-// specArgs and parsed again resolves to the same run, which is not the default one. A flag
-// bound without its entry in specFlags, or without a value here, fails.
+// TestSpecArgsRoundTrip: for every flag of run, simulate and plan (but those plan refuses),
+// its value parsed and resolved, written back by specArgs (and plan's own by
+// planSpaceFlags) and parsed again resolves to the same run and plan, which are not the
+// default ones. A flag bound without its entry in specFlags or planSpaceFlags, or without a
+// value here, fails.
 func TestSpecArgsRoundTrip(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	dir := t.TempDir()
