@@ -3,7 +3,6 @@ package bench
 import (
 	"errors"
 	"maps"
-	"net/http"
 	"slices"
 	"time"
 
@@ -33,17 +32,9 @@ type Spec struct {
 	// oversaturated level (Base.MaxErrorRate is the error-rate limit).
 	Repeat           int
 	StopOnSaturation bool // end the ladder at the first oversaturated level
-	// Target settings.
-	SimProfile           string
-	Timeout, IdleTimeout time.Duration
-	KeepAlive            bool
-	TestRequest          bool
-	IgnoreEOS            bool
-	Insecure, HTTP2      bool
-	ReadStamps           bool
-	Headers              http.Header
-	ExtraBody            map[string]any
-	Temperature, TopP    *float64
+	// Server is a live run's server and transport; SimProfile the simulated deployment.
+	Server
+	SimProfile string
 
 	Workload  workload.Config
 	Tokenizer string

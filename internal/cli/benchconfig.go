@@ -32,17 +32,10 @@ type benchConfig struct {
 	// the workload.
 	bench.Spec
 
-	// Target.
-	url, model, apiKey string
-	caCert             string
-	saveText           bool     // keep generated text in records (--save-text)
-	modelChecked       bool     // --model was checked against the server's list already (a later probe step)
-	modelConfig        string   // simulate's --model-config: the model served on SimProfile's roofline
-	moreURLs           []string // the endpoints after url a run balances over
-	balance            string   // --balance
-	sessionHeader      string   // --session-header, when requests carry their session
-	endpoint           string   // --endpoint
-	sloSpec            string
+	// Target beyond the Spec's Server.
+	modelChecked bool   // --model was checked against the server's list already (a later probe step)
+	modelConfig  string // simulate's --model-config: the model served on SimProfile's roofline
+	sloSpec      string
 	// pricing is what the pricing flags said; price the run's price once known (a
 	// simulated deployment's comes with its profile), nil when it has none.
 	pricing pricing
@@ -218,9 +211,9 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 		}
 	}
 	drawn := live && f.drawSeed()
-	r := &resolver{f: f, live: live, c: &benchConfig{Spec: bench.Spec{Live: live, SimProfile: f.sim, Tokenizer: f.tokenizer,
-		NoStream: !f.stream, API: f.api, Seed: f.seed}, seedDrawn: drawn, noProgress: f.noProgress, model: f.model,
-		sloSpec: f.slo, modelConfig: f.modelConfig}}
+	r := &resolver{f: f, live: live, c: &benchConfig{Spec: bench.Spec{Live: live, Server: bench.Server{Model: f.model},
+		SimProfile: f.sim, Tokenizer: f.tokenizer, NoStream: !f.stream, API: f.api, Seed: f.seed}, seedDrawn: drawn,
+		noProgress: f.noProgress, sloSpec: f.slo, modelConfig: f.modelConfig}}
 	if f.fs != nil {
 		r.errs = append(r.errs, flagErrors(f.fs)...) // values that did not parse, the rest checked beside them
 	}
@@ -272,18 +265,18 @@ func (r *resolver) balancing() {
 	switch {
 	case f.balance == "":
 		if len(f.moreURLs) > 0 {
-			c.balance = route.RoundRobin
+			c.Balance = route.RoundRobin
 		}
 	case route.Check(f.balance, policies...) != nil:
 		r.add(fmt.Errorf("--balance: %v", route.Check(f.balance, policies...)))
 	case r.live && len(f.moreURLs) == 0:
 		r.add(fmt.Errorf("--balance %s: spreads requests over several endpoints; give --url once for each", f.balance))
 	default:
-		c.balance = f.balance
+		c.Balance = f.balance
 	}
 	explicit := f.fs != nil && f.fs.Changed("session-header")
-	if c.balance == route.Session || explicit {
-		c.sessionHeader = f.sessionHeader
+	if c.Balance == route.Session || explicit {
+		c.SessionHeader = f.sessionHeader
 	}
 	if explicit && f.sessionHeader != "" {
 		if err := checkHeaderName(f.sessionHeader); err != nil {
@@ -310,14 +303,14 @@ func (r *resolver) add(err error) {
 func (r *resolver) target() {
 	f, c := r.f, r.c
 	c.IgnoreEOS, c.Timeout, c.IdleTimeout, c.KeepAlive, c.TestRequest = f.ignoreEOS, f.timeout, f.idleTimeout, f.keepAlive, f.testRequest
-	c.Insecure, c.HTTP2, c.ReadStamps, c.caCert, c.saveText, c.endpoint = f.insecure, f.http2, f.readStamps, f.caCert, f.saveText, f.endpoint
+	c.Insecure, c.HTTP2, c.ReadStamps, c.CACert, c.SaveText, c.Endpoint = f.insecure, f.http2, f.readStamps, f.caCert, f.saveText, f.endpoint
 	if f.url != "" {
 		r.add(parseTarget(f.url))
-		c.url = strings.TrimRight(f.url, "/")
+		c.URL = strings.TrimRight(f.url, "/")
 	}
 	for _, u := range f.moreURLs {
 		r.add(parseTarget(u))
-		c.moreURLs = append(c.moreURLs, strings.TrimRight(u, "/"))
+		c.More = append(c.More, strings.TrimRight(u, "/"))
 	}
 	if !slices.Contains(client.APIs(), f.api) {
 		hint := didYouMean(f.api, client.APIs())
@@ -330,7 +323,7 @@ func (r *resolver) target() {
 		r.add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(simAPIs, ", ")))
 	}
 	var err error
-	c.apiKey, err = resolveAPIKey(f.apiKey, f.apiKeyFile)
+	c.APIKey, err = resolveAPIKey(f.apiKey, f.apiKeyFile)
 	r.add(err)
 	c.Headers, err = parseHeaders(f.headers)
 	r.add(err)

@@ -487,7 +487,7 @@ func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*ben
 	args := []string{"--url", f.url, "--api", f.api, "--model", f.model, "--api-key", p.key, "--tokenizer", p.tokenizer,
 		"--seed", strconv.FormatInt(p.seed+int64(n), 10), "--output-dir", out, "--percentiles", "50,99",
 		"--metrics-interval", "100ms", "--gpu-metrics", "none", "--requests", itoa(step.Requests)}
-	args = flagArgs(args, "header", headerArgs(&benchConfig{Spec: bench.Spec{Headers: p.headers}}))
+	args = flagArgs(args, "header", headerArgs(&benchConfig{Spec: bench.Spec{Server: bench.Server{Headers: p.headers}}}))
 	for _, b := range []struct {
 		name string
 		on   bool

@@ -45,7 +45,7 @@ func (c *benchConfig) conclude(ctx context.Context, stdio Stdio, out bench.Outco
 func (c *benchConfig) bench(stdio Stdio) bench.Config {
 	return bench.Config{
 		Spec: c.Spec, Metrics: c.metrics,
-		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.url, c.API, c.model), SLO: c.sloSpec, Price: c.price},
+		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.URL, c.API, c.Model), SLO: c.sloSpec, Price: c.price},
 		Output:   bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
 		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,
 			Warn: func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) },

@@ -113,14 +113,14 @@ func TestLocalGPUChoice(t *testing.T) {
 		path func(string) (string, error)
 		want bool
 	}{
-		{benchConfig{url: "http://127.0.0.1:8000"}, found, true},
-		{benchConfig{url: "http://localhost:8000/v1"}, found, true},
-		{benchConfig{url: "http://[::1]:8000"}, found, true},
-		{benchConfig{url: "http://10.0.0.7:8000"}, found, false},                                     // another machine's GPUs
-		{benchConfig{url: "http://127.0.0.1:8000", Spec: bench.Spec{InProcess: true}}, found, false}, // the simulator
-		{benchConfig{url: "http://127.0.0.1:8000", noGPU: true}, found, false},
-		{benchConfig{url: "http://127.0.0.1:8000", gpuMetrics: []string{"http://127.0.0.1:9400/metrics"}}, found, false},
-		{benchConfig{url: "http://127.0.0.1:8000"}, func(string) (string, error) { return "", exec.ErrNotFound }, false},
+		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}}, found, true},
+		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://localhost:8000/v1"}}}, found, true},
+		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://[::1]:8000"}}}, found, true},
+		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://10.0.0.7:8000"}}}, found, false},                   // another machine's GPUs
+		{benchConfig{Spec: bench.Spec{InProcess: true, Server: bench.Server{URL: "http://127.0.0.1:8000"}}}, found, false}, // the simulator
+		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}, noGPU: true}, found, false},
+		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}, gpuMetrics: []string{"http://127.0.0.1:9400/metrics"}}, found, false},
+		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}}, func(string) (string, error) { return "", exec.ErrNotFound }, false},
 	} {
 		lookPath = tc.path
 		var out strings.Builder

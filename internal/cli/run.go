@@ -54,11 +54,11 @@ summary.json, summary.csv and report.html.`,
 	return cmd
 }
 
-// runLive benchmarks cfg.url, or an in-process simulator when there is none.
+// runLive benchmarks cfg.URL, or an in-process simulator when there is none.
 func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	cfg.sayUndecided(stdio)
 	var tok tokenizer.Tokenizer
-	if cfg.url == "" {
+	if cfg.URL == "" {
 		var stop func()
 		var err error
 		if tok, stop, err = cfg.startSim(ctx, stdio); err != nil {
@@ -74,12 +74,12 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	}
 	live := bench.Live{Client: cfg.clientConfig(stdio), MetricsURL: cfg.metricsURL, MetricsInterval: cfg.metricsInterval,
 		GPUMetrics:  cfg.gpuMetrics,
-		TestRequest: cfg.TestRequest, StartAt: cfg.StartAt, More: cfg.moreURLs, Balance: cfg.balance,
+		TestRequest: cfg.TestRequest, StartAt: cfg.StartAt, More: cfg.More, Balance: cfg.Balance,
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {
 				return tok, nil
 			}
-			return loadTokenizer(ctx, cfg.Tokenizer, cfg.url, side, cfg.apiKey != "")
+			return loadTokenizer(ctx, cfg.Tokenizer, cfg.URL, side, cfg.APIKey != "")
 		},
 		Loaded: func(tok tokenizer.Tokenizer) {
 			if !cfg.KeepAlive {
@@ -104,7 +104,7 @@ var lookPath = exec.LookPath
 // given, the target runs here (a loopback --url: not the simulator, whose GPUs are not this
 // machine's) and one is on the PATH; nil otherwise, and nothing is claimed.
 func (c *benchConfig) localGPU(stdio Stdio) *gpumetrics.Local {
-	if len(c.gpuMetrics) > 0 || c.noGPU || c.InProcess || !loopbackURL(c.url) {
+	if len(c.gpuMetrics) > 0 || c.noGPU || c.InProcess || !loopbackURL(c.URL) {
 		return nil
 	}
 	l, ok := gpumetrics.FindLocal(lookPath)
@@ -148,7 +148,7 @@ func (c *benchConfig) startSim(ctx context.Context, stdio Stdio) (tokenizer.Toke
 	if err != nil {
 		return nil, nil, err
 	}
-	c.url, c.InProcess = url, true
+	c.URL, c.InProcess = url, true
 	// The simulator is a deployment whose GPUs have a price, as simulate prices it.
 	if c.price, err = c.pricing.price(profilePrice(p), p.GPUs()); err != nil {
 		stop()
@@ -163,17 +163,12 @@ func (c *benchConfig) startSim(ctx context.Context, stdio Stdio) (tokenizer.Toke
 	return tok, stop, nil
 }
 
-// clientConfig is the client the target flags configure.
+// clientConfig is the client the target flags configure, its notes said on stdio.
 func (c *benchConfig) clientConfig(stdio Stdio) client.Config {
-	return client.Config{
-		BaseURL: c.url, API: c.API, Model: c.model, APIKey: c.apiKey, Headers: c.Headers,
-		ExtraBody: c.ExtraBody, IgnoreEOS: c.IgnoreEOS, NoStream: c.NoStream, Endpoint: c.endpoint, Timeout: c.Timeout,
-		Temperature: c.Temperature, TopP: c.TopP, IdleTimeout: c.IdleTimeout,
-		CACert: c.caCert, Insecure: c.Insecure, HTTP2: c.HTTP2, ReadStamps: c.ReadStamps,
-		DisableKeepAlive: !c.KeepAlive, SaveText: c.saveText, SessionHeader: c.sessionHeader,
-		OnServerCloses: func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) },
-		Dial:           dialTarget,
-	}
+	cc := c.Client()
+	cc.OnServerCloses = func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) }
+	cc.Dial = dialTarget
+	return cc
 }
 
 // prepare builds the live workload once the tokenizer is loaded, shaped for the API and

@@ -80,11 +80,11 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			return usageError(fmt.Errorf("--model-config: %w", err))
 		}
 	}
-	if cfg.balance != "" {
+	if cfg.Balance != "" {
 		if p.Deployment.Replicas < 2 {
-			return usageError(fmt.Errorf("--balance %s: profile %s has one replica; the router spreads requests over a deployment of several (deployment.replicas)", cfg.balance, cfg.SimProfile))
+			return usageError(fmt.Errorf("--balance %s: profile %s has one replica; the router spreads requests over a deployment of several (deployment.replicas)", cfg.Balance, cfg.SimProfile))
 		}
-		p.Deployment.Router = cfg.balance
+		p.Deployment.Router = cfg.Balance
 	}
 	p.Seed = cfg.Seed
 	// Lengths only: a tokenizer counts only datasets that bring text (o200k_base unless
@@ -103,7 +103,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		return usageError(err)
 	}
 	cfg.adaptToSource(stdio, workload.Describe(src))
-	cfg.model = p.ModelName()
+	cfg.Model = p.ModelName()
 	if cfg.price, err = cfg.pricing.price(profilePrice(p), p.GPUs()); err != nil {
 		return err
 	}

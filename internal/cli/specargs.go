@@ -29,30 +29,30 @@ type specFlag struct {
 // flag bound without an entry here fails TestSpecArgsRoundTrip. The key and headers are
 // written as they are: what prints a command line (the check command) keeps to the traffic.
 var specFlags = []specFlag{
-	{"url", func(c *benchConfig) []string { return append(str(c.url), c.moreURLs...) }},
+	{"url", func(c *benchConfig) []string { return append(str(c.URL), c.More...) }},
 	{"api", func(c *benchConfig) []string { return str(c.API) }},
-	{"model", func(c *benchConfig) []string { return str(c.model) }},
-	{"api-key", func(c *benchConfig) []string { return str(c.apiKey) }},
+	{"model", func(c *benchConfig) []string { return str(c.Model) }},
+	{"api-key", func(c *benchConfig) []string { return str(c.APIKey) }},
 	{"api-key-file", nil}, // the key it read is written as --api-key
 	{"header", func(c *benchConfig) []string { return headerArgs(c) }},
 	{"extra-body", func(c *benchConfig) []string { return jsonArg(c.ExtraBody) }},
-	{"endpoint", func(c *benchConfig) []string { return str(c.endpoint) }},
+	{"endpoint", func(c *benchConfig) []string { return str(c.Endpoint) }},
 	{"ignore-eos", func(c *benchConfig) []string { return off(c.IgnoreEOS) }},
 	{"temperature", func(c *benchConfig) []string { return ptrArg(c.Temperature) }},
 	{"top-p", func(c *benchConfig) []string { return ptrArg(c.TopP) }},
 	{"timeout", func(c *benchConfig) []string { return dur(c.Timeout) }},
 	{"idle-timeout", func(c *benchConfig) []string { return dur(c.IdleTimeout) }},
-	{"ca-cert", func(c *benchConfig) []string { return str(c.caCert) }},
+	{"ca-cert", func(c *benchConfig) []string { return str(c.CACert) }},
 	{"insecure", func(c *benchConfig) []string { return on(c.Insecure) }},
 	{"http2", func(c *benchConfig) []string { return on(c.HTTP2) }},
 	{"keep-alive", func(c *benchConfig) []string { return off(c.KeepAlive) }},
 	{"test-request", func(c *benchConfig) []string { return off(c.TestRequest) }},
 	{"read-stamps", func(c *benchConfig) []string { return on(c.ReadStamps) }},
-	{"save-text", func(c *benchConfig) []string { return on(c.saveText) }},
+	{"save-text", func(c *benchConfig) []string { return on(c.SaveText) }},
 	{"metrics-url", func(c *benchConfig) []string { return str(c.metricsURL) }},
 	{"metrics-interval", func(c *benchConfig) []string { return dur(c.metricsInterval) }},
 	{"gpu-metrics", func(c *benchConfig) []string { return gpuMetricsArgs(c) }},
-	{"balance", func(c *benchConfig) []string { return str(c.balance) }},
+	{"balance", func(c *benchConfig) []string { return str(c.Balance) }},
 	{"session-header", func(c *benchConfig) []string { return sessionHeaderArgs(c) }},
 	// Not the default profile, which plan's --model-shape and --model-config take as not given.
 	{"sim", func(c *benchConfig) []string { return when(c.SimProfile != sim.DefaultProfile, c.SimProfile) }},
@@ -222,7 +222,7 @@ func gpuMetricsArgs(c *benchConfig) []string {
 // sessionHeaderArgs writes the header a session-balanced run sends its key in ("" none);
 // otherwise a header given for a router in front of one --url.
 func sessionHeaderArgs(c *benchConfig) []string {
-	return when(c.balance == route.Session || c.sessionHeader != "", c.sessionHeader)
+	return when(c.Balance == route.Session || c.SessionHeader != "", c.SessionHeader)
 }
 
 // ladderArg writes the levels' loads of one loop (none for the default ladder, which no
