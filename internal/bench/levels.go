@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -29,6 +30,36 @@ func FinishLevel(l load.Level, index, requests int, seed int64, decide int) load
 		}
 	}
 	return l
+}
+
+// SetLadder sets s's levels on its Base: a closed-loop level per concurrency, then an
+// open-loop level per rate, or with neither, the one level stages shape; each finished with
+// s's Requests and Seed (FinishLevel, decide its SLOs' metrics.DecidingSamples).
+func (s *Spec) SetLadder(concurrency, rates []float64, stages schedule.Stages, decide int) {
+	s.Levels = nil
+	for _, n := range concurrency {
+		lvl := s.Base
+		lvl.Concurrency = int(n)
+		s.Levels = append(s.Levels, lvl)
+	}
+	for _, rate := range rates {
+		lvl := s.Base
+		lvl.Rate = rate
+		s.Levels = append(s.Levels, lvl)
+	}
+	if stages.Staged() && len(s.Levels) == 0 {
+		lvl := s.Base
+		lvl.Stages, lvl.Duration = stages, stages.Total()
+		if stages.Kind == schedule.StageConcurrency {
+			lvl.Concurrency = int(stages.Max())
+		} else {
+			lvl.Rate = stages.Max()
+		}
+		s.Levels = append(s.Levels, lvl)
+	}
+	for i := range s.Levels {
+		s.Levels[i] = FinishLevel(s.Levels[i], i, s.Requests, s.Seed, decide)
+	}
 }
 
 // DefaultRequests keeps a default level short but big enough for stable medians and for

@@ -41,10 +41,6 @@ type benchConfig struct {
 	pricing pricing
 	price   *metrics.Price
 
-	// Load beyond the Spec's ladder.
-	shard, shards int
-	maxErrorRate  float64
-
 	// chatTemplate sizes chat prompts (with the run's tokenizer, once loaded: useChat);
 	// chatOnServer has the server count them instead (--tokenizer server, no template).
 	chatTemplate *chattemplate.Template
@@ -385,7 +381,7 @@ func (r *resolver) load() ladderFlags {
 	}
 	l.warmN, l.warmD, err = parseWarmup(f.warmup)
 	r.add(err)
-	c.shard, c.shards, err = parseShard(f.shard)
+	c.Base.Shard, c.Base.Shards, err = parseShard(f.shard)
 	r.add(err)
 	if f.startAt != "" {
 		t, err := time.Parse(time.RFC3339, f.startAt)
@@ -434,7 +430,7 @@ func (r *resolver) search(l ladderFlags) {
 		r.add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
 	}
 	var err error
-	if c.maxErrorRate, err = parseErrorRate(f.maxErrorRate); err != nil {
+	if c.Base.MaxErrorRate, err = parseErrorRate(f.maxErrorRate); err != nil {
 		r.add(fmt.Errorf("--max-error-rate: %w", err))
 	}
 	switch f.search {
@@ -586,33 +582,10 @@ func (r *resolver) levels(l ladderFlags) {
 		l.concurrency = []float64{1, 4, 16, 64, 256}
 		c.DefaultLoad = true
 	}
-	base := load.Level{Arrival: l.arrival, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
-		Warmup: l.warmN, WarmupTime: l.warmD, Cooldown: f.cooldown, Shard: c.shard, Shards: c.shards,
-		MaxErrorRate: c.maxErrorRate}
-	c.Base, c.Requests = base, f.requests
-	for _, n := range l.concurrency {
-		lvl := base
-		lvl.Concurrency = int(n)
-		c.Levels = append(c.Levels, lvl)
-	}
-	for _, rate := range l.rates {
-		lvl := base
-		lvl.Rate = rate
-		c.Levels = append(c.Levels, lvl)
-	}
-	if st := l.stages; st.Staged() && len(c.Levels) == 0 {
-		lvl := base
-		lvl.Stages, lvl.Duration = st, st.Total()
-		if st.Kind == schedule.StageConcurrency {
-			lvl.Concurrency = int(st.Max())
-		} else {
-			lvl.Rate = st.Max()
-		}
-		c.Levels = append(c.Levels, lvl)
-	}
-	for i := range c.Levels {
-		c.Levels[i] = c.finishLevel(c.Levels[i], i, f.requests)
-	}
+	b := &c.Base // its shard and error-rate limit are set already (load, search)
+	b.Arrival, b.MaxConcurrency, b.Duration, c.Requests = l.arrival, f.maxConcurrency, f.duration, f.requests
+	b.Warmup, b.WarmupTime, b.Cooldown = l.warmN, l.warmD, f.cooldown
+	c.SetLadder(l.concurrency, l.rates, l.stages, metrics.DecidingSamples(c.metrics.SLOs))
 	r.checkLevels()
 }
 
@@ -627,7 +600,7 @@ func (r *resolver) checkLevels() {
 		if c.Search == "rate" || c.Search == "" && f.rate != "" {
 			probe.Rate = 1
 		} else {
-			probe.Concurrency = max(1, c.shards) // the fewest workers the shards split
+			probe.Concurrency = max(1, c.Base.Shards) // the fewest workers the shards split
 		}
 		levels = []load.Level{c.finishLevel(probe, 0, f.requests)}
 	}

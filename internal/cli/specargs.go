@@ -81,12 +81,14 @@ var specFlags = []specFlag{
 	{"duration", func(c *benchConfig) []string { return dur(c.Base.Duration) }},
 	{"warmup", func(c *benchConfig) []string { return append(num(c.Base.Warmup), dur(c.Base.WarmupTime)...) }},
 	{"cooldown", func(c *benchConfig) []string { return dur(c.Base.Cooldown) }},
-	{"max-error-rate", func(c *benchConfig) []string { return num(c.maxErrorRate) }},
+	{"max-error-rate", func(c *benchConfig) []string { return num(c.Base.MaxErrorRate) }},
 	{"search", func(c *benchConfig) []string { return str(string(c.Search)) }},
 	{"search-max", func(c *benchConfig) []string { return num(c.SearchMax) }},
 	{"repeat", func(c *benchConfig) []string { return num(c.Repeat) }},
 	{"stop-on-saturation", func(c *benchConfig) []string { return on(c.StopOnSaturation) }},
-	{"shard", func(c *benchConfig) []string { return when(c.shards > 1, rundesc.ShardString(c.shard, c.shards)) }},
+	{"shard", func(c *benchConfig) []string {
+		return when(c.Base.Shards > 1, rundesc.ShardString(c.Base.Shard, c.Base.Shards))
+	}},
 	{"start-at", func(c *benchConfig) []string { return when(!c.StartAt.IsZero(), c.StartAt.Format(time.RFC3339Nano)) }},
 	{"input-tokens", func(c *benchConfig) []string { return str(c.Workload.InputTokens.String()) }},
 	{"output-tokens", func(c *benchConfig) []string { return str(c.Workload.OutputTokens.String()) }},
