@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -160,47 +157,22 @@ const paceSlower = calibrate.DriftWarnPct / 100
 // larger than any fit's error: a prediction there holds only while the server keeps the pace
 // it was calibrated at, and the user should know it before buying GPUs by it.
 func paceSensitivity(ctx context.Context, stdio Stdio, cfg *benchConfig, sum *report.Summary, slower bench.LevelRunner) error {
-	if !slices.ContainsFunc(sum.Levels, func(l report.Level) bool { return l.Rate > 0 }) {
-		return nil // a closed loop's latency moves with the pace, no more
-	}
-	tmp, err := os.MkdirTemp("", "llmbench-pace-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	bc := cfg.bench(stdio)
-	bc.Output = bench.Output{Dir: filepath.Join(tmp, "run"), Records: record.FormatCompact}
-	bc.Console = bench.Console{Out: io.Discard, Quiet: true}
-	out, err := bench.Run(ctx, bc, time.Now(), slower)
-	if err != nil || ctx.Err() != nil { // interrupted: nothing to compare, and nothing lost
+	moves, err := bench.PaceMoves(ctx, cfg.bench(stdio), sum, slower)
+	if err != nil || len(moves) == 0 {
 		return err
 	}
 	var lines, far []string
-	for i, l := range sum.Levels {
-		if l.Rate <= 0 || i >= len(out.Summary.Levels) {
-			continue
-		}
+	for _, m := range moves {
 		var parts []string
 		moved := false
-		for _, k := range []figure.Key{figure.TTFTP50, figure.TPOTP50} {
-			a, b := levelFigure(&l, k), levelFigure(&out.Summary.Levels[i], k)
-			if math.IsNaN(a) || math.IsNaN(b) || a <= 0 {
-				continue
-			}
-			move := 100 * (b/a - 1)
-			moved = moved || move > 2*100*paceSlower
-			parts = append(parts, fmt.Sprintf("%s %.4g → %.4g ms (%+.0f%%)", strings.ToUpper(strings.Replace(k.Name(), "_p", " P", 1)), a, b, move))
+		for _, f := range m.Figures {
+			moved = moved || f.Pct() > 2*100*paceSlower
+			parts = append(parts, fmt.Sprintf("%s %.4g → %.4g ms (%+.0f%%)", strings.ToUpper(strings.Replace(f.Key.Name(), "_p", " P", 1)), f.From, f.To, f.Pct()))
 		}
-		if len(parts) == 0 {
-			continue
-		}
-		lines = append(lines, l.Name+": "+strings.Join(parts, ", "))
+		lines = append(lines, m.Level+": "+strings.Join(parts, ", "))
 		if moved {
-			far = append(far, l.Name)
+			far = append(far, m.Level)
 		}
-	}
-	if len(lines) == 0 {
-		return nil
 	}
 	head := fmt.Sprintf("Pace sensitivity: the open loops again with the server %.0f%% slower than calibrated (as a busy host or a drifting server runs; calibrate states the drift it saw):", 100*paceSlower)
 	fmt.Fprintln(stdio.Out)
@@ -213,20 +185,6 @@ func paceSensitivity(ctx context.Context, stdio Stdio, cfg *benchConfig, sum *re
 			strings.Join(far, ", "), 2*100*paceSlower, 100*paceSlower), 2, 4, console.Width))
 	}
 	return nil
-}
-
-// levelFigure is a level's figure k in ms; NaN when the level has none.
-func levelFigure(l *report.Level, k figure.Key) float64 {
-	f := k.Figure()
-	s, ok := l.Stats(f.Metric)
-	if !ok {
-		return math.NaN()
-	}
-	p, ok := s.Get(f.Pct)
-	if !ok {
-		return math.NaN()
-	}
-	return p.Value
 }
 
 // printValidity states a calibrated profile's validity range and warns when the run asks
