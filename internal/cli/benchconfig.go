@@ -46,11 +46,8 @@ type benchConfig struct {
 	chatTemplate *chattemplate.Template
 	chatOnServer bool
 	metrics      metrics.Config
-	outputDir    string
+	output       bench.Output // the run's files (bench.Config.Validate checks their formats)
 	noProgress   bool
-	resultFormat string
-	records      record.Format
-	overwrite    bool // --overwrite: replace the run in outputDir
 	wide         bool // --wide: the whole ladder table
 	quiet        bool // --quiet: the ladder and the results folder only
 	seedDrawn    bool // no --seed: run --url drew seed for this run (drawSeed)
@@ -563,14 +560,13 @@ func (r *resolver) sampling() {
 // outputs reads the flags of the run's files and console.
 func (r *resolver) outputs(now time.Time) {
 	f, c := r.f, r.c
-	c.records, c.resultFormat = record.Format(f.records), f.resultFormat // bench.Config.Validate checks them
-	c.outputDir = f.outputDir
-	if c.outputDir == "" {
-		c.outputDir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
+	c.output = bench.Output{Dir: f.outputDir, Overwrite: f.overwrite, Records: record.Format(f.records), ResultFormat: f.resultFormat}
+	if c.output.Dir == "" {
+		c.output.Dir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
 	}
-	c.overwrite, c.wide, c.quiet = f.overwrite, f.wide, f.quiet
-	if files := bench.RunFiles(c.outputDir); len(files) > 0 && !f.overwrite {
-		r.add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.outputDir, strings.Join(files, ", ")))
+	c.wide, c.quiet = f.wide, f.quiet
+	if files := bench.RunFiles(c.output.Dir); len(files) > 0 && !f.overwrite {
+		r.add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.output.Dir, strings.Join(files, ", ")))
 	}
 }
 

@@ -36,7 +36,7 @@ func (c *benchConfig) conclude(ctx context.Context, stdio Stdio, out bench.Outco
 	if len(c.metrics.SLOs) > 0 && !metrics.HasVerdict(c.metrics.SLOs) {
 		fmt.Fprintln(stdio.Err, "note: --slo's per-request bounds define goodput but judge no level, so they never fail the run: add goodput>=0.95 (or a percentile term such as ttft:p99<=1s) to make them a gate (exit 3)")
 	}
-	fmt.Fprintf(stdio.Out, "\nResults: %s\n", c.outputDir)
+	fmt.Fprintf(stdio.Out, "\nResults: %s\n", c.output.Dir)
 	return exitStatus(ctx, sum, out.Err)
 }
 
@@ -46,7 +46,7 @@ func (c *benchConfig) bench(stdio Stdio) bench.Config {
 	return bench.Config{
 		Spec: c.Spec, Metrics: c.metrics,
 		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.URL, c.API, c.Model), SLO: c.sloSpec, Price: c.price},
-		Output:   bench.Output{Dir: c.outputDir, Overwrite: c.overwrite, Records: c.records, ResultFormat: c.resultFormat},
+		Output:   c.output,
 		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,
 			Warn: func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) },
 			Stopped: func(level string) {

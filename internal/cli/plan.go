@@ -223,7 +223,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	pl.Schema, pl.Version, pl.Model, pl.Profile = plan.Schema, Version, base.ModelName(), base.Name
 	pl.Load, pl.Workload, pl.SLO = load, wl, cfg.sloSpec
 	check := f.checkCommand(cfg, pl.BestCandidate(), pc.Traffic.Fixed)
-	if err := writePlan(cfg.outputDir, pl, check); err != nil {
+	if err := writePlan(cfg.output.Dir, pl, check); err != nil {
 		return withCode(ExitFailure, err)
 	}
 	fmt.Fprintln(stdio.Out)
@@ -232,9 +232,9 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 		fmt.Fprintf(stdio.Err, "warning: %s\n", w)
 	}
 	if pl.Best != nil {
-		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.outputDir, "best.yaml"), shellFold(check, 2))
+		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.output.Dir, "best.yaml"), shellFold(check, 2))
 	}
-	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.outputDir)
+	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.output.Dir)
 	switch {
 	case ctx.Err() != nil:
 		return withCode(ExitInterrupted, nil)

@@ -202,7 +202,7 @@ var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warm
 // horizon the plan judged it over (unless the traffic's length was fixed): the run's own
 // arguments (specArgs), restricted to the traffic flags given.
 func (f *planFlags) checkCommand(cfg *benchConfig, best *plan.Candidate, fixed bool) string {
-	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(cfg.outputDir, "best.yaml"))}
+	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(cfg.output.Dir, "best.yaml"))}
 	for _, a := range specArgs(cfg, func(name string) bool {
 		return slices.Contains(planTrafficFlags, name) && f.bench.fs.Changed(name)
 	}) {
@@ -245,14 +245,14 @@ func (f *planFlags) base() (sim.Profile, error) {
 // already holds a plan, unless --overwrite.
 func (f *planFlags) outputDir(cfg *benchConfig, now time.Time) error {
 	if !f.bench.fs.Changed("output-dir") {
-		cfg.outputDir = "llmbench-results/plan-" + now.UTC().Format("20060102T150405Z")
+		cfg.output.Dir = "llmbench-results/plan-" + now.UTC().Format("20060102T150405Z")
 	}
-	if cfg.overwrite {
+	if cfg.output.Overwrite {
 		return nil
 	}
 	for _, name := range planFiles {
-		if _, err := os.Stat(filepath.Join(cfg.outputDir, name)); err == nil {
-			return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.outputDir, name)
+		if _, err := os.Stat(filepath.Join(cfg.output.Dir, name)); err == nil {
+			return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.output.Dir, name)
 		}
 	}
 	return nil

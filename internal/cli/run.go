@@ -91,7 +91,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if !cfg.modelChecked {
 		live.Warn = func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) }
 	}
-	writingResults(cfg.outputDir)
+	writingResults(cfg.output.Dir)
 	defer writingResults("")
 	out, err := bench.RunLive(ctx, cfg.bench(stdio), live, bench.Workload{Config: cfg.Workload, Prepare: cfg.prepare(stdio)})
 	return cfg.conclude(ctx, stdio, out, err)

@@ -121,13 +121,13 @@ var specFlags = []specFlag{
 	{"fan-out", func(c *benchConfig) []string { return num(c.Workload.Agent.FanOut) }},
 	{"compact-at", func(c *benchConfig) []string { return num(c.Workload.Agent.CompactAt) }},
 	{"compact-to", func(c *benchConfig) []string { return num(c.Workload.Agent.CompactTo) }},
-	{"output-dir", func(c *benchConfig) []string { return str(c.outputDir) }},
-	{"overwrite", func(c *benchConfig) []string { return on(c.overwrite) }},
+	{"output-dir", func(c *benchConfig) []string { return str(c.output.Dir) }},
+	{"overwrite", func(c *benchConfig) []string { return on(c.output.Overwrite) }},
 	{"no-progress", func(c *benchConfig) []string { return on(c.noProgress) }},
 	{"quiet", func(c *benchConfig) []string { return on(c.quiet) }},
 	{"wide", func(c *benchConfig) []string { return on(c.wide) }},
-	{"result-format", func(c *benchConfig) []string { return str(c.resultFormat) }},
-	{"records", func(c *benchConfig) []string { return str(string(c.records)) }},
+	{"result-format", func(c *benchConfig) []string { return str(c.output.ResultFormat) }},
+	{"records", func(c *benchConfig) []string { return str(string(c.output.Records)) }},
 	{"config", nil}, // its settings are written as the flags they set
 }
 
