@@ -87,7 +87,7 @@ func loadRun(dir string) (*report.Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: summary.json slo: %w", dir, err)
 	}
-	if _, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}, false); err != nil {
+	if _, err := report.Recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}, false); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	return sum, nil

@@ -15,7 +15,6 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
-	"github.com/llmbench/llmbench/internal/schedule"
 )
 
 func newReportCmd(stdio Stdio) *cobra.Command {
@@ -45,7 +44,7 @@ re-price it.`,
 			if err != nil {
 				return err
 			}
-			col, err := recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}, resultFormat == "vllm")
+			col, err := report.Recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}, resultFormat == "vllm")
 			if err != nil {
 				return withCode(ExitFailure, err)
 			}
@@ -156,66 +155,4 @@ func mustAbs(p string) string {
 		return a
 	}
 	return p
-}
-
-// recompute replaces every level's figures in sum by those aggregated from dir's
-// records.jsonl, read once, keeping each level's load description; the collector it
-// returns holds report.html's charts.
-//
-// With vllm the collector also keeps each level's requests for vllm.json's arrays.
-func recompute(dir string, sum *report.Summary, cfg metrics.Config, vllm bool) (*report.Collector, error) {
-	col := report.NewCollector(cfg)
-	col.SharedPrefix = sum.Workload.PrefixTokens + sum.Workload.ChatPrefixTokens
-	if vllm {
-		col.KeepVLLMRequests()
-	}
-	path, err := record.Find(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := tolerateTruncated(record.EachInFile(path, func(r *record.Record) error { col.Add(r); return nil }), col.Note); err != nil {
-		return nil, err
-	}
-	if sum.EndReason == report.EndRunning {
-		sum.EndReason = report.EndKilled
-	}
-	planned := sum.Load.Levels
-	for _, lvl := range col.Indices() {
-		switch {
-		case lvl < 0:
-			return nil, fmt.Errorf("records.jsonl: negative level %d", lvl)
-		case lvl < len(sum.Levels):
-		case lvl < len(planned):
-			// A level the run had started when it was killed: its load comes from the
-			// configuration; its figures are partial.
-			for len(sum.Levels) <= lvl {
-				p := planned[len(sum.Levels)]
-				l := report.Level{Name: p.Name(), Concurrency: p.Concurrency, Rate: p.Rate, Partial: true}
-				if st, err := schedule.ParseStages(p.Stages); err == nil && p.Stages != "" {
-					l.Stages = report.StagesOf(st)
-				}
-				sum.Levels = append(sum.Levels, l)
-			}
-		default:
-			return nil, fmt.Errorf("records.jsonl: level %d is not in summary.json (it lists %d levels)", lvl, len(sum.Levels))
-		}
-	}
-	for i := range sum.Levels {
-		sum.Levels[i].Level = col.Level(i)
-		sum.Levels[i].PrefixCacheHits = col.PrefixCacheHits(i)
-		sum.Levels[i].Endpoints = col.Endpoints(i, sum.Target.Endpoints)
-		sum.Levels[i].Stages = col.Stages(i, sum.Levels[i].Stages)
-	}
-	sum.Judge()
-	return col, nil
-}
-
-// tolerateTruncated takes a records.jsonl whose last line a killed writer cut short as it
-// stands, passing the fact to note; other errors stay errors.
-func tolerateTruncated(err error, note func(string)) error {
-	if errors.Is(err, record.ErrTruncated) {
-		note(err.Error())
-		return nil
-	}
-	return err
 }
