@@ -21,6 +21,27 @@ func (s *Spec) Source(tok tokenizer.Tokenizer) (workload.Source, error) {
 	return s.WrapSource(src, tok)
 }
 
+// UseChat sets how the workload counts chat prompts, once the tokenizer is loaded: with
+// the chat template and tok, or by the server (a tokenizer.Server) when it can format
+// messages; otherwise message text alone. An error says why the server cannot.
+func (s *Spec) UseChat(tok tokenizer.Tokenizer) error {
+	s.Workload.OneMessage = s.API == client.APIOllamaGenerate
+	switch {
+	case s.ChatTemplate != nil:
+		s.Workload.Chat = workload.WatchChat(workload.TemplateChat(s.ChatTemplate, tok))
+	case s.ChatOnServer:
+		srv, ok := tok.(*tokenizer.Server)
+		if !ok {
+			return nil
+		}
+		if _, err := srv.CountChat([]workload.Message{{Role: "user", Content: "Hello"}}); err != nil {
+			return err
+		}
+		s.Workload.Chat = workload.WatchChat(srv)
+	}
+	return nil
+}
+
 // WrapSource shapes the workload's requests for the API: tools offered, batches of inputs
 // (embeddings), a query with documents (rerank), or prompts with images.
 func (s *Spec) WrapSource(src workload.Source, tok tokenizer.Tokenizer) (workload.Source, error) {

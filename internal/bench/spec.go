@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
@@ -38,7 +39,11 @@ type Spec struct {
 
 	Workload  workload.Config
 	Tokenizer string
-	Seed      int64 // fixes every level's arrivals and prompts
+	// ChatTemplate sizes chat prompts with the run's tokenizer once it is loaded (UseChat);
+	// ChatOnServer has the server count them instead (a server tokenizer, no template).
+	ChatTemplate *chattemplate.Template
+	ChatOnServer bool
+	Seed         int64 // fixes every level's arrivals and prompts
 	// DefaultLoad says no load was given (no --concurrency, --rate or --search): the default
 	// ladder, which a trace's own arrivals replace (FitToSource).
 	DefaultLoad bool

@@ -41,16 +41,12 @@ type benchConfig struct {
 	pricing pricing
 	price   *metrics.Price
 
-	// chatTemplate sizes chat prompts (with the run's tokenizer, once loaded: useChat);
-	// chatOnServer has the server count them instead (--tokenizer server, no template).
-	chatTemplate *chattemplate.Template
-	chatOnServer bool
-	metrics      metrics.Config
-	output       bench.Output // the run's files (bench.Config.Validate checks their formats)
-	noProgress   bool
-	wide         bool // --wide: the whole ladder table
-	quiet        bool // --quiet: the ladder and the results folder only
-	seedDrawn    bool // no --seed: run --url drew seed for this run (drawSeed)
+	metrics    metrics.Config
+	output     bench.Output // the run's files (bench.Config.Validate checks their formats)
+	noProgress bool
+	wide       bool // --wide: the whole ladder table
+	quiet      bool // --quiet: the ladder and the results folder only
+	seedDrawn  bool // no --seed: run --url drew seed for this run (drawSeed)
 
 	metricsURL      string // "" = probe the target's /metrics; "none" = off
 	metricsInterval time.Duration
@@ -507,14 +503,14 @@ func (r *resolver) workload() {
 	}
 	if live {
 		var err error
-		c.chatTemplate, err = resolveChatTemplate(f.chatTemplate, f.tokenizer, f.api)
+		c.ChatTemplate, err = resolveChatTemplate(f.chatTemplate, f.tokenizer, f.api)
 		r.add(err)
-		c.chatOnServer = f.chatTemplate == "" && f.tokenizer == "server" && client.AppliesChatTemplate(f.api)
+		c.ChatOnServer = f.chatTemplate == "" && f.tokenizer == "server" && client.AppliesChatTemplate(f.api)
 		if f.api == client.APIOllamaGenerate && f.turns > 1 {
 			// Its prompt is the whole conversation joined, which Ollama formats as one
 			// user message: the turns are not the template's messages, so message text
 			// alone is sized (and the server's count differs by the template's tokens).
-			c.chatTemplate, c.chatOnServer = nil, false
+			c.ChatTemplate, c.ChatOnServer = nil, false
 		}
 	}
 	if !live && f.tokenizer == "server" {
@@ -710,24 +706,11 @@ func resolveChatTemplate(flag, tok, api string) (*chattemplate.Template, error) 
 	return tm, nil
 }
 
-// useChat sets how the workload counts chat prompts, once the tokenizer is loaded: with
-// the chat template and tok, or by the server (--tokenizer server) when it can format
-// messages; otherwise message text alone, which a note says.
+// useChat sets how the workload counts chat prompts, once the tokenizer is loaded
+// (bench.Spec.UseChat); a note says where the server cannot count them.
 func (c *benchConfig) useChat(stdio Stdio, tok tokenizer.Tokenizer) {
-	c.Workload.OneMessage = c.API == client.APIOllamaGenerate
-	switch {
-	case c.chatTemplate != nil:
-		c.Workload.Chat = workload.WatchChat(workload.TemplateChat(c.chatTemplate, tok))
-	case c.chatOnServer:
-		s, ok := tok.(*tokenizer.Server)
-		if !ok {
-			return
-		}
-		if _, err := s.CountChat([]workload.Message{{Role: "user", Content: "Hello"}}); err != nil {
-			fmt.Fprintf(stdio.Err, "note: chat prompts are sized by their message text: %v; the server adds its chat template's tokens (give --chat-template the model's template for exact lengths)\n", err)
-			return
-		}
-		c.Workload.Chat = workload.WatchChat(s)
+	if err := c.UseChat(tok); err != nil {
+		fmt.Fprintf(stdio.Err, "note: chat prompts are sized by their message text: %v; the server adds its chat template's tokens (give --chat-template the model's template for exact lengths)\n", err)
 	}
 }
 

@@ -144,7 +144,7 @@ func (c *benchConfig) startSim(ctx context.Context, stdio Stdio) (tokenizer.Toke
 	// The simulator counts prompts with the run's tokenizer (and formats chat with its
 	// chat template), as a real server counts them with the model's, so
 	// usage.prompt_tokens matches the intended lengths.
-	url, p, stop, err := startInProcessSim(ctx, c.SimProfile, c.Seed, func(s string) int { return len(tok.Encode(s)) }, c.chatTemplate)
+	url, p, stop, err := startInProcessSim(ctx, c.SimProfile, c.Seed, func(s string) int { return len(tok.Encode(s)) }, c.ChatTemplate)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -253,9 +253,9 @@ func stagesArg(c *benchConfig) []string {
 // sized by their text alone (not where the server counts them).
 func chatTemplateArg(c *benchConfig) []string {
 	switch {
-	case c.chatTemplate != nil:
-		return []string{c.chatTemplate.Path()}
-	case c.chatOnServer || !c.Live:
+	case c.ChatTemplate != nil:
+		return []string{c.ChatTemplate.Path()}
+	case c.ChatOnServer || !c.Live:
 		return nil
 	}
 	return []string{"none"}

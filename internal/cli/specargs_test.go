@@ -240,10 +240,10 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 				t.Errorf("%s %s\nwritten back as %s: %v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), err)
 				return
 			}
-			if c1.chatTemplate.Path() != c2.chatTemplate.Path() {
-				t.Errorf("%s --%s: chat template %s, then %s", cmd.name, fl.Name, c1.chatTemplate.Path(), c2.chatTemplate.Path())
+			if c1.ChatTemplate.Path() != c2.ChatTemplate.Path() {
+				t.Errorf("%s --%s: chat template %s, then %s", cmd.name, fl.Name, c1.ChatTemplate.Path(), c2.ChatTemplate.Path())
 			}
-			c1.chatTemplate, c2.chatTemplate = nil, nil
+			c1.ChatTemplate, c2.ChatTemplate = nil, nil
 			if !reflect.DeepEqual(c1, c2) {
 				t.Errorf("%s %s\nwritten back as %s\nresolves to\n%+v\nnot\n%+v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), *c2, *c1)
 			}
