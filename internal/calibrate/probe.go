@@ -6,9 +6,12 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/figure"
 )
@@ -410,6 +413,34 @@ func stepOf(name string) (Phase, int) {
 		}
 	}
 	return "", 0
+}
+
+// StepTrace is the name of a probe step's trace, in its run folder.
+const StepTrace = "trace.jsonl"
+
+// WriteStepFiles writes, into step's run folder dir beside its run files, what the server
+// published (so that a refit of the folders alone, calibrate FILE.probe/*, knows it too)
+// and the mixed step's trace (inside the folder, so that FILE.probe/* names run folders
+// only); it returns the trace's path, "" for a step without one.
+func WriteStepFiles(dir string, pub Published, step Step) (string, error) {
+	if pub.Slots > 0 {
+		if err := atomicfile.Write(filepath.Join(dir, PublishedFile), pub.Write); err != nil {
+			return "", err
+		}
+	}
+	if step.Trace == nil {
+		return "", nil
+	}
+	trace := filepath.Join(dir, StepTrace)
+	return trace, atomicfile.Write(trace, func(w io.Writer) error { return WriteTrace(w, step.Trace) })
+}
+
+// RemoveStepFiles removes what WriteStepFiles wrote into dir, and dir when that leaves it
+// empty: a failed step's folder, so that nothing blocks a calibration run again.
+func RemoveStepFiles(dir string) {
+	os.Remove(filepath.Join(dir, PublishedFile))
+	os.Remove(filepath.Join(dir, StepTrace))
+	os.Remove(dir) // os.Remove removes no folder that is not empty: what was measured stays
 }
 
 // WriteTrace writes rows as a Mooncake trace (JSON lines of timestamp in ms, input_length,

@@ -410,7 +410,7 @@ func (p *prober) step(ctx context.Context, stdio Stdio, step calibrate.Step, n i
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return calibrate.Point{}, withCode(ExitFailure, err)
 	}
-	trace, err := p.writeStepFiles(step, out)
+	trace, err := calibrate.WriteStepFiles(out, p.pub, step)
 	if err != nil {
 		return calibrate.Point{}, withCode(ExitFailure, err)
 	}
@@ -419,11 +419,9 @@ func (p *prober) step(ctx context.Context, stdio Stdio, step calibrate.Step, n i
 		err = runLive(ctx, Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err}, cfg)
 	}
 	if err != nil {
-		// Folders the step left empty go (os.Remove removes nothing else): what was
-		// measured stays, and nothing blocks a calibration run again.
-		os.Remove(filepath.Join(out, calibrate.PublishedFile))
-		os.Remove(filepath.Join(out, "trace.jsonl"))
-		os.Remove(out)
+		// Folders the step left empty go: what was measured stays, and nothing blocks a
+		// calibration run again.
+		calibrate.RemoveStepFiles(out)
 		os.Remove(p.dir)
 		if ctx.Err() != nil {
 			return calibrate.Point{}, withCode(ExitInterrupted, fmt.Errorf("interrupted at probe step %s; the steps done are in %s", step.Name, p.dir))
@@ -458,23 +456,6 @@ func stepHint(step calibrate.Step, tok string) string {
 		return fmt.Sprintf(". If the server refused %d requests in flight, give --max-concurrency below that", step.Concurrency)
 	}
 	return ""
-}
-
-// writeStepFiles writes, beside the step's run files, what the server published (so that
-// a refit of the folders alone, calibrate FILE.probe/*, knows it too) and the mixed step's
-// trace (inside the folder, so that FILE.probe/* names run folders only); it returns the
-// trace's path, "" for a step without one.
-func (p *prober) writeStepFiles(step calibrate.Step, out string) (string, error) {
-	if p.pub.Slots > 0 {
-		if err := atomicfile.Write(filepath.Join(out, calibrate.PublishedFile), func(w io.Writer) error { return p.pub.Write(w) }); err != nil {
-			return "", err
-		}
-	}
-	if step.Trace == nil {
-		return "", nil
-	}
-	trace := filepath.Join(out, "trace.jsonl")
-	return trace, atomicfile.Write(trace, func(w io.Writer) error { return calibrate.WriteTrace(w, step.Trace) })
 }
 
 // stepConfig is probe step n as a run into folder out: run's flags for it, resolved as run
