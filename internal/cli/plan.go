@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -61,9 +59,6 @@ profile that simulate --sim and serve --sim accept.`,
 	cmd.Annotations = map[string]string{resolvesFlagErrors: "resolve"}
 	return cmd
 }
-
-// planFiles are the files plan writes into its folder.
-var planFiles = []string{"plan.json", "plan.html", "best.yaml"}
 
 // resolve checks every flag, reporting all problems at once, and builds the plan's
 // configuration; stdio hears the notes on what the plan will and will not do.
@@ -248,33 +243,12 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	return nil
 }
 
-// writePlan writes plan.json, plan.html and, when a candidate meets the SLOs, best.yaml
-// into dir, each atomically.
+// writePlan writes the plan's files into dir (plan.WriteFiles), made if need be.
 func writePlan(dir string, pl *plan.Plan, check string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
 	}
-	var errs []error
-	if b := pl.BestCandidate(); b != nil {
-		pl.BestProfile = "best.yaml"
-		p := b.Profile()
-		if p.Cost.Kind == sim.CostTable && !filepath.IsAbs(p.Cost.File) {
-			// best.yaml lies elsewhere than the profile whose table it names.
-			if abs, err := filepath.Abs(filepath.Join(filepath.Dir(pl.Profile), p.Cost.File)); err == nil {
-				p.Cost.File = abs
-			}
-		}
-		header := fmt.Sprintf("llmbench plan's chosen deployment: %s\nfor %s at %s %s meeting %s (plan.json's candidate 1).\nreplicas is the fewest that meet the SLOs; one fewer does not. Check it:\n  %s",
-			b.Describe(), pl.Model, strconv.FormatFloat(pl.Rate, 'g', 4, 64), pl.RateUnit, pl.SLO, check)
-		errs = append(errs, atomicfile.Write(filepath.Join(dir, "best.yaml"), func(w io.Writer) error {
-			_, err := w.Write(p.YAML(header))
-			return err
-		}))
-	}
-	errs = append(errs,
-		atomicfile.Write(filepath.Join(dir, "plan.json"), func(w io.Writer) error { return plan.WriteJSON(w, pl) }),
-		atomicfile.Write(filepath.Join(dir, "plan.html"), func(w io.Writer) error { return plan.WriteHTML(w, pl) }))
-	return errors.Join(errs...)
+	return plan.WriteFiles(dir, pl, check)
 }
 
 // describeTraffic names the traffic for the console: its arrivals and lengths, or its dataset.

@@ -250,7 +250,7 @@ func (f *planFlags) outputDir(cfg *benchConfig, now time.Time) error {
 	if cfg.output.Overwrite {
 		return nil
 	}
-	for _, name := range planFiles {
+	for _, name := range plan.Files {
 		if _, err := os.Stat(filepath.Join(cfg.output.Dir, name)); err == nil {
 			return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.output.Dir, name)
 		}
