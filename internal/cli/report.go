@@ -3,13 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/bench"
 
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -57,7 +55,13 @@ re-price it.`,
 			if err := os.MkdirAll(outDir, 0o755); err != nil {
 				return err
 			}
-			if err := copyRecords(dir, outDir); err != nil {
+			// The records go beside the recomputed files, so that it is a whole run that
+			// report, compare and merge read again; in place, they are never touched.
+			if err := record.CopyInto(dir, outDir); err != nil {
+				var occupied *record.OccupiedError
+				if errors.As(err, &occupied) {
+					err = fmt.Errorf("--output-dir %s already holds another run's records (%s): give another folder", occupied.Dir, occupied.Name)
+				}
 				return withCode(ExitFailure, err)
 			}
 			if err := bench.WriteResults(outDir, resultFormat, sum, col); err != nil {
@@ -119,40 +123,4 @@ func rejudge(sum *report.Summary, dir string, changed func(string) bool, percent
 		return nil, usageError(errors.Join(errs...))
 	}
 	return slos, nil
-}
-
-// copyRecords puts the run's records beside the recomputed files when they go to another
-// folder, so that it is a whole run that report, compare and merge read again. In place,
-// the records are never touched.
-func copyRecords(dir, outDir string) error {
-	src, err := record.Find(dir)
-	if err != nil {
-		return err
-	}
-	dst := filepath.Join(outDir, filepath.Base(src))
-	if a, b := mustAbs(src), mustAbs(dst); a == b {
-		return nil
-	}
-	if st, err := os.Stat(dst); err == nil {
-		if sst, err := os.Stat(src); err == nil && os.SameFile(st, sst) {
-			return nil // linked there by an earlier report
-		}
-		return fmt.Errorf("--output-dir %s already holds another run's records (%s): give another folder", outDir, filepath.Base(dst))
-	}
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	return atomicfile.Write(dst, func(w io.Writer) error { _, err := io.Copy(w, in); return err })
-}
-
-func mustAbs(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
 }
