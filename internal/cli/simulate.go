@@ -256,8 +256,6 @@ func warnLimits(stdio Stdio, p sim.Profile, cfg *benchConfig) {
 // than the lengths' factor.
 const openRateFar = 1.5
 
-// describeDeployment names a deployment other than one GPU in the model's precision, for
-// the console; "" for that one.
 // simulatingLine names what simulate runs: the profile, or with --model-config the model it
 // names on the profile's GPU and engine (the profile's own model is not what runs then).
 func simulatingLine(profile, modelConfig string, p sim.Profile) string {
@@ -272,6 +270,8 @@ func simulatingLine(profile, modelConfig string, p sim.Profile) string {
 		p.ModelName(), modelConfig, gpu, profile, describeDeployment(p))
 }
 
+// describeDeployment names a deployment other than one GPU in the model's precision, for
+// the console; "" for that one.
 func describeDeployment(p sim.Profile) string {
 	d := p.Deployment.String()
 	if p.Speculative.On() {
