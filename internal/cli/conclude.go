@@ -23,7 +23,7 @@ func (c *benchConfig) conclude(ctx context.Context, stdio Stdio, out bench.Outco
 		return benchError(err)
 	}
 	sum := out.Summary
-	if c.Live && !c.ReadStamps && !c.HTTP2 && client.KernelStampsSupported() && !kernelStamped(sum) {
+	if c.Live && !c.ReadStamps && !c.HTTP2 && client.KernelStampsSupported() && !sum.KernelStamped() {
 		fmt.Fprintln(stdio.Err, "note: the kernel gave no receive timestamps (SO_TIMESTAMPNS), so token events were timed when llmbench read them (docs/metrics.md)")
 	}
 	if len(sum.Levels) > 1 || (c.quiet && len(sum.Levels) > 0) {
@@ -111,19 +111,6 @@ func benchError(err error) error {
 			err, results.Dir, reportCommand(results.Dir)))
 	}
 	return err
-}
-
-// kernelStamped says whether any level has requests whose events the kernel stamped, or
-// none completed (nothing to say then).
-func kernelStamped(sum *report.Summary) bool {
-	completed := 0
-	for _, l := range sum.Levels {
-		if l.ReadLag != nil {
-			return true
-		}
-		completed += l.Completed
-	}
-	return completed == 0
 }
 
 // exitStatus maps the run's outcome to an exit code.

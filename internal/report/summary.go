@@ -328,6 +328,19 @@ func (s *Summary) SLOPassed() (passed, judged bool) {
 	return metrics.AnyPassed(lv)
 }
 
+// KernelStamped says whether any level has requests whose events the kernel stamped (its
+// read lag is measured), or none completed (nothing to say then).
+func (s *Summary) KernelStamped() bool {
+	completed := 0
+	for _, l := range s.Levels {
+		if l.ReadLag != nil {
+			return true
+		}
+		completed += l.Completed
+	}
+	return completed == 0
+}
+
 // WriteJSON writes s as indented JSON with a final newline.
 func WriteJSON(w io.Writer, s *Summary) error {
 	enc := json.NewEncoder(w)

@@ -339,3 +339,20 @@ func TestReadV2(t *testing.T) {
 		t.Errorf("v2 interval read as %+v", p)
 	}
 }
+
+// TestKernelStamped: a level with a read lag was kernel-stamped; completed requests with
+// none were not; a run that completed nothing says nothing.
+func TestKernelStamped(t *testing.T) {
+	for _, tc := range []struct {
+		levels []Level
+		want   bool
+	}{
+		{[]Level{{Level: metrics.Level{Completed: 3}}}, false},
+		{[]Level{{Level: metrics.Level{Completed: 3}}, {Level: metrics.Level{Completed: 2, ReadLag: &metrics.Stats{}}}}, true},
+		{[]Level{{Level: metrics.Level{Failed: 4}}}, true},
+	} {
+		if got := (&Summary{Levels: tc.levels}).KernelStamped(); got != tc.want {
+			t.Errorf("%+v: KernelStamped %v, want %v", tc.levels, got, tc.want)
+		}
+	}
+}
