@@ -344,8 +344,12 @@ func (f *fitter) start(pts []Point) sim.Profile {
 			if fl.Key == sim.CostKeyMoELayerOverheadUs && !base.Model.MoE() {
 				continue // a dense model has no MoE layer for it to cost
 			}
+			lo := fl.Min
+			if fl.Key == sim.CostKeyOverlap {
+				lo = 1 // 0 is the other form (full overlap), not a value near 1
+			}
 			f.params = append(f.params, param{key: "cost." + fl.Key, ptr: func(p *sim.Profile) *float64 { return p.Cost.Roofline.Fields()[i].Value },
-				lo: fl.Min, hi: fl.Max, off: rooflineOffset(fl)})
+				lo: lo, hi: fl.Max, off: rooflineOffset(fl)})
 		}
 	} else {
 		f.linearParams(pts)

@@ -26,8 +26,10 @@ func TestStepLoad(t *testing.T) {
 	}
 	decode := StepWork{DecodeSeqs: 1, DecodeContext: 512}
 	d, share, _ = stepAndShare(cm, decode)
-	if d != cm.Step(decode) || !(share > 0.3 && share <= MemoryBoundDraw) {
-		t.Errorf("one decode: load %.3f, want memory-bound, at most %g", share, MemoryBoundDraw)
+	// Memory-bound: about MemoryBoundDraw, a little above it for the small share of the
+	// step its compute does not hide (RooflineParams.Overlap).
+	if d != cm.Step(decode) || !(share > 0.3 && share <= MemoryBoundDraw*1.05) {
+		t.Errorf("one decode: load %.3f, want memory-bound, at most %g", share, MemoryBoundDraw*1.05)
 	}
 	lin, _ := LoadProfile("textbook")
 	lm, _ := lin.NewCostModel()

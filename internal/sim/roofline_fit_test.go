@@ -468,8 +468,10 @@ type looRow struct {
 }
 
 // looStart is where the new form's refits start: the fixed-overhead constants with that
-// overhead spread per layer (1.6 ms over the 8B's 32 layers), so that both forms start alike.
-var looStart = RooflineParams{ComputeEfficiency: 0.63, BandwidthEfficiency: 0.78, AttnUnitsPerSM: 0.5, LayerOverheadUs: 50}
+// overhead spread per layer (1.6 ms over the 8B's 32 layers), so that both forms start alike,
+// and the new form's partial overlap of compute and memory.
+var looStart = RooflineParams{ComputeEfficiency: 0.63, BandwidthEfficiency: 0.78, AttnUnitsPerSM: 0.5, LayerOverheadUs: 50,
+	Overlap: DefaultRooflineParams().Overlap}
 
 func leaveOneOut(pts []stepPoint) []looRow {
 	fullFit, _ := fitRoofline(pts, looStart, physicalForm)
