@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -69,7 +70,7 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, name := range sortedNames(planRefused) {
+	for _, name := range slices.Sorted(maps.Keys(planRefused)) {
 		if fs.Changed(name) {
 			errs = append(errs, fmt.Errorf("--%s: %s", name, planRefused[name]))
 		}

@@ -10,9 +10,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,7 +111,7 @@ func NewTable(rs []Residual, made string) Table {
 			t.Pooled[f] = band(xs, 1)
 		}
 	}
-	t.Families, t.GPUs = sortedKeys(fam), sortedKeys(gpus)
+	t.Families, t.GPUs = slices.Sorted(maps.Keys(fam)), slices.Sorted(maps.Keys(gpus))
 	return t
 }
 
@@ -348,15 +348,6 @@ func Coverage(rs []Residual, split func(Residual) string) (held, total map[strin
 		}
 	}
 	return held, total
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // t95 holds Student's t 95 % points for 1..30 degrees of freedom.
