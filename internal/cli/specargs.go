@@ -175,8 +175,12 @@ func when(ok bool, v ...string) []string {
 
 func str(s string) []string { return when(s != "", s) }
 
-// num writes a number; 0 is every numeric flag's default or unset.
+// num writes a number; 0 is every numeric flag's default or unset. An integer is written
+// in full: an int flag does not parse 1e+06.
 func num[T int | float64](v T) []string {
+	if i, ok := any(v).(int); ok {
+		return when(i != 0, strconv.Itoa(i))
+	}
 	return when(v != 0, strconv.FormatFloat(float64(v), 'g', -1, 64))
 }
 
