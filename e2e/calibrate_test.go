@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -162,27 +163,28 @@ type predictCheck struct {
 // untilMet calibrates and predicts (attempt, into the folder it is given) until every
 // prediction is within tolerance, three calibrations at most. The real clock on a shared
 // machine is the point and the risk (the same load's TPOT moved 1.5–2.1 ms between Ollama
-// runs minutes apart here): a calibration whose own pace drift (calibration.json) passes
-// calibrate.DriftWarnPct did not measure one server, so its misses are not the fit's and
-// calibrate runs again (its predictions within tolerance pass: the drift works against
-// the fit, not for it; CI's llama-server drifted 10.3–11 % in three calibrations running);
-// a steady calibration's miss is measured again, first the live runs alone (the cheaper
-// half, and the likelier to have met a busy machine), then the whole attempt after a
-// pause. A fit that is wrong misses every time.
+// runs minutes apart here). A calibration measures its own noise: the pace drift between
+// its two identical decode passes (calibration.json). No prediction can be held closer to
+// the server than the server held to itself, so a calibration that drifted beyond
+// calibrate.DriftWarnPct is judged at its drift instead of the tolerance, up to
+// driftedToleranceCap times it: a fit further off than that is wrong whatever the host did
+// (CI's llama-server drifted 10–11 % in three calibrations running, and later 50, 30 and
+// 28 %, the second pass at concurrency 1 slower each time). A miss is measured again, first
+// the live runs alone (the cheaper half, and the likelier to have met a busy machine), then
+// the whole attempt after a pause. A fit that is wrong misses every time.
 func (p predictCheck) untilMet(t *testing.T, dir string, attempt func(dir string) (fit string, loads []predictLoad)) {
 	t.Helper()
 	var misses []string
 	for n := 1; n <= 3; n++ {
 		at := filepath.Join(dir, fmt.Sprint(n))
 		fit, loads := attempt(at)
-		if misses = p.compare(t, fit, at, loads); len(misses) == 0 {
-			return
+		judge := p
+		if d := math.Abs(probeDrift(t, fit)); d > calibrate.DriftWarnPct {
+			judge.tolerance = driftedTolerance(p.tolerance, d)
+			t.Logf("calibration %d: the server's pace moved %.1f%% between the probe's two decode passes, beyond %.0f%%: its predictions are held to %s", n, d, calibrate.DriftWarnPct, tolerances(judge.tolerance))
 		}
-		if d := probeDrift(t, fit); math.Abs(d) > calibrate.DriftWarnPct {
-			misses = append([]string{fmt.Sprintf("calibration %d: the server's pace moved %+.1f%% between the probe's two decode passes, beyond %.0f%%: not a fit to judge; it missed:", n, d, calibrate.DriftWarnPct)}, misses...)
-			t.Log(strings.Join(misses, "\n"))
-			time.Sleep(5 * time.Second)
-			continue
+		if misses = judge.compare(t, fit, at, loads); len(misses) == 0 {
+			return
 		}
 		t.Logf("attempt %d missed:\n%s", n, strings.Join(misses, "\n"))
 		var again []predictLoad
@@ -194,13 +196,35 @@ func (p predictCheck) untilMet(t *testing.T, dir string, attempt func(dir string
 				}
 			}
 		}
-		if misses = p.compare(t, fit, filepath.Join(at, "again"), again); len(misses) == 0 {
+		if misses = judge.compare(t, fit, filepath.Join(at, "again"), again); len(misses) == 0 {
 			return
 		}
 		t.Logf("attempt %d, measured again, missed:\n%s", n, strings.Join(misses, "\n"))
 		time.Sleep(5 * time.Second)
 	}
 	t.Errorf("every time:\n%s", strings.Join(misses, "\n"))
+}
+
+// driftedToleranceCap bounds how far a calibration's own drift widens the tolerance.
+const driftedToleranceCap = 2.0
+
+// driftedTolerance is the tolerance a calibration whose pace drifted by driftPct is judged
+// at: each bound widened to the drift, at most driftedToleranceCap times the bound.
+func driftedTolerance(tol map[string]float64, driftPct float64) map[string]float64 {
+	out := make(map[string]float64, len(tol))
+	for k, v := range tol {
+		out[k] = min(max(v, driftPct/100), driftedToleranceCap*v)
+	}
+	return out
+}
+
+// tolerances writes a tolerance map in words, in a fixed order.
+func tolerances(tol map[string]float64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(tol)) {
+		parts = append(parts, fmt.Sprintf("%s P50 within %.0f%%", k, 100*tol[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // probeDrift reads the pace drift calibrate wrote beside the fitted profile (0 when the
