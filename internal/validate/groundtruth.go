@@ -62,7 +62,14 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 		r.Group.Family = name
 	}
 	m := e.Measured
-	for _, metric := range []string{"ttft", "tpot", "itl", "e2el"} {
+	// InferenceX's ITL is not llmbench's: its client (vLLM's benchmark_serving) times the gap
+	// between stream events, which llmbench calls the chunk gap, and its servers send an event
+	// every several tokens (their stream interval: 10 or 30 in InferenceX's single-node
+	// DeepSeek-R1 scripts), which the simulator, streaming every token, does not model. TPOT is the per-token figure both compute alike.
+	if _, ok := m["median_itl"]; ok {
+		r.Assumptions = append(r.Assumptions, "ITL not compared: the source's is the gap between stream events (llmbench's chunk gap), and InferenceX's servers send one every several tokens (stream_interval / --stream-interval 10 or 30 in SemiAnalysisAI/InferenceX benchmarks/single_node/fixed_seq_len/dsr1_*.sh at 843c6254), the simulator one a token; TPOT is compared")
+	}
+	for _, metric := range []string{"ttft", "tpot", "e2el"} {
 		for stat, key := range map[string]string{"mean": "mean", "median": "p50", "p99": "p99"} {
 			if v, ok := m[stat+"_"+metric]; ok {
 				r.Measured[metric+"_ms."+key] = v * 1000

@@ -197,7 +197,7 @@ func TestInferencexRows(t *testing.T) {
 			"dp_attention": {"prefill": %t, "decode": %t}, "framework": "sglang", "dtype": %q,
 			"serving_settings": {"disagg": %t, "spec_method": %q},
 			"workload": {"isl": 1024, "osl": 1024, "concurrency": 64},
-			"measured": {"median_tpot": 0.02, "median_ttft": 0.15, "output_tput_per_gpu": 250}}`,
+			"measured": {"median_tpot": 0.02, "median_ttft": 0.15, "median_itl": 0.6, "output_tput_per_gpu": 250}}`,
 			8*ep, 8*ep, ep, ep, dpAttn, dpAttn, dtype, disagg, spec))
 	}
 	r, err := inferencexRow(row(true, 8, "fp4", "none", false))
@@ -213,6 +213,10 @@ func TestInferencexRows(t *testing.T) {
 	}
 	if r.Measured["output_throughput"] != 2000 || r.Measured["tpot_ms.p50"] != 20 || r.Measured["ttft_ms.p50"] != 150 {
 		t.Errorf("measured %+v: want 8 GPUs × 250 tokens/s, TPOT 20 ms, TTFT 150 ms", r.Measured)
+	}
+	// The source's ITL is per stream event of several tokens, not the simulator's per token.
+	if _, ok := r.Measured["itl_ms.p50"]; ok || !strings.Contains(strings.Join(r.Assumptions, " "), "ITL not compared") {
+		t.Errorf("measured %+v, assumptions %q: want the per-event ITL left out, and said so", r.Measured, r.Assumptions)
 	}
 	if len(r.Assumptions) < 3 || !strings.Contains(strings.Join(r.Assumptions, " "), "max_num_seqs ASSUMED") {
 		t.Errorf("assumptions %q: want the engine limits stated", r.Assumptions)
