@@ -38,8 +38,6 @@ type profileKey struct {
 	quote           bool                  // a string written quoted
 	// atLeastOne: a count a file must state as 1 or more (0 reads as 1 in Go).
 	atLeastOne bool
-	// dense: a model key of the dense shape, which a draft model's mapping writes too.
-	dense bool
 }
 
 // writeRule is when Profile.YAML writes a plain key.
@@ -71,13 +69,13 @@ func modelKeys() []profileKey {
 		return func(p *Profile) any { return f(&p.Model) }
 	}
 	dim := func(key string, max int, f func(m *ModelShape) any) profileKey {
-		return profileKey{Path: "model." + key, ptr: m(f), Must: fmt.Sprintf("must be an integer in 1..%d", max), Min: 1, Max: float64(max), write: writeAlways, dense: true}
+		return profileKey{Path: "model." + key, ptr: m(f), Must: fmt.Sprintf("must be an integer in 1..%d", max), Min: 1, Max: float64(max), write: writeAlways}
 	}
 	part := func(key string, f func(m *ModelShape) any) profileKey {
 		return profileKey{Path: "model." + key, ptr: m(f), write: writeSet}
 	}
 	return []profileKey{
-		{Path: "model.name", ptr: m(func(m *ModelShape) any { return &m.Name }), write: writeAlways, quote: true, dense: true},
+		{Path: "model.name", ptr: m(func(m *ModelShape) any { return &m.Name }), write: writeAlways, quote: true},
 		dim("layers", maxLayers, func(m *ModelShape) any { return &m.Layers }),
 		dim("hidden", maxHidden, func(m *ModelShape) any { return &m.Hidden }),
 		dim("heads", maxHeads, func(m *ModelShape) any { return &m.Heads }),
@@ -85,8 +83,8 @@ func modelKeys() []profileKey {
 		dim("head_dim", maxHeads, func(m *ModelShape) any { return &m.HeadDim }),
 		dim("intermediate", maxWidth, func(m *ModelShape) any { return &m.Intermediate }),
 		dim("vocab", maxWidth, func(m *ModelShape) any { return &m.Vocab }),
-		{Path: "model.tied_embeddings", ptr: m(func(m *ModelShape) any { return &m.TiedEmbeddings }), write: writeSet, dense: true},
-		{Path: "model.bytes_per_param", ptr: m(func(m *ModelShape) any { return &m.BytesPerParam }), Must: "must be in 0.125..8 (0 = 2, bf16)", Min: 0.125, Max: 8, ZeroOK: true, write: writeSet, dense: true},
+		{Path: "model.tied_embeddings", ptr: m(func(m *ModelShape) any { return &m.TiedEmbeddings }), write: writeSet},
+		{Path: "model.bytes_per_param", ptr: m(func(m *ModelShape) any { return &m.BytesPerParam }), Must: "must be in 0.125..8 (0 = 2, bf16)", Min: 0.125, Max: 8, ZeroOK: true, write: writeSet},
 		// Beyond the dense shape: mixture of experts, MLA and sliding windows (a config.json
 		// gives them with model_config instead). validateParts checks them together.
 		part("max_context", func(m *ModelShape) any { return &m.MaxContext }),

@@ -247,8 +247,8 @@ func specYAML(s Speculative) string {
 	if !s.Stated() && !s.On() {
 		return ""
 	}
-	// method is written as inferred, and a draft model by its preset's name or as its dense
-	// shape.
+	// method is written as inferred, and a draft model by its preset's name or as its whole
+	// shape (experts, MLA and windows too: they are what it costs).
 	q := Profile{Speculative: s}
 	q.Speculative.Method = s.method()
 	var b strings.Builder
@@ -261,7 +261,7 @@ func specYAML(s Speculative) string {
 			fmt.Fprintf(&b, "  draft_model: %s\n", s.DraftModel.Name)
 		} else {
 			b.WriteString("  draft_model:\n")
-			writeKeys(&b, &Profile{Model: s.DraftModel}, "model", "    ", func(k profileKey) bool { return !k.dense })
+			writeKeys(&b, &Profile{Model: s.DraftModel}, "model", "    ", nil)
 		}
 		return true
 	})

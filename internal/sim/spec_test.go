@@ -246,6 +246,20 @@ func TestSpeculativeProfile(t *testing.T) {
 	if q.Speculative.DraftModel != p.Speculative.DraftModel || q.Speculative.DraftTokens != 3 || q.Speculative.Acceptance != 0.7 {
 		t.Errorf("written and read back: %+v, want %+v", q.Speculative, p.Speculative)
 	}
+	// A draft model that is no preset is written as its whole shape, experts too: read back,
+	// it drafts at the same cost.
+	moe := mustProfile(t, "h200-llama-3.1-8b")
+	moe.Model, _ = ModelPreset("qwen3-235b-a22b")
+	moe.Deployment.TP = 8
+	moe.Speculative = Speculative{DraftTokens: 2, Acceptance: 0.6, Method: SpecDraftModel}
+	moe.Speculative.DraftModel, _ = ModelPreset("qwen3-30b-a3b")
+	moe.Speculative.DraftModel.Name = "my-qwen3-draft"
+	if err := moe.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ParseProfile(moe.YAML(""), ""); err != nil || r.Speculative.DraftModel != moe.Speculative.DraftModel {
+		t.Errorf("a custom MoE draft model written and read back: %+v (%v), want %+v\n%s", r.Speculative.DraftModel, err, moe.Speculative.DraftModel, moe.YAML(""))
+	}
 	// The draft model's weights and KV cache take the target's memory.
 	plain := mustProfile(t, "h200-llama-3.1-8b")
 	kp, _ := plain.KVCacheTokens()
