@@ -15,7 +15,6 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
-	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -30,9 +29,7 @@ type Config struct {
 	// workload, as summary.json describes them.
 	Spec
 
-	Metrics  metrics.Config
 	Describe Describe
-	Output   Output
 	Scrape   Scrape
 	GPU      GPUScrape
 	Console  Console
@@ -50,8 +47,6 @@ type Config struct {
 type Describe struct {
 	Version string
 	Target  report.Target
-	SLO     string // the SLOs as given
-	Price   *metrics.Price
 }
 
 // Output is where a run's files go.

@@ -51,7 +51,7 @@ func Run(ctx context.Context, cfg Config, start time.Time, run LevelRunner) (Out
 		return Outcome{}, err
 	}
 	l := &ladder{ctx: ctx, cfg: &cfg, w: w, runLevel: run, sum: sum, start: start,
-		col: report.NewCollector(cfg.Metrics)}
+		col: report.NewCollector(cfg.Judge.Metrics)}
 	wl := cfg.Workload
 	l.col.SharedPrefix = wl.PrefixTokens + workload.ChatPrefixTokens(wl.Chat)
 	if cfg.Output.ResultFormat == "vllm" {
@@ -104,7 +104,7 @@ func createRun(out Output) (*record.Writer, error) {
 // newSummary describes the run before it starts; the ladder fills the levels.
 func newSummary(cfg *Config, start time.Time) *report.Summary {
 	ld, wl := cfg.Spec.Describe() // the ladder as it runs: a trace's own arrivals, say, replace the default one
-	pcts := cfg.Metrics.Percentiles
+	pcts := cfg.Judge.Metrics.Percentiles
 	if len(pcts) == 0 {
 		pcts = metrics.DefaultPercentiles
 	}
@@ -124,8 +124,8 @@ func newSummary(cfg *Config, start time.Time) *report.Summary {
 		Workload:     wl,
 		Load:         ld,
 		Percentiles:  pcts,
-		SLO:          cfg.Describe.SLO,
-		Price:        cfg.Describe.Price,
+		SLO:          cfg.Judge.SLO,
+		Price:        cfg.Judge.Price,
 	}
 }
 
@@ -337,7 +337,7 @@ func (r *ladder) search() error {
 		} else {
 			lvl.Rate, lvl.Concurrency = load, 0
 		}
-		lvl = FinishLevel(lvl, len(r.sum.Levels), r.cfg.Requests, r.cfg.Seed, metrics.DecidingSamples(r.cfg.Metrics.SLOs))
+		lvl = FinishLevel(lvl, len(r.sum.Levels), r.cfg.Requests, r.cfg.Seed, r.cfg.Decide())
 		l, err := r.run(lvl)
 		if err != nil {
 			return false, err

@@ -35,8 +35,8 @@ func testConfig(t *testing.T) Config {
 	for i, c := range []int{1, 2} {
 		levels = append(levels, FinishLevel(load.Level{Concurrency: c}, i, 3, 1, 1))
 	}
-	return Config{Spec: Spec{Levels: levels, Repeat: 1, Seed: 1},
-		Output:  Output{Dir: filepath.Join(t.TempDir(), "run"), Records: record.FormatJSONL},
+	return Config{Spec: Spec{Levels: levels, Repeat: 1, Seed: 1,
+		Output: Output{Dir: filepath.Join(t.TempDir(), "run"), Records: record.FormatJSONL}},
 		Console: Console{Out: io.Discard}}
 }
 

@@ -10,20 +10,23 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/search"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // Spec is what a run or simulate was asked to do: its target's settings, ladder and
-// workload, as summary.json's "load" and "workload" describe it (Describe).
+// workload, as summary.json's "load" and "workload" describe it (Describe), how its levels
+// are judged, what it reads beside them and where its files go. How the console shows the
+// run is the caller's.
 type Spec struct {
 	Live      bool         // run over HTTP (else simulate)
 	API       string       // the API requests are sent to (client.APIs)
-	InProcess bool         // run against the in-process simulator (no --url)
+	InProcess bool         // run against the in-process simulator (no server URL given)
 	Levels    []load.Level // the ladder; empty for a search
 	Base      load.Level   // the load settings every level shares (shard included)
-	Requests  int          // --requests (0: a default per level)
+	Requests  int          // each level's request count (0: a default per level)
 	// Search, when set, finds the largest load of its axis up to SearchMax whose
 	// percentile SLOs pass.
 	Search    search.Axis
@@ -33,9 +36,12 @@ type Spec struct {
 	// oversaturated level (Base.MaxErrorRate is the error-rate limit).
 	Repeat           int
 	StopOnSaturation bool // end the ladder at the first oversaturated level
-	// Server is a live run's server and transport; SimProfile the simulated deployment.
+	// Server is a live run's server and transport; SimProfile the simulated deployment, and
+	// ModelConfig, when set, a Hugging Face config.json whose model it serves on
+	// SimProfile's roofline instead of its own.
 	Server
-	SimProfile string
+	SimProfile  string
+	ModelConfig string
 
 	Workload  workload.Config
 	Tokenizer string
@@ -44,12 +50,13 @@ type Spec struct {
 	ChatTemplate *chattemplate.Template
 	ChatOnServer bool
 	Seed         int64 // fixes every level's arrivals and prompts
-	// DefaultLoad says no load was given (no --concurrency, --rate or --search): the default
+	SeedDrawn    bool  // Seed was drawn for this run, not given
+	// DefaultLoad says no load was given (no concurrency, rate or search): the default
 	// ladder, which a trace's own arrivals replace (FitToSource).
 	DefaultLoad bool
 	// Images are the images each prompt carries (none: N 0).
 	Images workload.ImageConfig
-	// NoStream (--stream=false), BatchSize (embeddings), Documents and QueryTokens (rerank).
+	// NoStream (whole responses), BatchSize (embeddings), Documents and QueryTokens (rerank).
 	NoStream                          bool
 	BatchSize, Documents, QueryTokens int
 	// Tools and ToolChoice: the functions every request offered and the tool_choice sent;
@@ -57,6 +64,46 @@ type Spec struct {
 	Tools      []workload.ToolDef
 	ToolChoice workload.ToolChoice
 	ToolsFile  string
+
+	Judge     Judge
+	Telemetry Telemetry
+	Output    Output
+}
+
+// Judge is how the levels are judged and priced.
+type Judge struct {
+	Metrics metrics.Config // the percentiles reported and the SLOs judged
+	SLO     string         // the SLOs as given, as summary.json says them
+	// Pricing is the prices given for the run; Price its price once known (a simulated
+	// deployment's comes with its profile), nil when it has none.
+	Pricing Pricing
+	Price   *metrics.Price
+}
+
+// Pricing is the prices given for a run, each nil or 0 when not given: a price per
+// GPU-hour, a GPU count, or per-token prices (a hosted API's).
+type Pricing struct {
+	USDPerGPUHour *float64
+	GPUs          int
+	Tokens        *metrics.TokenPrice
+}
+
+// Telemetry is what a live run reads beside its requests, every Interval: the server's
+// /metrics and the GPUs'.
+type Telemetry struct {
+	MetricsURL string // "" the target's own /metrics when it serves one; "none" none
+	Interval   time.Duration
+	GPUs       []string // GPU exporters' /metrics (dcgm-exporter, AMD device-metrics-exporter)
+	NoGPU      bool     // no GPU figures: not this machine's nvidia-smi either
+}
+
+// Decide is the requests a level needs for its SLO verdict to be decided
+// (metrics.DecidingSamples).
+func (r Spec) Decide() int { return metrics.DecidingSamples(r.Judge.Metrics.SLOs) }
+
+// Finish numbers a level, seeds it from Seed and gives it a default length (FinishLevel).
+func (r Spec) Finish(l load.Level, index, requests int) load.Level {
+	return FinishLevel(l, index, requests, r.Seed, r.Decide())
 }
 
 // Validate reports every problem with the ladder's settings at once, each a

@@ -17,6 +17,7 @@ type Server struct {
 	// set, is the header requests carry their session in.
 	Balance, SessionHeader string
 	Model                  string // "" is the first the server lists
+	ModelChecked           bool   // Model was found in the server's list already: no warning
 	APIKey, CACert         string
 	Endpoint               string // the API's path, when not its usual one
 	SaveText               bool   // keep generated text in records

@@ -26,39 +26,18 @@ import (
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
-// benchConfig is a validated run or simulate configuration.
-type benchConfig struct {
-	// Spec is the run as summary.json describes it: the target's settings, the ladder and
-	// the workload.
-	bench.Spec
-
-	// Target beyond the Spec's Server.
-	modelChecked bool   // --model was checked against the server's list already (a later probe step)
-	modelConfig  string // simulate's --model-config: the model served on SimProfile's roofline
-	sloSpec      string
-	// pricing is what the pricing flags said; price the run's price once known (a
-	// simulated deployment's comes with its profile), nil when it has none.
-	pricing pricing
-	price   *metrics.Price
-
-	metrics    metrics.Config
-	output     bench.Output // the run's files (bench.Config.Validate checks their formats)
+// consoleOpts are how the console shows a run, beside its bench.Spec: they change no file.
+type consoleOpts struct {
+	quiet      bool // the ladder and the results folder only
+	wide       bool // the whole ladder table
 	noProgress bool
-	wide       bool // --wide: the whole ladder table
-	quiet      bool // --quiet: the ladder and the results folder only
-	seedDrawn  bool // no --seed: run --url drew seed for this run (drawSeed)
-
-	metricsURL      string // "" = probe the target's /metrics; "none" = off
-	metricsInterval time.Duration
-	gpuMetrics      []string // GPU exporters' /metrics, scraped every metricsInterval
-	noGPU           bool     // --gpu-metrics none: not the local nvidia-smi either
 }
 
 // adaptToSource fits the ladder to the workload once it is loaded (bench.Spec.FitToSource)
 // and says what the user should know of it: rows a dataset skipped, rows reused or
 // sampled, a trace replayed as one level.
-func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
-	fit := c.FitToSource(info, metrics.DecidingSamples(c.metrics.SLOs))
+func adaptToSource(stdio Stdio, c *bench.Spec, info workload.Info) {
+	fit := c.FitToSource(info, c.Decide())
 	if len(info.Skipped) > 0 || info.Clamped > 0 {
 		var skipped []string
 		for reason, n := range info.Skipped {
@@ -91,8 +70,8 @@ func (c *benchConfig) adaptToSource(stdio Stdio, info workload.Info) {
 
 // sayUndecided notes, before the run, the levels too short for --slo's percentile terms to
 // be decided (metrics.MinSamples): their verdict will be undecided, which is not met.
-func (c *benchConfig) sayUndecided(stdio Stdio) {
-	need := metrics.DecidingSamples(c.metrics.SLOs)
+func sayUndecided(stdio Stdio, c *bench.Spec) {
+	need := c.Decide()
 	if need <= 1 {
 		return
 	}
@@ -116,8 +95,9 @@ func (c *benchConfig) sayUndecided(stdio Stdio) {
 var simAPIs = []string{client.APIOpenAIChat, client.APIOpenAICompletions, client.APIOpenAIResponses,
 	client.APIOpenAIEmbeddings, client.APIRerank}
 
-// resolveInputs checks the flags of the APIs that send several inputs per request.
-func (c *benchConfig) resolveInputs(f *benchFlags) error {
+// inputs checks the flags of the APIs that send several inputs per request.
+func (r *resolver) inputs() error {
+	f, c := r.f, r.c
 	var errs []error
 	embed, rerank := client.Embeddings(f.api), f.api == client.APIRerank
 	if f.batchSize < 1 {
@@ -153,13 +133,14 @@ func (c *benchConfig) resolveInputs(f *benchFlags) error {
 	if rerank {
 		c.Documents, c.QueryTokens = f.documents, f.queryTokens
 	}
-	errs = append(errs, c.resolveTools(f))
+	errs = append(errs, r.tools())
 	return errors.Join(errs...)
 }
 
-// resolveTools reads --tools, --tools-file and --tool-choice: the function definitions
+// tools reads --tools, --tools-file and --tool-choice: the function definitions
 // every request offers.
-func (c *benchConfig) resolveTools(f *benchFlags) error {
+func (r *resolver) tools() error {
+	f, c := r.f, r.c
 	if f.tools == 0 && f.toolsFile == "" && f.toolChoice == "" {
 		return nil
 	}
@@ -193,16 +174,16 @@ func (c *benchConfig) resolveTools(f *benchFlags) error {
 }
 
 // resolve validates every flag and reports all problems at once.
-func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
+func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts, error) {
 	if f.config != "" && f.fs != nil {
 		if err := applyConfig(f.fs, f.config); err != nil {
-			return nil, usageError(err)
+			return nil, consoleOpts{}, usageError(err)
 		}
 	}
+	con := consoleOpts{quiet: f.quiet, wide: f.wide, noProgress: f.noProgress}
 	drawn := live && f.drawSeed()
-	r := &resolver{f: f, live: live, c: &benchConfig{Spec: bench.Spec{Live: live, Server: bench.Server{Model: f.model},
-		SimProfile: f.sim, Tokenizer: f.tokenizer, NoStream: !f.stream, API: f.api, Seed: f.seed}, seedDrawn: drawn,
-		noProgress: f.noProgress, sloSpec: f.slo, modelConfig: f.modelConfig}}
+	r := &resolver{f: f, live: live, c: &bench.Spec{Live: live, Server: bench.Server{Model: f.model}, SimProfile: f.sim,
+		ModelConfig: f.modelConfig, Tokenizer: f.tokenizer, NoStream: !f.stream, API: f.api, Seed: f.seed, SeedDrawn: drawn}}
 	if f.fs != nil {
 		r.errs = append(r.errs, flagErrors(f.fs)...) // values that did not parse, the rest checked beside them
 	}
@@ -215,7 +196,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	if !live && !slices.Contains(simAPIs, f.api) {
 		r.add(fmt.Errorf("--api: simulate speaks %s, not %q", strings.Join(simAPIs, ", "), f.api))
 	}
-	r.add(r.c.resolveInputs(f))
+	r.add(r.inputs())
 	r.c.SearchMax = f.searchMax
 	if r.c.SearchMax == 0 {
 		r.c.SearchMax = map[search.Axis]float64{search.Concurrency: 1024, search.Rate: 1000}[r.c.Search]
@@ -226,12 +207,12 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*benchConfig, error) {
 	r.levels(ladder)
 	// bench owns the rules of its Config (repeats, the search's bound, the output formats);
 	// its console is the caller's, so a stand-in writer passes.
-	bc := r.c.bench(Stdio{Out: io.Discard})
+	bc := benchOf(Stdio{Out: io.Discard}, r.c, con)
 	r.add(benchError(bc.Validate()))
 	if len(r.errs) > 0 {
-		return nil, usageError(errors.Join(r.errs...))
+		return nil, con, usageError(errors.Join(r.errs...))
 	}
-	return r.c, nil
+	return r.c, con, nil
 }
 
 // drawSeed gives a run against a real server (--url) without --seed a seed of its own, so
@@ -274,10 +255,10 @@ func (r *resolver) balancing() {
 	}
 }
 
-// resolver gathers a benchConfig from the flags, and every problem with them.
+// resolver gathers a bench.Spec from the flags, and every problem with them.
 type resolver struct {
 	f    *benchFlags
-	c    *benchConfig
+	c    *bench.Spec
 	live bool
 	errs []error
 }
@@ -332,20 +313,20 @@ func (r *resolver) target() {
 			r.add(fmt.Errorf("--metrics-url: %q must be an http:// or https:// URL", f.metricsURL))
 		}
 	}
-	c.metricsURL, c.metricsInterval = f.metricsURL, f.metricsInterval
-	c.gpuMetrics, c.noGPU = nil, false
+	c.Telemetry.MetricsURL, c.Telemetry.Interval = f.metricsURL, f.metricsInterval
+	c.Telemetry.GPUs, c.Telemetry.NoGPU = nil, false
 	for _, u := range f.gpuMetrics {
 		if u == "none" {
 			if len(f.gpuMetrics) > 1 {
 				r.add(errors.New("--gpu-metrics none: given with URLs; none reads no GPU metrics at all"))
 			}
-			c.gpuMetrics, c.noGPU = nil, true
+			c.Telemetry.GPUs, c.Telemetry.NoGPU = nil, true
 			break
 		}
 		if err := parseTarget(u); err != nil {
 			r.add(fmt.Errorf("--gpu-metrics: %q must be an http:// or https:// URL of a dcgm-exporter's or AMD device-metrics-exporter's /metrics, or none", u))
 		}
-		c.gpuMetrics = append(c.gpuMetrics, u)
+		c.Telemetry.GPUs = append(c.Telemetry.GPUs, u)
 	}
 }
 
@@ -449,12 +430,12 @@ func (r *resolver) judging() {
 	if err != nil {
 		r.add(fmt.Errorf("--slo: %w", err))
 	}
-	c.metrics = metrics.Config{Percentiles: pcts, SLOs: slos}
+	c.Judge.Metrics, c.Judge.SLO = metrics.Config{Percentiles: pcts, SLOs: slos}, f.slo
 	r.unmeasurable(slos)
-	if c.pricing, err = f.price.parse(); err != nil {
+	if c.Judge.Pricing, err = f.price.parse(); err != nil {
 		r.add(err)
 	} else if r.live && f.url != "" {
-		c.price, err = c.pricing.price(nil, 1) // a server of its own: only the flags price it
+		c.Judge.Price, err = price(c.Judge.Pricing, nil, 1) // a server of its own: only the flags price it
 		r.add(err)
 	}
 	if c.Search != "" && !metrics.HasVerdict(slos) {
@@ -553,16 +534,15 @@ func (r *resolver) sampling() {
 	}
 }
 
-// outputs reads the flags of the run's files and console.
+// outputs reads the flags of the run's files.
 func (r *resolver) outputs(now time.Time) {
 	f, c := r.f, r.c
-	c.output = bench.Output{Dir: f.outputDir, Overwrite: f.overwrite, Records: record.Format(f.records), ResultFormat: f.resultFormat}
-	if c.output.Dir == "" {
-		c.output.Dir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
+	c.Output = bench.Output{Dir: f.outputDir, Overwrite: f.overwrite, Records: record.Format(f.records), ResultFormat: f.resultFormat}
+	if c.Output.Dir == "" {
+		c.Output.Dir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
 	}
-	c.wide, c.quiet = f.wide, f.quiet
-	if files := bench.RunFiles(c.output.Dir); len(files) > 0 && !f.overwrite {
-		r.add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.output.Dir, strings.Join(files, ", ")))
+	if files := bench.RunFiles(c.Output.Dir); len(files) > 0 && !f.overwrite {
+		r.add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.Output.Dir, strings.Join(files, ", ")))
 	}
 }
 
@@ -577,7 +557,7 @@ func (r *resolver) levels(l ladderFlags) {
 	b := &c.Base // its shard and error-rate limit are set already (load, search)
 	b.Arrival, b.MaxConcurrency, b.Duration, c.Requests = l.arrival, f.maxConcurrency, f.duration, f.requests
 	b.Warmup, b.WarmupTime, b.Cooldown = l.warmN, l.warmD, f.cooldown
-	c.SetLadder(l.concurrency, l.rates, l.stages, metrics.DecidingSamples(c.metrics.SLOs))
+	c.SetLadder(l.concurrency, l.rates, l.stages, c.Decide())
 	r.checkLevels()
 }
 
@@ -594,7 +574,7 @@ func (r *resolver) checkLevels() {
 		} else {
 			probe.Concurrency = max(1, c.Base.Shards) // the fewest workers the shards split
 		}
-		levels = []load.Level{c.finishLevel(probe, 0, f.requests)}
+		levels = []load.Level{c.Finish(probe, 0, f.requests)}
 	}
 	said := map[string]bool{}
 	for _, l := range levels {
@@ -656,11 +636,6 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// finishLevel numbers a level, seeds it from --seed and gives it a default length.
-func (c *benchConfig) finishLevel(l load.Level, index, requests int) load.Level {
-	return bench.FinishLevel(l, index, requests, c.Seed, metrics.DecidingSamples(c.metrics.SLOs))
-}
-
 // parseErrorRate reads --max-error-rate: a fraction in (0, 1) as 0.3 or 30%; "" is 0 (off).
 func parseErrorRate(s string) (float64, error) {
 	if strings.TrimSpace(s) == "" {
@@ -708,7 +683,7 @@ func resolveChatTemplate(flag, tok, api string) (*chattemplate.Template, error) 
 
 // useChat sets how the workload counts chat prompts, once the tokenizer is loaded
 // (bench.Spec.UseChat); a note says where the server cannot count them.
-func (c *benchConfig) useChat(stdio Stdio, tok tokenizer.Tokenizer) {
+func useChat(stdio Stdio, c *bench.Spec, tok tokenizer.Tokenizer) {
 	if err := c.UseChat(tok); err != nil {
 		fmt.Fprintf(stdio.Err, "note: chat prompts are sized by their message text: %v; the server adds its chat template's tokens (give --chat-template the model's template for exact lengths)\n", err)
 	}
@@ -716,7 +691,7 @@ func (c *benchConfig) useChat(stdio Stdio, tok tokenizer.Tokenizer) {
 
 // chatFailures says, after a run, how many chat prompts the workload could not count as
 // the server formats them (so sized them by their message text), with the first reason.
-func (c *benchConfig) chatFailures(stdio Stdio) {
+func chatFailures(stdio Stdio, c *bench.Spec) {
 	w, ok := c.Workload.Chat.(*workload.ChatWatch)
 	if !ok {
 		return

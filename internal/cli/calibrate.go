@@ -414,9 +414,9 @@ func (p *prober) step(ctx context.Context, stdio Stdio, step calibrate.Step, n i
 	if err != nil {
 		return calibrate.Point{}, withCode(ExitFailure, err)
 	}
-	cfg, err := p.stepConfig(step, n, out, trace)
+	spec, con, err := p.stepConfig(step, n, out, trace)
 	if err == nil {
-		err = runLive(ctx, Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err}, cfg)
+		err = runLive(ctx, Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err}, spec, con)
 	}
 	if err != nil {
 		// Folders the step left empty go: what was measured stays, and nothing blocks a
@@ -463,12 +463,12 @@ func stepHint(step calibrate.Step, tok string) string {
 // the step's concurrency over fixed lengths, or (a trace) its arrivals replayed; two
 // percentiles; the server's /metrics scraped often enough to see a step's batch; the first
 // step's test request warming the server and checking that it answers.
-func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*benchConfig, error) {
+func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*bench.Spec, consoleOpts, error) {
 	f, itoa := p.f, strconv.Itoa
 	args := []string{"--url", f.url, "--api", f.api, "--model", f.model, "--api-key", p.key, "--tokenizer", p.tokenizer,
 		"--seed", strconv.FormatInt(p.seed+int64(n), 10), "--output-dir", out, "--percentiles", "50,99",
 		"--metrics-interval", "100ms", "--gpu-metrics", "none", "--requests", itoa(step.Requests)}
-	args = flagArgs(args, "header", headerArgs(&benchConfig{Spec: bench.Spec{Server: bench.Server{Headers: p.headers}}}))
+	args = flagArgs(args, "header", headerArgs(&bench.Spec{Server: bench.Server{Headers: p.headers}}))
 	for _, b := range []struct {
 		name string
 		on   bool
@@ -484,12 +484,12 @@ func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*ben
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	run.bind(fs, true)
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, consoleOpts{}, err
 	}
-	c, err := run.resolve(true, time.Now())
+	c, con, err := run.resolve(true, time.Now())
 	if err != nil {
-		return nil, err
+		return nil, con, err
 	}
-	c.modelChecked = n > 1 // the first step checked the model
-	return c, nil
+	c.ModelChecked = n > 1 // the first step checked the model
+	return c, con, nil
 }

@@ -126,7 +126,7 @@ func TestProbeStepConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := filepath.Join(dir, tc.step.Name)
-		got, err := p.stepConfig(tc.step, tc.n, out, tc.trace)
+		got, gotCon, err := p.stepConfig(tc.step, tc.n, out, tc.trace)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.step.Name, err)
 		}
@@ -161,12 +161,12 @@ func TestProbeStepConfig(t *testing.T) {
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
-		want, err := bf.resolve(true, time.Now())
+		want, wantCon, err := bf.resolve(true, time.Now())
 		if err != nil {
 			t.Fatalf("%s: run's flags: %v", tc.step.Name, err)
 		}
-		want.modelChecked = tc.n > 1 // the first step checked --model; run has no later steps
-		if !reflect.DeepEqual(got, want) {
+		want.ModelChecked = tc.n > 1 // the first step checked --model; run has no later steps
+		if !reflect.DeepEqual(got, want) || gotCon != wantCon {
 			t.Errorf("%s: the step's configuration\n%+v\nis not run's\n%+v", tc.step.Name, *got, *want)
 		}
 	}

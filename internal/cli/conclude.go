@@ -18,7 +18,7 @@ import (
 
 // conclude says what the console says after a run, and maps its outcome, or the error
 // that kept it from running, to an exit code.
-func (c *benchConfig) conclude(ctx context.Context, stdio Stdio, out bench.Outcome, err error) error {
+func conclude(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts, out bench.Outcome, err error) error {
 	if err != nil {
 		return benchError(err)
 	}
@@ -26,34 +26,32 @@ func (c *benchConfig) conclude(ctx context.Context, stdio Stdio, out bench.Outco
 	if c.Live && !c.ReadStamps && !c.HTTP2 && client.KernelStampsSupported() && !sum.KernelStamped() {
 		fmt.Fprintln(stdio.Err, "note: the kernel gave no receive timestamps (SO_TIMESTAMPNS), so token events were timed when llmbench read them (docs/metrics.md)")
 	}
-	if len(sum.Levels) > 1 || (c.quiet && len(sum.Levels) > 0) {
-		if !c.quiet {
+	if len(sum.Levels) > 1 || (con.quiet && len(sum.Levels) > 0) {
+		if !con.quiet {
 			fmt.Fprintln(stdio.Out)
 		}
-		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: c.wide})
+		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: con.wide})
 	}
-	c.chatFailures(stdio)
-	if len(c.metrics.SLOs) > 0 && !metrics.HasVerdict(c.metrics.SLOs) {
+	chatFailures(stdio, c)
+	if slos := c.Judge.Metrics.SLOs; len(slos) > 0 && !metrics.HasVerdict(slos) {
 		fmt.Fprintln(stdio.Err, "note: --slo's per-request bounds define goodput but judge no level, so they never fail the run: add goodput>=0.95 (or a percentile term such as ttft:p99<=1s) to make them a gate (exit 3)")
 	}
-	fmt.Fprintf(stdio.Out, "\nResults: %s\n", c.output.Dir)
+	fmt.Fprintf(stdio.Out, "\nResults: %s\n", c.Output.Dir)
 	return exitStatus(ctx, sum, out.Err)
 }
 
-// bench is the benchmark cfg's flags configure, its console stdio (a live run's target,
+// benchOf is the benchmark of s, its console stdio shown as con says (a live run's target,
 // scrape and connection counts are bench.RunLive's to find).
-func (c *benchConfig) bench(stdio Stdio) bench.Config {
-	return bench.Config{
-		Spec: c.Spec, Metrics: c.metrics,
-		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.URL, c.API, c.Model), SLO: c.sloSpec, Price: c.price},
-		Output:   c.output,
-		Console: bench.Console{Out: stdio.Out, Quiet: c.quiet,
+func benchOf(stdio Stdio, c *bench.Spec, con consoleOpts) bench.Config {
+	return bench.Config{Spec: *c,
+		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.URL, c.API, c.Model)},
+		Console: bench.Console{Out: stdio.Out, Quiet: con.quiet,
 			Warn: func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) },
 			Stopped: func(level string) {
 				fmt.Fprintf(stdio.Out, "\nThe ladder ends here (--stop-on-saturation): the server could not keep up with %s.\n", level)
 			},
 			Progress: func(name string, total int, d time.Duration) bench.Progress {
-				return newProgress(stdio.Err, name, total, d, !c.Live, c.noProgress)
+				return newProgress(stdio.Err, name, total, d, !c.Live, con.noProgress)
 			}},
 	}
 }

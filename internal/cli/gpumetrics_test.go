@@ -109,22 +109,22 @@ func TestLocalGPUChoice(t *testing.T) {
 	defer func(old func(string) (string, error)) { lookPath = old }(lookPath)
 	found := func(string) (string, error) { return "/usr/bin/nvidia-smi", nil }
 	for _, tc := range []struct {
-		cfg  benchConfig
+		cfg  bench.Spec
 		path func(string) (string, error)
 		want bool
 	}{
-		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}}, found, true},
-		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://localhost:8000/v1"}}}, found, true},
-		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://[::1]:8000"}}}, found, true},
-		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://10.0.0.7:8000"}}}, found, false},                   // another machine's GPUs
-		{benchConfig{Spec: bench.Spec{InProcess: true, Server: bench.Server{URL: "http://127.0.0.1:8000"}}}, found, false}, // the simulator
-		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}, noGPU: true}, found, false},
-		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}, gpuMetrics: []string{"http://127.0.0.1:9400/metrics"}}, found, false},
-		{benchConfig{Spec: bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}}, func(string) (string, error) { return "", exec.ErrNotFound }, false},
+		{bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}, found, true},
+		{bench.Spec{Server: bench.Server{URL: "http://localhost:8000/v1"}}, found, true},
+		{bench.Spec{Server: bench.Server{URL: "http://[::1]:8000"}}, found, true},
+		{bench.Spec{Server: bench.Server{URL: "http://10.0.0.7:8000"}}, found, false},                   // another machine's GPUs
+		{bench.Spec{InProcess: true, Server: bench.Server{URL: "http://127.0.0.1:8000"}}, found, false}, // the simulator
+		{bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}, Telemetry: bench.Telemetry{NoGPU: true}}, found, false},
+		{bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}, Telemetry: bench.Telemetry{GPUs: []string{"http://127.0.0.1:9400/metrics"}}}, found, false},
+		{bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}, func(string) (string, error) { return "", exec.ErrNotFound }, false},
 	} {
 		lookPath = tc.path
 		var out strings.Builder
-		got := tc.cfg.localGPU(Stdio{Out: &out})
+		got := localGPU(Stdio{Out: &out}, &tc.cfg, consoleOpts{})
 		if (got != nil) != tc.want {
 			t.Errorf("%+v: local nvidia-smi %v, want %v", tc.cfg, got != nil, tc.want)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -63,9 +64,9 @@ profile that simulate --sim and serve --sim accept.`,
 
 // resolve checks every flag, reporting all problems at once, and builds the plan's
 // configuration; stdio hears the notes on what the plan will and will not do.
-func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Config, error) {
+func (f *planFlags) resolve(stdio Stdio, now time.Time) (*bench.Spec, consoleOpts, plan.Config, error) {
 	fs := f.bench.fs
-	cfg, err := f.bench.resolve(false, now) // applies --config first, so Changed sees its flags
+	cfg, con, err := f.bench.resolve(false, now) // applies --config first, so Changed sees its flags
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
@@ -89,7 +90,7 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 		errs = append(errs, planError(err)) // with the others; plan.Config.Validate reports it otherwise
 	}
 	if len(errs) > 0 {
-		return nil, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
+		return nil, con, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
 	}
 	base.Seed = cfg.Seed
 	if err := f.outputDir(cfg, now); err != nil {
@@ -99,10 +100,10 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 	if err != nil {
 		errs = append(errs, err)
 	}
-	pc := plan.Config{Base: base, Space: space, Traffic: traffic, Metrics: cfg.metrics, MaxReplicas: f.maxReplicas,
+	pc := plan.Config{Base: base, Space: space, Traffic: traffic, Metrics: cfg.Judge.Metrics, MaxReplicas: f.maxReplicas,
 		Electricity: f.electricity, PUE: f.pue, Objective: f.objective, Confidence: f.confidence, Names: planNames,
 		Workers: runtime.GOMAXPROCS(0), Price: func(p sim.Profile) *metrics.Price {
-			pr, _ := cfg.pricing.price(profilePrice(p), p.GPUs()) // the one error is --gpus, which plan has not
+			pr, _ := price(cfg.Judge.Pricing, profilePrice(p), p.GPUs()) // the one error is --gpus, which plan has not
 			return pr
 		}}
 	if len(errs) == 0 {
@@ -111,15 +112,15 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*benchConfig, plan.Conf
 		}
 	}
 	if len(errs) > 0 {
-		return nil, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
+		return nil, con, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
 	}
-	return cfg, pc, nil
+	return cfg, con, pc, nil
 }
 
 // traffic is the traffic to plan for: --rate's level, or a trace's own arrivals, each
 // scaled as plan.Traffic asks. Scale 1 is exactly the level simulate runs with the same
 // flags, so best.yaml re-simulates to the plan's figures.
-func (f *planFlags) traffic(stdio Stdio, cfg *benchConfig) (plan.Traffic, error) {
+func (f *planFlags) traffic(stdio Stdio, cfg *bench.Spec) (plan.Traffic, error) {
 	var tok tokenizer.Tokenizer
 	var err error
 	if cfg.Tokenizer != "o200k_base" {
@@ -139,7 +140,7 @@ func (f *planFlags) traffic(stdio Stdio, cfg *benchConfig) (plan.Traffic, error)
 	case !info.Trace && (!rate || len(cfg.Levels) != 1):
 		return plan.Traffic{}, errors.New("--rate: give the one arrival rate to plan for, e.g. --rate 20 (requests/s)")
 	}
-	cfg.adaptToSource(stdio, info) // a trace: one level of its own arrivals
+	adaptToSource(stdio, cfg, info) // a trace: one level of its own arrivals
 	lvl := cfg.Levels[0]
 	if info.Trace {
 		return plan.Traffic{Rate: lvl.Rate, Fixed: true, Trace: true, At: func(scale float64, _ time.Duration) (load.Level, workload.Source, error) {
@@ -159,7 +160,7 @@ func (f *planFlags) traffic(stdio Stdio, cfg *benchConfig) (plan.Traffic, error)
 		if !fixed {
 			l.Duration, l.Requests = horizon, 0
 		}
-		return cfg.finishLevel(l, 0, cfg.Requests), src, nil
+		return cfg.Finish(l, 0, cfg.Requests), src, nil
 	}}, nil
 }
 
@@ -169,7 +170,7 @@ func (f *planFlags) fixedLength() bool {
 }
 
 func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) error {
-	cfg, pc, err := f.resolve(stdio, now)
+	cfg, con, pc, err := f.resolve(stdio, now)
 	if err != nil {
 		return err
 	}
@@ -177,11 +178,10 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	if base.Cost.Kind != sim.CostRoofline {
 		fmt.Fprintf(stdio.Err, "note: profile %s has a %s cost model, which describes one server on its own GPU and TP: the plan searches replicas of that server (and the engine settings given), not other GPUs, TP or precisions\n", base.Name, base.Cost.Kind)
 	}
-	if base.USDPerGPUHour() <= 0 && cfg.pricing.usdPerGPUHour == nil && len(pc.Space.GPUs) == 0 {
+	if gpuPrice := cfg.Judge.Pricing.USDPerGPUHour; gpuPrice != nil && len(pc.Space.GPUs) > 1 {
+		fmt.Fprintf(stdio.Err, "note: --gpu-price %g prices every GPU searched alike, so they compare on speed alone\n", *gpuPrice)
+	} else if base.USDPerGPUHour() <= 0 && gpuPrice == nil && len(pc.Space.GPUs) == 0 {
 		fmt.Fprintln(stdio.Err, unpricedNote(base))
-	}
-	if cfg.pricing.usdPerGPUHour != nil && len(pc.Space.GPUs) > 1 {
-		fmt.Fprintf(stdio.Err, "note: --gpu-price %g prices every GPU searched alike, so they compare on speed alone\n", *cfg.pricing.usdPerGPUHour)
 	}
 	if slices.Contains(pc.Space.Prefill, sim.PrefillDisaggregated) || base.Engine.Prefill == sim.PrefillDisaggregated && len(pc.Space.Prefill) == 0 {
 		fmt.Fprintln(stdio.Err, "note: a disaggregated deployment's prefill pool is not counted in its GPUs or cost (engine.prefill_workers; docs/simulator.md)")
@@ -189,7 +189,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	if c := base.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
 	}
-	if !queueingJudged(cfg.metrics.SLOs) {
+	if !queueingJudged(cfg.Judge.Metrics.SLOs) {
 		fmt.Fprintln(stdio.Err, "note: --slo has no ttft or e2el term: a fleet too small for the traffic queues its requests, which shows in TTFT and E2EL only (TPOT stays bounded by the batch limit), so the plan may choose fleets that cannot keep up: add e.g. ttft:p99<=2s")
 	}
 	n := pc.Configurations()
@@ -198,14 +198,14 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 		unit = "req/s"
 	}
 	fmt.Fprintln(stdio.Out, console.Wrap(fmt.Sprintf("Planning %s for %s %s (%s) to meet %s: %d %s, fleets of up to %d replicas",
-		base.ModelName(), strconv.FormatFloat(pc.Traffic.Rate, 'g', 4, 64), unit, describeTraffic(cfg), cfg.sloSpec,
+		base.ModelName(), strconv.FormatFloat(pc.Traffic.Rate, 'g', 4, 64), unit, describeTraffic(cfg), cfg.Judge.SLO,
 		n, plural(n, "candidate", "candidates"), pc.MaxReplicas), 0, 2, console.Width))
 
 	var mu sync.Mutex
 	var last plan.Progress
 	start := time.Now()
 	pc.Progress = func(p plan.Progress) { mu.Lock(); last = p; mu.Unlock() }
-	bar := newLiveLine(stdio.Err, cfg.noProgress, func() string {
+	bar := newLiveLine(stdio.Err, con.noProgress, func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return planProgressLine(last, len(pc.Space.Routers), time.Since(start))
@@ -217,20 +217,20 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	}
 	load, wl := cfg.Describe()
 	pl.Schema, pl.Version, pl.Model, pl.Profile = plan.Schema, Version, base.ModelName(), base.Name
-	pl.Load, pl.Workload, pl.SLO = load, wl, cfg.sloSpec
+	pl.Load, pl.Workload, pl.SLO = load, wl, cfg.Judge.SLO
 	check := f.checkCommand(cfg, pl.BestCandidate(), pc.Traffic.Fixed)
-	if err := writePlan(cfg.output.Dir, pl, check); err != nil {
+	if err := writePlan(cfg.Output.Dir, pl, check); err != nil {
 		return withCode(ExitFailure, err)
 	}
 	fmt.Fprintln(stdio.Out)
-	plan.WriteTable(stdio.Out, pl, 20, f.bench.wide)
+	plan.WriteTable(stdio.Out, pl, 20, con.wide)
 	for _, w := range pl.Warnings {
 		fmt.Fprintf(stdio.Err, "warning: %s\n", w)
 	}
 	if pl.Best != nil {
-		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.output.Dir, "best.yaml"), shellFold(check, 2))
+		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.Output.Dir, "best.yaml"), shellFold(check, 2))
 	}
-	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.output.Dir)
+	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.Output.Dir)
 	switch {
 	case ctx.Err() != nil:
 		return withCode(ExitInterrupted, nil)
@@ -253,7 +253,7 @@ func writePlan(dir string, pl *plan.Plan, check string) error {
 }
 
 // describeTraffic names the traffic for the console: its arrivals and lengths, or its dataset.
-func describeTraffic(cfg *benchConfig) string {
+func describeTraffic(cfg *bench.Spec) string {
 	if w := cfg.Workload; w.Dataset != "" && w.Dataset != "random" {
 		return w.Dataset
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/plan"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -201,9 +202,9 @@ var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warm
 // checkCommand is the simulate command that re-simulates best.yaml at the traffic, over the
 // horizon the plan judged it over (unless the traffic's length was fixed): the run's own
 // arguments (specArgs), restricted to the traffic flags given.
-func (f *planFlags) checkCommand(cfg *benchConfig, best *plan.Candidate, fixed bool) string {
-	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(cfg.output.Dir, "best.yaml"))}
-	for _, a := range specArgs(cfg, func(name string) bool {
+func (f *planFlags) checkCommand(cfg *bench.Spec, best *plan.Candidate, fixed bool) string {
+	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(cfg.Output.Dir, "best.yaml"))}
+	for _, a := range specArgs(cfg, consoleOpts{}, func(name string) bool {
 		return slices.Contains(planTrafficFlags, name) && f.bench.fs.Changed(name)
 	}) {
 		args = append(args, shellQuote(a))
@@ -243,24 +244,19 @@ func (f *planFlags) base() (sim.Profile, error) {
 
 // outputDir sets the plan's folder (a timestamped one by default) and refuses one that
 // already holds a plan, unless --overwrite.
-func (f *planFlags) outputDir(cfg *benchConfig, now time.Time) error {
+func (f *planFlags) outputDir(cfg *bench.Spec, now time.Time) error {
 	if !f.bench.fs.Changed("output-dir") {
-		cfg.output.Dir = "llmbench-results/plan-" + now.UTC().Format("20060102T150405Z")
+		cfg.Output.Dir = "llmbench-results/plan-" + now.UTC().Format("20060102T150405Z")
 	}
-	if cfg.output.Overwrite {
+	if cfg.Output.Overwrite {
 		return nil
 	}
 	for _, name := range plan.Files {
-		if _, err := os.Stat(filepath.Join(cfg.output.Dir, name)); err == nil {
-			return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.output.Dir, name)
+		if _, err := os.Stat(filepath.Join(cfg.Output.Dir, name)); err == nil {
+			return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.Output.Dir, name)
 		}
 	}
 	return nil
-}
-
-// fmtDuration writes a whole number of seconds as a flag value: "300s".
-func fmtDuration(d time.Duration) string {
-	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + "s"
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but plain characters.

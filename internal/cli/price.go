@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -37,17 +38,9 @@ func (f *priceFlags) bind(fs *pflag.FlagSet, all bool) {
 
 func (f *priceFlags) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }
 
-// pricing is what the pricing flags said, checked: a GPU price, a GPU count, per-token
-// prices, or nothing (each nil or 0 when not given).
-type pricing struct {
-	usdPerGPUHour *float64
-	gpus          int
-	tokens        *metrics.TokenPrice
-}
-
 // parse checks the pricing flags, reporting every problem.
-func (f *priceFlags) parse() (pricing, error) {
-	var p pricing
+func (f *priceFlags) parse() (bench.Pricing, error) {
+	var p bench.Pricing
 	var errs []error
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	gpu, gpus := f.changed("gpu-price"), f.changed("gpus")
@@ -59,13 +52,13 @@ func (f *priceFlags) parse() (pricing, error) {
 		if !finite(f.gpuPrice) || f.gpuPrice <= 0 || f.gpuPrice > 1e9 {
 			errs = append(errs, fmt.Errorf("--gpu-price %v: must be a positive number of USD per GPU-hour, such as 3.5", f.gpuPrice))
 		}
-		p.usdPerGPUHour = &f.gpuPrice
+		p.USDPerGPUHour = &f.gpuPrice
 	}
 	if gpus {
 		if f.gpus < 1 || f.gpus > metrics.MaxGPUs {
 			errs = append(errs, fmt.Errorf("--gpus %d: must be in 1..%d", f.gpus, metrics.MaxGPUs))
 		}
-		p.gpus = f.gpus
+		p.GPUs = f.gpus
 	}
 	if in || out {
 		if in != out {
@@ -82,21 +75,21 @@ func (f *priceFlags) parse() (pricing, error) {
 		if in && out && f.priceIn == 0 && f.priceOut == 0 {
 			errs = append(errs, errors.New("--price-in 0 --price-out 0: everything would be free; leave both out for no cost figures"))
 		}
-		p.tokens = &metrics.TokenPrice{USDPerMillionInput: f.priceIn, USDPerMillionOutput: f.priceOut}
+		p.Tokens = &metrics.TokenPrice{USDPerMillionInput: f.priceIn, USDPerMillionOutput: f.priceOut}
 	}
 	return p, errors.Join(errs...)
 }
 
-// price is the run's price: the flags', over def (the profile's, or the price a past run
+// price is the run's price: the flags' (p), over def (the profile's, or the price a past run
 // stored) for what they leave out; nil when neither gives one. gpus is the GPU count when
 // neither the flags nor def give one (a simulated deployment's own). --gpus alone needs a
 // GPU price from def.
-func (p pricing) price(def *metrics.Price, gpus int) (*metrics.Price, error) {
+func price(p bench.Pricing, def *metrics.Price, gpus int) (*metrics.Price, error) {
 	switch {
-	case p.tokens != nil:
-		t := *p.tokens
+	case p.Tokens != nil:
+		t := *p.Tokens
 		return &metrics.Price{Tokens: &t, Source: "--price-in, --price-out"}, nil
-	case p.usdPerGPUHour == nil && p.gpus == 0:
+	case p.USDPerGPUHour == nil && p.GPUs == 0:
 		return def, nil
 	}
 	g := metrics.GPUPrice{GPUs: gpus}
@@ -104,18 +97,18 @@ func (p pricing) price(def *metrics.Price, gpus int) (*metrics.Price, error) {
 	if def != nil && def.GPU != nil {
 		g = *def.GPU
 	}
-	if p.usdPerGPUHour != nil {
-		g.USDPerGPUHour = *p.usdPerGPUHour
+	if p.USDPerGPUHour != nil {
+		g.USDPerGPUHour = *p.USDPerGPUHour
 		from = append(from, "--gpu-price")
 	} else if g.USDPerGPUHour == 0 {
 		return nil, usageError(errors.New("--gpus needs --gpu-price, the USD one of the GPUs costs an hour"))
 	}
-	if p.gpus > 0 {
-		g.GPUs = p.gpus
+	if p.GPUs > 0 {
+		g.GPUs = p.GPUs
 		from = append(from, "--gpus")
 	}
 	src := strings.Join(from, ", ")
-	if def != nil && def.GPU != nil && (p.usdPerGPUHour == nil || p.gpus == 0) {
+	if def != nil && def.GPU != nil && (p.USDPerGPUHour == nil || p.GPUs == 0) {
 		src += " over " + def.Source
 	}
 	return &metrics.Price{GPU: &g, Source: src}, nil

@@ -111,7 +111,7 @@ func rejudge(sum *report.Summary, dir string, changed func(string) bool, percent
 	}
 	if p, err := pf.parse(); err != nil {
 		errs = append(errs, err)
-	} else if sum.Price, err = p.price(sum.Price, 1); err != nil {
+	} else if sum.Price, err = price(p, sum.Price, 1); err != nil {
 		errs = append(errs, err)
 	} else if err := checkedPrice(sum.Price, filepath.Join(dir, "summary.json")); err != nil {
 		errs = append(errs, err)

@@ -42,11 +42,11 @@ summary.json, summary.csv and report.html.`,
     --slo 'ttft:p99<=1s'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.resolve(true, time.Now())
+			spec, con, err := f.resolve(true, time.Now())
 			if err != nil {
 				return err
 			}
-			return runLive(cmd.Context(), stdio, cfg)
+			return runLive(cmd.Context(), stdio, spec, con)
 		},
 	}
 	f.bind(cmd.Flags(), true)
@@ -55,25 +55,25 @@ summary.json, summary.csv and report.html.`,
 }
 
 // runLive benchmarks cfg.URL, or an in-process simulator when there is none.
-func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
-	cfg.sayUndecided(stdio)
+func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {
+	sayUndecided(stdio, cfg)
 	var tok tokenizer.Tokenizer
 	if cfg.URL == "" {
 		var stop func()
 		var err error
-		if tok, stop, err = cfg.startSim(ctx, stdio); err != nil {
+		if tok, stop, err = startSim(ctx, stdio, cfg, con); err != nil {
 			return err
 		}
 		defer stop()
 	}
-	if cfg.seedDrawn && !cfg.quiet {
+	if cfg.SeedDrawn && !con.quiet {
 		fmt.Fprintf(stdio.Out, "Seed %d, drawn for this run (--seed %d repeats it)\n", cfg.Seed, cfg.Seed)
 	}
 	if cfg.Insecure {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
-	live := bench.Live{Client: cfg.clientConfig(stdio), MetricsURL: cfg.metricsURL, MetricsInterval: cfg.metricsInterval,
-		GPUMetrics:  cfg.gpuMetrics,
+	tel := cfg.Telemetry
+	live := bench.Live{Client: clientConfig(stdio, cfg), MetricsURL: tel.MetricsURL, MetricsInterval: tel.Interval, GPUMetrics: tel.GPUs,
 		TestRequest: cfg.TestRequest, StartAt: cfg.StartAt, More: cfg.More, Balance: cfg.Balance,
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {
@@ -85,16 +85,16 @@ func runLive(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			if !cfg.KeepAlive {
 				warnPortLimit(stdio, cfg.Levels)
 			}
-			cfg.useChat(stdio, tok)
+			useChat(stdio, cfg, tok)
 		}}
-	live.GPULocal = cfg.localGPU(stdio)
-	if !cfg.modelChecked {
+	live.GPULocal = localGPU(stdio, cfg, con)
+	if !cfg.ModelChecked {
 		live.Warn = func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) }
 	}
-	writingResults(cfg.output.Dir)
+	writingResults(cfg.Output.Dir)
 	defer writingResults("")
-	out, err := bench.RunLive(ctx, cfg.bench(stdio), live, bench.Workload{Config: cfg.Workload, Prepare: cfg.prepare(stdio)})
-	return cfg.conclude(ctx, stdio, out, err)
+	out, err := bench.RunLive(ctx, benchOf(stdio, cfg, con), live, bench.Workload{Config: cfg.Workload, Prepare: prepare(stdio, cfg)})
+	return conclude(ctx, stdio, cfg, con, out, err)
 }
 
 // lookPath finds a local tool; a test sets it to find a fake one.
@@ -103,15 +103,15 @@ var lookPath = exec.LookPath
 // localGPU is this machine's nvidia-smi, read during each level, when no --gpu-metrics is
 // given, the target runs here (a loopback --url: not the simulator, whose GPUs are not this
 // machine's) and one is on the PATH; nil otherwise, and nothing is claimed.
-func (c *benchConfig) localGPU(stdio Stdio) *gpumetrics.Local {
-	if len(c.gpuMetrics) > 0 || c.noGPU || c.InProcess || !loopbackURL(c.URL) {
+func localGPU(stdio Stdio, c *bench.Spec, con consoleOpts) *gpumetrics.Local {
+	if len(c.Telemetry.GPUs) > 0 || c.Telemetry.NoGPU || c.InProcess || !loopbackURL(c.URL) {
 		return nil
 	}
 	l, ok := gpumetrics.FindLocal(lookPath)
 	if !ok {
 		return nil
 	}
-	if !c.quiet {
+	if !con.quiet {
 		fmt.Fprintf(stdio.Out, "GPU metrics: the local %s (the target runs on this machine; --gpu-metrics URL reads an exporter, --gpu-metrics none nothing)\n", l.Path)
 	}
 	return l
@@ -133,7 +133,7 @@ func loopbackURL(url string) bool {
 
 // startSim serves the simulator of --sim in-process for a run without --url, and
 // returns the run's tokenizer, which the simulator counts prompts with.
-func (c *benchConfig) startSim(ctx context.Context, stdio Stdio) (tokenizer.Tokenizer, func(), error) {
+func startSim(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts) (tokenizer.Tokenizer, func(), error) {
 	if c.Tokenizer == "server" {
 		return nil, nil, usageError(errors.New("--tokenizer server needs --url (the built-in simulator has no /tokenize)"))
 	}
@@ -150,21 +150,21 @@ func (c *benchConfig) startSim(ctx context.Context, stdio Stdio) (tokenizer.Toke
 	}
 	c.URL, c.InProcess = url, true
 	// The simulator is a deployment whose GPUs have a price, as simulate prices it.
-	if c.price, err = c.pricing.price(profilePrice(p), p.GPUs()); err != nil {
+	if c.Judge.Price, err = price(c.Judge.Pricing, profilePrice(p), p.GPUs()); err != nil {
 		stop()
 		return nil, nil, err
 	}
-	if c.price == nil {
+	if c.Judge.Price == nil {
 		fmt.Fprintln(stdio.Err, unpricedNote(p))
 	}
-	if !c.quiet {
+	if !con.quiet {
 		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (%s) at %s\n", c.SimProfile, url)
 	}
 	return tok, stop, nil
 }
 
 // clientConfig is the client the target flags configure, its notes said on stdio.
-func (c *benchConfig) clientConfig(stdio Stdio) client.Config {
+func clientConfig(stdio Stdio, c *bench.Spec) client.Config {
 	cc := c.Client()
 	cc.OnServerCloses = func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) }
 	cc.Dial = dialTarget
@@ -173,13 +173,13 @@ func (c *benchConfig) clientConfig(stdio Stdio) client.Config {
 
 // prepare builds the live workload once the tokenizer is loaded, shaped for the API and
 // fitted to the source (adaptToSource).
-func (c *benchConfig) prepare(stdio Stdio) func(tokenizer.Tokenizer, []load.Level) (bench.Prepared, error) {
+func prepare(stdio Stdio, c *bench.Spec) func(tokenizer.Tokenizer, []load.Level) (bench.Prepared, error) {
 	return func(tok tokenizer.Tokenizer, _ []load.Level) (bench.Prepared, error) {
 		src, err := c.Source(tok)
 		if err != nil {
 			return bench.Prepared{}, &bench.InvalidError{Err: err}
 		}
-		c.adaptToSource(stdio, workload.Describe(src))
+		adaptToSource(stdio, c, workload.Describe(src))
 		shape := func(s workload.Source) (workload.Source, error) { return c.WrapSource(s, tok) }
 		return bench.Prepared{Config: c.Workload, Source: src, Levels: c.Levels, Shape: shape}, nil
 	}

@@ -39,11 +39,11 @@ thousands of requests in seconds. It writes the same records, summary and report
   llmbench simulate --model-config gpt-oss-120b/config.json --concurrency 1,64`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.resolve(false, time.Now())
+			spec, con, err := f.resolve(false, time.Now())
 			if err != nil {
 				return err
 			}
-			return runSimulate(cmd.Context(), stdio, cfg)
+			return runSimulate(cmd.Context(), stdio, spec, con)
 		},
 	}
 	f.bindSimulate(cmd.Flags())
@@ -59,21 +59,21 @@ func (f *benchFlags) bindSimulate(fs *pflag.FlagSet) {
 
 // simulationConfig is the run's bench configuration for a simulation of profile p: with
 // its figures' prediction intervals and its GPUs' energy estimates.
-func simulationConfig(stdio Stdio, cfg *benchConfig, p sim.Profile) bench.Config {
-	bc := cfg.bench(stdio)
+func simulationConfig(stdio Stdio, cfg *bench.Spec, con consoleOpts, p sim.Profile) bench.Config {
+	bc := benchOf(stdio, cfg, con)
 	bc.Predict = predict.ForProfile(p)
 	bc.Estimates = &bench.Estimates{}
 	return bc
 }
 
-func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
-	cfg.sayUndecided(stdio)
+func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {
+	sayUndecided(stdio, cfg)
 	p, err := sim.LoadProfile(cfg.SimProfile)
 	if err != nil {
 		return usageError(fmt.Errorf("--sim: %w", err))
 	}
-	if cfg.modelConfig != "" {
-		if p, err = p.WithModelConfig(cfg.modelConfig); err != nil {
+	if cfg.ModelConfig != "" {
+		if p, err = p.WithModelConfig(cfg.ModelConfig); err != nil {
 			return usageError(fmt.Errorf("--model-config: %w", err))
 		}
 	}
@@ -99,12 +99,12 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 	if err != nil {
 		return usageError(err)
 	}
-	cfg.adaptToSource(stdio, workload.Describe(src))
+	adaptToSource(stdio, cfg, workload.Describe(src))
 	cfg.Model = p.ModelName()
-	if cfg.price, err = cfg.pricing.price(profilePrice(p), p.GPUs()); err != nil {
+	if cfg.Judge.Price, err = price(cfg.Judge.Pricing, profilePrice(p), p.GPUs()); err != nil {
 		return err
 	}
-	if cfg.price == nil {
+	if cfg.Judge.Price == nil {
 		fmt.Fprintln(stdio.Err, unpricedNote(p))
 	}
 	if os.Getenv("GOGC") == "" {
@@ -113,8 +113,8 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 		// keeps the peak low for little CPU (docs/performance.md).
 		defer debug.SetGCPercent(debug.SetGCPercent(25))
 	}
-	if !cfg.quiet {
-		fmt.Fprintln(stdio.Out, simulatingLine(cfg.SimProfile, cfg.modelConfig, p))
+	if !con.quiet {
+		fmt.Fprintln(stdio.Out, simulatingLine(cfg.SimProfile, cfg.ModelConfig, p))
 	}
 	if c := p.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
@@ -132,13 +132,13 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *benchConfig) error {
 			return reason, err
 		}
 	}
-	bc := simulationConfig(stdio, cfg, p)
+	bc := simulationConfig(stdio, cfg, con, p)
 	out, err := bench.Run(ctx, bc, time.Now(), runLevel(p, bc.Estimates))
-	concluded := cfg.conclude(ctx, stdio, out, err)
+	concluded := conclude(ctx, stdio, cfg, con, out, err)
 	if err == nil && p.Calibration != nil && cfg.Search == "" {
 		slow := p
 		slow.Pace = 1 + paceSlower
-		if err := paceSensitivity(ctx, stdio, cfg, out.Summary, runLevel(slow, nil)); err != nil {
+		if err := paceSensitivity(ctx, stdio, benchOf(stdio, cfg, con), out.Summary, runLevel(slow, nil)); err != nil {
 			fmt.Fprintf(stdio.Err, "warning: the pace sensitivity was not simulated: %v\n", err)
 		}
 	}
@@ -156,8 +156,8 @@ const paceSlower = calibrate.DriftWarnPct / 100
 // loop's queue turns a small change of the server's pace into a large one of its latency,
 // larger than any fit's error: a prediction there holds only while the server keeps the pace
 // it was calibrated at, and the user should know it before buying GPUs by it.
-func paceSensitivity(ctx context.Context, stdio Stdio, cfg *benchConfig, sum *report.Summary, slower bench.LevelRunner) error {
-	moves, err := bench.PaceMoves(ctx, cfg.bench(stdio), sum, slower)
+func paceSensitivity(ctx context.Context, stdio Stdio, bc bench.Config, sum *report.Summary, slower bench.LevelRunner) error {
+	moves, err := bench.PaceMoves(ctx, bc, sum, slower)
 	if err != nil || len(moves) == 0 {
 		return err
 	}
@@ -189,7 +189,7 @@ func paceSensitivity(ctx context.Context, stdio Stdio, cfg *benchConfig, sum *re
 
 // printValidity states a calibrated profile's validity range and warns when the run asks
 // for loads far outside it (issue: trust shown, not claimed).
-func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
+func printValidity(stdio Stdio, c *sim.Calibration, cfg *bench.Spec) {
 	line := fmt.Sprintf("Calibrated on %s (%s): prompts %d–%d tokens, outputs %d–%d, %d–%d requests in flight",
 		c.Source, c.Date, c.PromptTokens[0], c.PromptTokens[1], c.OutputTokens[0], c.OutputTokens[1], c.Concurrency[0], c.Concurrency[1])
 	inFlight, rate := 0, 0.0
@@ -238,7 +238,7 @@ func printValidity(stdio Stdio, c *sim.Calibration, cfg *benchConfig) {
 }
 
 // warnLimits warns of requests the deployment's max_model_len refuses or cuts.
-func warnLimits(stdio Stdio, p sim.Profile, cfg *benchConfig) {
+func warnLimits(stdio Stdio, p sim.Profile, cfg *bench.Spec) {
 	in, out, d := cfg.Workload.InputTokens.Spread()[1], cfg.Workload.OutputTokens.Spread()[1], p.Deployment
 	switch {
 	case d.MaxModelLen == 0 || in == 0:

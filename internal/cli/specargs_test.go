@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/plan"
 )
 
@@ -127,39 +128,45 @@ var roundTripValues = map[string][]string{
 // roundTripCommands bind each command's flags as the command does and resolve them, with
 // the arguments the command's own flags are written back as; plan is given the traffic it
 // needs first.
+// resolved is a command's run as its flags resolve: the Spec and the console's options.
+type resolved struct {
+	spec *bench.Spec
+	con  consoleOpts
+}
+
 var roundTripCommands = []struct {
 	name string
-	bind func(fs *pflag.FlagSet) func(now time.Time) (*benchConfig, plan.Config, []string, error)
+	bind func(fs *pflag.FlagSet) func(now time.Time) (resolved, plan.Config, []string, error)
 	base []string
 	full map[string][]string // a flag's arguments in full, without base, where its value above does not do
 }{
-	{"run", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, plan.Config, []string, error) {
+	{"run", func(fs *pflag.FlagSet) func(time.Time) (resolved, plan.Config, []string, error) {
 		var f benchFlags
 		f.bind(fs, true)
-		return func(now time.Time) (*benchConfig, plan.Config, []string, error) {
-			c, err := f.resolve(true, now)
-			return c, plan.Config{}, nil, err
+		return func(now time.Time) (resolved, plan.Config, []string, error) {
+			c, con, err := f.resolve(true, now)
+			return resolved{c, con}, plan.Config{}, nil, err
 		}
 	}, nil, nil},
-	{"simulate", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, plan.Config, []string, error) {
+	{"simulate", func(fs *pflag.FlagSet) func(time.Time) (resolved, plan.Config, []string, error) {
 		var f benchFlags
 		f.bindSimulate(fs)
-		return func(now time.Time) (*benchConfig, plan.Config, []string, error) {
-			c, err := f.resolve(false, now)
-			return c, plan.Config{}, nil, err
+		return func(now time.Time) (resolved, plan.Config, []string, error) {
+			c, con, err := f.resolve(false, now)
+			return resolved{c, con}, plan.Config{}, nil, err
 		}
 	}, nil, map[string][]string{"records": {"--records", "jsonl"}}},
-	{"plan", func(fs *pflag.FlagSet) func(time.Time) (*benchConfig, plan.Config, []string, error) {
+	{"plan", func(fs *pflag.FlagSet) func(time.Time) (resolved, plan.Config, []string, error) {
 		var f planFlags
 		f.bind(fs)
-		return func(now time.Time) (*benchConfig, plan.Config, []string, error) {
-			c, pc, err := f.resolve(Stdio{Out: io.Discard, Err: io.Discard}, now)
+		return func(now time.Time) (resolved, plan.Config, []string, error) {
+			c, con, pc, err := f.resolve(Stdio{Out: io.Discard, Err: io.Discard}, now)
 			var own []string
 			for _, fl := range planSpaceFlags {
 				own = flagArgs(own, fl.name, fl.vals(&f, pc))
 			}
 			pc.Price, pc.Traffic.At = nil, nil // functions of the rest
-			return c, pc, own, err
+			return resolved{c, con}, pc, own, err
 		}
 	}, []string{"--rate", "3", "--slo", "tpot:p99<=50ms"},
 		map[string][]string{"trace-offset": {"--slo", "tpot:p99<=50ms", "--dataset", "mooncake:testdata/golden/trace.jsonl", "--trace-offset", "400ms"}}},
@@ -190,15 +197,15 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 	}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, cmd := range roundTripCommands {
-		parse := func(args []string) (*benchConfig, plan.Config, []string, *pflag.FlagSet, error) {
+		parse := func(args []string) (resolved, plan.Config, []string, *pflag.FlagSet, error) {
 			fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
 			resolve := cmd.bind(fs)
 			if err := fs.Parse(args); err != nil {
-				return nil, plan.Config{}, nil, fs, err
+				return resolved{}, plan.Config{}, nil, fs, err
 			}
 			c, pc, own, err := resolve(now)
-			if c != nil {
-				c.seedDrawn = false // a drawn seed is written back as --seed, which reproduces it
+			if c.spec != nil {
+				c.spec.SeedDrawn = false // a drawn seed is written back as --seed, which reproduces it
 			}
 			return c, pc, own, fs, err
 		}
@@ -230,7 +237,7 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 				t.Errorf("%s %s: %v", cmd.name, strings.Join(args, " "), err)
 				return
 			}
-			again := specArgs(c1, func(name string) bool {
+			again := specArgs(c1.spec, c1.con, func(name string) bool {
 				_, refused := planRefused[name]
 				return fs.Lookup(name) != nil && !(cmd.name == "plan" && refused)
 			})
@@ -240,12 +247,12 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 				t.Errorf("%s %s\nwritten back as %s: %v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), err)
 				return
 			}
-			if c1.ChatTemplate.Path() != c2.ChatTemplate.Path() {
-				t.Errorf("%s --%s: chat template %s, then %s", cmd.name, fl.Name, c1.ChatTemplate.Path(), c2.ChatTemplate.Path())
+			if c1.spec.ChatTemplate.Path() != c2.spec.ChatTemplate.Path() {
+				t.Errorf("%s --%s: chat template %s, then %s", cmd.name, fl.Name, c1.spec.ChatTemplate.Path(), c2.spec.ChatTemplate.Path())
 			}
-			c1.ChatTemplate, c2.ChatTemplate = nil, nil
+			c1.spec.ChatTemplate, c2.spec.ChatTemplate = nil, nil
 			if !reflect.DeepEqual(c1, c2) {
-				t.Errorf("%s %s\nwritten back as %s\nresolves to\n%+v\nnot\n%+v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), *c2, *c1)
+				t.Errorf("%s %s\nwritten back as %s\nresolves to\n%+v\nnot\n%+v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), c2, c1)
 			}
 			if !reflect.DeepEqual(pc1, pc2) {
 				t.Errorf("%s %s\nwritten back as %s\nplans\n%+v\nnot\n%+v", cmd.name, strings.Join(args, " "), strings.Join(again, " "), pc2, pc1)

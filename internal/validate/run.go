@@ -94,11 +94,10 @@ func simulateLevel(ctx context.Context, r Row, w Workload, slo string, seed int6
 		return nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	cfg := bench.Config{Spec: bench.Spec{Levels: []load.Level{lvl}, Repeat: 1, Seed: seed},
-		Metrics:  metrics.Config{Percentiles: Percentiles, SLOs: slos},
-		Describe: bench.Describe{SLO: slo},
-		Output:   bench.Output{Dir: filepath.Join(dir, "run"), Records: record.FormatCompact},
-		Console:  bench.Console{Out: io.Discard, Quiet: true}}
+	cfg := bench.Config{Spec: bench.Spec{Levels: []load.Level{lvl}, Repeat: 1, Seed: seed,
+		Judge:  bench.Judge{Metrics: metrics.Config{Percentiles: Percentiles, SLOs: slos}, SLO: slo},
+		Output: bench.Output{Dir: filepath.Join(dir, "run"), Records: record.FormatCompact}},
+		Console: bench.Console{Out: io.Discard, Quiet: true}}
 	out, err := bench.Run(ctx, cfg, time.Unix(0, 0), bench.Virtual(p, seed, &bench.Sources{Workload: wc, First: src}, nil, nil))
 	if err != nil {
 		return nil, "", fmt.Errorf("row %s: %w", r.ID, err)
