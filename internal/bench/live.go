@@ -30,35 +30,15 @@ type Live struct {
 	Tokenizer func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error)
 	// Loaded, when set, is told the tokenizer before the client starts.
 	Loaded func(tokenizer.Tokenizer)
-	// MetricsURL is the /metrics to scrape: "" the target's own when it is an inference
-	// server's, "none" no scrape.
-	MetricsURL      string
-	MetricsInterval time.Duration
-	// GPUMetrics are the GPU exporters to scrape during each level (every
-	// MetricsInterval); each is probed before the run, one that fails is told to the
-	// Config's Console.Warn, and scraped all the same.
-	GPUMetrics []string
 	// GPULocal, when set, is this machine's nvidia-smi, read during each level as an
 	// exporter is (the caller sets it only for a target on this machine); probed first, and
 	// left out, with a warning, when it fails.
 	GPULocal *gpumetrics.Local
-	// TestRequest sends the first level's first request before measuring: a failure stops
-	// the run (TestRequestError), an answer warms the server; it is not recorded.
-	TestRequest bool
-	StartAt     time.Time // the run's t = 0 (zero: now), so shards on several machines start together
 	// Warn, when set, is told what the run found amiss before measuring: a Client.Model
-	// the server's model list does not name (*UnlistedModel).
+	// the server's model list does not name (*UnlistedModel), unless the Spec's
+	// ModelChecked says it was checked already.
 	Warn func(error)
-	// More are the endpoints beside Client.BaseURL a run balances over (run --url A --url
-	// B), each reached as Client says, and Balance its policy (route.Policies but
-	// prefix-affinity); none for one endpoint. The model list, the tokenizer and /metrics
-	// are the first endpoint's.
-	More    []string
-	Balance string
 }
-
-// URLs are every endpoint, in --url order.
-func (l Live) URLs() []string { return append([]string{l.Client.BaseURL}, l.More...) }
 
 // Workload is what a live run sends.
 type Workload struct {
@@ -138,9 +118,11 @@ func (t *Target) Close() {
 	t.side.CloseIdleConnections()
 }
 
-// Open reaches the server: the client for up to maxConns requests in flight, the
-// tokenizer, the /metrics to scrape and, when none is given, the model.
-func Open(ctx context.Context, live Live, maxConns int) (*Target, error) {
+// Open reaches s's server: the client for up to maxConns requests in flight, the
+// tokenizer, the /metrics to scrape (s.Telemetry) and, when none is given, the model. With
+// s.More it balances over those endpoints too by s.Balance, each reached as live.Client
+// says; the model list, the tokenizer and /metrics are the first endpoint's.
+func Open(ctx context.Context, s Spec, live Live, maxConns int) (*Target, error) {
 	ccfg := live.Client
 	ccfg.MaxConns = maxConns
 	if err := ccfg.Validate(); err != nil {
@@ -152,7 +134,7 @@ func Open(ctx context.Context, live Live, maxConns int) (*Target, error) {
 		return nil, &InvalidError{err}
 	}
 	t := &Target{side: side, Model: ccfg.Model}
-	if t.Scrape, err = scrape(ctx, ccfg, live.MetricsURL, live.MetricsInterval, side); err != nil {
+	if t.Scrape, err = scrape(ctx, ccfg, s.Telemetry.MetricsURL, s.Telemetry.Interval, side); err != nil {
 		side.CloseIdleConnections()
 		return nil, &InvalidError{err}
 	}
@@ -173,13 +155,13 @@ func Open(ctx context.Context, live Live, maxConns int) (*Target, error) {
 			t.Close()
 			return nil, err
 		}
-	} else if live.Warn != nil {
+	} else if live.Warn != nil && !s.ModelChecked {
 		t.checkModel(ctx, live.Warn)
 	}
 	t.Send = t.Client
-	if len(live.More) > 0 {
+	if len(s.More) > 0 {
 		targets := []load.Target{t.Client}
-		for _, u := range live.More {
+		for _, u := range s.More {
 			ocfg := ccfg
 			ocfg.BaseURL, ocfg.Model = u, t.Model
 			c, err := client.New(ocfg)
@@ -190,7 +172,7 @@ func Open(ctx context.Context, live Live, maxConns int) (*Target, error) {
 			t.Others = append(t.Others, c)
 			targets = append(targets, c)
 		}
-		t.Send = balance.New(targets, live.Balance)
+		t.Send = balance.New(targets, s.Balance)
 	}
 	return t, nil
 }
@@ -280,8 +262,9 @@ func scrape(ctx context.Context, target client.Config, url string, every time.Du
 }
 
 // gpuScrape is the GPU exporters to read during each level, probed once: one that does not
-// answer with GPU metrics is told to warn now, not after the first level.
-func gpuScrape(ctx context.Context, target client.Config, live Live, warn func(error)) (GPUScrape, error) {
+// answer with GPU metrics is told to warn now, not after the first level, and scraped all
+// the same.
+func gpuScrape(ctx context.Context, tel Telemetry, target client.Config, live Live, warn func(error)) (GPUScrape, error) {
 	var local *gpumetrics.Local
 	if l := live.GPULocal; l != nil {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -294,8 +277,8 @@ func gpuScrape(ctx context.Context, target client.Config, live Live, warn func(e
 			warn(&GPUProbeError{Err: err})
 		}
 	}
-	if len(live.GPUMetrics) == 0 {
-		return GPUScrape{Local: local, Interval: live.MetricsInterval}, nil
+	if len(tel.GPUs) == 0 {
+		return GPUScrape{Local: local, Interval: tel.Interval}, nil
 	}
 	// The exporters are not the target: its TLS and proxy settings, not its credentials.
 	target.APIKey, target.Headers = "", nil
@@ -303,8 +286,8 @@ func gpuScrape(ctx context.Context, target client.Config, live Live, warn func(e
 	if err != nil {
 		return GPUScrape{}, err
 	}
-	g := GPUScrape{URLs: live.GPUMetrics, Local: local, Interval: live.MetricsInterval, Client: hc, Warned: map[string]bool{}}
-	for _, u := range live.GPUMetrics {
+	g := GPUScrape{URLs: tel.GPUs, Local: local, Interval: tel.Interval, Client: hc, Warned: map[string]bool{}}
+	for _, u := range tel.GPUs {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := gpumetrics.Probe(pctx, u, hc)
 		cancel()
@@ -413,7 +396,7 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 		// for one (the tasks in flight bound them).
 		maxConns = 0
 	}
-	t, err := Open(ctx, live, maxConns)
+	t, err := Open(ctx, cfg.Spec, live, maxConns)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -424,20 +407,21 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 	}
 	cfg.Levels, cfg.Workload = p.Levels, p.Config
 	cfg.Describe.Target = report.NewTarget(live.Client.BaseURL, live.Client.API, t.Model)
-	if len(live.More) > 0 {
-		cfg.Describe.Target = cfg.Describe.Target.Balanced(live.URLs(), live.Balance, live.Client.SessionHeader)
+	if len(cfg.More) > 0 {
+		urls := append([]string{live.Client.BaseURL}, cfg.More...)
+		cfg.Describe.Target = cfg.Describe.Target.Balanced(urls, cfg.Balance, live.Client.SessionHeader)
 	}
 	cfg.Scrape, cfg.ConnStats = t.Scrape, t.Client.ConnStats
-	if cfg.GPU, err = gpuScrape(ctx, live.Client, live, cfg.Console.Warn); err != nil {
+	if cfg.GPU, err = gpuScrape(ctx, cfg.Telemetry, live.Client, live, cfg.Console.Warn); err != nil {
 		return Outcome{}, &InvalidError{err}
 	}
 	sources := &Sources{Workload: p.Config, Tokenizer: t.Tokenizer, First: p.Source, Shape: p.Shape}
-	if live.TestRequest {
+	if cfg.TestRequest {
 		if err := testFirst(ctx, cfg, t, sources); err != nil {
 			return Outcome{}, err
 		}
 	}
-	start, err := WaitForStart(ctx, live.StartAt)
+	start, err := WaitForStart(ctx, cfg.StartAt)
 	if err != nil {
 		return Outcome{}, err
 	}

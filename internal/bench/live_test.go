@@ -48,12 +48,11 @@ func TestRunLive(t *testing.T) {
 	}
 	wl := workload.Config{Dataset: "random", InputTokens: workload.Fixed(32), OutputTokens: workload.Fixed(8), PrefixGroups: 1, Seed: 1, TraceSpeed: 1, Turns: 1}
 	cfg := Config{Spec: Spec{Levels: []load.Level{FinishLevel(load.Level{Concurrency: 2}, 0, 4, 1, 1)}, Repeat: 1, Seed: 1,
+		Server: Server{TestRequest: true}, Telemetry: Telemetry{MetricsURL: "none"},
 		Output: Output{Dir: filepath.Join(t.TempDir(), "run"), Records: record.FormatJSONL}},
 		Console: Console{Out: io.Discard, Quiet: true}}
 	live := Live{Client: client.Config{BaseURL: url, API: client.APIOpenAIChat, Timeout: time.Minute, IdleTimeout: time.Minute},
-		Tokenizer:   func(context.Context, *http.Client) (tokenizer.Tokenizer, error) { return tok, nil },
-		MetricsURL:  "none",
-		TestRequest: true}
+		Tokenizer: func(context.Context, *http.Client) (tokenizer.Tokenizer, error) { return tok, nil }}
 	out, err := RunLive(context.Background(), cfg, live, Workload{Config: wl})
 	if err != nil || out.Err != nil {
 		t.Fatalf("RunLive: %v, %v", err, out.Err)

@@ -31,7 +31,7 @@ type Spec struct {
 	// percentile SLOs pass.
 	Search    search.Axis
 	SearchMax float64
-	StartAt   time.Time
+	StartAt   time.Time // a live run's t = 0 (zero: now), so shards on several machines start together
 	// Repeat runs each level that many times; StopOnSaturation ends the ladder at an
 	// oversaturated level (Base.MaxErrorRate is the error-rate limit).
 	Repeat           int

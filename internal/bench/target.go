@@ -24,13 +24,15 @@ type Server struct {
 
 	Timeout, IdleTimeout time.Duration
 	KeepAlive            bool
-	TestRequest          bool
-	IgnoreEOS            bool
-	Insecure, HTTP2      bool
-	ReadStamps           bool
-	Headers              http.Header
-	ExtraBody            map[string]any
-	Temperature, TopP    *float64
+	// TestRequest sends the first level's first request before measuring: a failure stops
+	// the run (TestRequestError), an answer warms the server; it is not recorded.
+	TestRequest       bool
+	IgnoreEOS         bool
+	Insecure, HTTP2   bool
+	ReadStamps        bool
+	Headers           http.Header
+	ExtraBody         map[string]any
+	Temperature, TopP *float64
 }
 
 // Client is the client of s's server, speaking s's API; what it tells the caller

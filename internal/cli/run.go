@@ -72,9 +72,8 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 	if cfg.Insecure {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
-	tel := cfg.Telemetry
-	live := bench.Live{Client: clientConfig(stdio, cfg), MetricsURL: tel.MetricsURL, MetricsInterval: tel.Interval, GPUMetrics: tel.GPUs,
-		TestRequest: cfg.TestRequest, StartAt: cfg.StartAt, More: cfg.More, Balance: cfg.Balance,
+	live := bench.Live{Client: clientConfig(stdio, cfg), GPULocal: localGPU(stdio, cfg, con),
+		Warn: func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) },
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {
 				return tok, nil
@@ -87,10 +86,6 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 			}
 			useChat(stdio, cfg, tok)
 		}}
-	live.GPULocal = localGPU(stdio, cfg, con)
-	if !cfg.ModelChecked {
-		live.Warn = func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) }
-	}
 	writingResults(cfg.Output.Dir)
 	defer writingResults("")
 	out, err := bench.RunLive(ctx, benchOf(stdio, cfg, con), live, bench.Workload{Config: cfg.Workload, Prepare: prepare(stdio, cfg)})
