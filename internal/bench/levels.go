@@ -34,8 +34,8 @@ func FinishLevel(l load.Level, index, requests int, seed int64, decide int) load
 
 // SetLadder sets s's levels on its Base: a closed-loop level per concurrency, then an
 // open-loop level per rate, or with neither, the one level stages shape; each finished with
-// s's Requests and Seed (FinishLevel, decide its SLOs' metrics.DecidingSamples).
-func (s *Spec) SetLadder(concurrency, rates []float64, stages schedule.Stages, decide int) {
+// s's Requests, Seed and SLOs (Finish).
+func (s *Spec) SetLadder(concurrency, rates []float64, stages schedule.Stages) {
 	s.Levels = nil
 	for _, n := range concurrency {
 		lvl := s.Base
@@ -58,7 +58,7 @@ func (s *Spec) SetLadder(concurrency, rates []float64, stages schedule.Stages, d
 		s.Levels = append(s.Levels, lvl)
 	}
 	for i := range s.Levels {
-		s.Levels[i] = FinishLevel(s.Levels[i], i, s.Requests, s.Seed, decide)
+		s.Levels[i] = s.Finish(s.Levels[i], i, s.Requests)
 	}
 }
 

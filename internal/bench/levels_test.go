@@ -12,7 +12,7 @@ import (
 // seeded and given its length.
 func TestSetLadder(t *testing.T) {
 	s := Spec{Base: load.Level{MaxConcurrency: 3, Shards: 2}, Requests: 20, Seed: 5}
-	s.SetLadder([]float64{1, 4}, []float64{2.5}, schedule.Stages{}, 1)
+	s.SetLadder([]float64{1, 4}, []float64{2.5}, schedule.Stages{})
 	if len(s.Levels) != 3 || s.Levels[0].Concurrency != 1 || s.Levels[1].Concurrency != 4 || s.Levels[2].Rate != 2.5 {
 		t.Fatalf("levels %+v: want concurrency 1, 4, then rate 2.5", s.Levels)
 	}
@@ -26,7 +26,7 @@ func TestSetLadder(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Requests = 0
-	s.SetLadder(nil, nil, st, 1)
+	s.SetLadder(nil, nil, st)
 	if len(s.Levels) != 1 || s.Levels[0].Rate != 8 || s.Levels[0].Duration != 30*time.Second || s.Levels[0].Requests != 0 {
 		t.Errorf("staged: %+v: want one level at rate 8 for 30s", s.Levels)
 	}

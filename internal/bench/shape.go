@@ -129,9 +129,9 @@ type SampledLevel struct{ Index, Requests int }
 
 // FitToSource fits the ladder to the workload once it is loaded: a trace given no load
 // replays its own arrivals once, as one open-loop level, instead of the default
-// closed-loop ladder that would ignore them. decide is the requests a level needs for its
-// SLO verdict (metrics.DecidingSamples), for the replay's default length.
-func (s *Spec) FitToSource(info workload.Info, decide int) SourceFit {
+// closed-loop ladder that would ignore them, as long as its SLO verdict needs by default
+// (Finish).
+func (s *Spec) FitToSource(info workload.Info) SourceFit {
 	var fit SourceFit
 	if !info.Trace && info.Rows > 0 {
 		most := 0
@@ -154,7 +154,7 @@ func (s *Spec) FitToSource(info workload.Info, decide int) SourceFit {
 	if l.Duration == 0 && s.Requests == 0 {
 		l.Requests = info.Rows
 	}
-	s.Levels = []load.Level{FinishLevel(l, 0, s.Requests, s.Seed, decide)}
+	s.Levels = []load.Level{s.Finish(l, 0, s.Requests)}
 	if l.Requests > 0 {
 		s.Levels[0].Requests = l.Requests
 	}

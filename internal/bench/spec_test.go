@@ -116,21 +116,21 @@ func TestDescriptionRoundTrip(t *testing.T) {
 func TestFitToSource(t *testing.T) {
 	ladder := []load.Level{{Index: 0, Concurrency: 1, Requests: 10}, {Index: 1, Concurrency: 8, Requests: 400, Warmup: 8}}
 	s := Spec{Levels: ladder, DefaultLoad: true, Seed: 7}
-	fit := s.FitToSource(workload.Info{Dataset: "sharegpt:x", Rows: 100}, 0)
+	fit := s.FitToSource(workload.Info{Dataset: "sharegpt:x", Rows: 100})
 	if fit.Reused != 408 || len(fit.Sampled) != 1 || fit.Sampled[0] != (SampledLevel{0, 10}) || fit.Replayed || len(s.Levels) != 2 {
 		t.Errorf("dataset of 100 rows: %+v, levels %+v", fit, s.Levels)
 	}
 	s.Search = "concurrency"
-	if fit := s.FitToSource(workload.Info{Rows: 100}, 0); len(fit.Sampled) != 0 {
+	if fit := s.FitToSource(workload.Info{Rows: 100}); len(fit.Sampled) != 0 {
 		t.Errorf("a search's levels said sampled: %+v", fit.Sampled)
 	}
 	s = Spec{Levels: ladder, DefaultLoad: true, Seed: 7}
-	fit = s.FitToSource(workload.Info{Rows: 60, Trace: true, Span: 30 * time.Second}, 0)
+	fit = s.FitToSource(workload.Info{Rows: 60, Trace: true, Span: 30 * time.Second})
 	if !fit.Replayed || fit.Reused != 0 || len(s.Levels) != 1 || s.Levels[0].Rate != 2 || s.Levels[0].Requests != 60 || s.Levels[0].Seed != 7 {
 		t.Errorf("trace of 60 arrivals over 30 s: %+v, levels %+v", fit, s.Levels)
 	}
 	s = Spec{Levels: ladder, Seed: 7}
-	if fit := s.FitToSource(workload.Info{Rows: 60, Trace: true, Span: 30 * time.Second}, 0); fit.Replayed || len(s.Levels) != 2 {
+	if fit := s.FitToSource(workload.Info{Rows: 60, Trace: true, Span: 30 * time.Second}); fit.Replayed || len(s.Levels) != 2 {
 		t.Errorf("a trace with a load given replaced it: %+v, levels %+v", fit, s.Levels)
 	}
 }

@@ -37,7 +37,7 @@ type consoleOpts struct {
 // and says what the user should know of it: rows a dataset skipped, rows reused or
 // sampled, a trace replayed as one level.
 func adaptToSource(stdio Stdio, c *bench.Spec, info workload.Info) {
-	fit := c.FitToSource(info, c.Decide())
+	fit := c.FitToSource(info)
 	if len(info.Skipped) > 0 || info.Clamped > 0 {
 		var skipped []string
 		for reason, n := range info.Skipped {
@@ -557,7 +557,7 @@ func (r *resolver) levels(l ladderFlags) {
 	b := &c.Base // its shard and error-rate limit are set already (load, search)
 	b.Arrival, b.MaxConcurrency, b.Duration, c.Requests = l.arrival, f.maxConcurrency, f.duration, f.requests
 	b.Warmup, b.WarmupTime, b.Cooldown = l.warmN, l.warmD, f.cooldown
-	c.SetLadder(l.concurrency, l.rates, l.stages, c.Decide())
+	c.SetLadder(l.concurrency, l.rates, l.stages)
 	r.checkLevels()
 }
 
