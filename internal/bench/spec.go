@@ -67,7 +67,7 @@ type Spec struct {
 
 	Judge     Judge
 	Telemetry Telemetry
-	Output    Output
+	Output    Output // the run's files (Config.Validate checks their formats)
 }
 
 // Judge is how the levels are judged and priced.

@@ -40,8 +40,8 @@ func conclude(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts, 
 	return exitStatus(ctx, sum, out.Err)
 }
 
-// benchOf is the benchmark of s, its console stdio shown as con says (a live run's target,
-// scrape and connection counts are bench.RunLive's to find).
+// benchOf is the benchmark of c, said on stdio as con says (a live run's target, scrape
+// and connection counts are bench.RunLive's to find).
 func benchOf(stdio Stdio, c *bench.Spec, con consoleOpts) bench.Config {
 	return bench.Config{Spec: *c,
 		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.URL, c.API, c.Model)},
