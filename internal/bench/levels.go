@@ -130,3 +130,21 @@ func (s *Sources) Get(lvl load.Level) (workload.Source, error) {
 	s.by[seed] = src
 	return src, nil
 }
+
+// Undecided are the levels expected to send fewer requests than their SLO verdict needs
+// (Decide), which is then undecided: a timed level's count is about its rate times its
+// duration, and a closed loop's is not known ahead.
+func (s Spec) Undecided() []LevelCount {
+	need := s.Decide()
+	var short []LevelCount
+	for _, l := range s.Levels {
+		n := l.Requests
+		if l.Duration > 0 {
+			n = int(l.Rate * l.Duration.Seconds())
+		}
+		if n > 0 && n < need {
+			short = append(short, LevelCount{l.Index, n})
+		}
+	}
+	return short
+}

@@ -118,14 +118,14 @@ type SourceFit struct {
 	Reused int
 	// Sampled are the levels of a fixed request count that send fewer requests than the
 	// dataset has rows: a seeded sample of them. None in a search.
-	Sampled []SampledLevel
+	Sampled []LevelCount
 	// Replayed says a trace given no load replaces the default ladder with one open-loop
 	// level of its own arrivals (Spec.Levels[0]).
 	Replayed bool
 }
 
-// SampledLevel is a level that sends Requests of a dataset's rows.
-type SampledLevel struct{ Index, Requests int }
+// LevelCount is a level (its Index) and the requests it sends.
+type LevelCount struct{ Index, Requests int }
 
 // FitToSource fits the ladder to the workload once it is loaded: a trace given no load
 // replays its own arrivals once, as one open-loop level, instead of the default
@@ -139,7 +139,7 @@ func (s *Spec) FitToSource(info workload.Info) SourceFit {
 			n := l.Requests + l.Warmup
 			most = max(most, n)
 			if l.Duration == 0 && n < info.Rows && s.Search == "" {
-				fit.Sampled = append(fit.Sampled, SampledLevel{l.Index, n})
+				fit.Sampled = append(fit.Sampled, LevelCount{l.Index, n})
 			}
 		}
 		if most > info.Rows {

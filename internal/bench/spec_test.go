@@ -117,7 +117,7 @@ func TestFitToSource(t *testing.T) {
 	ladder := []load.Level{{Index: 0, Concurrency: 1, Requests: 10}, {Index: 1, Concurrency: 8, Requests: 400, Warmup: 8}}
 	s := Spec{Levels: ladder, DefaultLoad: true, Seed: 7}
 	fit := s.FitToSource(workload.Info{Dataset: "sharegpt:x", Rows: 100})
-	if fit.Reused != 408 || len(fit.Sampled) != 1 || fit.Sampled[0] != (SampledLevel{0, 10}) || fit.Replayed || len(s.Levels) != 2 {
+	if fit.Reused != 408 || len(fit.Sampled) != 1 || fit.Sampled[0] != (LevelCount{0, 10}) || fit.Replayed || len(s.Levels) != 2 {
 		t.Errorf("dataset of 100 rows: %+v, levels %+v", fit, s.Levels)
 	}
 	s.Search = "concurrency"

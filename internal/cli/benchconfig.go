@@ -71,21 +71,11 @@ func adaptToSource(stdio Stdio, c *bench.Spec, info workload.Info) {
 // sayUndecided notes, before the run, the levels too short for --slo's percentile terms to
 // be decided (metrics.MinSamples): their verdict will be undecided, which is not met.
 func sayUndecided(stdio Stdio, c *bench.Spec) {
-	need := c.Decide()
-	if need <= 1 {
-		return
-	}
 	var short []string
-	for _, l := range c.Levels {
-		n := l.Requests
-		if l.Duration > 0 {
-			n = int(l.Rate * l.Duration.Seconds()) // about; a closed loop's count is not known ahead
-		}
-		if n > 0 && n < need {
-			short = append(short, fmt.Sprintf("%d (%d)", l.Index, n))
-		}
+	for _, l := range c.Undecided() {
+		short = append(short, fmt.Sprintf("%d (%d)", l.Index, l.Requests))
 	}
-	if len(short) > 0 {
+	if need := c.Decide(); len(short) > 0 {
 		fmt.Fprintf(stdio.Err, "note: --slo's percentile terms need %d requests a level to be decided (to bound the percentile's 95%% interval); %s %s (requests), so %s undecided, which is not met: give --requests %d (or a longer --duration)\n",
 			need, plural(len(short), "level", "levels"), strings.Join(short, ", "), plural(len(short), "its verdict will be", "their verdicts will be"), need)
 	}
