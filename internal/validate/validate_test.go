@@ -228,7 +228,7 @@ func TestInferencexRows(t *testing.T) {
 	if dep, _ := r.Profile["deployment"].(map[string]any); dep["tp"] != 8 || dep["dp"] != nil || dep["expert_parallel"] != nil || dep["weight_dtype"] != "fp8" {
 		t.Errorf("profile %+v: want tp 8, fp8, no DP or EP", r.Profile)
 	}
-	for spec, want := range map[string]string{"mtp": "speculative decoding by mtp", "": "disaggregated prefill and decode pools"} {
+	for spec, want := range map[string]string{"mtp": "speculative decoding by mtp: its acceptance rate", "eagle3": "speculative decoding by eagle3", "": "disaggregated prefill and decode pools"} {
 		r, _ := inferencexRow(row(false, 1, "fp8", spec, spec == ""))
 		if !strings.HasPrefix(r.Skip, want) {
 			t.Errorf("skip %q, want %q", r.Skip, want)
