@@ -6,12 +6,17 @@ import (
 	"testing"
 
 	"github.com/llmbench/llmbench/internal/fielderr"
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/search"
 )
 
 // TestConfigValidate: every problem at once, each a *fielderr.Error keyed by its field (the
 // CLI names it by the flag that sets it).
 func TestConfigValidate(t *testing.T) {
+	verdict, err := metrics.ParseSLOs("ttft:p99<=1s")
+	if err != nil {
+		t.Fatal(err)
+	}
 	good := testConfig(t)
 	if err := good.Validate(); err != nil {
 		t.Fatalf("valid config: %v", err)
@@ -24,9 +29,10 @@ func TestConfigValidate(t *testing.T) {
 			[]string{"Output.Dir", "Output.Records", "Output.ResultFormat"}},
 		{func(c *Config) { c.Repeat, c.Console.Out = 0, nil }, []string{"Repeat", "Console.Out"}},
 		{func(c *Config) { c.Search = "tokens" }, []string{"Search"}},
-		{func(c *Config) { c.Search = search.Rate }, []string{"SearchMax"}},       // a search needs its bound
-		{func(c *Config) { c.SearchMax = -5 }, []string{"SearchMax"}},             // ignored without a search, but must read
-		{func(c *Config) { c.Search, c.SearchMax = search.Concurrency, 64 }, nil}, // fine
+		{func(c *Config) { c.Search, c.Judge.Metrics.SLOs = search.Rate, verdict }, []string{"SearchMax"}},          // a search needs its bound
+		{func(c *Config) { c.SearchMax = -5 }, []string{"SearchMax"}},                                               // ignored without a search, but must read
+		{func(c *Config) { c.Search, c.SearchMax, c.Judge.Metrics.SLOs = search.Concurrency, 64, verdict }, nil},    // fine
+		{func(c *Config) { c.Search, c.SearchMax = search.Concurrency, 64 }, []string{"Search,Judge.Metrics.SLOs"}}, // nothing to decide on
 	} {
 		cfg := testConfig(t)
 		c.edit(&cfg)

@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"errors"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/rundesc"
@@ -104,29 +102,6 @@ func (r Spec) Decide() int { return metrics.DecidingSamples(r.Judge.Metrics.SLOs
 // Finish numbers a level, seeds it from Seed and gives it a default length (FinishLevel).
 func (r Spec) Finish(l load.Level, index, requests int) load.Level {
 	return FinishLevel(l, index, requests, r.Seed, r.Decide())
-}
-
-// Validate reports every problem with the ladder's settings at once, each a
-// *fielderr.Error (Repeat, Search, SearchMax). The levels are load's to validate (load.Run
-// and load.RunVirtual refuse a level that is not valid).
-func (r Spec) Validate() error {
-	var errs []error
-	if r.Repeat < 1 {
-		errs = append(errs, fielderr.New("Repeat", "%d must be at least 1", r.Repeat))
-	}
-	switch r.Search {
-	case "": // a bound given without a search is ignored, but must still read as one
-		if r.SearchMax < 0 {
-			errs = append(errs, fielderr.New("SearchMax", "%g must be positive", r.SearchMax))
-		}
-	case search.Concurrency, search.Rate:
-		if !(r.SearchMax > 0) {
-			errs = append(errs, fielderr.New("SearchMax", "%g must be positive", r.SearchMax))
-		}
-	default:
-		errs = append(errs, fielderr.New("Search", "%q is not concurrency or rate", r.Search))
-	}
-	return errors.Join(errs...)
 }
 
 // Describe is the run's description. Settings that do not apply are left out of the load:

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -198,9 +198,8 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 	// bench owns the rules of its Config (repeats, the search's bound, the output formats);
 	// its console is the caller's, so a stand-in writer passes.
 	bc := benchOf(Stdio{Out: io.Discard}, r.c, con)
-	r.add(benchError(bc.Validate()))
-	if len(r.errs) > 0 {
-		return nil, con, usageError(errors.Join(r.errs...))
+	if errs := r.said(unjoin(bc.Validate())); len(errs) > 0 {
+		return nil, con, usageError(errors.Join(errs...))
 	}
 	return r.c, con, nil
 }
@@ -221,19 +220,10 @@ func (f *benchFlags) drawSeed() bool {
 // simulate's router over the profile's replicas (simProfile applies it).
 func (r *resolver) balancing() {
 	f, c := r.f, r.c
-	policies := []string{route.RoundRobin, route.LeastOutstanding, route.Session}
-	switch {
-	case f.balance == "":
-		if len(f.moreURLs) > 0 {
-			c.Balance = route.RoundRobin
-		}
-	case route.Check(f.balance, policies...) != nil:
-		r.add(fmt.Errorf("--balance: %v", route.Check(f.balance, policies...)))
-	case r.live && len(f.moreURLs) == 0:
-		r.add(fmt.Errorf("--balance %s: spreads requests over several endpoints; give --url once for each", f.balance))
-	default:
-		c.Balance = f.balance
+	if c.Balance = f.balance; c.Balance == "" && len(f.moreURLs) > 0 {
+		c.Balance = route.RoundRobin
 	}
+	r.spec("Balance", "Balance,More")
 	explicit := f.fs != nil && f.fs.Changed("session-header")
 	if c.Balance == route.Session || explicit {
 		c.SessionHeader = f.sessionHeader
@@ -258,6 +248,68 @@ func (r *resolver) add(err error) {
 		r.errs = append(r.errs, err)
 	}
 }
+
+// specSlot marks where the Spec's problems with its fields (keys: fieldKey) are said among
+// the flags' own: where those flags are read, so that the problems keep the flags' order.
+type specSlot []string
+
+func (specSlot) Error() string { return "" }
+
+func (r *resolver) spec(keys ...string) { r.errs = append(r.errs, specSlot(keys)) }
+
+// said is every problem, in order: the flags' own, with the Spec's (bench's) in their
+// slots, and those of no slot after them.
+func (r *resolver) said(spec []error) []error {
+	var out []error
+	for _, err := range r.errs {
+		slot, ok := err.(specSlot)
+		if !ok {
+			out = append(out, err)
+			continue
+		}
+		spec = slices.DeleteFunc(spec, func(e error) bool {
+			var field *fielderr.Error
+			if errors.As(e, &field) && slices.Contains(slot, fieldKey(field.Field)) {
+				out = append(out, r.specError(field))
+				return true
+			}
+			return false
+		})
+	}
+	for _, e := range spec {
+		out = append(out, benchError(e))
+	}
+	return out
+}
+
+// specMessages say the Spec's problems, by field key, as the flags that set those fields do
+// (%v: bench's words); a field not here is said as "--flag: problem" (benchError).
+var specMessages = map[string]string{
+	"Timeout": "--timeout %v", "IdleTimeout": "--idle-timeout %v", "Telemetry.Interval": "--metrics-interval %v",
+	"Balance,More": "--balance %v; give --url once for each", "Search,Judge.Metrics.SLOs": "--search %v, e.g. --slo 'tpot:p99<=50ms'",
+	"Temperature": "--temperature %v", "TopP": "--top-p %v", "Tokenizer": "--tokenizer %v: drop it, or give a tokenizer.json or an encoding",
+}
+
+// specError says a problem of the Spec's as the flags that set its fields do.
+func (r *resolver) specError(e *fielderr.Error) error {
+	const whole = "--slo %v, and %s: drop the term (e2el, the whole response's latency, is measured), or stream the responses"
+	switch key := fieldKey(e.Field); key {
+	case "Judge.Metrics.SLOs[],API":
+		return fmt.Errorf(whole, e.Err, "--api "+r.c.API+" answers in one document, with no tokens streamed")
+	case "Judge.Metrics.SLOs[],NoStream":
+		return fmt.Errorf(whole, e.Err, "--stream=false asks for each response as one document")
+	default:
+		if format, ok := specMessages[key]; ok {
+			return fmt.Errorf(format, e.Err)
+		}
+	}
+	return benchError(e)
+}
+
+// fieldKey is a field's path without its indices: Levels[2].Rate is Levels[].Rate.
+func fieldKey(path string) string { return fieldIndex.ReplaceAllString(path, "[]") }
+
+var fieldIndex = regexp.MustCompile(`\[[0-9]+\]`)
 
 // target reads run's target flags: the server, its API, credentials and transport.
 func (r *resolver) target() {
@@ -289,15 +341,7 @@ func (r *resolver) target() {
 	r.add(err)
 	c.ExtraBody, err = parseExtraBody(f.extraBody)
 	r.add(err)
-	if f.timeout <= 0 {
-		r.add(errors.New("--timeout must be positive"))
-	}
-	if f.idleTimeout <= 0 {
-		r.add(errors.New("--idle-timeout must be positive"))
-	}
-	if f.metricsInterval <= 0 {
-		r.add(errors.New("--metrics-interval must be positive"))
-	}
+	r.spec("Timeout", "IdleTimeout", "Telemetry.Interval")
 	if f.metricsURL != "" && f.metricsURL != "none" {
 		if err := parseTarget(f.metricsURL); err != nil {
 			r.add(fmt.Errorf("--metrics-url: %q must be an http:// or https:// URL", f.metricsURL))
@@ -421,36 +465,14 @@ func (r *resolver) judging() {
 		r.add(fmt.Errorf("--slo: %w", err))
 	}
 	c.Judge.Metrics, c.Judge.SLO = metrics.Config{Percentiles: pcts, SLOs: slos}, f.slo
-	r.unmeasurable(slos)
+	r.spec("Judge.Metrics.SLOs[],API", "Judge.Metrics.SLOs[],NoStream")
 	if c.Judge.Pricing, err = f.price.parse(); err != nil {
 		r.add(err)
 	} else if r.live && f.url != "" {
 		c.Judge.Price, err = price(c.Judge.Pricing, nil, 1) // a server of its own: only the flags price it
 		r.add(err)
 	}
-	if c.Search != "" && !metrics.HasVerdict(slos) {
-		r.add(errors.New("--search needs percentile SLOs to decide on, e.g. --slo 'tpot:p99<=50ms'"))
-	}
-}
-
-// unmeasurable refuses SLO terms on figures timed from the stream's token events (TTFT,
-// TPOT, ITL, chunk gaps) where the responses come whole: they would be judged on nothing,
-// after the run, as not met.
-func (r *resolver) unmeasurable(slos []metrics.SLO) {
-	why := ""
-	switch {
-	case r.f.api == client.APIOpenAIEmbeddings || r.f.api == client.APIOllamaEmbed || r.f.api == client.APIRerank:
-		why = "--api " + r.f.api + " answers in one document, with no tokens streamed"
-	case !r.f.stream:
-		why = "--stream=false asks for each response as one document"
-	default:
-		return
-	}
-	for _, s := range slos {
-		if m, ok := metrics.Lookup(s.Metric); ok && m.Streamed {
-			r.add(fmt.Errorf("--slo %s: %s is timed from the stream's token events, and %s: drop the term (e2el, the whole response's latency, is measured), or stream the responses", s, m.Short, why))
-		}
-	}
+	r.spec("Search,Judge.Metrics.SLOs")
 }
 
 // workload reads the flags that shape the requests: lengths, dataset, sampling, chat.
@@ -469,9 +491,15 @@ func (r *resolver) workload() {
 			r.add(err)
 		}
 	}
-	if live && f.fs != nil {
-		r.sampling()
+	if live && f.fs != nil { // sent only when given
+		if f.fs.Changed("temperature") {
+			c.Temperature = &f.temperature
+		}
+		if f.fs.Changed("top-p") {
+			c.TopP = &f.topP
+		}
 	}
+	r.spec("Temperature", "TopP")
 	if live {
 		var err error
 		c.ChatTemplate, err = resolveChatTemplate(f.chatTemplate, f.tokenizer, f.api)
@@ -484,9 +512,7 @@ func (r *resolver) workload() {
 			c.ChatTemplate, c.ChatOnServer = nil, false
 		}
 	}
-	if !live && f.tokenizer == "server" {
-		r.add(errors.New("--tokenizer server: simulate has no server to ask (it needs lengths only): drop it, or give a tokenizer.json or an encoding"))
-	}
+	r.spec("Tokenizer")
 	if f.turns < 1 {
 		r.add(fmt.Errorf("--turns %d: a conversation has at least one turn (1: single requests)", f.turns))
 	} else if errOut == nil && errIn == nil {
@@ -505,23 +531,6 @@ func (f *benchFlags) lengths() (in, out workload.Dist, errIn, errOut error) {
 		errOut = fmt.Errorf("--output-tokens: %w", err)
 	}
 	return in, out, errIn, errOut
-}
-
-// sampling reads --temperature and --top-p, sent only when given.
-func (r *resolver) sampling() {
-	f, c := r.f, r.c
-	if f.fs.Changed("temperature") {
-		if f.temperature < 0 || math.IsNaN(f.temperature) {
-			r.add(fmt.Errorf("--temperature %v: must be 0 or more", f.temperature))
-		}
-		c.Temperature = &f.temperature
-	}
-	if f.fs.Changed("top-p") {
-		if !(f.topP > 0 && f.topP <= 1) {
-			r.add(fmt.Errorf("--top-p %v: must be in (0, 1]", f.topP))
-		}
-		c.TopP = &f.topP
-	}
 }
 
 // outputs reads the flags of the run's files.

@@ -59,7 +59,7 @@ func benchOf(stdio Stdio, c *bench.Spec, con consoleOpts) bench.Config {
 // benchFlagNames are the flags that set bench.Config's fields, for its errors.
 var benchFlagNames = map[string]string{
 	"Output.Dir": "output-dir", "Output.Overwrite": "overwrite", "Output.Records": "records",
-	"Output.ResultFormat": "result-format", "Repeat": "repeat", "Search": "search", "SearchMax": "search-max",
+	"Output.ResultFormat": "result-format", "Repeat": "repeat", "Balance": "balance", "Search": "search", "SearchMax": "search-max",
 }
 
 // benchError maps an error of bench's, which kept a run from starting or from writing
