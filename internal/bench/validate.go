@@ -37,6 +37,10 @@ func (r Spec) Validate() error {
 			add("Balance,More", "%s: spreads requests over several endpoints", r.Balance)
 		}
 	}
+	if r.Requests != 0 && r.Base.Duration != 0 {
+		// A level may have both, but a timed level takes no request count (FinishLevel).
+		add("Requests,Base.Duration", "give one, not both")
+	}
 	if r.Repeat < 1 {
 		add("Repeat", "%d must be at least 1", r.Repeat)
 	}

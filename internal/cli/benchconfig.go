@@ -285,7 +285,7 @@ func (r *resolver) said(spec []error) []error {
 // specMessages say the Spec's problems, by field key, as the flags that set those fields do
 // (%v: bench's words); a field not here is said as "--flag: problem" (benchError).
 var specMessages = map[string]string{
-	"Timeout": "--timeout %v", "IdleTimeout": "--idle-timeout %v", "Telemetry.Interval": "--metrics-interval %v",
+	"Timeout": "--timeout %v", "Requests,Base.Duration": "--requests and --duration: %v", "IdleTimeout": "--idle-timeout %v", "Telemetry.Interval": "--metrics-interval %v",
 	"Balance,More": "--balance %v; give --url once for each", "Search,Judge.Metrics.SLOs": "--search %v, e.g. --slo 'tpot:p99<=50ms'",
 	"Temperature": "--temperature %v", "TopP": "--top-p %v", "Tokenizer": "--tokenizer %v: drop it, or give a tokenizer.json or an encoding",
 }
@@ -418,10 +418,7 @@ func (r *resolver) load() ladderFlags {
 		// Two lists, one ladder: each level built has one of them, so no level sees this.
 		r.add(errors.New("--concurrency and --rate: give one (closed or open loop), not both"))
 	}
-	if f.requests != 0 && f.duration != 0 {
-		// A level may have both, but a timed level takes no --requests (bench.FinishLevel).
-		r.add(errors.New("--requests and --duration: give one, not both"))
-	}
+	r.spec("Requests,Base.Duration")
 	if f.requests == 0 && f.fs != nil && f.fs.Changed("requests") {
 		// 0 is the flag's "unset": given, it would silently become each level's default.
 		r.add(errors.New("--requests 0: a level measures at least one request; leave --requests out for each level's default length"))
