@@ -1,8 +1,10 @@
 package load
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -355,3 +357,19 @@ func (s *series) settled() bool {
 // paceSlack is how much slower the last quarter's requests may be served than the quarter
 // before's for the pace to count as steady.
 const paceSlack = 0.1
+
+// ParseMaxErrorRate reads a max error rate: a fraction in (0, 1) as 0.3 or 30%; "" is 0
+// (off).
+func ParseMaxErrorRate(s string) (float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return 0, nil
+	}
+	v, err := metrics.ParseFraction(s)
+	if err != nil {
+		return 0, err
+	}
+	if v <= 0 || v >= 1 {
+		return 0, fmt.Errorf("%q must be above 0 and below 1 (100%%)", s)
+	}
+	return v, nil
+}

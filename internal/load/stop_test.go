@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -271,6 +272,20 @@ func TestOversaturationNotWhileFilling(t *testing.T) {
 			if (reason == EndOversaturated) != tc.stopped {
 				t.Errorf("%s, seed %d: end reason %q, want stopped %v", tc.what, seed, reason, tc.stopped)
 			}
+		}
+	}
+}
+
+// TestParseMaxErrorRate: a fraction or a percentage strictly between 0 and 1; none is off.
+func TestParseMaxErrorRate(t *testing.T) {
+	for s, want := range map[string]float64{"": 0, " ": 0, "0.3": 0.3, "30%": 0.3, " 5 % ": 0.05} {
+		if got, err := ParseMaxErrorRate(s); err != nil || math.Abs(got-want) > 1e-12 {
+			t.Errorf("%q: %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"0", "1", "100%", "-0.1", "x", "NaN"} {
+		if _, err := ParseMaxErrorRate(s); err == nil {
+			t.Errorf("%q: no error", s)
 		}
 	}
 }
