@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
@@ -59,12 +61,30 @@ func (r Spec) Validate() error {
 	default:
 		add("Search", "%q is not concurrency or rate", r.Search)
 	}
+	whole := client.Embeddings(r.API) || r.API == client.APIRerank // one document, no stream
+	if whole && r.NoStream {
+		add("NoStream,API", "%s never streams", r.API)
+	}
+	if whole && r.Workload.Turns > 1 {
+		add("Workload.Turns,API", "is for chat APIs, not %s", r.API)
+	}
+	if r.Images.N != 0 {
+		if err := r.Images.Validate(); err != nil {
+			errs = append(errs, &fielderr.Error{Field: "Images", Err: err})
+		}
+		if r.API != client.APIOpenAIChat && r.API != client.APIOpenAIResponses {
+			add("Images,API", "is for %s and %s, not %s", client.APIOpenAIChat, client.APIOpenAIResponses, r.API)
+		}
+	}
 	errs = append(errs, r.unmeasurable()...)
 	if t := r.Temperature; t != nil && (*t < 0 || math.IsNaN(*t)) {
 		add("Temperature", "%v: must be 0 or more", *t)
 	}
 	if p := r.TopP; p != nil && !(*p > 0 && *p <= 1) {
 		add("TopP", "%v: must be in (0, 1]", *p)
+	}
+	if !r.Live && r.API != "" && !slices.Contains(SimAPIs, r.API) {
+		add("API", "simulate speaks %s, not %q", strings.Join(SimAPIs, ", "), r.API)
 	}
 	if !r.Live && r.Tokenizer == "server" {
 		add("Tokenizer", "server: simulate has no server to ask (it needs lengths only)")

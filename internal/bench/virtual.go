@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -15,6 +16,10 @@ type DeployError struct{ Err error }
 
 func (e *DeployError) Error() string { return "deploy: " + e.Err.Error() }
 func (e *DeployError) Unwrap() error { return e.Err }
+
+// SimAPIs are the APIs the built-in simulator serves (the OpenAI-style ones).
+var SimAPIs = []string{client.APIOpenAIChat, client.APIOpenAICompletions, client.APIOpenAIResponses,
+	client.APIOpenAIEmbeddings, client.APIRerank}
 
 // Virtual runs each level against profile p's deployment (Deploy) on a virtual clock, the
 // levels one after another on one timeline; run r of level i seeds the simulator's noise

@@ -6,12 +6,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/route"
 	"github.com/llmbench/llmbench/internal/search"
 
@@ -31,136 +29,6 @@ type consoleOpts struct {
 	quiet      bool // the ladder and the results folder only
 	wide       bool // the whole ladder table
 	noProgress bool
-}
-
-// adaptToSource fits the ladder to the workload once it is loaded (bench.Spec.FitToSource)
-// and says what the user should know of it: rows a dataset skipped, rows reused or
-// sampled, a trace replayed as one level.
-func adaptToSource(stdio Stdio, c *bench.Spec, info workload.Info) {
-	fit := c.FitToSource(info)
-	if len(info.Skipped) > 0 || info.Clamped > 0 {
-		var skipped []string
-		for reason, n := range info.Skipped {
-			skipped = append(skipped, fmt.Sprintf("%d %s", n, reason))
-		}
-		slices.Sort(skipped)
-		fmt.Fprintf(stdio.Err, "dataset %s: %d usable rows; skipped: %s; %d rows with a zero length raised to 1\n",
-			info.Dataset, info.Rows, strings.Join(append(skipped, "none")[:max(1, len(skipped))], ", "), info.Clamped)
-	}
-	if fit.Reused > 0 {
-		fmt.Fprintf(stdio.Err, "warning: dataset %s has %d usable rows for levels of up to %d requests: rows are reused (each about %.1f times; a server's prefix cache may then serve repeats)\n",
-			info.Dataset, info.Rows, fit.Reused, float64(fit.Reused)/float64(info.Rows))
-	}
-	if len(fit.Sampled) > 0 {
-		var fewer []string
-		for _, l := range fit.Sampled {
-			fewer = append(fewer, fmt.Sprintf("level %d sends %d", l.Index, l.Requests))
-		}
-		how := "its --requests"
-		if c.Requests == 0 {
-			how = "its default from the load, as no --requests was given"
-		}
-		fmt.Fprintf(stdio.Err, "note: dataset %s has %d usable rows; %s (each level's request count, %s): a seeded sample of the rows; --requests %d sends every row\n",
-			c.Workload.Dataset, info.Rows, strings.Join(fewer, ", "), how, info.Rows)
-	}
-	if fit.Replayed {
-		fmt.Fprintf(stdio.Err, "replaying the trace's %d arrivals over %s (no --concurrency or --rate given)\n", info.Rows, info.Span.Round(time.Millisecond))
-	}
-}
-
-// sayUndecided notes, before the run, the levels too short for --slo's percentile terms to
-// be decided (metrics.MinSamples): their verdict will be undecided, which is not met.
-func sayUndecided(stdio Stdio, c *bench.Spec) {
-	var short []string
-	for _, l := range c.Undecided() {
-		short = append(short, fmt.Sprintf("%d (%d)", l.Index, l.Requests))
-	}
-	if need := c.Decide(); len(short) > 0 {
-		fmt.Fprintf(stdio.Err, "note: --slo's percentile terms need %d requests a level to be decided (to bound the percentile's 95%% interval); %s %s (requests), so %s undecided, which is not met: give --requests %d (or a longer --duration)\n",
-			need, plural(len(short), "level", "levels"), strings.Join(short, ", "), plural(len(short), "its verdict will be", "their verdicts will be"), need)
-	}
-}
-
-// simAPIs are the APIs the built-in simulator serves (the OpenAI-style ones).
-var simAPIs = []string{client.APIOpenAIChat, client.APIOpenAICompletions, client.APIOpenAIResponses,
-	client.APIOpenAIEmbeddings, client.APIRerank}
-
-// inputs checks the flags of the APIs that send several inputs per request.
-func (r *resolver) inputs() error {
-	f, c := r.f, r.c
-	var errs []error
-	embed, rerank := client.Embeddings(f.api), f.api == client.APIRerank
-	if f.batchSize < 1 {
-		errs = append(errs, fmt.Errorf("--batch-size %d: must be at least 1", f.batchSize))
-	} else if f.batchSize > 1 && !embed {
-		errs = append(errs, fmt.Errorf("--batch-size is for the embeddings APIs (%s, %s), not %s", client.APIOpenAIEmbeddings, client.APIOllamaEmbed, f.api))
-	}
-	if f.documents < 1 || f.queryTokens < 1 {
-		errs = append(errs, fmt.Errorf("--documents %d, --query-tokens %d: each must be at least 1", f.documents, f.queryTokens))
-	}
-	if !f.stream && (embed || rerank) {
-		errs = append(errs, fmt.Errorf("--stream=false: %s never streams; leave --stream out", f.api))
-	}
-	if (embed || rerank) && f.turns > 1 {
-		errs = append(errs, fmt.Errorf("--turns is for chat APIs, not %s", f.api))
-	}
-	if f.images != 0 {
-		w, h, err := workload.ParseImageSize(f.imageSize)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--image-size: %w", err))
-		}
-		c.Images = workload.ImageConfig{N: f.images, Width: w, Height: h, Format: f.imageFormat, Seed: f.seed}
-		if err := c.Images.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("--images, --image-format: %w", err))
-		}
-		if f.api != client.APIOpenAIChat && f.api != client.APIOpenAIResponses {
-			errs = append(errs, fmt.Errorf("--images is for %s and %s, not %s", client.APIOpenAIChat, client.APIOpenAIResponses, f.api))
-		}
-	}
-	if embed {
-		c.BatchSize = f.batchSize
-	}
-	if rerank {
-		c.Documents, c.QueryTokens = f.documents, f.queryTokens
-	}
-	errs = append(errs, r.tools())
-	return errors.Join(errs...)
-}
-
-// tools reads --tools, --tools-file and --tool-choice: the function definitions
-// every request offers.
-func (r *resolver) tools() error {
-	f, c := r.f, r.c
-	if f.tools == 0 && f.toolsFile == "" && f.toolChoice == "" {
-		return nil
-	}
-	var errs []error
-	switch {
-	case f.tools < 0 || f.tools > workload.MaxTools:
-		errs = append(errs, fmt.Errorf("--tools %d: must be in 0..%d", f.tools, workload.MaxTools))
-	case f.tools > 0 && f.toolsFile != "":
-		errs = append(errs, errors.New("--tools and --tools-file: give one (generated definitions, or a file's)"))
-	case f.toolsFile != "":
-		tools, err := workload.LoadTools(f.toolsFile)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--tools-file: %w", err))
-		}
-		c.Tools, c.ToolsFile = tools, f.toolsFile
-	default:
-		c.Tools = workload.GenerateTools(f.tools, f.seed)
-	}
-	if !slices.Contains(client.ToolAPIs, f.api) {
-		errs = append(errs, fmt.Errorf("--tools, --tools-file are for %s, not %s", strings.Join(client.ToolAPIs, ", "), f.api))
-	} else if f.toolChoice != "" && !slices.Contains(client.ToolChoiceAPIs, f.api) {
-		errs = append(errs, fmt.Errorf("--tool-choice: %s takes no tool_choice (the model decides); leave it out", f.api))
-	}
-	c.ToolChoice = workload.ToolChoice(f.toolChoice)
-	if len(errs) == 0 {
-		if err := workload.ValidateTools(c.Tools, c.ToolChoice); err != nil {
-			errs = append(errs, fmt.Errorf("--tool-choice: %w", err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // resolve validates every flag and reports all problems at once.
@@ -183,10 +51,8 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 	r.balancing()
 	ladder := r.load()
 	r.search(ladder)
-	if !live && !slices.Contains(simAPIs, f.api) {
-		r.add(fmt.Errorf("--api: simulate speaks %s, not %q", strings.Join(simAPIs, ", "), f.api))
-	}
-	r.add(r.inputs())
+	r.spec("API")
+	r.inputs()
 	r.c.SearchMax = f.searchMax
 	if r.c.SearchMax == 0 {
 		r.c.SearchMax = map[search.Axis]float64{search.Concurrency: 1024, search.Rate: 1000}[r.c.Search]
@@ -195,8 +61,8 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 	r.workload()
 	r.outputs(now)
 	r.levels(ladder)
-	// bench owns the rules of its Config (repeats, the search's bound, the output formats);
-	// its console is the caller's, so a stand-in writer passes.
+	// bench owns the rules of its Spec and Config, said here among the flags' own (said); its
+	// console is the caller's, so a stand-in writer passes.
 	bc := benchOf(Stdio{Out: io.Discard}, r.c, con)
 	if errs := r.said(unjoin(bc.Validate())); len(errs) > 0 {
 		return nil, con, usageError(errors.Join(errs...))
@@ -249,68 +115,6 @@ func (r *resolver) add(err error) {
 	}
 }
 
-// specSlot marks where the Spec's problems with its fields (keys: fieldKey) are said among
-// the flags' own: where those flags are read, so that the problems keep the flags' order.
-type specSlot []string
-
-func (specSlot) Error() string { return "" }
-
-func (r *resolver) spec(keys ...string) { r.errs = append(r.errs, specSlot(keys)) }
-
-// said is every problem, in order: the flags' own, with the Spec's (bench's) in their
-// slots, and those of no slot after them.
-func (r *resolver) said(spec []error) []error {
-	var out []error
-	for _, err := range r.errs {
-		slot, ok := err.(specSlot)
-		if !ok {
-			out = append(out, err)
-			continue
-		}
-		spec = slices.DeleteFunc(spec, func(e error) bool {
-			var field *fielderr.Error
-			if errors.As(e, &field) && slices.Contains(slot, fieldKey(field.Field)) {
-				out = append(out, r.specError(field))
-				return true
-			}
-			return false
-		})
-	}
-	for _, e := range spec {
-		out = append(out, benchError(e))
-	}
-	return out
-}
-
-// specMessages say the Spec's problems, by field key, as the flags that set those fields do
-// (%v: bench's words); a field not here is said as "--flag: problem" (benchError).
-var specMessages = map[string]string{
-	"Timeout": "--timeout %v", "Requests,Base.Duration": "--requests and --duration: %v", "IdleTimeout": "--idle-timeout %v", "Telemetry.Interval": "--metrics-interval %v",
-	"Balance,More": "--balance %v; give --url once for each", "Search,Judge.Metrics.SLOs": "--search %v, e.g. --slo 'tpot:p99<=50ms'",
-	"Temperature": "--temperature %v", "TopP": "--top-p %v", "Tokenizer": "--tokenizer %v: drop it, or give a tokenizer.json or an encoding",
-}
-
-// specError says a problem of the Spec's as the flags that set its fields do.
-func (r *resolver) specError(e *fielderr.Error) error {
-	const whole = "--slo %v, and %s: drop the term (e2el, the whole response's latency, is measured), or stream the responses"
-	switch key := fieldKey(e.Field); key {
-	case "Judge.Metrics.SLOs[],API":
-		return fmt.Errorf(whole, e.Err, "--api "+r.c.API+" answers in one document, with no tokens streamed")
-	case "Judge.Metrics.SLOs[],NoStream":
-		return fmt.Errorf(whole, e.Err, "--stream=false asks for each response as one document")
-	default:
-		if format, ok := specMessages[key]; ok {
-			return fmt.Errorf(format, e.Err)
-		}
-	}
-	return benchError(e)
-}
-
-// fieldKey is a field's path without its indices: Levels[2].Rate is Levels[].Rate.
-func fieldKey(path string) string { return fieldIndex.ReplaceAllString(path, "[]") }
-
-var fieldIndex = regexp.MustCompile(`\[[0-9]+\]`)
-
 // target reads run's target flags: the server, its API, credentials and transport.
 func (r *resolver) target() {
 	f, c := r.f, r.c
@@ -331,8 +135,8 @@ func (r *resolver) target() {
 			hint = " (--api names the API, not the server: " + f.api + " serves openai-chat and openai-completions)"
 		}
 		r.add(fmt.Errorf("--api: %q is not one of %s%s", f.api, strings.Join(client.APIs(), ", "), hint))
-	} else if f.url == "" && !slices.Contains(simAPIs, f.api) {
-		r.add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(simAPIs, ", ")))
+	} else if f.url == "" && !slices.Contains(bench.SimAPIs, f.api) {
+		r.add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(bench.SimAPIs, ", ")))
 	}
 	var err error
 	c.APIKey, err = resolveAPIKey(f.apiKey, f.apiKeyFile)
@@ -435,7 +239,7 @@ func (r *resolver) search(l ladderFlags) {
 		r.add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
 	}
 	var err error
-	if c.Base.MaxErrorRate, err = parseErrorRate(f.maxErrorRate); err != nil {
+	if c.Base.MaxErrorRate, err = load.ParseMaxErrorRate(f.maxErrorRate); err != nil {
 		r.add(fmt.Errorf("--max-error-rate: %w", err))
 	}
 	switch f.search {
@@ -584,69 +388,6 @@ func (r *resolver) checkLevels() {
 	}
 }
 
-// levelFlagNames are the flags that set load.Level's fields, for its errors.
-var levelFlagNames = map[string]string{
-	"Concurrency": "concurrency", "Rate": "rate", "Arrival": "arrival", "MaxConcurrency": "max-concurrency",
-	"Requests": "requests", "Duration": "duration", "Warmup": "warmup", "WarmupTime": "warmup",
-	"Cooldown": "cooldown", "Shard": "shard", "Shards": "shard", "MaxErrorRate": "max-error-rate", "Stages": "stages",
-}
-
-// levelError names the flag behind a load.Level problem.
-func levelError(err error) error { return namedFlags(err, levelFlagNames) }
-
-// namedFlags names the flags (names: a field's flag, without its dashes) behind each
-// fielderr.Error in err, one of several joined by commas each, through nested joins; an
-// error of no field named there is kept as it is.
-func namedFlags(err error, names map[string]string) error {
-	if _, joined := err.(interface{ Unwrap() []error }); joined {
-		var out []error
-		for _, e := range unjoin(err) {
-			out = append(out, namedFlags(e, names))
-		}
-		return errors.Join(out...)
-	}
-	var field *fielderr.Error
-	if !errors.As(err, &field) {
-		return err
-	}
-	var flags []string
-	for _, f := range strings.Split(field.Field, ",") {
-		if name, ok := names[f]; ok {
-			flags = append(flags, "--"+name)
-		}
-	}
-	if len(flags) == 0 {
-		return err
-	}
-	return fmt.Errorf("%s: %w", strings.Join(flags, ", "), field.Err)
-}
-
-// unjoin is the errors an errors.Join holds, or err alone (none when nil).
-func unjoin(err error) []error {
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		return joined.Unwrap()
-	}
-	if err == nil {
-		return nil
-	}
-	return []error{err}
-}
-
-// parseErrorRate reads --max-error-rate: a fraction in (0, 1) as 0.3 or 30%; "" is 0 (off).
-func parseErrorRate(s string) (float64, error) {
-	if strings.TrimSpace(s) == "" {
-		return 0, nil
-	}
-	v, err := metrics.ParseFraction(s)
-	if err != nil {
-		return 0, err
-	}
-	if v <= 0 || v >= 1 {
-		return 0, fmt.Errorf("%q must be above 0 and below 1 (100%%)", s)
-	}
-	return v, nil
-}
-
 // resolveChatTemplate finds the chat template the chat APIs' prompts are sized with:
 // --chat-template's, else the one beside --tokenizer's tokenizer.json (a HuggingFace model
 // folder holds both), else none. APIs that send the prompt as it is have none.
@@ -675,24 +416,4 @@ func resolveChatTemplate(flag, tok, api string) (*chattemplate.Template, error) 
 		return nil, fmt.Errorf("--tokenizer %s: %w (--chat-template none sizes message text alone)", tok, err)
 	}
 	return tm, nil
-}
-
-// useChat sets how the workload counts chat prompts, once the tokenizer is loaded
-// (bench.Spec.UseChat); a note says where the server cannot count them.
-func useChat(stdio Stdio, c *bench.Spec, tok tokenizer.Tokenizer) {
-	if err := c.UseChat(tok); err != nil {
-		fmt.Fprintf(stdio.Err, "note: chat prompts are sized by their message text: %v; the server adds its chat template's tokens (give --chat-template the model's template for exact lengths)\n", err)
-	}
-}
-
-// chatFailures says, after a run, how many chat prompts the workload could not count as
-// the server formats them (so sized them by their message text), with the first reason.
-func chatFailures(stdio Stdio, c *bench.Spec) {
-	w, ok := c.Workload.Chat.(*workload.ChatWatch)
-	if !ok {
-		return
-	}
-	if n, err := w.Failures(); n > 0 {
-		fmt.Fprintf(stdio.Err, "warning: %d chat prompts could not be counted as %s formats them, so their input tokens count message text alone (first: %v)\n", n, w.Source(), err)
-	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/rundesc"
@@ -137,7 +138,7 @@ func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	if live {
 		fs.StringVar(&f.api, "api", "openai-chat", "API: "+strings.Join(client.APIs(), ", "))
 	} else {
-		fs.StringVar(&f.api, "api", "openai-chat", "API whose requests to simulate: "+strings.Join(simAPIs, ", "))
+		fs.StringVar(&f.api, "api", "openai-chat", "API whose requests to simulate: "+strings.Join(bench.SimAPIs, ", "))
 	}
 	fs.BoolVar(&f.stream, "stream", true, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL")
 	fs.IntVar(&f.tools, "tools", 0, "chat, Responses and Ollama's chat: offer N generated function definitions in every request (plausible names and typed parameters, by --seed)")

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/llmbench/llmbench/internal/fielderr"
+)
+
+// specSlot marks where the Spec's problems with its fields (keys: fieldKey) are said among
+// the flags' own: where those flags are read, so that the problems keep the flags' order.
+type specSlot []string
+
+func (specSlot) Error() string { return "" }
+
+func (r *resolver) spec(keys ...string) { r.errs = append(r.errs, specSlot(keys)) }
+
+// said is every problem, in order: the flags' own, with the Spec's (bench's) in their
+// slots, and those of no slot after them.
+func (r *resolver) said(spec []error) []error {
+	var out []error
+	for _, err := range r.errs {
+		slot, ok := err.(specSlot)
+		if !ok {
+			out = append(out, err)
+			continue
+		}
+		spec = slices.DeleteFunc(spec, func(e error) bool {
+			var field *fielderr.Error
+			if errors.As(e, &field) && slices.Contains(slot, fieldKey(field.Field)) {
+				out = append(out, r.specError(field))
+				return true
+			}
+			return false
+		})
+	}
+	for _, e := range spec {
+		out = append(out, benchError(e))
+	}
+	return out
+}
+
+// specMessages say the Spec's problems, by field key, as the flags that set those fields do
+// (%v: bench's words); a field not here is said as "--flag: problem" (benchError).
+var specMessages = map[string]string{
+	"Timeout": "--timeout %v", "IdleTimeout": "--idle-timeout %v", "Telemetry.Interval": "--metrics-interval %v",
+	"Balance,More": "--balance %v; give --url once for each", "Requests,Base.Duration": "--requests and --duration: %v",
+	"NoStream,API": "--stream=false: %v; leave --stream out", "Workload.Turns,API": "--turns %v",
+	"Images": "--images, --image-format: %v", "Images,API": "--images %v", "Temperature": "--temperature %v", "TopP": "--top-p %v",
+	"Search,Judge.Metrics.SLOs": "--search %v, e.g. --slo 'tpot:p99<=50ms'",
+	"Tokenizer":                 "--tokenizer %v: drop it, or give a tokenizer.json or an encoding",
+}
+
+// specError says a problem of the Spec's as the flags that set its fields do.
+func (r *resolver) specError(e *fielderr.Error) error {
+	const whole = "--slo %v, and %s: drop the term (e2el, the whole response's latency, is measured), or stream the responses"
+	switch key := fieldKey(e.Field); key {
+	case "Judge.Metrics.SLOs[],API":
+		return fmt.Errorf(whole, e.Err, "--api "+r.c.API+" answers in one document, with no tokens streamed")
+	case "Judge.Metrics.SLOs[],NoStream":
+		return fmt.Errorf(whole, e.Err, "--stream=false asks for each response as one document")
+	default:
+		if format, ok := specMessages[key]; ok {
+			return fmt.Errorf(format, e.Err)
+		}
+	}
+	return benchError(e)
+}
+
+// fieldKey is a field's path without its indices: Levels[2].Rate is Levels[].Rate.
+func fieldKey(path string) string { return fieldIndex.ReplaceAllString(path, "[]") }
+
+var fieldIndex = regexp.MustCompile(`\[[0-9]+\]`)
+
+// benchFlagNames are the flags that set bench.Config's fields, for its errors.
+var benchFlagNames = map[string]string{
+	"Output.Dir": "output-dir", "Output.Overwrite": "overwrite", "Output.Records": "records",
+	"Output.ResultFormat": "result-format", "Repeat": "repeat", "Balance": "balance", "API": "api", "Search": "search", "SearchMax": "search-max",
+}
+
+// levelFlagNames are the flags that set load.Level's fields, for its errors.
+var levelFlagNames = map[string]string{
+	"Concurrency": "concurrency", "Rate": "rate", "Arrival": "arrival", "MaxConcurrency": "max-concurrency",
+	"Requests": "requests", "Duration": "duration", "Warmup": "warmup", "WarmupTime": "warmup",
+	"Cooldown": "cooldown", "Shard": "shard", "Shards": "shard", "MaxErrorRate": "max-error-rate", "Stages": "stages",
+}
+
+// levelError names the flag behind a load.Level problem.
+func levelError(err error) error { return namedFlags(err, levelFlagNames) }
+
+// namedFlags names the flags (names: a field's flag, without its dashes) behind each
+// fielderr.Error in err, one of several joined by commas each, through nested joins; an
+// error of no field named there is kept as it is.
+func namedFlags(err error, names map[string]string) error {
+	if _, joined := err.(interface{ Unwrap() []error }); joined {
+		var out []error
+		for _, e := range unjoin(err) {
+			out = append(out, namedFlags(e, names))
+		}
+		return errors.Join(out...)
+	}
+	var field *fielderr.Error
+	if !errors.As(err, &field) {
+		return err
+	}
+	var flags []string
+	for _, f := range strings.Split(field.Field, ",") {
+		if name, ok := names[f]; ok {
+			flags = append(flags, "--"+name)
+		}
+	}
+	if len(flags) == 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", strings.Join(flags, ", "), field.Err)
+}
+
+// unjoin is the errors an errors.Join holds, or err alone (none when nil).
+func unjoin(err error) []error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return joined.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
