@@ -43,6 +43,11 @@ func (r Spec) Validate() error {
 		// A level may have both, but a timed level takes no request count (FinishLevel).
 		add("Requests,Base.Duration", "give one, not both")
 	}
+	if r.SessionHeader != "" {
+		if err := client.CheckHeaderName(r.SessionHeader); err != nil {
+			errs = append(errs, &fielderr.Error{Field: "SessionHeader", Err: err})
+		}
+	}
 	if r.Repeat < 1 {
 		add("Repeat", "%d must be at least 1", r.Repeat)
 	}

@@ -94,11 +94,7 @@ func (r *resolver) balancing() {
 	if c.Balance == route.Session || explicit {
 		c.SessionHeader = f.sessionHeader
 	}
-	if explicit && f.sessionHeader != "" {
-		if err := checkHeaderName(f.sessionHeader); err != nil {
-			r.add(fmt.Errorf("--session-header: %v", err))
-		}
-	}
+	r.spec("SessionHeader")
 }
 
 // resolver gathers a bench.Spec from the flags, and every problem with them.

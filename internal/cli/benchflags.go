@@ -358,16 +358,3 @@ func resolveAPIKey(key, file string) (string, error) {
 	}
 	return os.Getenv("OPENAI_API_KEY"), nil
 }
-
-// checkHeaderName says why name is not an HTTP header's name (an RFC 9110 token).
-func checkHeaderName(name string) error {
-	for _, r := range name {
-		if r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
-			return fmt.Errorf("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
-		}
-	}
-	if name == "" {
-		return fmt.Errorf("a header name is not empty")
-	}
-	return nil
-}

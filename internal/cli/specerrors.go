@@ -78,7 +78,7 @@ var fieldIndex = regexp.MustCompile(`\[[0-9]+\]`)
 // benchFlagNames are the flags that set bench.Config's fields, for its errors.
 var benchFlagNames = map[string]string{
 	"Output.Dir": "output-dir", "Output.Overwrite": "overwrite", "Output.Records": "records",
-	"Output.ResultFormat": "result-format", "Repeat": "repeat", "Balance": "balance", "API": "api", "Search": "search", "SearchMax": "search-max",
+	"Output.ResultFormat": "result-format", "Repeat": "repeat", "Balance": "balance", "API": "api", "SessionHeader": "session-header", "Search": "search", "SearchMax": "search-max",
 }
 
 // levelFlagNames are the flags that set load.Level's fields, for its errors.

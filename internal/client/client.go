@@ -371,6 +371,19 @@ func (c Config) String() string {
 // GoString is String, for %#v.
 func (c Config) GoString() string { return c.String() }
 
+// CheckHeaderName says why name is not an HTTP header's name (an RFC 9110 token).
+func CheckHeaderName(name string) error {
+	for _, r := range name {
+		if r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return fmt.Errorf("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
+		}
+	}
+	if name == "" {
+		return fmt.Errorf("a header name is not empty")
+	}
+	return nil
+}
+
 // SecretHeader reports whether a header's value should never be shown: the caller stores
 // --header values redacted when this says so.
 func SecretHeader(name string) bool {
