@@ -346,28 +346,26 @@ func (r *ladder) search() error {
 		// on too few samples, does not pass (metrics.FailBehind, MinSamples).
 		return l.SLO != nil && l.SLO.Pass, nil
 	}
-	if _, err := search.Largest(r.ctx, r.cfg.Search, r.cfg.SearchMax, probe); err != nil {
+	best, err := search.Largest(r.ctx, r.cfg.Search, r.cfg.SearchMax, probe)
+	if err != nil || r.ctx.Err() != nil {
 		return err
 	}
-	return r.refine(probe)
+	return r.refine(best, probe)
 }
 
-// refine spends up to search.RefineLevels more levels where the limit estimated from every
-// level (the summary's slo_limit_estimate) is least certain: the widest gap inside its 90%
-// interval, until that is narrow or an end of the interval is open. Bisection's last steps
-// each rest on one noisy verdict; these narrow the estimate that all the levels give.
-func (r *ladder) refine(probe search.Probe) error {
-	for range search.RefineLevels {
-		e := r.sum.SLOLimitEstimate
-		if r.ctx.Err() != nil || e == nil || e.CI90[0] == nil || e.CI90[1] == nil {
-			return nil
-		}
-		var run []float64
-		for _, l := range r.sum.Levels {
-			run = append(run, max(float64(l.Concurrency), l.Rate))
-		}
-		load, ok := search.Widest(r.cfg.Search, *e.CI90[0], min(*e.CI90[1], r.cfg.SearchMax), run)
-		if !ok {
+// refine spends search.RefineLevels more levels on a grid about the search's answer best
+// (search.Grid): bisection's last steps each rest on one noisy verdict, and its levels,
+// placed by those verdicts, understate the levels' noise; the grid's levels, placed by best
+// alone, give the limit estimated from every level (slo_limit_estimate) both more levels
+// near the limit and an honest reading of their noise (report's Summary.bisected tells the
+// two apart).
+func (r *ladder) refine(best float64, probe search.Probe) error {
+	var run []float64
+	for _, l := range r.sum.Levels {
+		run = append(run, max(float64(l.Concurrency), l.Rate))
+	}
+	for _, load := range search.Grid(r.cfg.Search, best, r.cfg.SearchMax, run) {
+		if r.ctx.Err() != nil {
 			return nil
 		}
 		if _, err := probe(load); err != nil {

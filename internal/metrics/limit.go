@@ -29,7 +29,26 @@ type limitPoint struct {
 	x          float64
 	v, lo, hi  []float64 // by term
 	overloaded bool
+	placed     Placement
 }
+
+// Placement is how a level's load was chosen, which says whether its distance to its
+// neighbours can be read as its noise.
+type Placement uint8
+
+// Placements.
+const (
+	// PlacedFixed: the load was chosen without regard to this level's or its neighbours'
+	// figures near it (a ladder given in advance, a search's doubling, a grid about an
+	// answer already found).
+	PlacedFixed Placement = iota
+	// PlacedByVerdict: the load was chosen from the verdicts of the levels around it (a
+	// bisection's step). Such levels straddle the bound in load order by construction: one
+	// that passed has every later level above it, one that failed below, so their values sit
+	// closer to their neighbours' line than their noise would put them, and the scatter read
+	// off them is too small. They enter the fit, not the scatter.
+	PlacedByVerdict
+)
 
 // bootstrapDraws is how many times the levels' sampling error is drawn through the fit.
 const bootstrapDraws = 400
@@ -40,6 +59,13 @@ const bootstrapDraws = 400
 // mean term, when the levels mix concurrencies and rates, or when fewer than one level has
 // a value.
 func EstimateLimit(levels []Level, loads []Load, overloaded []bool, slos []SLO) *LimitEstimate {
+	return EstimateLimitPlaced(levels, loads, overloaded, nil, slos)
+}
+
+// EstimateLimitPlaced is EstimateLimit with each level's placement (placed[i] for
+// levels[i]; missing: PlacedFixed): the levels' scatter is read from those placed
+// PlacedFixed where they give enough of it, from all of them otherwise.
+func EstimateLimitPlaced(levels []Level, loads []Load, overloaded []bool, placed []Placement, slos []SLO) *LimitEstimate {
 	var terms []SLO
 	for _, s := range slos {
 		if s.Kind == SLOPercentile {
@@ -56,6 +82,9 @@ func EstimateLimit(levels []Level, loads []Load, overloaded []bool, slos []SLO) 
 			return nil // one axis, or no curve
 		}
 		p := limitPoint{x: loads[i].x(), overloaded: i < len(overloaded) && overloaded[i]}
+		if i < len(placed) {
+			p.placed = placed[i]
+		}
 		for _, t := range terms {
 			v, lo, hi := termValue(l, t)
 			if p.overloaded || math.IsNaN(v) {
@@ -282,8 +311,21 @@ func isotonic(ys, ws []float64) []float64 {
 // levels whose neighbours lie within neighbourhood× of each other in load so the curve's
 // bend does not count as noise; with fewer than three such levels, from the levels' residuals
 // about their monotone fit.
+//
+// Levels placed by verdicts (PlacedByVerdict) are left out of the scatter when the others
+// give it by their neighbours: each remaining level is then read on the line through the
+// nearest remaining levels on either side, whose loads were chosen without its figures.
 func scatter(pts []limitPoint, j int) (dof int) {
-	rel, m := neighbourScatter(pts, j)
+	var fixed []limitPoint
+	for _, p := range pts {
+		if p.placed == PlacedFixed {
+			fixed = append(fixed, p)
+		}
+	}
+	rel, m := neighbourScatter(fixed, j)
+	if m == 0 {
+		rel, m = neighbourScatter(pts, j)
+	}
 	if m == 0 {
 		rel, m = fitScatter(pts, j)
 	}

@@ -1,11 +1,14 @@
 package metrics
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/search"
 )
 
 func TestIsotonicPoolsViolators(t *testing.T) {
@@ -86,4 +89,59 @@ func TestEstimateLimitIntervalCoversTheLimit(t *testing.T) {
 	if f := float64(held) / runs; f < 0.82 || f > 0.96 {
 		t.Errorf("the 90%% interval held the limit in %d of %d runs (%.0f%%), want 82-96%%", held, runs, 100*f)
 	}
+}
+
+// TestEstimateLimitIntervalCoversASearch: levels a search places by their own verdicts (its
+// bisection) straddle the bound in load order, so their distances to their neighbours' line
+// understate their noise; read from the search's other levels (its doubling and its grid
+// about the answer, search.Grid), the scatter is the levels' own and the 90% interval holds
+// the limit about as often as it says (186 of these 200 runs, 93%). Read from every level,
+// it held it in 175 (88%), which the lower bound, 89%, fails; with the search's earlier
+// refinement (levels placed inside the estimate's interval) it fell further.
+func TestEstimateLimitIntervalCoversASearch(t *testing.T) {
+	slos := []SLO{{Kind: SLOPercentile, Metric: KeyTPOT, P: 99, Limit: 30 * time.Millisecond}}
+	curve := func(x float64) float64 { return 22 + 0.04*x } // crosses 30 ms at 200, as flat as a decode step's time
+	rng := rand.New(rand.NewPCG(7, 8))
+	const runs = 200
+	held, heldAll := 0, 0
+	for range runs {
+		var (
+			levels []Level
+			loads  []Load
+			placed []Placement
+			xs     []float64
+		)
+		failed := false
+		probe := func(x float64) (bool, error) {
+			v := curve(x) * (1 + 0.015*rng.NormFloat64())
+			levels, loads, xs = append(levels, levelWithP99(v, v, v)), append(loads, Load{Concurrency: int(x)}), append(xs, x)
+			p := PlacedFixed
+			if failed {
+				p = PlacedByVerdict
+			}
+			placed = append(placed, p)
+			failed = failed || v > 30
+			return v <= 30, nil
+		}
+		best, _ := search.Largest(context.Background(), search.Concurrency, 1024, probe)
+		for _, x := range search.Grid(search.Concurrency, best, 1024, slices.Clone(xs)) {
+			failed = false
+			_, _ = probe(x)
+		}
+		if holds(EstimateLimitPlaced(levels, loads, nil, placed, slos), 200) {
+			held++
+		}
+		if holds(EstimateLimit(levels, loads, nil, slos), 200) {
+			heldAll++
+		}
+	}
+	t.Logf("held %d of %d; read from every level, %d", held, runs, heldAll)
+	if f := float64(held) / runs; f < 0.89 || f > 0.97 {
+		t.Errorf("the 90%% interval held the limit in %d of %d runs (%.0f%%), want 89-97%%", held, runs, 100*f)
+	}
+}
+
+// holds reports whether e's interval holds x, an open side holding all beyond it.
+func holds(e *LimitEstimate, x float64) bool {
+	return e != nil && (e.CI90[0] == nil || *e.CI90[0] <= x) && (e.CI90[1] == nil || x <= *e.CI90[1])
 }

@@ -4,6 +4,7 @@
 package report
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/search"
 	"github.com/llmbench/llmbench/internal/servermetrics"
 )
 
@@ -305,8 +307,10 @@ func (s *Summary) limitEstimate(slos []metrics.SLO) *metrics.LimitEstimate {
 		lv     []metrics.Level
 		loads  []metrics.Load
 		behind []bool
+		placed []metrics.Placement
 	)
-	for _, l := range s.Levels {
+	byVerdict := s.bisected()
+	for i, l := range s.Levels {
 		if l.Partial || l.EndReason == EndMaxErrorRate || l.EndReason == EndUnreachable || len(l.Stages) > 0 {
 			continue
 		}
@@ -314,8 +318,43 @@ func (s *Summary) limitEstimate(slos []metrics.SLO) *metrics.LimitEstimate {
 		// Undecided counts as not met here too, as for the verdict: a level too short to judge
 		// is no evidence that the SLOs hold there.
 		behind = append(behind, l.EndReason == EndOversaturated || l.SLO != nil && (l.SLO.Undecided || strings.HasPrefix(l.SLO.Reason, "oversaturated")))
+		p := metrics.PlacedFixed
+		if byVerdict[i] {
+			p = metrics.PlacedByVerdict
+		}
+		placed = append(placed, p)
 	}
-	return metrics.EstimateLimit(lv, loads, behind, slos)
+	return metrics.EstimateLimitPlaced(lv, loads, behind, placed, slos)
+}
+
+// bisected marks the levels a search's bisection placed (by the verdicts of the levels
+// before them), found by replaying the search (search.Largest) on the levels' verdicts in
+// the order they ran: the probes after its first failing one. The search's doubling levels
+// and the levels after it (its grid about the answer) are not marked. A run that was no
+// search, or whose levels stop matching the replay, has the levels matched so far marked.
+func (s *Summary) bisected() []bool {
+	out := make([]bool, len(s.Levels))
+	axis := search.Axis(s.Load.Search)
+	if axis == "" {
+		return out
+	}
+	stop := errors.New("the levels end or leave the search")
+	k, failed := 0, false
+	_, _ = search.Largest(context.Background(), axis, s.Load.SearchMax, func(load float64) (bool, error) {
+		if k >= len(s.Levels) {
+			return false, stop
+		}
+		l := s.Levels[k]
+		if max(float64(l.Concurrency), l.Rate) != load {
+			return false, stop
+		}
+		out[k] = failed
+		pass := l.SLO != nil && l.SLO.Pass
+		failed = failed || !pass
+		k++
+		return pass, nil
+	})
+	return out
 }
 
 // SLOPassed reports whether SLO verdicts were given (judged) and whether any level met them;

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -354,5 +355,30 @@ func TestKernelStamped(t *testing.T) {
 		if got := (&Summary{Levels: tc.levels}).KernelStamped(); got != tc.want {
 			t.Errorf("%+v: KernelStamped %v, want %v", tc.levels, got, tc.want)
 		}
+	}
+}
+
+// TestBisectedReplaysTheSearch: the levels a search's bisection placed are found again from
+// the levels' loads and verdicts: the probes after the first that failed, not the doubling
+// before it nor the grid after the bisection; a run that was no search has none.
+func TestBisectedReplaysTheSearch(t *testing.T) {
+	runs := []struct {
+		c    int
+		pass bool
+	}{{1, true}, {2, true}, {4, true}, {8, false}, {6, true}, {7, false}, {5, true}, {9, false}}
+	s := &Summary{}
+	s.Load.Search, s.Load.SearchMax = "concurrency", 1024
+	for _, r := range runs {
+		l := Level{Concurrency: r.c}
+		l.SLO = &metrics.Verdict{Pass: r.pass}
+		s.Levels = append(s.Levels, l)
+	}
+	want := []bool{false, false, false, false, true, true, false, false}
+	if got := s.bisected(); !slices.Equal(got, want) {
+		t.Errorf("bisected = %v, want %v", got, want)
+	}
+	s.Load.Search = ""
+	if got := s.bisected(); slices.Contains(got, true) {
+		t.Errorf("no search: bisected = %v, want none", got)
 	}
 }

@@ -82,37 +82,47 @@ func Bisect(ctx context.Context, lo, hi float64, mid func(lo, hi float64) float6
 	return lo, nil
 }
 
-// RefineLevels is how many levels a search spends after its bisection where the estimated
-// limit's interval is widest (Widest), at most.
-const RefineLevels = 4
+// RefineLevels is how many levels a search spends after its bisection on a grid about its
+// answer (Grid).
+const RefineLevels = 5
 
-// Widest is the next load to probe inside an estimated limit's interval [lo, hi], given the
-// loads already run: the middle of the widest gap between them and the interval's ends. It
-// reports false when that gap is already narrow — one concurrency apart, or 5% of a rate —
-// so probing more would not narrow the interval by much.
-func Widest(axis Axis, lo, hi float64, run []float64) (float64, bool) {
-	edges := []float64{lo, hi}
-	for _, x := range run {
-		if x > lo && x < hi {
-			edges = append(edges, x)
+// gridStep is the grid's spacing, relative to the search's answer.
+const gridStep = 0.01
+
+// Grid is the loads a search runs after its bisection, about its answer best (the largest
+// load that passed), given the loads already run: RefineLevels loads gridStep apart
+// (relative to best) from two steps below it to three above, a load already run moved
+// outward to the nearest one not run (by one concurrency; a rate moves by a step), none
+// above limit or below the least load. Their loads depend on best only, not on their own
+// verdicts or values, so their distances to the line through their neighbours on the grid
+// are their noise (metrics.PlacedFixed), where a bisection's levels, each placed by the
+// verdicts before it, straddle the bound in order and look less noisy than they are. None
+// when best is 0 (nothing passed) or limit (the bound passed: nothing to refine).
+func Grid(axis Axis, best, limit float64, run []float64) []float64 {
+	if best <= 0 || best >= limit {
+		return nil
+	}
+	taken := slices.Clone(run)
+	var out []float64
+	for _, k := range []float64{-2, -1, 1, 2, 3} {
+		x := best * (1 + k*gridStep)
+		unit := best * gridStep
+		if axis == Concurrency {
+			x, unit = math.Round(x), 1
 		}
-	}
-	slices.Sort(edges)
-	best, at := 0.0, 0.0
-	for i := 1; i < len(edges); i++ {
-		if g := edges[i] - edges[i-1]; g > best {
-			best, at = g, (edges[i]+edges[i-1])/2
+		dir := math.Copysign(1, k)
+		for slices.Contains(taken, x) {
+			x += dir * unit
 		}
-	}
-	if axis == Concurrency {
-		at = math.Round(at)
-		if best < 2 || slices.Contains(run, at) || at < 1 {
-			return 0, false
+		least := 1.0
+		if axis == Rate {
+			least = 0
 		}
-		return at, true
+		if x > limit || x < least || (axis == Rate && x <= 0) {
+			continue
+		}
+		taken = append(taken, x)
+		out = append(out, x)
 	}
-	if best <= 0.05*at || at <= 0 {
-		return 0, false
-	}
-	return at, true
+	return out
 }

@@ -100,17 +100,22 @@ func TestCancelledContextStops(t *testing.T) {
 	}
 }
 
-func TestWidestSplitsTheWidestGap(t *testing.T) {
-	if got, ok := Widest(Concurrency, 100, 140, []float64{64, 128, 256}); !ok || got != 114 {
-		t.Errorf("Widest = %v, %v; want 114 (the middle of 100–128)", got, ok)
+func TestGridStepsAboutTheAnswer(t *testing.T) {
+	// 1% of 181 about it, a load already run moved outward by one.
+	got := Grid(Concurrency, 181, 1024, []float64{128, 256, 192, 160, 176, 184, 180, 182, 181})
+	if want := []float64{177, 179, 183, 185, 186}; !slices.Equal(got, want) {
+		t.Errorf("Grid = %v, want %v", got, want)
 	}
-	if _, ok := Widest(Concurrency, 189.1, 190.4, []float64{189, 190}); ok {
-		t.Error("an interval within one concurrency was probed again")
+	if got := Grid(Concurrency, 1024, 1024, nil); got != nil {
+		t.Errorf("Grid at the search's bound = %v, want none", got)
 	}
-	if got, ok := Widest(Rate, 4, 6, nil); !ok || got != 5 {
-		t.Errorf("Widest(rate) = %v, %v; want 5", got, ok)
+	if got := Grid(Concurrency, 0, 1024, nil); got != nil {
+		t.Errorf("Grid when nothing passed = %v, want none", got)
 	}
-	if _, ok := Widest(Rate, 5, 5.1, nil); ok {
-		t.Error("a rate interval within 5% was probed again")
+	got = Grid(Rate, 10, 10.25, nil)
+	if want := []float64{9.8, 9.9, 10.1, 10.2}; len(got) != len(want) || slices.ContainsFunc(got, func(x float64) bool {
+		return !slices.ContainsFunc(want, func(w float64) bool { return math.Abs(x-w) < 1e-9 })
+	}) {
+		t.Errorf("Grid(rate) = %v, want 9.8 9.9 10.1 10.2 (10.3 is past the bound)", got)
 	}
 }
