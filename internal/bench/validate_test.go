@@ -25,7 +25,7 @@ func TestSpecValidate(t *testing.T) {
 		Server: Server{URL: "http://a", Balance: "session", Timeout: time.Minute, Temperature: &minus, TopP: &two},
 		Judge:  Judge{Metrics: metrics.Config{SLOs: slos}}}
 	var fields []string
-	for _, e := range unjoinErrs(s.Validate()) {
+	for _, e := range fielderr.Split(s.Validate()) {
 		var fe *fielderr.Error
 		if !errors.As(e, &fe) {
 			t.Fatalf("%v is not a *fielderr.Error", e)
@@ -45,18 +45,11 @@ func TestSpecValidate(t *testing.T) {
 		t.Errorf("mended: %v", err)
 	}
 	sim := Spec{Repeat: 1, Tokenizer: "server", Search: "rate", SearchMax: 8}
-	if err := sim.Validate(); unjoinErrs(err) == nil || len(unjoinErrs(err)) != 2 ||
-		!slices.ContainsFunc(unjoinErrs(err), func(e error) bool { return fieldOf(e) == "Tokenizer" }) ||
-		!slices.ContainsFunc(unjoinErrs(err), func(e error) bool { return fieldOf(e) == "Search,Judge.Metrics.SLOs" }) {
+	if err := sim.Validate(); fielderr.Split(err) == nil || len(fielderr.Split(err)) != 2 ||
+		!slices.ContainsFunc(fielderr.Split(err), func(e error) bool { return fieldOf(e) == "Tokenizer" }) ||
+		!slices.ContainsFunc(fielderr.Split(err), func(e error) bool { return fieldOf(e) == "Search,Judge.Metrics.SLOs" }) {
 		t.Errorf("simulation with a server tokenizer and a search without SLOs: %v", err)
 	}
-}
-
-func unjoinErrs(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return nil
 }
 
 func fieldOf(err error) string {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/route"
 	"github.com/llmbench/llmbench/internal/search"
 
@@ -64,7 +65,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 	// bench owns the rules of its Spec and Config, said here among the flags' own (said); its
 	// console is the caller's, so a stand-in writer passes.
 	bc := benchOf(Stdio{Out: io.Discard}, r.c, con)
-	if errs := r.said(unjoin(bc.Validate())); len(errs) > 0 {
+	if errs := r.said(fielderr.Split(bc.Validate())); len(errs) > 0 {
 		return nil, con, usageError(errors.Join(errs...))
 	}
 	return r.c, con, nil
@@ -374,7 +375,7 @@ func (r *resolver) checkLevels() {
 	}
 	said := map[string]bool{}
 	for _, l := range levels {
-		for _, err := range unjoin(l.Validate()) {
+		for _, err := range fielderr.Split(l.Validate()) {
 			err = levelError(err)
 			if !said[err.Error()] {
 				said[err.Error()] = true

@@ -21,6 +21,7 @@ import (
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/console"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
@@ -213,7 +214,7 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 // pointsError says what to do about each problem calibrate found with the points given.
 func pointsError(err error) error {
 	var out []error
-	for _, e := range unjoin(err) {
+	for _, e := range fielderr.Split(err) {
 		var simulated *calibrate.SimulatedRunError
 		switch {
 		case errors.Is(e, calibrate.ErrNoPoints):

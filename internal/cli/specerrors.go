@@ -97,7 +97,7 @@ func levelError(err error) error { return namedFlags(err, levelFlagNames) }
 func namedFlags(err error, names map[string]string) error {
 	if _, joined := err.(interface{ Unwrap() []error }); joined {
 		var out []error
-		for _, e := range unjoin(err) {
+		for _, e := range fielderr.Split(err) {
 			out = append(out, namedFlags(e, names))
 		}
 		return errors.Join(out...)
@@ -116,15 +116,4 @@ func namedFlags(err error, names map[string]string) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", strings.Join(flags, ", "), field.Err)
-}
-
-// unjoin is the errors an errors.Join holds, or err alone (none when nil).
-func unjoin(err error) []error {
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		return joined.Unwrap()
-	}
-	if err == nil {
-		return nil
-	}
-	return []error{err}
 }

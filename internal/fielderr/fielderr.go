@@ -19,3 +19,15 @@ func (e *Error) Unwrap() error { return e.Err }
 func New(field, format string, a ...any) *Error {
 	return &Error{Field: field, Err: fmt.Errorf(format, a...)}
 }
+
+// Split is the errors an errors.Join holds (a Validate's problems), or err alone (none when
+// nil).
+func Split(err error) []error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return joined.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
