@@ -175,6 +175,19 @@ func TestPaceDrift(t *testing.T) {
 	if s := (Drift{Concurrency: 1, First: 1, Again: 1.05}).String(); strings.Contains(s, "calibrate again") {
 		t.Errorf("a 5%% drift says %q: within the tolerance, no advice", s)
 	}
+	if w, ok := d.Widest(); !ok || w.Concurrency != 1 || len(d.Pairs) != 4 {
+		t.Errorf("widest %+v of %d pairs, want concurrency 1 of 4", w, len(d.Pairs))
+	}
+	// Steady at one in flight, moved at two: the headline pair alone would say nothing.
+	steady := slices.Clone(pts)
+	steady[4].Measured[figure.TPOTP50], steady[5].Measured[figure.TPOTP50] = 1.02, 3.26
+	d = paceDrift(steady)
+	if w, _ := d.Widest(); w.Concurrency != 2 || math.Abs(w.Pct()-81.1) > 0.1 {
+		t.Errorf("widest %+v (%.1f%%), want concurrency 2, +81.1%%", w, w.Pct())
+	}
+	if s := d.String(); !strings.Contains(s, "at concurrency 2 1.80 and 3.26 ms (+81.1%)") || !strings.Contains(s, "calibrate again") {
+		t.Errorf("a pair that moved 81%% beside a steady headline says %q: want that pair and what to do", s)
+	}
 	if s := paceDrift(pts[:4]).String(); !strings.Contains(s, "not measured") {
 		t.Errorf("one pass: %q", s)
 	}

@@ -39,6 +39,15 @@ type jsonDrift struct {
 	AgainTPOT   *float64    `json:"second_pass_tpot_p50_ms"`
 	Pct         *float64    `json:"pct"`
 	TwoSpeeds   *jsonSpeeds `json:"two_speeds"` // null: the level's requests ran at one
+	Pairs       []jsonPair  `json:"pairs"`      // every concurrency both passes ran
+	WidestPct   *float64    `json:"widest_pct"` // the pair that moved most, signed
+}
+
+type jsonPair struct {
+	Concurrency int      `json:"concurrency"`
+	FirstTPOT   *float64 `json:"first_pass_tpot_p50_ms"`
+	AgainTPOT   *float64 `json:"second_pass_tpot_p50_ms"`
+	Pct         *float64 `json:"pct"`
 }
 
 type jsonSpeeds struct {
@@ -209,6 +218,13 @@ func (r *Result) WriteJSON(w io.Writer, version, profilePath string) error {
 	out.HeldOut = append(out.HeldOut, member{"by_load", object{{"closed", jsonErrs(r.ByLoad.Closed)}, {"open", jsonErrs(r.ByLoad.Open)}}})
 	if d := r.PaceDrift; d.Measured() {
 		out.PaceDrift = &jsonDrift{Concurrency: d.Concurrency, FirstTPOT: opt(d.First), AgainTPOT: opt(d.Again), Pct: opt(d.Pct())}
+		out.PaceDrift.Pairs = []jsonPair{}
+		for _, p := range d.Pairs {
+			out.PaceDrift.Pairs = append(out.PaceDrift.Pairs, jsonPair{Concurrency: p.Concurrency, FirstTPOT: opt(p.First), AgainTPOT: opt(p.Again), Pct: opt(p.Pct())})
+		}
+		if w, ok := d.Widest(); ok {
+			out.PaceDrift.WidestPct = opt(w.Pct())
+		}
 		if v := d.Speeds; v.Found() {
 			out.PaceDrift.TwoSpeeds = &jsonSpeeds{FastMs: opt(v.Fast), SlowMs: opt(v.Slow), FastRequests: v.NFast, SlowRequests: v.NSlow}
 		}
