@@ -24,6 +24,7 @@ type inferencexExperiment struct {
 	DPAttention map[string]bool `json:"dp_attention"`
 	Framework   string          `json:"framework"`
 	Dtype       string          `json:"dtype"`
+	Date        string          `json:"date"`
 	Serving     struct {
 		Disagg bool   `json:"disagg"`
 		Spec   string `json:"spec_method"`
@@ -124,15 +125,45 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	}
 	dep["kv_dtype"] = "fp8"
 	limit := e.Workload.ISL + e.Workload.OSL
+	budget, budgetWhy := inferencexStepBudget(e, tp)
 	r.Profile = map[string]any{"model": family, "gpu": gpu,
-		"engine":     engineKeys(engine, map[string]any{"max_num_seqs": e.Workload.Concurrency, "max_batched_tokens": max(8192, e.Workload.ISL)}),
+		"engine":     engineKeys(engine, map[string]any{"max_num_seqs": e.Workload.Concurrency, "max_batched_tokens": budget}),
 		"deployment": dep}
 	r.Assumptions = append(r.Assumptions,
 		"engine.max_num_seqs ASSUMED the concurrency: a closed loop never has more in flight, so a larger limit serves it alike",
-		"engine.max_batched_tokens ASSUMED 8192 (SGLang's and TensorRT-LLM's usual chunk budget; the run's flags are not in the source), at least one prompt",
+		budgetWhy,
 		"kv_dtype ASSUMED fp8 (the run's flags are not in the source)",
 		fmt.Sprintf("every request fits: prompts and outputs up to %d tokens", limit))
 	return r, nil
+}
+
+// inferencexStepBudget is a row's per-step token budget and where it comes from: the server
+// flags of InferenceX's single-node DeepSeek-R1 scripts on the row's date
+// (SemiAnalysisAI/InferenceX benchmarks/dsr1_*.sh, later benchmarks/single_node/fixed_seq_len/),
+// read from that repository's history, as the fixture carries no flags. The dates below are
+// where a script changed within the rows' span (2025-11 to 2026-07).
+func inferencexStepBudget(e inferencexExperiment, tp int) (int, string) {
+	const src = " in SemiAnalysisAI/InferenceX's dsr1 script on the row's date"
+	switch {
+	case e.Framework == "sglang" && e.GPU == "b200" && e.Dtype == "fp4":
+		if e.DPAttention["decode"] && e.Date >= "2026-06-15" {
+			return 32768, "engine.max_batched_tokens 32768: SGLang's --chunked-prefill-size with DP attention" + src
+		}
+		return 16384, "engine.max_batched_tokens 16384: SGLang's --chunked-prefill-size" + src
+	case e.Framework == "sglang" && e.GPU == "b200" && e.Dtype == "fp8" && tp == 4:
+		return 8192, "engine.max_batched_tokens 8192: SGLang's --chunked-prefill-size at TP 4" + src
+	case e.Framework == "sglang" && (e.GPU == "b200" || e.GPU == "h200") && e.Dtype == "fp8":
+		return 32768, "engine.max_batched_tokens 32768: SGLang's --chunked-prefill-size" + src
+	case e.Framework == "trt":
+		// The concurrency's decode tokens and one whole prompt, rounded up to 64.
+		n := (e.Workload.Concurrency + e.Workload.ISL + 64 + 63) / 64 * 64
+		how := "ceil64(concurrency + ISL + 64)"
+		if e.Date >= "2026-01-22" {
+			n, how = max(n, 8192), "ceil64(concurrency + ISL + 64), at least 8192,"
+		}
+		return n, fmt.Sprintf("engine.max_batched_tokens %d: TensorRT-LLM's --max_num_tokens, %s%s", n, how, src)
+	}
+	return max(8192, e.Workload.ISL), "engine.max_batched_tokens ASSUMED 8192 (SGLang's and TensorRT-LLM's usual chunk budget; no script read for this row), at least one prompt"
 }
 
 // inferencePerfExperiment is what inferencePerfRow reads of a kubernetes-sigs/inference-perf
