@@ -47,11 +47,12 @@ func TestRunLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	wl := workload.Config{Dataset: "random", InputTokens: workload.Fixed(32), OutputTokens: workload.Fixed(8), PrefixGroups: 1, Seed: 1, TraceSpeed: 1, Turns: 1}
-	cfg := Config{Spec: Spec{Levels: []load.Level{FinishLevel(load.Level{Concurrency: 2}, 0, 4, 1, 1)}, Repeat: 1, Seed: 1,
-		Server: Server{TestRequest: true}, Telemetry: Telemetry{MetricsURL: "none"},
-		Output: Output{Dir: filepath.Join(t.TempDir(), "run"), Records: record.FormatJSONL}},
+	cfg := Config{Spec: Spec{Live: true, API: client.APIOpenAIChat, Levels: []load.Level{FinishLevel(load.Level{Concurrency: 2}, 0, 4, 1, 1)}, Repeat: 1, Seed: 1,
+		Server:    Server{URL: url, TestRequest: true, Timeout: time.Minute, IdleTimeout: time.Minute, KeepAlive: true},
+		Telemetry: Telemetry{MetricsURL: "none", Interval: time.Second},
+		Output:    Output{Dir: filepath.Join(t.TempDir(), "run"), Records: record.FormatJSONL}},
 		Console: Console{Out: io.Discard, Quiet: true}}
-	live := Live{Client: client.Config{BaseURL: url, API: client.APIOpenAIChat, Timeout: time.Minute, IdleTimeout: time.Minute},
+	live := Live{Client: cfg.Spec.Client(),
 		Tokenizer: func(context.Context, *http.Client) (tokenizer.Tokenizer, error) { return tok, nil }}
 	out, err := RunLive(context.Background(), cfg, live, Workload{Config: wl})
 	if err != nil || out.Err != nil {
