@@ -5,26 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/atomicfile"
-	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/fielderr"
-	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/sim"
-	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
 // calibrateFlags are calibrate's flags as typed.
@@ -73,7 +67,7 @@ states the prediction error on probe points held out of the fit.`,
 	fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
 	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
 	fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
-	fs.StringVar(&f.tokenizer, "tokenizer", tokenizerAuto, "tokenizer for the probe's prompt lengths: auto is the server's own (its /tokenize: llama.cpp, vLLM) where it has one, else o200k_base with prompts kept to 70% of a slot's context (the fit uses the server's usage.prompt_tokens where it reports them)")
+	fs.StringVar(&f.tokenizer, "tokenizer", calibrate.TokenizerAuto, "tokenizer for the probe's prompt lengths: auto is the server's own (its /tokenize: llama.cpp, vLLM) where it has one, else o200k_base with prompts kept to 70% of a slot's context (the fit uses the server's usage.prompt_tokens where it reports them)")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "cap on the probe's requests in flight (default: as high as seeing the batch limit needs, at most 256)")
 	fs.IntVar(&f.maxInputTokens, "max-input-tokens", 0, "longest prompt the probe sends (default 4096, or what the server's published context leaves)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "the server's batch limit, when it publishes none and the probe may not reach it (Ollama: OLLAMA_NUM_PARALLEL)")
@@ -263,234 +257,4 @@ var calibrateFlagNames = map[string]string{"MaxConcurrency": "max-concurrency", 
 // fitProgressLine is what the fit's progress line says: pure, for tests.
 func fitProgressLine(doing string, tried int, elapsed time.Duration) string {
 	return fmt.Sprintf("calibrate: %s, %d %s simulated, %s", doing, tried, plural(tried, "profile", "profiles"), elapsed.Round(time.Second))
-}
-
-// probe runs the designed probe against f.url, each step a run folder under dir, and
-// returns the points the steps measured and what the server published of its limits.
-func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*calibrate.Points, calibrate.Published, error) {
-	// The same key rules as run's (a file, the flag, or $OPENAI_API_KEY).
-	key, err := resolveAPIKey(f.apiKey, f.apiKeyFile)
-	if err != nil {
-		return nil, calibrate.Published{}, usageError(err)
-	}
-	hdr, err := parseHeaders(f.headers)
-	if err != nil {
-		return nil, calibrate.Published{}, usageError(err)
-	}
-	side, err := client.SideClient(client.Config{BaseURL: f.url, API: f.api, APIKey: key, Headers: hdr, Timeout: 10 * time.Second})
-	if err != nil {
-		return nil, calibrate.Published{}, usageError(err)
-	}
-	defer side.CloseIdleConnections()
-	seed := probeSeed(f)
-	pub, err := readLimits(ctx, stdio, f, side, key, seed)
-	if err != nil {
-		return nil, pub, err
-	}
-	tok, err := probeTokenizer(ctx, stdio, f, side, pub.SeqTokens > 0)
-	if err != nil {
-		return nil, pub, err
-	}
-	pr, err := calibrate.NewProber(calibrate.ProbeConfig{MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens, Server: pub, ServerTokens: tok == "server", Seed: seed})
-	if err != nil {
-		return nil, pub, usageError(namedFlags(err, calibrateFlagNames))
-	}
-	if f.overwrite {
-		// The earlier probe goes as a whole: steps it ran that this one does not, and what
-		// that server published, would otherwise be fitted with this one's.
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, pub, withCode(ExitFailure, err)
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, pub, withCode(ExitFailure, err)
-	}
-	p := &prober{f: f, key: key, headers: hdr, pub: pub, dir: dir, seed: seed, keepAlive: true, tokenizer: tok}
-	if !f.quiet {
-		fmt.Fprintf(stdio.Out, "Probing %s; each step is a run folder under %s\n", f.url, dir)
-	}
-	for n := 1; ; n++ {
-		step, ok := pr.Next()
-		if !ok {
-			break
-		}
-		pt, err := p.step(ctx, stdio, step, n)
-		if err != nil {
-			return nil, pub, err
-		}
-		pr.Done(pt)
-	}
-	return &p.set, pub, nil
-}
-
-// probeSeed is the seed of the probe's prompts: --seed, else a new one. A server's prompt
-// cache (llama.cpp's, vLLM's prefix cache) answers a prompt it has seen without prefilling
-// it: every probe must send prompts new to it.
-func probeSeed(f *calibrateFlags) int64 {
-	if f.seed != 0 {
-		return f.seed
-	}
-	return time.Now().UnixNano() & (1<<40 - 1)
-}
-
-// readLimits reads what the server publishes of its limits (llama.cpp's /props) and, where
-// its slots may share one KV cache, checks whether they do.
-func readLimits(ctx context.Context, stdio Stdio, f *calibrateFlags, side *http.Client, key string, seed int64) (calibrate.Published, error) {
-	pub, err := calibrate.ReadProps(ctx, side, f.url)
-	if err != nil {
-		return pub, withCode(ExitFailure, err)
-	}
-	if pub.Slots == 0 {
-		return pub, nil // nothing published (vLLM, Ollama)
-	}
-	if pub.Slots > 1 {
-		// A prefill of 1.2 contexts: far longer than a side call's 10 s on a slow server.
-		long, err := client.SideClient(client.Config{BaseURL: f.url, API: f.api, APIKey: key, Timeout: 10 * time.Minute})
-		if err != nil {
-			return pub, usageError(err)
-		}
-		if !f.quiet {
-			fmt.Fprintf(stdio.Out, "The server publishes %d slots of %d tokens; checking whether they share one KV cache\n", pub.Slots, pub.SeqTokens)
-		}
-		pub, err = calibrate.CheckUnified(ctx, long, f.url, pub, seed)
-		long.CloseIdleConnections()
-		if err != nil {
-			return pub, withCode(ExitFailure, err)
-		}
-	}
-	if !f.quiet {
-		fmt.Fprintln(stdio.Out, console.Wrap(fmt.Sprintf("The server has %d slots of %d tokens, a KV cache of %d tokens (%s)", pub.Slots, pub.SeqTokens, pub.ContextTokens, pub.How), 0, 2, console.Width))
-	}
-	return pub, nil
-}
-
-// tokenizerAuto is calibrate's default --tokenizer: the server's own where it has one.
-const tokenizerAuto = "auto"
-
-// probeTokenizer resolves --tokenizer: auto is "server" when the server answers /tokenize
-// (its own tokens: a prompt sized to a slot's context fits it), else o200k_base.
-func probeTokenizer(ctx context.Context, stdio Stdio, f *calibrateFlags, side *http.Client, slotContext bool) (string, error) {
-	if f.tokenizer != tokenizerAuto {
-		return f.tokenizer, nil
-	}
-	if _, err := tokenizer.NewServer(f.url, side).(*tokenizer.Server).Tokenize(ctx, "Hello"); err == nil {
-		if !f.quiet {
-			fmt.Fprintln(stdio.Out, "Sizing prompts in the server's own tokens (its /tokenize)")
-		}
-		return "server", nil
-	} else if ctx.Err() != nil {
-		return "", withCode(ExitInterrupted, ctx.Err())
-	}
-	if !f.quiet {
-		msg := "The server has no /tokenize: sizing prompts with o200k_base (--tokenizer names the model's own)"
-		if slotContext {
-			msg += ", within 70% of a slot's context"
-		}
-		fmt.Fprintln(stdio.Out, console.Wrap(msg, 0, 2, console.Width))
-	}
-	return "o200k_base", nil
-}
-
-// prober runs a calibration's probe steps, each a benchmark of its own (bench.RunLive,
-// as run runs one) into a run folder under dir.
-type prober struct {
-	f         *calibrateFlags
-	key       string
-	headers   http.Header
-	pub       calibrate.Published
-	dir       string
-	seed      int64  // step n's prompts are seeded seed+n
-	keepAlive bool   // false once a step found the server closing every connection
-	tokenizer string // --tokenizer, auto resolved
-	set       calibrate.Points
-}
-
-// step runs probe step n (1-based) and returns the point it measured.
-func (p *prober) step(ctx context.Context, stdio Stdio, step calibrate.Step, n int) (calibrate.Point, error) {
-	out := filepath.Join(p.dir, fmt.Sprintf("%02d-%s", n, step.Name))
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return calibrate.Point{}, withCode(ExitFailure, err)
-	}
-	trace, err := calibrate.WriteStepFiles(out, p.pub, step)
-	if err != nil {
-		return calibrate.Point{}, withCode(ExitFailure, err)
-	}
-	spec, con, err := p.stepConfig(step, n, out, trace)
-	if err == nil {
-		err = runLive(ctx, Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err}, spec, con)
-	}
-	if err != nil {
-		// Folders the step left empty go: what was measured stays, and nothing blocks a
-		// calibration run again.
-		calibrate.RemoveStepFiles(out)
-		os.Remove(p.dir)
-		if ctx.Err() != nil {
-			return calibrate.Point{}, withCode(ExitInterrupted, fmt.Errorf("interrupted at probe step %s; the steps done are in %s", step.Name, p.dir))
-		}
-		return calibrate.Point{}, fmt.Errorf("probe step %s failed, so the server cannot be fitted: %w%s", step.Name, err, stepHint(step, p.tokenizer))
-	}
-	pts, err := p.set.Add(out)
-	if err == nil && len(pts) == 0 {
-		err = fmt.Errorf("%s measured no level", out)
-	}
-	if err != nil {
-		return calibrate.Point{}, withCode(ExitLevelErrors, fmt.Errorf("probe step %s: %w", step.Name, err))
-	}
-	p.keepAlive = !p.set.Source().ClosesConnections
-	if !p.f.quiet {
-		m := pts[0].Measured
-		fmt.Fprintf(stdio.Out, "  %2d %-16s %4d requests  TTFT P50 %8.2f ms  TPOT P50 %7.2f ms\n", n, step.Name, pts[0].Completed, m[figure.TTFTP50], m[figure.TPOTP50])
-	}
-	return pts[0], nil
-}
-
-// stepHint says what to do when probe step failed.
-func stepHint(step calibrate.Step, tok string) string {
-	switch step.Phase {
-	case calibrate.PhasePrefill, calibrate.PhaseMixed:
-		hint := fmt.Sprintf(". If the server refused a %d-token prompt as too long, give --max-input-tokens below its context", max(step.InputTokens, step.LongestInput()))
-		if tok != "server" {
-			hint += fmt.Sprintf(", or --tokenizer with the model's own (%s counts prompts, and the server's count may be longer)", tok)
-		}
-		return hint
-	case calibrate.PhaseDecode:
-		return fmt.Sprintf(". If the server refused %d requests in flight, give --max-concurrency below that", step.Concurrency)
-	}
-	return ""
-}
-
-// stepConfig is probe step n as a run into folder out: run's flags for it, resolved as run
-// resolves them, so that run's defaults fill what the probe does not set. A closed loop of
-// the step's concurrency over fixed lengths, or (a trace) its arrivals replayed; two
-// percentiles; the server's /metrics scraped often enough to see a step's batch; the first
-// step's test request warming the server and checking that it answers.
-func (p *prober) stepConfig(step calibrate.Step, n int, out, trace string) (*bench.Spec, consoleOpts, error) {
-	f, itoa := p.f, strconv.Itoa
-	args := []string{"--url", f.url, "--api", f.api, "--model", f.model, "--api-key", p.key, "--tokenizer", p.tokenizer,
-		"--seed", strconv.FormatInt(p.seed+int64(n), 10), "--output-dir", out, "--percentiles", "50,99",
-		"--metrics-interval", "100ms", "--gpu-metrics", "none", "--requests", itoa(step.Requests)}
-	args = flagArgs(args, "header", headerArgs(&bench.Spec{Server: bench.Server{Headers: p.headers}}))
-	for _, b := range []struct {
-		name string
-		on   bool
-	}{{"quiet", true}, {"no-progress", f.quiet}, {"test-request", n == 1}, {"keep-alive", p.keepAlive}, {"overwrite", f.overwrite}} {
-		args = append(args, "--"+b.name+"="+strconv.FormatBool(b.on))
-	}
-	if trace != "" { // a trace's rows
-		args = append(args, "--dataset", "mooncake:"+trace, "--rate", "1")
-	} else {
-		args = append(args, "--concurrency", itoa(step.Concurrency), "--input-tokens", itoa(step.InputTokens), "--output-tokens", itoa(step.OutputTokens))
-	}
-	var run benchFlags
-	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	run.bind(fs, true)
-	if err := fs.Parse(args); err != nil {
-		return nil, consoleOpts{}, err
-	}
-	c, con, err := run.resolve(true, time.Now())
-	if err != nil {
-		return nil, con, err
-	}
-	c.ModelChecked = n > 1 // the first step checked the model
-	return c, con, nil
 }

@@ -96,8 +96,8 @@ func TestCalibrateRunFolders(t *testing.T) {
 	}
 }
 
-// TestProbeStepConfig: a probe step runs as run ran it when calibrate built its command
-// line: the configuration is the one run resolves from those flags.
+// TestProbeStepConfig: a probe step runs as run runs the flags that say it: the Spec
+// calibrate builds from bench.DefaultSpec is the one run resolves from those flags.
 func TestProbeStepConfig(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	dir := t.TempDir()
@@ -119,19 +119,19 @@ func TestProbeStepConfig(t *testing.T) {
 			calibrate.Step{Name: "decode-c4", Concurrency: 4, Requests: 16, InputTokens: 64, OutputTokens: 128}, 7, false, ""},
 		{calibrateFlags{url: "http://127.0.0.1:8080", api: "openai-chat", tokenizer: "o200k_base"},
 			calibrate.Step{Name: "mixed", Requests: 1, Trace: []calibrate.TraceRow{{Input: 8, Output: 2}}}, 12, true, trace},
+		{calibrateFlags{url: "http://127.0.0.1:8080", api: "openai-chat", tokenizer: "server", quiet: true},
+			calibrate.Step{Name: "decode-c2", Concurrency: 2, Requests: 32, InputTokens: 32, OutputTokens: 64}, 3, true, ""},
 	} {
-		p := &prober{f: &tc.f, key: tc.f.apiKey, pub: calibrate.Published{}, dir: dir, seed: 1000, keepAlive: tc.keepAlive, tokenizer: tc.f.tokenizer}
-		var err error
-		if p.headers, err = parseHeaders(tc.f.headers); err != nil {
+		hdr, err := parseHeaders(tc.f.headers)
+		if err != nil {
 			t.Fatal(err)
 		}
+		p := &calibrate.ProbeRun{URL: tc.f.url, API: tc.f.api, Model: tc.f.model, APIKey: tc.f.apiKey, Headers: hdr,
+			Tokenizer: tc.f.tokenizer, Seed: 1000, Dir: dir, Overwrite: tc.f.overwrite}
 		out := filepath.Join(dir, tc.step.Name)
-		got, gotCon, err := p.stepConfig(tc.step, tc.n, out, tc.trace)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.step.Name, err)
-		}
+		got := p.StepSpec(tc.step, tc.n, out, tc.trace, tc.keepAlive)
 		// The command line calibrate gave run for the step before it ran steps itself.
-		args := []string{"--url", tc.f.url, "--api", tc.f.api, "--tokenizer", tc.f.tokenizer, "--seed", fmt.Sprint(p.seed + int64(tc.n)),
+		args := []string{"--url", tc.f.url, "--api", tc.f.api, "--tokenizer", tc.f.tokenizer, "--seed", fmt.Sprint(p.Seed + int64(tc.n)),
 			"--output-dir", out, "--quiet", "--no-progress=" + fmt.Sprint(tc.f.quiet), "--percentiles", "50,99", "--metrics-interval", "100ms", "--gpu-metrics", "none",
 			fmt.Sprintf("--test-request=%t", tc.n == 1)}
 		if tc.f.model != "" {
@@ -166,7 +166,7 @@ func TestProbeStepConfig(t *testing.T) {
 			t.Fatalf("%s: run's flags: %v", tc.step.Name, err)
 		}
 		want.ModelChecked = tc.n > 1 // the first step checked --model; run has no later steps
-		if !reflect.DeepEqual(got, want) || gotCon != wantCon {
+		if !reflect.DeepEqual(got, want) || wantCon != (consoleOpts{quiet: true, noProgress: tc.f.quiet}) {
 			t.Errorf("%s: the step's configuration\n%+v\nis not run's\n%+v", tc.step.Name, *got, *want)
 		}
 	}
