@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/atomicfile"
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/console"
@@ -62,7 +63,7 @@ states the prediction error on probe points held out of the fit.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.url, "url", "", "probe this server (base URL, e.g. http://127.0.0.1:8080); without it, fit the run folders given")
-	fs.StringVar(&f.api, "api", "openai-chat", "API to probe with: "+strings.Join(client.APIs(), ", "))
+	fs.StringVar(&f.api, "api", bench.DefaultSpec().API, "API to probe with: "+strings.Join(client.APIs(), ", "))
 	fs.StringVar(&f.model, "model", "", "model name (default: the first id from /v1/models)")
 	fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
 	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
