@@ -114,11 +114,7 @@ func (c *Config) Validate() error {
 		field("Output.ResultFormat", fmt.Errorf("%q is not vllm", c.Output.ResultFormat))
 	}
 	if err := c.Spec.Validate(); err != nil { // its problems beside Config's own, one list
-		if joined, ok := err.(interface{ Unwrap() []error }); ok {
-			errs = append(errs, joined.Unwrap()...)
-		} else {
-			errs = append(errs, err)
-		}
+		errs = append(errs, fielderr.Split(err)...)
 	}
 	if c.Console.Out == nil {
 		field("Console.Out", errors.New("no writer"))

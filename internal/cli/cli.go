@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/console"
+	"github.com/llmbench/llmbench/internal/fielderr"
 )
 
 // Exit codes.
@@ -215,11 +216,7 @@ func unwrapUsage(errs []error) []error {
 	for _, err := range errs {
 		var ue *UsageError
 		if errors.As(err, &ue) {
-			if j, ok := ue.Err.(interface{ Unwrap() []error }); ok {
-				out = append(out, j.Unwrap()...)
-				continue
-			}
-			out = append(out, ue.Err)
+			out = append(out, fielderr.Split(ue.Err)...)
 			continue
 		}
 		out = append(out, err)

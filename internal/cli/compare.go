@@ -107,9 +107,9 @@ func compareConfig(args []string, alpha float64, failOn string) (compare.Config,
 			cfg.Threshold = &f
 		}
 	}
-	if joined, ok := cfg.Validate().(interface{ Unwrap() []error }); ok {
+	if errs := fielderr.Split(cfg.Validate()); len(errs) > 0 {
 		var field *fielderr.Error
-		if errors.As(joined.Unwrap()[0], &field) && field.Field == "Alpha" {
+		if errors.As(errs[0], &field) && field.Field == "Alpha" {
 			return cfg, usageError(fmt.Errorf("--alpha: %w", field.Err))
 		}
 		return cfg, usageError(badFailOn) // Threshold: negative
