@@ -30,7 +30,7 @@ func simEndpointOf(t *testing.T, prof string, kill int64) (*httptest.Server, *sy
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := server.New(startEngine(t, p), simServerOptions(p, 1))
+	h, err := server.New(startEngine(t, p), server.ProfileOptions(p, 1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestChatTemplateFromHFCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := simServerOptions(p, 1)
+	opts := server.ProfileOptions(p, 1)
 	if opts.Tokenizer, err = tokenizer.Load(id); err != nil {
 		t.Fatal(err)
 	}

@@ -263,62 +263,11 @@ func startInProcessSim(ctx context.Context, profile string, seed int64, countTok
 	if err != nil {
 		return "", p, nil, err
 	}
-	opts := simServerOptions(p, seed)
+	opts := server.ProfileOptions(p, seed)
 	opts.CountTokens, opts.ChatTemplate = countTokens, chat
-	s, err := startSimServer(ctx, ln, p, opts, nil)
+	s, err := server.Start(ctx, ln, p, opts, nil)
 	if err != nil {
-		return "", p, nil, err
+		return "", p, nil, usageError(err)
 	}
-	return "http://" + ln.Addr().String(), p, func() { s.stop(2 * time.Second) }, nil
-}
-
-// simServerOptions are the HTTP options that match profile p.
-func simServerOptions(p sim.Profile, seed int64) server.Options {
-	o := server.Options{ModelName: p.ModelName(), Seed: seed, Tools: p.Tools}
-	if p.Engine.PrefixCaching {
-		o.BlockSize = p.Engine.BlockSize // the server hashes prompt blocks for the engine's prefix cache
-	}
-	return o
-}
-
-// simServer is a running simulator: its engine, HTTP handler and server.
-type simServer struct {
-	h      *server.Server
-	srv    *http.Server
-	cancel context.CancelFunc
-	errc   chan error // Serve's result
-}
-
-// startSimServer runs profile p's engine and serves it on ln. The engine outlives ctx's
-// cancellation until stop, so an interrupted run can still finish its requests' records.
-// closeAfter, when set, closes each connection that long after every response (serve
-// --close-after).
-func startSimServer(ctx context.Context, ln net.Listener, p sim.Profile, opts server.Options, closeAfter *time.Duration) (*simServer, error) {
-	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	eng := sim.NewEngineFleet(p) // one engine per replica, behind the deployment's router
-	go eng.Start(ectx)
-	h, err := server.New(eng, opts)
-	if err != nil {
-		cancel()
-		ln.Close()
-		return nil, usageError(err)
-	}
-	s := &simServer{h: h, srv: server.HTTPServer("", h), cancel: cancel, errc: make(chan error, 1)}
-	if closeAfter != nil {
-		server.CloseAfterResponses(s.srv, *closeAfter)
-	}
-	go func() { s.errc <- s.srv.Serve(ln) }()
-	return s, nil
-}
-
-// stop shuts the server down gracefully within grace, then stops the engine and flushes
-// the ground truth.
-func (s *simServer) stop(grace time.Duration) error {
-	ctx, c := context.WithTimeout(context.Background(), grace)
-	defer c()
-	if err := s.srv.Shutdown(ctx); err != nil {
-		s.srv.Close()
-	}
-	s.cancel()
-	return s.h.Close()
+	return "http://" + ln.Addr().String(), p, func() { s.Stop(2 * time.Second) }, nil
 }

@@ -96,7 +96,7 @@ func (f *serveFlags) run(ctx context.Context, stdio Stdio, closeAfterSet bool) e
 		return usageError(errors.Join(errs...))
 	}
 	p.Seed = f.seed
-	opts := simServerOptions(p, f.seed)
+	opts := server.ProfileOptions(p, f.seed)
 	opts.Faults, opts.APIKey, opts.Tokenizer, opts.ChatTemplate = fs, key, t, tmpl
 	if f.modelName != "" {
 		opts.ModelName = f.modelName
@@ -128,16 +128,10 @@ func serve(ctx context.Context, stdio Stdio, listen string, p sim.Profile, truth
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	s, err := startSimServer(ctx, ln, p, opts, closeAfter)
+	s, err := server.Start(ctx, ln, p, opts, closeAfter)
 	if err != nil {
-		return err
+		return usageError(err)
 	}
 	fmt.Fprintf(stdio.Out, "listening on http://%s\n", ln.Addr())
-	select {
-	case err := <-s.errc:
-		s.cancel()
-		return err
-	case <-ctx.Done():
-	}
-	return s.stop(5 * time.Second)
+	return s.Serve(ctx, 5*time.Second)
 }

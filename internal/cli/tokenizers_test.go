@@ -53,7 +53,7 @@ func TestTokenizerServerAndModelID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := simServerOptions(p, 1)
+	opts := server.ProfileOptions(p, 1)
 	if opts.Tokenizer, err = tokenizer.Load("meta-llama/Llama-2-7b-hf"); err != nil {
 		t.Fatal(err)
 	}
