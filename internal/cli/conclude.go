@@ -4,19 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/bench"
-	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
-	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/report"
-	"github.com/llmbench/llmbench/internal/tokenizer"
-	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // conclude says what the console says after a run, and maps its outcome, or the error
@@ -26,19 +22,14 @@ func conclude(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts, 
 		return benchError(err)
 	}
 	sum := out.Summary
-	if c.Live && !c.ReadStamps && !c.HTTP2 && client.KernelStampsSupported() && !sum.KernelStamped() {
-		fmt.Fprintln(stdio.Err, "note: the kernel gave no receive timestamps (SO_TIMESTAMPNS), so token events were timed when llmbench read them (docs/metrics.md)")
-	}
+	say(stdio.Err, c.StampNote(sum))
 	if len(sum.Levels) > 1 || (con.quiet && len(sum.Levels) > 0) {
 		if !con.quiet {
 			fmt.Fprintln(stdio.Out)
 		}
 		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: con.wide})
 	}
-	chatFailures(stdio, c)
-	if slos := c.Judge.Metrics.SLOs; len(slos) > 0 && !metrics.HasVerdict(slos) {
-		fmt.Fprintln(stdio.Err, "note: --slo's per-request bounds define goodput but judge no level, so they never fail the run: add goodput>=0.95 (or a percentile term such as ttft:p99<=1s) to make them a gate (exit 3)")
-	}
+	say(stdio.Err, c.ConcludingNotes()...)
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", c.Output.Dir)
 	return exitStatus(ctx, sum, out.Err)
 }
@@ -166,70 +157,11 @@ func warningLine(err error) string {
 	return err.Error()
 }
 
-// adaptToSource fits the ladder to the workload once it is loaded (bench.Spec.FitToSource)
-// and says what the user should know of it: rows a dataset skipped, rows reused or
-// sampled, a trace replayed as one level.
-func adaptToSource(stdio Stdio, c *bench.Spec, info workload.Info) {
-	fit := c.FitToSource(info)
-	if len(info.Skipped) > 0 || info.Clamped > 0 {
-		var skipped []string
-		for reason, n := range info.Skipped {
-			skipped = append(skipped, fmt.Sprintf("%d %s", n, reason))
+// say writes each note that says something on its own line.
+func say(w io.Writer, notes ...string) {
+	for _, n := range notes {
+		if n != "" {
+			fmt.Fprintln(w, n)
 		}
-		slices.Sort(skipped)
-		fmt.Fprintf(stdio.Err, "dataset %s: %d usable rows; skipped: %s; %d rows with a zero length raised to 1\n",
-			info.Dataset, info.Rows, strings.Join(append(skipped, "none")[:max(1, len(skipped))], ", "), info.Clamped)
-	}
-	if fit.Reused > 0 {
-		fmt.Fprintf(stdio.Err, "warning: dataset %s has %d usable rows for levels of up to %d requests: rows are reused (each about %.1f times; a server's prefix cache may then serve repeats)\n",
-			info.Dataset, info.Rows, fit.Reused, float64(fit.Reused)/float64(info.Rows))
-	}
-	if len(fit.Sampled) > 0 {
-		var fewer []string
-		for _, l := range fit.Sampled {
-			fewer = append(fewer, fmt.Sprintf("level %d sends %d", l.Index, l.Requests))
-		}
-		how := "its --requests"
-		if c.Requests == 0 {
-			how = "its default from the load, as no --requests was given"
-		}
-		fmt.Fprintf(stdio.Err, "note: dataset %s has %d usable rows; %s (each level's request count, %s): a seeded sample of the rows; --requests %d sends every row\n",
-			c.Workload.Dataset, info.Rows, strings.Join(fewer, ", "), how, info.Rows)
-	}
-	if fit.Replayed {
-		fmt.Fprintf(stdio.Err, "replaying the trace's %d arrivals over %s (no --concurrency or --rate given)\n", info.Rows, info.Span.Round(time.Millisecond))
-	}
-}
-
-// sayUndecided notes, before the run, the levels too short for --slo's percentile terms to
-// be decided (metrics.MinSamples): their verdict will be undecided, which is not met.
-func sayUndecided(stdio Stdio, c *bench.Spec) {
-	var short []string
-	for _, l := range c.Undecided() {
-		short = append(short, fmt.Sprintf("%d (%d)", l.Index, l.Requests))
-	}
-	if need := c.Decide(); len(short) > 0 {
-		fmt.Fprintf(stdio.Err, "note: --slo's percentile terms need %d requests a level to be decided (to bound the percentile's 95%% interval); %s %s (requests), so %s undecided, which is not met: give --requests %d (or a longer --duration)\n",
-			need, plural(len(short), "level", "levels"), strings.Join(short, ", "), plural(len(short), "its verdict will be", "their verdicts will be"), need)
-	}
-}
-
-// useChat sets how the workload counts chat prompts, once the tokenizer is loaded
-// (bench.Spec.UseChat); a note says where the server cannot count them.
-func useChat(stdio Stdio, c *bench.Spec, tok tokenizer.Tokenizer) {
-	if err := c.UseChat(tok); err != nil {
-		fmt.Fprintf(stdio.Err, "note: chat prompts are sized by their message text: %v; the server adds its chat template's tokens (give --chat-template the model's template for exact lengths)\n", err)
-	}
-}
-
-// chatFailures says, after a run, how many chat prompts the workload could not count as
-// the server formats them (so sized them by their message text), with the first reason.
-func chatFailures(stdio Stdio, c *bench.Spec) {
-	w, ok := c.Workload.Chat.(*workload.ChatWatch)
-	if !ok {
-		return
-	}
-	if n, err := w.Failures(); n > 0 {
-		fmt.Fprintf(stdio.Err, "warning: %d chat prompts could not be counted as %s formats them, so their input tokens count message text alone (first: %v)\n", n, w.Source(), err)
 	}
 }

@@ -140,7 +140,7 @@ func (f *planFlags) traffic(stdio Stdio, cfg *bench.Spec) (plan.Traffic, error) 
 	case !info.Trace && (!rate || len(cfg.Levels) != 1):
 		return plan.Traffic{}, errors.New("--rate: give the one arrival rate to plan for, e.g. --rate 20 (requests/s)")
 	}
-	adaptToSource(stdio, cfg, info) // a trace: one level of its own arrivals
+	say(stdio.Err, cfg.Adapt(info)...) // a trace: one level of its own arrivals
 	lvl := cfg.Levels[0]
 	if info.Trace {
 		return plan.Traffic{Rate: lvl.Rate, Fixed: true, Trace: true, At: func(scale float64, _ time.Duration) (load.Level, workload.Source, error) {

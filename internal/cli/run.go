@@ -20,7 +20,6 @@ import (
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
 	"github.com/llmbench/llmbench/internal/tokenizer"
-	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // dialTarget, when a test sets it, connects run's requests to the target (an in-memory
@@ -56,7 +55,7 @@ summary.json, summary.csv and report.html.`,
 
 // runLive benchmarks cfg.URL, or an in-process simulator when there is none.
 func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {
-	sayUndecided(stdio, cfg)
+	say(stdio.Err, cfg.UndecidedNote())
 	var tok tokenizer.Tokenizer
 	if cfg.URL == "" {
 		var stop func()
@@ -84,7 +83,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 			if !cfg.KeepAlive {
 				warnPortLimit(stdio, cfg.Levels)
 			}
-			useChat(stdio, cfg, tok)
+			say(stdio.Err, cfg.ChatNote(tok))
 		}}
 	writingResults(cfg.Output.Dir)
 	defer writingResults("")
@@ -166,17 +165,13 @@ func clientConfig(stdio Stdio, c *bench.Spec) client.Config {
 	return cc
 }
 
-// prepare builds the live workload once the tokenizer is loaded, shaped for the API and
-// fitted to the source (adaptToSource).
+// prepare builds the live workload once the tokenizer is loaded (bench.Spec.Prepare) and
+// says its notes.
 func prepare(stdio Stdio, c *bench.Spec) func(tokenizer.Tokenizer, []load.Level) (bench.Prepared, error) {
 	return func(tok tokenizer.Tokenizer, _ []load.Level) (bench.Prepared, error) {
-		src, err := c.Source(tok)
-		if err != nil {
-			return bench.Prepared{}, &bench.InvalidError{Err: err}
-		}
-		adaptToSource(stdio, c, workload.Describe(src))
-		shape := func(s workload.Source) (workload.Source, error) { return c.WrapSource(s, tok) }
-		return bench.Prepared{Config: c.Workload, Source: src, Levels: c.Levels, Shape: shape}, nil
+		p, notes, err := c.Prepare(tok)
+		say(stdio.Err, notes...)
+		return p, err
 	}
 }
 

@@ -67,7 +67,7 @@ func simulationConfig(stdio Stdio, cfg *bench.Spec, con consoleOpts, p sim.Profi
 }
 
 func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {
-	sayUndecided(stdio, cfg)
+	say(stdio.Err, cfg.UndecidedNote())
 	p, err := sim.LoadProfile(cfg.SimProfile)
 	if err != nil {
 		return usageError(fmt.Errorf("--sim: %w", err))
@@ -99,7 +99,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleO
 	if err != nil {
 		return usageError(err)
 	}
-	adaptToSource(stdio, cfg, workload.Describe(src))
+	say(stdio.Err, cfg.Adapt(workload.Describe(src))...)
 	cfg.Model = p.ModelName()
 	if cfg.Judge.Price, err = price(cfg.Judge.Pricing, profilePrice(p), p.GPUs()); err != nil {
 		return err
