@@ -77,7 +77,8 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 			if tok != nil {
 				return tok, nil
 			}
-			return loadTokenizer(ctx, cfg.Tokenizer, cfg.URL, side, cfg.APIKey != "")
+			tok, err := bench.LoadTokenizer(ctx, cfg.Tokenizer, cfg.URL, side, cfg.APIKey != "")
+			return tok, tokenizerError(err)
 		},
 		Loaded: func(tok tokenizer.Tokenizer) {
 			if !cfg.KeepAlive {
@@ -175,52 +176,23 @@ func prepare(stdio Stdio, c *bench.Spec) func(tokenizer.Tokenizer, []load.Level)
 	}
 }
 
-// loadTokenizer loads --tokenizer; "server" asks the target's /tokenize through hc, once
-// at once, so that a server that cannot tokenize stops the run before it starts, with a
-// message that says what to do.
-func loadTokenizer(ctx context.Context, spec, url string, hc *http.Client, keyGiven bool) (tokenizer.Tokenizer, error) {
-	if spec != "server" {
-		tok, err := tokenizer.Load(spec)
-		if err != nil {
-			return nil, usageError(fmt.Errorf("--tokenizer: %w", err))
-		}
-		return tok, nil
+// tokenizerError maps bench.LoadTokenizer's errors to exit codes: a spec that does not
+// load is a usage error, a server that cannot tokenize a failure.
+func tokenizerError(err error) error {
+	var invalid *bench.InvalidError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &invalid):
+		return usageError(invalid.Err)
 	}
-	s := tokenizer.NewServer(url, hc)
-	if _, err := s.(*tokenizer.Server).Tokenize(ctx, "Hello"); err != nil {
-		msg := "--tokenizer server: " + err.Error()
-		var he *tokenizer.HTTPError
-		if errors.As(err, &he) {
-			msg = fmt.Sprintf("--tokenizer server: %s: HTTP %d", he.Path, he.Status)
-			if m := client.ErrorMessage(he.Body); m != "" {
-				msg += " " + m
-			}
-			switch hint := client.HTTPHint(he.Status, keyGiven); {
-			case hint != "":
-				msg += ": " + hint
-			case he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed || he.Status == http.StatusNotImplemented:
-				msg += ": this server has no /tokenize (vLLM, llama.cpp's server and llmbench serve have one; Ollama has none): give --tokenizer the model's HuggingFace id (from the local cache, e.g. meta-llama/Llama-3.1-8B), its tokenizer.json, or an encoding (o200k_base, cl100k_base)"
-			}
-		}
-		return nil, withCode(ExitFailure, errors.New(msg))
-	}
-	return s, nil
+	return withCode(ExitFailure, err)
 }
 
-// loadURLTokenizer is loadTokenizer for the commands whose only word on the target is
-// --url (dataset, tokenize).
+// loadURLTokenizer is bench.LoadURLTokenizer with its errors' exit codes.
 func loadURLTokenizer(ctx context.Context, spec, url string) (tokenizer.Tokenizer, error) {
-	if spec != "server" {
-		return loadTokenizer(ctx, spec, "", nil, false)
-	}
-	if url == "" {
-		return nil, usageError(errors.New("--tokenizer server needs --url (the server whose /tokenize to ask)"))
-	}
-	hc, err := client.SideClient(client.Config{BaseURL: url, API: client.APIOpenAIChat})
-	if err != nil {
-		return nil, usageError(fmt.Errorf("--url: %w", err))
-	}
-	return loadTokenizer(ctx, spec, url, hc, false)
+	tok, err := bench.LoadURLTokenizer(ctx, spec, url)
+	return tok, tokenizerError(err)
 }
 
 // serverClosesNote is said once when the client finds the server closing every connection.
