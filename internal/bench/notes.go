@@ -119,3 +119,23 @@ func (s *Spec) ConcludingNotes() []string {
 	}
 	return notes
 }
+
+// PortNote warns, once the run is under way, when connections are not kept alive and an
+// open-loop level opens new ones faster than the local ports can sustain (TIME_WAIT holds
+// each port for a minute).
+func (s *Spec) PortNote() string {
+	if s.KeepAlive {
+		return ""
+	}
+	ports, perSecond, ok := client.EphemeralPorts()
+	if !ok {
+		return ""
+	}
+	for _, l := range s.Levels {
+		if l.Rate > perSecond*0.8 {
+			return fmt.Sprintf("warning: --keep-alive=false at %g req/s: each request opens a new connection, and %d local ports sustain about %.0f new connections/s to one server (each stays in TIME_WAIT for 60 s); connects may fail with EADDRNOTAVAIL (docs/real-servers.md)",
+				l.Rate, ports, perSecond)
+		}
+	}
+	return ""
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -72,5 +73,19 @@ func TestConcludingNotes(t *testing.T) {
 	}
 	if n := (&Spec{}).StampNote(nil); n != "" {
 		t.Errorf("a simulation's stamp note: %q", n)
+	}
+}
+
+// PortNote warns of an open-loop rate beyond the local ports only where connections are
+// not kept alive.
+func TestPortNote(t *testing.T) {
+	s := Spec{Levels: []load.Level{{Index: 0, Rate: 1e9}}}
+	s.KeepAlive = true
+	if n := s.PortNote(); n != "" {
+		t.Errorf("kept alive: %q", n)
+	}
+	s.KeepAlive = false
+	if _, _, ok := client.EphemeralPorts(); ok && !strings.HasPrefix(s.PortNote(), "warning: --keep-alive=false at 1e+09 req/s") {
+		t.Errorf("1e9 req/s: %q", s.PortNote())
 	}
 }

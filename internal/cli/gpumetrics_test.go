@@ -13,7 +13,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/gpumetrics/gputest"
 	"github.com/llmbench/llmbench/internal/memnet"
@@ -102,37 +101,6 @@ func TestRunGPUMetricsReplayed(t *testing.T) {
 // The tests find no local nvidia-smi unless one says otherwise: a run against a loopback
 // server must not read the machine's GPUs.
 func init() { lookPath = func(string) (string, error) { return "", exec.ErrNotFound } }
-
-// The local nvidia-smi is read only for a target on this machine, given no --gpu-metrics
-// and no --gpu-metrics none, and when one is on the PATH.
-func TestLocalGPUChoice(t *testing.T) {
-	defer func(old func(string) (string, error)) { lookPath = old }(lookPath)
-	found := func(string) (string, error) { return "/usr/bin/nvidia-smi", nil }
-	for _, tc := range []struct {
-		cfg  bench.Spec
-		path func(string) (string, error)
-		want bool
-	}{
-		{bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}, found, true},
-		{bench.Spec{Server: bench.Server{URL: "http://localhost:8000/v1"}}, found, true},
-		{bench.Spec{Server: bench.Server{URL: "http://[::1]:8000"}}, found, true},
-		{bench.Spec{Server: bench.Server{URL: "http://10.0.0.7:8000"}}, found, false},                   // another machine's GPUs
-		{bench.Spec{InProcess: true, Server: bench.Server{URL: "http://127.0.0.1:8000"}}, found, false}, // the simulator
-		{bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}, Telemetry: bench.Telemetry{NoGPU: true}}, found, false},
-		{bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}, Telemetry: bench.Telemetry{GPUs: []string{"http://127.0.0.1:9400/metrics"}}}, found, false},
-		{bench.Spec{Server: bench.Server{URL: "http://127.0.0.1:8000"}}, func(string) (string, error) { return "", exec.ErrNotFound }, false},
-	} {
-		lookPath = tc.path
-		var out strings.Builder
-		got := localGPU(Stdio{Out: &out}, &tc.cfg, consoleOpts{})
-		if (got != nil) != tc.want {
-			t.Errorf("%+v: local nvidia-smi %v, want %v", tc.cfg, got != nil, tc.want)
-		}
-		if tc.want && !strings.Contains(out.String(), "GPU metrics: the local /usr/bin/nvidia-smi") {
-			t.Errorf("not said: %q", out.String())
-		}
-	}
-}
 
 // A run against a server on this machine with no --gpu-metrics reads the local nvidia-smi (a
 // script answering as it does, for 8 H100s at 4889 W together): energy is the power

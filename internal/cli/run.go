@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"os/exec"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
@@ -71,7 +69,12 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 	if cfg.Insecure {
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
-	live := bench.Live{Client: clientConfig(stdio, cfg), GPULocal: localGPU(stdio, cfg, con),
+	cc := clientConfig(stdio, cfg)
+	gpu, note := cfg.LocalGPU(lookPath)
+	if !con.quiet {
+		say(stdio.Out, note)
+	}
+	live := bench.Live{Client: cc, GPULocal: gpu,
 		Warn: func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) },
 		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
 			if tok != nil {
@@ -81,9 +84,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 			return tok, tokenizerError(err)
 		},
 		Loaded: func(tok tokenizer.Tokenizer) {
-			if !cfg.KeepAlive {
-				warnPortLimit(stdio, cfg.Levels)
-			}
+			say(stdio.Err, cfg.PortNote())
 			say(stdio.Err, cfg.ChatNote(tok))
 		}}
 	writingResults(cfg.Output.Dir)
@@ -94,37 +95,6 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 
 // lookPath finds a local tool; a test sets it to find a fake one.
 var lookPath = exec.LookPath
-
-// localGPU is this machine's nvidia-smi, read during each level, when no --gpu-metrics is
-// given, the target runs here (a loopback --url: not the simulator, whose GPUs are not this
-// machine's) and one is on the PATH; nil otherwise, and nothing is claimed.
-func localGPU(stdio Stdio, c *bench.Spec, con consoleOpts) *gpumetrics.Local {
-	if len(c.Telemetry.GPUs) > 0 || c.Telemetry.NoGPU || c.InProcess || !loopbackURL(c.URL) {
-		return nil
-	}
-	l, ok := gpumetrics.FindLocal(lookPath)
-	if !ok {
-		return nil
-	}
-	if !con.quiet {
-		fmt.Fprintf(stdio.Out, "GPU metrics: the local %s (the target runs on this machine; --gpu-metrics URL reads an exporter, --gpu-metrics none nothing)\n", l.Path)
-	}
-	return l
-}
-
-// loopbackURL says url's host is this machine: localhost or a loopback address.
-func loopbackURL(url string) bool {
-	u, err := neturl.Parse(url)
-	if err != nil {
-		return false
-	}
-	h := u.Hostname()
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
 
 // startSim serves the simulator of --sim in-process for a run without --url, and
 // returns the run's tokenizer, which the simulator counts prompts with.
@@ -200,22 +170,6 @@ func serverClosesNote(closed int) string {
 	return fmt.Sprintf("note: the server closed each connection right after its response (%d so far), although it offers keep-alive; "+
 		"llmbench re-sent each request that met a closed connection (levels[i].retried) and now opens a new connection for every request, "+
 		"as --keep-alive=false does (docs/real-servers.md)", closed)
-}
-
-// warnPortLimit warns when the open-loop rate of new connections is more than the local
-// ports can sustain (TIME_WAIT holds each port for a minute).
-func warnPortLimit(stdio Stdio, levels []load.Level) {
-	ports, perSecond, ok := client.EphemeralPorts()
-	if !ok {
-		return
-	}
-	for _, l := range levels {
-		if l.Rate > perSecond*0.8 {
-			fmt.Fprintf(stdio.Err, "warning: --keep-alive=false at %g req/s: each request opens a new connection, and %d local ports sustain about %.0f new connections/s to one server (each stays in TIME_WAIT for 60 s); connects may fail with EADDRNOTAVAIL (docs/real-servers.md)\n",
-				l.Rate, ports, perSecond)
-			return
-		}
-	}
 }
 
 // startInProcessSim serves the simulator of profile on a loopback port until stop is
