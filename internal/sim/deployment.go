@@ -134,6 +134,20 @@ func (d Deployment) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// DescribeServing is how p serves its model in words, for the console: its deployment
+// (Deployment.String) and its speculative decoding, if on; "" for one GPU in the model's
+// precisions.
+func (p Profile) DescribeServing() string {
+	d := p.Deployment.String()
+	if p.Speculative.On() {
+		if d != "" {
+			d += ", "
+		}
+		d += "speculative decoding " + p.Speculative.String()
+	}
+	return d
+}
+
 func defaultDeployment() Deployment {
 	return Deployment{Replicas: 1, TP: 1, Router: RouterLeastOutstanding}
 }

@@ -301,6 +301,23 @@ func TestDeploymentString(t *testing.T) {
 	}
 }
 
+// DescribeServing adds speculative decoding to the deployment's words, and alone says it.
+func TestDescribeServing(t *testing.T) {
+	var p Profile
+	if got := p.DescribeServing(); got != "" {
+		t.Errorf("one GPU: %q", got)
+	}
+	p.Speculative = Speculative{DraftTokens: 2, Acceptance: 0.7, Method: SpecNgram}
+	spec := "speculative decoding " + p.Speculative.String()
+	if got := p.DescribeServing(); got != spec {
+		t.Errorf("speculative alone: %q", got)
+	}
+	p.Deployment = Deployment{TP: 4}
+	if got := p.DescribeServing(); got != "tp 4, "+spec {
+		t.Errorf("tp 4 and speculative: %q", got)
+	}
+}
+
 func TestParseDeployment(t *testing.T) {
 	p, err := ParseProfile([]byte(`
 model: llama-3.1-70b
