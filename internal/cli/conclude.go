@@ -99,6 +99,15 @@ func benchError(err error) error {
 	return err
 }
 
+// invalidUsage is err, a *bench.InvalidError's made a usage error (exit 2).
+func invalidUsage(err error) error {
+	var invalid *bench.InvalidError
+	if errors.As(err, &invalid) {
+		return usageError(invalid.Err)
+	}
+	return err
+}
+
 // exitStatus maps the run's outcome to an exit code.
 func exitStatus(ctx context.Context, sum *report.Summary, runErr error) error {
 	if ctx.Err() != nil {

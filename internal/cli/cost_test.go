@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -166,7 +167,7 @@ func TestSimulatePrice(t *testing.T) {
 		t.Errorf("textbook: cost %+v", c)
 	}
 	s, _ = simulate(t, "textbook", "--gpu-price", "2")
-	if p := s.Price; p.GPU.USDPerGPUHour != 2 || p.Source != "--gpu-price over "+profilePrice(mustProfile(t, "textbook")).Source {
+	if p := s.Price; p.GPU.USDPerGPUHour != 2 || p.Source != "--gpu-price over "+bench.ProfilePrice(mustProfile(t, "textbook")).Source {
 		t.Errorf("--gpu-price 2: price %+v", p)
 	}
 

@@ -103,7 +103,7 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*bench.Spec, consoleOpt
 	pc := plan.Config{Base: base, Space: space, Traffic: traffic, Metrics: cfg.Judge.Metrics, MaxReplicas: f.maxReplicas,
 		Electricity: f.electricity, PUE: f.pue, Objective: f.objective, Confidence: f.confidence, Names: planNames,
 		Workers: runtime.GOMAXPROCS(0), Price: func(p sim.Profile) *metrics.Price {
-			pr, _ := price(cfg.Judge.Pricing, profilePrice(p), p.GPUs()) // the one error is --gpus, which plan has not
+			pr, _ := price(cfg.Judge.Pricing, bench.ProfilePrice(p), p.GPUs()) // the one error is --gpus, which plan has not
 			return pr
 		}}
 	if len(errs) == 0 {
@@ -181,7 +181,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	if gpuPrice := cfg.Judge.Pricing.USDPerGPUHour; gpuPrice != nil && len(pc.Space.GPUs) > 1 {
 		fmt.Fprintf(stdio.Err, "note: --gpu-price %g prices every GPU searched alike, so they compare on speed alone\n", *gpuPrice)
 	} else if base.USDPerGPUHour() <= 0 && gpuPrice == nil && len(pc.Space.GPUs) == 0 {
-		fmt.Fprintln(stdio.Err, unpricedNote(base))
+		fmt.Fprintln(stdio.Err, bench.UnpricedNote(base))
 	}
 	if slices.Contains(pc.Space.Prefill, sim.PrefillDisaggregated) || base.Engine.Prefill == sim.PrefillDisaggregated && len(pc.Space.Prefill) == 0 {
 		fmt.Fprintln(stdio.Err, "note: a disaggregated deployment's prefill pool is not counted in its GPUs or cost (engine.prefill_workers; docs/simulator.md)")

@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/metrics"
-	"github.com/llmbench/llmbench/internal/sim"
 )
 
 // priceFlags price a run (summary.json "price", each level's cost): --gpu-price and --gpus
@@ -80,38 +78,10 @@ func (f *priceFlags) parse() (bench.Pricing, error) {
 	return p, errors.Join(errs...)
 }
 
-// price is the run's price: the flags' (p), over def (the profile's, or the price a past run
-// stored) for what they leave out; nil when neither gives one. gpus is the GPU count when
-// neither the flags nor def give one (a simulated deployment's own). --gpus alone needs a
-// GPU price from def.
+// price is bench.Pricing.Price, its invalid pricing a usage error.
 func price(p bench.Pricing, def *metrics.Price, gpus int) (*metrics.Price, error) {
-	switch {
-	case p.Tokens != nil:
-		t := *p.Tokens
-		return &metrics.Price{Tokens: &t, Source: "--price-in, --price-out"}, nil
-	case p.USDPerGPUHour == nil && p.GPUs == 0:
-		return def, nil
-	}
-	g := metrics.GPUPrice{GPUs: gpus}
-	var from []string
-	if def != nil && def.GPU != nil {
-		g = *def.GPU
-	}
-	if p.USDPerGPUHour != nil {
-		g.USDPerGPUHour = *p.USDPerGPUHour
-		from = append(from, "--gpu-price")
-	} else if g.USDPerGPUHour == 0 {
-		return nil, usageError(errors.New("--gpus needs --gpu-price, the USD one of the GPUs costs an hour"))
-	}
-	if p.GPUs > 0 {
-		g.GPUs = p.GPUs
-		from = append(from, "--gpus")
-	}
-	src := strings.Join(from, ", ")
-	if def != nil && def.GPU != nil && (p.USDPerGPUHour == nil || p.GPUs == 0) {
-		src += " over " + def.Source
-	}
-	return &metrics.Price{GPU: &g, Source: src}, nil
+	pr, err := p.Price(def, gpus)
+	return pr, invalidUsage(err)
 }
 
 // checkedPrice is pr as a summary.json may hold it, refused (naming the file) when it is
@@ -124,19 +94,4 @@ func checkedPrice(pr *metrics.Price, file string) error {
 		return fmt.Errorf("%s: %w (give --gpu-price or --price-in and --price-out to re-price the run)", file, err)
 	}
 	return nil
-}
-
-// profilePrice is a simulated deployment's price: its GPUs at their price per GPU-hour (the
-// profile's gpu.usd_per_hour or the preset's list price); nil for a GPU without a price.
-func profilePrice(p sim.Profile) *metrics.Price {
-	usd := p.USDPerGPUHour()
-	if usd <= 0 {
-		return nil
-	}
-	return &metrics.Price{GPU: &metrics.GPUPrice{USDPerGPUHour: usd, GPUs: p.GPUs()}, Source: p.PriceSource()}
-}
-
-// unpricedNote says why a simulation has no cost figures, and what would give them.
-func unpricedNote(p sim.Profile) string {
-	return fmt.Sprintf("note: profile %s's GPU (%s) has no list price, so no cost is reported: give gpu.usd_per_hour in the profile, or --gpu-price", p.Name, p.GPU.Name)
 }

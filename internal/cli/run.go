@@ -115,13 +115,12 @@ func startSim(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts) 
 	}
 	c.URL, c.InProcess = url, true
 	// The simulator is a deployment whose GPUs have a price, as simulate prices it.
-	if c.Judge.Price, err = price(c.Judge.Pricing, profilePrice(p), p.GPUs()); err != nil {
+	note, err := c.PriceProfile(p)
+	if err = invalidUsage(err); err != nil {
 		stop()
 		return nil, nil, err
 	}
-	if c.Judge.Price == nil {
-		fmt.Fprintln(stdio.Err, unpricedNote(p))
-	}
+	say(stdio.Err, note)
 	if !con.quiet {
 		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (%s) at %s\n", c.SimProfile, url)
 	}

@@ -97,12 +97,11 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleO
 	}
 	say(stdio.Err, cfg.Adapt(workload.Describe(src))...)
 	cfg.Model = p.ModelName()
-	if cfg.Judge.Price, err = price(cfg.Judge.Pricing, profilePrice(p), p.GPUs()); err != nil {
+	note, err := cfg.PriceProfile(p)
+	if err = invalidUsage(err); err != nil {
 		return err
 	}
-	if cfg.Judge.Price == nil {
-		fmt.Fprintln(stdio.Err, unpricedNote(p))
-	}
+	say(stdio.Err, note)
 	if os.Getenv("GOGC") == "" {
 		// Nothing here is timed against a wall clock: a heap 1.25x the live data (the
 		// levels' distributions, the record writer's buffers) instead of Go's default 2x

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/sim"
+)
+
+// Price is the run's price: p's, over def (the profile's, or the price a past run stored)
+// for what p leaves out; nil when neither gives one. gpus is the GPU count when neither p
+// nor def gives one (a simulated deployment's own). A GPU count alone needs a GPU price from
+// def: without one it is an *InvalidError.
+func (p Pricing) Price(def *metrics.Price, gpus int) (*metrics.Price, error) {
+	switch {
+	case p.Tokens != nil:
+		t := *p.Tokens
+		return &metrics.Price{Tokens: &t, Source: "--price-in, --price-out"}, nil
+	case p.USDPerGPUHour == nil && p.GPUs == 0:
+		return def, nil
+	}
+	g := metrics.GPUPrice{GPUs: gpus}
+	var from []string
+	if def != nil && def.GPU != nil {
+		g = *def.GPU
+	}
+	if p.USDPerGPUHour != nil {
+		g.USDPerGPUHour = *p.USDPerGPUHour
+		from = append(from, "--gpu-price")
+	} else if g.USDPerGPUHour == 0 {
+		return nil, &InvalidError{errors.New("--gpus needs --gpu-price, the USD one of the GPUs costs an hour")}
+	}
+	if p.GPUs > 0 {
+		g.GPUs = p.GPUs
+		from = append(from, "--gpus")
+	}
+	src := strings.Join(from, ", ")
+	if def != nil && def.GPU != nil && (p.USDPerGPUHour == nil || p.GPUs == 0) {
+		src += " over " + def.Source
+	}
+	return &metrics.Price{GPU: &g, Source: src}, nil
+}
+
+// ProfilePrice is a simulated deployment's price: its GPUs at their price per GPU-hour (the
+// profile's gpu.usd_per_hour or the preset's list price); nil for a GPU without a price.
+func ProfilePrice(p sim.Profile) *metrics.Price {
+	usd := p.USDPerGPUHour()
+	if usd <= 0 {
+		return nil
+	}
+	return &metrics.Price{GPU: &metrics.GPUPrice{USDPerGPUHour: usd, GPUs: p.GPUs()}, Source: p.PriceSource()}
+}
+
+// PriceProfile prices a run on simulated deployment p (Judge.Price): Pricing over the
+// profile's own price. The note says when neither gives one (UnpricedNote).
+func (s *Spec) PriceProfile(p sim.Profile) (note string, err error) {
+	if s.Judge.Price, err = s.Judge.Pricing.Price(ProfilePrice(p), p.GPUs()); err != nil {
+		return "", err
+	}
+	if s.Judge.Price == nil {
+		return UnpricedNote(p), nil
+	}
+	return "", nil
+}
+
+// UnpricedNote says why a simulation of p has no cost figures, and what would give them.
+func UnpricedNote(p sim.Profile) string {
+	return fmt.Sprintf("note: profile %s's GPU (%s) has no list price, so no cost is reported: give gpu.usd_per_hour in the profile, or --gpu-price", p.Name, p.GPU.Name)
+}
