@@ -2,14 +2,70 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
+
+// SimulatedProfile is the profile a simulation runs: SimProfile, serving ModelConfig's
+// model when one is given, its replicas routed by Balance when given, seeded by Seed.
+// Each problem is an *InvalidError.
+func (s *Spec) SimulatedProfile() (sim.Profile, error) {
+	p, err := sim.LoadProfile(s.SimProfile)
+	if err != nil {
+		return p, &InvalidError{fmt.Errorf("--sim: %w", err)}
+	}
+	if s.ModelConfig != "" {
+		if p, err = p.WithModelConfig(s.ModelConfig); err != nil {
+			return p, &InvalidError{fmt.Errorf("--model-config: %w", err)}
+		}
+	}
+	if s.Balance != "" {
+		if p.Deployment.Replicas < 2 {
+			return p, &InvalidError{fmt.Errorf("--balance %s: profile %s has one replica; the router spreads requests over a deployment of several (deployment.replicas)", s.Balance, s.SimProfile)}
+		}
+		p.Deployment.Router = s.Balance
+	}
+	p.Seed = s.Seed
+	return p, nil
+}
+
+// VirtualSource is a simulation's workload, shaped for its API. It needs lengths only: a
+// tokenizer counts only datasets that bring text (o200k_base unless Tokenizer names
+// another), but a mistyped name is refused as a live run refuses it. Each problem is an
+// *InvalidError.
+func (s *Spec) VirtualSource() (workload.Source, error) {
+	var tok tokenizer.Tokenizer
+	if s.Tokenizer != "o200k_base" {
+		var err error
+		if tok, err = tokenizer.Load(s.Tokenizer); err != nil {
+			return nil, &InvalidError{fmt.Errorf("--tokenizer: %w", err)}
+		}
+	}
+	src, err := workload.New(s.Workload, tok)
+	if err == nil {
+		src, err = s.WrapSource(src, nil)
+	}
+	if err != nil {
+		return nil, &InvalidError{err}
+	}
+	return src, nil
+}
+
+// VirtualLevels runs the levels against profile p on a virtual clock (Virtual): src is the
+// first run's workload (VirtualSource), each later run's shaped as it was, and each record
+// what a live run of the API would have recorded.
+func (s *Spec) VirtualLevels(p sim.Profile, src workload.Source, est *Estimates) LevelRunner {
+	sources := &Sources{Workload: s.Workload, First: src,
+		Shape: func(w workload.Source) (workload.Source, error) { return s.WrapSource(w, nil) }}
+	return Virtual(p, s.Seed, sources, s.ShapeVirtual(p.Tools), est)
+}
 
 // DeployError is a profile whose deployment could not be built (Deploy).
 type DeployError struct{ Err error }

@@ -18,7 +18,6 @@ import (
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
-	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -64,36 +63,13 @@ func simulationConfig(stdio Stdio, cfg *bench.Spec, con consoleOpts, p sim.Profi
 
 func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {
 	say(stdio.Err, cfg.UndecidedNote())
-	p, err := sim.LoadProfile(cfg.SimProfile)
+	p, err := cfg.SimulatedProfile()
 	if err != nil {
-		return usageError(fmt.Errorf("--sim: %w", err))
+		return invalidUsage(err)
 	}
-	if cfg.ModelConfig != "" {
-		if p, err = p.WithModelConfig(cfg.ModelConfig); err != nil {
-			return usageError(fmt.Errorf("--model-config: %w", err))
-		}
-	}
-	if cfg.Balance != "" {
-		if p.Deployment.Replicas < 2 {
-			return usageError(fmt.Errorf("--balance %s: profile %s has one replica; the router spreads requests over a deployment of several (deployment.replicas)", cfg.Balance, cfg.SimProfile))
-		}
-		p.Deployment.Router = cfg.Balance
-	}
-	p.Seed = cfg.Seed
-	// Lengths only: a tokenizer counts only datasets that bring text (o200k_base unless
-	// --tokenizer names another), but a mistyped name is refused as run refuses it.
-	var tok tokenizer.Tokenizer
-	if cfg.Tokenizer != "o200k_base" {
-		if tok, err = tokenizer.Load(cfg.Tokenizer); err != nil {
-			return usageError(fmt.Errorf("--tokenizer: %w", err))
-		}
-	}
-	src, err := workload.New(cfg.Workload, tok)
-	if err == nil {
-		src, err = cfg.WrapSource(src, nil)
-	}
+	src, err := cfg.VirtualSource()
 	if err != nil {
-		return usageError(err)
+		return invalidUsage(err)
 	}
 	say(stdio.Err, cfg.Adapt(workload.Describe(src))...)
 	cfg.Model = p.ModelName()
@@ -116,8 +92,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleO
 	}
 	say(stdio.Err, cfg.LimitNote(p.Deployment))
 	runLevel := func(p sim.Profile, est *bench.Estimates) bench.LevelRunner {
-		virtual := bench.Virtual(p, cfg.Seed, &bench.Sources{Workload: cfg.Workload, First: src,
-			Shape: func(s workload.Source) (workload.Source, error) { return cfg.WrapSource(s, nil) }}, cfg.ShapeVirtual(p.Tools), est)
+		virtual := cfg.VirtualLevels(p, src, est)
 		return func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 			reason, err := virtual(ctx, lvl, sink)
 			var de *bench.DeployError
