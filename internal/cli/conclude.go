@@ -54,9 +54,9 @@ func benchOf(stdio Stdio, c *bench.Spec, con consoleOpts) bench.Config {
 // its results, to the flags and exit code the user knows.
 func benchError(err error) error {
 	// Only a join of bench's own (Config.Validate's): an error it passes on may hold one.
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+	if _, joined := err.(interface{ Unwrap() []error }); joined {
 		var errs []error
-		for _, e := range joined.Unwrap() {
+		for _, e := range fielderr.Split(err) {
 			errs = append(errs, benchError(e))
 		}
 		return errors.Join(errs...)

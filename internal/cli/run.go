@@ -102,9 +102,9 @@ func startSim(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts) 
 	if c.Tokenizer == "server" {
 		return nil, nil, usageError(errors.New("--tokenizer server needs --url (the built-in simulator has no /tokenize)"))
 	}
-	tok, err := tokenizer.Load(c.Tokenizer)
+	tok, err := bench.LoadTokenizer(ctx, c.Tokenizer, "", nil, false)
 	if err != nil {
-		return nil, nil, usageError(fmt.Errorf("--tokenizer: %w", err))
+		return nil, nil, invalidUsage(err)
 	}
 	// The simulator counts prompts with the run's tokenizer (and formats chat with its
 	// chat template), as a real server counts them with the model's, so
