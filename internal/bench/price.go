@@ -1,10 +1,9 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -12,31 +11,29 @@ import (
 // Price is the run's price: p's, over def (the profile's, or the price a past run stored)
 // for what p leaves out; nil when neither gives one. gpus is the GPU count when neither p
 // nor def gives one (a simulated deployment's own). A GPU count alone needs a GPU price from
-// def: without one it is an *InvalidError.
+// def: without one it is an *InvalidError of the fields' (a *fielderr.Error). The price's
+// Source is p's over def's, for the part def gives.
 func (p Pricing) Price(def *metrics.Price, gpus int) (*metrics.Price, error) {
 	switch {
 	case p.Tokens != nil:
 		t := *p.Tokens
-		return &metrics.Price{Tokens: &t, Source: "--price-in, --price-out"}, nil
+		return &metrics.Price{Tokens: &t, Source: p.Source}, nil
 	case p.USDPerGPUHour == nil && p.GPUs == 0:
 		return def, nil
 	}
 	g := metrics.GPUPrice{GPUs: gpus}
-	var from []string
 	if def != nil && def.GPU != nil {
 		g = *def.GPU
 	}
 	if p.USDPerGPUHour != nil {
 		g.USDPerGPUHour = *p.USDPerGPUHour
-		from = append(from, "--gpu-price")
 	} else if g.USDPerGPUHour == 0 {
-		return nil, &InvalidError{errors.New("--gpus needs --gpu-price, the USD one of the GPUs costs an hour")}
+		return nil, &InvalidError{fielderr.New("Pricing.GPUs,Pricing.USDPerGPUHour", "the USD one of the GPUs costs an hour")}
 	}
 	if p.GPUs > 0 {
 		g.GPUs = p.GPUs
-		from = append(from, "--gpus")
 	}
-	src := strings.Join(from, ", ")
+	src := p.Source
 	if def != nil && def.GPU != nil && (p.USDPerGPUHour == nil || p.GPUs == 0) {
 		src += " over " + def.Source
 	}

@@ -79,11 +79,13 @@ type Judge struct {
 }
 
 // Pricing is the prices given for a run, each nil or 0 when not given: a price per
-// GPU-hour, a GPU count, or per-token prices (a hosted API's).
+// GPU-hour, a GPU count, or per-token prices (a hosted API's). Source names what gave them,
+// as the user knows it (summary.json's price.source).
 type Pricing struct {
 	USDPerGPUHour *float64
 	GPUs          int
 	Tokens        *metrics.TokenPrice
+	Source        string
 }
 
 // Telemetry is what a live run reads beside its requests, every Interval: the server's

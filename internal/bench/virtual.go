@@ -2,10 +2,10 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -15,20 +15,20 @@ import (
 
 // SimulatedProfile is the profile a simulation runs: SimProfile, serving ModelConfig's
 // model when one is given, its replicas routed by Balance when given, seeded by Seed.
-// Each problem is an *InvalidError.
+// Each problem is an *InvalidError of the field's (a *fielderr.Error).
 func (s *Spec) SimulatedProfile() (sim.Profile, error) {
 	p, err := sim.LoadProfile(s.SimProfile)
 	if err != nil {
-		return p, &InvalidError{fmt.Errorf("--sim: %w", err)}
+		return p, &InvalidError{&fielderr.Error{Field: "SimProfile", Err: err}}
 	}
 	if s.ModelConfig != "" {
 		if p, err = p.WithModelConfig(s.ModelConfig); err != nil {
-			return p, &InvalidError{fmt.Errorf("--model-config: %w", err)}
+			return p, &InvalidError{&fielderr.Error{Field: "ModelConfig", Err: err}}
 		}
 	}
 	if s.Balance != "" {
 		if p.Deployment.Replicas < 2 {
-			return p, &InvalidError{fmt.Errorf("--balance %s: profile %s has one replica; the router spreads requests over a deployment of several (deployment.replicas)", s.Balance, s.SimProfile)}
+			return p, &InvalidError{fielderr.New("Balance", "%s: profile %s has one replica; the router spreads requests over a deployment of several (deployment.replicas)", s.Balance, s.SimProfile)}
 		}
 		p.Deployment.Router = s.Balance
 	}
@@ -39,13 +39,13 @@ func (s *Spec) SimulatedProfile() (sim.Profile, error) {
 // VirtualSource is a simulation's workload, shaped for its API. It needs lengths only: a
 // tokenizer counts only datasets that bring text (o200k_base unless Tokenizer names
 // another), but a mistyped name is refused as a live run refuses it. Each problem is an
-// *InvalidError.
+// *InvalidError (of the Tokenizer field's, a *fielderr.Error, for a name that does not load).
 func (s *Spec) VirtualSource() (workload.Source, error) {
 	var tok tokenizer.Tokenizer
 	if s.Tokenizer != "o200k_base" {
 		var err error
 		if tok, err = tokenizer.Load(s.Tokenizer); err != nil {
-			return nil, &InvalidError{fmt.Errorf("--tokenizer: %w", err)}
+			return nil, &InvalidError{&fielderr.Error{Field: "Tokenizer", Err: err}}
 		}
 	}
 	src, err := workload.New(s.Workload, tok)

@@ -6,25 +6,25 @@ import (
 	"testing"
 )
 
-// A simulation's profile and workload problems are invalid, each naming its flag; a good
+// A simulation's profile and workload problems are invalid, each of its field; a good
 // profile takes the run's seed.
 func TestSimulatedProfile(t *testing.T) {
 	var invalid *InvalidError
 	s := Spec{SimProfile: "no-such-profile"}
-	if _, err := s.SimulatedProfile(); !errors.As(err, &invalid) || !strings.HasPrefix(err.Error(), "--sim: ") {
+	if _, err := s.SimulatedProfile(); !errors.As(err, &invalid) || !isField(err, "SimProfile") {
 		t.Errorf("unknown profile: %v", err)
 	}
 	s = Spec{SimProfile: "textbook", Seed: 9}
 	s.Balance = "round-robin"
-	if _, err := s.SimulatedProfile(); !errors.As(err, &invalid) || !strings.HasPrefix(err.Error(), "--balance round-robin: profile textbook has one replica") {
-		t.Errorf("--balance on one replica: %v", err)
+	if _, err := s.SimulatedProfile(); !errors.As(err, &invalid) || !isField(err, "Balance") || !strings.HasPrefix(errors.Unwrap(invalid.Err).Error(), "round-robin: profile textbook has one replica") {
+		t.Errorf("Balance on one replica: %v", err)
 	}
 	s.Balance = ""
 	if p, err := s.SimulatedProfile(); err != nil || p.Seed != 9 {
 		t.Errorf("textbook: seed %d, %v", p.Seed, err)
 	}
 	s.Tokenizer = "no-such-encoding"
-	if _, err := s.VirtualSource(); !errors.As(err, &invalid) || !strings.HasPrefix(err.Error(), "--tokenizer: ") {
+	if _, err := s.VirtualSource(); !errors.As(err, &invalid) || !isField(err, "Tokenizer") {
 		t.Errorf("unknown tokenizer: %v", err)
 	}
 }

@@ -76,7 +76,7 @@ func benchError(err error) error {
 		}
 		return levelError(err) // a level's, which load refused
 	case errors.As(err, &invalid):
-		return usageError(invalid.Err)
+		return invalidUsage(err)
 	case errors.As(err, &model) && model.Err != nil && isTimeout(model.Err):
 		return withCode(ExitFailure, fmt.Errorf("no --model given, and the server's model list did not answer within --timeout, "+
 			"which is shorter than the server takes to answer: raise --timeout (each request's whole limit), or give --model (%w)", model.Err))
@@ -95,15 +95,6 @@ func benchError(err error) error {
 	case errors.As(err, &results):
 		return withCode(ExitFailure, fmt.Errorf("%w; the requests measured are kept in %s: once that is fixed, this writes the summary and reports from them (or add --output-dir elsewhere):\n%s",
 			err, results.Dir, reportCommand(results.Dir)))
-	}
-	return err
-}
-
-// invalidUsage is err, a *bench.InvalidError's made a usage error (exit 2).
-func invalidUsage(err error) error {
-	var invalid *bench.InvalidError
-	if errors.As(err, &invalid) {
-		return usageError(invalid.Err)
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -46,19 +47,23 @@ func (f *priceFlags) parse() (bench.Pricing, error) {
 	if (in || out) && (gpu || gpus) {
 		errs = append(errs, errors.New("--price-in/--price-out (a hosted API's per-token prices) and --gpu-price/--gpus (GPUs rented by the hour) exclude each other: give one way to price the endpoint"))
 	}
+	var given []string // summary.json's price.source
 	if gpu {
+		given = append(given, "--gpu-price")
 		if !finite(f.gpuPrice) || f.gpuPrice <= 0 || f.gpuPrice > 1e9 {
 			errs = append(errs, fmt.Errorf("--gpu-price %v: must be a positive number of USD per GPU-hour, such as 3.5", f.gpuPrice))
 		}
 		p.USDPerGPUHour = &f.gpuPrice
 	}
 	if gpus {
+		given = append(given, "--gpus")
 		if f.gpus < 1 || f.gpus > metrics.MaxGPUs {
 			errs = append(errs, fmt.Errorf("--gpus %d: must be in 1..%d", f.gpus, metrics.MaxGPUs))
 		}
 		p.GPUs = f.gpus
 	}
 	if in || out {
+		given = append(given, "--price-in", "--price-out")
 		if in != out {
 			errs = append(errs, errors.New("--price-in and --price-out: give both (USD per million input and output tokens; 0 for a side that is free)"))
 		}
@@ -75,6 +80,7 @@ func (f *priceFlags) parse() (bench.Pricing, error) {
 		}
 		p.Tokens = &metrics.TokenPrice{USDPerMillionInput: f.priceIn, USDPerMillionOutput: f.priceOut}
 	}
+	p.Source = strings.Join(given, ", ")
 	return p, errors.Join(errs...)
 }
 

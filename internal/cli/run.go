@@ -80,8 +80,8 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 			if tok != nil {
 				return tok, nil
 			}
-			tok, err := bench.LoadTokenizer(ctx, cfg.Tokenizer, cfg.URL, side, cfg.APIKey != "")
-			return tok, tokenizerError(err)
+			tok, err := bench.LoadTokenizer(ctx, cfg.Tokenizer, cfg.URL, side)
+			return tok, tokenizerError(err, cfg.APIKey != "")
 		},
 		Loaded: func(tok tokenizer.Tokenizer) {
 			say(stdio.Err, cfg.PortNote())
@@ -102,7 +102,7 @@ func startSim(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts) 
 	if c.Tokenizer == "server" {
 		return nil, nil, usageError(errors.New("--tokenizer server needs --url (the built-in simulator has no /tokenize)"))
 	}
-	tok, err := bench.LoadTokenizer(ctx, c.Tokenizer, "", nil, false)
+	tok, err := bench.LoadTokenizer(ctx, c.Tokenizer, "", nil)
 	if err != nil {
 		return nil, nil, invalidUsage(err)
 	}
@@ -146,22 +146,45 @@ func prepare(stdio Stdio, c *bench.Spec) func(tokenizer.Tokenizer, []load.Level)
 }
 
 // tokenizerError maps bench.LoadTokenizer's errors to exit codes: a spec that does not
-// load is a usage error, a server that cannot tokenize a failure.
-func tokenizerError(err error) error {
-	var invalid *bench.InvalidError
+// load is a usage error, a server that cannot tokenize a failure (keyGiven: an API key was
+// sent, for the hint on an HTTP 401 or 403).
+func tokenizerError(err error, keyGiven bool) error {
+	var server *bench.ServerTokenizerError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &invalid):
-		return usageError(invalid.Err)
+	case errors.As(err, &server):
+		return withCode(ExitFailure, errors.New(serverTokenizerMessage(server.Err, keyGiven)))
+	case errors.As(err, new(*bench.InvalidError)):
+		return invalidUsage(err)
 	}
 	return withCode(ExitFailure, err)
+}
+
+// serverTokenizerMessage says why the target could not tokenize for --tokenizer server, and
+// what to do.
+func serverTokenizerMessage(err error, keyGiven bool) string {
+	var he *tokenizer.HTTPError
+	if !errors.As(err, &he) {
+		return "--tokenizer server: " + err.Error()
+	}
+	msg := fmt.Sprintf("--tokenizer server: %s: HTTP %d", he.Path, he.Status)
+	if m := client.ErrorMessage(he.Body); m != "" {
+		msg += " " + m
+	}
+	switch hint := client.HTTPHint(he.Status, keyGiven); {
+	case hint != "":
+		msg += ": " + hint
+	case he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed || he.Status == http.StatusNotImplemented:
+		msg += ": this server has no /tokenize (vLLM, llama.cpp's server and llmbench serve have one; Ollama has none): give --tokenizer the model's HuggingFace id (from the local cache, e.g. meta-llama/Llama-3.1-8B), its tokenizer.json, or an encoding (o200k_base, cl100k_base)"
+	}
+	return msg
 }
 
 // loadURLTokenizer is bench.LoadURLTokenizer with its errors' exit codes.
 func loadURLTokenizer(ctx context.Context, spec, url string) (tokenizer.Tokenizer, error) {
 	tok, err := bench.LoadURLTokenizer(ctx, spec, url)
-	return tok, tokenizerError(err)
+	return tok, tokenizerError(err, false)
 }
 
 // serverClosesNote is said once when the client finds the server closing every connection.

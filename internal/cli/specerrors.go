@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/fielderr"
 )
 
@@ -52,6 +53,30 @@ var specMessages = map[string]string{
 	"Images": "--images, --image-format: %v", "Images,API": "--images %v", "Temperature": "--temperature %v", "TopP": "--top-p %v",
 	"Search,Judge.Metrics.SLOs": "--search %v, e.g. --slo 'tpot:p99<=50ms'",
 	"Tokenizer":                 "--tokenizer %v: drop it, or give a tokenizer.json or an encoding",
+}
+
+// invalidMessages say bench's *InvalidError problems with its fields (keys: fieldKey) as the
+// flags that set those fields do (%v: bench's words).
+var invalidMessages = map[string]string{
+	"SimProfile": "--sim: %v", "ModelConfig": "--model-config: %v", "Balance": "--balance %v",
+	"Tokenizer": "--tokenizer: %v", "Tokenizer,URL": "--tokenizer server needs --url (%v)", "URL": "--url: %v",
+	"Pricing.GPUs,Pricing.USDPerGPUHour": "--gpus needs --gpu-price, %v",
+}
+
+// invalidUsage is err, a *bench.InvalidError's made a usage error (exit 2), in the words of
+// the flags behind its field where it names one.
+func invalidUsage(err error) error {
+	var invalid *bench.InvalidError
+	if !errors.As(err, &invalid) {
+		return err
+	}
+	var field *fielderr.Error
+	if errors.As(invalid.Err, &field) {
+		if format, ok := invalidMessages[fieldKey(field.Field)]; ok {
+			return usageError(fmt.Errorf(format, field.Err))
+		}
+	}
+	return usageError(invalid.Err)
 }
 
 // specError says a problem of the Spec's as the flags that set its fields do.
