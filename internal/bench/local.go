@@ -1,26 +1,25 @@
 package bench
 
 import (
-	"fmt"
 	"net"
 	neturl "net/url"
 
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 )
 
-// LocalGPU is this machine's nvidia-smi, read during each level, when no --gpu-metrics is
-// given, the target runs here (a loopback URL: not the simulator, whose GPUs are not this
-// machine's) and lookPath (exec.LookPath, or a test's) finds one; nil otherwise, and
-// nothing is claimed. The note says which is read.
-func (s *Spec) LocalGPU(lookPath func(string) (string, error)) (*gpumetrics.Local, string) {
+// LocalGPU is this machine's nvidia-smi, read during each level, when no GPU exporter is
+// given (Telemetry), the target runs here (a loopback URL: not the simulator, whose GPUs
+// are not this machine's) and lookPath (exec.LookPath, or a test's) finds one; nil
+// otherwise, and nothing is claimed.
+func (s *Spec) LocalGPU(lookPath func(string) (string, error)) *gpumetrics.Local {
 	if len(s.Telemetry.GPUs) > 0 || s.Telemetry.NoGPU || s.InProcess || !loopbackURL(s.URL) {
-		return nil, ""
+		return nil
 	}
 	l, ok := gpumetrics.FindLocal(lookPath)
 	if !ok {
-		return nil, ""
+		return nil
 	}
-	return l, fmt.Sprintf("GPU metrics: the local %s (the target runs on this machine; --gpu-metrics URL reads an exporter, --gpu-metrics none nothing)", l.Path)
+	return l
 }
 
 // loopbackURL says url's host is this machine: localhost or a loopback address.

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"fmt"
-
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -51,18 +49,8 @@ func ProfilePrice(p sim.Profile) *metrics.Price {
 }
 
 // PriceProfile prices a run on simulated deployment p (Judge.Price): Pricing over the
-// profile's own price. The note says when neither gives one (UnpricedNote).
-func (s *Spec) PriceProfile(p sim.Profile) (note string, err error) {
-	if s.Judge.Price, err = s.Judge.Pricing.Price(ProfilePrice(p), p.GPUs()); err != nil {
-		return "", err
-	}
-	if s.Judge.Price == nil {
-		return UnpricedNote(p), nil
-	}
-	return "", nil
-}
-
-// UnpricedNote says why a simulation of p has no cost figures, and what would give them.
-func UnpricedNote(p sim.Profile) string {
-	return fmt.Sprintf("note: profile %s's GPU (%s) has no list price, so no cost is reported: give gpu.usd_per_hour in the profile, or --gpu-price", p.Name, p.GPU.Name)
+// profile's own price; nil when neither gives one.
+func (s *Spec) PriceProfile(p sim.Profile) (err error) {
+	s.Judge.Price, err = s.Judge.Pricing.Price(ProfilePrice(p), p.GPUs())
+	return err
 }

@@ -29,18 +29,17 @@ func TestPricingPrice(t *testing.T) {
 	}
 }
 
-// A profile whose GPU has no list price leaves the run unpriced, and says so.
+// A profile takes its GPUs' list price, where it has one.
 func TestPriceProfile(t *testing.T) {
 	p, err := sim.LoadProfile("textbook")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var s Spec
-	note, err := s.PriceProfile(p)
-	if err != nil {
+	if err := s.PriceProfile(p); err != nil {
 		t.Fatal(err)
 	}
-	if (s.Judge.Price == nil) != (note != "") || (note != "" && note != UnpricedNote(p)) {
-		t.Errorf("price %+v, note %q", s.Judge.Price, note)
+	if (s.Judge.Price == nil) != (ProfilePrice(p) == nil) {
+		t.Errorf("price %+v, the profile's %+v", s.Judge.Price, ProfilePrice(p))
 	}
 }

@@ -112,6 +112,7 @@ func (s *Spec) toolCall(tools sim.ToolConfig, req *workload.Request, r *record.R
 
 // SourceFit is what FitToSource found and did, for the caller to say.
 type SourceFit struct {
+	Info workload.Info // the workload fitted to
 	// Reused is the most requests a level sends (warm-up included) where that is more than
 	// the dataset's rows, which are then reused from the start (repeated prompts can hit a
 	// server's prefix cache and flatter TTFT); 0 otherwise.
@@ -132,7 +133,7 @@ type LevelCount struct{ Index, Requests int }
 // closed-loop ladder that would ignore them, as long as its SLO verdict needs by default
 // (Finish).
 func (s *Spec) FitToSource(info workload.Info) SourceFit {
-	var fit SourceFit
+	fit := SourceFit{Info: info}
 	if !info.Trace && info.Rows > 0 {
 		most := 0
 		for _, l := range s.Levels {

@@ -140,7 +140,7 @@ func (f *planFlags) traffic(stdio Stdio, cfg *bench.Spec) (plan.Traffic, error) 
 	case !info.Trace && (!rate || len(cfg.Levels) != 1):
 		return plan.Traffic{}, errors.New("--rate: give the one arrival rate to plan for, e.g. --rate 20 (requests/s)")
 	}
-	say(stdio.Err, cfg.Adapt(info)...) // a trace: one level of its own arrivals
+	say(stdio.Err, adaptNotes(cfg, cfg.FitToSource(info))...) // a trace: one level of its own arrivals
 	lvl := cfg.Levels[0]
 	if info.Trace {
 		return plan.Traffic{Rate: lvl.Rate, Fixed: true, Trace: true, At: func(scale float64, _ time.Duration) (load.Level, workload.Source, error) {
@@ -181,7 +181,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	if gpuPrice := cfg.Judge.Pricing.USDPerGPUHour; gpuPrice != nil && len(pc.Space.GPUs) > 1 {
 		fmt.Fprintf(stdio.Err, "note: --gpu-price %g prices every GPU searched alike, so they compare on speed alone\n", *gpuPrice)
 	} else if base.USDPerGPUHour() <= 0 && gpuPrice == nil && len(pc.Space.GPUs) == 0 {
-		fmt.Fprintln(stdio.Err, bench.UnpricedNote(base))
+		fmt.Fprintln(stdio.Err, unpricedNote(base))
 	}
 	if slices.Contains(pc.Space.Prefill, sim.PrefillDisaggregated) || base.Engine.Prefill == sim.PrefillDisaggregated && len(pc.Space.Prefill) == 0 {
 		fmt.Fprintln(stdio.Err, "note: a disaggregated deployment's prefill pool is not counted in its GPUs or cost (engine.prefill_workers; docs/simulator.md)")

@@ -53,7 +53,7 @@ summary.json, summary.csv and report.html.`,
 
 // runLive benchmarks cfg.URL, or an in-process simulator when there is none.
 func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {
-	say(stdio.Err, cfg.UndecidedNote())
+	say(stdio.Err, undecidedNote(cfg))
 	var tok tokenizer.Tokenizer
 	if cfg.URL == "" {
 		var stop func()
@@ -70,9 +70,9 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 		fmt.Fprintln(stdio.Err, "warning: --insecure: TLS certificates are not verified")
 	}
 	cc := clientConfig(stdio, cfg)
-	gpu, note := cfg.LocalGPU(lookPath)
+	gpu := cfg.LocalGPU(lookPath)
 	if !con.quiet {
-		say(stdio.Out, note)
+		say(stdio.Out, localGPUNote(gpu))
 	}
 	live := bench.Live{Client: cc, GPULocal: gpu,
 		Warn: func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) },
@@ -84,8 +84,8 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 			return tok, tokenizerError(err, cfg.APIKey != "")
 		},
 		Loaded: func(tok tokenizer.Tokenizer) {
-			say(stdio.Err, cfg.PortNote())
-			say(stdio.Err, cfg.ChatNote(tok))
+			say(stdio.Err, portNote(cfg))
+			say(stdio.Err, chatNote(cfg, tok))
 		}}
 	writingResults(cfg.Output.Dir)
 	defer writingResults("")
@@ -115,12 +115,10 @@ func startSim(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts) 
 	}
 	c.URL, c.InProcess = url, true
 	// The simulator is a deployment whose GPUs have a price, as simulate prices it.
-	note, err := c.PriceProfile(p)
-	if err = invalidUsage(err); err != nil {
+	if err := priceProfile(stdio, c, p); err != nil {
 		stop()
 		return nil, nil, err
 	}
-	say(stdio.Err, note)
 	if !con.quiet {
 		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (%s) at %s\n", c.SimProfile, url)
 	}
@@ -139,8 +137,8 @@ func clientConfig(stdio Stdio, c *bench.Spec) client.Config {
 // says its notes.
 func prepare(stdio Stdio, c *bench.Spec) func(tokenizer.Tokenizer, []load.Level) (bench.Prepared, error) {
 	return func(tok tokenizer.Tokenizer, _ []load.Level) (bench.Prepared, error) {
-		p, notes, err := c.Prepare(tok)
-		say(stdio.Err, notes...)
+		p, fit, err := c.Prepare(tok)
+		say(stdio.Err, adaptNotes(c, fit)...)
 		return p, err
 	}
 }

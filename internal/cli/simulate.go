@@ -62,7 +62,7 @@ func simulationConfig(stdio Stdio, cfg *bench.Spec, con consoleOpts, p sim.Profi
 }
 
 func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {
-	say(stdio.Err, cfg.UndecidedNote())
+	say(stdio.Err, undecidedNote(cfg))
 	p, err := cfg.SimulatedProfile()
 	if err != nil {
 		return invalidUsage(err)
@@ -71,13 +71,11 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleO
 	if err != nil {
 		return invalidUsage(err)
 	}
-	say(stdio.Err, cfg.Adapt(workload.Describe(src))...)
+	say(stdio.Err, adaptNotes(cfg, cfg.FitToSource(workload.Describe(src)))...)
 	cfg.Model = p.ModelName()
-	note, err := cfg.PriceProfile(p)
-	if err = invalidUsage(err); err != nil {
+	if err := priceProfile(stdio, cfg, p); err != nil {
 		return err
 	}
-	say(stdio.Err, note)
 	if os.Getenv("GOGC") == "" {
 		// Nothing here is timed against a wall clock: a heap 1.25x the live data (the
 		// levels' distributions, the record writer's buffers) instead of Go's default 2x
