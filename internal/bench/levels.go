@@ -3,8 +3,10 @@ package bench
 import (
 	"math"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/search"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -60,6 +62,42 @@ func (s *Spec) SetLadder(concurrency, rates []float64, stages schedule.Stages) {
 	for i := range s.Levels {
 		s.Levels[i] = s.Finish(s.Levels[i], i, s.Requests)
 	}
+}
+
+// DefaultLadder are the concurrencies a run measures when given no load.
+var DefaultLadder = []float64{1, 4, 16, 64, 256}
+
+// SetLoads is SetLadder with a run's default load: given no concurrencies, rates, stages or
+// search, and no load that failed to read (failed), DefaultLadder, marked DefaultLoad.
+func (s *Spec) SetLoads(concurrency, rates []float64, stages schedule.Stages, failed bool) {
+	if len(concurrency) == 0 && len(rates) == 0 && s.Search == "" && !failed && !stages.Staged() {
+		concurrency = DefaultLadder
+		s.DefaultLoad = true
+	}
+	s.SetLadder(concurrency, rates, stages)
+}
+
+// LevelErrors are load's problems with s's levels (load.Level.Validate), each a
+// *fielderr.Error keyed by the level's field, in the levels' order. With no levels (a
+// search, or loads that failed to read) a stand-in level of Base checks the rest of it: an
+// open loop when the search is for a rate or, with none, rates were given (rates), else a
+// closed loop of the fewest workers the shards split.
+func (s Spec) LevelErrors(rates bool) []error {
+	levels := s.Levels
+	if len(levels) == 0 {
+		probe := s.Base
+		if s.Search == search.Rate || s.Search == "" && rates {
+			probe.Rate = 1
+		} else {
+			probe.Concurrency = max(1, s.Base.Shards)
+		}
+		levels = []load.Level{s.Finish(probe, 0, s.Requests)}
+	}
+	var errs []error
+	for _, l := range levels {
+		errs = append(errs, fielderr.Split(l.Validate())...)
+	}
+	return errs
 }
 
 // DefaultRequests keeps a default level short but big enough for stable medians and for

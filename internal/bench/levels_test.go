@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,41 @@ func TestSetLadder(t *testing.T) {
 	s.SetLadder(nil, nil, st)
 	if len(s.Levels) != 1 || s.Levels[0].Rate != 8 || s.Levels[0].Duration != 30*time.Second || s.Levels[0].Requests != 0 {
 		t.Errorf("staged: %+v: want one level at rate 8 for 30s", s.Levels)
+	}
+}
+
+// TestSetLoads: no load given is DefaultLadder, marked; a search, stages or a load that
+// failed to read is no default.
+func TestSetLoads(t *testing.T) {
+	var s Spec
+	if s.SetLoads(nil, nil, schedule.Stages{}, false); !s.DefaultLoad || len(s.Levels) != len(DefaultLadder) {
+		t.Errorf("no load: %d levels, default %v: want DefaultLadder, marked", len(s.Levels), s.DefaultLoad)
+	}
+	for name, failed := range map[string]bool{"search": false, "failed": true} {
+		s = Spec{}
+		if name == "search" {
+			s.Search = "rate"
+		}
+		if s.SetLoads(nil, nil, schedule.Stages{}, failed); s.DefaultLoad || len(s.Levels) != 0 {
+			t.Errorf("%s: %d levels, default %v: want none", name, len(s.Levels), s.DefaultLoad)
+		}
+	}
+}
+
+// TestLevelErrors: each level's problems keyed by its field, in order; with no levels a
+// stand-in of Base, an open loop where rates were given, checks the rest.
+func TestLevelErrors(t *testing.T) {
+	s := Spec{Base: load.Level{Shards: 1, Cooldown: time.Second}}
+	s.SetLadder([]float64{1, 2}, nil, schedule.Stages{})
+	if errs := s.LevelErrors(false); len(errs) != 2 || !strings.HasPrefix(errs[0].Error(), "Cooldown: ") {
+		t.Errorf("ladder: %v: want each level's Cooldown", errs)
+	}
+	s = Spec{Base: load.Level{Shards: 1, MaxConcurrency: 2}}
+	if errs := s.LevelErrors(false); len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "MaxConcurrency: ") {
+		t.Errorf("closed stand-in: %v: want its MaxConcurrency refused", errs)
+	}
+	if errs := s.LevelErrors(true); len(errs) != 0 {
+		t.Errorf("open stand-in: %v: want none", errs)
 	}
 }
 

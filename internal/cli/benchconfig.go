@@ -343,44 +343,19 @@ func (r *resolver) outputs(now time.Time) {
 	}
 }
 
-// levels builds the ladder, the default one when no load is given (and none failed to
-// parse); checkLevels has load validate it.
+// levels sets the ladder (bench's default when no load is given) on the load flags' Base,
+// and says each of its levels' problems once under the flag that set the field at fault.
 func (r *resolver) levels(l ladderFlags) {
 	f, c := r.f, r.c
-	if len(l.concurrency) == 0 && len(l.rates) == 0 && c.Search == "" && !l.unparsed && !l.stages.Staged() {
-		l.concurrency = []float64{1, 4, 16, 64, 256}
-		c.DefaultLoad = true
-	}
 	b := &c.Base // its shard and error-rate limit are set already (load, search)
 	b.Arrival, b.MaxConcurrency, b.Duration, c.Requests = l.arrival, f.maxConcurrency, f.duration, f.requests
 	b.Warmup, b.WarmupTime, b.Cooldown = l.warmN, l.warmD, f.cooldown
-	c.SetLadder(l.concurrency, l.rates, l.stages)
-	r.checkLevels()
-}
-
-// checkLevels has load validate the ladder's levels, each problem said once under the flag
-// that set the field at fault. With no ladder (a search, or a load list that did not
-// parse) a stand-in level of the flags' loop checks the rest of the flags.
-func (r *resolver) checkLevels() {
-	f, c := r.f, r.c
-	levels := c.Levels
-	if len(levels) == 0 {
-		probe := c.Base
-		if c.Search == "rate" || c.Search == "" && f.rate != "" {
-			probe.Rate = 1
-		} else {
-			probe.Concurrency = max(1, c.Base.Shards) // the fewest workers the shards split
-		}
-		levels = []load.Level{c.Finish(probe, 0, f.requests)}
-	}
+	c.SetLoads(l.concurrency, l.rates, l.stages, l.unparsed)
 	said := map[string]bool{}
-	for _, l := range levels {
-		for _, err := range fielderr.Split(l.Validate()) {
-			err = levelError(err)
-			if !said[err.Error()] {
-				said[err.Error()] = true
-				r.add(err)
-			}
+	for _, err := range c.LevelErrors(f.rate != "") {
+		if err = levelError(err); !said[err.Error()] {
+			said[err.Error()] = true
+			r.add(err)
 		}
 	}
 }
