@@ -140,8 +140,9 @@ func (r *resolver) target() {
 	r.add(err)
 	c.Headers, err = parseHeaders(f.headers)
 	r.add(err)
-	c.ExtraBody, err = parseExtraBody(f.extraBody)
-	r.add(err)
+	if c.ExtraBody, err = client.ParseExtraBody(f.extraBody); err != nil {
+		r.add(fmt.Errorf("--extra-body: %w", err))
+	}
 	r.spec("Timeout", "IdleTimeout", "Telemetry.Interval")
 	if f.metricsURL != "" && f.metricsURL != "none" {
 		if err := parseTarget(f.metricsURL); err != nil {
@@ -188,8 +189,9 @@ func (r *resolver) load() ladderFlags {
 	if l.arrival, err = schedule.ParseArrival(f.arrival); err != nil {
 		r.add(fmt.Errorf("--arrival: %w", err))
 	}
-	l.warmN, l.warmD, err = parseWarmup(f.warmup)
-	r.add(err)
+	if l.warmN, l.warmD, err = load.ParseWarmup(f.warmup); err != nil {
+		r.add(fmt.Errorf("--warmup: %w", err))
+	}
 	c.Base.Shard, c.Base.Shards, err = parseShard(f.shard)
 	r.add(err)
 	if f.startAt != "" {

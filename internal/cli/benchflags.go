@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/rundesc"
 )
@@ -227,25 +227,6 @@ func parseList(name, s string, integer bool) ([]float64, error) {
 	return out, nil
 }
 
-// parseWarmup reads --warmup as a request count or a duration.
-func parseWarmup(s string) (n int, d time.Duration, err error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, 0, nil
-	}
-	if n, err := strconv.Atoi(s); err == nil {
-		if n < 0 {
-			return 0, 0, fmt.Errorf("--warmup: %d must not be negative", n)
-		}
-		return n, 0, nil
-	}
-	d, err = time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, 0, fmt.Errorf("--warmup: %q is neither a request count nor a duration like 10s", s)
-	}
-	return 0, d, nil
-}
-
 // parseShard reads --shard I/N.
 func parseShard(s string) (i, n int, err error) {
 	i, n, err = rundesc.ParseShard(s)
@@ -255,40 +236,14 @@ func parseShard(s string) (i, n int, err error) {
 	return i, n, nil
 }
 
-// parseHeaders reads repeated K:V flags.
+// parseHeaders reads --header, each malformed one said under the flag.
 func parseHeaders(hs []string) (http.Header, error) {
-	out := http.Header{}
+	h, err := client.ParseHeaders(hs)
 	var errs []error
-	for _, h := range hs {
-		k, v, ok := strings.Cut(h, ":")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n") {
-			errs = append(errs, fmt.Errorf("--header: %q must be Name: value", redactHeaderArg(h)))
-			continue
-		}
-		out.Add(k, strings.TrimSpace(v))
+	for _, e := range fielderr.Split(err) {
+		errs = append(errs, fmt.Errorf("--header: %w", e))
 	}
-	return out, errors.Join(errs...)
-}
-
-// redactHeaderArg keeps a malformed header argument's shape without echoing a secret.
-func redactHeaderArg(h string) string {
-	if len(h) > 12 {
-		return h[:6] + "…"
-	}
-	return h
-}
-
-// parseExtraBody reads --extra-body as a JSON object.
-func parseExtraBody(s string) (map[string]any, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil || m == nil {
-		return nil, fmt.Errorf("--extra-body: not a JSON object: %s", s)
-	}
-	return m, nil
+	return h, errors.Join(errs...)
 }
 
 // bindBalance binds --balance (run: over several --url; simulate: the profile's replicas)

@@ -2,7 +2,10 @@ package load
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -250,3 +253,23 @@ func (p *Progress) Done() int { return int(p.done.Load()) }
 
 // InFlight is Sent minus Done.
 func (p *Progress) InFlight() int { return p.Sent() - p.Done() }
+
+// ParseWarmup reads a level's warm-up as a request count (Warmup) or a duration like 10s
+// (WarmupTime); "" is none.
+func ParseWarmup(s string) (n int, d time.Duration, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, 0, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return 0, 0, fmt.Errorf("%d must not be negative", n)
+		}
+		return n, 0, nil
+	}
+	d, err = time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, 0, fmt.Errorf("%q is neither a request count nor a duration like 10s", s)
+	}
+	return 0, d, nil
+}
