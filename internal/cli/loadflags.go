@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/rundesc"
+	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/search"
+
+	"github.com/spf13/pflag"
+)
+
+// bindLoad binds the load flags: the ladder, its levels' lengths, what runs beside it (the
+// search, repeats, stopping) and run's sharding.
+func (f *benchFlags) bindLoad(fs *pflag.FlagSet, live bool, d bench.Spec) {
+	fs.StringVar(&f.concurrency, "concurrency", "", "closed loop: concurrent requests, or a ladder `N,N,...` (default 1,4,16,64,256 when neither this nor --rate is given)")
+	fs.StringVar(&f.rate, "rate", "", "open loop: requests per second, or a ladder `R,R,...`")
+	fs.StringVar(&f.stages, "stages", "", "one level whose load changes over time, `STAGES` D:V (held) and D:V->V2 (ramped linearly), e.g. 60s:2,120s:2->20,60s:20; rates in requests/s, or concurrencies with a concurrency: prefix; figures per stage (docs/metrics.md)")
+	fs.StringVar(&f.arrival, "arrival", d.Base.Arrival.String(), "open-loop arrivals: poisson, gamma:B (burstiness B; < 1 is burstier), constant")
+	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: cap on in-flight requests (waiting for a slot counts as schedule lag)")
+	fs.IntVar(&f.requests, "requests", 0, "measured requests per level (default: whole rounds of the concurrency, at least 2 and 10 requests; open loop: 10 s of arrivals)")
+	fs.DurationVar(&f.duration, "duration", 0, "measured time per level (instead of --requests)")
+	fs.StringVar(&f.warmup, "warmup", "0", "per level: N requests, or a duration like 10s, sent before measuring and excluded")
+	fs.DurationVar(&f.cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded")
+	fs.StringVar(&f.search, "search", "", "find the largest load meeting the percentile SLOs: concurrency or rate")
+	fs.Float64Var(&f.searchMax, "search-max", 0, "upper bound for --search (default 1024 concurrency or 1000 req/s)")
+	fs.IntVar(&f.repeat, "repeat", d.Repeat, "run each level N times, each run with seeds of its own (arrivals, prompts, the simulator): figures across runs with t-distribution 95% intervals")
+	fs.StringVar(&f.maxErrorRate, "max-error-rate", "", "stop a level when more than this fraction (0.3) or percentage (30%) of its last 50 finished requests failed, once 20 have; exit code 4 (default: off)")
+	fs.BoolVar(&f.stopOnSaturation, "stop-on-saturation", false, "open loop: end the ladder at the first level stopped as oversaturated (the server cannot keep up: docs/metrics.md)")
+	if live { // a simulation has no machines to share the load among
+		fs.StringVar(&f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)")
+		fs.StringVar(&f.startAt, "start-at", "", "start at this RFC 3339 instant (to start shards together)")
+	}
+}
+
+// ladderFlags are the load flags' values the levels are built from.
+type ladderFlags struct {
+	concurrency, rates []float64
+	stages             schedule.Stages
+	arrival            schedule.Arrival
+	warmN              int
+	warmD              time.Duration
+	unparsed           bool // --concurrency or --rate did not parse
+}
+
+// load reads the load flags: the ladder, its levels' lengths, warm-up and sharding.
+func (r *resolver) load() ladderFlags {
+	f, c := r.f, r.c
+	var l ladderFlags
+	var err, errC, errR error
+	l.concurrency, errC = parseList("concurrency", f.concurrency, true)
+	l.rates, errR = parseList("rate", f.rate, false)
+	r.add(errC)
+	r.add(errR)
+	l.unparsed = errC != nil || errR != nil
+	if l.arrival, err = schedule.ParseArrival(f.arrival); err != nil {
+		r.add(fmt.Errorf("--arrival: %w", err))
+	}
+	if l.warmN, l.warmD, err = load.ParseWarmup(f.warmup); err != nil {
+		r.add(fmt.Errorf("--warmup: %w", err))
+	}
+	c.Base.Shard, c.Base.Shards, err = parseShard(f.shard)
+	r.add(err)
+	if f.startAt != "" {
+		t, err := time.Parse(time.RFC3339, f.startAt)
+		if err != nil {
+			r.add(fmt.Errorf("--start-at: %q is not an RFC 3339 time like 2026-01-02T15:04:05Z", f.startAt))
+		}
+		c.StartAt = t
+	}
+	if f.stages != "" {
+		if l.stages, err = schedule.ParseStages(f.stages); err != nil {
+			r.add(fmt.Errorf("--stages: %w", err))
+			l.unparsed = true
+		}
+		for _, other := range []struct {
+			name string
+			set  bool
+		}{{"concurrency", f.concurrency != ""}, {"rate", f.rate != ""}, {"search", f.search != ""},
+			{"requests", f.requests != 0}, {"duration", f.duration != 0}} {
+			if other.set {
+				r.add(fmt.Errorf("--stages and --%s: the stages set the level's load and length; drop --%s", other.name, other.name))
+			}
+		}
+	}
+	// Rules about the flags themselves; those of a level are load's (checkLevels).
+	if len(l.concurrency) > 0 && len(l.rates) > 0 {
+		// Two lists, one ladder: each level built has one of them, so no level sees this.
+		r.add(errors.New("--concurrency and --rate: give one (closed or open loop), not both"))
+	}
+	r.spec("Requests,Base.Duration")
+	if f.requests == 0 && f.fs != nil && f.fs.Changed("requests") {
+		// 0 is the flag's "unset": given, it would silently become each level's default.
+		r.add(errors.New("--requests 0: a level measures at least one request; leave --requests out for each level's default length"))
+	}
+	return l
+}
+
+// search reads the flags of what runs beside the ladder: repeats, the error-rate stop
+// and the SLO search.
+func (r *resolver) search(l ladderFlags) {
+	f, c := r.f, r.c
+	c.Repeat, c.StopOnSaturation = f.repeat, f.stopOnSaturation
+	if f.repeat > 1 && f.search != "" {
+		r.add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
+	}
+	var err error
+	if c.Base.MaxErrorRate, err = load.ParseMaxErrorRate(f.maxErrorRate); err != nil {
+		r.add(fmt.Errorf("--max-error-rate: %w", err))
+	}
+	switch f.search {
+	case "":
+	case "concurrency", "rate":
+		c.Search = search.Axis(f.search)
+		if len(l.concurrency)+len(l.rates) > 0 {
+			r.add(errors.New("--search finds the load itself: drop --concurrency/--rate"))
+		}
+	default:
+		r.add(fmt.Errorf("--search: %q is not concurrency or rate", f.search))
+	}
+}
+
+// levels sets the ladder (bench's default when no load is given) on the load flags' Base,
+// and says each of its levels' problems once under the flag that set the field at fault.
+func (r *resolver) levels(l ladderFlags) {
+	f, c := r.f, r.c
+	b := &c.Base // its shard and error-rate limit are set already (load, search)
+	b.Arrival, b.MaxConcurrency, b.Duration, c.Requests = l.arrival, f.maxConcurrency, f.duration, f.requests
+	b.Warmup, b.WarmupTime, b.Cooldown = l.warmN, l.warmD, f.cooldown
+	c.SetLoads(l.concurrency, l.rates, l.stages, l.unparsed)
+	said := map[string]bool{}
+	for _, err := range c.LevelErrors(f.rate != "") {
+		if err = levelError(err); !said[err.Error()] {
+			said[err.Error()] = true
+			r.add(err)
+		}
+	}
+}
+
+// parseList parses a comma list of positive numbers.
+func parseList(name, s string, integer bool) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		v, err := strconv.ParseFloat(part, 64)
+		switch {
+		case err != nil || math.IsNaN(v) || math.IsInf(v, 0):
+			return nil, fmt.Errorf("--%s: %q is not a number", name, part)
+		case v <= 0:
+			return nil, fmt.Errorf("--%s: %q must be positive", name, part)
+		case integer && v != math.Trunc(v):
+			return nil, fmt.Errorf("--%s: %q must be a whole number", name, part)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseShard reads --shard I/N.
+func parseShard(s string) (i, n int, err error) {
+	i, n, err = rundesc.ParseShard(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("--shard: %w", err)
+	}
+	return i, n, nil
+}

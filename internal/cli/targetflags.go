@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/fielderr"
+	"github.com/llmbench/llmbench/internal/route"
+
+	"github.com/spf13/pflag"
+)
+
+// bindTarget binds run's target flags: the server, its API's path and request options,
+// credentials and transport (simulate has none).
+func (f *benchFlags) bindTarget(fs *pflag.FlagSet, d bench.Spec) {
+	fs.Var(&urlsValue{first: &f.url, more: &f.moreURLs}, "url", "base URL of the server, e.g. http://127.0.0.1:8000 (default: the built-in simulator, in-process); repeatable: the run balances over the endpoints by --balance")
+	fs.StringVar(&f.model, "model", "", "model name (default: the first id from /v1/models)")
+	fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
+	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
+	fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
+	fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
+	fs.IntVar(&f.images, "images", 0, "chat and Responses: synthetic images per request, sent as data URLs in image content parts (deterministic by --seed)")
+	fs.StringVar(&f.imageSize, "image-size", "512x512", "with --images: each image's size `WxH` in pixels")
+	fs.StringVar(&f.imageFormat, "image-format", "png", "with --images: png or jpeg")
+	fs.StringVar(&f.endpoint, "endpoint", "", "the API's path on the server, e.g. /rerank (default: the API's own, e.g. /v1/rerank)")
+	fs.BoolVar(&f.ignoreEOS, "ignore-eos", d.IgnoreEOS, "send ignore_eos so outputs have exactly --output-tokens (turn off for hosted APIs that reject it)")
+	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature to send (default: none sent, the server's own)")
+	fs.Float64Var(&f.topP, "top-p", 0, "nucleus sampling top_p to send, in (0, 1] (default: none sent)")
+	fs.DurationVar(&f.timeout, "timeout", d.Timeout, "per-request time limit (whole request)")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", d.IdleTimeout, "fail a request when its stream sends no bytes for this long")
+	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file with an extra CA certificate for https targets")
+	fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification (recorded in the summary)")
+	f.bindScrapes(fs)
+	fs.BoolVar(&f.http2, "http2", false, "allow HTTP/2 (h2 over TLS, h2c over plain HTTP); default HTTP/1.1, one connection per stream")
+	fs.BoolVar(&f.keepAlive, "keep-alive", d.KeepAlive, "reuse connections between requests; false opens a new one per request, as vLLM's client does (a request that meets a connection the server closed is re-sent once either way: docs/real-servers.md)")
+	fs.BoolVar(&f.testRequest, "test-request", d.TestRequest, "send one request (the first level's first) before measuring, as vLLM's client does: a failure stops the run with its error (exit 4); an answer warms the server; it is not recorded")
+	fs.BoolVar(&f.saveText, "save-text", false, "keep each response's generated text in records.jsonl (\"text\") and in --result-format vllm's generated_texts; records grow by the text's size")
+	fs.StringVar(&f.chatTemplate, "chat-template", "", "the model's chat template, which the chat APIs' prompts are sized with so that the server's prompt_tokens is --input-tokens: a .jinja file, a tokenizer_config.json or a model folder (default: the one beside --tokenizer's tokenizer.json, if any); none: size message text alone")
+	fs.BoolVar(&f.readStamps, "read-stamps", false, "time token events when llmbench reads them, not by the kernel's receive time of their bytes (the default on Linux over HTTP/1.1)")
+}
+
+// bindScrapes binds the flags of what a live run scrapes beside the benchmark: the
+// server's /metrics and the GPU exporters'.
+func (f *benchFlags) bindScrapes(fs *pflag.FlagSet) {
+	fs.StringVar(&f.metricsURL, "metrics-url", "", `Prometheus endpoint to scrape during each level (default: the target's /metrics when it answers; "none" disables)`)
+	fs.DurationVar(&f.metricsInterval, "metrics-interval", bench.DefaultInterval, "how often to scrape --metrics-url and --gpu-metrics")
+	fs.StringArrayVar(&f.gpuMetrics, "gpu-metrics", nil, "`URL` of a GPU exporter's /metrics (NVIDIA dcgm-exporter, AMD device-metrics-exporter) to scrape during each level: power, energy, J per output token, utilisation (repeatable: one per node)")
+}
+
+// bindBalance binds --balance (run: over several --url; simulate: the profile's replicas)
+// and run's --session-header.
+func (f *benchFlags) bindBalance(fs *pflag.FlagSet, live bool) {
+	how := "the simulated deployment's router over its replicas (deployment.router), as run --balance spreads requests over several --url"
+	if live {
+		how = "with several --url: how requests are spread over them"
+		fs.StringVar(&f.sessionHeader, "session-header", route.SessionHeader, "the header each request of a conversation or agentic task carries its session key in, with --balance session (or given, for a router in front of one --url); \"\" sends none")
+	}
+	fs.StringVar(&f.balance, "balance", "", how+": round-robin, least-outstanding, or session (a conversation's or agentic task's requests to one, by a hash of its key) (default round-robin; simulate: the profile's)")
+}
+
+// urlsValue is --url, repeatable: the first URL, and any given after it.
+type urlsValue struct {
+	first *string
+	more  *[]string
+	n     int
+}
+
+func (v *urlsValue) Set(s string) error {
+	if v.n == 0 {
+		*v.first = s
+	} else {
+		*v.more = append(*v.more, s)
+	}
+	v.n++
+	return nil
+}
+
+func (v *urlsValue) String() string {
+	if v.first == nil || *v.first == "" {
+		return ""
+	}
+	return strings.Join(append([]string{*v.first}, *v.more...), ",")
+}
+
+func (v *urlsValue) Type() string { return "url" }
+
+// parseTarget checks --url.
+func parseTarget(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--url: %q must be an http:// or https:// base URL such as http://127.0.0.1:8000", s)
+	}
+	return nil
+}
+
+// resolveAPIKey returns the key given (--api-key), else read from its file (--api-key-file),
+// else $OPENAI_API_KEY; giving both is an error.
+func resolveAPIKey(key, file string) (string, error) {
+	if key != "" && file != "" {
+		return "", errors.New("--api-key and --api-key-file: give one, not both")
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--api-key-file: %w", err)
+		}
+		k := strings.TrimSpace(string(b))
+		if k == "" {
+			return "", fmt.Errorf("--api-key-file: %s is empty", file)
+		}
+		return k, nil
+	}
+	if key != "" {
+		return key, nil
+	}
+	return os.Getenv("OPENAI_API_KEY"), nil
+}
+
+// parseHeaders reads --header, each malformed one said under the flag.
+func parseHeaders(hs []string) (http.Header, error) {
+	h, err := client.ParseHeaders(hs)
+	var errs []error
+	for _, e := range fielderr.Split(err) {
+		errs = append(errs, fmt.Errorf("--header: %w", e))
+	}
+	return h, errors.Join(errs...)
+}
+
+// balancing reads --balance and --session-header: run's spread over several --url,
+// simulate's router over the profile's replicas (simProfile applies it).
+func (r *resolver) balancing() {
+	f, c := r.f, r.c
+	if c.Balance = f.balance; c.Balance == "" && len(f.moreURLs) > 0 {
+		c.Balance = route.RoundRobin
+	}
+	r.spec("Balance", "Balance,More")
+	explicit := f.fs != nil && f.fs.Changed("session-header")
+	if c.Balance == route.Session || explicit {
+		c.SessionHeader = f.sessionHeader
+	}
+	r.spec("SessionHeader")
+}
+
+// target reads run's target flags: the server, its API, credentials and transport.
+func (r *resolver) target() {
+	f, c := r.f, r.c
+	c.IgnoreEOS, c.Timeout, c.IdleTimeout, c.KeepAlive, c.TestRequest = f.ignoreEOS, f.timeout, f.idleTimeout, f.keepAlive, f.testRequest
+	c.Insecure, c.HTTP2, c.ReadStamps, c.CACert, c.SaveText, c.Endpoint = f.insecure, f.http2, f.readStamps, f.caCert, f.saveText, f.endpoint
+	if f.url != "" {
+		r.add(parseTarget(f.url))
+		c.URL = strings.TrimRight(f.url, "/")
+	}
+	for _, u := range f.moreURLs {
+		r.add(parseTarget(u))
+		c.More = append(c.More, strings.TrimRight(u, "/"))
+	}
+	if !slices.Contains(client.APIs(), f.api) {
+		hint := didYouMean(f.api, client.APIs())
+		switch strings.ToLower(f.api) {
+		case "vllm", "sglang", "openai", "lmdeploy", "trt-llm", "tensorrt-llm", "llama.cpp", "llama-server":
+			hint = " (--api names the API, not the server: " + f.api + " serves openai-chat and openai-completions)"
+		}
+		r.add(fmt.Errorf("--api: %q is not one of %s%s", f.api, strings.Join(client.APIs(), ", "), hint))
+	} else if f.url == "" && !slices.Contains(bench.SimAPIs, f.api) {
+		r.add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(bench.SimAPIs, ", ")))
+	}
+	var err error
+	c.APIKey, err = resolveAPIKey(f.apiKey, f.apiKeyFile)
+	r.add(err)
+	c.Headers, err = parseHeaders(f.headers)
+	r.add(err)
+	if c.ExtraBody, err = client.ParseExtraBody(f.extraBody); err != nil {
+		r.add(fmt.Errorf("--extra-body: %w", err))
+	}
+	r.spec("Timeout", "IdleTimeout", "Telemetry.Interval")
+	if f.metricsURL != "" && f.metricsURL != "none" {
+		if err := parseTarget(f.metricsURL); err != nil {
+			r.add(fmt.Errorf("--metrics-url: %q must be an http:// or https:// URL", f.metricsURL))
+		}
+	}
+	c.Telemetry.MetricsURL, c.Telemetry.Interval = f.metricsURL, f.metricsInterval
+	c.Telemetry.GPUs, c.Telemetry.NoGPU = nil, false
+	for _, u := range f.gpuMetrics {
+		if u == "none" {
+			if len(f.gpuMetrics) > 1 {
+				r.add(errors.New("--gpu-metrics none: given with URLs; none reads no GPU metrics at all"))
+			}
+			c.Telemetry.GPUs, c.Telemetry.NoGPU = nil, true
+			break
+		}
+		if err := parseTarget(u); err != nil {
+			r.add(fmt.Errorf("--gpu-metrics: %q must be an http:// or https:// URL of a dcgm-exporter's or AMD device-metrics-exporter's /metrics, or none", u))
+		}
+		c.Telemetry.GPUs = append(c.Telemetry.GPUs, u)
+	}
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/chattemplate"
+	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/tokenizer"
+	"github.com/llmbench/llmbench/internal/workload"
+
+	"github.com/spf13/pflag"
+)
+
+// bindInputs binds the flags of what a request carries beside its prompt: the stream,
+// tools, embeddings' batches and rerank's documents.
+func (f *benchFlags) bindInputs(fs *pflag.FlagSet, d bench.Spec) {
+	fs.BoolVar(&f.stream, "stream", !d.NoStream, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL")
+	fs.IntVar(&f.tools, "tools", 0, "chat, Responses and Ollama's chat: offer N generated function definitions in every request (plausible names and typed parameters, by --seed)")
+	fs.StringVar(&f.toolsFile, "tools-file", "", "offer the function definitions of this JSON file in every request: an array of OpenAI tools, each {\"type\":\"function\",\"function\":{...}}")
+	fs.StringVar(&f.toolChoice, "tool-choice", "", "with --tools or --tools-file: auto, required, none, or a function's name to call (default: none sent, the server's auto)")
+	fs.IntVar(&f.batchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
+	fs.IntVar(&f.documents, "documents", bench.DefaultDocuments, "rerank: documents per request, each of --input-tokens tokens")
+	fs.IntVar(&f.queryTokens, "query-tokens", bench.DefaultQueryTokens, "rerank: the query's length in tokens")
+}
+
+// bindWorkload binds the flags that shape the requests (shared with dataset).
+func (f *benchFlags) bindWorkload(fs *pflag.FlagSet) {
+	d := bench.DefaultSpec()
+	fs.StringVar(&f.inputTokens, "input-tokens", d.Workload.InputTokens.String(), "prompt length in tokens: N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
+	fs.StringVar(&f.outputTokens, "output-tokens", d.Workload.OutputTokens.String(), "output length in tokens (max_tokens): N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
+	fs.StringVar(&f.tokenizer, "tokenizer", d.Tokenizer, "tokenizer for exact prompt lengths: o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (the target's /tokenize)")
+	fs.StringVar(&f.dataset, "dataset", d.Workload.Dataset, "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH, agent:PATH (recorded agent sessions)")
+	fs.IntVar(&f.prefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens")
+	fs.IntVar(&f.prefixGroups, "prefix-groups", d.Workload.PrefixGroups, "number of distinct shared prefixes")
+	fs.Float64Var(&f.traceSpeed, "trace-speed", d.Workload.TraceSpeed, "replay traces this many times faster")
+	fs.DurationVar(&f.traceOffset, "trace-offset", 0, "start a trace's replay this far into it (the trace's own time from its first request, before --trace-speed): e.g. 1h replays from its second hour")
+	fs.IntVar(&f.turns, "turns", d.Workload.Turns, "turns per conversation: each next turn carries the history (multi-turn chat)")
+	fs.DurationVar(&f.thinkTime, "think-time", 0, "with --turns: the user's pause between a reply and the next turn")
+	fs.Int64Var(&f.seed, "seed", d.Seed, "seed for prompts, lengths, arrivals and the simulator (run --url without --seed, unsharded: a new seed each run, printed and kept in summary.json)")
+}
+
+// workload reads the flags that shape the requests: lengths, dataset, sampling, chat.
+func (r *resolver) workload() {
+	f, c, live := r.f, r.c, r.live
+	in, out, errIn, errOut := f.lengths()
+	r.add(errIn)
+	r.add(errOut)
+	c.Workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
+		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
+		TraceSpeed: f.traceSpeed, TraceOffset: f.traceOffset, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
+	if f.fs != nil {
+		var errs []error
+		c.Workload.Agent, errs = f.agent.agent(f.fs)
+		for _, err := range errs {
+			r.add(err)
+		}
+	}
+	if live && f.fs != nil { // sent only when given
+		if f.fs.Changed("temperature") {
+			c.Temperature = &f.temperature
+		}
+		if f.fs.Changed("top-p") {
+			c.TopP = &f.topP
+		}
+	}
+	r.spec("Temperature", "TopP")
+	if live {
+		var err error
+		c.ChatTemplate, err = resolveChatTemplate(f.chatTemplate, f.tokenizer, f.api)
+		r.add(err)
+		c.ChatOnServer = f.chatTemplate == "" && f.tokenizer == "server" && client.AppliesChatTemplate(f.api)
+		if f.api == client.APIOllamaGenerate && f.turns > 1 {
+			// Its prompt is the whole conversation joined, which Ollama formats as one
+			// user message: the turns are not the template's messages, so message text
+			// alone is sized (and the server's count differs by the template's tokens).
+			c.ChatTemplate, c.ChatOnServer = nil, false
+		}
+	}
+	r.spec("Tokenizer")
+	if f.turns < 1 {
+		r.add(fmt.Errorf("--turns %d: a conversation has at least one turn (1: single requests)", f.turns))
+	} else if errOut == nil && errIn == nil {
+		r.add(c.Workload.Validate())
+	}
+}
+
+// lengths reads --input-tokens and --output-tokens (run, simulate, plan and dataset).
+func (f *benchFlags) lengths() (in, out workload.Dist, errIn, errOut error) {
+	in, err := workload.ParseDist(f.inputTokens)
+	if err != nil {
+		errIn = fmt.Errorf("--input-tokens: %w", err)
+	}
+	out, err = workload.ParseDist(f.outputTokens)
+	if err != nil {
+		errOut = fmt.Errorf("--output-tokens: %w", err)
+	}
+	return in, out, errIn, errOut
+}
+
+// resolveChatTemplate finds the chat template the chat APIs' prompts are sized with:
+// --chat-template's, else the one beside --tokenizer's tokenizer.json (a HuggingFace model
+// folder holds both), else none. APIs that send the prompt as it is have none.
+func resolveChatTemplate(flag, tok, api string) (*chattemplate.Template, error) {
+	applies := client.AppliesChatTemplate(api)
+	switch {
+	case flag == "none":
+		return nil, nil
+	case flag != "" && !applies:
+		return nil, fmt.Errorf("--chat-template: --api %s sends its prompt as it is; the APIs a server formats with a chat template are %s", api, strings.Join(client.ChatTemplateAPIs(), ", "))
+	case flag != "":
+		tm, err := chattemplate.Load(flag)
+		if err != nil {
+			return nil, fmt.Errorf("--chat-template: %w", err)
+		}
+		return tm, nil
+	case !applies || tok == "server" || slices.Contains(tokenizer.Encodings(), tok):
+		return nil, nil
+	}
+	path, err := tokenizer.Resolve(tok)
+	if err != nil {
+		return nil, nil // --tokenizer's own error is reported where it is loaded
+	}
+	tm, err := chattemplate.Find(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer %s: %w (--chat-template none sizes message text alone)", tok, err)
+	}
+	return tm, nil
+}
