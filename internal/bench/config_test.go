@@ -29,10 +29,13 @@ func TestConfigValidate(t *testing.T) {
 			[]string{"Output.Dir", "Output.Records", "Output.ResultFormat"}},
 		{func(c *Config) { c.Repeat, c.Console.Out = 0, nil }, []string{"Repeat", "Console.Out"}},
 		{func(c *Config) { c.Search = "tokens" }, []string{"Search"}},
-		{func(c *Config) { c.Search, c.Judge.Metrics.SLOs = search.Rate, verdict }, []string{"SearchMax"}},          // a search needs its bound
-		{func(c *Config) { c.SearchMax = -5 }, []string{"SearchMax"}},                                               // ignored without a search, but must read
-		{func(c *Config) { c.Search, c.SearchMax, c.Judge.Metrics.SLOs = search.Concurrency, 64, verdict }, nil},    // fine
-		{func(c *Config) { c.Search, c.SearchMax = search.Concurrency, 64 }, []string{"Search,Judge.Metrics.SLOs"}}, // nothing to decide on
+		{func(c *Config) { c.Search, c.Judge.Metrics.SLOs, c.Levels = search.Rate, verdict, nil }, []string{"SearchMax"}}, // a search needs its bound
+		{func(c *Config) { c.SearchMax = -5 }, []string{"SearchMax"}},                                                     // ignored without a search, but must read
+		{func(c *Config) {
+			c.Search, c.SearchMax, c.Judge.Metrics.SLOs, c.Levels = search.Concurrency, 64, verdict, nil
+		}, nil}, // fine
+		{func(c *Config) { c.Search, c.SearchMax, c.Levels = search.Concurrency, 64, nil }, []string{"Search,Judge.Metrics.SLOs"}},     // nothing to decide on
+		{func(c *Config) { c.Search, c.SearchMax, c.Judge.Metrics.SLOs = search.Concurrency, 64, verdict }, []string{"Search,Levels"}}, // it finds the load
 	} {
 		cfg := testConfig(t)
 		c.edit(&cfg)

@@ -70,6 +70,22 @@ func TestLevelErrors(t *testing.T) {
 	}
 }
 
+// TestSetBalance: round-robin over several endpoints unless told; the session header where
+// balanced by session or given.
+func TestSetBalance(t *testing.T) {
+	s := Server{More: []string{"http://b"}}
+	if s.SetBalance("", "X-S", false); s.Balance != "round-robin" || s.SessionHeader != "" {
+		t.Errorf("several endpoints: %q, %q: want round-robin, no header", s.Balance, s.SessionHeader)
+	}
+	if s.SetBalance("session", "X-S", false); s.SessionHeader != "X-S" {
+		t.Errorf("session: header %q: want X-S", s.SessionHeader)
+	}
+	one := Server{}
+	if one.SetBalance("", "X-S", true); one.Balance != "" || one.SessionHeader != "X-S" {
+		t.Errorf("one URL, header given: %q, %q: want no balance, X-S", one.Balance, one.SessionHeader)
+	}
+}
+
 // TestUndecided: the levels whose request count (a timed open loop's about its rate times
 // its duration) is short of what the SLOs' percentile terms need; a timed closed loop's
 // count is not known ahead, and with no percentile term none is short.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/route"
 )
 
 // Server is the server a live run sends to and how: its endpoints, model, credentials and
@@ -45,5 +46,17 @@ func (s Spec) Client() client.Config {
 		Timeout: t.Timeout, IdleTimeout: t.IdleTimeout, Temperature: t.Temperature, TopP: t.TopP,
 		CACert: t.CACert, Insecure: t.Insecure, HTTP2: t.HTTP2, ReadStamps: t.ReadStamps,
 		DisableKeepAlive: !t.KeepAlive, SaveText: t.SaveText, SessionHeader: t.SessionHeader,
+	}
+}
+
+// SetBalance sets how requests are spread: by balance, else round-robin where there are
+// several endpoints. The session header is set where requests are balanced by session, or
+// where it was given (given): a router in front of one URL reads it too.
+func (s *Server) SetBalance(balance, sessionHeader string, given bool) {
+	if s.Balance = balance; s.Balance == "" && len(s.More) > 0 {
+		s.Balance = route.RoundRobin
+	}
+	if s.Balance == route.Session || given {
+		s.SessionHeader = sessionHeader
 	}
 }

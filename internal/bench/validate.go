@@ -63,6 +63,9 @@ func (r Spec) Validate() error {
 		if !metrics.HasVerdict(r.Judge.Metrics.SLOs) {
 			add("Search,Judge.Metrics.SLOs", "needs percentile SLOs to decide on")
 		}
+		if len(r.Levels) > 0 && !r.Levels[0].Stages.Staged() { // stages with a search: their caller says so, with the stages
+			add("Search,Levels", "finds the load itself")
+		}
 	default:
 		add("Search", "%q is not concurrency or rate", r.Search)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/schedule"
 )
 
 // TestSpecValidate: a Spec's problems come back all at once, in one list, each a
@@ -50,6 +51,35 @@ func TestSpecValidate(t *testing.T) {
 		!slices.ContainsFunc(fielderr.Split(err), func(e error) bool { return fieldOf(e) == "Search,Judge.Metrics.SLOs" }) {
 		t.Errorf("simulation with a server tokenizer and a search without SLOs: %v", err)
 	}
+}
+
+// TestSearchWithLevels: a search finds the load itself, so a ladder beside it is refused;
+// a staged level is left to its caller, which refuses stages with a search.
+func TestSearchWithLevels(t *testing.T) {
+	s := Spec{Repeat: 1, Search: "rate", SearchMax: 8, Judge: Judge{Metrics: metrics.Config{SLOs: mustSLOs(t, "ttft:p99<=1s")}}}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("search alone: %v", err)
+	}
+	s.SetLadder(nil, []float64{2}, schedule.Stages{})
+	if errs := fielderr.Split(s.Validate()); len(errs) != 1 || fieldOf(errs[0]) != "Search,Levels" {
+		t.Errorf("search and a rate: %v: want Search,Levels", errs)
+	}
+	st, err := schedule.ParseStages("10s:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.SetLadder(nil, nil, st); s.Validate() != nil {
+		t.Errorf("search and stages: %v: want none here", s.Validate())
+	}
+}
+
+func mustSLOs(t *testing.T, s string) []metrics.SLO {
+	t.Helper()
+	slos, err := metrics.ParseSLOs(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slos
 }
 
 func fieldOf(err error) string {

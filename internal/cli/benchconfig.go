@@ -41,7 +41,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 	}
 	r.balancing()
 	ladder := r.load()
-	r.search(ladder)
+	r.search()
 	r.spec("API")
 	r.inputs()
 	r.c.SearchMax = f.searchMax

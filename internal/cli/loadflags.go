@@ -105,7 +105,7 @@ func (r *resolver) load() ladderFlags {
 
 // search reads the flags of what runs beside the ladder: repeats, the error-rate stop
 // and the SLO search.
-func (r *resolver) search(l ladderFlags) {
+func (r *resolver) search() {
 	f, c := r.f, r.c
 	c.Repeat, c.StopOnSaturation = f.repeat, f.stopOnSaturation
 	if f.repeat > 1 && f.search != "" {
@@ -115,16 +115,12 @@ func (r *resolver) search(l ladderFlags) {
 	if c.Base.MaxErrorRate, err = load.ParseMaxErrorRate(f.maxErrorRate); err != nil {
 		r.add(fmt.Errorf("--max-error-rate: %w", err))
 	}
-	switch f.search {
-	case "":
-	case "concurrency", "rate":
-		c.Search = search.Axis(f.search)
-		if len(l.concurrency)+len(l.rates) > 0 {
-			r.add(errors.New("--search finds the load itself: drop --concurrency/--rate"))
+	if f.search != "" {
+		if c.Search, err = search.ParseAxis(f.search); err != nil {
+			r.add(fmt.Errorf("--search: %w", err))
 		}
-	default:
-		r.add(fmt.Errorf("--search: %q is not concurrency or rate", f.search))
 	}
+	r.spec("Search,Levels") // a ladder given beside it
 }
 
 // levels sets the ladder (bench's default when no load is given) on the load flags' Base,

@@ -52,6 +52,7 @@ var specMessages = map[string]string{
 	"NoStream,API": "--stream=false: %v; leave --stream out", "Workload.Turns,API": "--turns %v",
 	"Images": "--images, --image-format: %v", "Images,API": "--images %v", "Temperature": "--temperature %v", "TopP": "--top-p %v",
 	"Search,Judge.Metrics.SLOs": "--search %v, e.g. --slo 'tpot:p99<=50ms'",
+	"Search,Levels":             "--search %v: drop --concurrency/--rate",
 	"Tokenizer":                 "--tokenizer %v: drop it, or give a tokenizer.json or an encoding",
 }
 

@@ -136,15 +136,9 @@ func parseHeaders(hs []string) (http.Header, error) {
 // balancing reads --balance and --session-header: run's spread over several --url,
 // simulate's router over the profile's replicas (simProfile applies it).
 func (r *resolver) balancing() {
-	f, c := r.f, r.c
-	if c.Balance = f.balance; c.Balance == "" && len(f.moreURLs) > 0 {
-		c.Balance = route.RoundRobin
-	}
+	f := r.f
+	r.c.SetBalance(f.balance, f.sessionHeader, f.fs != nil && f.fs.Changed("session-header"))
 	r.spec("Balance", "Balance,More")
-	explicit := f.fs != nil && f.fs.Changed("session-header")
-	if c.Balance == route.Session || explicit {
-		c.SessionHeader = f.sessionHeader
-	}
 	r.spec("SessionHeader")
 }
 

@@ -6,6 +6,7 @@ package search
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -18,6 +19,14 @@ const (
 	Concurrency Axis = "concurrency" // integer loads; stops when the bracket is one apart
 	Rate        Axis = "rate"        // real loads (req/s); stops within 5%
 )
+
+// ParseAxis reads an axis by its name.
+func ParseAxis(s string) (Axis, error) {
+	if a := Axis(s); a == Concurrency || a == Rate {
+		return a, nil
+	}
+	return "", fmt.Errorf("%q is not concurrency or rate", s)
+}
 
 // Probe runs one load and reports whether its verdict passed. An error stops the search.
 type Probe func(load float64) (passed bool, err error)

@@ -119,3 +119,16 @@ func TestGridStepsAboutTheAnswer(t *testing.T) {
 		t.Errorf("Grid(rate) = %v, want 9.8 9.9 10.1 10.2 (10.3 is past the bound)", got)
 	}
 }
+
+// TestParseAxis: the two axes by name; anything else refused.
+func TestParseAxis(t *testing.T) {
+	if a, err := ParseAxis("rate"); a != Rate || err != nil {
+		t.Errorf("rate: %q, %v", a, err)
+	}
+	if a, err := ParseAxis("concurrency"); a != Concurrency || err != nil {
+		t.Errorf("concurrency: %q, %v", a, err)
+	}
+	if _, err := ParseAxis("foo"); err == nil || err.Error() != `"foo" is not concurrency or rate` {
+		t.Errorf("foo: %v", err)
+	}
+}
