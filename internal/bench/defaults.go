@@ -9,6 +9,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/schedule"
+	"github.com/llmbench/llmbench/internal/search"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -28,6 +29,11 @@ const (
 
 // DefaultPercentiles are the percentiles a run reports unless told others.
 var DefaultPercentiles = []float64{50, 90, 95, 99, 99.9}
+
+// DefaultSearchMax is a search's upper bound on its axis unless told another (0: no search).
+func DefaultSearchMax(axis search.Axis) float64 {
+	return map[search.Axis]float64{search.Concurrency: 1024, search.Rate: 1000}[axis]
+}
 
 // DefaultSpec is a live run with every setting at its default and no target, load or
 // output folder yet: what a caller that builds a run as data (calibrate's probe steps)

@@ -12,7 +12,6 @@ import (
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
-	"github.com/llmbench/llmbench/internal/search"
 )
 
 // consoleOpts are how the console shows a run, beside its bench.Spec: they change no file.
@@ -46,7 +45,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 	r.inputs()
 	r.c.SearchMax = f.searchMax
 	if r.c.SearchMax == 0 {
-		r.c.SearchMax = map[search.Axis]float64{search.Concurrency: 1024, search.Rate: 1000}[r.c.Search]
+		r.c.SearchMax = bench.DefaultSearchMax(r.c.Search)
 	}
 	r.judging()
 	r.workload()
