@@ -90,7 +90,7 @@ func (r *resolver) load() ladderFlags {
 			}
 		}
 	}
-	// Rules about the flags themselves; those of a level are load's (checkLevels).
+	// Rules about the flags themselves; those of a level are load's (bench.Spec.LevelErrors).
 	if len(l.concurrency) > 0 && len(l.rates) > 0 {
 		// Two lists, one ladder: each level built has one of them, so no level sees this.
 		r.add(errors.New("--concurrency and --rate: give one (closed or open loop), not both"))
