@@ -89,7 +89,8 @@ var defaultsTolerance = map[string]float64{"ttft_ms": 0.25, "tpot_ms": 0.25}
 // but the server's: its own tokens, probed up to its published slots, its limits read),
 // then checks the profile's predictions of a closed loop at twice the slots and an open loop
 // at 70 % of the server's capacity for its requests (a live closed loop at twice the slots
-// measures it) against the server itself.
+// measures it) against the server itself — the open loop unless calibrate names it
+// untrusted.
 func TestLlamaCppCalibrateDefaults(t *testing.T) {
 	testtier.Accuracy(t, "a default calibration's predictions of llama-server, closed and open loops, on the real clock")
 	s := llamacppTarget(t)
@@ -130,13 +131,50 @@ func TestLlamaCppCalibrateDefaults(t *testing.T) {
 			t.Fatalf("the capacity run's summary.json: %v", err)
 		}
 		rate := 0.7 * sum.Levels[0].RequestThroughput
-		return fit, []predictLoad{
-			{fmt.Sprintf("concurrency %d", 2*slots), []string{"--concurrency", fmt.Sprint(2 * slots), "--requests", fmt.Sprint(16 * 2 * slots),
-				"--input-tokens", "128", "--output-tokens", "uniform:32:96"}},
-			{fmt.Sprintf("rate %.3g", rate), []string{"--rate", fmt.Sprintf("%.3g", rate), "--duration", "30s",
-				"--input-tokens", "384", "--output-tokens", "48"}},
+		loads := []predictLoad{{fmt.Sprintf("concurrency %d", 2*slots), []string{"--concurrency", fmt.Sprint(2 * slots), "--requests", fmt.Sprint(16 * 2 * slots),
+			"--input-tokens", "128", "--output-tokens", "uniform:32:96"}}}
+		// The open loop is held to the bound unless calibrate itself names it untrusted
+		// (issue 36: "within 25 % ..., or those loads named as untrusted"): an open loop of
+		// this server near its knee moved 17 → 240 ms TTFT P50 between runs of one load in
+		// CI, and the verdict that says so is what a user acts on.
+		if why := untrustedOpen(t, fit, rate, 384); why != "" {
+			t.Logf("rate %.3g not judged: calibrate names it untrusted: %s", rate, why)
+		} else {
+			loads = append(loads, predictLoad{fmt.Sprintf("rate %.3g", rate), []string{"--rate", fmt.Sprintf("%.3g", rate), "--duration", "30s",
+				"--input-tokens", "384", "--output-tokens", "48"}})
 		}
+		return fit, loads
 	})
+}
+
+// untrustedOpen is the verdict in fit's calibration.json that names open loops of prompt
+// tokens untrusted at rate or below (a rate a twin misses, it misses higher, where queueing
+// grows); "" where none does.
+func untrustedOpen(t *testing.T, fit string, rate float64, prompt int) string {
+	t.Helper()
+	b, err := os.ReadFile(strings.TrimSuffix(fit, ".yaml") + ".calibration.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Trusted struct {
+			NotTrusted []struct {
+				Load         string      `json:"load"`
+				Rate         *[2]float64 `json:"rate_per_s"`
+				PromptTokens [2]int      `json:"prompt_tokens"`
+				Summary      string      `json:"summary"`
+			} `json:"not_trusted"`
+		} `json:"trusted_for"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range rep.Trusted.NotTrusted {
+		if l.Load == "open" && l.Rate != nil && l.Rate[0] <= rate && l.PromptTokens[0] <= prompt && prompt <= l.PromptTokens[1] {
+			return l.Summary
+		}
+	}
+	return ""
 }
 
 // predictLoad is one load a fitted profile predicts: its name and the flags that make it.
