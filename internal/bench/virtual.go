@@ -42,7 +42,7 @@ func (s *Spec) SimulatedProfile() (sim.Profile, error) {
 // *InvalidError (of the Tokenizer field's, a *fielderr.Error, for a name that does not load).
 func (s *Spec) VirtualSource() (workload.Source, error) {
 	var tok tokenizer.Tokenizer
-	if s.Tokenizer != "o200k_base" {
+	if s.Tokenizer != DefaultTokenizer {
 		var err error
 		if tok, err = tokenizer.Load(s.Tokenizer); err != nil {
 			return nil, &InvalidError{&fielderr.Error{Field: "Tokenizer", Err: err}}

@@ -172,7 +172,7 @@ func (r *ProbeRun) chooseTokenizer(ctx context.Context, side *http.Client, slotC
 	if r.Tokenizer != TokenizerAuto {
 		return r.Tokenizer, nil
 	}
-	tok := "o200k_base"
+	tok := bench.DefaultTokenizer
 	if _, err := tokenizer.NewServer(r.URL, side).(*tokenizer.Server).Tokenize(ctx, "Hello"); err == nil {
 		tok = "server"
 	} else if ctx.Err() != nil {

@@ -123,7 +123,7 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*bench.Spec, consoleOpt
 func (f *planFlags) traffic(stdio Stdio, cfg *bench.Spec) (plan.Traffic, error) {
 	var tok tokenizer.Tokenizer
 	var err error
-	if cfg.Tokenizer != "o200k_base" {
+	if cfg.Tokenizer != bench.DefaultTokenizer {
 		if tok, err = tokenizer.Load(cfg.Tokenizer); err != nil {
 			return plan.Traffic{}, fmt.Errorf("--tokenizer: %w", err)
 		}
