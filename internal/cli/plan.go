@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,12 +16,9 @@ import (
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/console"
-	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/plan"
 	"github.com/llmbench/llmbench/internal/sim"
-	"github.com/llmbench/llmbench/internal/tokenizer"
-	"github.com/llmbench/llmbench/internal/workload"
 )
 
 func newPlanCmd(stdio Stdio) *cobra.Command {
@@ -92,20 +87,17 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*bench.Spec, consoleOpt
 	if len(errs) > 0 {
 		return nil, con, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
 	}
-	base.Seed = cfg.Seed
 	if err := f.outputDir(cfg, now); err != nil {
 		errs = append(errs, err)
 	}
-	traffic, err := f.traffic(stdio, cfg)
+	pc := plan.Config{Space: space, MaxReplicas: f.maxReplicas, Electricity: f.electricity, PUE: f.pue,
+		Objective: f.objective, Confidence: f.confidence, Names: planNames, Workers: runtime.GOMAXPROCS(0)}
+	fit, err := pc.ForSpec(cfg, base, plan.Given{Rate: fs.Changed("rate"), Length: fs.Changed("duration") || fs.Changed("requests")})
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, planTrafficError(err))
+	} else {
+		say(stdio.Err, adaptNotes(cfg, fit)...)
 	}
-	pc := plan.Config{Base: base, Space: space, Traffic: traffic, Metrics: cfg.Judge.Metrics, MaxReplicas: f.maxReplicas,
-		Electricity: f.electricity, PUE: f.pue, Objective: f.objective, Confidence: f.confidence, Names: planNames,
-		Workers: runtime.GOMAXPROCS(0), Price: func(p sim.Profile) *metrics.Price {
-			pr, _ := price(cfg.Judge.Pricing, bench.ProfilePrice(p), p.GPUs()) // the one error is --gpus, which plan has not
-			return pr
-		}}
 	if len(errs) == 0 {
 		if err := pc.Validate(); err != nil {
 			errs = append(errs, planError(err))
@@ -115,58 +107,6 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*bench.Spec, consoleOpt
 		return nil, con, plan.Config{}, usageError(errors.Join(unwrapUsage(errs)...))
 	}
 	return cfg, con, pc, nil
-}
-
-// traffic is the traffic to plan for: --rate's level, or a trace's own arrivals, each
-// scaled as plan.Traffic asks. Scale 1 is exactly the level simulate runs with the same
-// flags, so best.yaml re-simulates to the plan's figures.
-func (f *planFlags) traffic(stdio Stdio, cfg *bench.Spec) (plan.Traffic, error) {
-	var tok tokenizer.Tokenizer
-	var err error
-	if cfg.Tokenizer != bench.DefaultTokenizer {
-		if tok, err = tokenizer.Load(cfg.Tokenizer); err != nil {
-			return plan.Traffic{}, fmt.Errorf("--tokenizer: %w", err)
-		}
-	}
-	src, err := workload.New(cfg.Workload, tok)
-	if err != nil {
-		return plan.Traffic{}, err
-	}
-	info := workload.Describe(src)
-	rate := f.bench.fs.Changed("rate")
-	switch {
-	case info.Trace && rate:
-		return plan.Traffic{}, errors.New("--rate: the trace brings its own arrivals (drop --rate; --trace-speed scales them)")
-	case !info.Trace && (!rate || len(cfg.Levels) != 1):
-		return plan.Traffic{}, errors.New("--rate: give the one arrival rate to plan for, e.g. --rate 20 (requests/s)")
-	}
-	say(stdio.Err, adaptNotes(cfg, cfg.FitToSource(info))...) // a trace: one level of its own arrivals
-	lvl := cfg.Levels[0]
-	if info.Trace {
-		return plan.Traffic{Rate: lvl.Rate, Fixed: true, Trace: true, At: func(scale float64, _ time.Duration) (load.Level, workload.Source, error) {
-			l := lvl
-			l.Rate *= scale
-			return l, workload.Faster(src, scale), nil
-		}}, nil
-	}
-	fixed := f.fixedLength()
-	unit := ""
-	if cfg.Workload.Agent.On() || strings.HasPrefix(cfg.Workload.Dataset, workload.DatasetAgent+":") {
-		unit = "tasks/s" // --rate is task arrivals
-	}
-	return plan.Traffic{Rate: lvl.Rate, Fixed: fixed, Unit: unit, At: func(scale float64, horizon time.Duration) (load.Level, workload.Source, error) {
-		l := cfg.Base
-		l.Rate = lvl.Rate * scale
-		if !fixed {
-			l.Duration, l.Requests = horizon, 0
-		}
-		return cfg.Finish(l, 0, cfg.Requests), src, nil
-	}}, nil
-}
-
-// fixedLength says the user gave the levels' length, so the plan does not choose horizons.
-func (f *planFlags) fixedLength() bool {
-	return f.bench.fs.Changed("duration") || f.bench.fs.Changed("requests")
 }
 
 func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) error {
@@ -189,17 +129,10 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	if c := base.Calibration; c != nil {
 		printValidity(stdio, c, cfg)
 	}
-	if !queueingJudged(cfg.Judge.Metrics.SLOs) {
+	if !metrics.JudgesQueueing(cfg.Judge.Metrics.SLOs) {
 		fmt.Fprintln(stdio.Err, "note: --slo has no ttft or e2el term: a fleet too small for the traffic queues its requests, which shows in TTFT and E2EL only (TPOT stays bounded by the batch limit), so the plan may choose fleets that cannot keep up: add e.g. ttft:p99<=2s")
 	}
-	n := pc.Configurations()
-	unit := pc.Traffic.Unit
-	if unit == "" {
-		unit = "req/s"
-	}
-	fmt.Fprintln(stdio.Out, console.Wrap(fmt.Sprintf("Planning %s for %s %s (%s) to meet %s: %d %s, fleets of up to %d replicas",
-		base.ModelName(), strconv.FormatFloat(pc.Traffic.Rate, 'g', 4, 64), unit, describeTraffic(cfg), cfg.Judge.SLO,
-		n, plural(n, "candidate", "candidates"), pc.MaxReplicas), 0, 2, console.Width))
+	fmt.Fprintln(stdio.Out, console.Wrap(pc.Headline(cfg), 0, 2, console.Width))
 
 	var mu sync.Mutex
 	var last plan.Progress
@@ -250,14 +183,6 @@ func writePlan(dir string, pl *plan.Plan, check string) error {
 		return fmt.Errorf("--output-dir: %w", err)
 	}
 	return plan.WriteFiles(dir, pl, check)
-}
-
-// describeTraffic names the traffic for the console: its arrivals and lengths, or its dataset.
-func describeTraffic(cfg *bench.Spec) string {
-	if w := cfg.Workload; w.Dataset != "" && w.Dataset != "random" {
-		return w.Dataset
-	}
-	return fmt.Sprintf("%s, %s → %s tokens", cfg.Base.Arrival.Kind, cfg.Workload.InputTokens, cfg.Workload.OutputTokens)
 }
 
 func plural(n int, one, many string) string {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/bench"
-	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/plan"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -97,48 +97,35 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.objective, "objective", plan.ObjectiveCost, "what ranks the fleets meeting the SLOs: cost (the lowest price an hour) or energy (the least estimated power)")
 }
 
-// planSpaceFlags write plan's own flags back, as specFlags write the run's
-// (TestSpecArgsRoundTrip): the model as given (its profile, Base, is what was made of it),
-// the search space and the ranking.
-var planSpaceFlags = []struct {
-	name string
-	vals func(f *planFlags, pc plan.Config) []string
-}{
-	{"model-shape", func(f *planFlags, _ plan.Config) []string { return str(f.modelShape) }},
-	{"model-config", func(f *planFlags, _ plan.Config) []string { return str(f.modelConfig) }},
-	{"gpu", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.GPUs, strings.Clone) }},
-	{"tp", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.TPs, strconv.Itoa) }},
-	{"dtype", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.Dtypes, strings.Clone) }},
-	{"dp", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.DPs, strconv.Itoa) }},
-	{"expert-parallel", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.ExpertParallel, strconv.FormatBool) }},
-	{"max-num-seqs", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.MaxNumSeqs, strconv.Itoa) }},
-	{"max-batched-tokens", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.MaxBatchedTokens, strconv.Itoa) }},
-	{"prefill", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.Prefill, strings.Clone) }},
-	{"router", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.Routers, strings.Clone) }},
-	{"speculative", func(f *planFlags, pc plan.Config) []string {
-		return list(pc.Space.Speculative, plan.SpecSetting.String)
-	}},
-	{"max-replicas", func(f *planFlags, pc plan.Config) []string { return num(pc.MaxReplicas) }},
-	{"confidence", func(f *planFlags, pc plan.Config) []string { return str(pc.Confidence) }},
-	{"objective", func(f *planFlags, pc plan.Config) []string { return str(pc.Objective) }},
-	{"electricity", func(f *planFlags, pc plan.Config) []string { return num(pc.Electricity) }},
-	{"pue", func(f *planFlags, pc plan.Config) []string { return num(pc.PUE) }},
-}
-
-// planFlagNames are the flags that set plan.Config's fields, for its errors.
+// planFlagNames are the flags that set plan.Config's and plan.Model's fields, for their errors.
 var planFlagNames = map[string]string{
 	"Electricity": "electricity", "PUE": "pue", "Objective": "objective", "Confidence": "confidence",
 	"Metrics.SLOs": "slo", "MaxReplicas": "max-replicas", "Space.GPUs": "gpu", "Space.TPs": "tp",
 	"Space.Dtypes": "dtype", "Space.DPs": "dp", "Space.ExpertParallel": "expert-parallel",
 	"Space.MaxNumSeqs": "max-num-seqs", "Space.MaxBatchedTokens": "max-batched-tokens",
 	"Space.Prefill": "prefill", "Space.Routers": "router", "Space.Speculative": "speculative",
+	"Model.Shape": "model-shape", "Model.Profile": "sim", "Model.Config": "model-config",
 }
 
-// planError names the flags behind plan.Config's problems.
+// planTrafficErrors say plan's refusals of the traffic as the flags behind them.
+var planTrafficErrors = map[error]string{
+	plan.ErrTraceRate: "--rate: the trace brings its own arrivals (drop --rate; --trace-speed scales them)",
+	plan.ErrOneRate:   "--rate: give the one arrival rate to plan for, e.g. --rate 20 (requests/s)",
+}
+
+// planTrafficError says plan.SpecTraffic's error as the flags behind it.
+func planTrafficError(err error) error {
+	if msg, ok := planTrafficErrors[err]; ok {
+		return errors.New(msg)
+	}
+	return invalidUsage(err)
+}
+
 // planNames are plan's flags as its console, HTML and warnings point to them.
 var planNames = plan.Names{Wide: "--wide", Confidence: "--confidence", Length: "--duration, --requests",
 	DropLength: "drop --duration and --requests"}
 
+// planError names the flags behind plan.Config's and plan.Model's problems.
 func planError(err error) error { return namedFlags(err, planFlagNames) }
 
 // space reads the search space's lists, adding what is wrong with them to errs.
@@ -215,31 +202,13 @@ func (f *planFlags) checkCommand(cfg *bench.Spec, best *plan.Candidate, fixed bo
 	return strings.Join(args, " ")
 }
 
-// base is the profile the space is built on: --model-shape's preset on the default
-// profile's roofline and engine, or --sim's profile, serving --model-config's model if given.
+// base is the profile the space is built on (plan.Model.Base).
 func (f *planFlags) base() (sim.Profile, error) {
-	if f.modelShape == "" {
-		base, err := sim.LoadProfile(f.bench.sim)
-		if err != nil {
-			return base, fmt.Errorf("--sim: %w", err)
-		}
-		if f.modelConfig != "" {
-			if base, err = base.WithModelConfig(f.modelConfig); err != nil {
-				return base, fmt.Errorf("--model-config: %w", err)
-			}
-			if !f.bench.fs.Changed("sim") {
-				base.Name = f.modelConfig
-			}
-		}
-		return base, nil
+	base, err := plan.Model{Shape: f.modelShape, Profile: f.bench.sim, Config: f.modelConfig, ProfileGiven: f.bench.fs.Changed("sim")}.Base()
+	if err != nil && f.modelShape != "" {
+		return base, fmt.Errorf("%w%s", planError(err), didYouMean(f.modelShape, sim.ModelPresets()))
 	}
-	base, _ := sim.LoadProfile(sim.DefaultProfile)
-	m, ok := sim.ModelPreset(f.modelShape)
-	base.Model, base.Name = m, f.modelShape
-	if !ok {
-		return base, fmt.Errorf("--model-shape: %q is not a model preset (%s)%s", f.modelShape, strings.Join(sim.ModelPresets(), ", "), didYouMean(f.modelShape, sim.ModelPresets()))
-	}
-	return base, nil
+	return base, planError(err)
 }
 
 // outputDir sets the plan's folder (a timestamped one by default) and refuses one that
@@ -265,16 +234,4 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// queueingJudged says whether some SLO term bounds a metric that includes the time a
-// request waits to be scheduled (TTFT, E2EL).
-func queueingJudged(slos []metrics.SLO) bool {
-	for _, s := range slos {
-		switch s.Metric {
-		case metrics.KeyTTFT, metrics.KeyTTFTFromSchedule, metrics.KeyE2EL:
-			return true
-		}
-	}
-	return false
 }

@@ -273,6 +273,19 @@ func HasVerdict(slos []SLO) bool {
 	return false
 }
 
+// JudgesQueueing reports whether some term bounds a metric that includes the time a request
+// waits to be scheduled (TTFT, E2EL): without one, a deployment too small for its traffic
+// can meet the others while its queue grows.
+func JudgesQueueing(slos []SLO) bool {
+	for _, s := range slos {
+		switch s.Metric {
+		case KeyTTFT, KeyTTFTFromSchedule, KeyE2EL:
+			return true
+		}
+	}
+	return false
+}
+
 // DecidingSamples is the fewest samples a level needs for every percentile term of slos to
 // be decided rather than undecided (MinSamples of the highest percentile judged): a level
 // left to its default length is made at least this long. It counts a term's samples as one
