@@ -77,7 +77,10 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*bench.Spec, consoleOpt
 	if f.modelShape != "" && f.modelConfig != "" {
 		errs = append(errs, errors.New("--model-shape and --model-config: give one (a model preset, or a config.json)"))
 	}
-	space := f.space(&errs)
+	space, err := f.lists.Parse()
+	if err != nil {
+		errs = append(errs, planError(err))
+	}
 	base, baseErr := f.base()
 	if baseErr != nil {
 		errs = append(errs, baseErr)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,16 +19,13 @@ import (
 // planFlags are plan's flags as typed: simulate's traffic, workload, SLO and pricing flags
 // (benchFlags) and the search space.
 type planFlags struct {
-	bench                             benchFlags
-	modelShape, modelConfig           string
-	gpus, dtypes, prefill, routers    string
-	tps, maxNumSeqs, maxBatchedTokens string
-	dps, expertParallel               string
-	maxReplicas                       int
-	speculative                       string // speculative decoding settings to try: off, K:A
-	electricity, pue                  float64
-	objective                         string
-	confidence                        string
+	bench                   benchFlags
+	modelShape, modelConfig string
+	lists                   plan.SpaceText // the search space
+	maxReplicas             int
+	electricity, pue        float64
+	objective               string
+	confidence              string
 }
 
 // planRefused are simulate's flags that plan does not take, and why.
@@ -79,17 +75,17 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	}
 	fs.StringVar(&f.modelShape, "model-shape", "", "the model, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"), priced by the roofline on each --gpu (instead of --sim)")
 	fs.StringVar(&f.modelConfig, "model-config", "", "the model as a Hugging Face config.json (`PATH`: dense, GQA, sliding windows, mixtures of experts, MLA), on --sim's roofline profile or the default one")
-	fs.StringVar(&f.dps, "dp", "", "data-parallel attention groups per replica to try, `N,N,...` (a mixture of experts'; default: the profile's)")
-	fs.StringVar(&f.expertParallel, "expert-parallel", "", "expert parallelism to try: false, true or false,true (a mixture of experts'; default: the profile's)")
-	fs.StringVar(&f.gpus, "gpu", "", "GPU presets to try, `a,b,...` ("+strings.Join(sim.GPUPresets(), ", ")+"; default: the profile's GPU)")
-	fs.StringVar(&f.tps, "tp", "", "tensor-parallel GPUs per replica to try, `N,N,...` (powers of two; default: the profile's)")
-	fs.StringVar(&f.dtypes, "dtype", "", "weight precisions to try: "+strings.Join(sim.WeightDtypes(), ",")+" (the KV cache takes bf16's or fp8's; default: the profile's)")
-	fs.StringVar(&f.maxNumSeqs, "max-num-seqs", "", "engine batch limits to try, `N,N,...` (default: the profile's)")
-	fs.StringVar(&f.maxBatchedTokens, "max-batched-tokens", "", "per-step token budgets to try, `N,N,...` (default: the profile's)")
-	fs.StringVar(&f.prefill, "prefill", "", "prefill placements to try: colocated,disaggregated (default: the profile's)")
-	fs.StringVar(&f.routers, "router", "", "routers to try in front of the replicas: round-robin,least-outstanding,prefix-affinity (default: the profile's)")
+	fs.StringVar(&f.lists.DPs, "dp", "", "data-parallel attention groups per replica to try, `N,N,...` (a mixture of experts'; default: the profile's)")
+	fs.StringVar(&f.lists.ExpertParallel, "expert-parallel", "", "expert parallelism to try: false, true or false,true (a mixture of experts'; default: the profile's)")
+	fs.StringVar(&f.lists.GPUs, "gpu", "", "GPU presets to try, `a,b,...` ("+strings.Join(sim.GPUPresets(), ", ")+"; default: the profile's GPU)")
+	fs.StringVar(&f.lists.TPs, "tp", "", "tensor-parallel GPUs per replica to try, `N,N,...` (powers of two; default: the profile's)")
+	fs.StringVar(&f.lists.Dtypes, "dtype", "", "weight precisions to try: "+strings.Join(sim.WeightDtypes(), ",")+" (the KV cache takes bf16's or fp8's; default: the profile's)")
+	fs.StringVar(&f.lists.MaxNumSeqs, "max-num-seqs", "", "engine batch limits to try, `N,N,...` (default: the profile's)")
+	fs.StringVar(&f.lists.MaxBatchedTokens, "max-batched-tokens", "", "per-step token budgets to try, `N,N,...` (default: the profile's)")
+	fs.StringVar(&f.lists.Prefill, "prefill", "", "prefill placements to try: colocated,disaggregated (default: the profile's)")
+	fs.StringVar(&f.lists.Routers, "router", "", "routers to try in front of the replicas: round-robin,least-outstanding,prefix-affinity (default: the profile's)")
 	fs.Lookup("wide").Usage = "print every column of the table (GPUs, horizon, engine settings; by default it fits 100 columns)"
-	fs.StringVar(&f.speculative, "speculative", "", "speculative decoding to try, `off,K:A,...` (K draft tokens, acceptance A; drafting as the --sim profile's speculative: states)")
+	fs.StringVar(&f.lists.Speculative, "speculative", "", "speculative decoding to try, `off,K:A,...` (K draft tokens, acceptance A; drafting as the --sim profile's speculative: states)")
 	fs.IntVar(&f.maxReplicas, "max-replicas", 64, "the largest fleet to try; a configuration that needs more misses the SLOs")
 	fs.Float64Var(&f.electricity, "electricity", 0, "electricity's price, `USD` per kWh: each fleet's estimated power (docs/simulator.md#energy) priced beside its GPU-hours, in $/hour and $/M out (default: energy not priced)")
 	fs.Float64Var(&f.pue, "pue", 1, "power usage effectiveness: the facility's power over the GPUs' (cooling, power delivery), in [1, 5]; the power priced and the tokens/s per kW are the GPUs' times it")
@@ -127,57 +123,6 @@ var planNames = plan.Names{Wide: "--wide", Confidence: "--confidence", Length: "
 
 // planError names the flags behind plan.Config's and plan.Model's problems.
 func planError(err error) error { return namedFlags(err, planFlagNames) }
-
-// space reads the search space's lists, adding what is wrong with them to errs.
-func (f *planFlags) space(errs *[]error) plan.Space {
-	strs := func(flag, s string) []string {
-		var out []string
-		for _, v := range strings.Split(s, ",") {
-			if v = strings.TrimSpace(v); v != "" {
-				out = append(out, v)
-			}
-		}
-		if s != "" && len(out) == 0 {
-			*errs = append(*errs, fmt.Errorf("--%s: %q lists nothing", flag, s))
-		}
-		return out
-	}
-	ints := func(flag, s string) []int {
-		v, err := parseList(flag, s, true)
-		if err != nil {
-			*errs = append(*errs, err)
-		}
-		out := make([]int, len(v))
-		for i, x := range v {
-			out[i] = int(min(x, 1e12))
-		}
-		return out
-	}
-	var spec []plan.SpecSetting
-	if f.speculative != "" {
-		var err error
-		if spec, err = plan.ParseSpeculative(f.speculative); err != nil {
-			*errs = append(*errs, fmt.Errorf("--speculative: %w", err))
-		}
-	}
-	return plan.Space{GPUs: strs("gpu", f.gpus), Dtypes: strs("dtype", f.dtypes), Prefill: strs("prefill", f.prefill),
-		Routers: strs("router", f.routers), TPs: ints("tp", f.tps), MaxNumSeqs: ints("max-num-seqs", f.maxNumSeqs),
-		MaxBatchedTokens: ints("max-batched-tokens", f.maxBatchedTokens), Speculative: spec,
-		DPs: ints("dp", f.dps), ExpertParallel: f.expertParallelList(strs("expert-parallel", f.expertParallel), errs)}
-}
-
-// expertParallelList reads --expert-parallel's values, true or false each.
-func (f *planFlags) expertParallelList(vals []string, errs *[]error) []bool {
-	var eps []bool
-	for _, v := range vals {
-		on, err := strconv.ParseBool(v)
-		if err != nil {
-			*errs = append(*errs, fmt.Errorf("--expert-parallel: %q is not true or false (give true,false to try both)", v))
-		}
-		eps = append(eps, on)
-	}
-	return eps
-}
 
 // planTrafficFlags are the flags that shape the traffic and its verdict: given to plan,
 // they are given to the simulate that checks best.yaml.

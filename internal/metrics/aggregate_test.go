@@ -466,3 +466,17 @@ func TestParseSLOsForgiving(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgesQueueing: a TTFT or E2EL term judges the time requests wait; TPOT alone does not.
+func TestJudgesQueueing(t *testing.T) {
+	for s, want := range map[string]bool{"ttft:p99<=2s": true, "tpot:p99<=50ms,e2el:p90<=10s": true,
+		"ttft_from_schedule:p99<=1s": true, "tpot:p99<=50ms": false, "tpot:p99<=50ms,goodput>=0.9": false} {
+		slos, err := ParseSLOs(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := JudgesQueueing(slos); got != want {
+			t.Errorf("%s: %v, want %v", s, got, want)
+		}
+	}
+}
