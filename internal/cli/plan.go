@@ -151,9 +151,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	if pl == nil {
 		return withCode(ExitFailure, runErr)
 	}
-	load, wl := cfg.Describe()
-	pl.Schema, pl.Version, pl.Model, pl.Profile = plan.Schema, Version, base.ModelName(), base.Name
-	pl.Load, pl.Workload, pl.SLO = load, wl, cfg.Judge.SLO
+	pc.Describe(pl, cfg, Version)
 	check := f.checkCommand(cfg, pl.BestCandidate(), pc.Traffic.Fixed)
 	if err := writePlan(cfg.Output.Dir, pl, check); err != nil {
 		return withCode(ExitFailure, err)

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -50,13 +49,6 @@ var planRefused = map[string]string{
 	"tools-file":         "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
 	"tool-choice":        "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
 }
-
-// planOwnFlags are plan's flags that neither shape the traffic nor are refused: the space
-// searched and the model (best.yaml carries what was chosen), the ranking, and where and
-// how the plan is written.
-var planOwnFlags = []string{"sim", "model-shape", "model-config", "gpu", "tp", "dtype", "dp", "expert-parallel",
-	"max-num-seqs", "max-batched-tokens", "prefill", "router", "speculative", "max-replicas", "confidence",
-	"objective", "electricity", "pue", "config", "output-dir", "overwrite", "no-progress", "wide"}
 
 // bind binds plan's flags: simulate's, some refused (hidden), and the search space.
 func (f *planFlags) bind(fs *pflag.FlagSet) {
@@ -165,10 +157,8 @@ func (f *planFlags) outputDir(cfg *bench.Spec, now time.Time) error {
 	if cfg.Output.Overwrite {
 		return nil
 	}
-	for _, name := range plan.Files {
-		if _, err := os.Stat(filepath.Join(cfg.Output.Dir, name)); err == nil {
-			return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.Output.Dir, name)
-		}
+	if name := plan.Held(cfg.Output.Dir); name != "" {
+		return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.Output.Dir, name)
 	}
 	return nil
 }

@@ -34,3 +34,10 @@ var planSpaceFlags = []struct {
 	{"electricity", func(f *planFlags, pc plan.Config) []string { return num(pc.Electricity) }},
 	{"pue", func(f *planFlags, pc plan.Config) []string { return num(pc.PUE) }},
 }
+
+// planOwnFlags are plan's flags that neither shape the traffic nor are refused: the space
+// searched and the model (best.yaml carries what was chosen), the ranking, and where and
+// how the plan is written.
+var planOwnFlags = []string{"sim", "model-shape", "model-config", "gpu", "tp", "dtype", "dp", "expert-parallel",
+	"max-num-seqs", "max-batched-tokens", "prefill", "router", "speculative", "max-replicas", "confidence",
+	"objective", "electricity", "pue", "config", "output-dir", "overwrite", "no-progress", "wide"}

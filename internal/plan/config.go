@@ -3,8 +3,8 @@
 // prefill placement) it simulates one replica to bound the replicas needed, finds the
 // fewest replicas whose whole fleet, behind each router, meets the SLOs at the traffic,
 // measures how much more traffic that fleet takes (headroom), and prices it. It runs the
-// same simulator, load driver and aggregation as simulate; the CLI supplies the traffic
-// and the price.
+// same simulator, load driver and aggregation as simulate; the caller supplies the traffic
+// and the price, or the bench.Spec they are made of (Config.ForSpec).
 package plan
 
 import (
@@ -56,8 +56,8 @@ func (v SpecSetting) String() string {
 	return fmt.Sprintf("%d:%s", v.DraftTokens, strconv.FormatFloat(v.Acceptance, 'g', -1, 64))
 }
 
-// ParseSpeculative reads --speculative's list: "off" or K:A (draft tokens, acceptance), e.g.
-// "off,4:0.8,2:0.7".
+// ParseSpeculative reads a list of speculative settings: "off" or K:A (draft tokens,
+// acceptance), e.g. "off,4:0.8,2:0.7".
 func ParseSpeculative(s string) ([]SpecSetting, error) {
 	var out []SpecSetting
 	for _, f := range strings.Split(s, ",") {
@@ -86,13 +86,13 @@ func ParseSpeculative(s string) ([]SpecSetting, error) {
 // Traffic is what the deployment must serve. At builds the level and its requests at
 // scale times the traffic (scale 1 is the traffic itself, as simulate runs it; 2 is twice
 // its arrival rate, or a trace replayed twice as fast), with horizon of arrivals — the
-// length the plan chose for that fleet, as simulate's --duration — unless the traffic's
-// length is Fixed.
+// length the plan chose for that fleet, as a simulated level's duration — unless the
+// traffic's length is Fixed.
 type Traffic struct {
 	Rate float64 // the traffic's arrival rate, requests/s (a trace's mean)
 	At   func(scale float64, horizon time.Duration) (load.Level, workload.Source, error)
-	// Fixed says At ignores length: the user gave the levels' length (--duration,
-	// --requests), or the traffic is a trace replayed whole. The plan then judges each fleet
+	// Fixed says At ignores length: the user gave the levels' length (their duration or
+	// requests), or the traffic is a trace replayed whole. The plan then judges each fleet
 	// over that length and warns where it is too short for a steady state.
 	Fixed bool
 	// Trace says the traffic is a replayed trace (its length is its own).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -13,6 +14,16 @@ import (
 
 // Files are the files WriteFiles writes into a plan's folder.
 var Files = []string{"plan.json", "plan.html", "best.yaml"}
+
+// Held is the first of Files that dir holds already (an earlier plan's), "" for none.
+func Held(dir string) string {
+	for _, name := range Files {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return name
+		}
+	}
+	return ""
+}
 
 // WriteFiles writes plan.json, plan.html and, when a candidate meets the SLOs, best.yaml
 // (headed by check, the command that re-simulates it) into dir, which exists, each

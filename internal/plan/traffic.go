@@ -86,6 +86,14 @@ func SpecTraffic(spec *bench.Spec, given Given) (Traffic, bench.SourceFit, error
 	}}, fit, nil
 }
 
+// Describe records on pl what it was planned for: c's model and profile, spec's load,
+// workload and SLOs (bench.Spec.Describe), and the version of llmbench that planned it.
+func (c Config) Describe(pl *Plan, spec *bench.Spec, version string) {
+	pl.Schema, pl.Version, pl.Model, pl.Profile = Schema, version, c.Base.ModelName(), c.Base.Name
+	pl.Load, pl.Workload = spec.Describe()
+	pl.SLO = spec.Judge.SLO
+}
+
 // Headline is the line a plan's console starts with: the model, the traffic and the SLOs,
 // and how many candidates it tries.
 func (c Config) Headline(spec *bench.Spec) string {
