@@ -39,7 +39,9 @@ func (c *Config) ForSpec(spec *bench.Spec, base sim.Profile, given Given) (bench
 	c.Base, c.Base.Seed = base, spec.Seed
 	c.Metrics = spec.Judge.Metrics
 	c.Price = func(p sim.Profile) *metrics.Price {
-		pr, _ := spec.Judge.Pricing.Price(bench.ProfilePrice(p), p.GPUs()) // its one error is a GPU count without a price, which a profile's GPUs do not leave
+		// Its one error is a GPU count given without a GPU price: a simulated deployment's
+		// pricing gives no count, the deployment has its own.
+		pr, _ := spec.Judge.Pricing.Price(bench.ProfilePrice(p), p.GPUs())
 		return pr
 	}
 	t, fit, err := SpecTraffic(spec, given)
