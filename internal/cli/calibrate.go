@@ -19,6 +19,7 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/fielderr"
+	"github.com/llmbench/llmbench/internal/progress"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -227,18 +228,18 @@ func pointsError(err error) error {
 func fit(ctx context.Context, stdio Stdio, quiet bool, pts []calibrate.Point, src calibrate.Source, opts calibrate.Options) (*calibrate.Result, error) {
 	start, doing, tried := time.Now(), fmt.Sprintf("fitting %d probe points", len(pts)), 0
 	var mu sync.Mutex
-	bar := newLiveLine(stdio.Err, quiet, func() string {
+	bar := progress.NewLine(stdio.Err, quiet, func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return fitProgressLine(doing, tried, time.Since(start))
 	})
-	defer bar.finish()
+	defer bar.Finish()
 	if !quiet {
 		opts.Progress = func(s string) {
 			mu.Lock()
 			doing = s
 			mu.Unlock()
-			bar.say(stdio.Out, "  "+s)
+			bar.Say(stdio.Out, "  "+s)
 		}
 		opts.Tried = func(n int) {
 			mu.Lock()

@@ -94,7 +94,7 @@ func withCode(code int, err error) error { return &exitError{code: code, err: er
 
 // Main runs llmbench with args and returns the process exit code.
 func Main(ctx context.Context, args []string, stdio Stdio) int {
-	stdio.Err = foldNotes{stdio.Err}
+	stdio.Err = console.FoldNotes{W: stdio.Err}
 	root := newRoot(stdio)
 	root.SetArgs(args)
 	root.SetIn(stdio.In)

@@ -12,6 +12,7 @@ import (
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/progress"
 	"github.com/llmbench/llmbench/internal/report"
 )
 
@@ -45,7 +46,7 @@ func benchOf(stdio Stdio, c *bench.Spec, con consoleOpts) bench.Config {
 				fmt.Fprintf(stdio.Out, "\nThe ladder ends here (--stop-on-saturation): the server could not keep up with %s.\n", level)
 			},
 			Progress: func(name string, total int, d time.Duration) bench.Progress {
-				return newProgress(stdio.Err, name, total, d, !c.Live, con.noProgress)
+				return progress.NewLevel(stdio.Err, name, total, d, !c.Live, con.noProgress)
 			}},
 	}
 }

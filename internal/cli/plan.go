@@ -18,6 +18,7 @@ import (
 	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/plan"
+	"github.com/llmbench/llmbench/internal/progress"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -141,13 +142,13 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	var last plan.Progress
 	start := time.Now()
 	pc.Progress = func(p plan.Progress) { mu.Lock(); last = p; mu.Unlock() }
-	bar := newLiveLine(stdio.Err, con.noProgress, func() string {
+	bar := progress.NewLine(stdio.Err, con.noProgress, func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return planProgressLine(last, len(pc.Space.Routers), time.Since(start))
 	})
 	pl, runErr := plan.Run(ctx, pc)
-	bar.finish()
+	bar.Finish()
 	if pl == nil {
 		return withCode(ExitFailure, runErr)
 	}
@@ -162,7 +163,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 		fmt.Fprintf(stdio.Err, "warning: %s\n", w)
 	}
 	if pl.Best != nil {
-		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.Output.Dir, "best.yaml"), shellFold(check, 2))
+		fmt.Fprintf(stdio.Out, "\nIts profile: %s; check it with\n  %s\n", filepath.Join(cfg.Output.Dir, "best.yaml"), console.ShellFold(check, 2))
 	}
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", cfg.Output.Dir)
 	switch {

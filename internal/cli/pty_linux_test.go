@@ -3,47 +3,21 @@ package cli
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
-)
 
-// openPty opens a pseudo-terminal: the terminal a command writes to, and its master end
-// whose reads are what a person would see.
-func openPty(t *testing.T) (master, tty *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	var unlock int32
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
-		t.Fatalf("unlocking the pty: %v", e)
-	}
-	var n uint32
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
-		t.Fatalf("naming the pty: %v", e)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close(); m.Close() })
-	return m, s
-}
+	"github.com/llmbench/llmbench/internal/ptytest"
+)
 
 // onTerminal runs llmbench with its stderr on a pseudo-terminal and returns what the
 // terminal showed, and stdout.
 func onTerminal(t *testing.T, args ...string) (code int, screen, stdout string) {
 	t.Helper()
-	master, tty := openPty(t)
+	master, tty := ptytest.Open(t)
 	var (
 		seen bytes.Buffer
 		wg   sync.WaitGroup
@@ -83,21 +57,5 @@ func TestProgressOnATerminal(t *testing.T) {
 		if !strings.Contains(screen, c.want) {
 			t.Errorf("%s drew no progress line (%q) on a terminal; it showed:\n%q", c.name, c.want, screen)
 		}
-	}
-}
-
-// TestNoProgressOffATerminal: a file or pipe gets no progress line (logs and CI stay clean).
-func TestNoProgressOffATerminal(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if terminal(foldNotes{f}) || terminal(foldNotes{&bytes.Buffer{}}) {
-		t.Fatal("a file or buffer behind the note folding was taken for a terminal")
-	}
-	_, tty := openPty(t)
-	if !terminal(foldNotes{tty}) {
-		t.Fatal("a terminal behind the note folding was not seen as one")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Mistakes a newcomer makes get a message that says what to type instead, as a usage
@@ -83,24 +82,6 @@ func TestBoundsAloneSayHowToGate(t *testing.T) {
 		"--output-tokens", "3", "--slo", "ttft<=1us,goodput>=0.95", "--output-dir", t.TempDir())
 	if code != ExitSLOFailed {
 		t.Errorf("with goodput>=0.95: exit %d, want %d", code, ExitSLOFailed)
-	}
-}
-
-// The progress line says the level, done and failed, the rate and the time left from the
-// first second, and how a long level is going.
-func TestProgressLine(t *testing.T) {
-	var ttft, tpot window
-	for i := range 100 {
-		ttft.add(float64(200 + i))
-		tpot.add(20)
-	}
-	got := progressLine("concurrency 16", 400, 0, 10*time.Second, 100, 3, 5000, &ttft, &tpot)
-	want := "concurrency 16 100/400, 3 failed (3.0%), 10.0 req/s, ~30s left | TTFT P50/P99 250/299 ms, TPOT 20.0/20.0, 500 tok/s"
-	if got != want {
-		t.Errorf("\n got %q\nwant %q", got, want)
-	}
-	if got := progressLine("rate 4", 0, time.Minute, 500*time.Millisecond, 2, 0, 10, &window{}, &window{}); got != "rate 4 2 done, 4.0 req/s, 1m0s left" {
-		t.Errorf("timed level: %q", got)
 	}
 }
 

@@ -1,4 +1,4 @@
-package cli
+package console
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 // and writes that are not whole lines (a progress line), pass as they are.
 func TestFoldNotes(t *testing.T) {
 	var b bytes.Buffer
-	f := foldNotes{&b}
+	f := FoldNotes{&b}
 	long := "note: " + strings.Repeat("wordy words ", 20)
 	f.Write([]byte(long + "\nllmbench: " + strings.Repeat("x ", 60) + "\n" + strings.Repeat("y ", 60) + "\n"))
 	f.Write([]byte("\r" + strings.Repeat("p", 120)))
@@ -24,7 +24,8 @@ func TestFoldNotes(t *testing.T) {
 			t.Errorf("%d columns: %q", n, l)
 		}
 	}
-	if !strings.Contains(unfoldErrors(b.String()), "llmbench: "+strings.TrimSpace(strings.Repeat("x ", 60))+"\n") {
+	unfolded := strings.ReplaceAll(b.String(), "\n"+strings.Repeat(" ", len("llmbench: ")), " ")
+	if !strings.Contains(unfolded, "llmbench: "+strings.TrimSpace(strings.Repeat("x ", 60))+"\n") {
 		t.Errorf("the error does not unfold to its one line:\n%s", b.String())
 	}
 	if !strings.Contains(b.String(), "\n"+strings.Repeat("y ", 60)+"\n") || !strings.HasSuffix(b.String(), "\r"+strings.Repeat("p", 120)) {

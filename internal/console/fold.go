@@ -1,27 +1,25 @@
-package cli
+package console
 
 import (
 	"bytes"
 	"io"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/llmbench/llmbench/internal/console"
 )
 
-// foldNotes writes to w, folding each "note: ", "warning: " and error ("llmbench: ") line longer than
-// console.Width at spaces, its continuation lines indented under the text, so that
-// a command's notes fit a terminal. A write that is not whole lines (a progress line
-// redrawn with \r) passes as it is.
-type foldNotes struct{ w io.Writer }
+// FoldNotes writes to W, folding each "note: ", "warning: " and error ("llmbench: ") line
+// longer than Width at spaces, its continuation lines indented under the text, so that a
+// command's notes fit a terminal. A write that is not whole lines (a progress line redrawn
+// with \r) passes as it is.
+type FoldNotes struct{ W io.Writer }
 
 // Unwrap is the writer folded into, so that a terminal behind the folding is still seen as
 // one (the progress line belongs there).
-func (f foldNotes) Unwrap() io.Writer { return f.w }
+func (f FoldNotes) Unwrap() io.Writer { return f.W }
 
-func (f foldNotes) Write(p []byte) (int, error) {
+func (f FoldNotes) Write(p []byte) (int, error) {
 	if len(p) == 0 || p[len(p)-1] != '\n' || bytes.ContainsAny(p, "\r\x1b") {
-		return f.w.Write(p)
+		return f.W.Write(p)
 	}
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(string(p), "\n") {
@@ -33,7 +31,7 @@ func (f foldNotes) Write(p []byte) (int, error) {
 			b.WriteByte('\n')
 		}
 	}
-	if _, err := io.WriteString(f.w, b.String()); err != nil {
+	if _, err := io.WriteString(f.W, b.String()); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -41,21 +39,21 @@ func (f foldNotes) Write(p []byte) (int, error) {
 
 // foldNote folds one line if it is a long note or warning.
 func foldNote(line string) string {
-	if utf8.RuneCountInString(line) <= console.Width {
+	if utf8.RuneCountInString(line) <= Width {
 		return line
 	}
 	for _, prefix := range []string{"note: ", "warning: ", "llmbench: "} {
 		if rest, ok := strings.CutPrefix(line, prefix); ok {
-			return prefix + console.Wrap(rest, len(prefix), len(prefix), console.Width)
+			return prefix + Wrap(rest, len(prefix), len(prefix), Width)
 		}
 	}
 	return line
 }
 
-// shellFold breaks a shell command (starting at column first) before its flags into lines
-// within console.Width, each but the last ending in " \", the others indented by two
-// more: a command to copy that fits a terminal.
-func shellFold(cmd string, first int) string {
+// ShellFold breaks a shell command (starting at column first) before its flags into lines
+// within Width, each but the last ending in " \", the others indented by two more: a
+// command to copy that fits a terminal.
+func ShellFold(cmd string, first int) string {
 	words := strings.Fields(cmd)
 	var parts []string // each flag with its value
 	for _, w := range words {
@@ -70,7 +68,7 @@ func shellFold(cmd string, first int) string {
 	col := first
 	for i, p := range parts {
 		n := utf8.RuneCountInString(p)
-		if i > 0 && col+1+n+2 > console.Width {
+		if i > 0 && col+1+n+2 > Width {
 			b.WriteString(" \\\n" + pad)
 			col = len(pad)
 		} else if i > 0 {
