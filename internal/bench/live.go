@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	neturl "net/url"
 	"slices"
@@ -76,6 +78,13 @@ func (e *ModelError) Error() string {
 	return "the server's model list did not answer: " + e.Err.Error()
 }
 func (e *ModelError) Unwrap() error { return e.Err }
+
+// TimedOut reports whether the model list went unanswered for a time limit running out (the
+// client's Timeout, a context deadline): a server slower to answer than the limit allows.
+func (e *ModelError) TimedOut() bool {
+	var ne net.Error
+	return e.Err != nil && (errors.Is(e.Err, context.DeadlineExceeded) || errors.As(e.Err, &ne) && ne.Timeout())
+}
 
 // TestRequestError is a failed test request: nothing was measured.
 type TestRequestError struct{ Msg string }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"time"
 
@@ -78,7 +77,7 @@ func benchError(err error) error {
 		return levelError(err) // a level's, which load refused
 	case errors.As(err, &invalid):
 		return invalidUsage(err)
-	case errors.As(err, &model) && model.Err != nil && isTimeout(model.Err):
+	case errors.As(err, &model) && model.TimedOut():
 		return withCode(ExitFailure, fmt.Errorf("no --model given, and the server's model list did not answer within --timeout, "+
 			"which is shorter than the server takes to answer: raise --timeout (each request's whole limit), or give --model (%w)", model.Err))
 	case errors.As(err, &model) && model.Err != nil:
@@ -108,29 +107,18 @@ func exitStatus(ctx context.Context, sum *report.Summary, runErr error) error {
 	if runErr != nil {
 		return withCode(ExitFailure, runErr)
 	}
-	// A level stopped for errors, or without one successful request, is exit 4, before
-	// the SLO verdicts: exit 3 means every level ran and none met them.
-	for _, l := range sum.Levels {
-		switch {
-		case l.EndReason == report.EndMaxErrorRate:
-			return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped for errors (--max-error-rate): %s; the records have every one", l.Name, report.FirstErrors(&l)))
-		case l.EndReason == report.EndUnreachable:
-			return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped: its first %d requests all failed to connect (is the server up at --url?)", l.Name, load.UnreachableFirst))
-		case l.Completed == 0 && l.Failed > 0:
-			return withCode(ExitLevelErrors, fmt.Errorf("no request of %s succeeded: %s; the records have every one", l.Name, report.FirstErrors(&l)))
-		}
-	}
-	if passed, judged := sum.SLOPassed(); judged && !passed {
+	// A level's failure is exit 4, before the SLO verdicts' exit 3 (bench.Failed).
+	switch why, l := bench.Failed(sum); why {
+	case bench.LevelErrors:
+		return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped for errors (--max-error-rate): %s; the records have every one", l.Name, report.FirstErrors(l)))
+	case bench.LevelUnreachable:
+		return withCode(ExitLevelErrors, fmt.Errorf("%s was stopped: its first %d requests all failed to connect (is the server up at --url?)", l.Name, load.UnreachableFirst))
+	case bench.LevelNoSuccess:
+		return withCode(ExitLevelErrors, fmt.Errorf("no request of %s succeeded: %s; the records have every one", l.Name, report.FirstErrors(l)))
+	case bench.SLOsMissed:
 		return withCode(ExitSLOFailed, errors.New("no level met the SLOs"))
 	}
 	return nil
-}
-
-// isTimeout reports whether err is a time limit running out (an HTTP client's Timeout, a
-// context deadline).
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // warningLine is the console's line for what bench found amiss beside the run: its typed
