@@ -16,7 +16,6 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/sim"
-	"github.com/llmbench/llmbench/internal/sim/server"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
@@ -193,22 +192,13 @@ func serverClosesNote(closed int) string {
 }
 
 // startInProcessSim serves the simulator of profile on a loopback port until stop is
-// called.
+// called (bench.ServeSimulator).
 func startInProcessSim(ctx context.Context, profile string, seed int64, countTokens func(string) int, chat *chattemplate.Template) (url string, p sim.Profile, stop func(), err error) {
 	p, err = sim.LoadProfile(profile)
 	if err != nil {
 		return "", p, nil, usageError(fmt.Errorf("--sim: %w", err))
 	}
 	p.Seed = seed
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", p, nil, err
-	}
-	opts := server.ProfileOptions(p, seed)
-	opts.CountTokens, opts.ChatTemplate = countTokens, chat
-	s, err := server.Start(ctx, ln, p, opts, nil)
-	if err != nil {
-		return "", p, nil, usageError(err)
-	}
-	return "http://" + ln.Addr().String(), p, func() { s.Stop(2 * time.Second) }, nil
+	url, stop, err = bench.ServeSimulator(ctx, p, countTokens, chat)
+	return url, p, stop, invalidUsage(err)
 }
