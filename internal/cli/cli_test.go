@@ -31,7 +31,7 @@ func runCLI(t testing.TB, ctx context.Context, args ...string) (code int, stdout
 }
 
 // unfoldErrors joins the lines an error ("llmbench: ...") was folded into for the
-// console (foldNotes indents them under its text), so that a test finds its words whole.
+// console (console.FoldNotes indents them under its text), so that a test finds its words whole.
 func unfoldErrors(stderr string) string {
 	return strings.ReplaceAll(stderr, "\n"+strings.Repeat(" ", len("llmbench: ")), " ")
 }
