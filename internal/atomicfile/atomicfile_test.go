@@ -51,3 +51,14 @@ func TestWrite(t *testing.T) {
 		t.Errorf("missing directory: %v", err)
 	}
 }
+
+func TestWriteJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v.json")
+	if err := WriteJSON(path, map[string]int{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != "{\n  \"a\": 1\n}\n" {
+		t.Errorf("%q %v", b, err)
+	}
+}

@@ -1,33 +1,15 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/atomicfile"
-	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/validate"
 )
-
-// writeJSONFile writes v as indented JSON to path, atomically.
-func writeJSONFile(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(path, func(w io.Writer) error {
-		_, err := w.Write(append(b, '\n'))
-		return err
-	})
-}
 
 type validateFlags struct {
 	output, sim, markdown string
@@ -57,26 +39,23 @@ summary.json), each level a row, simulated on the --sim profile. It writes valid
 			if err != nil {
 				return err
 			}
-			results, err := validate.Run(cmd.Context(), rows, f.seed, f.workers, f.capacity)
+			rep, err := validate.Validate(cmd.Context(), rows, append(tables, f.runs...), f.seed, f.workers, f.capacity)
 			if err != nil {
 				return err
 			}
-			validate.SetIntervals(results)
-			rep := &validate.Report{Seed: f.seed, Tables: append(tables, f.runs...), Rows: results, Groups: validate.Groups(results),
-				Capacity: validate.SummariseCapacity(results)}
 			if err := validate.WriteText(stdio.Out, rep); err != nil {
 				return err
 			}
-			validate.WriteCoverage(stdio.Out, results)
+			validate.WriteCoverage(stdio.Out, rep.Rows)
 			if f.spreads != "" {
 				made := fmt.Sprintf("llmbench validate %s --spreads (%s)", strings.Join(tables, " "), time.Now().UTC().Format("2006-01-02"))
-				if err := writeJSONFile(f.spreads, predict.NewTable(validate.Residuals(results), made)); err != nil {
+				if err := validate.WriteSpreads(f.spreads, rep, made); err != nil {
 					return err
 				}
 				fmt.Fprintf(stdio.Err, "Wrote %s\n", f.spreads)
 			}
 			if f.markdown != "" {
-				if err := writeMarkdown(f.markdown, rep); err != nil {
+				if err := validate.WriteMarkdown(f.markdown, rep); err != nil {
 					return err
 				}
 			}
@@ -109,32 +88,13 @@ func validateRows(tables []string, f validateFlags) ([]validate.Row, error) {
 	case f.sim != "" && len(f.runs) == 0:
 		return nil, usageError(errors.New("--sim: it predicts --run folders; give one (a table's rows carry their own profiles)"))
 	}
-	var rows []validate.Row
-	for _, t := range tables {
-		r, err := validate.Load(t)
-		if err != nil {
-			return nil, usageError(err)
-		}
-		rows = append(rows, r...)
+	rows, err := validate.LoadRows(tables, f.runs, f.sim)
+	var folder *validate.RunFolderError
+	if errors.As(err, &folder) {
+		err = fmt.Errorf("--run %s: %w", folder.Dir, folder.Err)
 	}
-	for _, dir := range f.runs {
-		r, err := validate.FromRun(dir, f.sim)
-		if err != nil {
-			return nil, usageError(fmt.Errorf("--run %s: %w", dir, err))
-		}
-		rows = append(rows, r...)
+	if err != nil {
+		return nil, usageError(err)
 	}
 	return rows, nil
-}
-
-func writeMarkdown(path string, rep *validate.Report) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	validate.Markdown(fh, rep.Groups)
-	return fh.Close()
 }

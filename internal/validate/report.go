@@ -124,3 +124,15 @@ func summarise(es []float64) FigureError {
 	}
 	return FigureError{N: len(abs), MedianPct: metrics.Median(abs), WorstPct: worst}
 }
+
+// Validate simulates rows as Run does and summarises them as validation.json holds them:
+// each row's interval, the groups and the capacity answers. tables say where the rows came
+// from.
+func Validate(ctx context.Context, rows []Row, tables []string, seed int64, workers int, capacity bool) (*Report, error) {
+	results, err := Run(ctx, rows, seed, workers, capacity)
+	if err != nil {
+		return nil, err
+	}
+	SetIntervals(results)
+	return &Report{Seed: seed, Tables: tables, Rows: results, Groups: Groups(results), Capacity: SummariseCapacity(results)}, nil
+}

@@ -79,3 +79,32 @@ func runSkip(sum *report.Summary) string {
 	}
 	return ""
 }
+
+// RunFolderError is a run folder that gives no rows.
+type RunFolderError struct {
+	Dir string
+	Err error
+}
+
+func (e *RunFolderError) Error() string { return e.Dir + ": " + e.Err.Error() }
+func (e *RunFolderError) Unwrap() error { return e.Err }
+
+// LoadRows reads the rows of each table, then of each run folder (FromRun, on profile).
+func LoadRows(tables, runs []string, profile string) ([]Row, error) {
+	var rows []Row
+	for _, t := range tables {
+		r, err := Load(t)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r...)
+	}
+	for _, dir := range runs {
+		r, err := FromRun(dir, profile)
+		if err != nil {
+			return nil, &RunFolderError{Dir: dir, Err: err}
+		}
+		rows = append(rows, r...)
+	}
+	return rows, nil
+}

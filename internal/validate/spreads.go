@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/predict"
 )
 
@@ -119,4 +120,10 @@ func WriteCoverage(w io.Writer, results []Result) {
 func joinSorted(parts []string) string {
 	slices.Sort(parts)
 	return strings.Join(parts, ", ")
+}
+
+// WriteSpreads writes the prediction bands of rep's groups to path, as
+// internal/predict/spreads.json holds them; made says how they were made.
+func WriteSpreads(path string, rep *Report, made string) error {
+	return atomicfile.WriteJSON(path, predict.NewTable(Residuals(rep.Rows), made))
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/llmbench/llmbench/internal/console"
@@ -122,4 +123,17 @@ func Markdown(w io.Writer, groups []GroupResult) {
 		}
 		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 	}
+}
+
+// WriteMarkdown writes Markdown's table of rep's groups to path, making its folder.
+func WriteMarkdown(path string, rep *Report) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	Markdown(fh, rep.Groups)
+	return fh.Close()
 }
