@@ -3,16 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/fidelity"
-	"github.com/llmbench/llmbench/internal/record"
-	"github.com/llmbench/llmbench/internal/report"
 )
 
 func newFidelityCmd(stdio Stdio) *cobra.Command {
@@ -56,9 +51,9 @@ docs/performance.md for the subtleties).`,
 			if len(errs) > 0 {
 				return usageError(errors.Join(errs...))
 			}
-			rep, err := runFidelity(records, truth, at, fidelity.Options{IncludeWarmup: withWarmup, BySecond: bySecond})
+			rep, err := fidelity.FromFiles(records, truth, at, fidelity.Options{IncludeWarmup: withWarmup, BySecond: bySecond})
 			if err != nil {
-				return err
+				return fidelityError(err)
 			}
 			if asJSON {
 				return fidelity.WriteJSON(stdio.Out, rep)
@@ -76,42 +71,21 @@ docs/performance.md for the subtleties).`,
 	return cmd
 }
 
-// runFidelity reads the truth into memory and streams the records through the join.
-func runFidelity(records, truthPath string, start time.Time, opts fidelity.Options) (fidelity.Report, error) {
-	path, dir := records, records
-	var findErr error // said after summary.json's, the folder's first file
-	if st, err := os.Stat(records); err != nil {
-		return fidelity.Report{}, fmt.Errorf("--records: %w (name a run's results folder or its records file)", err)
-	} else if st.IsDir() {
-		path, findErr = record.Find(records)
-	} else {
-		dir = filepath.Dir(records)
+// fidelityError words a problem with fidelity's inputs by the flag that named the input.
+func fidelityError(err error) error {
+	var fe *fidelity.FileError
+	if !errors.As(err, &fe) {
+		return err
 	}
-	if start.IsZero() {
-		s, err := report.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			return fidelity.Report{}, fmt.Errorf("--records: the run's start instant comes from summary.json (or give --start): %w", err)
-		} else if err != nil {
-			return fidelity.Report{}, fmt.Errorf("--records: %w", err)
-		}
-		start = s.StartedAt
+	switch {
+	case fe.Input == fidelity.TruthFile && fe.Problem == fidelity.Unreadable:
+		return fmt.Errorf("--truth %s: %w", fe.Path, fe.Err)
+	case fe.Input == fidelity.TruthFile:
+		return fmt.Errorf("--truth: %w", fe.Err)
+	case fe.Problem == fidelity.Missing:
+		return fmt.Errorf("--records: %w (name a run's results folder or its records file)", fe.Err)
+	case fe.Problem == fidelity.NoStart:
+		return fmt.Errorf("--records: the run's start instant comes from summary.json (or give --start): %w", fe.Err)
 	}
-	if findErr != nil {
-		return fidelity.Report{}, fmt.Errorf("--records: %w", findErr)
-	}
-	tf, err := os.Open(truthPath)
-	if err != nil {
-		return fidelity.Report{}, fmt.Errorf("--truth: %w", err)
-	}
-	truth, err := fidelity.ReadTruth(tf)
-	tf.Close()
-	if err != nil {
-		return fidelity.Report{}, fmt.Errorf("--truth %s: %w", truthPath, err)
-	}
-	j := fidelity.NewJoin(truth, start, opts)
-	err = record.EachInFile(path, func(r *record.Record) error { j.Add(r); return nil })
-	if err != nil && !errors.Is(err, record.ErrTruncated) { // a last line a killed writer cut short is left out
-		return fidelity.Report{}, fmt.Errorf("--records: %w", err)
-	}
-	return j.Report(), nil
+	return fmt.Errorf("--records: %w", fe.Err)
 }
