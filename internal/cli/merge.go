@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/bench"
-
 	"github.com/llmbench/llmbench/internal/merge"
-	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 )
 
@@ -68,7 +64,7 @@ can start beside its shards, as deploy/kubernetes's merge Job does.`,
 					return withCode(ExitFailure, err)
 				}
 			}
-			return runMerge(stdio, dirs, out, tolerance, maxSpread, force)
+			return runMerge(stdio, dirs, out, merge.Options{Tolerance: tolerance, MaxSpread: maxSpread, Force: force, Version: Version})
 		},
 	}
 	fl := cmd.Flags()
@@ -80,46 +76,25 @@ can start beside its shards, as deploy/kubernetes's merge Job does.`,
 	return cmd
 }
 
-func runMerge(stdio Stdio, dirs []string, out string, tolerance, maxSpread time.Duration, force bool) error {
-	var (
-		shards []*merge.Shard
-		errs   []error
-	)
-	for _, d := range dirs {
-		s, err := merge.Read(d)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		shards = append(shards, s)
-	}
-	if len(errs) > 0 {
-		return withCode(ExitFailure, errors.Join(errs...))
-	}
-	p := merge.Check(shards, tolerance, maxSpread)
-	sum, recs, col, err := merge.Combine(shards, force, p, Version)
+func runMerge(stdio Stdio, dirs []string, out string, opts merge.Options) error {
+	m, err := merge.Shards(dirs, opts)
 	if err != nil {
 		return withCode(ExitFailure, err)
 	}
-	for _, c := range p.Conflicts {
+	for _, c := range m.Problems.Conflicts {
 		fmt.Fprintf(stdio.Err, "warning (--force): %s\n", c)
 	}
-	for _, w := range p.Warnings {
+	for _, w := range m.Problems.Warnings {
 		fmt.Fprintf(stdio.Err, "warning: %s\n", w)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
 	}
-	// The merged records are in the shards' format (the first shard's, should they differ).
-	name := shards[0].Format().FileName()
-	if err := record.WriteFile(filepath.Join(out, name), recs); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if err := bench.WriteResults(out, "", sum, col); err != nil {
+	if err := m.Write(out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdio.Out, "Merged %d shards (%d requests) on one timeline from %s\n\n", len(shards), len(recs), sum.StartedAt.Format(time.RFC3339Nano))
-	if err := report.Console(stdio.Out, sum, report.ConsoleOptions{}); err != nil {
+	fmt.Fprintf(stdio.Out, "Merged %d shards (%d requests) on one timeline from %s\n\n", m.Shards, len(m.Records), m.Summary.StartedAt.Format(time.RFC3339Nano))
+	if err := report.Console(stdio.Out, m.Summary, report.ConsoleOptions{}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", out)
