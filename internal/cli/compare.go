@@ -10,8 +10,6 @@ import (
 
 	"github.com/llmbench/llmbench/internal/compare"
 	"github.com/llmbench/llmbench/internal/fielderr"
-	"github.com/llmbench/llmbench/internal/metrics"
-	"github.com/llmbench/llmbench/internal/report"
 )
 
 func newCompareCmd(stdio Stdio) *cobra.Command {
@@ -42,11 +40,11 @@ a throughput fell by more than it.`,
 			if err != nil {
 				return err
 			}
-			a, err := loadRun(args[0])
+			a, err := compare.LoadRun(args[0])
 			if err != nil {
 				return withCode(ExitFailure, err)
 			}
-			b, err := loadRun(args[1])
+			b, err := compare.LoadRun(args[1])
 			if err != nil {
 				return withCode(ExitFailure, err)
 			}
@@ -76,46 +74,15 @@ a throughput fell by more than it.`,
 	return cmd
 }
 
-// loadRun reads a run's summary and recomputes its levels (with their exact distributions)
-// from records.jsonl, with the run's own percentiles and SLOs.
-func loadRun(dir string) (*report.Summary, error) {
-	sum, err := report.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	slos, err := metrics.ParseSLOs(sum.SLO)
-	if err != nil {
-		return nil, fmt.Errorf("%s: summary.json slo: %w", dir, err)
-	}
-	if _, err := report.Recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}, false); err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	return sum, nil
-}
-
-// compareConfig maps compare's arguments and flags to a compare.Config, and its problems
-// to the flags (the first one: the command line is fixed one flag at a time).
+// compareConfig is compare.NewConfig, its problem worded by the flag that gave it.
 func compareConfig(args []string, alpha float64, failOn string) (compare.Config, error) {
-	cfg := compare.Config{A: args[0], B: args[1], Alpha: alpha}
-	badFailOn := fmt.Errorf("--fail-on-regression: %q is not a fraction (0.05) or a percentage (5%%)", failOn)
-	var parseErr error
-	if failOn != "" {
-		f, err := metrics.ParseFraction(failOn)
-		if err != nil {
-			parseErr = badFailOn
-		} else {
-			cfg.Threshold = &f
-		}
+	cfg, err := compare.NewConfig(args[0], args[1], alpha, failOn)
+	var field *fielderr.Error
+	switch {
+	case err == nil:
+		return cfg, nil
+	case errors.As(err, &field) && field.Field == "Alpha":
+		return cfg, usageError(fmt.Errorf("--alpha: %w", field.Err))
 	}
-	if errs := fielderr.Split(cfg.Validate()); len(errs) > 0 {
-		var field *fielderr.Error
-		if errors.As(errs[0], &field) && field.Field == "Alpha" {
-			return cfg, usageError(fmt.Errorf("--alpha: %w", field.Err))
-		}
-		return cfg, usageError(badFailOn) // Threshold: negative
-	}
-	if parseErr != nil {
-		return cfg, usageError(parseErr)
-	}
-	return cfg, nil
+	return cfg, usageError(fmt.Errorf("--fail-on-regression: %q is not a fraction (0.05) or a percentage (5%%)", failOn))
 }
