@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/client"
@@ -138,31 +135,21 @@ func (f *calibrateFlags) resolve(dirs []string) (calibrate.Options, error) {
 	return opts, errors.Join(errs...)
 }
 
-// outputs are the files a calibration writes.
-func (f *calibrateFlags) outputs() (profile, js, html, probe string) {
-	base := strings.TrimSuffix(f.output, filepath.Ext(f.output))
-	return f.output, base + ".calibration.json", base + ".calibration.html", base + ".probe"
-}
-
 func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []string) error {
 	opts, err := f.resolve(dirs)
 	if err != nil {
 		return usageError(err)
 	}
-	profile, jsPath, htmlPath, probeDir := f.outputs()
-	if !f.overwrite {
-		for _, p := range []string{profile, jsPath, htmlPath} {
-			if _, err := os.Stat(p); err == nil {
-				return usageError(fmt.Errorf("%s exists: choose another --output, or --overwrite to replace it", p))
-			}
+	files := calibrate.FilesFor(f.output)
+	if p, isProbe := files.Existing(f.url != ""); p != "" && !f.overwrite {
+		if isProbe {
+			return usageError(fmt.Errorf("%s exists (an earlier probe): choose another --output, fit it with 'llmbench calibrate %s/* --output ...', or --overwrite", p, p))
 		}
-		if _, err := os.Stat(probeDir); err == nil && f.url != "" {
-			return usageError(fmt.Errorf("%s exists (an earlier probe): choose another --output, fit it with 'llmbench calibrate %s/* --output ...', or --overwrite", probeDir, probeDir))
-		}
+		return usageError(fmt.Errorf("%s exists: choose another --output, or --overwrite to replace it", p))
 	}
 	// Made before the probe and the fit, so that minutes of them are not lost to a folder
 	// the profile cannot be written into (a refit from run folders made none).
-	if err := os.MkdirAll(filepath.Dir(profile), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(files.Profile), 0o755); err != nil {
 		return withCode(ExitFailure, fmt.Errorf("--output: %w", err))
 	}
 	var (
@@ -171,7 +158,7 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	)
 	if f.url != "" {
 		var set *calibrate.Points
-		if set, opts.Server, err = probe(ctx, stdio, f, probeDir); err != nil {
+		if set, opts.Server, err = probe(ctx, stdio, f, files.Probe); err != nil {
 			return err
 		}
 		pts, src, err = set.All()
@@ -193,17 +180,12 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 		return withCode(ExitFailure, err)
 	}
 	header := fmt.Sprintf("Fitted by llmbench %s calibrate to %s (model %s) on %s.\nllmbench simulate --sim %s ... predicts it; %s says how well.",
-		Version, src.URL, src.Model, time.Now().UTC().Format(time.DateOnly), profile, filepath.Base(jsPath))
-	errs := []error{
-		atomicfile.Write(profile, func(w io.Writer) error { _, err := w.Write(res.Profile.YAML(header)); return err }),
-		atomicfile.Write(jsPath, func(w io.Writer) error { return res.WriteJSON(w, Version, profile) }),
-		atomicfile.Write(htmlPath, func(w io.Writer) error { return res.WriteHTML(w, "llmbench calibration: "+filepath.Base(profile)) }),
-	}
-	if err := errors.Join(errs...); err != nil {
+		Version, src.URL, src.Model, time.Now().UTC().Format(time.DateOnly), files.Profile, filepath.Base(files.JSON))
+	if err := files.Write(res, header, Version); err != nil {
 		return withCode(ExitFailure, err)
 	}
 	res.Console(stdio.Out)
-	fmt.Fprintf(stdio.Out, "\n%s\n", console.Wrap(fmt.Sprintf("Profile: %s (report: %s, %s)", profile, jsPath, htmlPath), 0, 2, console.Width))
+	fmt.Fprintf(stdio.Out, "\n%s\n", console.Wrap(fmt.Sprintf("Profile: %s (report: %s, %s)", files.Profile, files.JSON, files.HTML), 0, 2, console.Width))
 	return nil
 }
 
@@ -226,26 +208,14 @@ func pointsError(err error) error {
 // fit fits the points, saying what it does and, on a terminal, how far it has got (a fit
 // replays every point through the simulator for each profile it tries, for a minute or more).
 func fit(ctx context.Context, stdio Stdio, quiet bool, pts []calibrate.Point, src calibrate.Source, opts calibrate.Options) (*calibrate.Result, error) {
-	start, doing, tried := time.Now(), fmt.Sprintf("fitting %d probe points", len(pts)), 0
-	var mu sync.Mutex
+	start, watch := time.Now(), calibrate.NewWatch(fmt.Sprintf("fitting %d probe points", len(pts)))
 	bar := progress.NewLine(stdio.Err, quiet, func() string {
-		mu.Lock()
-		defer mu.Unlock()
+		doing, tried := watch.Now()
 		return fitProgressLine(doing, tried, time.Since(start))
 	})
 	defer bar.Finish()
 	if !quiet {
-		opts.Progress = func(s string) {
-			mu.Lock()
-			doing = s
-			mu.Unlock()
-			bar.Say(stdio.Out, "  "+s)
-		}
-		opts.Tried = func(n int) {
-			mu.Lock()
-			tried = n
-			mu.Unlock()
-		}
+		watch.Follow(&opts, func(s string) { bar.Say(stdio.Out, "  "+s) })
 	}
 	res, err := calibrate.Fit(ctx, pts, src, opts)
 	return res, namedFlags(err, calibrateFlagNames)
