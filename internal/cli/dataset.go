@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -42,25 +41,8 @@ shared, and fed back with --dataset jsonl:FILE.`,
 			if err != nil {
 				return usageError(err)
 			}
-			n := requests
-			if n == 0 {
-				n = src.Len()
-			}
-			if n == 0 {
-				n = 100
-			}
-			write := func(w io.Writer) error {
-				bw := bufio.NewWriter(w)
-				for i := 0; i < n; i++ {
-					if err := cmd.Context().Err(); err != nil {
-						return err
-					}
-					if err := workload.WriteJSONL(bw, src.Request(0, i)); err != nil {
-						return err
-					}
-				}
-				return bw.Flush()
-			}
+			n := workload.RequestCount(src, requests)
+			write := func(w io.Writer) error { return workload.WriteRequests(cmd.Context(), w, src, n) }
 			if output == "-" {
 				return write(stdio.Out)
 			}

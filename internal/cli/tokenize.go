@@ -2,12 +2,13 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
 func newTokenizeCmd(stdio Stdio) *cobra.Command {
@@ -29,35 +30,20 @@ func newTokenizeCmd(stdio Stdio) *cobra.Command {
 			}
 			out := bufio.NewWriter(stdio.Out)
 			defer out.Flush()
-			write := func(ids []int) {
-				b := make([]byte, 0, 8*len(ids)+2)
-				b = append(b, '[')
-				for i, id := range ids {
-					if i > 0 {
-						b = append(b, ',')
-					}
-					b = strconv.AppendInt(b, int64(id), 10)
-				}
-				out.Write(append(b, ']', '\n'))
-			}
 			if !jsonl {
 				text, err := io.ReadAll(stdio.In)
 				if err != nil {
 					return err
 				}
-				write(tok.Encode(string(text)))
+				tokenizer.WriteIDs(out, tok.Encode(string(text)))
 				return nil
 			}
-			sc := bufio.NewScanner(stdio.In)
-			sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-			for line := 1; sc.Scan(); line++ {
-				var s string
-				if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-					return usageError(fmt.Errorf("stdin line %d: not a JSON string: %v", line, err))
-				}
-				write(tok.Encode(s))
+			err = tokenizer.EncodeJSONLines(out, stdio.In, tok)
+			var line *tokenizer.LineError
+			if errors.As(err, &line) {
+				return usageError(fmt.Errorf("stdin %w", line))
 			}
-			return sc.Err()
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&spec, "tokenizer", "o200k_base", "o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (with --url)")

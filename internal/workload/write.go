@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -48,4 +50,34 @@ func WriteJSONL(w io.Writer, reqs ...Request) error {
 		}
 	}
 	return nil
+}
+
+// unboundedCount is how many requests WriteRequests writes of a source with no rows of its
+// own (lengths drawn from distributions) when not told.
+const unboundedCount = 100
+
+// RequestCount is n unless it is 0, then every row of src, else unboundedCount.
+func RequestCount(src Source, n int) int {
+	if n == 0 {
+		n = src.Len()
+	}
+	if n == 0 {
+		n = unboundedCount
+	}
+	return n
+}
+
+// WriteRequests writes src's first n requests (of its first level) as WriteJSONL does,
+// stopping with ctx's error when it ends.
+func WriteRequests(ctx context.Context, w io.Writer, src Source, n int) error {
+	bw := bufio.NewWriter(w)
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := WriteJSONL(bw, src.Request(0, i)); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
