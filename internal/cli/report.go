@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/bench"
-
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
@@ -95,20 +95,15 @@ re-price it.`,
 // rejudge applies report's flags to the run's summary: other percentiles, SLOs or price,
 // each checked; it returns the SLOs to judge by.
 func rejudge(sum *report.Summary, dir string, changed func(string) bool, percentiles, slo, resultFormat string, pf *priceFlags) ([]metrics.SLO, error) {
-	var err error
-	var errs []error
+	var givenPercentiles, givenSLO *string // nil: the run's own
 	if changed("percentiles") {
-		if sum.Percentiles, err = metrics.ParsePercentiles(percentiles); err != nil {
-			errs = append(errs, fmt.Errorf("--percentiles: %w", err))
-		}
+		givenPercentiles = &percentiles
 	}
 	if changed("slo") {
-		sum.SLO = slo
+		givenSLO = &slo
 	}
-	slos, err := metrics.ParseSLOs(sum.SLO)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--slo: %w", err))
-	}
+	slos, err := sum.Rejudge(givenPercentiles, givenSLO)
+	errs := fielderr.Split(namedFlags(err, map[string]string{"Percentiles": "percentiles", "SLO": "slo"}))
 	if p, err := pf.parse(); err != nil {
 		errs = append(errs, err)
 	} else if sum.Price, err = price(p, sum.Price, 1); err != nil {
