@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -41,7 +40,6 @@ func (f *priceFlags) changed(name string) bool { return f.fs != nil && f.fs.Chan
 func (f *priceFlags) parse() (bench.Pricing, error) {
 	var p bench.Pricing
 	var errs []error
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	gpu, gpus := f.changed("gpu-price"), f.changed("gpus")
 	in, out := f.changed("price-in"), f.changed("price-out")
 	if (in || out) && (gpu || gpus) {
@@ -50,7 +48,7 @@ func (f *priceFlags) parse() (bench.Pricing, error) {
 	var given []string // summary.json's price.source
 	if gpu {
 		given = append(given, "--gpu-price")
-		if !finite(f.gpuPrice) || f.gpuPrice <= 0 || f.gpuPrice > 1e9 {
+		if !metrics.ValidUSD(f.gpuPrice) || f.gpuPrice == 0 {
 			errs = append(errs, fmt.Errorf("--gpu-price %v: must be a positive number of USD per GPU-hour, such as 3.5", f.gpuPrice))
 		}
 		p.USDPerGPUHour = &f.gpuPrice
@@ -71,7 +69,7 @@ func (f *priceFlags) parse() (bench.Pricing, error) {
 			name string
 			v    float64
 		}{{"price-in", f.priceIn}, {"price-out", f.priceOut}} {
-			if !finite(v.v) || v.v < 0 || v.v > 1e9 {
+			if !metrics.ValidUSD(v.v) {
 				errs = append(errs, fmt.Errorf("--%s %v: must be a number of USD per million tokens, 0 or more", v.name, v.v))
 			}
 		}

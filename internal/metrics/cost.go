@@ -43,9 +43,8 @@ func (p Price) Validate() error {
 	case p.GPU == nil && p.Tokens == nil:
 		errs = append(errs, errors.New("price: neither a GPU price nor per-token prices"))
 	}
-	usd := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 && v <= 1e9 }
 	if g := p.GPU; g != nil {
-		if !usd(g.USDPerGPUHour) || g.USDPerGPUHour == 0 {
+		if !ValidUSD(g.USDPerGPUHour) || g.USDPerGPUHour == 0 {
 			errs = append(errs, fmt.Errorf("price: %v USD per GPU-hour must be a positive number of at most 1e9", g.USDPerGPUHour))
 		}
 		if g.GPUs < 1 || g.GPUs > MaxGPUs {
@@ -53,7 +52,7 @@ func (p Price) Validate() error {
 		}
 	}
 	if t := p.Tokens; t != nil {
-		if !usd(t.USDPerMillionInput) || !usd(t.USDPerMillionOutput) {
+		if !ValidUSD(t.USDPerMillionInput) || !ValidUSD(t.USDPerMillionOutput) {
 			errs = append(errs, fmt.Errorf("price: %v and %v USD per million input and output tokens must each be a number in [0, 1e9]", t.USDPerMillionInput, t.USDPerMillionOutput))
 		} else if t.USDPerMillionInput == 0 && t.USDPerMillionOutput == 0 {
 			errs = append(errs, errors.New("price: per-token prices of 0 for input and output make everything free"))
@@ -61,6 +60,9 @@ func (p Price) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ValidUSD says whether v is an amount a price may state: a finite number in [0, 1e9].
+func ValidUSD(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 && v <= 1e9 }
 
 // Cost is what one level's work cost at a Price (summary.json levels[i].cost), in USD. Each
 // figure is the level's cost rate over its throughput of that unit: USDPerHour / (3,600 ×
