@@ -89,9 +89,16 @@ func validateRows(tables []string, f validateFlags) ([]validate.Row, error) {
 		return nil, usageError(errors.New("--sim: it predicts --run folders; give one (a table's rows carry their own profiles)"))
 	}
 	rows, err := validate.LoadRows(tables, f.runs, f.sim)
-	var folder *validate.RunFolderError
+	var (
+		folder  *validate.RunFolderError
+		profile *validate.ProfileError
+	)
 	if errors.As(err, &folder) {
-		err = fmt.Errorf("--run %s: %w", folder.Dir, folder.Err)
+		inner := folder.Err
+		if errors.As(inner, &profile) {
+			inner = fmt.Errorf("--sim %s: %w", profile.Profile, profile.Err)
+		}
+		err = fmt.Errorf("--run %s: %w", folder.Dir, inner)
 	}
 	if err != nil {
 		return nil, usageError(err)

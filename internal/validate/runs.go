@@ -19,8 +19,17 @@ func runFigures() map[string]float64 {
 	return want
 }
 
+// ProfileError is a profile FromRun could not load.
+type ProfileError struct {
+	Profile string
+	Err     error
+}
+
+func (e *ProfileError) Error() string { return e.Profile + ": " + e.Err.Error() }
+func (e *ProfileError) Unwrap() error { return e.Err }
+
 // FromRun makes a row of each level of the run in dir (its summary.json), to be simulated
-// on profile (a --sim name or file): how far the twin of the user's server is from it.
+// on profile (a preset's name or a file): how far the twin of the user's server is from it.
 func FromRun(dir, profile string) ([]Row, error) {
 	sum, err := report.ReadDir(dir)
 	if err != nil {
@@ -28,7 +37,7 @@ func FromRun(dir, profile string) ([]Row, error) {
 	}
 	p, err := sim.LoadProfile(profile)
 	if err != nil {
-		return nil, fmt.Errorf("--sim %s: %w", profile, err)
+		return nil, &ProfileError{Profile: profile, Err: err}
 	}
 	skip := runSkip(sum)
 	var rows []Row

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -177,7 +178,8 @@ func TestFromRun(t *testing.T) {
 	if len(rows) != 2 || rows[0].Workload.Concurrency != 1 || rows[0].Workload.InputTokens != "512" || rows[0].Measured["ttft_ms.p50"] != 10.24 {
 		t.Fatalf("rows %+v", rows)
 	}
-	if _, err := FromRun("../cli/testdata/v1-run", "no-such-profile"); err == nil || !strings.Contains(err.Error(), "--sim no-such-profile") {
+	var profileErr *ProfileError
+	if _, err := FromRun("../cli/testdata/v1-run", "no-such-profile"); !errors.As(err, &profileErr) || profileErr.Profile != "no-such-profile" {
 		t.Errorf("unknown profile: %v", err)
 	}
 	if _, err := FromRun(t.TempDir(), "textbook"); err == nil {
