@@ -3,9 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/bench"
@@ -140,24 +137,11 @@ func (r *resolver) levels(l ladderFlags) {
 	}
 }
 
-// parseList parses a comma list of positive numbers.
+// parseList parses a comma list of positive numbers (load.ParseList), naming the flag.
 func parseList(name, s string, integer bool) ([]float64, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []float64
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		v, err := strconv.ParseFloat(part, 64)
-		switch {
-		case err != nil || math.IsNaN(v) || math.IsInf(v, 0):
-			return nil, fmt.Errorf("--%s: %q is not a number", name, part)
-		case v <= 0:
-			return nil, fmt.Errorf("--%s: %q must be positive", name, part)
-		case integer && v != math.Trunc(v):
-			return nil, fmt.Errorf("--%s: %q must be a whole number", name, part)
-		}
-		out = append(out, v)
+	out, err := load.ParseList(s, integer)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", name, err)
 	}
 	return out, nil
 }

@@ -2,12 +2,11 @@ package plan
 
 import (
 	"errors"
-	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/llmbench/llmbench/internal/fielderr"
+	"github.com/llmbench/llmbench/internal/load"
 )
 
 // SpaceText is a Space as its user writes it: each list comma-separated, "" for the base
@@ -43,7 +42,7 @@ func (t SpaceText) Parse() (Space, error) {
 		return out
 	}
 	ints := func(field, s string) []int {
-		v, err := parseCounts(s)
+		v, err := load.ParseList(s, true)
 		if err != nil {
 			errs = append(errs, &fielderr.Error{Field: field, Err: err})
 		}
@@ -69,26 +68,4 @@ func (t SpaceText) Parse() (Space, error) {
 		MaxBatchedTokens: ints("Space.MaxBatchedTokens", t.MaxBatchedTokens), Speculative: spec,
 		DPs: ints("Space.DPs", t.DPs), ExpertParallel: bools("Space.ExpertParallel", t.ExpertParallel)}
 	return s, errors.Join(errs...)
-}
-
-// parseCounts reads a list of whole numbers above 0, stopping at the first that is not.
-func parseCounts(s string) ([]float64, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []float64
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		v, err := strconv.ParseFloat(part, 64)
-		switch {
-		case err != nil || math.IsNaN(v) || math.IsInf(v, 0):
-			return nil, fmt.Errorf("%q is not a number", part)
-		case v <= 0:
-			return nil, fmt.Errorf("%q must be positive", part)
-		case v != math.Trunc(v):
-			return nil, fmt.Errorf("%q must be a whole number", part)
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
