@@ -52,7 +52,7 @@ type Published struct {
 	// before it was kept: ContextTokens / Slots).
 	SeqTokens int `json:"seq_context_tokens,omitempty"`
 	// Unified says the slots share one KV cache (llama.cpp started without -np, or with
-	// --kv-unified): ContextTokens is then SeqTokens, not Slots × SeqTokens.
+	// llama-server's --kv-unified): ContextTokens is then SeqTokens, not Slots × SeqTokens.
 	Unified bool   `json:"unified,omitempty"`
 	How     string `json:"how"` // where they were read, for the report
 }
@@ -356,7 +356,7 @@ func (f *fitter) start(pts []Point) sim.Profile {
 		guess(&base, pts)
 		// A linear fit knows the server's steps, not its hardware: the GPU keeps the default's
 		// figures (they only size a KV cache nobody published) under a name of its own and
-		// no price, so that simulate and plan price it only at --gpu-price.
+		// no price, so that simulate and plan price it only at a price the user gives.
 		base.GPU.Name, base.GPU.USDPerHour = "probed-server", 0
 	}
 	for _, q := range f.params {
@@ -1110,7 +1110,7 @@ func openRates(pts []Point) [2]float64 {
 	return r
 }
 
-// measuredPower is the power the probe's GPU telemetry measured (run --gpu-metrics), for the
+// measuredPower is the power the probe's GPU telemetry measured (a run's sampled GPU metrics), for the
 // profile: each level's GPU energy over its window and GPUs, weighted by GPU-seconds — the
 // mean per GPU while the probe loaded the server, its idle gaps between steps included — and
 // the most GPUs a level saw. Zero without measured energy (a simulator's estimate is no

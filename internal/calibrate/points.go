@@ -54,7 +54,7 @@ type Point struct {
 	// requests.
 	SE     figure.Values
 	Server *servermetrics.Summary // the server's /metrics during the level; nil if not scraped
-	GPU    *gpumetrics.Summary    // the GPUs' telemetry during the level (run --gpu-metrics); nil if none
+	GPU    *gpumetrics.Summary    // the GPUs' telemetry during the level (when sampled); nil if none
 	// ServerOverhead is the median of TTFT minus the server's own queue and prefill times
 	// (llama.cpp timings, Ollama durations): the network and front end; NaN without them.
 	ServerOverhead float64

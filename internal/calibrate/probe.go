@@ -398,7 +398,7 @@ func (p *Prober) mixed() (Step, bool) {
 
 // stepOf is the probe step a run folder named name measured: its phase and pass ("", 0
 // for a run that is not a probe's). The folder's name is all that says it on disk:
-// calibrate --url names them NN-phase-...[-again]; a level of a ladder is named
+// a live calibration names them NN-phase-...[-again]; a level of a ladder is named
 // folder/level.
 func stepOf(name string) (Phase, int) {
 	if i := strings.IndexByte(name, '-'); i > 0 && strings.Trim(name[:i], "0123456789") == "" {
@@ -444,7 +444,7 @@ func RemoveStepFiles(dir string) {
 }
 
 // WriteTrace writes rows as a Mooncake trace (JSON lines of timestamp in ms, input_length,
-// output_length), the format run --dataset mooncake:PATH replays.
+// output_length), the format run's mooncake dataset replays.
 func WriteTrace(w io.Writer, rows []TraceRow) error {
 	for _, r := range rows {
 		if _, err := fmt.Fprintf(w, "{\"timestamp\": %.3f, \"input_length\": %d, \"output_length\": %d}\n",

@@ -225,7 +225,7 @@ func postJSON(ctx context.Context, hc *http.Client, u string, body any) ([]byte,
 	return b, nil
 }
 
-// PublishedFile is where calibrate --url writes, in each probe step's run folder, what the
+// PublishedFile is where a live calibration writes, in each probe step's run folder, what the
 // server published of its limits.
 const PublishedFile = "server-limits.json"
 

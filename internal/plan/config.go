@@ -110,12 +110,12 @@ func (t Traffic) unit() string {
 }
 
 // Names are how the caller's users name the settings a plan's console, HTML and warnings
-// point them to (a command line's flags: "--wide"); each left empty is left unsaid.
+// point them to (a command line's flags); each left empty is left unsaid.
 type Names struct {
 	Wide       string // every column of the table
 	Confidence string // the rule a fleet is judged by (Config.Confidence)
-	Length     string // the levels' length, when the user fixed it ("--duration, --requests")
-	DropLength string // what lets the plan choose the length again ("drop --duration and --requests")
+	Length     string // the levels' length, when the user fixed it
+	DropLength string // what lets the plan choose the length again
 }
 
 // Config is a plan to make.

@@ -19,7 +19,7 @@ import (
 )
 
 // Precision of the rate searches: a bracket is closed when its ends are within 5 % of each
-// other, as run --search closes a rate's.
+// other, as a run's SLO search closes a rate's.
 const closeEnough = 1.05
 
 // maxHeadroom bounds the headroom search: a fleet still meeting the SLOs at this many
@@ -468,7 +468,7 @@ func (ev *evaluation) runAt(n int, router string, scale float64, precision int) 
 // horizon, horizonTries times at most), to MaxHorizon. Nothing of it is excluded as
 // warm-up: the servers' filling from empty lasts a few end-to-end latencies, the steady
 // state (metrics' MSER) must begin early in the level, and excluding it would make the
-// check command, simulate --duration over the same horizon, differ from the plan.
+// check command, a simulation over the same horizon, differ from the plan.
 // Horizons are rounded up to two significant digits of seconds, so the check command
 // reads well.
 const (
@@ -600,7 +600,7 @@ func (ev *evaluation) fleet(n int, router string) sim.Profile {
 
 // meets says whether a simulated level meets the SLOs: it reached a steady state (a
 // backlog that kept growing, or figures still changing when the horizon ended, describe
-// no fleet that holds the traffic, which is why run --search and summary.json's slo_limit
+// no fleet that holds the traffic, which is why a run's SLO search and summary.json's slo_limit
 // pass over an oversaturated level too), every verdict term passes over the level's
 // measured part and over its steady window, and no request failed (a fleet that refuses
 // requests serves less than the traffic; the simulator refuses only those no replica could
