@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/llmbench/llmbench/internal/console"
 )
 
 var familyNames = map[string]string{
@@ -29,7 +31,7 @@ func WriteConsole(w io.Writer, s *Summary) error {
 	}
 	line("Scrapes (failed):", fmt.Sprintf("%d (%d)", s.Scrapes, s.FailedScrapes))
 	if s.FailedScrapes > 0 && s.LastError != "" {
-		line("Last scrape error:", s.LastError)
+		line("Last scrape error:", console.Wrap(s.LastError, 41, 41, console.Width)) // an error can be long: it fits the console too
 	}
 	if s.Scrapes == s.FailedScrapes {
 		_, err := io.WriteString(w, b.String())

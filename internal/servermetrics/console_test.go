@@ -60,3 +60,23 @@ Last scrape error:                       GET u: HTTP 404 Not Found
 		})
 	}
 }
+
+// A scrape's error can be longer than the console is wide (a timed-out scrape names its URL
+// and the client's reason); it is wrapped under its value's column.
+func TestWriteConsoleWrapsALongError(t *testing.T) {
+	s := &Summary{Family: FamilyLlamaCpp, Scrapes: 3, FailedScrapes: 3,
+		LastError: `GET http://127.0.0.1:40123/metrics: context deadline exceeded (Client.Timeout exceeded while awaiting headers)`}
+	var b strings.Builder
+	if err := WriteConsole(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[3], strings.Repeat(" ", 41)+"exceeded (Client.Timeout") {
+		t.Fatalf("want the error wrapped under its column:\n%s", b.String())
+	}
+	for _, l := range lines {
+		if n := len([]rune(l)); n > 100 {
+			t.Errorf("%d columns: %q", n, l)
+		}
+	}
+}
