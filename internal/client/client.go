@@ -473,7 +473,7 @@ func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 		if hint := (&record.Error{Kind: record.KindConnect, Message: msg}).Hint(); hint != "" {
 			msg += ": " + hint
 		}
-		return nil, fmt.Errorf("listing models: %s", msg)
+		return nil, &wordedError{msg: "listing models: " + msg, err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -668,3 +668,13 @@ func deepMerge(dst, src map[string]any) map[string]any {
 	}
 	return dst
 }
+
+// wordedError says an error in the client's own words (the target's URL redacted, a hint
+// added) and keeps the error itself, so that a caller can still tell a timeout.
+type wordedError struct {
+	msg string
+	err error
+}
+
+func (e *wordedError) Error() string { return e.msg }
+func (e *wordedError) Unwrap() error { return e.err }

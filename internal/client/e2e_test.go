@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -493,6 +494,18 @@ func TestListModels(t *testing.T) {
 		_, err := c.ListModels(context.Background())
 		if err == nil || !strings.Contains(err.Error(), "HTTP 401") || strings.Contains(err.Error(), "k-1234") {
 			t.Errorf("err %v", err)
+		}
+	})
+	// A list that does not answer in time says so in words and keeps the deadline for
+	// errors.Is: run's console then advises a longer timeout.
+	inBubble(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}), Config{}, func(t *testing.T, c *Client, _ *memListener) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := c.ListModels(ctx)
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "listing models: ") {
+			t.Errorf("err %v: want the deadline kept under the client's words", err)
 		}
 	})
 }
