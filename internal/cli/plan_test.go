@@ -277,8 +277,8 @@ func TestPlanDecidesEveryFlag(t *testing.T) {
 		t.Errorf("flags in no list, or in several: %v (planTrafficFlags, planOwnFlags or planRefused)", undecided)
 	}
 	code, _, stderr := runCLI(t, context.Background(), "plan", "--output-dir", t.TempDir(), "--rate", "2", "--slo", "tpot:p99<=30ms",
-		"--tools", "3", "--tool-choice", "required")
-	if code != ExitUsage || !strings.Contains(stderr, "--tools: plan simulates requests without tools") {
+		"--stages", "60s:2,60s:4")
+	if code != ExitUsage || !strings.Contains(stderr, "--stages: plan sizes a fleet for one steady rate") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
@@ -292,13 +292,14 @@ func btoi(b bool) int {
 
 // TestPlanCheckCommandReproduces: the check command plan prints (specArgs of the traffic
 // flags given, in canonical form: 50% as 0.5), run as it is, simulates best.yaml to the
-// plan's chosen figures, with traffic flags off their defaults. The tool flags plan refuses
-// (TestPlanDecidesEveryFlag), so none are among them.
+// plan's chosen figures, with traffic flags off their defaults, tools among them (their
+// definitions and calls are the requests' in plan's simulations as in simulate's).
 func TestPlanCheckCommandReproduces(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCLI(t, context.Background(), "plan", "--output-dir", dir, "--no-progress", "--gpu", "h100", "--tp", "1",
 		"--rate", "3", "--arrival", "gamma:0.5", "--input-tokens", "uniform:256:768", "--output-tokens", "64", "--warmup", "5",
-		"--max-error-rate", "50%", "--percentiles", "50,99", "--slo", "ttft:p99<=2s,tpot:p99<=60ms", "--gpu-price", "3", "--seed", "7")
+		"--max-error-rate", "50%", "--percentiles", "50,99", "--slo", "ttft:p99<=2s,tpot:p99<=60ms", "--gpu-price", "3", "--seed", "7",
+		"--tools", "3", "--tool-choice", "required")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -306,7 +307,7 @@ func TestPlanCheckCommandReproduces(t *testing.T) {
 	best := pl.Candidates[*pl.Best]
 	_, check, ok := strings.Cut(strings.ReplaceAll(stdout, " \\\n    ", " "), "check it with\n  ")
 	check, _, _ = strings.Cut(check, "\n")
-	if !ok || !strings.Contains(check, "--max-error-rate 0.5 ") {
+	if !ok || !strings.Contains(check, "--max-error-rate 0.5 ") || !strings.Contains(check, "--tools 3 --tool-choice required ") {
 		t.Fatalf("no check command, or not in canonical form: %q", check)
 	}
 	out := t.TempDir()

@@ -45,9 +45,6 @@ var planRefused = map[string]string{
 	"records":            "plan writes no records (plan.json, plan.html and best.yaml)",
 	"result-format":      "plan writes no records (plan.json, plan.html and best.yaml)",
 	"quiet":              "plan prints its table only",
-	"tools":              "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
-	"tools-file":         "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
-	"tool-choice":        "plan simulates requests without tools (neither their definitions' prompt tokens nor their calls): size for them with --input-tokens and --output-tokens",
 }
 
 // bind binds plan's flags: simulate's, some refused (hidden), and the search space.
@@ -121,7 +118,8 @@ func planError(err error) error { return namedFlags(err, planFlagNames) }
 var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warmup", "cooldown", "max-error-rate",
 	"input-tokens", "output-tokens", "tokenizer", "dataset", "prefix-tokens", "prefix-groups", "trace-speed",
 	"trace-offset", "turns", "think-time", "seed", "percentiles", "slo", "gpu-price",
-	"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to"}
+	"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to",
+	"tools", "tools-file", "tool-choice"}
 
 // checkCommand is the simulate command that re-simulates best.yaml at the traffic, over the
 // horizon the plan judged it over (unless the traffic's length was fixed): the run's own
