@@ -59,7 +59,10 @@ import (
 // is still growing wanders widely and slowly, and one excursion over a half passed it in 2
 // of 20 seeds of the fleet above at 0.9 × its capacity.
 //
-// Long enough to judge: at least SaturationLong arrivals; or at least SaturationMinimum
+// Long enough to judge: at least SaturationLong arrivals and SaturationLongTime's at the
+// level's rate (8 × H200 replicas of Llama-3.1-8B at 270 req/s, requests of 0.6 s, were
+// stopped after 5 s in 3 of 8 seeds with flat latencies; with the floor in none of 20); or
+// at least SaturationMinimum, and the floor,
 // while the server's pace is steady — the requests that finished in the last quarter of
 // the level so far were served (ServiceOf: first token to end, less the request's longest
 // wait between two tokens) at most 10% longer on average than those of the quarter before.
@@ -98,7 +101,10 @@ const (
 	ErrorMinimum      = 20
 	SaturationMinimum = 300
 	SaturationLong    = 1000
-	UnreachableFirst  = 10
+	// SaturationLongTime is both waits' floor in time: at a high rate 1,000 arrivals are a
+	// few seconds, shorter than a fast fleet's batches take to settle.
+	SaturationLongTime = 10 * time.Second
+	UnreachableFirst   = 10
 )
 
 // More end reasons: the level was stopped by a rule.
@@ -118,6 +124,7 @@ type stopRules struct {
 	reach  int               // the first finished requests, all unreachable so far; -1 once one was not
 
 	sat       bool
+	floor     int // SaturationLongTime's arrivals at the level's rate: no test before them
 	arrivals  int
 	firstDone int // arrivals when the first request finished; -1 before
 	// risingSince is the arrivals when the test began to hold, at every check since, with
@@ -129,7 +136,8 @@ type stopRules struct {
 }
 
 func newStopRules(l Level) stopRules {
-	return stopRules{maxErr: l.MaxErrorRate, sat: l.DetectSaturation && !l.Closed() && !l.Stages.Staged(), firstDone: -1}
+	return stopRules{maxErr: l.MaxErrorRate, sat: l.DetectSaturation && !l.Closed() && !l.Stages.Staged(), firstDone: -1,
+		floor: int(math.Ceil(l.Rate * SaturationLongTime.Seconds()))}
 }
 
 // finished counts a finished request, served for service (ServiceOf), the arrival-th
@@ -197,7 +205,7 @@ func (s *stopRules) arrived(backlog int) EndReason {
 // rising is the over-saturation test, with backlog requests unfinished now.
 func (s *stopRules) rising(backlog int) bool {
 	settled := s.backlog.settled()
-	if s.firstDone < 0 || s.firstDone > s.arrivals/2 || float64(backlog) < 0.1*float64(s.arrivals) || s.arrivals < SaturationLong && !settled {
+	if s.firstDone < 0 || s.firstDone > s.arrivals/2 || float64(backlog) < 0.1*float64(s.arrivals) || s.arrivals < SaturationLong && !settled || s.arrivals < s.floor {
 		s.risingSince = 0
 		return false
 	}

@@ -289,3 +289,30 @@ func TestParseMaxErrorRate(t *testing.T) {
 		}
 	}
 }
+
+// TestOversaturationWaitsTenSeconds: a backlog that grows from the start is judged after
+// 1,000 arrivals at a low rate, but not before 10 s of arrivals at a high one, where 1,000
+// are a few seconds, shorter than a fast fleet's batches take to settle.
+func TestOversaturationWaitsTenSeconds(t *testing.T) {
+	stopAt := func(rate float64) int {
+		s := newStopRules(Level{Rate: rate, DetectSaturation: true})
+		done := 0
+		for i := 1; i <= 20000; i++ {
+			n := s.next()
+			if s.arrived(i-done) != "" {
+				return i
+			}
+			if i%2 == 0 { // half of what arrives is served, a second each, in arrival order
+				done++
+				s.finished(Succeeded, time.Second, int(n)/2)
+			}
+		}
+		return 0
+	}
+	if at := stopAt(10); at == 0 || at > 1100 {
+		t.Errorf("at 10 req/s stopped at arrival %d, want within about 1,000", at)
+	}
+	if at := stopAt(270); at < 2700 || at > 3000 {
+		t.Errorf("at 270 req/s stopped at arrival %d, want soon after 2,700 (10 s)", at)
+	}
+}
