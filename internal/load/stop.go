@@ -59,11 +59,11 @@ import (
 // is still growing wanders widely and slowly, and one excursion over a half passed it in 2
 // of 20 seeds of the fleet above at 0.9 × its capacity.
 //
-// Long enough to judge: at least SaturationLong arrivals and SaturationLongTime's at the
-// level's rate (8 × H200 replicas of Llama-3.1-8B at 270 req/s, requests of 0.6 s, were
-// stopped after 5 s in 3 of 8 seeds with flat latencies; with the floor in none of 20); or
-// at least SaturationMinimum, and the floor,
-// while the server's pace is steady — the requests that finished in the last quarter of
+// Long enough to judge: at least SaturationLongTime of arrivals at the level's rate, and
+// at least SaturationLong arrivals, or SaturationMinimum while the server's pace is steady
+// (without the time floor, 8 × H200 replicas of Llama-3.1-8B at 270 req/s, requests of
+// 0.6 s, were stopped after 5 s in 3 of 8 seeds with flat latencies; with it, in none of
+// 20). The pace is steady when the requests that finished in the last quarter of
 // the level so far were served (ServiceOf: first token to end, less the request's longest
 // wait between two tokens) at most 10% longer on average than those of the quarter before.
 // The backlog's correlation time is what sets how long a
