@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/atomicfile"
 	"github.com/llmbench/llmbench/internal/console"
 )
 
@@ -93,13 +93,14 @@ func clip(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-// WriteJSON writes validation.json to path.
+// WriteJSON writes validation.json to path, making its folder: after a long validation, a
+// folder not yet made does not lose what was simulated, and an interrupted write leaves the
+// previous file whole.
 func WriteJSON(path string, rep *Report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return atomicfile.WriteJSON(path, rep)
 }
 
 // Markdown is the groups as a Markdown table of median |error| / worst per headline
@@ -125,15 +126,13 @@ func Markdown(w io.Writer, groups []GroupResult) {
 	}
 }
 
-// WriteMarkdown writes Markdown's table of rep's groups to path, making its folder.
+// WriteMarkdown writes Markdown's table of rep's groups to path, as WriteJSON does.
 func WriteMarkdown(path string, rep *Report) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	Markdown(fh, rep.Groups)
-	return fh.Close()
+	return atomicfile.Write(path, func(w io.Writer) error {
+		Markdown(w, rep.Groups)
+		return nil
+	})
 }

@@ -291,3 +291,27 @@ func TestFindCapacity(t *testing.T) {
 		t.Errorf("summary %+v: want 3 rows, median -10%%, median |error| 30%%, one over-predicted", s)
 	}
 }
+
+// A validation's files are written whole into a folder not made yet: a long validation
+// does not end in an error that loses what it simulated.
+func TestWritesMakeTheirFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "not", "made")
+	rep := &Report{Seed: 7, Tables: []string{"t.json"}, Groups: []GroupResult{{Rows: 2}}}
+	if err := WriteJSON(filepath.Join(dir, "validation.json"), rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(filepath.Join(dir, "groups.md"), rep); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	b, err := os.ReadFile(filepath.Join(dir, "validation.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &back); err != nil || back.Seed != 7 || len(back.Groups) != 1 {
+		t.Fatalf("validation.json read back as %+v (%v)", back, err)
+	}
+	if md, err := os.ReadFile(filepath.Join(dir, "groups.md")); err != nil || !strings.HasPrefix(string(md), "| group | rows |") {
+		t.Fatalf("groups.md is %q (%v)", md, err)
+	}
+}
