@@ -30,6 +30,8 @@ type LevelRunner func(ctx context.Context, lvl load.Level, sink func(*record.Rec
 type Outcome struct {
 	Summary *report.Summary
 	Err     error
+	// Uncounted, after a live run, are its chat prompts sized by message text alone.
+	Uncounted UncountedChats
 }
 
 // Run runs cfg's levels (or its search) from start, the run's t = 0, with run; it streams

@@ -139,7 +139,8 @@ type Sources struct {
 	Workload  workload.Config
 	Tokenizer tokenizer.Tokenizer
 	First     workload.Source
-	// Shape, when set, shapes each later run's source as First was (Prepared.Shape).
+	// Shape, when set, shapes each later run's source as First was (images, batches,
+	// documents, tools); nil leaves them as workload.New makes them.
 	Shape func(workload.Source) (workload.Source, error)
 	by    map[int64]workload.Source
 }

@@ -27,11 +27,10 @@ type Live struct {
 	// Client is the requests' API and transport; MaxConns and Tokenizer are set from the
 	// ladder and Tokenizer, and an empty Model is the first the server lists.
 	Client client.Config
-	// Tokenizer loads the run's tokenizer; side is the client for the calls beside the
-	// benchmark (a server's /tokenize goes the way its requests go).
-	Tokenizer func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error)
-	// Loaded, when set, is told the tokenizer before the client starts.
-	Loaded func(tokenizer.Tokenizer)
+	// Tokenizer, when set, is the run's tokenizer (an in-process simulator's, which counts
+	// prompts with it); nil loads the Spec's (LoadTokenizer), a server's /tokenize asked
+	// the way the requests go.
+	Tokenizer tokenizer.Tokenizer
 	// GPULocal, when set, is this machine's nvidia-smi, read during each level as an
 	// exporter is (the caller sets it only for a target on this machine); probed first, and
 	// left out, with a warning, when it fails.
@@ -40,26 +39,18 @@ type Live struct {
 	// the server's model list does not name (*UnlistedModel), unless the Spec's
 	// ModelChecked says it was checked already.
 	Warn func(error)
+	// Note, when set, is told how the run is shaped, as it is shaped, for the caller to
+	// say: a PortLimit and a ChatByText before the first request, once the tokenizer is
+	// loaded, and the SourceFit of the workload once it is built.
+	Note func(Note)
 }
 
-// Workload is what a live run sends.
-type Workload struct {
-	Config workload.Config
-	// Prepare, when set, builds the workload once the tokenizer is loaded, and may fit
-	// the ladder to it (a trace given no load replays its own arrivals); without it the
-	// workload is Config's and the ladder the Config's.
-	Prepare func(tok tokenizer.Tokenizer, levels []load.Level) (Prepared, error)
-}
+// TokenizerError is a live run's tokenizer that did not load (LoadTokenizer's error, Err)
+// before anything was sent.
+type TokenizerError struct{ Err error }
 
-// Prepared is a live run's workload and ladder, once its tokenizer is known.
-type Prepared struct {
-	Config workload.Config // for the runs of a repeated level
-	Source workload.Source
-	Levels []load.Level
-	// Shape shapes the source of a repeated level's later runs as Source was shaped
-	// (images, batches, documents, tools); nil leaves them as workload.New makes them.
-	Shape func(workload.Source) (workload.Source, error)
-}
+func (e *TokenizerError) Error() string { return e.Err.Error() }
+func (e *TokenizerError) Unwrap() error { return e.Err }
 
 // InvalidError is a configuration the client refused before anything was sent.
 type InvalidError struct{ Err error }
@@ -128,10 +119,11 @@ func (t *Target) Close() {
 }
 
 // Open reaches s's server: the client for up to maxConns requests in flight, the
-// tokenizer, the /metrics to scrape (s.Telemetry) and, when none is given, the model. With
-// s.More it balances over those endpoints too by s.Balance, each reached as live.Client
-// says; the model list, the tokenizer and /metrics are the first endpoint's.
-func Open(ctx context.Context, s Spec, live Live, maxConns int) (*Target, error) {
+// tokenizer (live's, or s's loaded), the /metrics to scrape (s.Telemetry) and, when none
+// is given, the model. With s.More it balances over those endpoints too by s.Balance, each
+// reached as live.Client says; the model list, the tokenizer and /metrics are the first
+// endpoint's. The tokenizer sets how s's workload counts chat prompts (Spec.UseChat).
+func Open(ctx context.Context, s *Spec, live Live, maxConns int) (*Target, error) {
 	ccfg := live.Client
 	ccfg.MaxConns = maxConns
 	if err := ccfg.Validate(); err != nil {
@@ -147,13 +139,13 @@ func Open(ctx context.Context, s Spec, live Live, maxConns int) (*Target, error)
 		side.CloseIdleConnections()
 		return nil, &InvalidError{err}
 	}
-	if t.Tokenizer, err = live.Tokenizer(ctx, side); err != nil {
-		side.CloseIdleConnections()
-		return nil, err
+	if t.Tokenizer = live.Tokenizer; t.Tokenizer == nil {
+		if t.Tokenizer, err = LoadTokenizer(ctx, s.Tokenizer, s.URL, side); err != nil {
+			side.CloseIdleConnections()
+			return nil, &TokenizerError{err}
+		}
 	}
-	if live.Loaded != nil {
-		live.Loaded(t.Tokenizer)
-	}
+	s.loaded(t.Tokenizer, live.Note)
 	ccfg.Tokenizer = t.Tokenizer
 	if t.Client, err = client.New(ccfg); err != nil {
 		side.CloseIdleConnections()
@@ -392,29 +384,32 @@ func WaitForStart(ctx context.Context, at time.Time) (time.Time, error) {
 	return time.Now(), nil
 }
 
-// RunLive benchmarks a live server: it opens the target, builds the workload, sends the
-// test request, waits for the start and runs cfg's ladder (Run). cfg's target, scrape and
-// connection counts are the opened target's.
-func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, error) {
+// RunLive benchmarks a live server: it opens the target, builds the workload of cfg's Spec
+// with the run's tokenizer (Spec.Prepare), sends the test request, waits for the start and
+// runs cfg's ladder (Run). cfg's target, scrape and connection counts are the opened
+// target's.
+func RunLive(ctx context.Context, cfg Config, live Live) (Outcome, error) {
 	maxConns := 0
 	for _, l := range cfg.Levels {
 		maxConns = max(maxConns, l.Concurrency, l.MaxConcurrency)
 	}
-	if wl.Config.Agent.On() || strings.HasPrefix(wl.Config.Dataset, workload.DatasetAgent+":") {
+	if cfg.Workload.Agent.On() || strings.HasPrefix(cfg.Workload.Dataset, workload.DatasetAgent+":") {
 		// A task's fan-out has several calls in flight: a connection for each, none waiting
 		// for one (the tasks in flight bound them).
 		maxConns = 0
 	}
-	t, err := Open(ctx, cfg.Spec, live, maxConns)
+	t, err := Open(ctx, &cfg.Spec, live, maxConns)
 	if err != nil {
 		return Outcome{}, err
 	}
 	defer t.Close()
-	p, err := prepare(wl, t.Tokenizer, cfg.Levels)
+	sources, fit, err := cfg.Prepare(t.Tokenizer)
 	if err != nil {
 		return Outcome{}, err
 	}
-	cfg.Levels, cfg.Workload = p.Levels, p.Config
+	if live.Note != nil {
+		live.Note(fit)
+	}
 	cfg.Describe.Target = report.NewTarget(live.Client.BaseURL, live.Client.API, t.Model)
 	if len(cfg.More) > 0 {
 		urls := append([]string{live.Client.BaseURL}, cfg.More...)
@@ -424,7 +419,6 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 	if cfg.GPU, err = gpuScrape(ctx, cfg.Telemetry, live.Client, live, cfg.Console.Warn); err != nil {
 		return Outcome{}, &InvalidError{err}
 	}
-	sources := &Sources{Workload: p.Config, Tokenizer: t.Tokenizer, First: p.Source, Shape: p.Shape}
 	if cfg.TestRequest {
 		if err := testFirst(ctx, cfg, t, sources); err != nil {
 			return Outcome{}, err
@@ -434,19 +428,9 @@ func RunLive(ctx context.Context, cfg Config, live Live, wl Workload) (Outcome, 
 	if err != nil {
 		return Outcome{}, err
 	}
-	return Run(ctx, cfg, start, t.Levels(start, sources))
-}
-
-// prepare is the run's workload and ladder once the tokenizer is known.
-func prepare(wl Workload, tok tokenizer.Tokenizer, levels []load.Level) (Prepared, error) {
-	if wl.Prepare != nil {
-		return wl.Prepare(tok, levels)
-	}
-	src, err := workload.New(wl.Config, tok)
-	if err != nil {
-		return Prepared{}, &InvalidError{err}
-	}
-	return Prepared{Config: wl.Config, Source: src, Levels: levels}, nil
+	out, err := Run(ctx, cfg, start, t.Levels(start, sources))
+	out.Uncounted = uncounted(cfg.Workload.Chat)
+	return out, err
 }
 
 // TestRequestLevel is the level whose request 0 the test request sends: a prompt stream of

@@ -29,7 +29,7 @@ func conclude(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts, 
 		}
 		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: con.wide})
 	}
-	say(stdio.Err, concludingNotes(c)...)
+	say(stdio.Err, concludingNotes(c, out.Uncounted)...)
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", c.Output.Dir)
 	return exitStatus(ctx, sum, out.Err)
 }

@@ -10,8 +10,6 @@ import (
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/sim"
-	"github.com/llmbench/llmbench/internal/tokenizer"
-	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // The notes here are the console's lines (its standard error) on how bench shaped the run,
@@ -80,24 +78,31 @@ func undecidedNote(c *bench.Spec) string {
 		need, levels, strings.Join(short, ", "), verdicts, need)
 }
 
-// chatNote sets how the workload counts chat prompts, once the tokenizer is loaded
-// (bench.Spec.UseChat), and says where the server cannot count them.
-func chatNote(c *bench.Spec, tok tokenizer.Tokenizer) string {
-	if err := c.UseChat(tok); err != nil {
-		return fmt.Sprintf("note: chat prompts are sized by their message text: %v; the server adds its chat template's tokens (give --chat-template the model's template for exact lengths)", err)
+// liveNotes say what a live run of c told of how it is shaped (bench.Live.Note).
+func liveNotes(c *bench.Spec, n bench.Note) []string {
+	switch n := n.(type) {
+	case bench.PortLimit:
+		return []string{portNote(n)}
+	case bench.ChatByText:
+		return []string{chatNote(n)}
+	case bench.SourceFit:
+		return adaptNotes(c, n)
 	}
-	return ""
+	return nil
+}
+
+// chatNote says that the server cannot count chat prompts as it formats them, and why.
+func chatNote(n bench.ChatByText) string {
+	return fmt.Sprintf("note: chat prompts are sized by their message text: %v; the server adds its chat template's tokens (give --chat-template the model's template for exact lengths)", n.Err)
 }
 
 // concludingNotes are said after a run's ladder: the chat prompts the workload could not
 // count as the server formats them (so sized by their message text), with the first
 // reason; SLOs that judge no level, so never fail the run.
-func concludingNotes(c *bench.Spec) []string {
+func concludingNotes(c *bench.Spec, chats bench.UncountedChats) []string {
 	var notes []string
-	if w, ok := c.Workload.Chat.(*workload.ChatWatch); ok {
-		if n, err := w.Failures(); n > 0 {
-			notes = append(notes, fmt.Sprintf("warning: %d chat prompts could not be counted as %s formats them, so their input tokens count message text alone (first: %v)", n, w.Source(), err))
-		}
+	if chats.N > 0 {
+		notes = append(notes, fmt.Sprintf("warning: %d chat prompts could not be counted as %s formats them, so their input tokens count message text alone (first: %v)", chats.N, chats.Source, chats.First))
 	}
 	if slos := c.Judge.Metrics.SLOs; len(slos) > 0 && !metrics.HasVerdict(slos) {
 		notes = append(notes, "note: --slo's per-request bounds define goodput but judge no level, so they never fail the run: add goodput>=0.95 (or a percentile term such as ttft:p99<=1s) to make them a gate (exit 3)")
@@ -105,14 +110,10 @@ func concludingNotes(c *bench.Spec) []string {
 	return notes
 }
 
-// portNote warns, once the run is under way, when connections are not kept alive and an
+// portNote warns, once the run is under way, that connections are not kept alive and an
 // open-loop level opens new ones faster than the local ports can sustain
 // (bench.Spec.PortLimited).
-func portNote(c *bench.Spec) string {
-	l, ok := c.PortLimited()
-	if !ok {
-		return ""
-	}
+func portNote(l bench.PortLimit) string {
 	return fmt.Sprintf("warning: --keep-alive=false at %g req/s: each request opens a new connection, and %d local ports sustain about %.0f new connections/s to one server (each stays in TIME_WAIT for 60 s); connects may fail with EADDRNOTAVAIL (docs/real-servers.md)",
 		l.Rate, l.Ports, l.PerSecond)
 }

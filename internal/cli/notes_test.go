@@ -1,13 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/bench"
-	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
@@ -68,23 +68,30 @@ func TestConcludingNotes(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := bench.Spec{Judge: bench.Judge{Metrics: metrics.Config{SLOs: slos}}}
-		if notes := concludingNotes(&s); len(notes) != tc.want {
+		if notes := concludingNotes(&s, bench.UncountedChats{}); len(notes) != tc.want {
 			t.Errorf("--slo %s: %q", tc.slo, notes)
 		}
 	}
+	chats := bench.UncountedChats{N: 3, First: errors.New("refused"), Source: "server"}
+	if notes := concludingNotes(&bench.Spec{}, chats); fmt.Sprint(notes) != "[warning: 3 chat prompts could not be counted as server formats them, so their input tokens count message text alone (first: refused)]" {
+		t.Errorf("uncounted chats: %q", notes)
+	}
 }
 
-// portNote warns of an open-loop rate beyond the local ports only where connections are
-// not kept alive.
-func TestPortNote(t *testing.T) {
-	s := bench.Spec{Levels: []load.Level{{Index: 0, Rate: 1e9}}}
-	s.KeepAlive = true
-	if n := portNote(&s); n != "" {
-		t.Errorf("kept alive: %q", n)
-	}
-	s.KeepAlive = false
-	if _, _, ok := client.EphemeralPorts(); ok && !strings.HasPrefix(portNote(&s), "warning: --keep-alive=false at 1e+09 req/s") {
-		t.Errorf("1e9 req/s: %q", portNote(&s))
+// liveNotes word each note a live run tells, a dataset that fits saying nothing.
+func TestLiveNotes(t *testing.T) {
+	s := bench.Spec{Levels: []load.Level{{Index: 0, Concurrency: 1, Requests: 10}}}
+	for _, tc := range []struct {
+		note bench.Note
+		want string
+	}{
+		{bench.PortLimit{Rate: 1e9, Ports: 28232, PerSecond: 470.5}, "[warning: --keep-alive=false at 1e+09 req/s: each request opens a new connection, and 28232 local ports sustain about 470 new connections/s"},
+		{bench.ChatByText{Err: errors.New("no route")}, "[note: chat prompts are sized by their message text: no route; the server adds"},
+		{s.FitToSource(workload.Info{Rows: 10}), "[]"},
+	} {
+		if got := fmt.Sprint(liveNotes(&s, tc.note)); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%T: %q, want %q...", tc.note, got, tc.want)
+		}
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
@@ -73,22 +72,15 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 	if !con.quiet {
 		say(stdio.Out, localGPUNote(gpu))
 	}
-	live := bench.Live{Client: cc, GPULocal: gpu,
+	live := bench.Live{Client: cc, GPULocal: gpu, Tokenizer: tok,
 		Warn: func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) },
-		Tokenizer: func(ctx context.Context, side *http.Client) (tokenizer.Tokenizer, error) {
-			if tok != nil {
-				return tok, nil
-			}
-			tok, err := bench.LoadTokenizer(ctx, cfg.Tokenizer, cfg.URL, side)
-			return tok, tokenizerError(err, cfg.APIKey != "")
-		},
-		Loaded: func(tok tokenizer.Tokenizer) {
-			say(stdio.Err, portNote(cfg))
-			say(stdio.Err, chatNote(cfg, tok))
-		}}
+		Note: func(n bench.Note) { say(stdio.Err, liveNotes(cfg, n)...) }}
 	writingResults(cfg.Output.Dir)
 	defer writingResults("")
-	out, err := bench.RunLive(ctx, benchOf(stdio, cfg, con), live, bench.Workload{Config: cfg.Workload, Prepare: prepare(stdio, cfg)})
+	out, err := bench.RunLive(ctx, benchOf(stdio, cfg, con), live)
+	if te := (*bench.TokenizerError)(nil); errors.As(err, &te) {
+		err = tokenizerError(te.Err, cfg.APIKey != "")
+	}
 	return conclude(ctx, stdio, cfg, con, out, err)
 }
 
@@ -130,16 +122,6 @@ func clientConfig(stdio Stdio, c *bench.Spec) client.Config {
 	cc.OnServerCloses = func(n int) { fmt.Fprintln(stdio.Err, serverClosesNote(n)) }
 	cc.Dial = dialTarget
 	return cc
-}
-
-// prepare builds the live workload once the tokenizer is loaded (bench.Spec.Prepare) and
-// says its notes.
-func prepare(stdio Stdio, c *bench.Spec) func(tokenizer.Tokenizer, []load.Level) (bench.Prepared, error) {
-	return func(tok tokenizer.Tokenizer, _ []load.Level) (bench.Prepared, error) {
-		p, fit, err := c.Prepare(tok)
-		say(stdio.Err, adaptNotes(c, fit)...)
-		return p, err
-	}
 }
 
 // tokenizerError maps bench.LoadTokenizer's errors to exit codes: a spec that does not
