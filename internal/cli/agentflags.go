@@ -13,25 +13,26 @@ import (
 type agentFlags struct {
 	workload                       string
 	calls, toolLatency, toolResult string
-	fanOut, compactAt, compactTo   int
 }
 
 // agentFlagNames are the flags that shape an agentic workload (the others given with chat
 // are refused).
 var agentFlagNames = []string{"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to"}
 
-func (f *agentFlags) bind(fs *pflag.FlagSet) {
+// bind binds the agentic workload's flags, its counts straight to a.
+func (f *agentFlags) bind(fs *pflag.FlagSet, a *workload.Agent) {
 	fs.StringVar(&f.workload, "workload", "chat", "chat (requests, or conversations with --turns) or agentic (tasks: loops of tool calls, docs/metrics.md#agents)")
 	fs.StringVar(&f.calls, "calls-per-task", "4", "agentic: the task's model calls: N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
 	fs.StringVar(&f.toolLatency, "tool-latency", "500", "agentic: each tool's latency in ms before the next call: N (0: none), uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
 	fs.StringVar(&f.toolResult, "tool-result-tokens", "300", "agentic: each tool result's tokens, appended to the context with the answer (and each sub-agent's brief)")
-	fs.IntVar(&f.fanOut, "fan-out", 0, "agentic: K sub-agents the first answer starts, concurrently, on the task's context; the task continues when all K are back")
-	fs.IntVar(&f.compactAt, "compact-at", 0, "agentic: before a call whose context passed this many tokens (0: never), a call summarises it in --compact-to tokens, the new context")
-	fs.IntVar(&f.compactTo, "compact-to", 0, "agentic: with --compact-at, the summary's tokens")
+	fs.IntVar(&a.FanOut, "fan-out", 0, "agentic: K sub-agents the first answer starts, concurrently, on the task's context; the task continues when all K are back")
+	fs.IntVar(&a.CompactAt, "compact-at", 0, "agentic: before a call whose context passed this many tokens (0: never), a call summarises it in --compact-to tokens, the new context")
+	fs.IntVar(&a.CompactTo, "compact-to", 0, "agentic: with --compact-at, the summary's tokens")
 }
 
-// agent is the agentic workload the flags describe; the zero Agent for chat.
-func (f *agentFlags) agent(fs *pflag.FlagSet) (workload.Agent, []error) {
+// agent is the agentic workload the flags describe, a with its distributions; the zero
+// Agent for chat.
+func (f *agentFlags) agent(fs *pflag.FlagSet, a workload.Agent) (workload.Agent, []error) {
 	var errs []error
 	switch f.workload {
 	case "chat", "":
@@ -45,7 +46,6 @@ func (f *agentFlags) agent(fs *pflag.FlagSet) (workload.Agent, []error) {
 	default:
 		return workload.Agent{}, []error{fmt.Errorf("--workload %q: want chat or agentic", f.workload)}
 	}
-	a := workload.Agent{FanOut: f.fanOut, CompactAt: f.compactAt, CompactTo: f.compactTo}
 	for _, d := range []struct {
 		name, s string
 		dst     *workload.Dist

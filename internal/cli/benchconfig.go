@@ -28,10 +28,9 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 			return nil, consoleOpts{}, usageError(err)
 		}
 	}
-	con := consoleOpts{quiet: f.quiet, wide: f.wide, noProgress: f.noProgress}
-	drawn := live && f.drawSeed()
-	r := &resolver{f: f, live: live, c: &bench.Spec{Live: live, Server: bench.Server{Model: f.model}, SimProfile: f.sim,
-		ModelConfig: f.modelConfig, Tokenizer: f.tokenizer, NoStream: !f.stream, API: f.api, Seed: f.seed, SeedDrawn: drawn}}
+	c := f.spec // the flags set since bind, --config's included
+	r := &resolver{f: f, live: live, c: &c}
+	c.SeedDrawn = live && f.drawSeed(&c)
 	if f.fs != nil {
 		r.errs = append(r.errs, flagErrors(f.fs)...) // values that did not parse, the rest checked beside them
 	}
@@ -43,9 +42,8 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 	r.search()
 	r.spec("API")
 	r.inputs()
-	r.c.SearchMax = f.searchMax
-	if r.c.SearchMax == 0 {
-		r.c.SearchMax = bench.DefaultSearchMax(r.c.Search)
+	if c.SearchMax == 0 {
+		c.SearchMax = bench.DefaultSearchMax(c.Search)
 	}
 	r.judging()
 	r.workload()
@@ -53,22 +51,22 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 	r.levels(ladder)
 	// bench owns the rules of its Spec and Config, said here among the flags' own (said); its
 	// console is the caller's, so a stand-in writer passes.
-	bc := benchOf(Stdio{Out: io.Discard}, r.c, con)
+	bc := benchOf(Stdio{Out: io.Discard}, r.c, f.con)
 	if errs := r.said(fielderr.Split(bc.Validate())); len(errs) > 0 {
-		return nil, con, usageError(errors.Join(errs...))
+		return nil, f.con, usageError(errors.Join(errs...))
 	}
-	return r.c, con, nil
+	return r.c, f.con, nil
 }
 
 // drawSeed gives a run against a real server (--url) without --seed a seed of its own, so
 // that a second run does not send the first's prompts, which a server's prompt cache would
 // answer; it reports whether it drew one. A run of shards keeps --seed's default: the shards,
 // on machines of their own, slice one plan.
-func (f *benchFlags) drawSeed() bool {
+func (f *benchFlags) drawSeed(c *bench.Spec) bool {
 	if f.url == "" || f.shard != "" || f.fs == nil || f.fs.Changed("seed") {
 		return false
 	}
-	f.seed = rand.Int64N(1<<31) + 1
+	c.Seed = rand.Int64N(1<<31) + 1
 	return true
 }
 
@@ -93,11 +91,11 @@ func (r *resolver) judging() {
 	if err != nil {
 		r.add(fmt.Errorf("--percentiles: %w", err))
 	}
-	slos, err := metrics.ParseSLOs(f.slo)
+	slos, err := metrics.ParseSLOs(c.Judge.SLO)
 	if err != nil {
 		r.add(fmt.Errorf("--slo: %w", err))
 	}
-	c.Judge.Metrics, c.Judge.SLO = metrics.Config{Percentiles: pcts, SLOs: slos}, f.slo
+	c.Judge.Metrics = metrics.Config{Percentiles: pcts, SLOs: slos}
 	r.spec("Judge.Metrics.SLOs[],API", "Judge.Metrics.SLOs[],NoStream")
 	if c.Judge.Pricing, err = f.price.parse(); err != nil {
 		r.add(err)
@@ -111,11 +109,11 @@ func (r *resolver) judging() {
 // outputs reads the flags of the run's files.
 func (r *resolver) outputs(now time.Time) {
 	f, c := r.f, r.c
-	c.Output = bench.Output{Dir: f.outputDir, Overwrite: f.overwrite, Records: record.Format(f.records), ResultFormat: f.resultFormat}
+	c.Output.Records = record.Format(f.records)
 	if c.Output.Dir == "" {
 		c.Output.Dir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
 	}
-	if files := bench.RunFiles(c.Output.Dir); len(files) > 0 && !f.overwrite {
+	if files := bench.RunFiles(c.Output.Dir); len(files) > 0 && !c.Output.Overwrite {
 		r.add(fmt.Errorf("--output-dir %s already holds a run (%s): give another folder, or --overwrite to replace it", c.Output.Dir, strings.Join(files, ", ")))
 	}
 }

@@ -33,7 +33,7 @@ shared, and fed back with --dataset jsonl:FILE.`,
 			if err != nil {
 				return err
 			}
-			tok, err := loadURLTokenizer(cmd.Context(), f.tokenizer, f.url)
+			tok, err := loadURLTokenizer(cmd.Context(), f.spec.Tokenizer, f.url)
 			if err != nil {
 				return err
 			}
@@ -73,9 +73,8 @@ func (f *benchFlags) datasetWorkload(output string) (workload.Config, error) {
 			errs = append(errs, err)
 		}
 	}
-	wc := workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
-		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed, TraceSpeed: f.traceSpeed,
-		TraceOffset: f.traceOffset, Turns: f.turns, ThinkTime: f.thinkTime}
+	wc := f.spec.Workload // the workload flags bound to it
+	wc.InputTokens, wc.OutputTokens, wc.Seed = in, out, f.spec.Seed
 	if len(errs) == 0 {
 		if err := wc.Validate(); err != nil {
 			errs = append(errs, err)

@@ -21,16 +21,16 @@ func (f *benchFlags) bindLoad(fs *pflag.FlagSet, live bool, d bench.Spec) {
 	fs.StringVar(&f.rate, "rate", "", "open loop: requests per second, or a ladder `R,R,...`")
 	fs.StringVar(&f.stages, "stages", "", "one level whose load changes over time, `STAGES` D:V (held) and D:V->V2 (ramped linearly), e.g. 60s:2,120s:2->20,60s:20; rates in requests/s, or concurrencies with a concurrency: prefix; figures per stage (docs/metrics.md)")
 	fs.StringVar(&f.arrival, "arrival", d.Base.Arrival.String(), "open-loop arrivals: poisson, gamma:B (burstiness B; < 1 is burstier), constant")
-	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: cap on in-flight requests (waiting for a slot counts as schedule lag)")
-	fs.IntVar(&f.requests, "requests", 0, "measured requests per level (default: whole rounds of the concurrency, at least 2 and 10 requests; open loop: 10 s of arrivals)")
-	fs.DurationVar(&f.duration, "duration", 0, "measured time per level (instead of --requests)")
+	fs.IntVar(&f.spec.Base.MaxConcurrency, "max-concurrency", 0, "open loop: cap on in-flight requests (waiting for a slot counts as schedule lag)")
+	fs.IntVar(&f.spec.Requests, "requests", 0, "measured requests per level (default: whole rounds of the concurrency, at least 2 and 10 requests; open loop: 10 s of arrivals)")
+	fs.DurationVar(&f.spec.Base.Duration, "duration", 0, "measured time per level (instead of --requests)")
 	fs.StringVar(&f.warmup, "warmup", "0", "per level: N requests, or a duration like 10s, sent before measuring and excluded")
-	fs.DurationVar(&f.cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded")
+	fs.DurationVar(&f.spec.Base.Cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded")
 	fs.StringVar(&f.search, "search", "", "find the largest load meeting the percentile SLOs: concurrency or rate")
-	fs.Float64Var(&f.searchMax, "search-max", 0, "upper bound for --search (default 1024 concurrency or 1000 req/s)")
-	fs.IntVar(&f.repeat, "repeat", d.Repeat, "run each level N times, each run with seeds of its own (arrivals, prompts, the simulator): figures across runs with t-distribution 95% intervals")
+	fs.Float64Var(&f.spec.SearchMax, "search-max", 0, "upper bound for --search (default 1024 concurrency or 1000 req/s)")
+	fs.IntVar(&f.spec.Repeat, "repeat", d.Repeat, "run each level N times, each run with seeds of its own (arrivals, prompts, the simulator): figures across runs with t-distribution 95% intervals")
 	fs.StringVar(&f.maxErrorRate, "max-error-rate", "", "stop a level when more than this fraction (0.3) or percentage (30%) of its last 50 finished requests failed, once 20 have; exit code 4 (default: off)")
-	fs.BoolVar(&f.stopOnSaturation, "stop-on-saturation", false, "open loop: end the ladder at the first level stopped as oversaturated (the server cannot keep up: docs/metrics.md)")
+	fs.BoolVar(&f.spec.StopOnSaturation, "stop-on-saturation", false, "open loop: end the ladder at the first level stopped as oversaturated (the server cannot keep up: docs/metrics.md)")
 	if live { // a simulation has no machines to share the load among
 		fs.StringVar(&f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)")
 		fs.StringVar(&f.startAt, "start-at", "", "start at this RFC 3339 instant (to start shards together)")
@@ -81,7 +81,7 @@ func (r *resolver) load() ladderFlags {
 			name string
 			set  bool
 		}{{"concurrency", f.concurrency != ""}, {"rate", f.rate != ""}, {"search", f.search != ""},
-			{"requests", f.requests != 0}, {"duration", f.duration != 0}} {
+			{"requests", c.Requests != 0}, {"duration", c.Base.Duration != 0}} {
 			if other.set {
 				r.add(fmt.Errorf("--stages and --%s: the stages set the level's load and length; drop --%s", other.name, other.name))
 			}
@@ -93,7 +93,7 @@ func (r *resolver) load() ladderFlags {
 		r.add(errors.New("--concurrency and --rate: give one (closed or open loop), not both"))
 	}
 	r.spec("Requests,Base.Duration")
-	if f.requests == 0 && f.fs != nil && f.fs.Changed("requests") {
+	if c.Requests == 0 && f.fs != nil && f.fs.Changed("requests") {
 		// 0 is the flag's "unset": given, it would silently become each level's default.
 		r.add(errors.New("--requests 0: a level measures at least one request; leave --requests out for each level's default length"))
 	}
@@ -104,8 +104,7 @@ func (r *resolver) load() ladderFlags {
 // and the SLO search.
 func (r *resolver) search() {
 	f, c := r.f, r.c
-	c.Repeat, c.StopOnSaturation = f.repeat, f.stopOnSaturation
-	if f.repeat > 1 && f.search != "" {
+	if c.Repeat > 1 && f.search != "" {
 		r.add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
 	}
 	var err error
@@ -124,9 +123,7 @@ func (r *resolver) search() {
 // and says each of its levels' problems once under the flag that set the field at fault.
 func (r *resolver) levels(l ladderFlags) {
 	f, c := r.f, r.c
-	b := &c.Base // its shard and error-rate limit are set already (load, search)
-	b.Arrival, b.MaxConcurrency, b.Duration, c.Requests = l.arrival, f.maxConcurrency, f.duration, f.requests
-	b.Warmup, b.WarmupTime, b.Cooldown = l.warmN, l.warmD, f.cooldown
+	c.Base.Arrival, c.Base.Warmup, c.Base.WarmupTime = l.arrival, l.warmN, l.warmD
 	c.SetLoads(l.concurrency, l.rates, l.stages, l.unparsed)
 	said := map[string]bool{}
 	for _, err := range c.LevelErrors(f.rate != "") {

@@ -139,7 +139,7 @@ func (f *planFlags) checkCommand(cfg *bench.Spec, best *plan.Candidate, fixed bo
 
 // base is the profile the space is built on (plan.Model.Base).
 func (f *planFlags) base() (sim.Profile, error) {
-	base, err := plan.Model{Shape: f.modelShape, Profile: f.bench.sim, Config: f.modelConfig, ProfileGiven: f.bench.fs.Changed("sim")}.Base()
+	base, err := plan.Model{Shape: f.modelShape, Profile: f.bench.spec.SimProfile, Config: f.modelConfig, ProfileGiven: f.bench.fs.Changed("sim")}.Base()
 	if err != nil && f.modelShape != "" {
 		return base, fmt.Errorf("%w%s", planError(err), didYouMean(f.modelShape, sim.ModelPresets()))
 	}

@@ -49,7 +49,7 @@ thousands of requests in seconds. It writes the same records, summary and report
 // bindSimulate binds simulate's flags: run's that a simulation takes, and the model to serve.
 func (f *benchFlags) bindSimulate(fs *pflag.FlagSet) {
 	f.bind(fs, false)
-	fs.StringVar(&f.modelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model")
+	fs.StringVar(&f.spec.ModelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model")
 }
 
 // simulationConfig is the run's bench configuration for a simulation of profile p: with

@@ -21,36 +21,37 @@ import (
 // credentials and transport (simulate has none).
 func (f *benchFlags) bindTarget(fs *pflag.FlagSet, d bench.Spec) {
 	fs.Var(&urlsValue{first: &f.url, more: &f.moreURLs}, "url", "base URL of the server, e.g. http://127.0.0.1:8000 (default: the built-in simulator, in-process); repeatable: the run balances over the endpoints by --balance")
-	fs.StringVar(&f.model, "model", "", "model name (default: the first id from /v1/models)")
+	t := &f.spec.Server
+	fs.StringVar(&t.Model, "model", "", "model name (default: the first id from /v1/models)")
 	fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
 	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
 	fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
 	fs.StringVar(&f.extraBody, "extra-body", "", "JSON object merged into every request body")
-	fs.IntVar(&f.images, "images", 0, "chat and Responses: synthetic images per request, sent as data URLs in image content parts (deterministic by --seed)")
+	fs.IntVar(&f.spec.Images.N, "images", 0, "chat and Responses: synthetic images per request, sent as data URLs in image content parts (deterministic by --seed)")
 	fs.StringVar(&f.imageSize, "image-size", "512x512", "with --images: each image's size `WxH` in pixels")
-	fs.StringVar(&f.imageFormat, "image-format", "png", "with --images: png or jpeg")
-	fs.StringVar(&f.endpoint, "endpoint", "", "the API's path on the server, e.g. /rerank (default: the API's own, e.g. /v1/rerank)")
-	fs.BoolVar(&f.ignoreEOS, "ignore-eos", d.IgnoreEOS, "send ignore_eos so outputs have exactly --output-tokens (turn off for hosted APIs that reject it)")
+	fs.StringVar(&f.spec.Images.Format, "image-format", "png", "with --images: png or jpeg")
+	fs.StringVar(&t.Endpoint, "endpoint", "", "the API's path on the server, e.g. /rerank (default: the API's own, e.g. /v1/rerank)")
+	fs.BoolVar(&t.IgnoreEOS, "ignore-eos", d.IgnoreEOS, "send ignore_eos so outputs have exactly --output-tokens (turn off for hosted APIs that reject it)")
 	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature to send (default: none sent, the server's own)")
 	fs.Float64Var(&f.topP, "top-p", 0, "nucleus sampling top_p to send, in (0, 1] (default: none sent)")
-	fs.DurationVar(&f.timeout, "timeout", d.Timeout, "per-request time limit (whole request)")
-	fs.DurationVar(&f.idleTimeout, "idle-timeout", d.IdleTimeout, "fail a request when its stream sends no bytes for this long")
-	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file with an extra CA certificate for https targets")
-	fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification (recorded in the summary)")
+	fs.DurationVar(&t.Timeout, "timeout", d.Timeout, "per-request time limit (whole request)")
+	fs.DurationVar(&t.IdleTimeout, "idle-timeout", d.IdleTimeout, "fail a request when its stream sends no bytes for this long")
+	fs.StringVar(&t.CACert, "ca-cert", "", "PEM file with an extra CA certificate for https targets")
+	fs.BoolVar(&t.Insecure, "insecure", false, "skip TLS certificate verification (recorded in the summary)")
 	f.bindScrapes(fs)
-	fs.BoolVar(&f.http2, "http2", false, "allow HTTP/2 (h2 over TLS, h2c over plain HTTP); default HTTP/1.1, one connection per stream")
-	fs.BoolVar(&f.keepAlive, "keep-alive", d.KeepAlive, "reuse connections between requests; false opens a new one per request, as vLLM's client does (a request that meets a connection the server closed is re-sent once either way: docs/real-servers.md)")
-	fs.BoolVar(&f.testRequest, "test-request", d.TestRequest, "send one request (the first level's first) before measuring, as vLLM's client does: a failure stops the run with its error (exit 4); an answer warms the server; it is not recorded")
-	fs.BoolVar(&f.saveText, "save-text", false, "keep each response's generated text in records.jsonl (\"text\") and in --result-format vllm's generated_texts; records grow by the text's size")
+	fs.BoolVar(&t.HTTP2, "http2", false, "allow HTTP/2 (h2 over TLS, h2c over plain HTTP); default HTTP/1.1, one connection per stream")
+	fs.BoolVar(&t.KeepAlive, "keep-alive", d.KeepAlive, "reuse connections between requests; false opens a new one per request, as vLLM's client does (a request that meets a connection the server closed is re-sent once either way: docs/real-servers.md)")
+	fs.BoolVar(&t.TestRequest, "test-request", d.TestRequest, "send one request (the first level's first) before measuring, as vLLM's client does: a failure stops the run with its error (exit 4); an answer warms the server; it is not recorded")
+	fs.BoolVar(&t.SaveText, "save-text", false, "keep each response's generated text in records.jsonl (\"text\") and in --result-format vllm's generated_texts; records grow by the text's size")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "the model's chat template, which the chat APIs' prompts are sized with so that the server's prompt_tokens is --input-tokens: a .jinja file, a tokenizer_config.json or a model folder (default: the one beside --tokenizer's tokenizer.json, if any); none: size message text alone")
-	fs.BoolVar(&f.readStamps, "read-stamps", false, "time token events when llmbench reads them, not by the kernel's receive time of their bytes (the default on Linux over HTTP/1.1)")
+	fs.BoolVar(&t.ReadStamps, "read-stamps", false, "time token events when llmbench reads them, not by the kernel's receive time of their bytes (the default on Linux over HTTP/1.1)")
 }
 
 // bindScrapes binds the flags of what a live run scrapes beside the benchmark: the
 // server's /metrics and the GPU exporters'.
 func (f *benchFlags) bindScrapes(fs *pflag.FlagSet) {
-	fs.StringVar(&f.metricsURL, "metrics-url", "", `Prometheus endpoint to scrape during each level (default: the target's /metrics when it answers; "none" disables)`)
-	fs.DurationVar(&f.metricsInterval, "metrics-interval", bench.DefaultInterval, "how often to scrape --metrics-url and --gpu-metrics")
+	fs.StringVar(&f.spec.Telemetry.MetricsURL, "metrics-url", "", `Prometheus endpoint to scrape during each level (default: the target's /metrics when it answers; "none" disables)`)
+	fs.DurationVar(&f.spec.Telemetry.Interval, "metrics-interval", bench.DefaultInterval, "how often to scrape --metrics-url and --gpu-metrics")
 	fs.StringArrayVar(&f.gpuMetrics, "gpu-metrics", nil, "`URL` of a GPU exporter's /metrics (NVIDIA dcgm-exporter, AMD device-metrics-exporter) to scrape during each level: power, energy, J per output token, utilisation (repeatable: one per node)")
 }
 
@@ -145,8 +146,6 @@ func (r *resolver) balancing() {
 // target reads run's target flags: the server, its API, credentials and transport.
 func (r *resolver) target() {
 	f, c := r.f, r.c
-	c.IgnoreEOS, c.Timeout, c.IdleTimeout, c.KeepAlive, c.TestRequest = f.ignoreEOS, f.timeout, f.idleTimeout, f.keepAlive, f.testRequest
-	c.Insecure, c.HTTP2, c.ReadStamps, c.CACert, c.SaveText, c.Endpoint = f.insecure, f.http2, f.readStamps, f.caCert, f.saveText, f.endpoint
 	if f.url != "" {
 		r.add(parseTarget(f.url))
 		c.URL = strings.TrimRight(f.url, "/")
@@ -155,15 +154,15 @@ func (r *resolver) target() {
 		r.add(parseTarget(u))
 		c.More = append(c.More, strings.TrimRight(u, "/"))
 	}
-	if !slices.Contains(client.APIs(), f.api) {
-		hint := didYouMean(f.api, client.APIs())
-		switch strings.ToLower(f.api) {
+	if api := c.API; !slices.Contains(client.APIs(), api) {
+		hint := didYouMean(api, client.APIs())
+		switch strings.ToLower(api) {
 		case "vllm", "sglang", "openai", "lmdeploy", "trt-llm", "tensorrt-llm", "llama.cpp", "llama-server":
-			hint = " (--api names the API, not the server: " + f.api + " serves openai-chat and openai-completions)"
+			hint = " (--api names the API, not the server: " + api + " serves openai-chat and openai-completions)"
 		}
-		r.add(fmt.Errorf("--api: %q is not one of %s%s", f.api, strings.Join(client.APIs(), ", "), hint))
-	} else if f.url == "" && !slices.Contains(bench.SimAPIs, f.api) {
-		r.add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", f.api, strings.Join(bench.SimAPIs, ", ")))
+		r.add(fmt.Errorf("--api: %q is not one of %s%s", api, strings.Join(client.APIs(), ", "), hint))
+	} else if f.url == "" && !slices.Contains(bench.SimAPIs, api) {
+		r.add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", api, strings.Join(bench.SimAPIs, ", ")))
 	}
 	var err error
 	c.APIKey, err = resolveAPIKey(f.apiKey, f.apiKeyFile)
@@ -174,13 +173,11 @@ func (r *resolver) target() {
 		r.add(fmt.Errorf("--extra-body: %w", err))
 	}
 	r.spec("Timeout", "IdleTimeout", "Telemetry.Interval")
-	if f.metricsURL != "" && f.metricsURL != "none" {
-		if err := parseTarget(f.metricsURL); err != nil {
-			r.add(fmt.Errorf("--metrics-url: %q must be an http:// or https:// URL", f.metricsURL))
+	if m := c.Telemetry.MetricsURL; m != "" && m != "none" {
+		if err := parseTarget(m); err != nil {
+			r.add(fmt.Errorf("--metrics-url: %q must be an http:// or https:// URL", m))
 		}
 	}
-	c.Telemetry.MetricsURL, c.Telemetry.Interval = f.metricsURL, f.metricsInterval
-	c.Telemetry.GPUs, c.Telemetry.NoGPU = nil, false
 	for _, u := range f.gpuMetrics {
 		if u == "none" {
 			if len(f.gpuMetrics) > 1 {

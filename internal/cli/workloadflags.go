@@ -20,27 +20,27 @@ import (
 func (f *benchFlags) bindInputs(fs *pflag.FlagSet, d bench.Spec) {
 	fs.BoolVar(&f.stream, "stream", !d.NoStream, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL")
 	fs.IntVar(&f.tools, "tools", 0, "chat, Responses and Ollama's chat: offer N generated function definitions in every request (plausible names and typed parameters, by --seed)")
-	fs.StringVar(&f.toolsFile, "tools-file", "", "offer the function definitions of this JSON file in every request: an array of OpenAI tools, each {\"type\":\"function\",\"function\":{...}}")
+	fs.StringVar(&f.spec.ToolsFile, "tools-file", "", "offer the function definitions of this JSON file in every request: an array of OpenAI tools, each {\"type\":\"function\",\"function\":{...}}")
 	fs.StringVar(&f.toolChoice, "tool-choice", "", "with --tools or --tools-file: auto, required, none, or a function's name to call (default: none sent, the server's auto)")
-	fs.IntVar(&f.batchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
-	fs.IntVar(&f.documents, "documents", bench.DefaultDocuments, "rerank: documents per request, each of --input-tokens tokens")
-	fs.IntVar(&f.queryTokens, "query-tokens", bench.DefaultQueryTokens, "rerank: the query's length in tokens")
+	fs.IntVar(&f.spec.BatchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
+	fs.IntVar(&f.spec.Documents, "documents", bench.DefaultDocuments, "rerank: documents per request, each of --input-tokens tokens")
+	fs.IntVar(&f.spec.QueryTokens, "query-tokens", bench.DefaultQueryTokens, "rerank: the query's length in tokens")
 }
 
 // bindWorkload binds the flags that shape the requests (shared with dataset).
 func (f *benchFlags) bindWorkload(fs *pflag.FlagSet) {
-	d := bench.DefaultSpec()
+	d, w := bench.DefaultSpec(), &f.spec.Workload
 	fs.StringVar(&f.inputTokens, "input-tokens", d.Workload.InputTokens.String(), "prompt length in tokens: N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
 	fs.StringVar(&f.outputTokens, "output-tokens", d.Workload.OutputTokens.String(), "output length in tokens (max_tokens): N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
-	fs.StringVar(&f.tokenizer, "tokenizer", d.Tokenizer, "tokenizer for exact prompt lengths: o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (the target's /tokenize)")
-	fs.StringVar(&f.dataset, "dataset", d.Workload.Dataset, "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH, agent:PATH (recorded agent sessions)")
-	fs.IntVar(&f.prefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens")
-	fs.IntVar(&f.prefixGroups, "prefix-groups", d.Workload.PrefixGroups, "number of distinct shared prefixes")
-	fs.Float64Var(&f.traceSpeed, "trace-speed", d.Workload.TraceSpeed, "replay traces this many times faster")
-	fs.DurationVar(&f.traceOffset, "trace-offset", 0, "start a trace's replay this far into it (the trace's own time from its first request, before --trace-speed): e.g. 1h replays from its second hour")
-	fs.IntVar(&f.turns, "turns", d.Workload.Turns, "turns per conversation: each next turn carries the history (multi-turn chat)")
-	fs.DurationVar(&f.thinkTime, "think-time", 0, "with --turns: the user's pause between a reply and the next turn")
-	fs.Int64Var(&f.seed, "seed", d.Seed, "seed for prompts, lengths, arrivals and the simulator (run --url without --seed, unsharded: a new seed each run, printed and kept in summary.json)")
+	fs.StringVar(&f.spec.Tokenizer, "tokenizer", d.Tokenizer, "tokenizer for exact prompt lengths: o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (the target's /tokenize)")
+	fs.StringVar(&w.Dataset, "dataset", d.Workload.Dataset, "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH, agent:PATH (recorded agent sessions)")
+	fs.IntVar(&w.PrefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens")
+	fs.IntVar(&w.PrefixGroups, "prefix-groups", d.Workload.PrefixGroups, "number of distinct shared prefixes")
+	fs.Float64Var(&w.TraceSpeed, "trace-speed", d.Workload.TraceSpeed, "replay traces this many times faster")
+	fs.DurationVar(&w.TraceOffset, "trace-offset", 0, "start a trace's replay this far into it (the trace's own time from its first request, before --trace-speed): e.g. 1h replays from its second hour")
+	fs.IntVar(&w.Turns, "turns", d.Workload.Turns, "turns per conversation: each next turn carries the history (multi-turn chat)")
+	fs.DurationVar(&w.ThinkTime, "think-time", 0, "with --turns: the user's pause between a reply and the next turn")
+	fs.Int64Var(&f.spec.Seed, "seed", d.Seed, "seed for prompts, lengths, arrivals and the simulator (run --url without --seed, unsharded: a new seed each run, printed and kept in summary.json)")
 }
 
 // workload reads the flags that shape the requests: lengths, dataset, sampling, chat.
@@ -49,12 +49,11 @@ func (r *resolver) workload() {
 	in, out, errIn, errOut := f.lengths()
 	r.add(errIn)
 	r.add(errOut)
-	c.Workload = workload.Config{Dataset: f.dataset, InputTokens: in, OutputTokens: out,
-		PrefixTokens: f.prefixTokens, PrefixGroups: f.prefixGroups, Seed: f.seed,
-		TraceSpeed: f.traceSpeed, TraceOffset: f.traceOffset, LengthsOnly: !live, Turns: f.turns, ThinkTime: f.thinkTime}
+	w := &c.Workload
+	w.InputTokens, w.OutputTokens, w.Seed, w.LengthsOnly = in, out, c.Seed, !live
 	if f.fs != nil {
 		var errs []error
-		c.Workload.Agent, errs = f.agent.agent(f.fs)
+		w.Agent, errs = f.agent.agent(f.fs, w.Agent)
 		for _, err := range errs {
 			r.add(err)
 		}
@@ -70,10 +69,10 @@ func (r *resolver) workload() {
 	r.spec("Temperature", "TopP")
 	if live {
 		var err error
-		c.ChatTemplate, err = resolveChatTemplate(f.chatTemplate, f.tokenizer, f.api)
+		c.ChatTemplate, err = resolveChatTemplate(f.chatTemplate, c.Tokenizer, c.API)
 		r.add(err)
-		c.ChatOnServer = f.chatTemplate == "" && f.tokenizer == "server" && client.AppliesChatTemplate(f.api)
-		if f.api == client.APIOllamaGenerate && f.turns > 1 {
+		c.ChatOnServer = f.chatTemplate == "" && c.Tokenizer == "server" && client.AppliesChatTemplate(c.API)
+		if c.API == client.APIOllamaGenerate && w.Turns > 1 {
 			// Its prompt is the whole conversation joined, which Ollama formats as one
 			// user message: the turns are not the template's messages, so message text
 			// alone is sized (and the server's count differs by the template's tokens).
@@ -81,10 +80,10 @@ func (r *resolver) workload() {
 		}
 	}
 	r.spec("Tokenizer")
-	if f.turns < 1 {
-		r.add(fmt.Errorf("--turns %d: a conversation has at least one turn (1: single requests)", f.turns))
+	if w.Turns < 1 {
+		r.add(fmt.Errorf("--turns %d: a conversation has at least one turn (1: single requests)", w.Turns))
 	} else if errOut == nil && errIn == nil {
-		r.add(c.Workload.Validate())
+		r.add(w.Validate())
 	}
 }
 
