@@ -15,10 +15,6 @@ type agentFlags struct {
 	calls, toolLatency, toolResult string
 }
 
-// agentFlagNames are the flags that shape an agentic workload (the others given with chat
-// are refused).
-var agentFlagNames = []string{"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to"}
-
 // bind binds the agentic workload's flags, its counts straight to a.
 func (f *agentFlags) bind(fs *pflag.FlagSet, a *workload.Agent) {
 	fs.StringVar(&f.workload, "workload", "chat", "chat (requests, or conversations with --turns) or agentic (tasks: loops of tool calls, docs/metrics.md#agents)")
@@ -36,9 +32,9 @@ func (f *agentFlags) agent(fs *pflag.FlagSet, a workload.Agent) (workload.Agent,
 	var errs []error
 	switch f.workload {
 	case "chat", "":
-		for _, name := range agentFlagNames[1:] {
-			if fs.Changed(name) {
-				errs = append(errs, fmt.Errorf("--%s: shapes agentic tasks; add --workload agentic", name))
+		for _, flag := range specFlags { // those that set the Agent's fields, which chat has none of
+			if strings.HasPrefix(flag.field, "Workload.Agent.") && fs.Changed(flag.name) {
+				errs = append(errs, fmt.Errorf("--%s: shapes agentic tasks; add --workload agentic", flag.name))
 			}
 		}
 		return workload.Agent{}, errs

@@ -71,8 +71,8 @@ func benchError(err error) error {
 	)
 	switch {
 	case errors.As(err, &field):
-		if _, ok := benchFlagNames[field.Field]; ok {
-			return namedFlags(err, benchFlagNames)
+		if _, ok := specFlagNames[field.Field]; ok {
+			return namedFlags(err, specFlagNames)
 		}
 		return levelError(err) // a level's, which load refused
 	case errors.As(err, &invalid):

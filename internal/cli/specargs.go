@@ -22,7 +22,10 @@ import (
 // to the same run; none where the flag is at its default or another flag carries it.
 type specFlag struct {
 	name string
-	vals func(c *bench.Spec) []string
+	// field is the Spec's fields the flag sets, comma-separated as fielderr keys them (fieldKey),
+	// whose problems are said as the flag's (specFlagNames).
+	field string
+	vals  func(c *bench.Spec) []string
 }
 
 // specFlags are every flag of run, simulate and plan that describes the run (plan's own:
@@ -30,106 +33,106 @@ type specFlag struct {
 // flag bound without an entry here fails TestSpecArgsRoundTrip. The key and headers are
 // written as they are: what prints a command line (the check command) keeps to the traffic.
 var specFlags = []specFlag{
-	{"url", func(c *bench.Spec) []string { return append(str(c.URL), c.More...) }},
-	{"api", func(c *bench.Spec) []string { return str(c.API) }},
-	{"model", func(c *bench.Spec) []string { return str(c.Model) }},
-	{"api-key", func(c *bench.Spec) []string { return str(c.APIKey) }},
-	{"api-key-file", nil}, // the key it read is written as --api-key
-	{"header", func(c *bench.Spec) []string { return headerArgs(c) }},
-	{"extra-body", func(c *bench.Spec) []string { return jsonArg(c.ExtraBody) }},
-	{"endpoint", func(c *bench.Spec) []string { return str(c.Endpoint) }},
-	{"ignore-eos", func(c *bench.Spec) []string { return off(c.IgnoreEOS) }},
-	{"temperature", func(c *bench.Spec) []string { return ptrArg(c.Temperature) }},
-	{"top-p", func(c *bench.Spec) []string { return ptrArg(c.TopP) }},
-	{"timeout", func(c *bench.Spec) []string { return dur(c.Timeout) }},
-	{"idle-timeout", func(c *bench.Spec) []string { return dur(c.IdleTimeout) }},
-	{"ca-cert", func(c *bench.Spec) []string { return str(c.CACert) }},
-	{"insecure", func(c *bench.Spec) []string { return on(c.Insecure) }},
-	{"http2", func(c *bench.Spec) []string { return on(c.HTTP2) }},
-	{"keep-alive", func(c *bench.Spec) []string { return off(c.KeepAlive) }},
-	{"test-request", func(c *bench.Spec) []string { return off(c.TestRequest) }},
-	{"read-stamps", func(c *bench.Spec) []string { return on(c.ReadStamps) }},
-	{"save-text", func(c *bench.Spec) []string { return on(c.SaveText) }},
-	{"metrics-url", func(c *bench.Spec) []string { return str(c.Telemetry.MetricsURL) }},
-	{"metrics-interval", func(c *bench.Spec) []string { return dur(c.Telemetry.Interval) }},
-	{"gpu-metrics", func(c *bench.Spec) []string { return append(when(c.Telemetry.NoGPU, "none"), c.Telemetry.GPUs...) }}, // none: not the local GPUs either
-	{"balance", func(c *bench.Spec) []string { return str(c.Balance) }},
-	{"session-header", func(c *bench.Spec) []string { return sessionHeaderArgs(c) }},
+	{"url", "URL,More", func(c *bench.Spec) []string { return append(str(c.URL), c.More...) }},
+	{"api", "API", func(c *bench.Spec) []string { return str(c.API) }},
+	{"model", "Model", func(c *bench.Spec) []string { return str(c.Model) }},
+	{"api-key", "APIKey", func(c *bench.Spec) []string { return str(c.APIKey) }},
+	{"api-key-file", "APIKey", nil}, // the key it read is written as --api-key
+	{"header", "Headers", func(c *bench.Spec) []string { return headerArgs(c) }},
+	{"extra-body", "ExtraBody", func(c *bench.Spec) []string { return jsonArg(c.ExtraBody) }},
+	{"endpoint", "Endpoint", func(c *bench.Spec) []string { return str(c.Endpoint) }},
+	{"ignore-eos", "IgnoreEOS", func(c *bench.Spec) []string { return off(c.IgnoreEOS) }},
+	{"temperature", "Temperature", func(c *bench.Spec) []string { return ptrArg(c.Temperature) }},
+	{"top-p", "TopP", func(c *bench.Spec) []string { return ptrArg(c.TopP) }},
+	{"timeout", "Timeout", func(c *bench.Spec) []string { return dur(c.Timeout) }},
+	{"idle-timeout", "IdleTimeout", func(c *bench.Spec) []string { return dur(c.IdleTimeout) }},
+	{"ca-cert", "CACert", func(c *bench.Spec) []string { return str(c.CACert) }},
+	{"insecure", "Insecure", func(c *bench.Spec) []string { return on(c.Insecure) }},
+	{"http2", "HTTP2", func(c *bench.Spec) []string { return on(c.HTTP2) }},
+	{"keep-alive", "KeepAlive", func(c *bench.Spec) []string { return off(c.KeepAlive) }},
+	{"test-request", "TestRequest", func(c *bench.Spec) []string { return off(c.TestRequest) }},
+	{"read-stamps", "ReadStamps", func(c *bench.Spec) []string { return on(c.ReadStamps) }},
+	{"save-text", "SaveText", func(c *bench.Spec) []string { return on(c.SaveText) }},
+	{"metrics-url", "Telemetry.MetricsURL", func(c *bench.Spec) []string { return str(c.Telemetry.MetricsURL) }},
+	{"metrics-interval", "Telemetry.Interval", func(c *bench.Spec) []string { return dur(c.Telemetry.Interval) }},
+	{"gpu-metrics", "Telemetry.GPUs,Telemetry.NoGPU", func(c *bench.Spec) []string { return append(when(c.Telemetry.NoGPU, "none"), c.Telemetry.GPUs...) }}, // none: not the local GPUs either
+	{"balance", "Balance", func(c *bench.Spec) []string { return str(c.Balance) }},
+	{"session-header", "SessionHeader", func(c *bench.Spec) []string { return sessionHeaderArgs(c) }},
 	// Not the default profile, which plan's --model-shape and --model-config take as not given.
-	{"sim", func(c *bench.Spec) []string { return when(c.SimProfile != sim.DefaultProfile, c.SimProfile) }},
-	{"model-config", func(c *bench.Spec) []string { return str(c.ModelConfig) }},
-	{"stream", func(c *bench.Spec) []string { return off(!c.NoStream) }},
-	{"batch-size", func(c *bench.Spec) []string { return num(c.BatchSize) }},
-	{"documents", func(c *bench.Spec) []string { return num(c.Documents) }},
-	{"query-tokens", func(c *bench.Spec) []string { return num(c.QueryTokens) }},
-	{"images", func(c *bench.Spec) []string { return num(c.Images.N) }},
-	{"image-size", func(c *bench.Spec) []string {
+	{"sim", "SimProfile", func(c *bench.Spec) []string { return when(c.SimProfile != sim.DefaultProfile, c.SimProfile) }},
+	{"model-config", "ModelConfig", func(c *bench.Spec) []string { return str(c.ModelConfig) }},
+	{"stream", "NoStream", func(c *bench.Spec) []string { return off(!c.NoStream) }},
+	{"batch-size", "BatchSize", func(c *bench.Spec) []string { return num(c.BatchSize) }},
+	{"documents", "Documents", func(c *bench.Spec) []string { return num(c.Documents) }},
+	{"query-tokens", "QueryTokens", func(c *bench.Spec) []string { return num(c.QueryTokens) }},
+	{"images", "Images.N", func(c *bench.Spec) []string { return num(c.Images.N) }},
+	{"image-size", "Images.Width,Images.Height", func(c *bench.Spec) []string {
 		return when(c.Images.N > 0, fmt.Sprintf("%dx%d", c.Images.Width, c.Images.Height))
 	}},
-	{"image-format", func(c *bench.Spec) []string { return str(c.Images.Format) }},
+	{"image-format", "Images.Format", func(c *bench.Spec) []string { return str(c.Images.Format) }},
 	// Generated definitions as their count: the seed makes them again.
-	{"tools", func(c *bench.Spec) []string { return when(c.ToolsFile == "", num(len(c.Tools))...) }},
-	{"tools-file", func(c *bench.Spec) []string { return str(c.ToolsFile) }},
-	{"tool-choice", func(c *bench.Spec) []string { return str(string(c.ToolChoice)) }},
-	{"concurrency", func(c *bench.Spec) []string {
+	{"tools", "Tools", func(c *bench.Spec) []string { return when(c.ToolsFile == "", num(len(c.Tools))...) }},
+	{"tools-file", "Tools,ToolsFile", func(c *bench.Spec) []string { return str(c.ToolsFile) }},
+	{"tool-choice", "ToolChoice", func(c *bench.Spec) []string { return str(string(c.ToolChoice)) }},
+	{"concurrency", "Levels[].Concurrency", func(c *bench.Spec) []string {
 		return ladderArg(c, func(l load.Level) float64 { return float64(l.Concurrency) })
 	}},
-	{"rate", func(c *bench.Spec) []string { return ladderArg(c, func(l load.Level) float64 { return l.Rate }) }},
-	{"stages", func(c *bench.Spec) []string { return stagesArg(c) }},
-	{"arrival", func(c *bench.Spec) []string { return str(c.Base.Arrival.String()) }},
-	{"max-concurrency", func(c *bench.Spec) []string { return num(c.Base.MaxConcurrency) }},
-	{"requests", func(c *bench.Spec) []string { return num(c.Requests) }},
-	{"duration", func(c *bench.Spec) []string { return dur(c.Base.Duration) }},
-	{"warmup", func(c *bench.Spec) []string { return append(num(c.Base.Warmup), dur(c.Base.WarmupTime)...) }},
-	{"cooldown", func(c *bench.Spec) []string { return dur(c.Base.Cooldown) }},
-	{"max-error-rate", func(c *bench.Spec) []string { return num(c.Base.MaxErrorRate) }},
-	{"search", func(c *bench.Spec) []string { return str(string(c.Search)) }},
-	{"search-max", func(c *bench.Spec) []string { return num(c.SearchMax) }},
-	{"repeat", func(c *bench.Spec) []string { return num(c.Repeat) }},
-	{"stop-on-saturation", func(c *bench.Spec) []string { return on(c.StopOnSaturation) }},
-	{"shard", func(c *bench.Spec) []string {
+	{"rate", "Levels[].Rate", func(c *bench.Spec) []string { return ladderArg(c, func(l load.Level) float64 { return l.Rate }) }},
+	{"stages", "Levels[].Stages", func(c *bench.Spec) []string { return stagesArg(c) }},
+	{"arrival", "Base.Arrival", func(c *bench.Spec) []string { return str(c.Base.Arrival.String()) }},
+	{"max-concurrency", "Base.MaxConcurrency", func(c *bench.Spec) []string { return num(c.Base.MaxConcurrency) }},
+	{"requests", "Requests", func(c *bench.Spec) []string { return num(c.Requests) }},
+	{"duration", "Base.Duration", func(c *bench.Spec) []string { return dur(c.Base.Duration) }},
+	{"warmup", "Base.Warmup,Base.WarmupTime", func(c *bench.Spec) []string { return append(num(c.Base.Warmup), dur(c.Base.WarmupTime)...) }},
+	{"cooldown", "Base.Cooldown", func(c *bench.Spec) []string { return dur(c.Base.Cooldown) }},
+	{"max-error-rate", "Base.MaxErrorRate", func(c *bench.Spec) []string { return num(c.Base.MaxErrorRate) }},
+	{"search", "Search", func(c *bench.Spec) []string { return str(string(c.Search)) }},
+	{"search-max", "SearchMax", func(c *bench.Spec) []string { return num(c.SearchMax) }},
+	{"repeat", "Repeat", func(c *bench.Spec) []string { return num(c.Repeat) }},
+	{"stop-on-saturation", "StopOnSaturation", func(c *bench.Spec) []string { return on(c.StopOnSaturation) }},
+	{"shard", "Base.Shard,Base.Shards", func(c *bench.Spec) []string {
 		return when(c.Base.Shards > 1, rundesc.ShardString(c.Base.Shard, c.Base.Shards))
 	}},
-	{"start-at", func(c *bench.Spec) []string { return when(!c.StartAt.IsZero(), c.StartAt.Format(time.RFC3339Nano)) }},
-	{"input-tokens", func(c *bench.Spec) []string { return str(c.Workload.InputTokens.String()) }},
-	{"output-tokens", func(c *bench.Spec) []string { return str(c.Workload.OutputTokens.String()) }},
-	{"tokenizer", func(c *bench.Spec) []string { return str(c.Tokenizer) }},
-	{"chat-template", func(c *bench.Spec) []string { return chatTemplateArg(c) }},
-	{"dataset", func(c *bench.Spec) []string { return str(c.Workload.Dataset) }},
-	{"prefix-tokens", func(c *bench.Spec) []string { return num(c.Workload.PrefixTokens) }},
-	{"prefix-groups", func(c *bench.Spec) []string { return num(c.Workload.PrefixGroups) }},
-	{"trace-speed", func(c *bench.Spec) []string { return num(c.Workload.TraceSpeed) }},
-	{"trace-offset", func(c *bench.Spec) []string { return dur(c.Workload.TraceOffset) }},
-	{"turns", func(c *bench.Spec) []string { return num(c.Workload.Turns) }},
-	{"think-time", func(c *bench.Spec) []string { return dur(c.Workload.ThinkTime) }},
-	{"seed", func(c *bench.Spec) []string { return []string{strconv.FormatInt(c.Seed, 10)} }}, // 0 is a seed too
-	{"percentiles", func(c *bench.Spec) []string { return numList(c.Judge.Metrics.Percentiles) }},
-	{"slo", func(c *bench.Spec) []string { return str(c.Judge.SLO) }},
-	{"gpu-price", func(c *bench.Spec) []string { return ptrArg(c.Judge.Pricing.USDPerGPUHour) }},
-	{"gpus", func(c *bench.Spec) []string { return num(c.Judge.Pricing.GPUs) }},
-	{"price-in", func(c *bench.Spec) []string {
+	{"start-at", "StartAt", func(c *bench.Spec) []string { return when(!c.StartAt.IsZero(), c.StartAt.Format(time.RFC3339Nano)) }},
+	{"input-tokens", "Workload.InputTokens", func(c *bench.Spec) []string { return str(c.Workload.InputTokens.String()) }},
+	{"output-tokens", "Workload.OutputTokens", func(c *bench.Spec) []string { return str(c.Workload.OutputTokens.String()) }},
+	{"tokenizer", "Tokenizer", func(c *bench.Spec) []string { return str(c.Tokenizer) }},
+	{"chat-template", "ChatTemplate", func(c *bench.Spec) []string { return chatTemplateArg(c) }},
+	{"dataset", "Workload.Dataset", func(c *bench.Spec) []string { return str(c.Workload.Dataset) }},
+	{"prefix-tokens", "Workload.PrefixTokens", func(c *bench.Spec) []string { return num(c.Workload.PrefixTokens) }},
+	{"prefix-groups", "Workload.PrefixGroups", func(c *bench.Spec) []string { return num(c.Workload.PrefixGroups) }},
+	{"trace-speed", "Workload.TraceSpeed", func(c *bench.Spec) []string { return num(c.Workload.TraceSpeed) }},
+	{"trace-offset", "Workload.TraceOffset", func(c *bench.Spec) []string { return dur(c.Workload.TraceOffset) }},
+	{"turns", "Workload.Turns", func(c *bench.Spec) []string { return num(c.Workload.Turns) }},
+	{"think-time", "Workload.ThinkTime", func(c *bench.Spec) []string { return dur(c.Workload.ThinkTime) }},
+	{"seed", "Seed", func(c *bench.Spec) []string { return []string{strconv.FormatInt(c.Seed, 10)} }}, // 0 is a seed too
+	{"percentiles", "Judge.Metrics.Percentiles", func(c *bench.Spec) []string { return numList(c.Judge.Metrics.Percentiles) }},
+	{"slo", "Judge.SLO,Judge.Metrics.SLOs", func(c *bench.Spec) []string { return str(c.Judge.SLO) }},
+	{"gpu-price", "Judge.Pricing.USDPerGPUHour", func(c *bench.Spec) []string { return ptrArg(c.Judge.Pricing.USDPerGPUHour) }},
+	{"gpus", "Judge.Pricing.GPUs", func(c *bench.Spec) []string { return num(c.Judge.Pricing.GPUs) }},
+	{"price-in", "Judge.Pricing.Tokens", func(c *bench.Spec) []string {
 		return tokenPrice(c, func(p metrics.TokenPrice) float64 { return p.USDPerMillionInput })
 	}},
-	{"price-out", func(c *bench.Spec) []string {
+	{"price-out", "Judge.Pricing.Tokens", func(c *bench.Spec) []string {
 		return tokenPrice(c, func(p metrics.TokenPrice) float64 { return p.USDPerMillionOutput })
 	}},
-	{"workload", func(c *bench.Spec) []string {
+	{"workload", "Workload.Agent", func(c *bench.Spec) []string {
 		return str(map[bool]string{false: "chat", true: "agentic"}[c.Workload.Agent.On()])
 	}},
-	{"calls-per-task", func(c *bench.Spec) []string { return agentDist(c, c.Workload.Agent.Calls) }},
-	{"tool-latency", func(c *bench.Spec) []string { return agentDist(c, c.Workload.Agent.ToolLatency) }},
-	{"tool-result-tokens", func(c *bench.Spec) []string { return agentDist(c, c.Workload.Agent.ToolResultTokens) }},
-	{"fan-out", func(c *bench.Spec) []string { return num(c.Workload.Agent.FanOut) }},
-	{"compact-at", func(c *bench.Spec) []string { return num(c.Workload.Agent.CompactAt) }},
-	{"compact-to", func(c *bench.Spec) []string { return num(c.Workload.Agent.CompactTo) }},
-	{"output-dir", func(c *bench.Spec) []string { return str(c.Output.Dir) }},
-	{"overwrite", func(c *bench.Spec) []string { return on(c.Output.Overwrite) }},
-	{"no-progress", nil}, // the console's flags: no part of the run (specArgs writes them)
-	{"quiet", nil},
-	{"wide", nil},
-	{"result-format", func(c *bench.Spec) []string { return str(c.Output.ResultFormat) }},
-	{"records", func(c *bench.Spec) []string { return str(string(c.Output.Records)) }},
-	{"config", nil}, // its settings are written as the flags they set
+	{"calls-per-task", "Workload.Agent.Calls", func(c *bench.Spec) []string { return agentDist(c, c.Workload.Agent.Calls) }},
+	{"tool-latency", "Workload.Agent.ToolLatency", func(c *bench.Spec) []string { return agentDist(c, c.Workload.Agent.ToolLatency) }},
+	{"tool-result-tokens", "Workload.Agent.ToolResultTokens", func(c *bench.Spec) []string { return agentDist(c, c.Workload.Agent.ToolResultTokens) }},
+	{"fan-out", "Workload.Agent.FanOut", func(c *bench.Spec) []string { return num(c.Workload.Agent.FanOut) }},
+	{"compact-at", "Workload.Agent.CompactAt", func(c *bench.Spec) []string { return num(c.Workload.Agent.CompactAt) }},
+	{"compact-to", "Workload.Agent.CompactTo", func(c *bench.Spec) []string { return num(c.Workload.Agent.CompactTo) }},
+	{"output-dir", "Output.Dir", func(c *bench.Spec) []string { return str(c.Output.Dir) }},
+	{"overwrite", "Output.Overwrite", func(c *bench.Spec) []string { return on(c.Output.Overwrite) }},
+	{"no-progress", "", nil}, // the console's flags: no part of the run (specArgs writes them)
+	{"quiet", "", nil},
+	{"wide", "", nil},
+	{"result-format", "Output.ResultFormat", func(c *bench.Spec) []string { return str(c.Output.ResultFormat) }},
+	{"records", "Output.Records", func(c *bench.Spec) []string { return str(string(c.Output.Records)) }},
+	{"config", "", nil}, // its settings are written as the flags they set
 }
 
 // specArgs is the command line that resolves to c and o again: each flag of specFlags that

@@ -295,3 +295,29 @@ func TestSpecArgsWritesLargeIntegers(t *testing.T) {
 		t.Errorf("num(2.5e6) = %q, want [2.5e+06] (a float flag parses it)", got)
 	}
 }
+
+// TestSpecFlagFields: each field specFlags names (the flag's errors' key) is bench.Spec's.
+func TestSpecFlagFields(t *testing.T) {
+	for _, f := range specFlags {
+		for _, path := range strings.Split(f.field, ",") {
+			if path == "" {
+				continue
+			}
+			typ := reflect.TypeFor[bench.Spec]()
+			for _, name := range strings.Split(path, ".") {
+				name, slice := strings.CutSuffix(name, "[]")
+				field, ok := reflect.StructField{}, typ.Kind() == reflect.Struct
+				if ok {
+					field, ok = typ.FieldByName(name)
+				}
+				if !ok {
+					t.Errorf("--%s: bench.Spec has no field %s", f.name, path)
+					break
+				}
+				if typ = field.Type; slice {
+					typ = typ.Elem()
+				}
+			}
+		}
+	}
+}

@@ -101,18 +101,33 @@ func fieldKey(path string) string { return fieldIndex.ReplaceAllString(path, "[]
 
 var fieldIndex = regexp.MustCompile(`\[[0-9]+\]`)
 
-// benchFlagNames are the flags that set bench.Config's fields, for its errors.
-var benchFlagNames = map[string]string{
-	"Output.Dir": "output-dir", "Output.Overwrite": "overwrite", "Output.Records": "records",
-	"Output.ResultFormat": "result-format", "Repeat": "repeat", "Balance": "balance", "API": "api", "SessionHeader": "session-header", "Search": "search", "SearchMax": "search-max",
-}
+// specFlagNames are the flags that set the Spec's fields (specFlags' field), by field, for
+// bench's errors; a field two flags set (the API key, the tools) is said as the first's.
+var specFlagNames = func() map[string]string {
+	names := map[string]string{}
+	for _, f := range specFlags {
+		for _, field := range strings.Split(f.field, ",") {
+			if _, ok := names[field]; !ok && field != "" {
+				names[field] = f.name
+			}
+		}
+	}
+	return names
+}()
 
-// levelFlagNames are the flags that set load.Level's fields, for its errors.
-var levelFlagNames = map[string]string{
-	"Concurrency": "concurrency", "Rate": "rate", "Arrival": "arrival", "MaxConcurrency": "max-concurrency",
-	"Requests": "requests", "Duration": "duration", "Warmup": "warmup", "WarmupTime": "warmup",
-	"Cooldown": "cooldown", "Shard": "shard", "Shards": "shard", "MaxErrorRate": "max-error-rate", "Stages": "stages",
-}
+// levelFlagNames are the flags that set load.Level's fields, for its errors: the Spec's
+// Base's and Levels' fields, and its Requests, each level's count.
+var levelFlagNames = func() map[string]string {
+	names := map[string]string{"Requests": specFlagNames["Requests"]}
+	for field, name := range specFlagNames {
+		if f, ok := strings.CutPrefix(field, "Base."); ok {
+			names[f] = name
+		} else if f, ok := strings.CutPrefix(field, "Levels[]."); ok {
+			names[f] = name
+		}
+	}
+	return names
+}()
 
 // levelError names the flag behind a load.Level problem.
 func levelError(err error) error { return namedFlags(err, levelFlagNames) }
