@@ -25,12 +25,14 @@ type benchFlags struct {
 	headers                 []string
 	extraBody               string
 	temperature, topP       float64 // used when set (Changed)
-	stream                  bool    // --stream (generation APIs; false: one JSON document)
 	imageSize               string  // --image-size WxH
-	tools                   int     // --tools N generated function definitions
-	toolChoice              string  // --tool-choice
 	chatTemplate            string
 	gpuMetrics              []string
+
+	// What a request carries beside its prompt.
+	stream     bool   // --stream (generation APIs; false: one JSON document)
+	tools      int    // --tools N generated function definitions
+	toolChoice string // --tool-choice
 
 	// Load.
 	concurrency, rate, arrival string
