@@ -55,8 +55,8 @@ type benchFlags struct {
 // bind binds run's flags (simulate's, live false), their defaults bench's (DefaultSpec).
 func (f *benchFlags) bind(fs *pflag.FlagSet, live bool) {
 	d := bench.DefaultSpec()
-	f.spec, f.spec.Live, f.fs = d, live, fs
-	if live {
+	f.spec, f.fs = d, fs
+	if f.spec.Live = live; live {
 		f.bindTarget(fs, d)
 	} else { // a simulation has no server to reach or scrape
 		f.spec.Server, f.spec.Telemetry = bench.Server{}, bench.Telemetry{}
