@@ -2,7 +2,10 @@ package bench
 
 import (
 	"math"
+	"path/filepath"
+	"slices"
 
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
@@ -19,6 +22,21 @@ func (s *Spec) Source(tok tokenizer.Tokenizer) (workload.Source, error) {
 		return nil, err
 	}
 	return s.WrapSource(src, tok)
+}
+
+// ChatTemplateBeside is the chat template beside tok's tokenizer.json, which the prompts of
+// api are sized with where a server formats them with one; nil where api sends its prompt as
+// it is, tok is the server's or a built-in encoding, or tok does not resolve (its own error
+// is said where it is loaded). An error is a template beside tok that does not load.
+func ChatTemplateBeside(tok, api string) (*chattemplate.Template, error) {
+	if !client.AppliesChatTemplate(api) || tok == "server" || slices.Contains(tokenizer.Encodings(), tok) {
+		return nil, nil
+	}
+	path, err := tokenizer.Resolve(tok)
+	if err != nil {
+		return nil, nil
+	}
+	return chattemplate.Find(filepath.Dir(path))
 }
 
 // UseChat sets how the workload counts chat prompts, once the tokenizer is loaded: with

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
@@ -35,6 +37,10 @@ type ProbeRun struct {
 	// Run runs one step's Spec as run runs a benchmark (bench.RunLive).
 	Run   func(ctx context.Context, spec *bench.Spec) error
 	Notes ProbeNotes
+
+	// chatTemplate is the one beside Tokenizer's tokenizer.json, which the chat APIs'
+	// prompts are sized with (bench.ChatTemplateBeside), as run finds it.
+	chatTemplate *chattemplate.Template
 }
 
 // ProbeNotes are told what the probe is doing; each nil says nothing.
@@ -93,6 +99,11 @@ func Probe(ctx context.Context, r ProbeRun) (*Points, Published, error) {
 		// A server's prompt cache (llama.cpp's, vLLM's prefix cache) answers a prompt it has
 		// seen without prefilling it: every probe must send prompts new to it.
 		r.Seed = time.Now().UnixNano() & (1<<40 - 1)
+	}
+	if r.Tokenizer != TokenizerAuto { // what auto chooses, the server's tokens or an encoding, has none
+		if r.chatTemplate, err = bench.ChatTemplateBeside(r.Tokenizer, r.API); err != nil {
+			return nil, Published{}, probeErr(ProbeSettings, &fielderr.Error{Field: "Tokenizer", Err: fmt.Errorf("%s: %w", r.Tokenizer, err)})
+		}
 	}
 	pub, err := r.readLimits(ctx, side)
 	if err != nil {
@@ -230,7 +241,7 @@ func (r *ProbeRun) StepSpec(step Step, n int, out, trace string, keepAlive bool)
 	s.API, s.Tokenizer, s.Seed, s.Workload.Seed, s.Requests = r.API, r.Tokenizer, seed, seed, step.Requests
 	s.URL, s.Model, s.ModelChecked, s.APIKey, s.Headers = strings.TrimRight(r.URL, "/"), r.Model, n > 1, r.APIKey, r.Headers.Clone()
 	s.KeepAlive, s.TestRequest = keepAlive, n == 1
-	s.ChatOnServer = r.Tokenizer == "server" && client.AppliesChatTemplate(r.API)
+	s.ChatTemplate, s.ChatOnServer = r.chatTemplate, r.Tokenizer == "server" && client.AppliesChatTemplate(r.API)
 	s.Judge.Metrics.Percentiles = []float64{50, 99}
 	s.Telemetry.Interval, s.Telemetry.NoGPU = 100*time.Millisecond, true
 	s.Output.Dir, s.Output.Overwrite = out, r.Overwrite

@@ -221,10 +221,10 @@ func fit(ctx context.Context, stdio Stdio, quiet bool, pts []calibrate.Point, sr
 	return res, namedFlags(err, calibrateFlagNames)
 }
 
-// calibrateFlagNames are the flags that set calibrate's ProbeConfig and Options fields,
+// calibrateFlagNames are the flags that set calibrate's ProbeConfig, ProbeRun and Options fields,
 // for their errors.
 var calibrateFlagNames = map[string]string{"MaxConcurrency": "max-concurrency", "MaxInputTokens": "max-input-tokens",
-	"MaxNumSeqs": "max-num-seqs", "Model": "model-shape", "GPU": "gpu"}
+	"MaxNumSeqs": "max-num-seqs", "Model": "model-shape", "GPU": "gpu", "Tokenizer": "tokenizer"}
 
 // fitProgressLine is what the fit's progress line says: pure, for tests.
 func fitProgressLine(doing string, tried int, elapsed time.Duration) string {

@@ -27,11 +27,6 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*ca
 	r := calibrate.ProbeRun{URL: f.url, API: f.api, Model: f.model, APIKey: key, Headers: hdr, Tokenizer: f.tokenizer,
 		MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens, Seed: f.seed, Dir: dir, Overwrite: f.overwrite,
 		Run: func(ctx context.Context, spec *bench.Spec) error {
-			// The chat template beside a tokenizer.json, found as run finds it.
-			var err error
-			if spec.ChatTemplate, err = resolveChatTemplate("", spec.Tokenizer, spec.API); err != nil {
-				return usageError(err)
-			}
 			return runLive(ctx, Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err}, spec, consoleOpts{quiet: true, noProgress: f.quiet})
 		}}
 	if !f.quiet {

@@ -2,14 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/tokenizer"
 	"github.com/llmbench/llmbench/internal/workload"
 
 	"github.com/spf13/pflag"
@@ -116,14 +113,8 @@ func resolveChatTemplate(flag, tok, api string) (*chattemplate.Template, error) 
 			return nil, fmt.Errorf("--chat-template: %w", err)
 		}
 		return tm, nil
-	case !applies || tok == "server" || slices.Contains(tokenizer.Encodings(), tok):
-		return nil, nil
 	}
-	path, err := tokenizer.Resolve(tok)
-	if err != nil {
-		return nil, nil // --tokenizer's own error is reported where it is loaded
-	}
-	tm, err := chattemplate.Find(filepath.Dir(path))
+	tm, err := bench.ChatTemplateBeside(tok, api)
 	if err != nil {
 		return nil, fmt.Errorf("--tokenizer %s: %w (--chat-template none sizes message text alone)", tok, err)
 	}
