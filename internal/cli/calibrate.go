@@ -20,16 +20,14 @@ import (
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
-// calibrateFlags are calibrate's flags as typed.
+// calibrateFlags are calibrate's flags as typed: the request, bound straight into it, and
+// what becomes its key and headers.
 type calibrateFlags struct {
-	url, api, model, apiKey, apiKeyFile, tokenizer string
-	modelShape, modelConfig, gpu                   string
-	headers                                        []string
-	maxConcurrency, maxInputTokens, maxNumSeqs     int
-	output                                         string
-	seed                                           int64
-	overwrite, quiet                               bool
-	changed                                        func(name string) bool
+	req        calibrate.Calibration
+	apiKeyFile string
+	headers    []string
+	quiet      bool
+	changed    func(name string) bool
 }
 
 func newCalibrateCmd(stdio Stdio) *cobra.Command {
@@ -60,88 +58,86 @@ states the prediction error on probe points held out of the fit.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.url, "url", "", "probe this server (base URL, e.g. http://127.0.0.1:8080); without it, fit the run folders given")
-	fs.StringVar(&f.api, "api", bench.DefaultSpec().API, "API to probe with: "+strings.Join(client.APIs(), ", "))
-	fs.StringVar(&f.model, "model", "", "model name (default: the first id from /v1/models)")
-	fs.StringVar(&f.apiKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
+	fs.StringVar(&f.req.URL, "url", "", "probe this server (base URL, e.g. http://127.0.0.1:8080); without it, fit the run folders given")
+	fs.StringVar(&f.req.API, "api", bench.DefaultSpec().API, "API to probe with: "+strings.Join(client.APIs(), ", "))
+	fs.StringVar(&f.req.Model, "model", "", "model name (default: the first id from /v1/models)")
+	fs.StringVar(&f.req.APIKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)")
 	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "read the API key from this file")
 	fs.StringArrayVar(&f.headers, "header", nil, "extra HTTP header `K:V` (repeatable)")
-	fs.StringVar(&f.tokenizer, "tokenizer", calibrate.TokenizerAuto, "tokenizer for the probe's prompt lengths: auto is the server's own (its /tokenize: llama.cpp, vLLM) where it has one, else o200k_base with prompts kept to 70% of a slot's context (the fit uses the server's usage.prompt_tokens where it reports them)")
-	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "cap on the probe's requests in flight (default: as high as seeing the batch limit needs, at most 256)")
-	fs.IntVar(&f.maxInputTokens, "max-input-tokens", 0, "longest prompt the probe sends (default 4096, or what the server's published context leaves)")
-	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "the server's batch limit, when it publishes none and the probe may not reach it (Ollama: OLLAMA_NUM_PARALLEL)")
-	fs.StringVar(&f.modelShape, "model-shape", "", "the served model's shape, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"): fit the roofline's constants instead of a linear model (with --gpu), so the profile carries to other GPUs and tp")
-	fs.StringVar(&f.modelConfig, "model-config", "", "the served model's Hugging Face config.json (`PATH`), instead of --model-shape: fit the roofline's constants to it (with --gpu)")
-	fs.StringVar(&f.gpu, "gpu", "", "with --model-shape or --model-config: the server's GPU, a preset ("+strings.Join(sim.GPUPresets(), ", ")+")")
-	fs.StringVar(&f.output, "output", "", "the profile to write, FILE.yaml (with FILE.calibration.json and FILE.calibration.html beside it)")
-	fs.Int64Var(&f.seed, "seed", 0, "seed for the probe's prompts, each step's its own (default: a new one each time, so that no prompt cache of the server has seen them)")
-	fs.BoolVar(&f.overwrite, "overwrite", false, "replace FILE.yaml, its reports and FILE.probe/ if they exist")
+	fs.StringVar(&f.req.Tokenizer, "tokenizer", calibrate.TokenizerAuto, "tokenizer for the probe's prompt lengths: auto is the server's own (its /tokenize: llama.cpp, vLLM) where it has one, else o200k_base with prompts kept to 70% of a slot's context (the fit uses the server's usage.prompt_tokens where it reports them)")
+	fs.IntVar(&f.req.MaxConcurrency, "max-concurrency", 0, "cap on the probe's requests in flight (default: as high as seeing the batch limit needs, at most 256)")
+	fs.IntVar(&f.req.MaxInputTokens, "max-input-tokens", 0, "longest prompt the probe sends (default 4096, or what the server's published context leaves)")
+	fs.IntVar(&f.req.MaxNumSeqs, "max-num-seqs", 0, "the server's batch limit, when it publishes none and the probe may not reach it (Ollama: OLLAMA_NUM_PARALLEL)")
+	fs.StringVar(&f.req.ModelShape, "model-shape", "", "the served model's shape, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"): fit the roofline's constants instead of a linear model (with --gpu), so the profile carries to other GPUs and tp")
+	fs.StringVar(&f.req.ModelConfig, "model-config", "", "the served model's Hugging Face config.json (`PATH`), instead of --model-shape: fit the roofline's constants to it (with --gpu)")
+	fs.StringVar(&f.req.GPU, "gpu", "", "with --model-shape or --model-config: the server's GPU, a preset ("+strings.Join(sim.GPUPresets(), ", ")+")")
+	fs.StringVar(&f.req.Profile, "output", "", "the profile to write, FILE.yaml (with FILE.calibration.json and FILE.calibration.html beside it)")
+	fs.Int64Var(&f.req.Seed, "seed", 0, "seed for the probe's prompts, each step's its own (default: a new one each time, so that no prompt cache of the server has seen them)")
+	fs.BoolVar(&f.req.Overwrite, "overwrite", false, "replace FILE.yaml, its reports and FILE.probe/ if they exist")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the fit, not each probe step")
 	return cmd
 }
 
-// resolve reads the flags into the fit's options, reporting every problem at once.
-func (f *calibrateFlags) resolve(dirs []string) (calibrate.Options, error) {
+// resolve reads the flags into the calibration's files and the fit's options, reporting
+// every problem at once in the words of the flags behind it.
+func (f *calibrateFlags) resolve(dirs []string) (calibrate.Files, calibrate.Options, error) {
+	f.req.Dirs = dirs
+	files, err := f.req.Files()
+	errs := append(f.requestErrors(err), f.probeOnly()...)
+	opts, err := f.req.Options()
+	opts.MaxNumSeqsHow = "given (--max-num-seqs)"
+	return files, opts, errors.Join(append(errs, f.requestErrors(err)...)...)
+}
+
+// probeOnly are the flags given that apply to probing a server, when fitting run folders.
+func (f *calibrateFlags) probeOnly() []error {
 	var errs []error
-	opts := calibrate.Options{MaxNumSeqs: f.maxNumSeqs, MaxNumSeqsHow: "given (--max-num-seqs)", Seed: max(f.seed, 1)}
-	switch {
-	case f.url == "" && len(dirs) == 0:
-		errs = append(errs, errors.New("give --url URL to probe a server, or run folders to fit"))
-	case f.url != "" && len(dirs) > 0:
-		errs = append(errs, fmt.Errorf("give --url or run folders, not both (got --url and %d folders)", len(dirs)))
-	}
-	if f.output == "" {
-		errs = append(errs, errors.New("--output FILE.yaml is required"))
-	} else if ext := filepath.Ext(f.output); ext != ".yaml" && ext != ".yml" {
-		errs = append(errs, fmt.Errorf("--output %s: name a .yaml file (the profile)", f.output))
-	}
-	if f.url == "" {
+	if f.req.URL == "" {
 		for _, name := range []string{"max-concurrency", "max-input-tokens", "api", "model", "api-key", "api-key-file", "header", "tokenizer"} {
 			if f.changed != nil && f.changed(name) {
 				errs = append(errs, fmt.Errorf("--%s applies to probing a server (--url), not to fitting run folders", name))
 			}
 		}
 	}
-	switch {
-	case f.modelShape != "" && f.modelConfig != "":
-		errs = append(errs, errors.New("--model-shape and --model-config: give one (a preset, or a config.json)"))
-	case (f.modelShape == "" && f.modelConfig == "") != (f.gpu == ""):
-		errs = append(errs, errors.New("--model-shape and --gpu go together (or --model-config and --gpu): a roofline fit needs the model and the GPU"))
-	}
-	m, ok := sim.ModelPreset(f.modelShape)
-	if f.modelShape != "" && !ok {
-		errs = append(errs, fmt.Errorf("--model-shape %q: not a preset (presets: %s)", f.modelShape, strings.Join(sim.ModelPresets(), ", ")))
-	}
-	if f.modelConfig != "" {
-		var err error
-		if m, err = sim.LoadHFConfig(f.modelConfig); err != nil {
-			errs = append(errs, fmt.Errorf("--model-config: %w", err))
+	return errs
+}
+
+// calibrateMessages say calibrate.Calibration's problems, by field, as the flags that set
+// those fields do (%v: calibrate's words); a field not here is said as "--flag: problem"
+// (calibrateFlagNames).
+var calibrateMessages = map[string]string{
+	"Profile":                    "--output %v",
+	"ModelShape,ModelConfig":     "--model-shape and --model-config: %v",
+	"ModelShape,ModelConfig,GPU": "--model-shape and --gpu go together (or --model-config and --gpu): %v",
+	"ModelShape":                 "--model-shape %v", "GPU": "--gpu %v", "MaxNumSeqs": "--max-num-seqs %v",
+}
+
+// requestErrors say calibrate.Calibration's problems as the flags behind them.
+func (f *calibrateFlags) requestErrors(err error) []error {
+	var errs []error
+	for _, e := range fielderr.Split(err) {
+		var field *fielderr.Error
+		switch {
+		case errors.Is(e, calibrate.ErrNoSource):
+			e = errors.New("give --url URL to probe a server, or run folders to fit")
+		case errors.Is(e, calibrate.ErrTwoSources):
+			e = fmt.Errorf("give --url or run folders, not both (got --url and %d folders)", len(f.req.Dirs))
+		case errors.As(e, &field) && calibrateMessages[field.Field] != "":
+			e = fmt.Errorf(calibrateMessages[field.Field], field.Err)
+		default:
+			e = namedFlags(e, calibrateFlagNames)
 		}
+		errs = append(errs, e)
 	}
-	g, ok := sim.GPUPreset(f.gpu)
-	if f.gpu != "" && !ok {
-		errs = append(errs, fmt.Errorf("--gpu %q: not a preset (presets: %s)", f.gpu, strings.Join(sim.GPUPresets(), ", ")))
-	}
-	if f.modelShape != "" || f.modelConfig != "" {
-		opts.Model, opts.GPU = &m, &g
-	}
-	pc := calibrate.ProbeConfig{MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens}
-	if err := pc.Validate(); err != nil {
-		errs = append(errs, namedFlags(err, calibrateFlagNames))
-	}
-	if f.maxNumSeqs < 0 {
-		errs = append(errs, fmt.Errorf("--max-num-seqs %d: must be positive", f.maxNumSeqs))
-	}
-	return opts, errors.Join(errs...)
+	return errs
 }
 
 func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []string) error {
-	opts, err := f.resolve(dirs)
+	files, opts, err := f.resolve(dirs)
 	if err != nil {
 		return usageError(err)
 	}
-	files := calibrate.FilesFor(f.output)
-	if p, isProbe := files.Existing(f.url != ""); p != "" && !f.overwrite {
+	if p, isProbe := files.Existing(f.req.URL != ""); p != "" && !f.req.Overwrite {
 		if isProbe {
 			return usageError(fmt.Errorf("%s exists (an earlier probe): choose another --output, fit it with 'llmbench calibrate %s/* --output ...', or --overwrite", p, p))
 		}
@@ -156,7 +152,7 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 		pts []calibrate.Point
 		src calibrate.Source
 	)
-	if f.url != "" {
+	if f.req.URL != "" {
 		var set *calibrate.Points
 		if set, opts.Server, err = probe(ctx, stdio, f, files.Probe); err != nil {
 			return err
@@ -221,10 +217,10 @@ func fit(ctx context.Context, stdio Stdio, quiet bool, pts []calibrate.Point, sr
 	return res, namedFlags(err, calibrateFlagNames)
 }
 
-// calibrateFlagNames are the flags that set calibrate's ProbeConfig, ProbeRun and Options fields,
+// calibrateFlagNames are the flags that set calibrate's ProbeConfig, ProbeRun, Request and Options fields,
 // for their errors.
 var calibrateFlagNames = map[string]string{"MaxConcurrency": "max-concurrency", "MaxInputTokens": "max-input-tokens",
-	"MaxNumSeqs": "max-num-seqs", "Model": "model-shape", "GPU": "gpu", "Tokenizer": "tokenizer"}
+	"MaxNumSeqs": "max-num-seqs", "Model": "model-shape", "GPU": "gpu", "Tokenizer": "tokenizer", "ModelConfig": "model-config"}
 
 // fitProgressLine is what the fit's progress line says: pure, for tests.
 func fitProgressLine(doing string, tried int, elapsed time.Duration) string {

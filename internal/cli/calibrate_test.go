@@ -105,21 +105,27 @@ func TestProbeStepConfig(t *testing.T) {
 	if err := os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 8, "output_length": 2}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The flags that say a probe's steps.
+	type probeFlags struct {
+		url, api, tokenizer, model, apiKey string
+		headers                            []string
+		overwrite, quiet                   bool
+	}
 	for _, tc := range []struct {
-		f         calibrateFlags
+		f         probeFlags
 		step      calibrate.Step
 		n         int
 		keepAlive bool
 		trace     string
 	}{
-		{calibrateFlags{url: "http://127.0.0.1:8080/", api: "openai-chat", tokenizer: "o200k_base"},
+		{probeFlags{url: "http://127.0.0.1:8080/", api: "openai-chat", tokenizer: "o200k_base"},
 			calibrate.Step{Name: "prefill-32", Concurrency: 1, Requests: 8, InputTokens: 32, OutputTokens: 4}, 1, true, ""},
-		{calibrateFlags{url: "http://127.0.0.1:8080", api: "openai-completions", tokenizer: "cl100k_base", model: "m", apiKey: "k",
+		{probeFlags{url: "http://127.0.0.1:8080", api: "openai-completions", tokenizer: "cl100k_base", model: "m", apiKey: "k",
 			headers: []string{"X-A: b"}, overwrite: true},
 			calibrate.Step{Name: "decode-c4", Concurrency: 4, Requests: 16, InputTokens: 64, OutputTokens: 128}, 7, false, ""},
-		{calibrateFlags{url: "http://127.0.0.1:8080", api: "openai-chat", tokenizer: "o200k_base"},
+		{probeFlags{url: "http://127.0.0.1:8080", api: "openai-chat", tokenizer: "o200k_base"},
 			calibrate.Step{Name: "mixed", Requests: 1, Trace: []calibrate.TraceRow{{Input: 8, Output: 2}}}, 12, true, trace},
-		{calibrateFlags{url: "http://127.0.0.1:8080", api: "openai-chat", tokenizer: "server", quiet: true},
+		{probeFlags{url: "http://127.0.0.1:8080", api: "openai-chat", tokenizer: "server", quiet: true},
 			calibrate.Step{Name: "decode-c2", Concurrency: 2, Requests: 32, InputTokens: 32, OutputTokens: 64}, 3, true, ""},
 	} {
 		hdr, err := parseHeaders(tc.f.headers)

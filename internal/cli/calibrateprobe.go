@@ -12,25 +12,24 @@ import (
 	"github.com/llmbench/llmbench/internal/figure"
 )
 
-// probe runs the designed probe against f.url, each step a run folder under dir run as run
+// probe runs the designed probe of f's request, each step a run folder under dir run as run
 // runs one, and returns the points the steps measured and what the server published.
 func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*calibrate.Points, calibrate.Published, error) {
+	r := f.req.ProbeRun
+	var err error
 	// The same key rules as run's (a file, the flag, or $OPENAI_API_KEY).
-	key, err := resolveAPIKey(f.apiKey, f.apiKeyFile)
-	if err != nil {
+	if r.APIKey, err = resolveAPIKey(r.APIKey, f.apiKeyFile); err != nil {
 		return nil, calibrate.Published{}, usageError(err)
 	}
-	hdr, err := parseHeaders(f.headers)
-	if err != nil {
+	if r.Headers, err = parseHeaders(f.headers); err != nil {
 		return nil, calibrate.Published{}, usageError(err)
 	}
-	r := calibrate.ProbeRun{URL: f.url, API: f.api, Model: f.model, APIKey: key, Headers: hdr, Tokenizer: f.tokenizer,
-		MaxConcurrency: f.maxConcurrency, MaxInputTokens: f.maxInputTokens, Seed: f.seed, Dir: dir, Overwrite: f.overwrite,
-		Run: func(ctx context.Context, spec *bench.Spec) error {
-			return runLive(ctx, Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err}, spec, consoleOpts{quiet: true, noProgress: f.quiet})
-		}}
+	r.Dir = dir
+	r.Run = func(ctx context.Context, spec *bench.Spec) error {
+		return runLive(ctx, Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err}, spec, consoleOpts{quiet: true, noProgress: f.quiet})
+	}
 	if !f.quiet {
-		r.Notes = probeNotes(stdio.Out, f.url)
+		r.Notes = probeNotes(stdio.Out, r.URL)
 	}
 	set, pub, err := calibrate.Probe(ctx, r)
 	return set, pub, probeError(err)
