@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -154,8 +153,8 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	}
 	pc.Describe(pl, cfg, Version)
 	check := f.checkCommand(cfg, pl.BestCandidate(), pc.Traffic.Fixed)
-	if err := writePlan(cfg.Output.Dir, pl, check); err != nil {
-		return withCode(ExitFailure, err)
+	if err := plan.WriteFiles(cfg.Output.Dir, pl, check); err != nil {
+		return withCode(ExitFailure, planError(err))
 	}
 	fmt.Fprintln(stdio.Out)
 	plan.WriteTable(stdio.Out, pl, 20, con.wide)
@@ -177,14 +176,6 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 		return withCode(ExitSLOFailed, errors.New("no candidate met the SLOs at the traffic: plan.json says why each missed (a larger --max-replicas, other GPUs, or looser SLOs)"))
 	}
 	return nil
-}
-
-// writePlan writes the plan's files into dir (plan.WriteFiles), made if need be.
-func writePlan(dir string, pl *plan.Plan, check string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--output-dir: %w", err)
-	}
-	return plan.WriteFiles(dir, pl, check)
 }
 
 func plural(n int, one, many string) string {

@@ -82,14 +82,15 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.objective, "objective", plan.ObjectiveCost, "what ranks the fleets meeting the SLOs: cost (the lowest price an hour) or energy (the least estimated power)")
 }
 
-// planFlagNames are the flags that set plan.Config's and plan.Model's fields, for their errors.
+// planFlagNames are the flags that set plan.Config's and plan.Model's fields, and the Spec's
+// folder, for plan's errors.
 var planFlagNames = map[string]string{
 	"Electricity": "electricity", "PUE": "pue", "Objective": "objective", "Confidence": "confidence",
 	"Metrics.SLOs": "slo", "MaxReplicas": "max-replicas", "Space.GPUs": "gpu", "Space.TPs": "tp",
 	"Space.Dtypes": "dtype", "Space.DPs": "dp", "Space.ExpertParallel": "expert-parallel",
 	"Space.MaxNumSeqs": "max-num-seqs", "Space.MaxBatchedTokens": "max-batched-tokens",
 	"Space.Prefill": "prefill", "Space.Routers": "router", "Space.Speculative": "speculative",
-	"Model.Shape": "model-shape", "Model.Profile": "sim", "Model.Config": "model-config",
+	"Model.Shape": "model-shape", "Model.Profile": "sim", "Model.Config": "model-config", "Output.Dir": "output-dir",
 }
 
 // planTrafficErrors say plan's refusals of the traffic as the flags behind them.
@@ -150,13 +151,11 @@ func (f *planFlags) base() (sim.Profile, error) {
 // already holds a plan, unless --overwrite.
 func (f *planFlags) outputDir(cfg *bench.Spec, now time.Time) error {
 	if !f.bench.fs.Changed("output-dir") {
-		cfg.Output.Dir = "llmbench-results/plan-" + now.UTC().Format("20060102T150405Z")
+		cfg.Output.Dir = plan.DefaultDir(now)
 	}
-	if cfg.Output.Overwrite {
-		return nil
-	}
-	if name := plan.Held(cfg.Output.Dir); name != "" {
-		return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", cfg.Output.Dir, name)
+	var held *plan.HeldError
+	if errors.As(plan.CheckOutput(cfg.Output), &held) {
+		return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", held.Dir, held.File)
 	}
 	return nil
 }

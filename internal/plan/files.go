@@ -7,28 +7,46 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/llmbench/llmbench/internal/atomicfile"
+	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
 // Files are the files WriteFiles writes into a plan's folder.
 var Files = []string{"plan.json", "plan.html", "best.yaml"}
 
-// Held is the first of Files that dir holds already (an earlier plan's), "" for none.
-func Held(dir string) string {
+// DefaultDir is the folder of a plan made at now, when none was given: a new one each
+// second.
+func DefaultDir(now time.Time) string {
+	return "llmbench-results/plan-" + now.UTC().Format("20060102T150405Z")
+}
+
+// HeldError is a folder that holds an earlier plan's File, which a plan would replace.
+type HeldError struct{ Dir, File string }
+
+func (e *HeldError) Error() string { return fmt.Sprintf("%s already holds a plan (%s)", e.Dir, e.File) }
+
+// CheckOutput refuses out.Dir, with a *HeldError, when it holds an earlier plan's files
+// and out.Overwrite does not say to replace them.
+func CheckOutput(out bench.Output) error {
 	for _, name := range Files {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return name
+		if _, err := os.Stat(filepath.Join(out.Dir, name)); err == nil && !out.Overwrite {
+			return &HeldError{Dir: out.Dir, File: name}
 		}
 	}
-	return ""
+	return nil
 }
 
 // WriteFiles writes plan.json, plan.html and, when a candidate meets the SLOs, best.yaml
-// (headed by check, the command that re-simulates it) into dir, which exists, each
-// atomically.
+// (headed by check, the command that re-simulates it) into dir, made if need be (a folder
+// it cannot make is a *fielderr.Error of Output.Dir, the Spec's), each atomically.
 func WriteFiles(dir string, pl *Plan, check string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return &fielderr.Error{Field: "Output.Dir", Err: err}
+	}
 	var errs []error
 	if b := pl.BestCandidate(); b != nil {
 		pl.BestProfile = "best.yaml"
