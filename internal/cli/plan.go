@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -137,14 +136,11 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	}
 	fmt.Fprintln(stdio.Out, console.Wrap(pc.Headline(cfg), 0, 2, console.Width))
 
-	var mu sync.Mutex
-	var last plan.Progress
+	var watch plan.Watch
+	watch.Follow(&pc)
 	start := time.Now()
-	pc.Progress = func(p plan.Progress) { mu.Lock(); last = p; mu.Unlock() }
 	bar := progress.NewLine(stdio.Err, con.noProgress, func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return planProgressLine(last, len(pc.Space.Routers), time.Since(start))
+		return planProgressLine(watch.Now(), len(pc.Space.Routers), time.Since(start))
 	})
 	pl, runErr := plan.Run(ctx, pc)
 	bar.Finish()
