@@ -31,7 +31,8 @@ type Options struct {
 	// MaxNumSeqsHow says how MaxNumSeqs was given, for the profile's provenance ("given"
 	// when empty).
 	MaxNumSeqsHow string
-	// Server is what the server published about itself; zero when it published nothing.
+	// Server is what the server published about itself; zero when it published nothing,
+	// or to take what the points' folders recorded (Source.Published).
 	Server Published
 	// Seed seeds the profile (and its step noise).
 	Seed int64
@@ -159,6 +160,9 @@ var budgets = []int{256, 512, 1024, 2048, 4096, 8192, 16384, 1 << 20}
 // judge it on all, then give each sequence a context of its own where the server cut
 // prompts. The settings' provenance is read off the profile written.
 func Fit(ctx context.Context, pts []Point, src Source, opt Options) (*Result, error) {
+	if opt.Server.Slots == 0 {
+		opt.Server = src.Published // what an earlier probe of the server wrote down
+	}
 	if err := opt.Validate(); err != nil {
 		return nil, err
 	}

@@ -108,13 +108,21 @@ type Step struct {
 	Rate                      float64 // the open-loop step's arrivals, req/s; 0 otherwise
 }
 
-// LongestInput is the longest prompt of the step's trace (0 without one).
-func (s Step) LongestInput() int {
-	n := 0
-	for _, r := range s.Trace {
-		n = max(n, r.Input)
+// Limit is the server's limit the step may have run into, the other 0: the longest prompt
+// it sends, for a prefill or mixed step, or its requests in flight, for a decode step; an
+// open-loop step's neither.
+func (s Step) Limit() (inputTokens, concurrency int) {
+	switch s.Phase {
+	case PhasePrefill, PhaseMixed:
+		n := s.InputTokens
+		for _, r := range s.Trace {
+			n = max(n, r.Input)
+		}
+		return n, 0
+	case PhaseDecode:
+		return 0, s.Concurrency
 	}
-	return n
+	return 0, 0
 }
 
 // TraceRow is one request of the mixed phase (a Mooncake trace row).

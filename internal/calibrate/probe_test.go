@@ -259,3 +259,21 @@ func TestTwoSpeeds(t *testing.T) {
 		t.Errorf("the drift's words do not say the two speeds: %s", s)
 	}
 }
+
+// A failed step may have run into the server's context (a prefill or mixed step's longest
+// prompt) or its requests in flight (a decode step's), never both.
+func TestStepLimit(t *testing.T) {
+	for _, tc := range []struct {
+		step    Step
+		in, con int
+	}{
+		{Step{Phase: PhasePrefill, Concurrency: 1, InputTokens: 2048}, 2048, 0},
+		{Step{Phase: PhaseMixed, Concurrency: 4, InputTokens: 32, Trace: []TraceRow{{Input: 32}, {Input: 3000}, {Input: 64}}}, 3000, 0},
+		{Step{Phase: PhaseDecode, Concurrency: 16, InputTokens: 32}, 0, 16},
+		{Step{Phase: PhaseOpen, Concurrency: 0, InputTokens: 512, Rate: 3}, 0, 0},
+	} {
+		if in, con := tc.step.Limit(); in != tc.in || con != tc.con {
+			t.Errorf("%s step: limit %d tokens, %d in flight; want %d, %d", tc.step.Phase, in, con, tc.in, tc.con)
+		}
+	}
+}

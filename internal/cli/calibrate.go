@@ -165,9 +165,6 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	if err != nil {
 		return withCode(ExitFailure, pointsError(err))
 	}
-	if opts.Server.Slots == 0 {
-		opts.Server = src.Published // what an earlier probe of the server wrote down
-	}
 	if !f.quiet {
 		fmt.Fprintf(stdio.Out, "Fitting %d probe points from %d run folders\n", len(pts), len(dirs))
 	}

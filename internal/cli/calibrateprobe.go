@@ -86,17 +86,18 @@ func probeError(err error) error {
 	return withCode(ExitFailure, pe.Err)
 }
 
-// stepHint says what to do when probe step failed.
+// stepHint says what to do when probe step failed, with the limit of the server's it may
+// have run into.
 func stepHint(step calibrate.Step, tok string) string {
-	switch step.Phase {
-	case calibrate.PhasePrefill, calibrate.PhaseMixed:
-		hint := fmt.Sprintf(". If the server refused a %d-token prompt as too long, give --max-input-tokens below its context", max(step.InputTokens, step.LongestInput()))
+	switch in, c := step.Limit(); {
+	case in > 0:
+		hint := fmt.Sprintf(". If the server refused a %d-token prompt as too long, give --max-input-tokens below its context", in)
 		if tok != "server" {
 			hint += fmt.Sprintf(", or --tokenizer with the model's own (%s counts prompts, and the server's count may be longer)", tok)
 		}
 		return hint
-	case calibrate.PhaseDecode:
-		return fmt.Sprintf(". If the server refused %d requests in flight, give --max-concurrency below that", step.Concurrency)
+	case c > 0:
+		return fmt.Sprintf(". If the server refused %d requests in flight, give --max-concurrency below that", c)
 	}
 	return ""
 }
