@@ -70,10 +70,10 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*bench.Spec, consoleOpt
 			errs = append(errs, fmt.Errorf("--%s: %s", name, planRefused[name]))
 		}
 	}
-	if f.modelShape != "" && fs.Changed("sim") {
+	if f.model.Shape != "" && fs.Changed("sim") {
 		errs = append(errs, errors.New("--model-shape and --sim: give one (a model preset on the roofline, or a profile)"))
 	}
-	if f.modelShape != "" && f.modelConfig != "" {
+	if f.model.Shape != "" && f.model.Config != "" {
 		errs = append(errs, errors.New("--model-shape and --model-config: give one (a model preset, or a config.json)"))
 	}
 	space, err := f.lists.Parse()
@@ -92,8 +92,8 @@ func (f *planFlags) resolve(stdio Stdio, now time.Time) (*bench.Spec, consoleOpt
 	if err := f.outputDir(cfg, now); err != nil {
 		errs = append(errs, err)
 	}
-	pc := plan.Config{Space: space, MaxReplicas: f.maxReplicas, Electricity: f.electricity, PUE: f.pue,
-		Objective: f.objective, Confidence: f.confidence, Names: planNames, Workers: runtime.GOMAXPROCS(0)}
+	pc := f.cfg
+	pc.Space, pc.Names, pc.Workers = space, planNames, runtime.GOMAXPROCS(0)
 	fit, err := pc.ForSpec(cfg, base, plan.Given{Rate: fs.Changed("rate"), Length: fs.Changed("duration") || fs.Changed("requests")})
 	if err != nil {
 		errs = append(errs, planTrafficError(err))

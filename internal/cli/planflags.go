@@ -16,15 +16,13 @@ import (
 )
 
 // planFlags are plan's flags as typed: simulate's traffic, workload, SLO and pricing flags
-// (benchFlags) and the search space.
+// (benchFlags), the model, the search space, and the plan's bounds and ranking, bound
+// straight into the plan's Config.
 type planFlags struct {
-	bench                   benchFlags
-	modelShape, modelConfig string
-	lists                   plan.SpaceText // the search space
-	maxReplicas             int
-	electricity, pue        float64
-	objective               string
-	confidence              string
+	bench benchFlags
+	model plan.Model
+	lists plan.SpaceText // the search space
+	cfg   plan.Config
 }
 
 // planRefused are simulate's flags that plan does not take, and why.
@@ -62,8 +60,8 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	} {
 		fs.Lookup(name).Usage = usage
 	}
-	fs.StringVar(&f.modelShape, "model-shape", "", "the model, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"), priced by the roofline on each --gpu (instead of --sim)")
-	fs.StringVar(&f.modelConfig, "model-config", "", "the model as a Hugging Face config.json (`PATH`: dense, GQA, sliding windows, mixtures of experts, MLA), on --sim's roofline profile or the default one")
+	fs.StringVar(&f.model.Shape, "model-shape", "", "the model, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"), priced by the roofline on each --gpu (instead of --sim)")
+	fs.StringVar(&f.model.Config, "model-config", "", "the model as a Hugging Face config.json (`PATH`: dense, GQA, sliding windows, mixtures of experts, MLA), on --sim's roofline profile or the default one")
 	fs.StringVar(&f.lists.DPs, "dp", "", "data-parallel attention groups per replica to try, `N,N,...` (a mixture of experts'; default: the profile's)")
 	fs.StringVar(&f.lists.ExpertParallel, "expert-parallel", "", "expert parallelism to try: false, true or false,true (a mixture of experts'; default: the profile's)")
 	fs.StringVar(&f.lists.GPUs, "gpu", "", "GPU presets to try, `a,b,...` ("+strings.Join(sim.GPUPresets(), ", ")+"; default: the profile's GPU)")
@@ -75,11 +73,11 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.lists.Routers, "router", "", "routers to try in front of the replicas: round-robin,least-outstanding,prefix-affinity (default: the profile's)")
 	fs.Lookup("wide").Usage = "print every column of the table (GPUs, horizon, engine settings; by default it fits 100 columns)"
 	fs.StringVar(&f.lists.Speculative, "speculative", "", "speculative decoding to try, `off,K:A,...` (K draft tokens, acceptance A; drafting as the --sim profile's speculative: states)")
-	fs.IntVar(&f.maxReplicas, "max-replicas", 64, "the largest fleet to try; a configuration that needs more misses the SLOs")
-	fs.Float64Var(&f.electricity, "electricity", 0, "electricity's price, `USD` per kWh: each fleet's estimated power (docs/simulator.md#energy) priced beside its GPU-hours, in $/hour and $/M out (default: energy not priced)")
-	fs.Float64Var(&f.pue, "pue", 1, "power usage effectiveness: the facility's power over the GPUs' (cooling, power delivery), in [1, 5]; the power priced and the tokens/s per kW are the GPUs' times it")
-	fs.StringVar(&f.confidence, "confidence", plan.ConfidenceAuto, "what a fleet must meet the SLOs at: interval (each term's figure at the unfavourable edge of its 90% prediction interval, how far the simulator was measured from real servers, and at the point), point (the simulated figures alone) or auto (interval where every term's interval is within ×2 of its figure, else point)")
-	fs.StringVar(&f.objective, "objective", plan.ObjectiveCost, "what ranks the fleets meeting the SLOs: cost (the lowest price an hour) or energy (the least estimated power)")
+	fs.IntVar(&f.cfg.MaxReplicas, "max-replicas", 64, "the largest fleet to try; a configuration that needs more misses the SLOs")
+	fs.Float64Var(&f.cfg.Electricity, "electricity", 0, "electricity's price, `USD` per kWh: each fleet's estimated power (docs/simulator.md#energy) priced beside its GPU-hours, in $/hour and $/M out (default: energy not priced)")
+	fs.Float64Var(&f.cfg.PUE, "pue", 1, "power usage effectiveness: the facility's power over the GPUs' (cooling, power delivery), in [1, 5]; the power priced and the tokens/s per kW are the GPUs' times it")
+	fs.StringVar(&f.cfg.Confidence, "confidence", plan.ConfidenceAuto, "what a fleet must meet the SLOs at: interval (each term's figure at the unfavourable edge of its 90% prediction interval, how far the simulator was measured from real servers, and at the point), point (the simulated figures alone) or auto (interval where every term's interval is within ×2 of its figure, else point)")
+	fs.StringVar(&f.cfg.Objective, "objective", plan.ObjectiveCost, "what ranks the fleets meeting the SLOs: cost (the lowest price an hour) or energy (the least estimated power)")
 }
 
 // planFlagNames are the flags that set plan.Config's and plan.Model's fields, and the Spec's
@@ -140,9 +138,10 @@ func (f *planFlags) checkCommand(cfg *bench.Spec, best *plan.Candidate, fixed bo
 
 // base is the profile the space is built on (plan.Model.Base).
 func (f *planFlags) base() (sim.Profile, error) {
-	base, err := plan.Model{Shape: f.modelShape, Profile: f.bench.spec.SimProfile, Config: f.modelConfig, ProfileGiven: f.bench.fs.Changed("sim")}.Base()
-	if err != nil && f.modelShape != "" {
-		return base, fmt.Errorf("%w%s", planError(err), didYouMean(f.modelShape, sim.ModelPresets()))
+	f.model.Profile, f.model.ProfileGiven = f.bench.spec.SimProfile, f.bench.fs.Changed("sim")
+	base, err := f.model.Base()
+	if err != nil && f.model.Shape != "" {
+		return base, fmt.Errorf("%w%s", planError(err), didYouMean(f.model.Shape, sim.ModelPresets()))
 	}
 	return base, planError(err)
 }

@@ -14,8 +14,8 @@ var planSpaceFlags = []struct {
 	name string
 	vals func(f *planFlags, pc plan.Config) []string
 }{
-	{"model-shape", func(f *planFlags, _ plan.Config) []string { return str(f.modelShape) }},
-	{"model-config", func(f *planFlags, _ plan.Config) []string { return str(f.modelConfig) }},
+	{"model-shape", func(f *planFlags, _ plan.Config) []string { return str(f.model.Shape) }},
+	{"model-config", func(f *planFlags, _ plan.Config) []string { return str(f.model.Config) }},
 	{"gpu", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.GPUs, strings.Clone) }},
 	{"tp", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.TPs, strconv.Itoa) }},
 	{"dtype", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.Dtypes, strings.Clone) }},
