@@ -46,6 +46,23 @@ func (c Calibration) Files() (Files, error) {
 	return FilesFor(c.Profile), errors.Join(errs...)
 }
 
+// ExistsError is a file of a calibration's that exists already, which it would replace.
+type ExistsError struct {
+	Path  string
+	Probe bool // Path is the probe folder: an earlier probe's, which c could fit instead
+}
+
+func (e *ExistsError) Error() string { return e.Path + " exists" }
+
+// InTheWay is the first of c's files that exists already (Files.Existing: the probe folder
+// only when c probes), as an *ExistsError; nil when none does, or c overwrites them.
+func (c Calibration) InTheWay() error {
+	if p, isProbe := FilesFor(c.Profile).Existing(c.URL != ""); p != "" && !c.Overwrite {
+		return &ExistsError{Path: p, Probe: isProbe}
+	}
+	return nil
+}
+
 // Options are the fit's options c asks for, with every problem with them, each a
 // *fielderr.Error of c's field (several joined by commas where they are wrong together).
 func (c Calibration) Options() (Options, error) {

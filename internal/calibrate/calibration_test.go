@@ -2,6 +2,8 @@ package calibrate
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -68,5 +70,37 @@ func TestCalibrationOptionsModel(t *testing.T) {
 	opts, err = Calibration{ProbeRun: ProbeRun{Seed: 7}, Profile: "f.yaml", Dirs: []string{"d"}}.Options()
 	if err != nil || opts.Model != nil || opts.GPU != nil || opts.Seed != 7 {
 		t.Errorf("linear: %+v, %v", opts, err)
+	}
+}
+
+// A calibration's files in the way are refused unless it overwrites them; an earlier
+// probe's folder is in the way of a probe only.
+func TestCalibrationInTheWay(t *testing.T) {
+	dir := t.TempDir()
+	c := Calibration{Profile: filepath.Join(dir, "m.yaml")}
+	if err := c.InTheWay(); err != nil {
+		t.Errorf("nothing there: %v", err)
+	}
+	if err := os.Mkdir(FilesFor(c.Profile).Probe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.InTheWay(); err != nil {
+		t.Errorf("a refit: %v", err)
+	}
+	probe := c
+	probe.URL = "http://127.0.0.1:1"
+	var exists *ExistsError
+	if err := probe.InTheWay(); !errors.As(err, &exists) || *exists != (ExistsError{Path: FilesFor(c.Profile).Probe, Probe: true}) {
+		t.Errorf("a probe: %v", err)
+	}
+	if err := os.WriteFile(c.Profile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.InTheWay(); !errors.As(err, &exists) || *exists != (ExistsError{Path: c.Profile}) {
+		t.Errorf("a refit with the profile there: %v", err)
+	}
+	c.Overwrite = true
+	if err := c.InTheWay(); err != nil {
+		t.Errorf("overwriting: %v", err)
 	}
 }

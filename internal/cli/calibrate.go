@@ -137,11 +137,11 @@ func runCalibrate(ctx context.Context, stdio Stdio, f *calibrateFlags, dirs []st
 	if err != nil {
 		return usageError(err)
 	}
-	if p, isProbe := files.Existing(f.req.URL != ""); p != "" && !f.req.Overwrite {
-		if isProbe {
-			return usageError(fmt.Errorf("%s exists (an earlier probe): choose another --output, fit it with 'llmbench calibrate %s/* --output ...', or --overwrite", p, p))
+	if exists := (*calibrate.ExistsError)(nil); errors.As(f.req.InTheWay(), &exists) {
+		if exists.Probe {
+			return usageError(fmt.Errorf("%s exists (an earlier probe): choose another --output, fit it with 'llmbench calibrate %s/* --output ...', or --overwrite", exists.Path, exists.Path))
 		}
-		return usageError(fmt.Errorf("%s exists: choose another --output, or --overwrite to replace it", p))
+		return usageError(fmt.Errorf("%s exists: choose another --output, or --overwrite to replace it", exists.Path))
 	}
 	// Made before the probe and the fit, so that minutes of them are not lost to a folder
 	// the profile cannot be written into (a refit from run folders made none).
