@@ -17,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/testtier"
 )
 
@@ -34,6 +37,17 @@ func runCLI(t testing.TB, ctx context.Context, args ...string) (code int, stdout
 // console (console.FoldNotes indents them under its text), so that a test finds its words whole.
 func unfoldErrors(stderr string) string {
 	return strings.ReplaceAll(stderr, "\n"+strings.Repeat(" ", len("llmbench: ")), " ")
+}
+
+// startInProcessSim serves the simulator of profile (a name or a YAML file) on loopback
+// until stop, its prompts counted by countTokens: a target of a test's own profile.
+func startInProcessSim(ctx context.Context, profile string, seed int64, countTokens func(string) int, chat *chattemplate.Template) (url string, p sim.Profile, stop func(), err error) {
+	if p, err = sim.LoadProfile(profile); err != nil {
+		return "", p, nil, err
+	}
+	p.Seed = seed
+	url, stop, err = bench.ServeSimulator(ctx, p, countTokens, chat)
+	return url, p, stop, err
 }
 
 func readSummaryT(t *testing.T, dir string) *report.Summary {

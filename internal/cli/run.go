@@ -12,9 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/bench"
-	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
@@ -87,31 +85,20 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 // lookPath finds a local tool; a test sets it to find a fake one.
 var lookPath = exec.LookPath
 
-// startSim serves the simulator of --sim in-process for a run without --url, and
-// returns the run's tokenizer, which the simulator counts prompts with.
+// startSim serves the simulator of --sim in-process for a run without --url
+// (bench.Spec.StartSimulator), and returns the run's tokenizer, which it counts prompts with.
 func startSim(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts) (tokenizer.Tokenizer, func(), error) {
-	if c.Tokenizer == "server" {
-		return nil, nil, usageError(errors.New("--tokenizer server needs --url (the built-in simulator has no /tokenize)"))
-	}
-	tok, err := bench.LoadTokenizer(ctx, c.Tokenizer, "", nil)
+	tok, p, stop, err := c.StartSimulator(ctx)
 	if err != nil {
 		return nil, nil, invalidUsage(err)
 	}
-	// The simulator counts prompts with the run's tokenizer (and formats chat with its
-	// chat template), as a real server counts them with the model's, so
-	// usage.prompt_tokens matches the intended lengths.
-	url, p, stop, err := startInProcessSim(ctx, c.SimProfile, c.Seed, func(s string) int { return len(tok.Encode(s)) }, c.ChatTemplate)
-	if err != nil {
-		return nil, nil, err
-	}
-	c.URL, c.InProcess = url, true
 	// The simulator is a deployment whose GPUs have a price, as simulate prices it.
 	if err := priceProfile(stdio, c, p); err != nil {
 		stop()
 		return nil, nil, err
 	}
 	if !con.quiet {
-		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (%s) at %s\n", c.SimProfile, url)
+		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (%s) at %s\n", c.SimProfile, c.URL)
 	}
 	return tok, stop, nil
 }
@@ -171,16 +158,4 @@ func serverClosesNote(closed int) string {
 	return fmt.Sprintf("note: the server closed each connection right after its response (%d so far), although it offers keep-alive; "+
 		"llmbench re-sent each request that met a closed connection (levels[i].retried) and now opens a new connection for every request, "+
 		"as --keep-alive=false does (docs/real-servers.md)", closed)
-}
-
-// startInProcessSim serves the simulator of profile on a loopback port until stop is
-// called (bench.ServeSimulator).
-func startInProcessSim(ctx context.Context, profile string, seed int64, countTokens func(string) int, chat *chattemplate.Template) (url string, p sim.Profile, stop func(), err error) {
-	p, err = sim.LoadProfile(profile)
-	if err != nil {
-		return "", p, nil, usageError(fmt.Errorf("--sim: %w", err))
-	}
-	p.Seed = seed
-	url, stop, err = bench.ServeSimulator(ctx, p, countTokens, chat)
-	return url, p, stop, invalidUsage(err)
 }
