@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os/exec"
 	"time"
 
@@ -141,7 +140,7 @@ func serverTokenizerMessage(err error, keyGiven bool) string {
 	switch hint := client.HTTPHint(he.Status, keyGiven); {
 	case hint != "":
 		msg += ": " + hint
-	case he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed || he.Status == http.StatusNotImplemented:
+	case he.NoRoute():
 		msg += ": this server has no /tokenize (vLLM, llama.cpp's server and llmbench serve have one; Ollama has none): give --tokenizer the model's HuggingFace id (from the local cache, e.g. meta-llama/Llama-3.1-8B), its tokenizer.json, or an encoding (o200k_base, cl100k_base)"
 	}
 	return msg

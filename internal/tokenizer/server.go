@@ -177,7 +177,7 @@ func (s *Server) CountChat(msgs []chattemplate.Message) (int, error) {
 func routeMissing(err error, tokenize bool) bool {
 	var he *HTTPError
 	if errors.As(err, &he) {
-		return he.Status == http.StatusNotFound || he.Status == http.StatusMethodNotAllowed || he.Status == http.StatusNotImplemented
+		return he.NoRoute()
 	}
 	return tokenize && errors.Is(err, errNoChatTokens)
 }
@@ -256,6 +256,11 @@ type HTTPError struct {
 	Path   string // "/tokenize"
 	Status int
 	Body   []byte // the response body, bounded
+}
+
+// NoRoute says the server has no such route: an HTTP 404, 405 or 501.
+func (e *HTTPError) NoRoute() bool {
+	return e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed || e.Status == http.StatusNotImplemented
 }
 
 func (e *HTTPError) Error() string {

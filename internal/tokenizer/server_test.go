@@ -108,3 +108,12 @@ func TestServerTokenizerErrors(t *testing.T) {
 		t.Error("want a connection error")
 	}
 }
+
+// A route the server lacks is a 404, 405 or 501; a refusal of the request is not.
+func TestHTTPErrorNoRoute(t *testing.T) {
+	for status, want := range map[int]bool{404: true, 405: true, 501: true, 400: false, 401: false, 403: false, 500: false} {
+		if got := (&HTTPError{Path: "/tokenize", Status: status}).NoRoute(); got != want {
+			t.Errorf("HTTP %d: NoRoute %v, want %v", status, got, want)
+		}
+	}
+}
