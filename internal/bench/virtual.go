@@ -7,6 +7,7 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/tokenizer"
@@ -56,6 +57,14 @@ func (s *Spec) VirtualSource() (workload.Source, error) {
 		return nil, &InvalidError{err}
 	}
 	return src, nil
+}
+
+// Simulating is c for a simulation of profile p: each level with its prediction interval,
+// from how far p's figures were measured from real servers, and its GPUs' estimated energy.
+func (c Config) Simulating(p sim.Profile) Config {
+	c.Predict = predict.ForProfile(p)
+	c.Estimates = &Estimates{}
+	return c
 }
 
 // VirtualLevels runs the levels against profile p on a virtual clock (Virtual): src is the

@@ -2,8 +2,12 @@ package bench
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/predict"
+	"github.com/llmbench/llmbench/internal/sim"
 )
 
 // A simulation's profile and workload problems are invalid, each of its field; a good
@@ -26,5 +30,20 @@ func TestSimulatedProfile(t *testing.T) {
 	s.Tokenizer = "no-such-encoding"
 	if _, err := s.VirtualSource(); !errors.As(err, &invalid) || !isField(err, "Tokenizer") {
 		t.Errorf("unknown tokenizer: %v", err)
+	}
+}
+
+// A simulation states each level's prediction interval where its profile has one (a
+// roofline of a real model and GPU; not the textbook engine), and estimates its GPUs' energy.
+func TestSimulating(t *testing.T) {
+	for name, spread := range map[string]bool{sim.DefaultProfile: true, "textbook": false} {
+		p, err := sim.LoadProfile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Config{}.Simulating(p)
+		if (c.Predict != nil) != spread || !reflect.DeepEqual(c.Predict, predict.ForProfile(p)) || c.Estimates == nil {
+			t.Errorf("%s: Predict %v (want one: %v), Estimates %v", name, c.Predict, spread, c.Estimates)
+		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/load"
-	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -50,15 +49,6 @@ thousands of requests in seconds. It writes the same records, summary and report
 func (f *benchFlags) bindSimulate(fs *pflag.FlagSet) {
 	f.bind(fs, false)
 	fs.StringVar(&f.spec.ModelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model")
-}
-
-// simulationConfig is the run's bench configuration for a simulation of profile p: with
-// its figures' prediction intervals and its GPUs' energy estimates.
-func simulationConfig(stdio Stdio, cfg *bench.Spec, con consoleOpts, p sim.Profile) bench.Config {
-	bc := benchOf(stdio, cfg, con)
-	bc.Predict = predict.ForProfile(p)
-	bc.Estimates = &bench.Estimates{}
-	return bc
 }
 
 func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {
@@ -100,7 +90,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleO
 			return reason, err
 		}
 	}
-	bc := simulationConfig(stdio, cfg, con, p)
+	bc := benchOf(stdio, cfg, con).Simulating(p)
 	out, err := bench.Run(ctx, bc, time.Now(), runLevel(p, bc.Estimates))
 	concluded := conclude(ctx, stdio, cfg, con, out, err)
 	if err == nil && p.Calibration != nil && cfg.Search == "" {
