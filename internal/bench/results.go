@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmbench/llmbench/internal/atomicfile"
+	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 )
@@ -36,6 +37,26 @@ func WriteResults(dir, resultFormat string, sum *report.Summary, col *report.Col
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Rewrite writes the run in dir again into outDir (made if missing): sum's figures
+// recomputed from the records by cfg (report.Recompute), and the records beside them, so
+// that outDir holds a whole run that report, compare and merge read again; in place, the
+// records are never touched. The recomputation's notes (records it took as they stand)
+// come back even when a later step fails; another run's records in outDir are a
+// *record.OccupiedError.
+func Rewrite(dir, outDir, resultFormat string, sum *report.Summary, cfg metrics.Config) (notes []string, err error) {
+	col, err := report.Recompute(dir, sum, cfg, resultFormat == "vllm")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return col.Notes(), err
+	}
+	if err := record.CopyInto(dir, outDir); err != nil {
+		return col.Notes(), err
+	}
+	return col.Notes(), WriteResults(outDir, resultFormat, sum, col)
 }
 
 // ResultsError is a run whose records were written but whose summary files were not (a

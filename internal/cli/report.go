@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -42,30 +41,18 @@ re-price it.`,
 			if err != nil {
 				return err
 			}
-			col, err := report.Recompute(dir, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos}, resultFormat == "vllm")
-			if err != nil {
-				return withCode(ExitFailure, err)
-			}
-			for _, n := range col.Notes() {
-				fmt.Fprintf(stdio.Err, "warning: %s\n", n)
-			}
 			if outDir == "" {
 				outDir = dir
 			}
-			if err := os.MkdirAll(outDir, 0o755); err != nil {
-				return err
+			notes, err := bench.Rewrite(dir, outDir, resultFormat, sum, metrics.Config{Percentiles: sum.Percentiles, SLOs: slos})
+			for _, n := range notes {
+				fmt.Fprintf(stdio.Err, "warning: %s\n", n)
 			}
-			// The records go beside the recomputed files, so that it is a whole run that
-			// report, compare and merge read again; in place, they are never touched.
-			if err := record.CopyInto(dir, outDir); err != nil {
-				var occupied *record.OccupiedError
-				if errors.As(err, &occupied) {
-					err = fmt.Errorf("--output-dir %s already holds another run's records (%s): give another folder", occupied.Dir, occupied.Name)
-				}
+			if occupied := (*record.OccupiedError)(nil); errors.As(err, &occupied) {
+				err = fmt.Errorf("--output-dir %s already holds another run's records (%s): give another folder", occupied.Dir, occupied.Name)
+			}
+			if err != nil {
 				return withCode(ExitFailure, err)
-			}
-			if err := bench.WriteResults(outDir, resultFormat, sum, col); err != nil {
-				return err
 			}
 			opts := report.ConsoleOptions{Wide: wide}
 			print := report.Console
