@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/internal/buildinfo"
 	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/fielderr"
 )
@@ -31,36 +31,8 @@ const (
 )
 
 // Version is set at build time with -ldflags "-X github.com/llmbench/llmbench/internal/cli.Version=…";
-// otherwise it comes from the module version or the VCS revision Go stamped into the binary,
-// so every summary.json says which code produced it.
-var Version = buildVersion()
-
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return "dev"
-	}
-	v := "dev+" + rev[:min(12, len(rev))]
-	if dirty {
-		v += "-dirty"
-	}
-	return v
-}
+// otherwise it is what Go stamped into the binary (buildinfo.Version).
+var Version = buildinfo.Version()
 
 // Stdio are the streams a command reads and writes.
 type Stdio struct {
