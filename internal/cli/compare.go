@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -54,9 +53,7 @@ a throughput fell by more than it.`,
 			}
 			switch format {
 			case "json":
-				enc := json.NewEncoder(stdio.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(cmp)
+				return compare.WriteJSON(stdio.Out, cmp)
 			case "markdown":
 				compare.WriteMarkdown(stdio.Out, cmp)
 			default:

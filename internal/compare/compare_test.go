@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"slices"
@@ -118,5 +119,23 @@ func TestCompareGPUFigures(t *testing.T) {
 		if strings.Contains(fg.Name, "GPU") {
 			t.Errorf("%s compared without GPU metrics in B", fg.Name)
 		}
+	}
+}
+
+// The JSON form holds the whole comparison, indented, as a script reads it back.
+func TestWriteJSON(t *testing.T) {
+	rel := func(v float64) *float64 { return &v }
+	c := Comparison{Levels: []Level{{Load: "rate 2/s", Figures: []Figure{{Name: "TTFT P50 (ms)", Relative: rel(0.25), Kind: metrics.KindLatency}}}},
+		Regressions: []string{"rate 2/s TTFT P50 (ms) +25.0%"}}
+	var b strings.Builder
+	if err := WriteJSON(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	var back Comparison
+	if err := json.Unmarshal([]byte(b.String()), &back); err != nil || !reflect.DeepEqual(back, c) {
+		t.Errorf("read back %+v (%v), want %+v", back, err, c)
+	}
+	if !strings.Contains(b.String(), "\n  \"") {
+		t.Errorf("not indented:\n%s", b.String())
 	}
 }

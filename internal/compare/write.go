@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -16,6 +17,13 @@ func WriteText(w io.Writer, c Comparison) { write(w, c, false) }
 
 // WriteMarkdown writes c as one Markdown table per level (a pull request's comment).
 func WriteMarkdown(w io.Writer, c Comparison) { write(w, c, true) }
+
+// WriteJSON writes c as one indented JSON document, for scripts.
+func WriteJSON(w io.Writer, c Comparison) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(c)
+}
 
 func write(w io.Writer, c Comparison, markdown bool) {
 	for _, r := range []struct {
