@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -31,12 +30,7 @@ func newTokenizeCmd(stdio Stdio) *cobra.Command {
 			out := bufio.NewWriter(stdio.Out)
 			defer out.Flush()
 			if !jsonl {
-				text, err := io.ReadAll(stdio.In)
-				if err != nil {
-					return err
-				}
-				tokenizer.WriteIDs(out, tok.Encode(string(text)))
-				return nil
+				return tokenizer.EncodeText(out, stdio.In, tok)
 			}
 			err = tokenizer.EncodeJSONLines(out, stdio.In, tok)
 			var line *tokenizer.LineError

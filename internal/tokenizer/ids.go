@@ -33,6 +33,16 @@ func WriteIDs(w io.Writer, ids []int) error {
 	return err
 }
 
+// EncodeText encodes all of r as one text with tok, writing its ids to w as WriteIDs does.
+func EncodeText(w io.Writer, r io.Reader, tok Tokenizer) error {
+	text, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	WriteIDs(w, tok.Encode(string(text)))
+	return nil
+}
+
 // EncodeJSONLines encodes each line of r, a JSON string, with tok, writing its ids to w as
 // WriteIDs does: one array a line.
 func EncodeJSONLines(w io.Writer, r io.Reader, tok Tokenizer) error {

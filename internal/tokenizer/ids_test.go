@@ -28,3 +28,19 @@ func TestEncodeJSONLines(t *testing.T) {
 		t.Errorf("got %v, want line 2's error", err)
 	}
 }
+
+// EncodeText takes all its input, newlines included, as one text: one array.
+func TestEncodeText(t *testing.T) {
+	tok, err := Load("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, want strings.Builder
+	if err := EncodeText(&out, strings.NewReader("Hello\nworld\n"), tok); err != nil {
+		t.Fatal(err)
+	}
+	WriteIDs(&want, tok.Encode("Hello\nworld\n"))
+	if out.String() != want.String() {
+		t.Errorf("%q, want %q", out.String(), want.String())
+	}
+}
