@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 
@@ -101,27 +100,16 @@ func parseTarget(s string) error {
 	return nil
 }
 
-// resolveAPIKey returns the key given (--api-key), else read from its file (--api-key-file),
-// else $OPENAI_API_KEY; giving both is an error.
+// resolveAPIKey is client.APIKey's key, its errors said as the flags'.
 func resolveAPIKey(key, file string) (string, error) {
-	if key != "" && file != "" {
-		return "", errors.New("--api-key and --api-key-file: give one, not both")
+	k, err := client.APIKey(key, file)
+	switch {
+	case errors.Is(err, client.ErrKeyAndFile):
+		return "", fmt.Errorf("--api-key and --api-key-file: %w", err)
+	case err != nil:
+		return "", fmt.Errorf("--api-key-file: %w", err)
 	}
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("--api-key-file: %w", err)
-		}
-		k := strings.TrimSpace(string(b))
-		if k == "" {
-			return "", fmt.Errorf("--api-key-file: %s is empty", file)
-		}
-		return k, nil
-	}
-	if key != "" {
-		return key, nil
-	}
-	return os.Getenv("OPENAI_API_KEY"), nil
+	return k, nil
 }
 
 // parseHeaders reads --header, each malformed one said under the flag.

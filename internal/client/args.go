@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 )
 
@@ -31,6 +32,32 @@ func redactHeaderArg(h string) string {
 		return h[:6] + "…"
 	}
 	return h
+}
+
+// ErrKeyAndFile is an API key given beside a file to read one from.
+var ErrKeyAndFile = errors.New("give one, not both")
+
+// APIKey is the API key given, else the one read from file (trimmed), else
+// $OPENAI_API_KEY's. Both given is ErrKeyAndFile; any other error is the file's: it does
+// not read, or holds no key.
+func APIKey(key, file string) (string, error) {
+	switch {
+	case key != "" && file != "":
+		return "", ErrKeyAndFile
+	case key != "":
+		return key, nil
+	case file == "":
+		return os.Getenv("OPENAI_API_KEY"), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	k := strings.TrimSpace(string(b))
+	if k == "" {
+		return "", fmt.Errorf("%s is empty", file)
+	}
+	return k, nil
 }
 
 // ParseExtraBody reads the JSON object merged into every request body; "" is none.
