@@ -51,20 +51,24 @@ type ladderFlags struct {
 func (r *resolver) load() ladderFlags {
 	f, c := r.f, r.c
 	var l ladderFlags
-	var err, errC, errR error
-	l.concurrency, errC = parseList("concurrency", f.concurrency, true)
-	l.rates, errR = parseList("rate", f.rate, false)
-	r.add(errC)
-	r.add(errR)
-	l.unparsed = errC != nil || errR != nil
+	var err error
+	if l.concurrency, err = load.ParseList(f.concurrency, true); err != nil {
+		r.add(fmt.Errorf("--concurrency: %w", err))
+		l.unparsed = true
+	}
+	if l.rates, err = load.ParseList(f.rate, false); err != nil {
+		r.add(fmt.Errorf("--rate: %w", err))
+		l.unparsed = true
+	}
 	if l.arrival, err = schedule.ParseArrival(f.arrival); err != nil {
 		r.add(fmt.Errorf("--arrival: %w", err))
 	}
 	if l.warmN, l.warmD, err = load.ParseWarmup(f.warmup); err != nil {
 		r.add(fmt.Errorf("--warmup: %w", err))
 	}
-	c.Base.Shard, c.Base.Shards, err = parseShard(f.shard)
-	r.add(err)
+	if c.Base.Shard, c.Base.Shards, err = rundesc.ParseShard(f.shard); err != nil {
+		r.add(fmt.Errorf("--shard: %w", err))
+	}
 	if f.startAt != "" {
 		t, err := time.Parse(time.RFC3339, f.startAt)
 		if err != nil {
@@ -132,22 +136,4 @@ func (r *resolver) levels(l ladderFlags) {
 			r.add(err)
 		}
 	}
-}
-
-// parseList parses a comma list of positive numbers (load.ParseList), naming the flag.
-func parseList(name, s string, integer bool) ([]float64, error) {
-	out, err := load.ParseList(s, integer)
-	if err != nil {
-		return nil, fmt.Errorf("--%s: %w", name, err)
-	}
-	return out, nil
-}
-
-// parseShard reads --shard I/N.
-func parseShard(s string) (i, n int, err error) {
-	i, n, err = rundesc.ParseShard(s)
-	if err != nil {
-		return 0, 0, fmt.Errorf("--shard: %w", err)
-	}
-	return i, n, nil
 }
