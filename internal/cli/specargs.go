@@ -25,7 +25,13 @@ type specFlag struct {
 	// field is the Spec's fields the flag sets, comma-separated as fielderr keys them (fieldKey),
 	// whose problems are said as the flag's (specFlagNames).
 	field string
-	vals  func(c *bench.Spec) []string
+	vals  func(c specRun) []string // nil: written as other flags
+}
+
+// specRun is what specArgs writes: the run, and how the console shows it.
+type specRun struct {
+	*bench.Spec
+	consoleOpts
 }
 
 // specFlags are every flag of run, simulate and plan that describes the run (plan's own:
@@ -33,105 +39,105 @@ type specFlag struct {
 // flag bound without an entry here fails TestSpecArgsRoundTrip. The key and headers are
 // written as they are: what prints a command line (the check command) keeps to the traffic.
 var specFlags = []specFlag{
-	{"url", "URL,More", func(c *bench.Spec) []string { return append(str(c.URL), c.More...) }},
-	{"api", "API", func(c *bench.Spec) []string { return str(c.API) }},
-	{"model", "Model", func(c *bench.Spec) []string { return str(c.Model) }},
-	{"api-key", "APIKey", func(c *bench.Spec) []string { return str(c.APIKey) }},
+	{"url", "URL,More", func(c specRun) []string { return append(str(c.URL), c.More...) }},
+	{"api", "API", func(c specRun) []string { return str(c.API) }},
+	{"model", "Model", func(c specRun) []string { return str(c.Model) }},
+	{"api-key", "APIKey", func(c specRun) []string { return str(c.APIKey) }},
 	{"api-key-file", "APIKey", nil}, // the key it read is written as --api-key
-	{"header", "Headers", func(c *bench.Spec) []string { return headerArgs(c) }},
-	{"extra-body", "ExtraBody", func(c *bench.Spec) []string { return jsonArg(c.ExtraBody) }},
-	{"endpoint", "Endpoint", func(c *bench.Spec) []string { return str(c.Endpoint) }},
-	{"ignore-eos", "IgnoreEOS", func(c *bench.Spec) []string { return off(c.IgnoreEOS) }},
-	{"temperature", "Temperature", func(c *bench.Spec) []string { return ptrArg(c.Temperature) }},
-	{"top-p", "TopP", func(c *bench.Spec) []string { return ptrArg(c.TopP) }},
-	{"timeout", "Timeout", func(c *bench.Spec) []string { return dur(c.Timeout) }},
-	{"idle-timeout", "IdleTimeout", func(c *bench.Spec) []string { return dur(c.IdleTimeout) }},
-	{"ca-cert", "CACert", func(c *bench.Spec) []string { return str(c.CACert) }},
-	{"insecure", "Insecure", func(c *bench.Spec) []string { return on(c.Insecure) }},
-	{"http2", "HTTP2", func(c *bench.Spec) []string { return on(c.HTTP2) }},
-	{"keep-alive", "KeepAlive", func(c *bench.Spec) []string { return off(c.KeepAlive) }},
-	{"test-request", "TestRequest", func(c *bench.Spec) []string { return off(c.TestRequest) }},
-	{"read-stamps", "ReadStamps", func(c *bench.Spec) []string { return on(c.ReadStamps) }},
-	{"save-text", "SaveText", func(c *bench.Spec) []string { return on(c.SaveText) }},
-	{"metrics-url", "Telemetry.MetricsURL", func(c *bench.Spec) []string { return str(c.Telemetry.MetricsURL) }},
-	{"metrics-interval", "Telemetry.Interval", func(c *bench.Spec) []string { return dur(c.Telemetry.Interval) }},
-	{"gpu-metrics", "Telemetry.GPUs,Telemetry.NoGPU", func(c *bench.Spec) []string { return append(when(c.Telemetry.NoGPU, "none"), c.Telemetry.GPUs...) }}, // none: not the local GPUs either
-	{"balance", "Balance", func(c *bench.Spec) []string { return str(c.Balance) }},
-	{"session-header", "SessionHeader", func(c *bench.Spec) []string { return sessionHeaderArgs(c) }},
+	{"header", "Headers", func(c specRun) []string { return headerArgs(c) }},
+	{"extra-body", "ExtraBody", func(c specRun) []string { return jsonArg(c.ExtraBody) }},
+	{"endpoint", "Endpoint", func(c specRun) []string { return str(c.Endpoint) }},
+	{"ignore-eos", "IgnoreEOS", func(c specRun) []string { return off(c.IgnoreEOS) }},
+	{"temperature", "Temperature", func(c specRun) []string { return ptrArg(c.Temperature) }},
+	{"top-p", "TopP", func(c specRun) []string { return ptrArg(c.TopP) }},
+	{"timeout", "Timeout", func(c specRun) []string { return dur(c.Timeout) }},
+	{"idle-timeout", "IdleTimeout", func(c specRun) []string { return dur(c.IdleTimeout) }},
+	{"ca-cert", "CACert", func(c specRun) []string { return str(c.CACert) }},
+	{"insecure", "Insecure", func(c specRun) []string { return on(c.Insecure) }},
+	{"http2", "HTTP2", func(c specRun) []string { return on(c.HTTP2) }},
+	{"keep-alive", "KeepAlive", func(c specRun) []string { return off(c.KeepAlive) }},
+	{"test-request", "TestRequest", func(c specRun) []string { return off(c.TestRequest) }},
+	{"read-stamps", "ReadStamps", func(c specRun) []string { return on(c.ReadStamps) }},
+	{"save-text", "SaveText", func(c specRun) []string { return on(c.SaveText) }},
+	{"metrics-url", "Telemetry.MetricsURL", func(c specRun) []string { return str(c.Telemetry.MetricsURL) }},
+	{"metrics-interval", "Telemetry.Interval", func(c specRun) []string { return dur(c.Telemetry.Interval) }},
+	{"gpu-metrics", "Telemetry.GPUs,Telemetry.NoGPU", func(c specRun) []string { return append(when(c.Telemetry.NoGPU, "none"), c.Telemetry.GPUs...) }}, // none: not the local GPUs either
+	{"balance", "Balance", func(c specRun) []string { return str(c.Balance) }},
+	{"session-header", "SessionHeader", func(c specRun) []string { return sessionHeaderArgs(c) }},
 	// Not the default profile, which plan's --model-shape and --model-config take as not given.
-	{"sim", "SimProfile", func(c *bench.Spec) []string { return when(c.SimProfile != sim.DefaultProfile, c.SimProfile) }},
-	{"model-config", "ModelConfig", func(c *bench.Spec) []string { return str(c.ModelConfig) }},
-	{"stream", "NoStream", func(c *bench.Spec) []string { return off(!c.NoStream) }},
-	{"batch-size", "BatchSize", func(c *bench.Spec) []string { return num(c.BatchSize) }},
-	{"documents", "Documents", func(c *bench.Spec) []string { return num(c.Documents) }},
-	{"query-tokens", "QueryTokens", func(c *bench.Spec) []string { return num(c.QueryTokens) }},
-	{"images", "Images.N", func(c *bench.Spec) []string { return num(c.Images.N) }},
-	{"image-size", "Images.Width,Images.Height", func(c *bench.Spec) []string {
+	{"sim", "SimProfile", func(c specRun) []string { return when(c.SimProfile != sim.DefaultProfile, c.SimProfile) }},
+	{"model-config", "ModelConfig", func(c specRun) []string { return str(c.ModelConfig) }},
+	{"stream", "NoStream", func(c specRun) []string { return off(!c.NoStream) }},
+	{"batch-size", "BatchSize", func(c specRun) []string { return num(c.BatchSize) }},
+	{"documents", "Documents", func(c specRun) []string { return num(c.Documents) }},
+	{"query-tokens", "QueryTokens", func(c specRun) []string { return num(c.QueryTokens) }},
+	{"images", "Images.N", func(c specRun) []string { return num(c.Images.N) }},
+	{"image-size", "Images.Width,Images.Height", func(c specRun) []string {
 		return when(c.Images.N > 0, fmt.Sprintf("%dx%d", c.Images.Width, c.Images.Height))
 	}},
-	{"image-format", "Images.Format", func(c *bench.Spec) []string { return str(c.Images.Format) }},
+	{"image-format", "Images.Format", func(c specRun) []string { return str(c.Images.Format) }},
 	// Generated definitions as their count: the seed makes them again.
-	{"tools", "Tools", func(c *bench.Spec) []string { return when(c.ToolsFile == "", num(len(c.Tools))...) }},
-	{"tools-file", "Tools,ToolsFile", func(c *bench.Spec) []string { return str(c.ToolsFile) }},
-	{"tool-choice", "ToolChoice", func(c *bench.Spec) []string { return str(string(c.ToolChoice)) }},
-	{"concurrency", "Levels[].Concurrency", func(c *bench.Spec) []string {
+	{"tools", "Tools", func(c specRun) []string { return when(c.ToolsFile == "", num(len(c.Tools))...) }},
+	{"tools-file", "Tools,ToolsFile", func(c specRun) []string { return str(c.ToolsFile) }},
+	{"tool-choice", "ToolChoice", func(c specRun) []string { return str(string(c.ToolChoice)) }},
+	{"concurrency", "Levels[].Concurrency", func(c specRun) []string {
 		return ladderArg(c, func(l load.Level) float64 { return float64(l.Concurrency) })
 	}},
-	{"rate", "Levels[].Rate", func(c *bench.Spec) []string { return ladderArg(c, func(l load.Level) float64 { return l.Rate }) }},
-	{"stages", "Levels[].Stages", func(c *bench.Spec) []string { return stagesArg(c) }},
-	{"arrival", "Base.Arrival", func(c *bench.Spec) []string { return str(c.Base.Arrival.String()) }},
-	{"max-concurrency", "Base.MaxConcurrency", func(c *bench.Spec) []string { return num(c.Base.MaxConcurrency) }},
-	{"requests", "Requests", func(c *bench.Spec) []string { return num(c.Requests) }},
-	{"duration", "Base.Duration", func(c *bench.Spec) []string { return dur(c.Base.Duration) }},
-	{"warmup", "Base.Warmup,Base.WarmupTime", func(c *bench.Spec) []string { return append(num(c.Base.Warmup), dur(c.Base.WarmupTime)...) }},
-	{"cooldown", "Base.Cooldown", func(c *bench.Spec) []string { return dur(c.Base.Cooldown) }},
-	{"max-error-rate", "Base.MaxErrorRate", func(c *bench.Spec) []string { return num(c.Base.MaxErrorRate) }},
-	{"search", "Search", func(c *bench.Spec) []string { return str(string(c.Search)) }},
-	{"search-max", "SearchMax", func(c *bench.Spec) []string { return num(c.SearchMax) }},
-	{"repeat", "Repeat", func(c *bench.Spec) []string { return num(c.Repeat) }},
-	{"stop-on-saturation", "StopOnSaturation", func(c *bench.Spec) []string { return on(c.StopOnSaturation) }},
-	{"shard", "Base.Shard,Base.Shards", func(c *bench.Spec) []string {
+	{"rate", "Levels[].Rate", func(c specRun) []string { return ladderArg(c, func(l load.Level) float64 { return l.Rate }) }},
+	{"stages", "Levels[].Stages", func(c specRun) []string { return stagesArg(c) }},
+	{"arrival", "Base.Arrival", func(c specRun) []string { return str(c.Base.Arrival.String()) }},
+	{"max-concurrency", "Base.MaxConcurrency", func(c specRun) []string { return num(c.Base.MaxConcurrency) }},
+	{"requests", "Requests", func(c specRun) []string { return num(c.Requests) }},
+	{"duration", "Base.Duration", func(c specRun) []string { return dur(c.Base.Duration) }},
+	{"warmup", "Base.Warmup,Base.WarmupTime", func(c specRun) []string { return append(num(c.Base.Warmup), dur(c.Base.WarmupTime)...) }},
+	{"cooldown", "Base.Cooldown", func(c specRun) []string { return dur(c.Base.Cooldown) }},
+	{"max-error-rate", "Base.MaxErrorRate", func(c specRun) []string { return num(c.Base.MaxErrorRate) }},
+	{"search", "Search", func(c specRun) []string { return str(string(c.Search)) }},
+	{"search-max", "SearchMax", func(c specRun) []string { return num(c.SearchMax) }},
+	{"repeat", "Repeat", func(c specRun) []string { return num(c.Repeat) }},
+	{"stop-on-saturation", "StopOnSaturation", func(c specRun) []string { return on(c.StopOnSaturation) }},
+	{"shard", "Base.Shard,Base.Shards", func(c specRun) []string {
 		return when(c.Base.Shards > 1, rundesc.ShardString(c.Base.Shard, c.Base.Shards))
 	}},
-	{"start-at", "StartAt", func(c *bench.Spec) []string { return when(!c.StartAt.IsZero(), c.StartAt.Format(time.RFC3339Nano)) }},
-	{"input-tokens", "Workload.InputTokens", func(c *bench.Spec) []string { return str(c.Workload.InputTokens.String()) }},
-	{"output-tokens", "Workload.OutputTokens", func(c *bench.Spec) []string { return str(c.Workload.OutputTokens.String()) }},
-	{"tokenizer", "Tokenizer", func(c *bench.Spec) []string { return str(c.Tokenizer) }},
-	{"chat-template", "ChatTemplate", func(c *bench.Spec) []string { return chatTemplateArg(c) }},
-	{"dataset", "Workload.Dataset", func(c *bench.Spec) []string { return str(c.Workload.Dataset) }},
-	{"prefix-tokens", "Workload.PrefixTokens", func(c *bench.Spec) []string { return num(c.Workload.PrefixTokens) }},
-	{"prefix-groups", "Workload.PrefixGroups", func(c *bench.Spec) []string { return num(c.Workload.PrefixGroups) }},
-	{"trace-speed", "Workload.TraceSpeed", func(c *bench.Spec) []string { return num(c.Workload.TraceSpeed) }},
-	{"trace-offset", "Workload.TraceOffset", func(c *bench.Spec) []string { return dur(c.Workload.TraceOffset) }},
-	{"turns", "Workload.Turns", func(c *bench.Spec) []string { return num(c.Workload.Turns) }},
-	{"think-time", "Workload.ThinkTime", func(c *bench.Spec) []string { return dur(c.Workload.ThinkTime) }},
-	{"seed", "Seed", func(c *bench.Spec) []string { return []string{strconv.FormatInt(c.Seed, 10)} }}, // 0 is a seed too
-	{"percentiles", "Judge.Metrics.Percentiles", func(c *bench.Spec) []string { return numList(c.Judge.Metrics.Percentiles) }},
-	{"slo", "Judge.SLO,Judge.Metrics.SLOs", func(c *bench.Spec) []string { return str(c.Judge.SLO) }},
-	{"gpu-price", "Judge.Pricing.USDPerGPUHour", func(c *bench.Spec) []string { return ptrArg(c.Judge.Pricing.USDPerGPUHour) }},
-	{"gpus", "Judge.Pricing.GPUs", func(c *bench.Spec) []string { return num(c.Judge.Pricing.GPUs) }},
-	{"price-in", "Judge.Pricing.Tokens", func(c *bench.Spec) []string {
+	{"start-at", "StartAt", func(c specRun) []string { return when(!c.StartAt.IsZero(), c.StartAt.Format(time.RFC3339Nano)) }},
+	{"input-tokens", "Workload.InputTokens", func(c specRun) []string { return str(c.Workload.InputTokens.String()) }},
+	{"output-tokens", "Workload.OutputTokens", func(c specRun) []string { return str(c.Workload.OutputTokens.String()) }},
+	{"tokenizer", "Tokenizer", func(c specRun) []string { return str(c.Tokenizer) }},
+	{"chat-template", "ChatTemplate", func(c specRun) []string { return chatTemplateArg(c) }},
+	{"dataset", "Workload.Dataset", func(c specRun) []string { return str(c.Workload.Dataset) }},
+	{"prefix-tokens", "Workload.PrefixTokens", func(c specRun) []string { return num(c.Workload.PrefixTokens) }},
+	{"prefix-groups", "Workload.PrefixGroups", func(c specRun) []string { return num(c.Workload.PrefixGroups) }},
+	{"trace-speed", "Workload.TraceSpeed", func(c specRun) []string { return num(c.Workload.TraceSpeed) }},
+	{"trace-offset", "Workload.TraceOffset", func(c specRun) []string { return dur(c.Workload.TraceOffset) }},
+	{"turns", "Workload.Turns", func(c specRun) []string { return num(c.Workload.Turns) }},
+	{"think-time", "Workload.ThinkTime", func(c specRun) []string { return dur(c.Workload.ThinkTime) }},
+	{"seed", "Seed", func(c specRun) []string { return []string{strconv.FormatInt(c.Seed, 10)} }}, // 0 is a seed too
+	{"percentiles", "Judge.Metrics.Percentiles", func(c specRun) []string { return numList(c.Judge.Metrics.Percentiles) }},
+	{"slo", "Judge.SLO,Judge.Metrics.SLOs", func(c specRun) []string { return str(c.Judge.SLO) }},
+	{"gpu-price", "Judge.Pricing.USDPerGPUHour", func(c specRun) []string { return ptrArg(c.Judge.Pricing.USDPerGPUHour) }},
+	{"gpus", "Judge.Pricing.GPUs", func(c specRun) []string { return num(c.Judge.Pricing.GPUs) }},
+	{"price-in", "Judge.Pricing.Tokens", func(c specRun) []string {
 		return tokenPrice(c, func(p metrics.TokenPrice) float64 { return p.USDPerMillionInput })
 	}},
-	{"price-out", "Judge.Pricing.Tokens", func(c *bench.Spec) []string {
+	{"price-out", "Judge.Pricing.Tokens", func(c specRun) []string {
 		return tokenPrice(c, func(p metrics.TokenPrice) float64 { return p.USDPerMillionOutput })
 	}},
-	{"workload", "Workload.Agent", func(c *bench.Spec) []string {
+	{"workload", "Workload.Agent", func(c specRun) []string {
 		return str(map[bool]string{false: "chat", true: "agentic"}[c.Workload.Agent.On()])
 	}},
-	{"calls-per-task", "Workload.Agent.Calls", func(c *bench.Spec) []string { return agentDist(c, c.Workload.Agent.Calls) }},
-	{"tool-latency", "Workload.Agent.ToolLatency", func(c *bench.Spec) []string { return agentDist(c, c.Workload.Agent.ToolLatency) }},
-	{"tool-result-tokens", "Workload.Agent.ToolResultTokens", func(c *bench.Spec) []string { return agentDist(c, c.Workload.Agent.ToolResultTokens) }},
-	{"fan-out", "Workload.Agent.FanOut", func(c *bench.Spec) []string { return num(c.Workload.Agent.FanOut) }},
-	{"compact-at", "Workload.Agent.CompactAt", func(c *bench.Spec) []string { return num(c.Workload.Agent.CompactAt) }},
-	{"compact-to", "Workload.Agent.CompactTo", func(c *bench.Spec) []string { return num(c.Workload.Agent.CompactTo) }},
-	{"output-dir", "Output.Dir", func(c *bench.Spec) []string { return str(c.Output.Dir) }},
-	{"overwrite", "Output.Overwrite", func(c *bench.Spec) []string { return on(c.Output.Overwrite) }},
-	{"no-progress", "", nil}, // the console's flags: no part of the run (specArgs writes them)
-	{"quiet", "", nil},
-	{"wide", "", nil},
-	{"result-format", "Output.ResultFormat", func(c *bench.Spec) []string { return str(c.Output.ResultFormat) }},
-	{"records", "Output.Records", func(c *bench.Spec) []string { return str(string(c.Output.Records)) }},
+	{"calls-per-task", "Workload.Agent.Calls", func(c specRun) []string { return agentDist(c, c.Workload.Agent.Calls) }},
+	{"tool-latency", "Workload.Agent.ToolLatency", func(c specRun) []string { return agentDist(c, c.Workload.Agent.ToolLatency) }},
+	{"tool-result-tokens", "Workload.Agent.ToolResultTokens", func(c specRun) []string { return agentDist(c, c.Workload.Agent.ToolResultTokens) }},
+	{"fan-out", "Workload.Agent.FanOut", func(c specRun) []string { return num(c.Workload.Agent.FanOut) }},
+	{"compact-at", "Workload.Agent.CompactAt", func(c specRun) []string { return num(c.Workload.Agent.CompactAt) }},
+	{"compact-to", "Workload.Agent.CompactTo", func(c specRun) []string { return num(c.Workload.Agent.CompactTo) }},
+	{"output-dir", "Output.Dir", func(c specRun) []string { return str(c.Output.Dir) }},
+	{"overwrite", "Output.Overwrite", func(c specRun) []string { return on(c.Output.Overwrite) }},
+	{"no-progress", "", func(c specRun) []string { return on(c.noProgress) }}, // the console's: no part of the Spec
+	{"quiet", "", func(c specRun) []string { return on(c.quiet) }},
+	{"wide", "", func(c specRun) []string { return on(c.wide) }},
+	{"result-format", "Output.ResultFormat", func(c specRun) []string { return str(c.Output.ResultFormat) }},
+	{"records", "Output.Records", func(c specRun) []string { return str(string(c.Output.Records)) }},
 	{"config", "", nil}, // its settings are written as the flags they set
 }
 
@@ -139,13 +145,10 @@ var specFlags = []specFlag{
 // keep accepts (one the command binds, say), in their order. true and false are joined to
 // their flag with "=", which a bool flag needs and every flag takes.
 func specArgs(c *bench.Spec, o consoleOpts, keep func(name string) bool) []string {
-	console := map[string][]string{"no-progress": on(o.noProgress), "quiet": on(o.quiet), "wide": on(o.wide)}
 	var args []string
 	for _, f := range specFlags {
 		if f.vals != nil && keep(f.name) {
-			args = flagArgs(args, f.name, f.vals(c))
-		} else if keep(f.name) {
-			args = flagArgs(args, f.name, console[f.name]) // none but the console's
+			args = flagArgs(args, f.name, f.vals(specRun{c, o}))
 		}
 	}
 	return args
@@ -214,7 +217,7 @@ func fmtDuration(d time.Duration) string {
 func on(b bool) []string  { return when(b, "true") }
 func off(b bool) []string { return when(!b, "false") }
 
-func headerArgs(c *bench.Spec) []string {
+func headerArgs(c specRun) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Headers)) {
 		for _, v := range c.Headers[k] {
@@ -231,13 +234,13 @@ func jsonArg(m map[string]any) []string {
 
 // sessionHeaderArgs writes the header a session-balanced run sends its key in ("" none);
 // otherwise a header given for a router in front of one --url.
-func sessionHeaderArgs(c *bench.Spec) []string {
+func sessionHeaderArgs(c specRun) []string {
 	return when(c.Balance == route.Session || c.SessionHeader != "", c.SessionHeader)
 }
 
 // ladderArg writes the levels' loads of one loop (none for the default ladder, which no
 // flag gave, or a staged level).
-func ladderArg(c *bench.Spec, of func(load.Level) float64) []string {
+func ladderArg(c specRun, of func(load.Level) float64) []string {
 	if c.DefaultLoad || len(c.Levels) == 0 || c.Levels[0].Stages.Staged() {
 		return nil
 	}
@@ -250,7 +253,7 @@ func ladderArg(c *bench.Spec, of func(load.Level) float64) []string {
 	return numList(vs)
 }
 
-func stagesArg(c *bench.Spec) []string {
+func stagesArg(c specRun) []string {
 	if len(c.Levels) == 0 {
 		return nil
 	}
@@ -259,7 +262,7 @@ func stagesArg(c *bench.Spec) []string {
 
 // chatTemplateArg writes the template chat prompts are sized with, or none where they are
 // sized by their text alone (not where the server counts them).
-func chatTemplateArg(c *bench.Spec) []string {
+func chatTemplateArg(c specRun) []string {
 	switch {
 	case c.ChatTemplate != nil:
 		return []string{c.ChatTemplate.Path()}
@@ -269,7 +272,7 @@ func chatTemplateArg(c *bench.Spec) []string {
 	return []string{"none"}
 }
 
-func tokenPrice(c *bench.Spec, side func(metrics.TokenPrice) float64) []string {
+func tokenPrice(c specRun, side func(metrics.TokenPrice) float64) []string {
 	if p := c.Judge.Pricing.Tokens; p != nil {
 		return []string{strconv.FormatFloat(side(*p), 'g', -1, 64)} // 0 included
 	}
@@ -277,7 +280,7 @@ func tokenPrice(c *bench.Spec, side func(metrics.TokenPrice) float64) []string {
 }
 
 // agentDist writes one of an agentic workload's distributions (a zero one: none, "0").
-func agentDist(c *bench.Spec, d workload.Dist) []string {
+func agentDist(c specRun, d workload.Dist) []string {
 	if s := d.String(); s != "" || !c.Workload.Agent.On() {
 		return when(c.Workload.Agent.On(), s)
 	}
