@@ -1,12 +1,16 @@
 package bench
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -37,6 +41,32 @@ func ChatTemplateBeside(tok, api string) (*chattemplate.Template, error) {
 		return nil, nil
 	}
 	return chattemplate.Find(filepath.Dir(path))
+}
+
+// ChatTemplate is the chat template the prompts of api are sized with: the one given (a
+// template file, a tokenizer_config.json or a model folder; "none" for none), else the one
+// beside tok's tokenizer.json (ChatTemplateBeside). Each error is a *fielderr.Error: on
+// ChatTemplate,API a template given for an API that sends its prompt as it is, on
+// ChatTemplate a template given that does not load, on Tokenizer,ChatTemplate the one
+// beside tok that does not.
+func ChatTemplate(given, tok, api string) (*chattemplate.Template, error) {
+	switch {
+	case given == "none":
+		return nil, nil
+	case given != "" && !client.AppliesChatTemplate(api):
+		return nil, fielderr.New("ChatTemplate,API", "%s sends its prompt as it is; the APIs a server formats with a chat template are %s", api, strings.Join(client.ChatTemplateAPIs(), ", "))
+	case given != "":
+		tm, err := chattemplate.Load(given)
+		if err != nil {
+			return nil, &fielderr.Error{Field: "ChatTemplate", Err: err}
+		}
+		return tm, nil
+	}
+	tm, err := ChatTemplateBeside(tok, api)
+	if err != nil {
+		return nil, &fielderr.Error{Field: "Tokenizer,ChatTemplate", Err: fmt.Errorf("%s: %w", tok, err)}
+	}
+	return tm, nil
 }
 
 // UseChat sets how the workload counts chat prompts, once the tokenizer is loaded: with
@@ -179,4 +209,57 @@ func (s *Spec) FitToSource(info workload.Info) SourceFit {
 	}
 	fit.Replayed = true
 	return fit
+}
+
+// SetChat sets how the chat prompts are sized: with the template given, else the one beside
+// Tokenizer's tokenizer.json (ChatTemplate, whose errors it returns), or by the server where
+// Tokenizer is the server's and no template is given.
+func (s *Spec) SetChat(given string) error {
+	var err error
+	s.ChatTemplate, err = ChatTemplate(given, s.Tokenizer, s.API)
+	s.ChatOnServer = given == "" && s.Tokenizer == "server" && client.AppliesChatTemplate(s.API)
+	if s.API == client.APIOllamaGenerate && s.Workload.Turns > 1 {
+		// Its prompt is the whole conversation joined, which Ollama formats as one
+		// user message: the turns are not the template's messages, so message text
+		// alone is sized (and the server's count differs by the template's tokens).
+		s.ChatTemplate, s.ChatOnServer = nil, false
+	}
+	return err
+}
+
+// SetTools sets the function definitions every request offers, n generated from Seed or
+// those of ToolsFile, and the tool_choice sent. Each problem is a *fielderr.Error: on Tools
+// a count out of range, on Tools,ToolsFile both given, on ToolsFile a file that does not
+// load, on Tools,API and ToolChoice,API an API that takes no tools or no tool_choice, and on
+// ToolChoice a choice the tools do not allow.
+func (s *Spec) SetTools(n int, choice workload.ToolChoice) error {
+	if n == 0 && s.ToolsFile == "" && choice == "" {
+		return nil
+	}
+	var errs []error
+	switch {
+	case n < 0 || n > workload.MaxTools:
+		errs = append(errs, fielderr.New("Tools", "%d: must be in 0..%d", n, workload.MaxTools))
+	case n > 0 && s.ToolsFile != "":
+		errs = append(errs, fielderr.New("Tools,ToolsFile", "give one (generated definitions, or a file's)"))
+	case s.ToolsFile != "":
+		var err error
+		if s.Tools, err = workload.LoadTools(s.ToolsFile); err != nil {
+			errs = append(errs, &fielderr.Error{Field: "ToolsFile", Err: err})
+		}
+	default:
+		s.Tools = workload.GenerateTools(n, s.Seed)
+	}
+	if !slices.Contains(client.ToolAPIs, s.API) {
+		errs = append(errs, fielderr.New("Tools,API", "are for %s, not %s", strings.Join(client.ToolAPIs, ", "), s.API))
+	} else if choice != "" && !slices.Contains(client.ToolChoiceAPIs, s.API) {
+		errs = append(errs, fielderr.New("ToolChoice,API", "%s takes no tool_choice (the model decides)", s.API))
+	}
+	s.ToolChoice = choice
+	if len(errs) == 0 {
+		if err := workload.ValidateTools(s.Tools, choice); err != nil {
+			errs = append(errs, &fielderr.Error{Field: "ToolChoice", Err: err})
+		}
+	}
+	return errors.Join(errs...)
 }

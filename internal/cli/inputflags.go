@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -43,36 +41,9 @@ func (r *resolver) inputs() {
 	r.tools()
 }
 
-// tools reads --tools, --tools-file and --tool-choice: the function definitions
-// every request offers.
+// tools reads --tools, --tools-file and --tool-choice (bench.Spec.SetTools).
 func (r *resolver) tools() {
-	f, c := r.f, r.c
-	if f.tools == 0 && c.ToolsFile == "" && f.toolChoice == "" {
-		return
-	}
-	said := len(r.errs)
-	switch {
-	case f.tools < 0 || f.tools > workload.MaxTools:
-		r.add(fmt.Errorf("--tools %d: must be in 0..%d", f.tools, workload.MaxTools))
-	case f.tools > 0 && c.ToolsFile != "":
-		r.add(errors.New("--tools and --tools-file: give one (generated definitions, or a file's)"))
-	case c.ToolsFile != "":
-		var err error
-		if c.Tools, err = workload.LoadTools(c.ToolsFile); err != nil {
-			r.add(fmt.Errorf("--tools-file: %w", err))
-		}
-	default:
-		c.Tools = workload.GenerateTools(f.tools, c.Seed)
-	}
-	if !slices.Contains(client.ToolAPIs, c.API) {
-		r.add(fmt.Errorf("--tools, --tools-file are for %s, not %s", strings.Join(client.ToolAPIs, ", "), c.API))
-	} else if f.toolChoice != "" && !slices.Contains(client.ToolChoiceAPIs, c.API) {
-		r.add(fmt.Errorf("--tool-choice: %s takes no tool_choice (the model decides); leave it out", c.API))
-	}
-	c.ToolChoice = workload.ToolChoice(f.toolChoice)
-	if len(r.errs) == said {
-		if err := workload.ValidateTools(c.Tools, c.ToolChoice); err != nil {
-			r.add(fmt.Errorf("--tool-choice: %w", err))
-		}
+	for _, err := range fielderr.Split(r.c.SetTools(r.f.tools, workload.ToolChoice(r.f.toolChoice))) {
+		r.add(fieldError(err))
 	}
 }

@@ -44,8 +44,9 @@ func (r *resolver) said(spec []error) []error {
 	return out
 }
 
-// specMessages say the Spec's problems, by field key, as the flags that set those fields do
-// (%v: bench's words); a field not here is said as "--flag: problem" (benchError).
+// specMessages say the Spec's problems (its Validate's and its setters'), by field key, as
+// the flags that set those fields do (%v: bench's words); a field not here is said as
+// "--flag: problem" (benchError).
 var specMessages = map[string]string{
 	"Timeout": "--timeout %v", "IdleTimeout": "--idle-timeout %v", "Telemetry.Interval": "--metrics-interval %v",
 	"Balance,More": "--balance %v; give --url once for each", "Requests,Base.Duration": "--requests and --duration: %v",
@@ -54,6 +55,10 @@ var specMessages = map[string]string{
 	"Search,Judge.Metrics.SLOs": "--search %v, e.g. --slo 'tpot:p99<=50ms'",
 	"Search,Levels":             "--search %v: drop --concurrency/--rate",
 	"Tokenizer":                 "--tokenizer %v: drop it, or give a tokenizer.json or an encoding",
+	"ChatTemplate":              "--chat-template: %v", "ChatTemplate,API": "--chat-template: --api %v",
+	"Tokenizer,ChatTemplate": "--tokenizer %v (--chat-template none sizes message text alone)",
+	"Tools":                  "--tools %v", "Tools,ToolsFile": "--tools and --tools-file: %v", "ToolsFile": "--tools-file: %v",
+	"Tools,API": "--tools, --tools-file %v", "ToolChoice,API": "--tool-choice: %v; leave it out", "ToolChoice": "--tool-choice: %v",
 }
 
 // invalidMessages say bench's *InvalidError problems with its fields (keys: fieldKey) as the
@@ -83,17 +88,28 @@ func invalidUsage(err error) error {
 // specError says a problem of the Spec's as the flags that set its fields do.
 func (r *resolver) specError(e *fielderr.Error) error {
 	const whole = "--slo %v, and %s: drop the term (e2el, the whole response's latency, is measured), or stream the responses"
-	switch key := fieldKey(e.Field); key {
+	switch fieldKey(e.Field) {
 	case "Judge.Metrics.SLOs[],API":
 		return fmt.Errorf(whole, e.Err, "--api "+r.c.API+" answers in one document, with no tokens streamed")
 	case "Judge.Metrics.SLOs[],NoStream":
 		return fmt.Errorf(whole, e.Err, "--stream=false asks for each response as one document")
-	default:
-		if format, ok := specMessages[key]; ok {
-			return fmt.Errorf(format, e.Err)
-		}
+	}
+	if err := fieldError(e); err != error(e) {
+		return err
 	}
 	return benchError(e)
+}
+
+// fieldError is err said as the flags behind its field do where specMessages words it, else
+// err as it is.
+func fieldError(err error) error {
+	var field *fielderr.Error
+	if errors.As(err, &field) {
+		if format, ok := specMessages[fieldKey(field.Field)]; ok {
+			return fmt.Errorf(format, field.Err)
+		}
+	}
+	return err
 }
 
 // fieldKey is a field's path without its indices: Levels[2].Rate is Levels[].Rate.
@@ -118,16 +134,26 @@ var specFlagNames = func() map[string]string {
 // levelFlagNames are the flags that set load.Level's fields, for its errors: the Spec's
 // Base's and Levels' fields, and its Requests, each level's count.
 var levelFlagNames = func() map[string]string {
-	names := map[string]string{"Requests": specFlagNames["Requests"]}
+	names := flagNamesUnder("Base.", "Levels[].")
+	names["Requests"] = specFlagNames["Requests"]
+	return names
+}()
+
+// agentFlagNames are the flags that set workload.Agent's fields, for its errors.
+var agentFlagNames = flagNamesUnder("Workload.Agent.")
+
+// flagNamesUnder are specFlagNames' flags of the fields under prefixes, by the path below.
+func flagNamesUnder(prefixes ...string) map[string]string {
+	names := map[string]string{}
 	for field, name := range specFlagNames {
-		if f, ok := strings.CutPrefix(field, "Base."); ok {
-			names[f] = name
-		} else if f, ok := strings.CutPrefix(field, "Levels[]."); ok {
-			names[f] = name
+		for _, p := range prefixes {
+			if f, ok := strings.CutPrefix(field, p); ok {
+				names[f] = name
+			}
 		}
 	}
 	return names
-}()
+}
 
 // levelError names the flag behind a load.Level problem.
 func levelError(err error) error { return namedFlags(err, levelFlagNames) }

@@ -2,11 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
-	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/workload"
 
 	"github.com/spf13/pflag"
@@ -65,16 +63,7 @@ func (r *resolver) workload() {
 	}
 	r.spec("Temperature", "TopP")
 	if live {
-		var err error
-		c.ChatTemplate, err = resolveChatTemplate(f.chatTemplate, c.Tokenizer, c.API)
-		r.add(err)
-		c.ChatOnServer = f.chatTemplate == "" && c.Tokenizer == "server" && client.AppliesChatTemplate(c.API)
-		if c.API == client.APIOllamaGenerate && w.Turns > 1 {
-			// Its prompt is the whole conversation joined, which Ollama formats as one
-			// user message: the turns are not the template's messages, so message text
-			// alone is sized (and the server's count differs by the template's tokens).
-			c.ChatTemplate, c.ChatOnServer = nil, false
-		}
+		r.add(fieldError(c.SetChat(f.chatTemplate)))
 	}
 	r.spec("Tokenizer")
 	if w.Turns < 1 {
@@ -97,26 +86,9 @@ func (f *benchFlags) lengths() (in, out workload.Dist, errIn, errOut error) {
 	return in, out, errIn, errOut
 }
 
-// resolveChatTemplate finds the chat template the chat APIs' prompts are sized with:
-// --chat-template's, else the one beside --tokenizer's tokenizer.json (a HuggingFace model
-// folder holds both), else none. APIs that send the prompt as it is have none.
-func resolveChatTemplate(flag, tok, api string) (*chattemplate.Template, error) {
-	applies := client.AppliesChatTemplate(api)
-	switch {
-	case flag == "none":
-		return nil, nil
-	case flag != "" && !applies:
-		return nil, fmt.Errorf("--chat-template: --api %s sends its prompt as it is; the APIs a server formats with a chat template are %s", api, strings.Join(client.ChatTemplateAPIs(), ", "))
-	case flag != "":
-		tm, err := chattemplate.Load(flag)
-		if err != nil {
-			return nil, fmt.Errorf("--chat-template: %w", err)
-		}
-		return tm, nil
-	}
-	tm, err := bench.ChatTemplateBeside(tok, api)
-	if err != nil {
-		return nil, fmt.Errorf("--tokenizer %s: %w (--chat-template none sizes message text alone)", tok, err)
-	}
-	return tm, nil
+// resolveChatTemplate is bench.ChatTemplate's template, its problems said as the flags
+// behind them do (specMessages).
+func resolveChatTemplate(given, tok, api string) (*chattemplate.Template, error) {
+	tm, err := bench.ChatTemplate(given, tok, api)
+	return tm, fieldError(err)
 }
