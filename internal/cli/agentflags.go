@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -42,19 +43,6 @@ func (f *agentFlags) agent(fs *pflag.FlagSet, a workload.Agent) (workload.Agent,
 	default:
 		return workload.Agent{}, []error{fmt.Errorf("--workload %q: want chat or agentic", f.workload)}
 	}
-	for _, d := range []struct {
-		name, s string
-		dst     *workload.Dist
-	}{{"calls-per-task", f.calls, &a.Calls}, {"tool-latency", f.toolLatency, &a.ToolLatency}, {"tool-result-tokens", f.toolResult, &a.ToolResultTokens}} {
-		if d.name == "tool-latency" && strings.TrimSpace(d.s) == "0" {
-			continue // tools that take no time
-		}
-		v, err := workload.ParseDist(d.s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--%s: %w", d.name, err))
-			continue
-		}
-		*d.dst = v
-	}
-	return a, errs
+	a, err := a.WithDists(f.calls, f.toolLatency, f.toolResult)
+	return a, fielderr.Split(namedFlags(err, agentFlagNames))
 }

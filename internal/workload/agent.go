@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/fielderr"
 )
 
 // Agent shapes an agentic workload (--workload agentic): each task is a loop of model calls
@@ -23,6 +25,28 @@ type Agent struct {
 	FanOut           int  // sub-agents after the first call; 0 for none (--fan-out)
 	CompactAt        int  // context tokens past which it is compacted; 0 never (--compact-at)
 	CompactTo        int  // the summary's tokens (--compact-to)
+}
+
+// WithDists is a with its distributions read by ParseDist (a tool latency of "0": none);
+// each that does not read is a *fielderr.Error on its field (Calls, ToolLatency,
+// ToolResultTokens), the others set.
+func (a Agent) WithDists(calls, toolLatency, toolResults string) (Agent, error) {
+	var errs []error
+	for _, d := range []struct {
+		field, s string
+		dst      *Dist
+	}{{"Calls", calls, &a.Calls}, {"ToolLatency", toolLatency, &a.ToolLatency}, {"ToolResultTokens", toolResults, &a.ToolResultTokens}} {
+		if d.field == "ToolLatency" && strings.TrimSpace(d.s) == "0" {
+			continue // tools that take no time
+		}
+		v, err := ParseDist(d.s)
+		if err != nil {
+			errs = append(errs, &fielderr.Error{Field: d.field, Err: err})
+			continue
+		}
+		*d.dst = v
+	}
+	return a, errors.Join(errs...)
 }
 
 // On says the workload is agentic.

@@ -1,10 +1,14 @@
 package workload
 
 import (
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/fielderr"
 )
 
 func agentSource(t *testing.T, a Agent, lengthsOnly bool) Source {
@@ -165,5 +169,25 @@ func TestAgentTrace(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", body, err, want)
 		}
+	}
+}
+
+// TestAgentWithDists: the distributions read, a tool latency of 0 none, and each that does
+// not read an error on its field, the others set.
+func TestAgentWithDists(t *testing.T) {
+	a, err := Agent{FanOut: 2}.WithDists("uniform:2:6", "0", "100")
+	if err != nil || a.Calls.String() != "uniform:2:6" || !a.ToolLatency.IsZero() || a.ToolResultTokens.String() != "100" || a.FanOut != 2 {
+		t.Errorf("WithDists = %+v, %v", a, err)
+	}
+	a, err = Agent{}.WithDists("x", "500", "y")
+	var fields []string
+	for _, e := range fielderr.Split(err) {
+		var f *fielderr.Error
+		if errors.As(e, &f) {
+			fields = append(fields, f.Field)
+		}
+	}
+	if !slices.Equal(fields, []string{"Calls", "ToolResultTokens"}) || a.ToolLatency.String() != "500" {
+		t.Errorf("bad calls and results: problems on %v, %+v", fields, a)
 	}
 }
