@@ -227,6 +227,23 @@ func (s *Spec) SetChat(given string) error {
 	return err
 }
 
+// SetImages sets the images each prompt carries: Images.N of size (ParseImageSize's WxH),
+// drawn from Seed; none when N is 0. A size that does not read is a *fielderr.Error on
+// Images.Width,Images.Height.
+func (s *Spec) SetImages(size string) error {
+	if s.Images.N == 0 {
+		s.Images = workload.ImageConfig{}
+		return nil
+	}
+	var err error
+	s.Images.Width, s.Images.Height, err = workload.ParseImageSize(size)
+	s.Images.Seed = s.Seed
+	if err != nil {
+		return &fielderr.Error{Field: "Images.Width,Images.Height", Err: err}
+	}
+	return nil
+}
+
 // SetTools sets the function definitions every request offers, n generated from Seed or
 // those of ToolsFile, and the tool_choice sent. Each problem is a *fielderr.Error: on Tools
 // a count out of range, on Tools,ToolsFile both given, on ToolsFile a file that does not

@@ -129,3 +129,21 @@ func TestSetChat(t *testing.T) {
 		}
 	}
 }
+
+// TestSetImages: N images of the size given, seeded by the Spec; none at N 0, whatever the
+// other settings; a size that does not read on the size's fields.
+func TestSetImages(t *testing.T) {
+	s := Spec{Seed: 7, Images: workload.ImageConfig{N: 2, Format: "png"}}
+	if err := s.SetImages("64x32"); err != nil || s.Images != (workload.ImageConfig{N: 2, Width: 64, Height: 32, Format: "png", Seed: 7}) {
+		t.Errorf("2 of 64x32: %v, %+v", err, s.Images)
+	}
+	s = Spec{Images: workload.ImageConfig{Format: "png"}}
+	if err := s.SetImages("bad"); err != nil || s.Images != (workload.ImageConfig{}) {
+		t.Errorf("none: %v, %+v", err, s.Images)
+	}
+	s = Spec{Images: workload.ImageConfig{N: 1}}
+	var field *fielderr.Error
+	if err := s.SetImages("0x0"); !errors.As(err, &field) || field.Field != "Images.Width,Images.Height" {
+		t.Errorf("0x0: %v", err)
+	}
+}

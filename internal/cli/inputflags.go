@@ -22,16 +22,8 @@ func (r *resolver) inputs() {
 		r.add(fmt.Errorf("--documents %d, --query-tokens %d: each must be at least 1", c.Documents, c.QueryTokens))
 	}
 	r.spec("NoStream,API", "Workload.Turns,API")
-	if c.Images.N != 0 {
-		var err error
-		if c.Images.Width, c.Images.Height, err = workload.ParseImageSize(f.imageSize); err != nil {
-			r.add(fmt.Errorf("--image-size: %w", err))
-		}
-		c.Images.Seed = c.Seed
-		r.spec("Images", "Images,API")
-	} else {
-		c.Images = workload.ImageConfig{}
-	}
+	r.add(fieldError(c.SetImages(f.imageSize)))
+	r.spec("Images", "Images,API")
 	if !embed { // each API's own, none for the others
 		c.BatchSize = 0
 	}

@@ -51,7 +51,7 @@ var specMessages = map[string]string{
 	"Timeout": "--timeout %v", "IdleTimeout": "--idle-timeout %v", "Telemetry.Interval": "--metrics-interval %v",
 	"Balance,More": "--balance %v; give --url once for each", "Requests,Base.Duration": "--requests and --duration: %v",
 	"NoStream,API": "--stream=false: %v; leave --stream out", "Workload.Turns,API": "--turns %v",
-	"Images": "--images, --image-format: %v", "Images,API": "--images %v", "Temperature": "--temperature %v", "TopP": "--top-p %v",
+	"Images": "--images, --image-format: %v", "Images,API": "--images %v", "Images.Width,Images.Height": "--image-size: %v", "Temperature": "--temperature %v", "TopP": "--top-p %v",
 	"Search,Judge.Metrics.SLOs": "--search %v, e.g. --slo 'tpot:p99<=50ms'",
 	"Search,Levels":             "--search %v: drop --concurrency/--rate",
 	"Tokenizer":                 "--tokenizer %v: drop it, or give a tokenizer.json or an encoding",
