@@ -91,6 +91,17 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 	r := Row{ID: e.ID, Source: Source{Name: "mlperf", Repo: e.Repo, Path: e.Path, Commit: e.Commit, Licence: mlperfLicence},
 		Measured: mlperfMeasured(e.Measured)}
 	model := mlperfModels[e.Model]
+	dataset := model // the benchmark's model, whose dataset the prompts are
+	cfg, fromFiles := mlperfConfigs[e.ID]
+	if fromFiles {
+		if cfg.Model != "" {
+			model = cfg.Model
+		}
+		if cfg.TP > 0 {
+			tp, gpus := cfg.TP, cfg.TP*cfg.Replicas
+			e.TP, e.NumGPUs, e.DtypeWeights = &tp, gpus, cfg.WeightDtype
+		}
+	}
 	gpu, gpuNote := gpuPreset(e.GPU)
 	r.Group = Group{Family: model, GPU: gpu, Engine: engineName(e.Framework), Load: "poisson"}
 	if r.Group.Family == "" {
@@ -102,16 +113,26 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 	if gpuNote != "" {
 		r.Assumptions = append(r.Assumptions, gpuNote)
 	}
-	if r.Skip = mlperfSkip(&e, model, gpu); r.Skip != "" {
+	if r.Skip = cfg.Skip; r.Skip == "" {
+		r.Skip = mlperfSkip(&e, model, dataset, gpu)
+	}
+	if r.Skip != "" {
 		return r, nil
 	}
-	seqs, tokens, err := mlperfLimits(e.ServingSettings)
-	if err != "" {
+	seqs, tokens, kv, err := cfg.MaxNumSeqs, cfg.MaxBatchedTokens, cfg.KVDtype, ""
+	if fromFiles {
+		r.Assumptions = append(r.Assumptions, fmt.Sprintf("parallelism and engine limits read from %s at %.8s (the "+
+			"groundtruth file left them out): %s", cfg.From, e.Commit, cfg.What))
+		r.Assumptions = append(r.Assumptions, cfg.Assumed...)
+	} else if seqs, tokens, err = mlperfLimits(e.ServingSettings); err != "" {
 		r.Skip = err
 		return r, nil
 	}
+	if kv == "" {
+		kv = "fp8" // NVIDIA's harness configs state kv_cache_dtype fp8
+	}
 	out, outWhy := meanOutput(&e)
-	in := mlperfInputs[model]
+	in := mlperfInputs[dataset]
 	r.Assumptions = append(r.Assumptions, in.why, fmt.Sprintf("output lengths ASSUMED normal, mean %.4g "+
 		"(%s), standard deviation half the mean", out, outWhy))
 	r.Workload = Workload{Rate: e.Workload.TargetQPS, InputTokens: in.dist,
@@ -121,17 +142,21 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 		r.Limits = &Limits{TTFTP99Ms: c.TTFTP99 / 1e6, TPOTP99Ms: c.TPOTP99 / 1e6, SubmittedRate: e.Workload.TargetQPS}
 	}
 	tp := *e.TP
+	engine := map[string]any{"max_num_seqs": seqs, "max_batched_tokens": tokens}
+	if cfg.GPUMemoryUtilization > 0 {
+		engine["gpu_memory_utilization"] = cfg.GPUMemoryUtilization
+	}
 	r.Profile = map[string]any{
 		"model": model, "gpu": gpu,
-		"engine": engineKeys(r.Group.Engine, map[string]any{"max_num_seqs": seqs, "max_batched_tokens": tokens}),
+		"engine": engineKeys(r.Group.Engine, engine),
 		"deployment": map[string]any{"tp": tp, "replicas": e.NumGPUs / tp,
-			"weight_dtype": weightDtype(e.DtypeWeights), "kv_dtype": "fp8"},
+			"weight_dtype": weightDtype(e.DtypeWeights), "kv_dtype": kv},
 	}
 	return r, nil
 }
 
 // mlperfSkip is why an MLPerf row cannot be simulated; "" when it can.
-func mlperfSkip(e *mlperfExperiment, model, gpu string) string {
+func mlperfSkip(e *mlperfExperiment, model, dataset, gpu string) string {
 	switch {
 	case e.DuplicateOf != "":
 		return "the same run as " + e.DuplicateOf + " submitted under another accuracy target"
@@ -145,7 +170,7 @@ func mlperfSkip(e *mlperfExperiment, model, gpu string) string {
 		return fmt.Sprintf("%d GPUs is not a whole number of tp-%d replicas", e.NumGPUs, *e.TP)
 	case weightDtype(e.DtypeWeights) == "":
 		return fmt.Sprintf("weight dtype %q not stated", e.DtypeWeights)
-	case mlperfInputs[model].dist == "":
+	case mlperfInputs[dataset].dist == "":
 		return "the dataset's input-length distribution is not in the source (" + e.Workload.Dataset + ")"
 	}
 	if out, _ := meanOutput(e); out <= 0 {

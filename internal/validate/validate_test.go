@@ -151,6 +151,49 @@ func TestMLPerfConversion(t *testing.T) {
 	}
 }
 
+// TestMLPerfConfigsFillTheGaps: a row the groundtruth file left without parallelism or
+// engine limits takes them from the submitter's files (mlperfConfigs), says where from, and
+// an open-division row simulates the model it served on the benchmark's prompts.
+func TestMLPerfConfigsFillTheGaps(t *testing.T) {
+	const id = "5.1-0382|Krai|xd670_h200_x8_vllm_092|llama2-70b-99.9|Server"
+	exp := `{"id": "` + id + `", "source_repo": "mlcommons/inference_results_v5.1", "path": "p", "commit": "965182b03376",
+	 "model": "llama2-70b-99.9", "gpu": "NVIDIA H200-SXM-141GB", "num_gpus": null, "tp": null,
+	 "framework_and_version": "vLLM v0.9.2", "dtype_weights": "UNSET",
+	 "serving_settings": "not extracted; see the submitter's code/config (code_link)",
+	 "workload": {"scenario": "Server", "target_qps": 93, "dataset": "OpenOrca",
+	  "mean_output_tokens_accuracy_run": "TOKENS_PER_SAMPLE: 296.0"},
+	 "measured": {"tpot_p50_ns": 112915517},
+	 "constraints": {"ttft_p99_limit_ns": 2000000000, "tpot_p99_limit_ns": 200000000}}`
+	r, err := mlperfRow(json.RawMessage(exp))
+	if err != nil || r.Skip != "" {
+		t.Fatalf("%v %s", err, r.Skip)
+	}
+	dep, eng := r.Profile["deployment"].(map[string]any), r.Profile["engine"].(map[string]any)
+	if r.Profile["model"] != "llama-3.1-70b" || dep["tp"] != 1 || dep["replicas"] != 8 || dep["weight_dtype"] != "fp8" ||
+		dep["kv_dtype"] != "bf16" || eng["kind"] != "vllm" || eng["max_num_seqs"] != 858 || eng["max_batched_tokens"] != 36498 ||
+		eng["gpu_memory_utilization"] != 0.95 {
+		t.Errorf("profile %+v", r.Profile)
+	}
+	if r.Group != (Group{Family: "llama-3.1-70b", GPU: "h200", Engine: "vllm", Load: "poisson"}) {
+		t.Errorf("group %+v", r.Group)
+	}
+	if r.Workload.InputTokens != mlperfInputs["llama-2-70b"].dist {
+		t.Errorf("inputs %q: want the Llama-2-70B benchmark's OpenOrca prompts", r.Workload.InputTokens)
+	}
+	if !strings.Contains(strings.Join(r.Assumptions, "\n"), mlperfConfigs[id].From+" at 965182b0") {
+		t.Errorf("assumptions %q do not name the file the limits were read from", r.Assumptions)
+	}
+	skipped := strings.Replace(exp, id, "5.1-0377|Krai|b200_x8|llama2-70b-99.9|Server", 1)
+	if r, _ := mlperfRow(json.RawMessage(skipped)); !strings.Contains(r.Skip, "neither its token budget") || r.Group.Family != "llama-3.1-70b" {
+		t.Errorf("a row whose files state too little: skip %q, family %q", r.Skip, r.Group.Family)
+	}
+	for id, c := range mlperfConfigs {
+		if c.From == "" || (c.Skip == "" && (c.TP < 1 || c.Replicas < 1 || c.MaxNumSeqs < 1 || c.MaxBatchedTokens < 1 || c.What == "")) {
+			t.Errorf("%s: %+v states too little to simulate and gives no reason", id, c)
+		}
+	}
+}
+
 // TestCommittedMLPerfTable: the committed table loads, hermetically, and its runnable rows
 // carry a profile and a load.
 func TestCommittedMLPerfTable(t *testing.T) {
