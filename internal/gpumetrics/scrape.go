@@ -104,13 +104,14 @@ func (s *Scraper) loop(ctx context.Context) {
 
 // Stop ends the polling, takes one last short scrape (unless the exporter was failing or
 // the run is being cancelled) so that the samples reach past the level's last request, and
-// returns the series. Calling it again returns the same series.
+// returns the series. A level shorter than one scrape, whose first scrape Stop cut off, gets
+// that last one too: the exporter had not failed. Calling it again returns the same series.
 func (s *Scraper) Stop() Series {
 	s.stopOnce.Do(func() {
 		s.cancel()
 		<-s.done
 		s.mu.Lock()
-		ok := s.lastOK
+		ok := s.lastOK || s.series.Scrapes == 0
 		s.mu.Unlock()
 		if ok && s.parent.Err() == nil {
 			s.scrape(s.parent, min(finalTimeout, s.interval))
