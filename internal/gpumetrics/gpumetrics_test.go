@@ -348,3 +348,36 @@ func TestLocalNvidiaSMI(t *testing.T) {
 		t.Error("a short row read as a GPU")
 	}
 }
+
+// slowFirstSMI takes 2 s to answer its first run (a process started on a loaded machine),
+// then answers at once.
+type slowFirstSMI struct {
+	out  []byte
+	runs int
+}
+
+func (f *slowFirstSMI) Run(ctx context.Context, _ string, _ ...string) ([]byte, error) {
+	f.runs++
+	if f.runs == 1 {
+		select {
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return f.out, nil
+}
+
+// A level shorter than the first scrape, which Stop cuts off, still gets Stop's last scrape:
+// the tool had not failed, and a run of 0.15 s reads its GPUs.
+func TestStopReadsALevelShorterThanAScrape(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &slowFirstSMI{out: readScrape(t, "nvidia-smi-8xh100.csv")}
+		s := StartLocal(t.Context(), &Local{Path: "nvidia-smi", Run: fake}, time.Second, time.Now())
+		time.Sleep(150 * time.Millisecond)
+		ser := s.Stop()
+		if fake.runs != 2 || ser.Scrapes != 1 || ser.Failed != 0 || len(ser.Samples) != 1 {
+			t.Errorf("%d runs, %d scrapes (%d failed), %d samples; want the cut-off one and Stop's own", fake.runs, ser.Scrapes, ser.Failed, len(ser.Samples))
+		}
+	})
+}
