@@ -76,7 +76,7 @@ func (f *benchFlags) datasetWorkload(output string) (workload.Config, error) {
 	wc := f.spec.Workload // the workload flags bound to it
 	wc.InputTokens, wc.OutputTokens, wc.Seed = in, out, f.spec.Seed
 	if len(errs) == 0 {
-		if err := wc.Validate(); err != nil {
+		if err := workloadError(wc, wc.Validate()); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -167,3 +167,25 @@ func TestChecksComeBeforeTheRun(t *testing.T) {
 		}
 	}
 }
+
+// workload's problems with fields the flags set together are said with those flags.
+func TestWorkloadErrorsNameFlags(t *testing.T) {
+	agentic := []string{"simulate", "--workload", "agentic", "--requests", "5"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "--prefix-groups", "3"}, "prefix groups: 3 groups need --prefix-tokens > 0"},
+		{[]string{"dataset", "--output", "x.jsonl", "--prefix-groups", "3"}, "prefix groups: 3 groups need --prefix-tokens > 0"},
+		{append(agentic, "--tool-result-tokens", "0"), "tool result tokens: required with --workload agentic (e.g. --tool-result-tokens 300)"},
+		{append(agentic, "--compact-at", "-1"), "compaction: --compact-at -1 and --compact-to 0 must not be negative"},
+		{append(agentic, "--compact-at", "100", "--compact-to", "200"), "compaction: --compact-to 200 must be in 1..99 (below --compact-at)"},
+		{append(agentic, "--compact-to", "50"), "compaction: --compact-to 50 needs --compact-at"},
+		{append(agentic, "--turns", "3"), "workload agentic: --turns and --think-time are chat's; a task's calls and tool latency are --calls-per-task and --tool-latency"},
+	} {
+		code, _, stderr := runCLI(t, t.Context(), c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want+"\n") {
+			t.Errorf("%v: exit %d, %q; want exit %d and %q", c.args, code, stderr, ExitUsage, c.want)
+		}
+	}
+}

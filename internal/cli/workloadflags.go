@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/workload"
 
 	"github.com/spf13/pflag"
@@ -69,7 +71,7 @@ func (r *resolver) workload() {
 	if w.Turns < 1 {
 		r.add(fmt.Errorf("--turns %d: a conversation has at least one turn (1: single requests)", w.Turns))
 	} else if errOut == nil && errIn == nil {
-		r.add(w.Validate())
+		r.add(workloadError(*w, w.Validate()))
 	}
 }
 
@@ -91,4 +93,38 @@ func (f *benchFlags) lengths() (in, out workload.Dist, errIn, errOut error) {
 func resolveChatTemplate(given, tok, api string) (*chattemplate.Template, error) {
 	tm, err := bench.ChatTemplate(given, tok, api)
 	return tm, fieldError(err)
+}
+
+// workloadError says w.Validate's problems (err) with fields the flags set together as those
+// flags do, from w's values; the others as workload says them.
+func workloadError(w workload.Config, err error) error {
+	var out []error
+	for _, e := range fielderr.Split(err) {
+		var field *fielderr.Error
+		if errors.As(e, &field) {
+			e = workloadField(w, field)
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// workloadField is a problem of w's field said as the flags behind it do.
+func workloadField(w workload.Config, e *fielderr.Error) error {
+	a := w.Agent
+	switch e.Field {
+	case "PrefixGroups,PrefixTokens":
+		return fmt.Errorf("prefix groups: %d groups need --prefix-tokens > 0", w.PrefixGroups)
+	case "Agent.ToolResultTokens":
+		return errors.New("tool result tokens: required with --workload agentic (e.g. --tool-result-tokens 300)")
+	case "Agent.CompactAt,Agent.CompactTo":
+		return fmt.Errorf("compaction: --compact-at %d and --compact-to %d must not be negative", a.CompactAt, a.CompactTo)
+	case "Agent.CompactTo":
+		return fmt.Errorf("compaction: --compact-to %d must be in 1..%d (below --compact-at)", a.CompactTo, a.CompactAt-1)
+	case "Agent.CompactAt":
+		return fmt.Errorf("compaction: --compact-to %d needs --compact-at", a.CompactTo)
+	case "Turns,ThinkTime,Agent":
+		return errors.New("workload agentic: --turns and --think-time are chat's; a task's calls and tool latency are --calls-per-task and --tool-latency")
+	}
+	return e
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/llmbench/llmbench/internal/fielderr"
 )
 
-// Agent shapes an agentic workload (--workload agentic): each task is a loop of model calls
+// Agent shapes an agentic workload (Config.Agent, On when it has Calls): each task is a loop of model calls
 // whose answers are tool calls; after each non-final call the tool takes ToolLatency and its
 // result, of ToolResultTokens, is appended to the context with the answer, so the context
 // grows call by call. With FanOut K > 0 the task's first answer spawns K sub-agents, each a
@@ -19,12 +19,12 @@ import (
 // compacted before the next call: a call on it answers a summary of CompactTo tokens, which
 // is then the whole context (a new one, which the prefix cache has not seen). Lengths are exact token counts, drawn per task from the seed.
 type Agent struct {
-	Calls            Dist // the parent's model calls per task (--calls-per-task)
-	ToolLatency      Dist // milliseconds, before each call after the first (--tool-latency); zero: none
-	ToolResultTokens Dist // each tool result, and each sub-agent's brief (--tool-result-tokens)
-	FanOut           int  // sub-agents after the first call; 0 for none (--fan-out)
-	CompactAt        int  // context tokens past which it is compacted; 0 never (--compact-at)
-	CompactTo        int  // the summary's tokens (--compact-to)
+	Calls            Dist // the parent's model calls per task
+	ToolLatency      Dist // milliseconds, before each call after the first; zero: none
+	ToolResultTokens Dist // each tool result, and each sub-agent's brief
+	FanOut           int  // sub-agents after the first call; 0 for none
+	CompactAt        int  // context tokens past which it is compacted; 0 never
+	CompactTo        int  // the summary's tokens
 }
 
 // WithDists is a with its distributions read by ParseDist (a tool latency of "0": none);
@@ -52,7 +52,7 @@ func (a Agent) WithDists(calls, toolLatency, toolResults string) (Agent, error) 
 // On says the workload is agentic.
 func (a Agent) On() bool { return !a.Calls.IsZero() }
 
-// MaxCallsCap bounds a normal --calls-per-task (mean + 4 standard deviations, at most this),
+// MaxCallsCap bounds a normal Calls (mean + 4 standard deviations, at most this),
 // so every task's requests fit the level's index space.
 const MaxCallsCap = 1000
 
@@ -78,8 +78,11 @@ func (a Agent) Stride() int {
 	return n
 }
 
-// validate lists every problem of an agentic configuration.
-func (a Agent) validate(add func(string, ...any)) {
+// validate lists every problem of an agentic configuration; those of fields set together
+// are *fielderr.Error on the Config's fields (Agent.CompactAt, ...).
+func (a Agent) validate() []error {
+	var errs []error
+	add := func(format string, v ...any) { errs = append(errs, fmt.Errorf(format, v...)) }
 	if err := a.Calls.Validate(); err != nil {
 		add("calls per task: %v", err)
 	}
@@ -89,7 +92,7 @@ func (a Agent) validate(add func(string, ...any)) {
 		}
 	}
 	if a.ToolResultTokens.IsZero() {
-		add("tool result tokens: required with --workload agentic (e.g. --tool-result-tokens 300)")
+		errs = append(errs, fielderr.New("Agent.ToolResultTokens", "required for an agentic workload"))
 	} else if err := a.ToolResultTokens.Validate(); err != nil {
 		add("tool result tokens: %v", err)
 	}
@@ -97,12 +100,13 @@ func (a Agent) validate(add func(string, ...any)) {
 		add("fan-out: %d must be in 0..256", a.FanOut)
 	}
 	if a.CompactAt < 0 || a.CompactTo < 0 {
-		add("compaction: --compact-at %d and --compact-to %d must not be negative", a.CompactAt, a.CompactTo)
+		errs = append(errs, fielderr.New("Agent.CompactAt,Agent.CompactTo", "%d and %d must not be negative", a.CompactAt, a.CompactTo))
 	} else if a.CompactAt > 0 && (a.CompactTo <= 0 || a.CompactTo >= a.CompactAt) {
-		add("compaction: --compact-to %d must be in 1..%d (below --compact-at)", a.CompactTo, a.CompactAt-1)
+		errs = append(errs, fielderr.New("Agent.CompactTo", "%d must be in 1..%d (below CompactAt)", a.CompactTo, a.CompactAt-1))
 	} else if a.CompactAt == 0 && a.CompactTo > 0 {
-		add("compaction: --compact-to %d needs --compact-at", a.CompactTo)
+		errs = append(errs, fielderr.New("Agent.CompactAt", "required by CompactTo %d", a.CompactTo))
 	}
+	return errs
 }
 
 // TaskCall places a request in an agentic task (Requests > 0; the zero value otherwise).
@@ -129,7 +133,7 @@ type TaskCall struct {
 	// brief follows); Epoch counts the compactions before it (each starts a new context).
 	Shared, Epoch int
 	// ToolCall says the answer is to be a tool call (every call but the final one). The tool
-	// definitions sent on the wire (--tools) attach to such requests.
+	// definitions sent on the wire (the run's tools) attach to such requests.
 	ToolCall bool
 }
 
@@ -294,7 +298,7 @@ func (c Config) agentErrors(kind string) []error {
 		errs = append(errs, fmt.Errorf("workload agentic: tasks are synthesised (the random dataset) or replayed (agent:PATH), not made of %s", kind))
 	}
 	if c.Turns > 1 || c.ThinkTime > 0 {
-		errs = append(errs, errors.New("workload agentic: --turns and --think-time are chat's; a task's calls and tool latency are --calls-per-task and --tool-latency"))
+		errs = append(errs, fielderr.New("Turns,ThinkTime,Agent", "are chat's; a task's calls and tool latency are Agent.Calls and Agent.ToolLatency"))
 	}
 	if c.PrefixTokens > 0 {
 		errs = append(errs, errors.New("workload agentic: shared prefixes do not combine with tasks (each task's context is its calls' shared prefix)"))

@@ -112,7 +112,7 @@ func TestAgentConfigErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"tool result tokens: required", "fan-out: -1", "--compact-to 200 must be in 1..99", "--turns and --think-time are chat's", "shared prefixes do not combine"} {
+	for _, want := range []string{"Agent.ToolResultTokens: required", "fan-out: -1", "Agent.CompactTo: 200 must be in 1..99", "Turns,ThinkTime,Agent: are chat's", "shared prefixes do not combine"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The agent session trace (--dataset agent:PATH, docs/metrics.md "Agents"): recorded agent
+// The agent session trace (dataset agent:PATH, docs/metrics.md "Agents"): recorded agent
 // sessions, one JSON object per model call:
 //
 //	{"task": "s-17", "call": 1, "input_tokens": 2900, "output_tokens": 180}

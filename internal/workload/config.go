@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/chattemplate"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
@@ -169,7 +170,8 @@ func (c Config) synthetic() bool {
 	return k == DatasetRandom || k == DatasetAzure || k == DatasetMooncake || k == DatasetAgent
 }
 
-// Validate reports every problem at once.
+// Validate reports every problem at once; those whose words a command says in its own terms
+// (the fields it sets together) are *fielderr.Error on the Config's fields.
 func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -211,7 +213,7 @@ func (c Config) Validate() error {
 			add("prefix tokens: %d leaves no room in prompts of %s tokens (each prompt needs at least one token of its own)", c.PrefixTokens, c.InputTokens)
 		}
 	} else if c.PrefixGroups > 1 {
-		add("prefix groups: %d groups need --prefix-tokens > 0", c.PrefixGroups)
+		errs = append(errs, fielderr.New("PrefixGroups,PrefixTokens", "%d groups need prefix tokens > 0", c.PrefixGroups))
 	}
 	if c.TraceSpeed < 0 || c.TraceSpeed != c.TraceSpeed {
 		add("trace speed: %v must be > 0", c.TraceSpeed)
@@ -238,7 +240,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.agentErrors(kind)...)
 	if c.Agent.On() && kind != DatasetAgent { // a trace's sessions bring their own calls
-		c.Agent.validate(add)
+		errs = append(errs, c.Agent.validate()...)
 	} else if c.ThinkTime > 0 && c.Turns <= 1 {
 		add("think time: %v needs turns > 1", c.ThinkTime)
 	}

@@ -158,7 +158,7 @@ type jsonlRow struct {
 	PrefixTokens int       `json:"prefix_tokens"`
 	PrefixGroup  int       `json:"prefix_group"`
 	// Images are image files (paths relative to the dataset's folder) sent with the row's
-	// prompt, as --images sends synthetic ones.
+	// prompt, as ImageConfig makes synthetic ones.
 	Images []string `json:"images"`
 }
 

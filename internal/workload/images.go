@@ -30,7 +30,8 @@ type ImageConfig struct {
 	Seed          int64
 }
 
-// ParseImageSize reads --image-size: "WxH", each 1..8192 pixels.
+// ParseImageSize reads an image size, ImageConfig's Width and Height: "WxH", each 1..8192
+// pixels.
 func ParseImageSize(s string) (w, h int, err error) {
 	a, b, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "x")
 	w, err1 := strconv.Atoi(a)

@@ -484,7 +484,7 @@ func (s *source) turnText(level, c, j, who, n, target int, count func(string) in
 }
 
 // Faster replays src's arrivals scale times faster: each request's Arrival (a trace's, its
-// passes' offsets included) divided by scale, the rest as src has it. It is --trace-speed
+// passes' offsets included) divided by scale, the rest as src has it. It is Config.TraceSpeed
 // applied to a source already loaded, so a trace is read once however many speeds are run.
 func Faster(src Source, scale float64) Source {
 	if scale == 1 {

@@ -42,7 +42,8 @@ func (c ToolChoice) Function() string {
 	return string(c)
 }
 
-// MaxTools bounds --tools: past a few hundred definitions a request is more tools than prompt.
+// MaxTools bounds the tools a request offers: past a few hundred definitions a request is more
+// tools than prompt.
 const MaxTools = 256
 
 // toolName is OpenAI's rule for function names.
@@ -231,7 +232,7 @@ func GenerateTools(n int, seed int64) []ToolDef {
 	if n <= 0 {
 		return nil
 	}
-	rng := newRand(seed, purposeTool, 0, 0) // not keyed on n: --tools 3 offers the first 3 of --tools 5
+	rng := newRand(seed, purposeTool, 0, 0) // not keyed on n: 3 tools are the first 3 of 5
 	combos := len(toolVerbs) * len(toolNouns)
 	order := rng.Perm(combos)
 	tools := make([]ToolDef, n)

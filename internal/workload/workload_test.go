@@ -58,7 +58,7 @@ func TestValidateReportsEverything(t *testing.T) {
 		{Config{InputTokens: Fixed(1)}, "output tokens: required"},
 		{Config{InputTokens: Fixed(100), OutputTokens: Fixed(1), PrefixTokens: 100}, "leaves no room"},
 		{Config{InputTokens: Dist{Kind: "uniform", A: 50, B: 500}, OutputTokens: Fixed(1), PrefixTokens: 50}, "leaves no room"},
-		{Config{InputTokens: Fixed(10), OutputTokens: Fixed(1), PrefixGroups: 4}, "need --prefix-tokens"},
+		{Config{InputTokens: Fixed(10), OutputTokens: Fixed(1), PrefixGroups: 4}, "PrefixGroups,PrefixTokens: 4 groups need prefix tokens > 0"},
 		{Config{Dataset: "jsonl:"}, "missing path"},
 		{Config{InputTokens: Fixed(10), OutputTokens: Fixed(1), Turns: 3, PrefixTokens: 4}, "do not combine"},
 		{Config{InputTokens: Fixed(10), OutputTokens: Fixed(1), ThinkTime: time.Second}, "needs turns > 1"},

@@ -21,7 +21,7 @@ type jsonlOut struct {
 
 // WriteJSONL writes requests as they would be sent, one JSON object per line: "prompt"
 // and/or "messages", "input_tokens", "output_tokens", "arrival_s" for traces (seconds from the
-// level start) and the shared prefix when there is one. `--dataset jsonl:FILE` reads the
+// level start) and the shared prefix when there is one. The dataset jsonl:FILE reads the
 // file back into the same requests.
 func WriteJSONL(w io.Writer, reqs ...Request) error {
 	enc := json.NewEncoder(w)
