@@ -247,7 +247,8 @@ func (s *Spec) SetImages(size string) error {
 // SetTools sets the function definitions every request offers, n generated from Seed or
 // those of ToolsFile, and the tool_choice sent. Each problem is a *fielderr.Error: on Tools
 // a count out of range, on Tools,ToolsFile both given, on ToolsFile a file that does not
-// load, on Tools,API and ToolChoice,API an API that takes no tools or no tool_choice, and on
+// load, on Tools,API and ToolChoice,API an API that takes no tools or no tool_choice, on
+// ToolChoice,Tools a choice of a tool where none are offered (workload.ErrNoTools), and on
 // ToolChoice a choice the tools do not allow.
 func (s *Spec) SetTools(n int, choice workload.ToolChoice) error {
 	if n == 0 && s.ToolsFile == "" && choice == "" {
@@ -275,7 +276,11 @@ func (s *Spec) SetTools(n int, choice workload.ToolChoice) error {
 	s.ToolChoice = choice
 	if len(errs) == 0 {
 		if err := workload.ValidateTools(s.Tools, choice); err != nil {
-			errs = append(errs, &fielderr.Error{Field: "ToolChoice", Err: err})
+			field := "ToolChoice"
+			if errors.Is(err, workload.ErrNoTools) {
+				field = "ToolChoice,Tools"
+			}
+			errs = append(errs, &fielderr.Error{Field: field, Err: err})
 		}
 	}
 	return errors.Join(errs...)

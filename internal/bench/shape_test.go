@@ -90,7 +90,7 @@ func TestSetTools(t *testing.T) {
 		{"openai-chat", file + ".missing", 0, "", []string{"ToolsFile"}},
 		{"ollama", "", 2, "auto", []string{"ToolChoice,API"}},
 		{"openai-chat", "", 2, "nothing", []string{"ToolChoice"}},
-		{"openai-chat", "", 0, "required", []string{"ToolChoice"}},
+		{"openai-chat", "", 0, "required", []string{"ToolChoice,Tools"}},
 	} {
 		s := Spec{API: c.api, ToolsFile: c.file}
 		var fields []string

@@ -59,6 +59,7 @@ var specMessages = map[string]string{
 	"Tokenizer,ChatTemplate": "--tokenizer %v (--chat-template none sizes message text alone)",
 	"Tools":                  "--tools %v", "Tools,ToolsFile": "--tools and --tools-file: %v", "ToolsFile": "--tools-file: %v",
 	"Tools,API": "--tools, --tools-file %v", "ToolChoice,API": "--tool-choice: %v; leave it out", "ToolChoice": "--tool-choice: %v",
+	"ToolChoice,Tools": "--tool-choice: %v (give --tools N or --tools-file)",
 }
 
 // invalidMessages say bench's *InvalidError problems with its fields (keys: fieldKey) as the

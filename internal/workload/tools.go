@@ -49,6 +49,10 @@ const MaxTools = 256
 // toolName is OpenAI's rule for function names.
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// ErrNoTools is ValidateTools' problem with a choice that asks for a tool (auto, required)
+// where none are offered.
+var ErrNoTools = errors.New("no tools are offered")
+
 // ValidateTools checks definitions as a server would: each name valid and distinct, each
 // parameters schema a JSON object of type "object"; and that choice names one of them.
 func ValidateTools(tools []ToolDef, choice ToolChoice) error {
@@ -77,7 +81,7 @@ func ValidateTools(tools []ToolDef, choice ToolChoice) error {
 			errs = append(errs, fmt.Errorf("tool choice %q: not one of the tools (%s); or auto, required, none", f, strings.Join(toolNames(tools), ", ")))
 		}
 	} else if choice != "" && choice != ToolNone && len(tools) == 0 {
-		errs = append(errs, fmt.Errorf("tool choice %s: no tools are offered (give --tools N or --tools-file)", choice))
+		errs = append(errs, fmt.Errorf("tool choice %s: %w", choice, ErrNoTools))
 	}
 	return errors.Join(errs...)
 }

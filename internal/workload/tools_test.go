@@ -2,6 +2,7 @@ package workload
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -82,7 +83,7 @@ func TestValidateToolChoice(t *testing.T) {
 	if err := ValidateTools(tools, "nope"); err == nil || !strings.Contains(err.Error(), `"nope": not one of the tools`) {
 		t.Errorf("unknown forced function: %v", err)
 	}
-	if err := ValidateTools(nil, ToolRequired); err == nil || !strings.Contains(err.Error(), "no tools are offered") {
+	if err := ValidateTools(nil, ToolRequired); !errors.Is(err, ErrNoTools) {
 		t.Errorf("required without tools: %v", err)
 	}
 	if err := ValidateTools(nil, ToolNone); err != nil {
