@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,12 +74,10 @@ func (f *serveFlags) run(ctx context.Context, stdio Stdio, closeAfterSet bool) e
 		errs = append(errs, fmt.Errorf("--faults: %w", err))
 	}
 	key := f.apiKey
-	if f.apiKeyFile != "" {
-		b, err := os.ReadFile(f.apiKeyFile)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--api-key-file: %w", err))
+	if f.apiKeyFile != "" { // run's rule for the file; neither flag is no key (not $OPENAI_API_KEY's)
+		if key, err = resolveAPIKey(f.apiKey, f.apiKeyFile); err != nil {
+			errs = append(errs, err)
 		}
-		key = strings.TrimSpace(string(b))
 	}
 	var t tokenizer.Tokenizer
 	if f.tok == "server" {

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Mistakes a newcomer makes get a message that says what to type instead, as a usage
@@ -186,6 +188,37 @@ func TestWorkloadErrorsNameFlags(t *testing.T) {
 		code, _, stderr := runCLI(t, t.Context(), c.args...)
 		if code != ExitUsage || !strings.Contains(stderr, c.want+"\n") {
 			t.Errorf("%v: exit %d, %q; want exit %d and %q", c.args, code, stderr, ExitUsage, c.want)
+		}
+	}
+}
+
+// serve reads --api-key-file by run's rule (client.APIKey): an empty or unreadable file, or
+// both flags, is the usage error run gives, in run's words.
+func TestServeAPIKeyFileAsRun(t *testing.T) {
+	dir := t.TempDir()
+	empty, missing, key := filepath.Join(dir, "empty"), filepath.Join(dir, "missing"), filepath.Join(dir, "key")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--api-key-file", empty}, "--api-key-file: " + empty + " is empty"},
+		{[]string{"--api-key-file", missing}, "--api-key-file: open " + missing + ": no such file or directory"},
+		{[]string{"--api-key", "x", "--api-key-file", key}, "--api-key and --api-key-file: give one, not both"},
+	} {
+		for _, cmd := range [][]string{{"serve", "--listen", "127.0.0.1:0"}, {"run", "--url", "http://127.0.0.1:1"}} {
+			args := append(append([]string{}, cmd...), c.flags...)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a serve that took the file serves until then
+			code, _, stderr := runCLI(t, ctx, args...)
+			cancel()
+			if code != ExitUsage || !strings.HasPrefix(stderr, "llmbench: "+c.want+"\n") {
+				t.Errorf("%v: exit %d, %q; want exit %d and %q", args, code, stderr, ExitUsage, c.want)
+			}
 		}
 	}
 }
