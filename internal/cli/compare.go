@@ -32,8 +32,9 @@ a throughput fell by more than it.`,
   llmbench compare baseline/ candidate/ --fail-on-regression 5%   # exit 5 on a regression`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "table" && format != "json" && format != "markdown" {
-				return usageError(fmt.Errorf("--format: %q is not table, json or markdown", format))
+			form, err := compare.ParseFormat(format)
+			if err != nil {
+				return usageError(fmt.Errorf("--format: %w", err))
 			}
 			cfg, err := compareConfig(args, alpha, failOn)
 			if err != nil {
@@ -51,13 +52,8 @@ a throughput fell by more than it.`,
 			if err != nil {
 				return withCode(ExitFailure, err)
 			}
-			switch format {
-			case "json":
-				return compare.WriteJSON(stdio.Out, cmp)
-			case "markdown":
-				compare.WriteMarkdown(stdio.Out, cmp)
-			default:
-				compare.WriteText(stdio.Out, cmp)
+			if err := compare.Write(stdio.Out, cmp, form); err != nil || form == compare.FormatJSON {
+				return err // a JSON comparison exits 0 whatever its regressions (the document lists them)
 			}
 			if len(cmp.Regressions) > 0 {
 				return withCode(ExitRegression, fmt.Errorf("%d %s beyond %s: %s", len(cmp.Regressions), plural(len(cmp.Regressions), "regression", "regressions"), failOn, strings.Join(cmp.Regressions, "; ")))

@@ -3,6 +3,7 @@ package compare
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -137,5 +138,33 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "\n  \"") {
 		t.Errorf("not indented:\n%s", b.String())
+	}
+}
+
+// ParseFormat knows Write's formats by name, and Write writes each as its own writer does.
+func TestWriteFormats(t *testing.T) {
+	c := Comparison{Levels: []Level{{Load: "rate 2/s", Figures: []Figure{{Name: "TTFT P50 (ms)", Kind: metrics.KindLatency}}}}}
+	for name, write := range map[string]func(io.Writer, Comparison) error{
+		"table":    func(w io.Writer, c Comparison) error { WriteText(w, c); return nil },
+		"markdown": func(w io.Writer, c Comparison) error { WriteMarkdown(w, c); return nil },
+		"json":     WriteJSON,
+	} {
+		f, err := ParseFormat(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got, want strings.Builder
+		if err := Write(&got, c, f); err != nil {
+			t.Fatal(err)
+		}
+		if err := write(&want, c); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%s: Write wrote\n%s\nwant\n%s", name, got.String(), want.String())
+		}
+	}
+	if _, err := ParseFormat("xml"); err == nil || err.Error() != `"xml" is not table, json or markdown` {
+		t.Errorf("xml: %v", err)
 	}
 }

@@ -12,6 +12,39 @@ import (
 	"github.com/llmbench/llmbench/internal/console"
 )
 
+// Format is how a comparison is written: tables for a terminal, JSON for scripts, or
+// Markdown tables for a pull request's comment.
+type Format string
+
+// The formats Write writes.
+const (
+	FormatTable    Format = "table"
+	FormatJSON     Format = "json"
+	FormatMarkdown Format = "markdown"
+)
+
+// ParseFormat is the Format named s; any other name is an error that lists them.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case FormatTable, FormatJSON, FormatMarkdown:
+		return f, nil
+	}
+	return "", fmt.Errorf("%q is not table, json or markdown", s)
+}
+
+// Write writes c in format f (WriteText, WriteJSON or WriteMarkdown).
+func Write(w io.Writer, c Comparison, f Format) error {
+	switch f {
+	case FormatJSON:
+		return WriteJSON(w, c)
+	case FormatMarkdown:
+		WriteMarkdown(w, c)
+	default:
+		WriteText(w, c)
+	}
+	return nil
+}
+
 // WriteText writes c as one table per level, for a terminal.
 func WriteText(w io.Writer, c Comparison) { write(w, c, false) }
 
