@@ -96,6 +96,15 @@ type Progress interface {
 	Finish()
 }
 
+// CheckResultFormat is nil for the result files that may be written beside a run's own
+// (Output.ResultFormat, Rewrite's resultFormat): "" for none, or "vllm".
+func CheckResultFormat(f string) error {
+	if f != "" && f != "vllm" {
+		return fmt.Errorf("%q is not vllm", f)
+	}
+	return nil
+}
+
 // Validate reports every problem with c at once, each a *fielderr.Error (Output.Dir,
 // Output.Overwrite, ...) the caller names as its users know it (a flag). The levels are load's to validate
 // (load.Run and load.RunVirtual refuse a level that is not valid).
@@ -110,8 +119,8 @@ func (c *Config) Validate() error {
 	default:
 		field("Output.Records", fmt.Errorf("%q is not jsonl or compact", c.Output.Records))
 	}
-	if c.Output.ResultFormat != "" && c.Output.ResultFormat != "vllm" {
-		field("Output.ResultFormat", fmt.Errorf("%q is not vllm", c.Output.ResultFormat))
+	if err := CheckResultFormat(c.Output.ResultFormat); err != nil {
+		field("Output.ResultFormat", err)
 	}
 	if err := c.Spec.Validate(); err != nil { // its problems beside Config's own, one list
 		errs = append(errs, fielderr.Split(err)...)

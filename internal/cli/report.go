@@ -98,8 +98,8 @@ func rejudge(sum *report.Summary, dir string, changed func(string) bool, percent
 	} else if err := checkedPrice(sum.Price, filepath.Join(dir, "summary.json")); err != nil {
 		errs = append(errs, err)
 	}
-	if resultFormat != "" && resultFormat != "vllm" {
-		errs = append(errs, fmt.Errorf("--result-format: %q is not vllm", resultFormat))
+	if err := bench.CheckResultFormat(resultFormat); err != nil {
+		errs = append(errs, fmt.Errorf("--result-format: %w", err))
 	}
 	if len(errs) > 0 {
 		return nil, usageError(errors.Join(errs...))
