@@ -92,6 +92,11 @@ func TestCompareIdenticalAndShifted(t *testing.T) {
 	if code != ExitRegression || !strings.Contains(out, "REGRESSION: concurrency 4 TTFT P50") || !strings.Contains(stderr, "regressions beyond 5%") {
 		t.Errorf("--fail-on-regression on a slower B: exit %d\n%s\n%s", code, out, stderr)
 	}
+	// The gate holds in every format: a JSON document lists the regressions and exits 5 too.
+	code, out, _ = runCLI(t, context.Background(), "compare", a, b, "--fail-on-regression", "5%", "--format", "json")
+	if c := decode(out); code != ExitRegression || len(c.Regressions) == 0 {
+		t.Errorf("--fail-on-regression --format json on a slower B: exit %d, regressions %q", code, c.Regressions)
+	}
 	if code, out, _ := runCLI(t, context.Background(), "compare", a, a, "--fail-on-regression", "0.05"); code != 0 || !strings.Contains(out, "no regression beyond 5.0%") {
 		t.Errorf("--fail-on-regression on the same run: exit %d\n%s", code, out)
 	}

@@ -52,8 +52,8 @@ a throughput fell by more than it.`,
 			if err != nil {
 				return withCode(ExitFailure, err)
 			}
-			if err := compare.Write(stdio.Out, cmp, form); err != nil || form == compare.FormatJSON {
-				return err // a JSON comparison exits 0 whatever its regressions (the document lists them)
+			if err := compare.Write(stdio.Out, cmp, form); err != nil {
+				return err
 			}
 			if len(cmp.Regressions) > 0 {
 				return withCode(ExitRegression, fmt.Errorf("%d %s beyond %s: %s", len(cmp.Regressions), plural(len(cmp.Regressions), "regression", "regressions"), failOn, strings.Join(cmp.Regressions, "; ")))
