@@ -1,10 +1,16 @@
 package validate
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
+	"path"
 	"sort"
+	"strconv"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -166,75 +172,161 @@ func inferencexStepBudget(e inferencexExperiment, tp int) (int, string) {
 	return max(8192, e.Workload.ISL), "engine.max_batched_tokens ASSUMED 8192 (SGLang's and TensorRT-LLM's usual chunk budget; no script read for this row), at least one prompt"
 }
 
-// inferencePerfExperiment is what inferencePerfRow reads of a kubernetes-sigs/inference-perf
-// row.
+// inferencePerfExperiment is what inferencePerfRows reads of a kubernetes-sigs/inference-perf
+// run: its deployment, the configuration inference-perf echoed into its results (what ran),
+// and each stage's figures.
 type inferencePerfExperiment struct {
 	ID        string `json:"id"`
 	Repo      string `json:"source_repo"`
 	Path      string `json:"path"`
 	Commit    string `json:"commit"`
+	Licence   string `json:"licence"`
 	Model     string `json:"model"`
+	GPU       string `json:"gpu"`
 	TP        int    `json:"tp"`
 	Framework string `json:"framework"`
-	Workload  struct {
-		Stages []struct {
-			Rate float64 `json:"rate"`
-		} `json:"stages"`
-		Data struct {
-			SharedPrefix struct {
-				MultiTurn bool `json:"enable_multi_turn_chat"`
-			} `json:"shared_prefix"`
-		} `json:"data"`
+	Serving   struct {
+		Engine struct {
+			MaxModelLen     int `json:"max_model_len"`
+			MaxBatchedToken int `json:"max_num_batched_tokens"`
+			MaxNumSeqs      int `json:"max_num_seqs"`
+		} `json:"exp_config_yaml"`
+	} `json:"serving_settings"`
+	Workload struct {
+		Config string `json:"inference_perf_results_config_yaml"`
 	} `json:"workload"`
 	Measured struct {
-		Summary struct {
-			Latency    map[string]map[string]float64 `json:"latency_s"`
-			Throughput map[string]float64            `json:"throughput"`
-		} `json:"summary"`
+		Stages []inferencePerfStage `json:"stages"`
 	} `json:"measured"`
+}
+
+// inferencePerfConfig is what inferencePerfRows reads of inference-perf's own configuration.
+type inferencePerfConfig struct {
+	Data struct {
+		Type         string `yaml:"type"`
+		SharedPrefix struct {
+			Groups       int  `yaml:"num_groups"`
+			SystemPrompt int  `yaml:"system_prompt_len"`
+			OutputLen    int  `yaml:"output_len"`
+			MultiTurn    bool `yaml:"enable_multi_turn_chat"`
+		} `yaml:"shared_prefix"`
+	} `yaml:"data"`
+	Load struct {
+		Type   string `yaml:"type"`
+		Stages []struct {
+			Rate float64 `yaml:"rate"`
+		} `yaml:"stages"`
+	} `yaml:"load"`
+	Server struct {
+		IgnoreEOS bool `yaml:"ignore_eos"`
+	} `yaml:"server"`
+}
+
+// inferencePerfStage is one stage's figures: latencies in seconds, lengths in tokens.
+type inferencePerfStage struct {
+	File      string `json:"stage_file"`
+	Successes int    `json:"successes_count"`
+	Failures  int    `json:"failures_count"`
+	Load      struct {
+		Rate float64 `json:"requested_rate"`
+	} `json:"load_summary"`
+	Latency map[string]map[string]float64 `json:"latency_s"`
+	Prompt  struct {
+		Min float64 `json:"min"`
+		Max float64 `json:"max"`
+	} `json:"prompt_len_tokens"`
 }
 
 // inferencePerfModels are the inference-perf rows' models as presets.
 var inferencePerfModels = map[string]string{
-	"meta-llama/Llama-2-70b-hf": "llama-2-70b", "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",
+	"meta-llama/Llama-2-7b-hf": "llama-2-7b", "meta-llama/Llama-2-70b-hf": "llama-2-70b",
+	"mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b", "codellama/CodeLlama-34b-Instruct-hf": "codellama-34b",
 }
 
-// inferencePerfRow converts an inference-perf row's facts; every row of the file is a
-// multi-turn chat of constant-rate stages, which a row (one level, no conversation
-// history) does not express yet, so each is skipped with that reason.
-func inferencePerfRow(raw json.RawMessage) (Row, error) {
+// inferencePerfMaxRequests caps a stage's simulated requests: its 3,000–12,000 arrivals at a
+// constant rate below capacity say no more about the median than 2,000 do.
+const inferencePerfMaxRequests = 2000
+
+// inferencePerfRows converts an inference-perf run into a row per stage: constant arrivals
+// at the stage's rate of shared-prefix prompts (inference-perf's shared_prefix data: each
+// prompt one of num_groups system prompts and a question of its own) on vLLM with the
+// run's engine limits and prefix caching. Latencies are compared (TTFT, E2E, and TPOT's
+// mean from theirs); the source's output counts are not reliable (the groundtruth README),
+// so neither its throughput nor its TPOT is.
+func inferencePerfRows(raw json.RawMessage) ([]Row, error) {
 	var e inferencePerfExperiment
 	if err := json.Unmarshal(raw, &e); err != nil {
-		return Row{}, err
+		return nil, err
+	}
+	var cfg inferencePerfConfig
+	if err := yaml.Unmarshal([]byte(e.Workload.Config), &cfg); err != nil {
+		return nil, fmt.Errorf("%s: inference-perf's config: %w", e.ID, err)
 	}
 	family := inferencePerfModels[e.Model]
-	r := Row{ID: e.ID, Source: Source{Name: "inference-perf", Repo: e.Repo, Path: e.Path, Commit: e.Commit},
-		Group:    Group{Family: family, GPU: "h100", Engine: engineName(e.Framework), Load: "constant"},
-		Measured: map[string]float64{}}
-	if family == "" {
-		r.Group.Family = e.Model
-	}
-	for from, to := range map[string]string{"ttft": "ttft_ms", "e2e_latency": "e2el_ms"} {
-		for stat, key := range map[string]string{"mean": "mean", "median": "p50", "p90": "p90", "p99": "p99"} {
-			if v, ok := e.Measured.Summary.Latency[from][stat]; ok {
-				r.Measured[to+"."+key] = v * 1000
+	gpu, _ := gpuPreset(e.GPU)
+	sp := cfg.Data.SharedPrefix
+	var rows []Row
+	for i, st := range e.Measured.Stages {
+		r := Row{ID: fmt.Sprintf("%s/stage_%d", e.ID, i),
+			Source:   Source{Name: "inference-perf", Repo: e.Repo, Path: path.Join(e.Path, "results", path.Base(st.File)), Commit: e.Commit, Licence: e.Licence},
+			Group:    Group{Family: cmp.Or(family, e.Model), GPU: gpu, Engine: engineName(e.Framework), Load: cfg.Load.Type},
+			Measured: map[string]float64{}}
+		for from, to := range map[string]string{"ttft": "ttft_ms", "e2e_latency": "e2el_ms"} {
+			for stat, key := range map[string]string{"mean": "mean", "median": "p50", "p90": "p90", "p99": "p99"} {
+				if v, ok := st.Latency[from][stat]; ok {
+					r.Measured[to+"."+key] = v * 1000
+				}
 			}
 		}
+		// Every request streamed output_len tokens (ignore_eos), so the mean of each request's
+		// (E2E − TTFT) / (tokens − 1) is the means' difference over output_len − 1.
+		e2e, okE := r.Measured["e2el_ms.mean"]
+		ttft, okT := r.Measured["ttft_ms.mean"]
+		if okE && okT && sp.OutputLen > 1 && cfg.Server.IgnoreEOS {
+			r.Measured["tpot_ms.mean"] = (e2e - ttft) / float64(sp.OutputLen-1)
+		}
+		switch {
+		case family == "":
+			r.Skip = fmt.Sprintf("no model preset for %s (presets: %s)", e.Model, presets())
+		case gpu == "":
+			r.Skip = fmt.Sprintf("no GPU preset for %q", e.GPU)
+		case cfg.Data.Type != "shared_prefix" || sp.MultiTurn || sp.OutputLen == 0 || !cfg.Server.IgnoreEOS:
+			r.Skip = fmt.Sprintf("inference-perf data %q (multi-turn %v, output_len %d, ignore_eos %v): only single-turn shared-prefix prompts of a fixed output length are converted",
+				cfg.Data.Type, sp.MultiTurn, sp.OutputLen, cfg.Server.IgnoreEOS)
+		case cfg.Load.Type != "constant" && cfg.Load.Type != "poisson":
+			r.Skip = fmt.Sprintf("inference-perf load type %q: only constant and poisson arrivals are converted", cfg.Load.Type)
+		case i >= len(cfg.Load.Stages) || cfg.Load.Stages[i].Rate != st.Load.Rate:
+			r.Skip = fmt.Sprintf("stage %d's rate %g is not the configuration's", i, st.Load.Rate)
+		case st.Failures > 0:
+			r.Skip = fmt.Sprintf("overloaded: %d of %d requests failed (TTFT P50 %.0f s), and a backlog's figures say how long it ran, not what the server does",
+				st.Failures, st.Failures+st.Successes, st.Latency["ttft"]["median"])
+		}
+		if r.Skip != "" {
+			rows = append(rows, r)
+			continue
+		}
+		eng := e.Serving.Engine
+		r.Profile = map[string]any{"model": family, "gpu": gpu,
+			"deployment": map[string]any{"tp": e.TP, "max_model_len": eng.MaxModelLen},
+			"engine": map[string]any{"kind": r.Group.Engine, "max_num_seqs": eng.MaxNumSeqs,
+				"max_batched_tokens": eng.MaxBatchedToken, "prefix_caching": true}}
+		r.Workload = Workload{Rate: st.Load.Rate, Arrival: cfg.Load.Type,
+			InputTokens:  fmt.Sprintf("uniform:%.0f:%.0f", st.Prompt.Min, st.Prompt.Max),
+			OutputTokens: strconv.Itoa(sp.OutputLen),
+			Requests:     min(st.Successes, inferencePerfMaxRequests), Warmup: int(math.Ceil(10 * st.Load.Rate)),
+			PrefixTokens: sp.SystemPrompt, PrefixGroups: sp.Groups}
+		r.Assumptions = []string{
+			"GPU " + e.GPU + ": the run files do not record it",
+			"fp16 weights and KV cache: the design document's (exp-config.yaml does not record a dtype)",
+			"prompts single-turn, as inference-perf's echoed results/config.yaml (what ran) configures them and their realised lengths show (" +
+				fmt.Sprintf("%.0f–%.0f tokens, no history)", st.Prompt.Min, st.Prompt.Max),
+			fmt.Sprintf("outputs of exactly %d tokens: output_len with ignore_eos (TPOT's mean is (E2E − TTFT) / %d from the means); the source's own output counts are not reliable", sp.OutputLen, sp.OutputLen-1),
+			"vLLM's 8 GiB CPU KV offload not simulated: at these rates the GPUs' own cache holds every request in flight",
+			fmt.Sprintf("the first %d arrivals (10 s) warm the server and are not measured", r.Workload.Warmup),
+		}
+		rows = append(rows, r)
 	}
-	if v, ok := e.Measured.Summary.Throughput["output_tokens_per_sec"]; ok {
-		r.Measured["output_throughput"] = v
-	}
-	switch {
-	case family == "":
-		r.Skip = fmt.Sprintf("no model preset for %s (presets: %s)", e.Model, presets())
-	case len(e.Workload.Stages) != 1:
-		r.Skip = fmt.Sprintf("%d constant-rate stages: a row is one level", len(e.Workload.Stages))
-	case e.Workload.Data.SharedPrefix.MultiTurn:
-		r.Skip = "a multi-turn shared-prefix chat at constant arrivals, with prefix caching and a CPU KV offload: not expressible as a row yet"
-	default:
-		r.Skip = "a single-turn inference-perf row: its converter is not written yet (only multi-turn rows are known)"
-	}
-	return r, nil
+	return rows, nil
 }
 
 func presets() string {

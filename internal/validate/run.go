@@ -18,6 +18,7 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -142,8 +143,15 @@ func rowWorkload(w Workload, seed int64) (workload.Config, load.Level, error) {
 	if w.Requests < 1 {
 		return workload.Config{}, load.Level{}, fmt.Errorf("requests %d: must be at least 1", w.Requests)
 	}
-	wc := workload.Config{InputTokens: in, OutputTokens: out, Seed: seed, LengthsOnly: true}
-	lvl := bench.FinishLevel(load.Level{Concurrency: w.Concurrency, Rate: w.Rate, Warmup: w.Warmup}, 0, w.Requests, seed, 0)
+	var arrival schedule.Arrival // Poisson
+	if w.Arrival != "" {
+		if arrival, err = schedule.ParseArrival(w.Arrival); err != nil {
+			return workload.Config{}, load.Level{}, err
+		}
+	}
+	wc := workload.Config{InputTokens: in, OutputTokens: out, Seed: seed, LengthsOnly: true,
+		PrefixTokens: w.PrefixTokens, PrefixGroups: w.PrefixGroups}
+	lvl := bench.FinishLevel(load.Level{Concurrency: w.Concurrency, Rate: w.Rate, Arrival: arrival, Warmup: w.Warmup}, 0, w.Requests, seed, 0)
 	return wc, lvl, nil
 }
 

@@ -1,8 +1,10 @@
 package validate
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
@@ -52,9 +54,12 @@ func FromRun(dir, profile string) ([]Row, error) {
 			Group:       Group{Family: p.ModelName(), GPU: p.GPU.Name, Engine: "measured run", Load: "closed"},
 			ProfileFile: profile, Measured: measured, Skip: skip,
 			Workload: Workload{Concurrency: l.Concurrency, Rate: l.Rate, InputTokens: sum.Workload.InputTokens,
-				OutputTokens: sum.Workload.OutputTokens, Requests: l.Completed, Warmup: sum.Load.Warmup}}
+				OutputTokens: sum.Workload.OutputTokens, Requests: l.Completed, Warmup: sum.Load.Warmup,
+				PrefixTokens: sum.Workload.PrefixTokens, PrefixGroups: sum.Workload.PrefixGroups}}
 		if l.Rate > 0 {
-			r.Group.Load = "poisson"
+			r.Workload.Arrival = sum.Load.Arrival
+			kind, _, _ := strings.Cut(sum.Load.Arrival, ":")
+			r.Group.Load = cmp.Or(kind, "poisson")
 		}
 		if !sum.Load.IgnoreEOS {
 			r.Assumptions = append(r.Assumptions, "the run did not ignore EOS: its output lengths are "+
@@ -77,12 +82,10 @@ func runSkip(sum *report.Summary) string {
 	switch {
 	case w.Dataset != "" && w.Dataset != "random":
 		return fmt.Sprintf("dataset %s: a row simulates synthetic lengths (--input-tokens, --output-tokens) only", w.Dataset)
-	case w.Turns > 1 || w.PrefixTokens > 0:
-		return "multi-turn or shared-prefix prompts: not expressible as a row yet"
+	case w.Turns > 1:
+		return "multi-turn conversations: not expressible as a row yet"
 	case l.Search != "":
 		return "a search's levels: simulate the search itself with 'llmbench simulate --search'"
-	case l.Arrival != "" && l.Arrival != "poisson":
-		return "arrivals " + l.Arrival + ": a row's open loop is Poisson"
 	case l.Duration != "":
 		return "levels of a --duration: a row is a number of requests"
 	}

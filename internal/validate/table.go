@@ -73,11 +73,16 @@ func (g Group) String() string { return g.Family + " " + g.GPU + " " + g.Engine 
 // Workload is the load of a row, as simulate's flags say it.
 type Workload struct {
 	Concurrency  int     `json:"concurrency,omitempty"` // closed loop
-	Rate         float64 `json:"rate,omitempty"`        // Poisson arrivals, req/s
+	Rate         float64 `json:"rate,omitempty"`        // open loop, req/s
+	Arrival      string  `json:"arrival,omitempty"`     // the open loop's arrivals, as --arrival: poisson (the default), constant, gamma:B
 	InputTokens  string  `json:"input_tokens"`          // --input-tokens: 512, uniform:A:B, normal:M:S, lognormal:M:S
 	OutputTokens string  `json:"output_tokens"`         // --output-tokens
 	Requests     int     `json:"requests"`              // measured requests
 	Warmup       int     `json:"warmup,omitempty"`      // requests before the measured ones
+	// PrefixTokens of each prompt are shared with the other prompts of its group, one of
+	// PrefixGroups, as --prefix-tokens and --prefix-groups make them.
+	PrefixTokens int `json:"prefix_tokens,omitempty"`
+	PrefixGroups int `json:"prefix_groups,omitempty"`
 }
 
 // Table is a file of rows in this package's own format.
@@ -141,14 +146,20 @@ func checkRows(path string, rows []Row) error {
 
 // convertGroundtruth converts a groundtruth file's experiments, by the source its name says.
 func convertGroundtruth(name string, exps []json.RawMessage) ([]Row, error) {
-	var conv func(json.RawMessage) (Row, error)
+	one := func(conv func(json.RawMessage) (Row, error)) func(json.RawMessage) ([]Row, error) {
+		return func(e json.RawMessage) ([]Row, error) {
+			r, err := conv(e)
+			return []Row{r}, err
+		}
+	}
+	var conv func(json.RawMessage) ([]Row, error)
 	switch {
 	case strings.HasPrefix(name, "mlperf"):
-		conv = mlperfRow
+		conv = one(mlperfRow)
 	case strings.HasPrefix(name, "inferencex"):
-		conv = inferencexRow
+		conv = one(inferencexRow)
 	case strings.HasPrefix(name, "blis"):
-		conv = inferencePerfRow
+		conv = inferencePerfRows
 	default:
 		return nil, fmt.Errorf("no converter for groundtruth file %q (mlperf*, inferencex*, blis*)", name)
 	}
@@ -158,7 +169,7 @@ func convertGroundtruth(name string, exps []json.RawMessage) ([]Row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("experiment %d: %w", i+1, err)
 		}
-		rows = append(rows, r)
+		rows = append(rows, r...)
 	}
 	return rows, nil
 }

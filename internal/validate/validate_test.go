@@ -358,3 +358,62 @@ func TestWritesMakeTheirFolder(t *testing.T) {
 		t.Fatalf("groups.md is %q (%v)", md, err)
 	}
 }
+
+// TestInferencePerfRows: an inference-perf run (its shape as ../shared/groundtruth's
+// README describes it; the figures here are made up) becomes a row per stage: constant
+// arrivals at the stage's rate of single-turn shared-prefix prompts within the realised
+// lengths, outputs of output_len, on vLLM with the run's limits and prefix caching; only
+// latencies are compared; an overloaded stage and a multi-turn run say why they are
+// skipped.
+func TestInferencePerfRows(t *testing.T) {
+	run := func(multiTurn bool, failures int) json.RawMessage {
+		cfg := fmt.Sprintf("data:\n  type: shared_prefix\n  shared_prefix:\n    num_groups: 10\n    system_prompt_len: 100\n    question_len: 466\n    output_len: 247\n    enable_multi_turn_chat: %t\nload:\n  type: constant\n  stages:\n  - rate: 5.0\n    duration: 600\n  - rate: 10.0\n    duration: 600\nserver:\n  ignore_eos: true\n", multiTurn)
+		stage := func(rate float64, failures int) string {
+			return fmt.Sprintf(`{"stage_file": "d/results/stage_%g_lifecycle_metrics.json", "successes_count": 3000, "failures_count": %d,
+				"load_summary": {"requested_rate": %g}, "throughput": {"output_tokens_per_sec": 900},
+				"latency_s": {"ttft": {"mean": 0.06, "median": 0.05, "p99": 0.08}, "e2e_latency": {"mean": 4.98, "median": 4.2}, "tpot": {"median": 0.003}},
+				"prompt_len_tokens": {"min": 577, "median": 593, "max": 609}}`, rate, failures, rate)
+		}
+		b, _ := json.Marshal(cfg)
+		return json.RawMessage(fmt.Sprintf(`{"id": "run", "source_repo": "r", "path": "d", "commit": "c", "model": "meta-llama/Llama-2-70b-hf",
+			"gpu": "H100 SXM 80GB", "tp": 4, "framework": "vllm",
+			"serving_settings": {"exp_config_yaml": {"max_model_len": 4096, "max_num_batched_tokens": 2048, "max_num_seqs": 128}},
+			"workload": {"inference_perf_results_config_yaml": %s},
+			"measured": {"stages": [%s, %s]}}`, b, stage(5, 0), stage(10, failures)))
+	}
+	rows, err := inferencePerfRows(run(false, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want one per stage", len(rows))
+	}
+	r := rows[0]
+	eng, _ := r.Profile["engine"].(map[string]any)
+	dep, _ := r.Profile["deployment"].(map[string]any)
+	if r.Skip != "" || r.ID != "run/stage_0" || r.Profile["model"] != "llama-2-70b" || r.Profile["gpu"] != "h100" || dep["tp"] != 4 ||
+		eng["max_num_seqs"] != 128 || eng["max_batched_tokens"] != 2048 || eng["prefix_caching"] != true || r.Group.Load != "constant" {
+		t.Errorf("row %+v: want llama-2-70b on 4 × h100, vLLM's limits, prefix caching, constant load", r)
+	}
+	w := r.Workload
+	if w.Rate != 5 || w.Arrival != "constant" || w.InputTokens != "uniform:577:609" || w.OutputTokens != "247" ||
+		w.PrefixTokens != 100 || w.PrefixGroups != 10 || w.Requests != 2000 || w.Warmup != 50 {
+		t.Errorf("workload %+v", w)
+	}
+	if r.Measured["ttft_ms.p50"] != 50 || r.Measured["e2el_ms.p50"] != 4200 || math.Abs(r.Measured["tpot_ms.mean"]-20) > 1e-9 || len(r.Measured) != 6 {
+		t.Errorf("measured %+v: want TTFT, E2E and TPOT's mean from theirs (the source's output counts are unreliable)", r.Measured)
+	}
+	if _, err := rowProfile(r); err != nil {
+		t.Errorf("the simulator refuses the row's profile: %v", err)
+	}
+	if _, lvl, err := rowWorkload(w, 1); err != nil || lvl.Arrival.Kind != "constant" || lvl.Rate != 5 {
+		t.Errorf("level %+v, %v: want constant arrivals at 5 req/s", lvl, err)
+	}
+	if !strings.HasPrefix(rows[1].Skip, "overloaded: 7 of 3007 requests failed") {
+		t.Errorf("skip %q: want the overloaded stage named", rows[1].Skip)
+	}
+	rows, _ = inferencePerfRows(run(true, 0))
+	if !strings.Contains(rows[0].Skip, "multi-turn true") {
+		t.Errorf("skip %q: want the multi-turn run named", rows[0].Skip)
+	}
+}
