@@ -21,7 +21,8 @@ import (
 // and Aggregate returns its Dists frozen) concurrent reads are safe.
 type Dist struct {
 	// While samples are added: small non-negative integers (the bulk of ITL and chunk gaps)
-	// are counted in dense[us], other integers in ints, non-integers in rats. Map inserts
+	// are counted in dense[us] (from denseFrom samples on), other integers in ints,
+	// non-integers in rats. Map inserts
 	// cost ~40 ns; a slice increment ~2 ns, which matters at 10^8 samples.
 	dense []uint64
 	ints  map[int64]uint64 // integer microseconds -> count
@@ -65,7 +66,10 @@ func (d *Dist) addInt(us int64, count uint64) {
 		d.thaw()
 	}
 	d.n += count
-	if us >= 0 && us < denseMax && !d.sparse {
+	if us >= 0 && us < denseMax && !d.sparse && (d.dense != nil || d.n >= denseFrom) {
+		if d.dense == nil {
+			d.denseFromInts()
+		}
 		if us >= int64(len(d.dense)) {
 			d.grow(us)
 		}
@@ -76,6 +80,33 @@ func (d *Dist) addInt(us int64, count uint64) {
 		d.ints = make(map[int64]uint64)
 	}
 	d.ints[us] += count
+}
+
+// denseFrom is the samples a Dist holds before it counts in a dense counter: until then the
+// map holds them all, cheaper than clearing and scanning a counter of up to 2 MiB for the
+// few hundred samples of a short level or of a window's merge.
+const denseFrom = 4096
+
+// denseFromInts moves the map's integers that the dense counter covers into it, so that
+// each value is counted in one place.
+func (d *Dist) denseFromInts() {
+	top := int64(-1)
+	for us := range d.ints {
+		if us >= 0 && us < denseMax {
+			top = max(top, us)
+		}
+	}
+	d.dense = []uint64{}
+	if top < 0 {
+		return
+	}
+	d.grow(top)
+	for us, c := range d.ints {
+		if us >= 0 && us < denseMax {
+			d.dense[us] += c
+			delete(d.ints, us)
+		}
+	}
 }
 
 func (d *Dist) grow(us int64) {
