@@ -229,6 +229,38 @@ type Roofline struct {
 	expertMM, expertRd  float64
 	expertFlops         float64
 	window, slidingFrac float64 // sliding-window layers' window and share of the layers
+
+	// linearMemo holds the dense matmuls' time by the step's token count (see linear).
+	linearMemo map[int64]linearTime
+}
+
+// linearTime is the dense matmuls' time of a step, s, and its compute-bound part.
+type linearTime struct{ t, comp float64 }
+
+// linearMemoMax bounds the token counts memoized: steps repeat few of them (a decode step's
+// count is its batch's size; a chunked prefill's, the budget), and a cap keeps the memo small
+// whatever the profile's budget.
+const linearMemoMax = 4096
+
+// linear is the time of the dense matmuls of a step of tokens tokens, s; their compute-bound
+// part is added to *comp. It depends on the token count alone and its k-norm's powers are
+// much of a simulation's cost, so it is memoized: the same figure, computed once.
+func (r *Roofline) linear(tokens float64, comp *float64) float64 {
+	key := int64(tokens)
+	if e, ok := r.linearMemo[key]; ok && float64(key) == tokens {
+		*comp += e.comp
+		return e.t
+	}
+	var c float64
+	t := r.bound(2*r.mm*tokens/r.flops, r.weightRead/r.bw, &c)
+	if float64(key) == tokens && len(r.linearMemo) < linearMemoMax {
+		if r.linearMemo == nil {
+			r.linearMemo = make(map[int64]linearTime)
+		}
+		r.linearMemo[key] = linearTime{t, c}
+	}
+	*comp += c
+	return t
 }
 
 // NewRoofline builds the roofline model of m on g with the constants p.
@@ -284,7 +316,7 @@ func (r *Roofline) parts(w StepWork) (over, work, comp float64) {
 		return r.dataParallelParts(w, tokens)
 	}
 	seqs := float64(w.DecodeSeqs + w.PrefillSeqs)
-	linear := r.bound(2*r.mm*tokens/r.flops, r.weightRead/r.bw, &comp) + r.expertTime(tokens, &comp)
+	linear := r.linear(tokens, &comp) + r.expertTime(tokens, &comp)
 	return r.fixedNs + r.seqNs*seqs, (linear + r.attention(w, seqs, &comp)) * 1e9, comp * 1e9
 }
 
@@ -347,7 +379,7 @@ func (r *Roofline) dataParallelParts(w StepWork, tokens float64) (over, work, co
 		PrefillAttn: w.PrefillAttn / dp, PrefillContext: int64(math.Ceil(float64(w.PrefillContext) / dp))}
 	gt := float64(share.DecodeSeqs + share.PrefillTokens)
 	seqs := float64(share.DecodeSeqs + share.PrefillSeqs)
-	linear := r.bound(2*r.mm*gt/r.flops, r.weightRead/r.bw, &comp) + r.expertTime(tokens, &comp)
+	linear := r.linear(gt, &comp) + r.expertTime(tokens, &comp)
 	return r.fixedNs + r.seqNs*seqs, (linear + r.attention(share, seqs, &comp)) * 1e9, comp * 1e9
 }
 
