@@ -273,3 +273,27 @@ func TestQuantileIsDistPercentile(t *testing.T) {
 		t.Error("the median of nothing is not NaN")
 	}
 }
+
+// TestDistDenseFromMap: a Dist that passes denseFrom samples moves the map's counts into
+// its dense counter, each value then held once: the same distinct values, counts and
+// order statistics as a sparse Dist given the same samples.
+func TestDistDenseFromMap(t *testing.T) {
+	d, sp := NewDist(), NewSparseDist()
+	add := func(us int64) { d.AddMicros(us); sp.AddMicros(us) }
+	for round := range 12 {
+		for v := range int64(1000) {
+			add(v * 7) // in the dense counter's range, first counted in the map
+		}
+		add(-int64(round) - 1)       // negative: always the map's
+		add(denseMax + int64(round)) // beyond the dense counter: always the map's
+	}
+	if d.Count() != 12*1002 || d.dense == nil {
+		t.Fatalf("count %d, dense counter %v: the test no longer passes denseFrom", d.Count(), d.dense != nil)
+	}
+	if got, want := d.Distinct(), sp.Distinct(); got != want || got != 1000+24 {
+		t.Fatalf("distinct %d, sparse %d, want %d", got, want, 1000+24)
+	}
+	if !slices.Equal(d.sorted, sp.sorted) || !slices.Equal(d.cum, sp.cum) {
+		t.Fatal("dense and sparse Dists differ")
+	}
+}
