@@ -189,9 +189,15 @@ func loadStepPoints(t testing.TB) []stepPoint {
 // rooflineErrs is each point's prediction error, log(predicted / measured).
 func rooflineErrs(pts []stepPoint, p RooflineParams) []float64 {
 	errs := make([]float64, len(pts))
-	cache := map[string]*Roofline{}
+	// Keyed by what tells the points' rooflines apart (a struct, not a formatted string: the
+	// fits evaluate this loss millions of times).
+	type key struct {
+		model, gpu    string
+		bytes, tflops float64
+	}
+	cache := map[key]*Roofline{}
 	for i, pt := range pts {
-		key := fmt.Sprintf("%s/%g/%s/%g", pt.model.Name, pt.model.BytesPerParam, pt.gpu.Name, pt.gpu.TFLOPS)
+		key := key{pt.model.Name, pt.gpu.Name, pt.model.BytesPerParam, pt.gpu.TFLOPS}
 		r := cache[key]
 		if r == nil {
 			r = NewRoofline(pt.model, pt.gpu, p)
