@@ -14,6 +14,7 @@ import (
 	"github.com/llmbench/llmbench/internal/gpumetrics"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/search"
@@ -189,7 +190,7 @@ func (r *ladder) run(lvl load.Level) (*report.Level, error) {
 	l.PrefixCacheHits = r.col.PrefixCacheHits(lvl.Index)
 	l.Endpoints = r.col.Endpoints(lvl.Index, r.sum.Target.Endpoints)
 	l.Stages = r.col.Stages(lvl.Index, report.StagesOf(lvl.Stages))
-	l.PredictionInterval = r.cfg.Predict.Apply(&l.Level, lvl.Closed())
+	l.PredictionInterval = r.cfg.Predict.Apply(&l.Level, predict.LoadKind(lvl.Closed(), lvl.Arrival))
 	l.Server = server
 	l.GPU = gpumetrics.Summarize(gpu.series, gpu.windows, l.TotalOutputTokens, l.Completed)
 	if l.GPU == nil {

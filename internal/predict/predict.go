@@ -7,6 +7,7 @@
 package predict
 
 import (
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -32,15 +34,30 @@ type Band struct {
 	Lo   float64 `json:"lo"`
 	Hi   float64 `json:"hi"`
 	Rows int     `json:"rows"` // the residuals it was read from (0: a calibration's error)
+	// Groups is how many groups' residuals a pooled band was read from (newGroupBand).
+	Groups int `json:"groups,omitempty"`
 }
 
-// Level kinds of a group: a closed loop, or Poisson arrivals.
+// Load kinds of a group: a closed loop, or an open loop by its arrival process.
 const (
-	Closed  = "closed"
-	Poisson = "poisson"
+	Closed   = "closed"
+	Poisson  = schedule.Poisson
+	Constant = schedule.Constant
+	Gamma    = schedule.Gamma
 )
 
-// Group is what the validation rows are grouped by; Load is Closed or Poisson.
+// Loads are the load kinds a spread has bands for.
+var Loads = []string{Closed, Poisson, Constant, Gamma}
+
+// LoadKind is the load kind of a level: Closed, or its open loop's arrival process.
+func LoadKind(closed bool, a schedule.Arrival) string {
+	if closed {
+		return Closed
+	}
+	return cmp.Or(a.Kind, Poisson)
+}
+
+// Group is what the validation rows are grouped by; Load is one of Loads.
 type Group struct {
 	Family, GPU, Engine, Load string
 }
@@ -52,7 +69,9 @@ func (g Group) key() string { return g.Family + " " + g.GPU + " " + g.Engine + "
 type Table struct {
 	Made   string                     `json:"made"`   // the command that wrote it, and when
 	Groups map[string]map[string]Band `json:"groups"` // by "family gpu engine load", then figure
-	Pooled map[string]Band            `json:"pooled"` // every row, by figure
+	// Pooled is a group's band that has no rows of its own, by figure: newGroupBand of
+	// every group's residuals.
+	Pooled map[string]Band `json:"pooled"`
 	// Families and GPUs are those with any row: a profile of neither gets the widest band.
 	Families []string `json:"families"`
 	GPUs     []string `json:"gpus"`
@@ -75,9 +94,9 @@ type Residual struct {
 }
 
 // NewTable builds the spreads from the rows' residuals: per group and figure with at least
-// MinRows rows, and pooled. A band is the normal prediction interval of the log ratio
-// ln(measured/predicted): mean ± t(0.95, n−1)·sd·√(1 + 1/n), so a group's bias moves the
-// band and few rows widen it.
+// MinRows rows, and pooled for the groups without. A group's band is the normal prediction
+// interval of the log ratio ln(measured/predicted): mean ± t(0.95, n−1)·sd·√(1 + 1/n), so
+// its bias moves the band and few rows widen it; the pooled band is newGroupBand's.
 func NewTable(rs []Residual, made string) Table {
 	t := Table{Made: made, Groups: map[string]map[string]Band{}, Pooled: map[string]Band{}}
 	byGroup := map[string]map[string][]float64{}
@@ -107,7 +126,16 @@ func NewTable(rs []Residual, made string) Table {
 		}
 	}
 	for f, xs := range pooled {
-		if len(xs) >= 2 {
+		var groups [][]float64
+		for _, figs := range byGroup {
+			if g := figs[f]; len(g) > 0 {
+				groups = append(groups, g)
+			}
+		}
+		switch {
+		case len(groups) >= 2:
+			t.Pooled[f] = newGroupBand(groups)
+		case len(xs) >= 2:
 			t.Pooled[f] = band(xs, 1)
 		}
 	}
@@ -132,10 +160,50 @@ func band(xs []float64, widen float64) Band {
 	return Band{Lo: math.Exp(mean - h), Hi: math.Exp(mean + h), Rows: len(xs)}
 }
 
+// newGroupBand is the prediction interval of a row of a group no residual measured (a
+// one-way random-effects model of the groups' log ratios): a new group's bias is drawn
+// like the measured groups' mean errors, each group counting once however many rows it
+// has, and its row scatters about it as rows do within a group:
+//
+//	mean of the group means ± t(0.95, k−1)·√(s_m²·(1 + 1/k) + s_w²)
+//
+// s_m² the variance of the k group means, s_w² the pooled variance within groups. Pooling
+// the rows instead weighs the groups by their row counts, and a family measured in many
+// rows narrows the band every other deployment takes to its own bias.
+func newGroupBand(groups [][]float64) Band {
+	k := float64(len(groups))
+	means := make([]float64, len(groups))
+	var mu, within float64
+	rows, df := 0, 0
+	for i, g := range groups {
+		for _, x := range g {
+			means[i] += x
+		}
+		means[i] /= float64(len(g))
+		mu += means[i]
+		for _, x := range g {
+			within += (x - means[i]) * (x - means[i])
+		}
+		rows += len(g)
+		df += len(g) - 1
+	}
+	mu /= k
+	var between float64
+	for _, m := range means {
+		between += (m - mu) * (m - mu)
+	}
+	between /= k - 1
+	if df > 0 {
+		within /= float64(df)
+	}
+	h := tQuantile95(len(groups)-1) * math.Sqrt(between*(1+1/k)+within)
+	return Band{Lo: math.Exp(mu - h), Hi: math.Exp(mu + h), Rows: rows, Groups: len(groups)}
+}
+
 // Spread is the bands a profile's predictions carry, for each kind of level, and why.
 type Spread struct {
-	Basis  map[string]string          // by Closed / Poisson: where the bands came from
-	ByLoad map[string]map[string]Band // by Closed / Poisson, then figure
+	Basis  map[string]string          // by load kind (Loads): where the bands came from
+	ByLoad map[string]map[string]Band // by load kind (Loads), then figure
 }
 
 // For is the spread of a profile of model family, GPU and engine: each load kind's group
@@ -144,12 +212,14 @@ type Spread struct {
 func (t Table) For(family, gpu, engine string) Spread {
 	s := Spread{Basis: map[string]string{}, ByLoad: map[string]map[string]Band{}}
 	unseen := !slices.Contains(t.Families, family) && !slices.Contains(t.GPUs, gpu)
-	for _, load := range []string{Closed, Poisson} {
+	for _, load := range Loads {
 		g := Group{Family: family, GPU: gpu, Engine: engine, Load: load}
 		bands := map[string]Band{}
+		rows := 0
+		var pooled []string // figures the group has no band of
 		for _, f := range Figures {
 			if b, ok := t.Groups[g.key()][f]; ok {
-				bands[f] = b
+				bands[f], rows = b, max(rows, b.Rows)
 				continue
 			}
 			if b, ok := t.Pooled[f]; ok {
@@ -157,16 +227,20 @@ func (t Table) For(family, gpu, engine string) Spread {
 					b = widen(b, unseenWidening)
 				}
 				bands[f] = b
+				pooled = append(pooled, f)
 			}
 		}
 		s.ByLoad[load] = bands
-		switch _, own := t.Groups[g.key()]; {
-		case own:
-			s.Basis[load] = fmt.Sprintf("the residuals of the %d validation rows of %s", t.Groups[g.key()]["tpot_ms.p50"].Rows, g.key())
+		switch {
+		case rows > 0:
+			s.Basis[load] = fmt.Sprintf("the residuals of the %d validation rows of %s", rows, g.key())
+			if len(pooled) > 0 {
+				s.Basis[load] += fmt.Sprintf(" (%s, which they do not measure: the spread of the validation groups' errors)", strings.Join(pooled, ", "))
+			}
 		case unseen:
-			s.Basis[load] = fmt.Sprintf("every validation row's residuals, widened %g× (no row measured %s or %s)", unseenWidening, family, gpu)
+			s.Basis[load] = fmt.Sprintf("the spread of the validation groups' errors, widened %g× (no row measured %s or %s)", unseenWidening, family, gpu)
 		default:
-			s.Basis[load] = fmt.Sprintf("every validation row's residuals (no %d rows of %s)", MinRows, g.key())
+			s.Basis[load] = fmt.Sprintf("the spread of the validation groups' errors (no %d rows of %s)", MinRows, g.key())
 		}
 	}
 	return s
@@ -191,7 +265,11 @@ func FromError(errPct map[string]float64) Spread {
 		}
 	}
 	why := "the calibration's largest held-out error (a bound over its held-out points, not a 90 % quantile)"
-	return Spread{Basis: map[string]string{Closed: why, Poisson: why}, ByLoad: map[string]map[string]Band{Closed: bands, Poisson: bands}}
+	s := Spread{Basis: map[string]string{}, ByLoad: map[string]map[string]Band{}}
+	for _, load := range Loads {
+		s.Basis[load], s.ByLoad[load] = why, bands
+	}
+	return s
 }
 
 // Interval is a level's predicted figures' intervals: summary.json's
@@ -258,15 +336,11 @@ func (iv *Interval) Get(f string) ([2]float64, bool) {
 	return v, ok
 }
 
-// Apply is the interval of a level's predicted figures (lv, a closed loop or not) under
-// the spread; nil when the spread has no band for any of them.
-func (s *Spread) Apply(lv *metrics.Level, closed bool) *Interval {
+// Apply is the interval of a level's predicted figures (lv, of load kind load: LoadKind)
+// under the spread; nil when the spread has no band for any of them.
+func (s *Spread) Apply(lv *metrics.Level, load string) *Interval {
 	if s == nil {
 		return nil
-	}
-	load := Poisson
-	if closed {
-		load = Closed
 	}
 	bands := s.ByLoad[load]
 	iv := &Interval{Basis: s.Basis[load], Metrics: map[string]map[string][2]float64{}}

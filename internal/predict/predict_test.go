@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/figure"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -64,7 +65,7 @@ func TestApplyAndJSON(t *testing.T) {
 		"tpot_ms.p50": {Lo: 0.9, Hi: 1.2}, "output_throughput": {Lo: 0.8, Hi: 1.1}}}}
 	lv := metrics.Level{OutputThroughput: 1000}
 	lv.Metrics.Set(metrics.KeyTPOT, metrics.Stats{Count: 3, Percentiles: []metrics.Percentile{{P: 50, Value: 20}}})
-	iv := s.Apply(&lv, true)
+	iv := s.Apply(&lv, Closed)
 	if iv == nil {
 		t.Fatal("no interval")
 	}
@@ -74,7 +75,7 @@ func TestApplyAndJSON(t *testing.T) {
 	if r, ok := iv.Get("output_throughput"); !ok || !near(r[0], 800) || !near(r[1], 1100) {
 		t.Errorf("output_throughput %v", r)
 	}
-	if s.Apply(&lv, false) != nil {
+	if s.Apply(&lv, Poisson) != nil {
 		t.Error("an open loop with no bands got an interval")
 	}
 	b, err := json.Marshal(iv)
@@ -149,5 +150,72 @@ func TestBuiltinTable(t *testing.T) {
 				t.Errorf("%s %s: band %+v", g, f, b)
 			}
 		}
+	}
+}
+
+// The pooled band is a new group's: each group's mean error counts once, so a family
+// measured in many rows does not narrow the band to its own bias; checked against the
+// formula written out.
+func TestNewGroupBand(t *testing.T) {
+	var rs []Residual
+	add := func(fam string, xs ...float64) {
+		for _, x := range xs {
+			rs = append(rs, Residual{Group: Group{Family: fam, GPU: "h100", Engine: "vllm", Load: Poisson}, Figure: "tpot_ms.p50", Predicted: 10, Actual: 10 * math.Exp(x)})
+		}
+	}
+	many := make([]float64, 60)
+	for i := range many {
+		many[i] = 0.01 * float64(i%3-1) // -0.01, 0, 0.01
+	}
+	add("big", many...)
+	add("b", 0.9, 1.1)
+	add("c", -0.8)
+	b := NewTable(rs, "").Pooled["tpot_ms.p50"]
+	means := []float64{0, 1.0, -0.8}
+	mu := (means[0] + means[1] + means[2]) / 3
+	var between float64
+	for _, m := range means {
+		between += (m - mu) * (m - mu) / 2
+	}
+	var within float64
+	for _, x := range many {
+		within += x * x
+	}
+	within += 2 * 0.1 * 0.1
+	// The big group's 59 degrees of freedom and b's one.
+	within /= 59 + 1
+	h := 2.9200 * math.Sqrt(between*(1+1.0/3)+within) // t(0.95, 2)
+	if !near(b.Lo, math.Exp(mu-h)) || !near(b.Hi, math.Exp(mu+h)) || b.Rows != 63 || b.Groups != 3 {
+		t.Errorf("band %+v, want [%g, %g] of 63 rows in 3 groups", b, math.Exp(mu-h), math.Exp(mu+h))
+	}
+	if !(b.Lo < math.Exp(-0.8) && b.Hi > math.Exp(1.1)) {
+		t.Errorf("band %+v does not hold the other groups' errors", b)
+	}
+}
+
+// A level takes the band of its own load kind: a closed loop, or its arrival process.
+func TestLoadKinds(t *testing.T) {
+	if LoadKind(true, schedule.Arrival{Kind: schedule.Constant}) != Closed || LoadKind(false, schedule.Arrival{}) != Poisson ||
+		LoadKind(false, schedule.Arrival{Kind: schedule.Constant}) != Constant {
+		t.Error("load kinds")
+	}
+	var rs []Residual
+	for i := range MinRows {
+		rs = append(rs, Residual{Group: Group{Family: "m", GPU: "h100", Engine: "vllm", Load: Constant}, Figure: "ttft_ms.p50", Predicted: 10, Actual: 11 + float64(i)})
+	}
+	n := Group{Family: "n", GPU: "h100", Engine: "vllm", Load: Poisson}
+	rs = append(rs, Residual{Group: n, Figure: "ttft_ms.p50", Predicted: 10, Actual: 30},
+		Residual{Group: n, Figure: "tpot_ms.p50", Predicted: 10, Actual: 12}, Residual{Group: n, Figure: "tpot_ms.p50", Predicted: 10, Actual: 14})
+	tab := NewTable(rs, "")
+	s := tab.For("m", "h100", "vllm")
+	if s.ByLoad[Constant]["ttft_ms.p50"] != tab.Groups["m h100 vllm constant"]["ttft_ms.p50"] ||
+		!strings.Contains(s.Basis[Constant], "the 5 validation rows of m h100 vllm constant (tpot_ms.p50, which they do not measure") {
+		t.Errorf("constant arrivals: %+v, basis %q", s.ByLoad[Constant], s.Basis[Constant])
+	}
+	if s.ByLoad[Constant]["tpot_ms.p50"] != tab.Pooled["tpot_ms.p50"] {
+		t.Errorf("a figure the group does not measure takes the pooled band: %+v", s.ByLoad[Constant])
+	}
+	if s.ByLoad[Gamma]["ttft_ms.p50"] != tab.Pooled["ttft_ms.p50"] {
+		t.Errorf("gamma arrivals, no rows: %+v", s.ByLoad[Gamma])
 	}
 }

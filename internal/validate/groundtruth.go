@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -60,7 +61,7 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	family := inferencexModels[name]
 	engine := engineName(strings.TrimPrefix(e.Framework, "dynamo-"))
 	r := Row{ID: e.ID, Source: Source{Name: "inferencex", Repo: e.Repo, Path: e.Path, Commit: e.Commit, Licence: e.Licence},
-		Group: Group{Family: family, GPU: gpu, Engine: engine, Load: "closed"},
+		Group: Group{Family: family, GPU: gpu, Engine: engine, Load: predict.Closed},
 		Workload: Workload{Concurrency: e.Workload.Concurrency, Requests: 10 * e.Workload.Concurrency,
 			InputTokens:  fmt.Sprintf("uniform:%d:%d", e.Workload.ISL*8/10, e.Workload.ISL),
 			OutputTokens: fmt.Sprintf("uniform:%d:%d", e.Workload.OSL*8/10, e.Workload.OSL)},
@@ -293,7 +294,7 @@ func inferencePerfRows(raw json.RawMessage) ([]Row, error) {
 		case cfg.Data.Type != "shared_prefix" || sp.MultiTurn || sp.OutputLen == 0 || !cfg.Server.IgnoreEOS:
 			r.Skip = fmt.Sprintf("inference-perf data %q (multi-turn %v, output_len %d, ignore_eos %v): only single-turn shared-prefix prompts of a fixed output length are converted",
 				cfg.Data.Type, sp.MultiTurn, sp.OutputLen, cfg.Server.IgnoreEOS)
-		case cfg.Load.Type != "constant" && cfg.Load.Type != "poisson":
+		case cfg.Load.Type != predict.Constant && cfg.Load.Type != predict.Poisson:
 			r.Skip = fmt.Sprintf("inference-perf load type %q: only constant and poisson arrivals are converted", cfg.Load.Type)
 		case i >= len(cfg.Load.Stages) || cfg.Load.Stages[i].Rate != st.Load.Rate:
 			r.Skip = fmt.Sprintf("stage %d's rate %g is not the configuration's", i, st.Load.Rate)

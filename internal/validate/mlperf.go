@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -103,7 +104,7 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 		}
 	}
 	gpu, gpuNote := gpuPreset(e.GPU)
-	r.Group = Group{Family: model, GPU: gpu, Engine: engineName(e.Framework), Load: "poisson"}
+	r.Group = Group{Family: model, GPU: gpu, Engine: engineName(e.Framework), Load: predict.Poisson}
 	if r.Group.Family == "" {
 		r.Group.Family = e.Model
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -51,7 +52,7 @@ func FromRun(dir, profile string) ([]Row, error) {
 		}
 		r := Row{ID: filepath.Base(filepath.Clean(dir)) + " " + l.Name,
 			Source:      Source{Name: "run", Path: dir},
-			Group:       Group{Family: p.ModelName(), GPU: p.GPU.Name, Engine: "measured run", Load: "closed"},
+			Group:       Group{Family: p.ModelName(), GPU: p.GPU.Name, Engine: "measured run", Load: predict.Closed},
 			ProfileFile: profile, Measured: measured, Skip: skip,
 			Workload: Workload{Concurrency: l.Concurrency, Rate: l.Rate, InputTokens: sum.Workload.InputTokens,
 				OutputTokens: sum.Workload.OutputTokens, Requests: l.Completed, Warmup: sum.Load.Warmup,
@@ -59,7 +60,7 @@ func FromRun(dir, profile string) ([]Row, error) {
 		if l.Rate > 0 {
 			r.Workload.Arrival = sum.Load.Arrival
 			kind, _, _ := strings.Cut(sum.Load.Arrival, ":")
-			r.Group.Load = cmp.Or(kind, "poisson")
+			r.Group.Load = cmp.Or(kind, predict.Poisson)
 		}
 		if !sum.Load.IgnoreEOS {
 			r.Assumptions = append(r.Assumptions, "the run did not ignore EOS: its output lengths are "+

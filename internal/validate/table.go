@@ -65,7 +65,7 @@ type Group struct {
 	Family string `json:"family"`
 	GPU    string `json:"gpu"`
 	Engine string `json:"engine"`
-	Load   string `json:"load"` // "closed" or "poisson"
+	Load   string `json:"load"` // predict.Loads: closed, or the open loop's arrivals
 }
 
 func (g Group) String() string { return g.Family + " " + g.GPU + " " + g.Engine + " " + g.Load }
