@@ -156,7 +156,17 @@ func deepseekV3(name string) ModelShape {
 // 1,597 GB/s, 188 SMs, 4 PFLOPS fp4 with sparsity: 2,015 fp4, 1,007.6 fp8 and 503.8 bf16
 // dense; PCIe Gen5 x16, 64 GB/s each way). The AMD parts' all-reduce latency is NVLink's
 // figure, unmeasured (RCCL's small all-reduces may well be slower).
-// Board power (PowerW) is each datasheet's maximum: NVIDIA A100 SXM 400 W, H100 and H200 SXM
+// GB200, one GPU of NVIDIA's GB200 NVL72 rack (nvidia.com/en-us/data-center/gb200-nvl72):
+// the page states the rack's 72 GPUs at 360 / 720 / 1,440 PFLOPS bf16 / fp8 / fp4 "with
+// sparsity", so 2,500 / 5,000 / 10,000 dense a GPU, and 13.4 TB of HBM3e at 576 TB/s, 186 GB
+// at 8 TB/s a GPU (186 GB is also the accelerator_memory_capacity of NVIDIA's MLPerf v5.1
+// system file closed/NVIDIA/systems/GB200-NVL72_GB200-186GB_aarch64x4_TRT.json); NVLink 5 at
+// 130 TB/s for the rack, 1.8 TB/s a GPU, 900 each way. NVIDIA publishes no SM count for it:
+// 148 is the B200's, ASSUMED (its MIG slices hold 2 SMs more than the B200's in nvidia-smi mig
+// -lgip, NVIDIA/gpu-operator#1303 against #1242, so the full part may have a few more).
+// Board power (PowerW) is each datasheet's maximum (GB200 1,200 W: "GB200 TGP 1200W" in that
+// system file, and max_power_limit 1200 for GB200 in NVIDIA's harness,
+// closed/NVIDIA/code/common/systems/known_hardware.py): NVIDIA A100 SXM 400 W, H100 and H200 SXM
 // 700 W, HGX B200 1,000 W and B300 1,100 W a GPU, L40S 350 W, L4 72 W, H20 400 W, RTX PRO 6000
 // Blackwell Server Edition 600 W; AMD MI300X 750 W, MI325X 1,000 W, MI355X 1,400 W. A10G's is
 // not published (none). IdlePowerW is an assumption, about a tenth of it (an idle HGX H100
@@ -171,6 +181,7 @@ var gpuPresets = map[string]GPU{
 	"mi300x":       {Name: "mi300x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 5300, MemoryGB: 192, SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency, PowerW: 750, IdlePowerW: 90},
 	"mi325x":       {Name: "mi325x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 6000, MemoryGB: 256, SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency, PowerW: 1000, IdlePowerW: 120},
 	"mi355x":       {Name: "mi355x", TFLOPS: 2516.6, FP8TFLOPS: 5033.2, FP4TFLOPS: 10066.3, BandwidthGBps: 8000, MemoryGB: 288, SMs: 256, InterconnectGBps: 537.6, InterconnectLatency: nvlinkLatency, PowerW: 1400, IdlePowerW: 150},
+	"gb200":        {Name: "gb200", TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 10000, BandwidthGBps: 8000, MemoryGB: 186, SMs: 148, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1200, IdlePowerW: 140},
 	"b300":         {Name: "b300", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 13500, BandwidthGBps: 8000, MemoryGB: 288, SMs: 160, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1100, IdlePowerW: 130},
 	"h20":          {Name: "h20", TFLOPS: 148, FP8TFLOPS: 296, BandwidthGBps: 4000, MemoryGB: 96, SMs: 78, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 400, IdlePowerW: 50},
 	"l4":           {Name: "l4", TFLOPS: 121, FP8TFLOPS: 242.5, BandwidthGBps: 300, MemoryGB: 24, SMs: 58, InterconnectGBps: 32, InterconnectLatency: pcieLatency, PowerW: 72, IdlePowerW: 16},
