@@ -238,8 +238,12 @@ func mlperfMeasured(m map[string]any) map[string]float64 {
 func gpuPreset(name string) (preset, note string) {
 	n := strings.ToUpper(name)
 	switch {
-	case strings.Contains(n, "GB200"), strings.Contains(n, "GB300"):
+	// Before "B200": a GB200's name holds it. GB300 (Blackwell Ultra: other rates and
+	// memory) has no preset, and is not a GB200 or a B300 (whose name it holds too).
+	case strings.Contains(n, "GB300"):
 		return "", ""
+	case strings.Contains(n, "GB200"):
+		return "gb200", ""
 	case strings.Contains(n, "H200") && strings.Contains(n, "NVL"):
 		return "h200", "H200 NVL simulated as the h200 (SXM) preset: the same memory and bandwidth at a lower power limit"
 	case strings.Contains(n, "H200"):

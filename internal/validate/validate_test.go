@@ -141,13 +141,39 @@ func TestMLPerfConversion(t *testing.T) {
 		`"num_gpus": 8`:            "not a whole number",
 		`"target_qps": 100`:        "the same run as",
 	} {
-		to := map[string]string{`"tp": 2`: `"tp": null`, `"NVIDIA B200-SXM-180GB"`: `"NVIDIA GB200"`,
+		to := map[string]string{`"tp": 2`: `"tp": null`, `"NVIDIA B200-SXM-180GB"`: `"NVIDIA GB300"`,
 			`"llama2-70b-99"`: `"llama3.1-405b"`, `"gpu_batch_size": [2048]`: `"gpu_batch_size": [2048, 512]`,
 			`"num_gpus": 8`: `"num_gpus": 7`, `"target_qps": 100`: `"target_qps": 100}, "duplicate_of": "y", "x": {"a": 1`}[change]
 		r, err := mlperfRow(json.RawMessage(strings.Replace(exp, change, to, 1)))
 		if err != nil || !strings.Contains(r.Skip, want) {
 			t.Errorf("%s → %s: skip %q (%v), want %q", change, to, r.Skip, err, want)
 		}
+	}
+}
+
+// TestGPUPreset: a GB200 is the gb200 preset, not the B200 its name holds; a GB300 has none
+// (it is neither a GB200 nor a B300).
+func TestGPUPreset(t *testing.T) {
+	for name, want := range map[string]string{
+		"NVIDIA GB200": "gb200", "NVIDIA GB300": "", "NVIDIA B200-SXM-180GB": "b200",
+		"NVIDIA H200-SXM-141GB": "h200", "NVIDIA H200 NVL": "h200", "NVIDIA H100-SXM-80GB": "h100",
+	} {
+		if got, _ := gpuPreset(name); got != want {
+			t.Errorf("gpuPreset(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestNVIDIARuntimeBudget: a config built for more tokens a step than it runs simulates the
+// run-time budget, and one that states no KV cache dtype says it assumes one.
+func TestNVIDIARuntimeBudget(t *testing.T) {
+	stated := nvidiaRuntimeBudget("f", "s", 768, 768, 512, "fp4", true)
+	if stated.MaxBatchedTokens != 512 || stated.MaxNumSeqs != 768 || len(stated.Assumed) != 0 || !strings.Contains(stated.What, "kv_cache_dtype fp8") {
+		t.Errorf("%+v: want the run-time budget 512, batch 768, nothing assumed", stated)
+	}
+	unstated := nvidiaRuntimeBudget("f", "s", 768, 768, 512, "fp4", false)
+	if unstated.KVDtype != "fp8" || len(unstated.Assumed) != 1 || !strings.Contains(unstated.Assumed[0], "ASSUMED") || strings.Contains(unstated.What, "kv_cache_dtype") {
+		t.Errorf("%+v: want the KV cache's fp8 assumed, not stated", unstated)
 	}
 }
 
