@@ -127,8 +127,8 @@ func NewTable(rs []Residual, made string) Table {
 	}
 	for f, xs := range pooled {
 		var groups [][]float64
-		for _, figs := range byGroup {
-			if g := figs[f]; len(g) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(byGroup)) { // in order: the same sums each time
+			if g := byGroup[k][f]; len(g) > 0 {
 				groups = append(groups, g)
 			}
 		}
