@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/sim"
 )
 
@@ -58,9 +58,12 @@ func FromRun(dir, profile string) ([]Row, error) {
 				OutputTokens: sum.Workload.OutputTokens, Requests: l.Completed, Warmup: sum.Load.Warmup,
 				PrefixTokens: sum.Workload.PrefixTokens, PrefixGroups: sum.Workload.PrefixGroups}}
 		if l.Rate > 0 {
+			a, err := schedule.ParseArrival(cmp.Or(sum.Load.Arrival, schedule.Poisson))
+			if err != nil {
+				return nil, fmt.Errorf("%s: level %s: %w", dir, l.Name, err)
+			}
 			r.Workload.Arrival = sum.Load.Arrival
-			kind, _, _ := strings.Cut(sum.Load.Arrival, ":")
-			r.Group.Load = cmp.Or(kind, predict.Poisson)
+			r.Group.Load = predict.LoadKind(false, a)
 		}
 		if !sum.Load.IgnoreEOS {
 			r.Assumptions = append(r.Assumptions, "the run did not ignore EOS: its output lengths are "+
