@@ -99,6 +99,9 @@ type Traffic struct {
 	Trace bool
 	// Unit names the rate's unit: "req/s" (the default), or "tasks/s" for agentic tasks.
 	Unit string
+	// Load is the traffic's load kind (predict.LoadKind: its arrival process), whose
+	// prediction bands its fleets are judged at; "" is predict.Poisson.
+	Load string
 }
 
 // unit is the rate's unit, "req/s" unless the traffic says otherwise.

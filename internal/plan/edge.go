@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -39,14 +40,16 @@ type edge struct {
 }
 
 // edges are the SLO terms' edges (by the term as written) for profile p's predictions of
-// an open-loop traffic, and where the bands came from; none, and basis "", for a profile
-// with no interval (a linear or table profile that no calibration measured).
-func edges(p sim.Profile, slos []metrics.SLO) (map[string]edge, string) {
+// an open-loop traffic of load kind load (Traffic.Load: its arrivals), and where the bands
+// came from; none, and basis "", for a profile with no interval (a linear or table profile
+// that no calibration measured).
+func edges(p sim.Profile, slos []metrics.SLO, load string) (map[string]edge, string) {
 	spread := predict.ForProfile(p)
 	if spread == nil {
 		return nil, ""
 	}
-	bands := spread.ByLoad[predict.Poisson]
+	load = cmp.Or(load, predict.Poisson)
+	bands := spread.ByLoad[load]
 	out := map[string]edge{}
 	for _, s := range slos {
 		if s.Kind != metrics.SLOPercentile {
@@ -56,7 +59,7 @@ func edges(p sim.Profile, slos []metrics.SLO) (map[string]edge, string) {
 			out[s.String()] = edge{Factor: bands[f].Hi, Figure: f}
 		}
 	}
-	return out, spread.Basis[predict.Poisson]
+	return out, spread.Basis[load]
 }
 
 // nearestBand is the band for term s: its metric's at its percentile, else at the nearest
@@ -98,7 +101,7 @@ func resolveConfidence(cfg Config, engines []engine) (string, string) {
 	}
 	some := false
 	for _, e := range engines {
-		es, _ := edges(e.p, cfg.Metrics.SLOs)
+		es, _ := edges(e.p, cfg.Metrics.SLOs, cfg.Traffic.Load)
 		for _, s := range cfg.Metrics.SLOs {
 			ed, ok := es[s.String()]
 			if !ok {

@@ -47,6 +47,31 @@ func TestJudgedSLOs(t *testing.T) {
 	}
 }
 
+// A traffic's terms take the bands of its own arrivals: at constant arrivals, the group's
+// constant-arrival band where validation rows measured one (Llama-2-70B on H100 under vLLM,
+// inference-perf's rows), not the Poisson one.
+func TestEdgesOfTheTrafficsArrivals(t *testing.T) {
+	p, _ := sim.LoadProfile("")
+	p.Model.Name = "llama-2-70b"
+	p.GPU, _ = sim.GPUPreset("h100")
+	want, ok := predict.Builtin().Groups["llama-2-70b h100 vllm constant"]["ttft_ms.p99"]
+	if !ok {
+		t.Fatal("spreads.json has no constant-arrival TTFT P99 band of llama-2-70b on h100: the test needs a group with one")
+	}
+	term := slos(t, "ttft:p99<=1s").SLOs
+	constant, basis := edges(p, term, predict.Constant)
+	if e := constant["ttft:p99<=1s"]; e.Factor != want.Hi || !strings.Contains(basis, "constant") {
+		t.Errorf("constant arrivals: edge %+v, basis %q; want ×%g from the group's constant rows", e, basis, want.Hi)
+	}
+	poisson, _ := edges(p, term, predict.Poisson)
+	if poisson["ttft:p99<=1s"].Factor == want.Hi {
+		t.Errorf("Poisson arrivals take the constant rows' band ×%g too: the test cannot tell them apart", want.Hi)
+	}
+	if def, _ := edges(p, term, ""); def["ttft:p99<=1s"] != poisson["ttft:p99<=1s"] {
+		t.Errorf("no load kind: %+v, want Poisson's %+v", def, poisson)
+	}
+}
+
 // A calibrated profile's terms take its held-out error: measured = predicted·(1+e) at the
 // worst, so the edge is 1/(1−e).
 func TestEdgesOfACalibratedProfile(t *testing.T) {
@@ -57,7 +82,7 @@ func TestEdgesOfACalibratedProfile(t *testing.T) {
 	errs := figure.Unmeasured()
 	errs[figure.TPOTP99] = 20
 	p.Calibration = &sim.Calibration{Error: errs}
-	es, basis := edges(p, slos(t, "tpot:p99<=40ms,ttft:p99<=1s").SLOs)
+	es, basis := edges(p, slos(t, "tpot:p99<=40ms,ttft:p99<=1s").SLOs, predict.Poisson)
 	e, ok := es["tpot:p99<=40ms"]
 	if !ok || math.Abs(e.Factor-1/0.8) > 1e-12 || e.Figure != "tpot_ms.p99" {
 		t.Errorf("edge %+v (%v), want 1.25 from tpot_ms.p99", e, ok)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -22,7 +23,7 @@ func traffic(t testing.TB, rate float64, arrival string, in, out int) Traffic {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Traffic{Rate: rate, At: func(scale float64, h time.Duration) (load.Level, workload.Source, error) {
+	return Traffic{Rate: rate, Load: predict.LoadKind(false, a), At: func(scale float64, h time.Duration) (load.Level, workload.Source, error) {
 		return load.Level{Rate: rate * scale, Arrival: a, Seed: 1, DetectSaturation: true, Duration: h}, src, nil
 	}}
 }

@@ -258,7 +258,7 @@ func (ev *evaluation) judgedEdges() map[string]edge {
 // share a GPU, model and engine kind, so their edges too) share cache.
 func newEvaluation(ctx context.Context, cfg *Config, e engine, cache *runCache) *evaluation {
 	ev := &evaluation{cfg: cfg, ctx: ctx, e: e, runs: map[runKey]*outcome{}, cache: cache, judge: cfg.Metrics}
-	ev.edges, ev.basis = edges(e.p, cfg.Metrics.SLOs)
+	ev.edges, ev.basis = edges(e.p, cfg.Metrics.SLOs, cfg.Traffic.Load)
 	ev.judge.SLOs = judgedSLOs(cfg.Metrics.SLOs, ev.edges, cfg.Confidence)
 	return ev
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/workload"
 )
@@ -68,7 +69,7 @@ func SpecTraffic(spec *bench.Spec, given Given) (Traffic, bench.SourceFit, error
 	fit := spec.FitToSource(info) // a trace: one level of its own arrivals
 	lvl := spec.Levels[0]
 	if info.Trace {
-		return Traffic{Rate: lvl.Rate, Fixed: true, Trace: true, At: func(scale float64, _ time.Duration) (load.Level, workload.Source, error) {
+		return Traffic{Rate: lvl.Rate, Fixed: true, Trace: true, Load: predict.LoadKind(false, lvl.Arrival), At: func(scale float64, _ time.Duration) (load.Level, workload.Source, error) {
 			l := lvl
 			l.Rate *= scale
 			return l, workload.Faster(src, scale), nil
@@ -78,7 +79,7 @@ func SpecTraffic(spec *bench.Spec, given Given) (Traffic, bench.SourceFit, error
 	if spec.Workload.Agent.On() || strings.HasPrefix(spec.Workload.Dataset, workload.DatasetAgent+":") {
 		unit = "tasks/s" // the rate is of task arrivals
 	}
-	return Traffic{Rate: lvl.Rate, Fixed: given.Length, Unit: unit, At: func(scale float64, horizon time.Duration) (load.Level, workload.Source, error) {
+	return Traffic{Rate: lvl.Rate, Fixed: given.Length, Unit: unit, Load: predict.LoadKind(false, spec.Base.Arrival), At: func(scale float64, horizon time.Duration) (load.Level, workload.Source, error) {
 		l := spec.Base
 		l.Rate = lvl.Rate * scale
 		if !given.Length {

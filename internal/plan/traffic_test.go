@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/fielderr"
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -32,6 +33,15 @@ func TestSpecTraffic(t *testing.T) {
 	l, _, err := tr.At(2, time.Minute)
 	if err != nil || l.Rate != 8 || l.Duration != time.Minute || l.Requests != 0 {
 		t.Errorf("at twice the rate over a minute: %+v, %v", l, err)
+	}
+	if tr.Load != predict.Poisson {
+		t.Errorf("load kind %q, want %q", tr.Load, predict.Poisson)
+	}
+	steady := rateSpec()
+	steady.Base.Arrival = schedule.Arrival{Kind: schedule.Constant}
+	steady.SetLoads(nil, []float64{4}, schedule.Stages{}, false)
+	if tr, _, _ := SpecTraffic(steady, Given{Rate: true}); tr.Load != predict.Constant {
+		t.Errorf("constant arrivals: load kind %q, want %q (the bands its fleets are judged at)", tr.Load, predict.Constant)
 	}
 	if tr, _, _ := SpecTraffic(rateSpec(4), Given{Rate: true, Length: true}); !tr.Fixed {
 		t.Error("a length given: want the traffic's length fixed")
