@@ -11,7 +11,6 @@ import (
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/metrics"
-	"github.com/llmbench/llmbench/internal/record"
 )
 
 // consoleOpts are how the console shows a run, beside its bench.Spec: they change no file.
@@ -108,8 +107,7 @@ func (r *resolver) judging() {
 
 // outputs reads the flags of the run's files.
 func (r *resolver) outputs(now time.Time) {
-	f, c := r.f, r.c
-	c.Output.Records = record.Format(f.records)
+	c := r.c
 	if c.Output.Dir == "" {
 		c.Output.Dir = "llmbench-results/" + now.UTC().Format("20060102T150405Z")
 	}

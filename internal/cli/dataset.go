@@ -54,7 +54,7 @@ shared, and fed back with --dataset jsonl:FILE.`,
 		},
 	}
 	fl := cmd.Flags()
-	f.bindWorkload(fl)
+	f.bindWorkload(newSpecFlagSet(fl))
 	fl.StringVar(&f.url, "url", "", "server for --tokenizer server")
 	fl.IntVar(&requests, "requests", 0, "requests to write (default: every row of a dataset, or 100)")
 	fl.StringVar(&output, "output", "", "output JSONL file (- for standard output)")

@@ -5,7 +5,6 @@ import (
 
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/fielderr"
-	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // inputs reads the flags of the APIs that send several inputs per request, images and tools.
@@ -35,7 +34,7 @@ func (r *resolver) inputs() {
 
 // tools reads --tools, --tools-file and --tool-choice (bench.Spec.SetTools).
 func (r *resolver) tools() {
-	for _, err := range fielderr.Split(r.c.SetTools(r.f.tools, workload.ToolChoice(r.f.toolChoice))) {
+	for _, err := range fielderr.Split(r.c.SetTools(r.f.tools, r.c.ToolChoice)) {
 		r.add(fieldError(err))
 	}
 }

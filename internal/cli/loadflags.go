@@ -10,30 +10,37 @@ import (
 	"github.com/llmbench/llmbench/internal/rundesc"
 	"github.com/llmbench/llmbench/internal/schedule"
 	"github.com/llmbench/llmbench/internal/search"
-
-	"github.com/spf13/pflag"
 )
 
 // bindLoad binds the load flags: the ladder, its levels' lengths, what runs beside it (the
 // search, repeats, stopping) and run's sharding.
-func (f *benchFlags) bindLoad(fs *pflag.FlagSet, live bool, d bench.Spec) {
-	fs.StringVar(&f.concurrency, "concurrency", "", "closed loop: concurrent requests, or a ladder `N,N,...` (default 1,4,16,64,256 when neither this nor --rate is given)")
-	fs.StringVar(&f.rate, "rate", "", "open loop: requests per second, or a ladder `R,R,...`")
-	fs.StringVar(&f.stages, "stages", "", "one level whose load changes over time, `STAGES` D:V (held) and D:V->V2 (ramped linearly), e.g. 60s:2,120s:2->20,60s:20; rates in requests/s, or concurrencies with a concurrency: prefix; figures per stage (docs/metrics.md)")
-	fs.StringVar(&f.arrival, "arrival", d.Base.Arrival.String(), "open-loop arrivals: poisson, gamma:B (burstiness B; < 1 is burstier), constant")
-	fs.IntVar(&f.spec.Base.MaxConcurrency, "max-concurrency", 0, "open loop: cap on in-flight requests (waiting for a slot counts as schedule lag)")
-	fs.IntVar(&f.spec.Requests, "requests", 0, "measured requests per level (default: whole rounds of the concurrency, at least 2 and 10 requests; open loop: 10 s of arrivals)")
-	fs.DurationVar(&f.spec.Base.Duration, "duration", 0, "measured time per level (instead of --requests)")
-	fs.StringVar(&f.warmup, "warmup", "0", "per level: N requests, or a duration like 10s, sent before measuring and excluded")
-	fs.DurationVar(&f.spec.Base.Cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded")
-	fs.StringVar(&f.search, "search", "", "find the largest load meeting the percentile SLOs: concurrency or rate")
-	fs.Float64Var(&f.spec.SearchMax, "search-max", 0, "upper bound for --search (default 1024 concurrency or 1000 req/s)")
-	fs.IntVar(&f.spec.Repeat, "repeat", d.Repeat, "run each level N times, each run with seeds of its own (arrivals, prompts, the simulator): figures across runs with t-distribution 95% intervals")
-	fs.StringVar(&f.maxErrorRate, "max-error-rate", "", "stop a level when more than this fraction (0.3) or percentage (30%) of its last 50 finished requests failed, once 20 have; exit code 4 (default: off)")
-	fs.BoolVar(&f.spec.StopOnSaturation, "stop-on-saturation", false, "open loop: end the ladder at the first level stopped as oversaturated (the server cannot keep up: docs/metrics.md)")
+func (f *benchFlags) bindLoad(fs specFlagSet, live bool, d bench.Spec) {
+	specVar(fs, fs.StringVar, &f.concurrency, "concurrency", "", "closed loop: concurrent requests, or a ladder `N,N,...` (default 1,4,16,64,256 when neither this nor --rate is given)", "Levels[].Concurrency", func(c specRun) []string {
+		return ladderArg(c, func(l load.Level) float64 { return float64(l.Concurrency) })
+	})
+	specVar(fs, fs.StringVar, &f.rate, "rate", "", "open loop: requests per second, or a ladder `R,R,...`", "Levels[].Rate",
+		func(c specRun) []string { return ladderArg(c, func(l load.Level) float64 { return l.Rate }) })
+	specVar(fs, fs.StringVar, &f.stages, "stages", "", "one level whose load changes over time, `STAGES` D:V (held) and D:V->V2 (ramped linearly), e.g. 60s:2,120s:2->20,60s:20; rates in requests/s, or concurrencies with a concurrency: prefix; figures per stage (docs/metrics.md)", "Levels[].Stages", stagesArg)
+	specVar(fs, fs.StringVar, &f.arrival, "arrival", d.Base.Arrival.String(), "open-loop arrivals: poisson, gamma:B (burstiness B; < 1 is burstier), constant", "Base.Arrival",
+		func(c specRun) []string { return str(c.Base.Arrival.String()) })
+	specVar(fs, fs.IntVar, &f.spec.Base.MaxConcurrency, "max-concurrency", 0, "open loop: cap on in-flight requests (waiting for a slot counts as schedule lag)", "Base.MaxConcurrency")
+	specVar(fs, fs.IntVar, &f.spec.Requests, "requests", 0, "measured requests per level (default: whole rounds of the concurrency, at least 2 and 10 requests; open loop: 10 s of arrivals)", "Requests")
+	specVar(fs, fs.DurationVar, &f.spec.Base.Duration, "duration", 0, "measured time per level (instead of --requests)", "Base.Duration")
+	specVar(fs, fs.StringVar, &f.warmup, "warmup", "0", "per level: N requests, or a duration like 10s, sent before measuring and excluded", "Base.Warmup,Base.WarmupTime",
+		func(c specRun) []string { return append(num(c.Base.Warmup), dur(c.Base.WarmupTime)...) })
+	specVar(fs, fs.DurationVar, &f.spec.Base.Cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded", "Base.Cooldown")
+	specVar(fs, fs.StringVar, (*string)(&f.spec.Search), "search", "", "find the largest load meeting the percentile SLOs: concurrency or rate", "Search")
+	specVar(fs, fs.Float64Var, &f.spec.SearchMax, "search-max", 0, "upper bound for --search (default 1024 concurrency or 1000 req/s)", "SearchMax")
+	specVar(fs, fs.IntVar, &f.spec.Repeat, "repeat", d.Repeat, "run each level N times, each run with seeds of its own (arrivals, prompts, the simulator): figures across runs with t-distribution 95% intervals", "Repeat")
+	specVar(fs, fs.StringVar, &f.maxErrorRate, "max-error-rate", "", "stop a level when more than this fraction (0.3) or percentage (30%) of its last 50 finished requests failed, once 20 have; exit code 4 (default: off)", "Base.MaxErrorRate",
+		func(c specRun) []string { return num(c.Base.MaxErrorRate) })
+	specVar(fs, fs.BoolVar, &f.spec.StopOnSaturation, "stop-on-saturation", false, "open loop: end the ladder at the first level stopped as oversaturated (the server cannot keep up: docs/metrics.md)", "StopOnSaturation")
 	if live { // a simulation has no machines to share the load among
-		fs.StringVar(&f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)")
-		fs.StringVar(&f.startAt, "start-at", "", "start at this RFC 3339 instant (to start shards together)")
+		specVar(fs, fs.StringVar, &f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)", "Base.Shard,Base.Shards", func(c specRun) []string {
+			return when(c.Base.Shards > 1, rundesc.ShardString(c.Base.Shard, c.Base.Shards))
+		})
+		specVar(fs, fs.StringVar, &f.startAt, "start-at", "", "start at this RFC 3339 instant (to start shards together)", "StartAt",
+			func(c specRun) []string { return when(!c.StartAt.IsZero(), c.StartAt.Format(time.RFC3339Nano)) })
 	}
 }
 
@@ -84,7 +91,7 @@ func (r *resolver) load() ladderFlags {
 		for _, other := range []struct {
 			name string
 			set  bool
-		}{{"concurrency", f.concurrency != ""}, {"rate", f.rate != ""}, {"search", f.search != ""},
+		}{{"concurrency", f.concurrency != ""}, {"rate", f.rate != ""}, {"search", c.Search != ""},
 			{"requests", c.Requests != 0}, {"duration", c.Base.Duration != 0}} {
 			if other.set {
 				r.add(fmt.Errorf("--stages and --%s: the stages set the level's load and length; drop --%s", other.name, other.name))
@@ -108,15 +115,15 @@ func (r *resolver) load() ladderFlags {
 // and the SLO search.
 func (r *resolver) search() {
 	f, c := r.f, r.c
-	if c.Repeat > 1 && f.search != "" {
+	if c.Repeat > 1 && c.Search != "" {
 		r.add(errors.New("--repeat and --search: a search probes each load once; repeat the level it finds instead"))
 	}
 	var err error
 	if c.Base.MaxErrorRate, err = load.ParseMaxErrorRate(f.maxErrorRate); err != nil {
 		r.add(fmt.Errorf("--max-error-rate: %w", err))
 	}
-	if f.search != "" {
-		if c.Search, err = search.ParseAxis(f.search); err != nil {
+	if c.Search != "" {
+		if c.Search, err = search.ParseAxis(string(c.Search)); err != nil {
 			r.add(fmt.Errorf("--search: %w", err))
 		}
 	}

@@ -125,7 +125,7 @@ var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warm
 // arguments (specArgs), restricted to the traffic flags given.
 func (f *planFlags) checkCommand(cfg *bench.Spec, best *plan.Candidate, fixed bool) string {
 	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(cfg.Output.Dir, "best.yaml"))}
-	for _, a := range specArgs(cfg, consoleOpts{}, func(name string) bool {
+	for _, a := range specArgs(cfg, consoleOpts{}, false, func(name string) bool {
 		return slices.Contains(planTrafficFlags, name) && f.bench.fs.Changed(name)
 	}) {
 		args = append(args, shellQuote(a))

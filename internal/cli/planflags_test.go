@@ -7,7 +7,7 @@ import (
 	"github.com/llmbench/llmbench/internal/plan"
 )
 
-// planSpaceFlags write plan's own flags back, as specFlags write the run's
+// planSpaceFlags write plan's own flags back, as specArgs writes the run's
 // (TestSpecArgsRoundTrip): the model as given (its profile, Base, is what was made of it),
 // the search space and the ranking.
 var planSpaceFlags = []struct {

@@ -23,15 +23,23 @@ type priceFlags struct {
 
 // bind adds the pricing flags: all four where the endpoint's price is the user's to say
 // (run, report), --gpu-price alone where a simulated deployment says how many GPUs it has.
-func (f *priceFlags) bind(fs *pflag.FlagSet, all bool) {
-	f.fs = fs
-	fs.Float64Var(&f.gpuPrice, "gpu-price", 0, "USD per GPU-hour of the GPUs behind the endpoint: each level's cost per million output tokens, per 1,000 requests, ... (docs/metrics.md)")
+func (f *priceFlags) bind(fs specFlagSet, all bool) {
+	f.fs = fs.FlagSet
+	specVar(fs, fs.Float64Var, &f.gpuPrice, "gpu-price", 0, "USD per GPU-hour of the GPUs behind the endpoint: each level's cost per million output tokens, per 1,000 requests, ... (docs/metrics.md)", "Judge.Pricing.USDPerGPUHour",
+		func(c specRun) []string { return ptrArg(c.Judge.Pricing.USDPerGPUHour) })
 	if !all {
 		return
 	}
-	fs.IntVar(&f.gpus, "gpus", 1, "with --gpu-price: the GPUs behind the endpoint")
-	fs.Float64Var(&f.priceIn, "price-in", 0, "a hosted API's price, USD per million input tokens (with --price-out; instead of --gpu-price)")
-	fs.Float64Var(&f.priceOut, "price-out", 0, "a hosted API's price, USD per million output tokens (with --price-in)")
+	specVar(fs, fs.IntVar, &f.gpus, "gpus", 1, "with --gpu-price: the GPUs behind the endpoint", "Judge.Pricing.GPUs",
+		func(c specRun) []string { return num(c.Judge.Pricing.GPUs) })
+	specVar(fs, fs.Float64Var, &f.priceIn, "price-in", 0, "a hosted API's price, USD per million input tokens (with --price-out; instead of --gpu-price)", "Judge.Pricing.Tokens",
+		func(c specRun) []string {
+			return tokenPrice(c, func(p metrics.TokenPrice) float64 { return p.USDPerMillionInput })
+		})
+	specVar(fs, fs.Float64Var, &f.priceOut, "price-out", 0, "a hosted API's price, USD per million output tokens (with --price-in)", "Judge.Pricing.Tokens",
+		func(c specRun) []string {
+			return tokenPrice(c, func(p metrics.TokenPrice) float64 { return p.USDPerMillionOutput })
+		})
 }
 
 func (f *priceFlags) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }

@@ -75,7 +75,7 @@ re-price it.`,
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "print only the ladder table and the results folder (no per-level blocks), as run --quiet")
 	cmd.Flags().BoolVar(&wide, "wide", false, "print every column of the ladder table (by default it fits 100 columns), as run --wide")
 	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vLLM's result files (vllm.json, or vllm-<level>.json for a ladder): vllm")
-	pf.bind(cmd.Flags(), true) // default: the run's own price
+	pf.bind(newSpecFlagSet(cmd.Flags()), true) // default: the run's own price
 	return cmd
 }
 

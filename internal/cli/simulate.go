@@ -48,7 +48,12 @@ thousands of requests in seconds. It writes the same records, summary and report
 // bindSimulate binds simulate's flags: run's that a simulation takes, and the model to serve.
 func (f *benchFlags) bindSimulate(fs *pflag.FlagSet) {
 	f.bind(fs, false)
-	fs.StringVar(&f.spec.ModelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model")
+	f.bindModelConfig(specFlagSet{fs, f.writers})
+}
+
+// bindModelConfig binds simulate's model to serve.
+func (f *benchFlags) bindModelConfig(fs specFlagSet) {
+	specVar(fs, fs.StringVar, &f.spec.ModelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model", "ModelConfig")
 }
 
 func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {

@@ -175,7 +175,7 @@ var roundTripCommands = []struct {
 // TestSpecArgsRoundTrip: for every flag of run, simulate and plan (but those plan refuses),
 // its value parsed and resolved, written back by specArgs (and plan's own by
 // planSpaceFlags) and parsed again resolves to the same run and plan, which are not the
-// default ones. A flag bound without its entry in specFlags or planSpaceFlags, or without a
+// default ones. A flag bound without specVar or an entry in planSpaceFlags, or without a
 // value here, fails.
 func TestSpecArgsRoundTrip(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
@@ -189,9 +189,6 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 		}
 	}
 	written := map[string]bool{}
-	for _, f := range specFlags {
-		written[f.name] = true
-	}
 	for _, f := range planSpaceFlags {
 		written[f.name] = true
 	}
@@ -224,8 +221,9 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 				return
 			}
 			vals, ok := roundTripValues[fl.Name]
-			if !ok || !written[fl.Name] {
-				t.Errorf("--%s: no value in roundTripValues (%v) or no entry in specFlags (%v)", fl.Name, ok, written[fl.Name])
+			_, spec := fl.Annotations[specFields]
+			if !ok || !(spec || written[fl.Name]) {
+				t.Errorf("--%s: no value in roundTripValues (%v), or bound without specVar and no entry in planSpaceFlags (%v)", fl.Name, ok, written[fl.Name])
 				return
 			}
 			args := append(slices.Clone(cmd.base), onlyFlagsOf(newCmd(Stdio{}), vals, dir)...)
@@ -237,7 +235,7 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 				t.Errorf("%s %s: %v", cmd.name, strings.Join(args, " "), err)
 				return
 			}
-			again := specArgs(c1.spec, c1.con, func(name string) bool {
+			again := specArgs(c1.spec, c1.con, cmd.name == "run", func(name string) bool {
 				_, refused := planRefused[name]
 				return fs.Lookup(name) != nil && !(cmd.name == "plan" && refused)
 			})
@@ -296,28 +294,31 @@ func TestSpecArgsWritesLargeIntegers(t *testing.T) {
 	}
 }
 
-// TestSpecFlagFields: each field specFlags names (the flag's errors' key) is bench.Spec's.
+// TestSpecFlagFields: each field a flag of run or simulate names (its errors' key) is
+// bench.Spec's.
 func TestSpecFlagFields(t *testing.T) {
-	for _, f := range specFlags {
-		for _, path := range strings.Split(f.field, ",") {
-			if path == "" {
-				continue
+	for _, fs := range []*pflag.FlagSet{newRunCmd(Stdio{}).Flags(), newSimulateCmd(Stdio{}).Flags()} {
+		fs.VisitAll(func(fl *pflag.Flag) {
+			for _, path := range fl.Annotations[specFields] {
+				if path == "" {
+					continue
+				}
+				typ := reflect.TypeFor[bench.Spec]()
+				for _, name := range strings.Split(path, ".") {
+					name, slice := strings.CutSuffix(name, "[]")
+					field, ok := reflect.StructField{}, typ.Kind() == reflect.Struct
+					if ok {
+						field, ok = typ.FieldByName(name)
+					}
+					if !ok {
+						t.Errorf("--%s: bench.Spec has no field %s", fl.Name, path)
+						break
+					}
+					if typ = field.Type; slice {
+						typ = typ.Elem()
+					}
+				}
 			}
-			typ := reflect.TypeFor[bench.Spec]()
-			for _, name := range strings.Split(path, ".") {
-				name, slice := strings.CutSuffix(name, "[]")
-				field, ok := reflect.StructField{}, typ.Kind() == reflect.Struct
-				if ok {
-					field, ok = typ.FieldByName(name)
-				}
-				if !ok {
-					t.Errorf("--%s: bench.Spec has no field %s", f.name, path)
-					break
-				}
-				if typ = field.Type; slice {
-					typ = typ.Elem()
-				}
-			}
-		}
+		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/fielderr"
+
+	"github.com/spf13/pflag"
 )
 
 // specSlot marks where the Spec's problems with its fields (keys: fieldKey) are said among
@@ -118,17 +120,22 @@ func fieldKey(path string) string { return fieldIndex.ReplaceAllString(path, "[]
 
 var fieldIndex = regexp.MustCompile(`\[[0-9]+\]`)
 
-// specFlagNames are the flags that set the Spec's fields (specFlags' field), by field, for
-// bench's errors; a field two flags set (the API key, the tools) is said as the first's.
+// specFlagNames are the flags that set the Spec's fields (their specFields), by field, for
+// bench's errors: run's, then simulate's own; a field two flags set (the API key, the tools)
+// is said as the first bound's.
 var specFlagNames = func() map[string]string {
+	var f benchFlags
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+	f.bind(fs, true)
+	f.bindModelConfig(specFlagSet{fs, f.writers})
 	names := map[string]string{}
-	for _, f := range specFlags {
-		for _, field := range strings.Split(f.field, ",") {
+	inBindOrder(fs, func(fl *pflag.Flag) {
+		for _, field := range fl.Annotations[specFields] {
 			if _, ok := names[field]; !ok && field != "" {
-				names[field] = f.name
+				names[field] = fl.Name
 			}
 		}
-	}
+	})
 	return names
 }()
 

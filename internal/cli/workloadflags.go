@@ -3,41 +3,47 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/workload"
-
-	"github.com/spf13/pflag"
 )
 
 // bindInputs binds the flags of what a request carries beside its prompt: the stream,
 // tools, embeddings' batches and rerank's documents.
-func (f *benchFlags) bindInputs(fs *pflag.FlagSet, d bench.Spec) {
-	fs.BoolVar(&f.stream, "stream", !d.NoStream, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL")
-	fs.IntVar(&f.tools, "tools", 0, "chat, Responses and Ollama's chat: offer N generated function definitions in every request (plausible names and typed parameters, by --seed)")
-	fs.StringVar(&f.spec.ToolsFile, "tools-file", "", "offer the function definitions of this JSON file in every request: an array of OpenAI tools, each {\"type\":\"function\",\"function\":{...}}")
-	fs.StringVar(&f.toolChoice, "tool-choice", "", "with --tools or --tools-file: auto, required, none, or a function's name to call (default: none sent, the server's auto)")
-	fs.IntVar(&f.spec.BatchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens")
-	fs.IntVar(&f.spec.Documents, "documents", bench.DefaultDocuments, "rerank: documents per request, each of --input-tokens tokens")
-	fs.IntVar(&f.spec.QueryTokens, "query-tokens", bench.DefaultQueryTokens, "rerank: the query's length in tokens")
+func (f *benchFlags) bindInputs(fs specFlagSet, d bench.Spec) {
+	specVar(fs, fs.BoolVar, &f.stream, "stream", !d.NoStream, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL", "NoStream",
+		func(c specRun) []string { return when(c.NoStream, "false") })
+	// Generated definitions are written back as their count: the seed makes them again.
+	specVar(fs, fs.IntVar, &f.tools, "tools", 0, "chat, Responses and Ollama's chat: offer N generated function definitions in every request (plausible names and typed parameters, by --seed)", "Tools",
+		func(c specRun) []string { return when(c.ToolsFile == "", num(len(c.Tools))...) })
+	specVar(fs, fs.StringVar, &f.spec.ToolsFile, "tools-file", "", "offer the function definitions of this JSON file in every request: an array of OpenAI tools, each {\"type\":\"function\",\"function\":{...}}", "Tools,ToolsFile")
+	specVar(fs, fs.StringVar, (*string)(&f.spec.ToolChoice), "tool-choice", "", "with --tools or --tools-file: auto, required, none, or a function's name to call (default: none sent, the server's auto)", "ToolChoice")
+	specVar(fs, fs.IntVar, &f.spec.BatchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens", "BatchSize")
+	specVar(fs, fs.IntVar, &f.spec.Documents, "documents", bench.DefaultDocuments, "rerank: documents per request, each of --input-tokens tokens", "Documents")
+	specVar(fs, fs.IntVar, &f.spec.QueryTokens, "query-tokens", bench.DefaultQueryTokens, "rerank: the query's length in tokens", "QueryTokens")
 }
 
 // bindWorkload binds the flags that shape the requests (shared with dataset).
-func (f *benchFlags) bindWorkload(fs *pflag.FlagSet) {
+func (f *benchFlags) bindWorkload(fs specFlagSet) {
 	d, w := bench.DefaultSpec(), &f.spec.Workload
-	fs.StringVar(&f.inputTokens, "input-tokens", d.Workload.InputTokens.String(), "prompt length in tokens: N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
-	fs.StringVar(&f.outputTokens, "output-tokens", d.Workload.OutputTokens.String(), "output length in tokens (max_tokens): N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD")
-	fs.StringVar(&f.spec.Tokenizer, "tokenizer", d.Tokenizer, "tokenizer for exact prompt lengths: o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (the target's /tokenize)")
-	fs.StringVar(&w.Dataset, "dataset", d.Workload.Dataset, "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH, agent:PATH (recorded agent sessions)")
-	fs.IntVar(&w.PrefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens")
-	fs.IntVar(&w.PrefixGroups, "prefix-groups", d.Workload.PrefixGroups, "number of distinct shared prefixes")
-	fs.Float64Var(&w.TraceSpeed, "trace-speed", d.Workload.TraceSpeed, "replay traces this many times faster")
-	fs.DurationVar(&w.TraceOffset, "trace-offset", 0, "start a trace's replay this far into it (the trace's own time from its first request, before --trace-speed): e.g. 1h replays from its second hour")
-	fs.IntVar(&w.Turns, "turns", d.Workload.Turns, "turns per conversation: each next turn carries the history (multi-turn chat)")
-	fs.DurationVar(&w.ThinkTime, "think-time", 0, "with --turns: the user's pause between a reply and the next turn")
-	fs.Int64Var(&f.spec.Seed, "seed", d.Seed, "seed for prompts, lengths, arrivals and the simulator (run --url without --seed, unsharded: a new seed each run, printed and kept in summary.json)")
+	specVar(fs, fs.StringVar, &f.inputTokens, "input-tokens", d.Workload.InputTokens.String(), "prompt length in tokens: N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD", "Workload.InputTokens",
+		func(c specRun) []string { return str(c.Workload.InputTokens.String()) })
+	specVar(fs, fs.StringVar, &f.outputTokens, "output-tokens", d.Workload.OutputTokens.String(), "output length in tokens (max_tokens): N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD", "Workload.OutputTokens",
+		func(c specRun) []string { return str(c.Workload.OutputTokens.String()) })
+	specVar(fs, fs.StringVar, &f.spec.Tokenizer, "tokenizer", d.Tokenizer, "tokenizer for exact prompt lengths: o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (the target's /tokenize)", "Tokenizer")
+	specVar(fs, fs.StringVar, &w.Dataset, "dataset", d.Workload.Dataset, "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH, agent:PATH (recorded agent sessions)", "Workload.Dataset")
+	specVar(fs, fs.IntVar, &w.PrefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens", "Workload.PrefixTokens")
+	specVar(fs, fs.IntVar, &w.PrefixGroups, "prefix-groups", d.Workload.PrefixGroups, "number of distinct shared prefixes", "Workload.PrefixGroups")
+	specVar(fs, fs.Float64Var, &w.TraceSpeed, "trace-speed", d.Workload.TraceSpeed, "replay traces this many times faster", "Workload.TraceSpeed")
+	specVar(fs, fs.DurationVar, &w.TraceOffset, "trace-offset", 0, "start a trace's replay this far into it (the trace's own time from its first request, before --trace-speed): e.g. 1h replays from its second hour", "Workload.TraceOffset")
+	specVar(fs, fs.IntVar, &w.Turns, "turns", d.Workload.Turns, "turns per conversation: each next turn carries the history (multi-turn chat)", "Workload.Turns")
+	specVar(fs, fs.DurationVar, &w.ThinkTime, "think-time", 0, "with --turns: the user's pause between a reply and the next turn", "Workload.ThinkTime")
+	// Written back even as 0, which is a seed too (not given, run draws one).
+	specVar(fs, fs.Int64Var, &f.spec.Seed, "seed", d.Seed, "seed for prompts, lengths, arrivals and the simulator (run --url without --seed, unsharded: a new seed each run, printed and kept in summary.json)", "Seed",
+		func(c specRun) []string { return []string{strconv.FormatInt(c.Seed, 10)} })
 }
 
 // workload reads the flags that shape the requests: lengths, dataset, sampling, chat.
