@@ -77,22 +77,23 @@ func batchDists(accs []*windowAcc, i int) []*Dist {
 	}
 	per := max(total/BatchCount, 1)
 	var out []*Dist
-	cur := newSparseDist()
+	var cur []*Dist
+	var n uint64
 	for _, acc := range accs {
 		if acc == nil || acc.dists[i].Count() == 0 {
 			continue
 		}
-		cur.Merge(acc.dists[i])
-		if cur.Count() >= per {
-			out = append(out, cur)
-			cur = newSparseDist()
+		cur = append(cur, acc.dists[i])
+		if n += acc.dists[i].Count(); n >= per {
+			out = append(out, mergeAll(cur))
+			cur, n = cur[:0], 0
 		}
 	}
-	if cur.Count() > 0 {
+	if n > 0 {
 		if len(out) == 0 {
-			return []*Dist{cur}
+			return []*Dist{mergeAll(cur)}
 		}
-		out[len(out)-1].Merge(cur) // a short last batch joins the one before
+		out[len(out)-1] = mergeAll(append(cur, out[len(out)-1])) // a short last batch joins the one before
 	}
 	return out
 }
@@ -150,11 +151,7 @@ func batchInterval(centre float64, est []float64, batches []*Dist, of func(*Dist
 		lo, hi = tInterval(centre, est)
 		return lo, hi, MethodBatchMeans
 	}
-	steady := newSparseDist()
-	for _, b := range batches[from:] {
-		steady.Merge(b)
-	}
-	lo, hi = tInterval(of(steady), est[from:])
+	lo, hi = tInterval(of(mergeAll(batches[from:])), est[from:])
 	return lo, hi, MethodBatchMeansSteady
 }
 

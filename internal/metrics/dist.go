@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
 	"slices"
@@ -21,13 +22,17 @@ import (
 // and Aggregate returns its Dists frozen) concurrent reads are safe.
 type Dist struct {
 	// While samples are added: small non-negative integers (the bulk of ITL and chunk gaps)
-	// are counted in dense[us] (from denseFrom samples on), other integers in ints,
-	// non-integers in rats. Map inserts
-	// cost ~40 ns; a slice increment ~2 ns, which matters at 10^8 samples.
+	// are counted in dense[us] (from denseFrom samples on), other values appended to
+	// pending. A slice increment costs ~2 ns, an append not much more; a map insert ~40 ns,
+	// which matters at 10^8 samples.
 	dense []uint64
-	ints  map[int64]uint64 // integer microseconds -> count
-	rats  map[ratio]uint64 // reduced non-integer ratios of microseconds -> count
-	n     uint64
+	// pending holds the samples outside dense as (value, count) pairs, values repeating;
+	// pending[:merged] is sorted with distinct values. Whenever the unsorted tail outgrows
+	// the sorted head (and pendingMin), it is sorted and merged in, so pending stays within
+	// about twice the distinct values.
+	pending []distinct
+	merged  int
+	n       uint64
 
 	// Once read, the counts are frozen into this sorted form (and the above freed), so a
 	// kept Dist costs 32 bytes per distinct value. Adding again thaws it.
@@ -39,6 +44,14 @@ type Dist struct {
 
 // denseMax bounds the dense counter: 2^18 µs = 262 ms, at most 2 MiB per Dist.
 const denseMax = 1 << 18
+
+// pendingMin is the unsorted samples pending holds before it first sorts them: sorting
+// fewer, more often, would cost more than it saves.
+const pendingMin = 1 << 12
+
+// pendingStart is pending's first capacity: a bucket's distribution takes hundreds of
+// samples, and growing to them from one reallocates and copies a dozen times.
+const pendingStart = 64
 
 // ratio is num/den microseconds, den >= 1, reduced to lowest terms.
 type ratio struct{ num, den int64 }
@@ -67,47 +80,19 @@ func (d *Dist) addInt(us int64, count uint64) {
 	}
 	d.n += count
 	if us >= 0 && us < denseMax && !d.sparse && (d.dense != nil || d.n >= denseFrom) {
-		if d.dense == nil {
-			d.denseFromInts()
-		}
 		if us >= int64(len(d.dense)) {
 			d.grow(us)
 		}
 		d.dense[us] += count
 		return
 	}
-	if d.ints == nil {
-		d.ints = make(map[int64]uint64)
-	}
-	d.ints[us] += count
+	d.push(distinct{ratio{us, 1}, count})
 }
 
-// denseFrom is the samples a Dist holds before it counts in a dense counter: until then the
-// map holds them all, cheaper than clearing and scanning a counter of up to 2 MiB for the
-// few hundred samples of a short level or of a window's merge.
+// denseFrom is the samples a Dist holds before it counts in a dense counter: until then
+// pending holds them all, cheaper than clearing and scanning a counter of up to 2 MiB for
+// the few hundred samples of a short level or of a window's merge.
 const denseFrom = 4096
-
-// denseFromInts moves the map's integers that the dense counter covers into it, so that
-// each value is counted in one place.
-func (d *Dist) denseFromInts() {
-	top := int64(-1)
-	for us := range d.ints {
-		if us >= 0 && us < denseMax {
-			top = max(top, us)
-		}
-	}
-	d.dense = []uint64{}
-	if top < 0 {
-		return
-	}
-	d.grow(top)
-	for us, c := range d.ints {
-		if us >= 0 && us < denseMax {
-			d.dense[us] += c
-			delete(d.ints, us)
-		}
-	}
-}
 
 func (d *Dist) grow(us int64) {
 	n := max(2*len(d.dense), int(us)+1, 1024)
@@ -117,13 +102,51 @@ func (d *Dist) grow(us int64) {
 	d.dense = nd
 }
 
-// thaw turns the frozen sorted form back into counters.
-func (d *Dist) thaw() {
-	s := d.sorted
-	d.sorted, d.cum, d.n = nil, nil, 0
-	for _, e := range s {
-		d.AddRatio(e.v.num, e.v.den, e.c)
+// push appends one pending pair, sorting the unsorted tail in when it has outgrown the
+// sorted head.
+func (d *Dist) push(e distinct) {
+	if d.pending == nil {
+		d.pending = make([]distinct, 0, pendingStart)
 	}
+	d.pending = append(d.pending, e)
+	if len(d.pending)-d.merged >= max(d.merged, pendingMin) {
+		d.compact()
+	}
+}
+
+// compact sorts pending's tail and merges it into the sorted head, adding the counts of
+// equal values, so pending is sorted with distinct values.
+func (d *Dist) compact() {
+	if d.merged == len(d.pending) {
+		return
+	}
+	head, tail := d.pending[:d.merged], d.pending[d.merged:]
+	slices.SortFunc(tail, func(a, b distinct) int { return cmpRatio(a.v, b.v) })
+	out := make([]distinct, 0, len(d.pending))
+	i := 0
+	for _, e := range tail {
+		for i < len(head) && less(head[i].v, e.v) {
+			out = append(out, head[i])
+			i++
+		}
+		if i < len(head) && head[i].v == e.v {
+			e.c += head[i].c
+			i++
+		}
+		if k := len(out) - 1; k >= 0 && out[k].v == e.v {
+			out[k].c += e.c
+			continue
+		}
+		out = append(out, e)
+	}
+	out = append(out, head[i:]...)
+	d.pending, d.merged = out, len(out)
+}
+
+// thaw turns the frozen sorted form back into pending counts.
+func (d *Dist) thaw() {
+	d.pending, d.merged = d.sorted, len(d.sorted)
+	d.sorted, d.cum = nil, nil
 }
 
 // AddRatio adds count samples of num/den microseconds (den >= 1).
@@ -146,22 +169,99 @@ func (d *Dist) AddRatio(num, den int64, count uint64) {
 		d.thaw()
 	}
 	g := gcd(abs64(num), den)
-	if d.rats == nil {
-		d.rats = make(map[ratio]uint64)
-	}
-	d.rats[ratio{num / g, den / g}] += count
 	d.n += count
+	d.push(distinct{ratio{num / g, den / g}, count})
 }
 
 // Merge adds every sample of o to d.
 func (d *Dist) Merge(o *Dist) {
-	if o == nil {
+	if o == nil || o.Count() == 0 {
 		return
 	}
 	o.build()
-	for _, e := range o.sorted {
-		d.AddRatio(e.v.num, e.v.den, e.c)
+	if d.sorted != nil {
+		d.thaw()
 	}
+	if len(d.pending) == 0 {
+		// o's sorted values become d's sorted head.
+		d.pending = append(make([]distinct, 0, len(o.sorted)), o.sorted...)
+		d.merged = len(d.pending)
+	} else {
+		d.pending = append(d.pending, o.sorted...)
+		if len(d.pending)-d.merged >= max(d.merged, pendingMin) {
+			d.compact()
+		}
+	}
+	d.n += o.n
+}
+
+// mergeAll is a frozen Dist of every sample of ds: their sorted forms merged in pairs, each
+// distinct value moved about log2(len(ds)) times and never sorted again (merging one by one
+// into a growing Dist would move the early ones len(ds) times).
+func mergeAll(ds []*Dist) *Dist {
+	out := newSparseDist()
+	var runs [][]distinct
+	for _, d := range ds {
+		if d.Count() > 0 {
+			d.build()
+			runs = append(runs, d.sorted)
+			out.n += d.n
+		}
+	}
+	switch len(runs) {
+	case 0:
+		return out
+	case 1:
+		out.sorted = slices.Clone(runs[0]) // d's own may be thawed and appended to
+	default:
+		for len(runs) > 1 {
+			next := runs[:0]
+			for i := 0; i < len(runs); i += 2 {
+				if i+1 == len(runs) {
+					next = append(next, runs[i])
+				} else {
+					next = append(next, mergeRuns(runs[i], runs[i+1]))
+				}
+			}
+			runs = next
+		}
+		out.sorted = runs[0]
+	}
+	out.cum = cumulative(out.sorted)
+	return out
+}
+
+// mergeRuns merges two sorted runs of distinct values, adding the counts of a value in both.
+func mergeRuns(a, b []distinct) []distinct {
+	out := make([]distinct, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch c := cmpRatio(a[i].v, b[j].v); {
+		case c < 0:
+			out = append(out, a[i])
+			i++
+		case c > 0:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, distinct{a[i].v, a[i].c + b[j].c})
+			i++
+			j++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
+}
+
+// cumulative is the running count of sorted values: cum[i] = samples with value <= s[i].
+func cumulative(s []distinct) []uint64 {
+	cum := make([]uint64, len(s))
+	var acc uint64
+	for i := range s {
+		acc += s[i].c
+		cum[i] = acc
+	}
+	return cum
 }
 
 // Count is the number of samples.
@@ -181,47 +281,51 @@ func (d *Dist) Distinct() int {
 	return len(d.sorted)
 }
 
-// build freezes the counters into the sorted form.
+// build freezes the counters into the sorted form: the dense counter's values merged with
+// pending's, the counts of a value held in both added.
 func (d *Dist) build() {
 	if d.sorted != nil || d.n == 0 {
 		return
 	}
-	nd := 0
+	d.compact()
+	p := d.pending
+	// Exactly sized: a kept Dist (a window bucket's among them) costs its distinct values only.
+	nd := len(p)
 	for _, c := range d.dense {
 		if c > 0 {
 			nd++
 		}
 	}
-	// Exactly sized: a kept Dist (a window bucket's among them) costs its distinct values only.
-	s := make([]distinct, 0, nd+len(d.ints)+len(d.rats))
-	for v, c := range d.dense {
-		if c > 0 {
-			s = append(s, distinct{ratio{int64(v), 1}, c})
+	for _, e := range p {
+		if e.v.den == 1 && e.v.num >= 0 && e.v.num < int64(len(d.dense)) && d.dense[e.v.num] > 0 {
+			nd--
 		}
 	}
-	for v, c := range d.ints {
-		s = append(s, distinct{ratio{v, 1}, c})
-	}
-	for v, c := range d.rats {
-		s = append(s, distinct{v, c})
-	}
-	slices.SortFunc(s, func(a, b distinct) int {
-		if less(a.v, b.v) {
-			return -1
+	var s []distinct
+	if d.dense == nil && cap(p) == nd {
+		s = p
+	} else {
+		s = make([]distinct, 0, nd)
+		j := 0
+		for v, c := range d.dense {
+			if c == 0 {
+				continue
+			}
+			x := ratio{int64(v), 1}
+			for j < len(p) && less(p[j].v, x) {
+				s = append(s, p[j])
+				j++
+			}
+			if j < len(p) && p[j].v == x {
+				c += p[j].c
+				j++
+			}
+			s = append(s, distinct{x, c})
 		}
-		if less(b.v, a.v) {
-			return 1
-		}
-		return 0
-	})
-	d.dense, d.ints, d.rats = nil, nil, nil
-	cum := make([]uint64, len(s))
-	var acc uint64
-	for i := range s {
-		acc += s[i].c
-		cum[i] = acc
+		s = append(s, p[j:]...)
 	}
-	d.sorted, d.cum = s, cum
+	d.dense, d.pending, d.merged = nil, nil, 0
+	d.sorted, d.cum = s, cumulative(s)
 }
 
 // at returns the k-th order statistic (0-based) in milliseconds.
@@ -342,11 +446,14 @@ func (d *Dist) Values() []float64 {
 func (r ratio) ms() float64 { return float64(r.num) / (float64(r.den) * 1000) }
 
 // less compares a.num/a.den < b.num/b.den exactly with 128-bit products.
-func less(a, b ratio) bool {
+func less(a, b ratio) bool { return cmpRatio(a, b) < 0 }
+
+// cmpRatio compares a.num/a.den with b.num/b.den exactly: -1, 0 or 1.
+func cmpRatio(a, b ratio) int {
 	if a.den == b.den {
-		return a.num < b.num
+		return cmp.Compare(a.num, b.num)
 	}
-	return cmpMul(a.num, b.den, b.num, a.den) < 0
+	return cmpMul(a.num, b.den, b.num, a.den)
 }
 
 // cmpMul compares x*y with u*v (y, v > 0) without overflow.

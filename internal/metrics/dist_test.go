@@ -274,18 +274,19 @@ func TestQuantileIsDistPercentile(t *testing.T) {
 	}
 }
 
-// TestDistDenseFromMap: a Dist that passes denseFrom samples moves the map's counts into
-// its dense counter, each value then held once: the same distinct values, counts and
-// order statistics as a sparse Dist given the same samples.
-func TestDistDenseFromMap(t *testing.T) {
+// TestDistDenseFromPending: a Dist that passes denseFrom samples counts in its dense
+// counter from then on, the values pending holds from before added to the same values'
+// counts there: the same distinct values, counts and order statistics as a sparse Dist
+// given the same samples.
+func TestDistDenseFromPending(t *testing.T) {
 	d, sp := NewDist(), NewSparseDist()
 	add := func(us int64) { d.AddMicros(us); sp.AddMicros(us) }
 	for round := range 12 {
 		for v := range int64(1000) {
-			add(v * 7) // in the dense counter's range, first counted in the map
+			add(v * 7) // in the dense counter's range, first held in pending
 		}
-		add(-int64(round) - 1)       // negative: always the map's
-		add(denseMax + int64(round)) // beyond the dense counter: always the map's
+		add(-int64(round) - 1)       // negative: always pending's
+		add(denseMax + int64(round)) // beyond the dense counter: always pending's
 	}
 	if d.Count() != 12*1002 || d.dense == nil {
 		t.Fatalf("count %d, dense counter %v: the test no longer passes denseFrom", d.Count(), d.dense != nil)
@@ -295,5 +296,48 @@ func TestDistDenseFromMap(t *testing.T) {
 	}
 	if !slices.Equal(d.sorted, sp.sorted) || !slices.Equal(d.cum, sp.cum) {
 		t.Fatal("dense and sparse Dists differ")
+	}
+}
+
+// TestDistPendingMergeAndThaw: samples outside the dense counter, many repeating, added
+// past several compactions, read (frozen) and added to again (thawed), and merged from
+// other Dists, give every sample in order with each distinct value held once.
+func TestDistPendingMergeAndThaw(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 6 {
+		parts := []*Dist{NewDist(), NewSparseDist(), NewDist()}
+		var all []float64
+		distinctVals := map[ratio]bool{}
+		for i := range 60_000 {
+			var num, den int64 = rng.Int64N(2000) - 50, 1 + rng.Int64N(3)
+			if rng.IntN(3) == 0 {
+				num = denseMax + rng.Int64N(1_000_000) // beyond the dense counter
+			}
+			if trial%2 == 1 {
+				num *= 1 + int64(rng.IntN(1000)) // fewer repeats
+			}
+			d := parts[rng.IntN(len(parts))]
+			d.AddRatio(num, den, 1)
+			all = append(all, float64(num)/(float64(den)*1000))
+			g := gcd(abs64(num), den)
+			distinctVals[ratio{num / g, den / g}] = true
+			if i%17_000 == 0 {
+				d.Percentile(50) // freeze; the next sample thaws it
+			}
+		}
+		into := NewDist()
+		if trial%3 == 0 {
+			into = NewSparseDist()
+		}
+		for _, p := range parts {
+			into.Merge(p)
+		}
+		slices.Sort(all)
+		if got := into.Values(); !slices.Equal(got, all) {
+			t.Fatalf("trial %d: merged values differ from the sorted samples", trial)
+		}
+		if got := into.Distinct(); got != len(distinctVals) {
+			t.Fatalf("trial %d: %d distinct values held, want %d", trial, got, len(distinctVals))
+		}
 	}
 }

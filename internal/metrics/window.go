@@ -161,16 +161,24 @@ func (w *windows) coarsen() {
 			n.busy += acc.busy
 			for i, d := range acc.dists {
 				if d != nil {
-					if n.dists[i] == nil {
-						n.dists[i] = newSparseDist()
-					}
-					n.dists[i].Merge(d)
+					n.dists[i] = mergeAll([]*Dist{n.dists[i], d})
 				}
 			}
 		}
 		w.top /= 2
 		w.sealed = math.MinInt64
 	}
+}
+
+// bucketDists is metric i's distribution in each of the buckets accs (nil where none).
+func bucketDists(accs []*windowAcc, i int) []*Dist {
+	ds := make([]*Dist, 0, len(accs))
+	for _, acc := range accs {
+		if acc != nil {
+			ds = append(ds, acc.dists[i])
+		}
+	}
+	return ds
 }
 
 // outcome counts a measured failed or canceled request in its bucket.
@@ -221,10 +229,6 @@ func (a *Aggregator) Window(from, to time.Duration) Level {
 	}
 	w.integrate()
 	lo, hi, accs := w.span(from, to)
-	dists := make([]*Dist, len(Registry))
-	for i := range dists {
-		dists[i] = NewDist()
-	}
 	var busy int64
 	good := 0
 	for _, acc := range accs {
@@ -238,9 +242,10 @@ func (a *Aggregator) Window(from, to time.Duration) Level {
 		lv.TotalInputTokens += acc.input
 		lv.TotalOutputTokens += acc.output
 		busy += acc.busy
-		for i, d := range acc.dists {
-			dists[i].Merge(d)
-		}
+	}
+	dists := make([]*Dist, len(Registry))
+	for i := range dists {
+		dists[i] = mergeAll(bucketDists(accs, i))
 	}
 	for i, m := range Registry {
 		lv.Dists[m.Key] = dists[i]
