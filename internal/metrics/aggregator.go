@@ -23,8 +23,13 @@ type Aggregator struct {
 	cur    int        // registry index being derived
 	wacc   *windowAcc // the bucket the record being derived finished in
 	failed bool       // the record being derived broke a bound
-	add    func(num, den int64, weight uint64)
-	nBound int
+	// The metric being derived, looked up once per record rather than per sample: its
+	// Dist, its per-request bound (-1 for none) and whether its bucket keeps it (nil: no).
+	curDist   *Dist
+	curLimit  int64
+	curBucket *windowAcc
+	add       func(num, den int64, weight uint64)
+	nBound    int
 
 	good, goodTokens       int
 	first, last            int64
@@ -94,16 +99,16 @@ func Aggregate(recs []record.Record, cfg Config) Level {
 }
 
 func (a *Aggregator) addSample(num, den int64, weight uint64) {
-	a.dists[a.cur].AddRatio(num, den, weight)
-	if a.wacc != nil && !Registry[a.cur].PerToken {
-		d := a.wacc.dists[a.cur]
+	a.curDist.AddRatio(num, den, weight)
+	if a.curBucket != nil {
+		d := a.curBucket.dists[a.cur]
 		if d == nil {
 			d = newSparseDist()
-			a.wacc.dists[a.cur] = d
+			a.curBucket.dists[a.cur] = d
 		}
 		d.AddRatio(num, den, weight)
 	}
-	if lim := a.limits[a.cur]; lim >= 0 && cmpMul(num, 1, lim, den) > 0 {
+	if a.curLimit >= 0 && cmpMul(num, 1, a.curLimit, den) > 0 {
 		a.failed = true
 	}
 }
@@ -112,7 +117,10 @@ func (a *Aggregator) addSample(num, den int64, weight uint64) {
 func (a *Aggregator) derive(r *record.Record, scope Scope) {
 	for i, m := range Registry {
 		if m.Scope == scope && (a.skip == nil || !a.skip[i]) {
-			a.cur = i
+			a.cur, a.curDist, a.curLimit, a.curBucket = i, a.dists[i], a.limits[i], nil
+			if !m.PerToken {
+				a.curBucket = a.wacc
+			}
 			m.Samples(r, a.add)
 			if m.Present != nil && !a.present[i] && m.Present(r) {
 				a.present[i] = true

@@ -75,6 +75,16 @@ func newSparseDist() *Dist { return &Dist{sparse: true} }
 func (d *Dist) AddMicros(us int64) { d.addInt(us, 1) }
 
 func (d *Dist) addInt(us int64, count uint64) {
+	if uint64(us) < uint64(len(d.dense)) { // the common case, kept inlinable (nil dense: len 0)
+		d.n += count
+		d.dense[us] += count
+		return
+	}
+	d.addOther(us, count)
+}
+
+// addOther is addInt for a value its dense counter does not hold yet (or a frozen Dist).
+func (d *Dist) addOther(us int64, count uint64) {
 	if d.sorted != nil {
 		d.thaw()
 	}
