@@ -276,7 +276,7 @@ func (a *Aggregator) Level() Level {
 	if w := a.windows; w.lo <= w.hi {
 		_, _, accs = w.span(time.Duration(w.lo)*w.width, time.Duration(w.hi+1)*w.width)
 	}
-	setStats(&lv, a.dists, a.present, a.skip, ps, accs)
+	setStats(&lv, a.dists, a.present, a.skip, ps, bucketBatches(accs))
 	if e2el := a.dists[registryIndex[KeyE2EL].index]; e2el.Count() > 0 {
 		mean, _ := e2el.MeanStd()
 		lv.LittlesLawConcurrency = lv.RequestThroughput * mean / 1000
@@ -307,8 +307,9 @@ func (a *Aggregator) Varies(why string) { a.varies = why }
 
 // setStats fills a level's Metrics (and its OnLevel metrics) from distributions by
 // registry index: optional metrics only when they have samples (and, with Present, when
-// present says so), with intervals by batch means over the buckets accs where they allow.
-func setStats(lv *Level, dists []*Dist, present, skip []bool, ps []float64, accs []*windowAcc) {
+// present says so), with intervals by batch means over batches (by registry index; nil
+// for none) where they allow.
+func setStats(lv *Level, dists []*Dist, present, skip []bool, ps []float64, batches [][]*Dist) {
 	lv.Metrics = Metrics{}
 	for i, m := range Registry {
 		d := dists[i]
@@ -319,7 +320,11 @@ func setStats(lv *Level, dists []*Dist, present, skip []bool, ps []float64, accs
 			continue
 		}
 		st := StatsOf(d, ps)
-		batchIntervals(&st, batchDists(accs, i))
+		var b []*Dist
+		if batches != nil {
+			b = batches[i]
+		}
+		batchIntervals(&st, b)
 		switch m.Key {
 		case KeyReadLag:
 			lv.ReadLag = &st

@@ -63,6 +63,15 @@ const (
 	minBatchSamplesForMean = 10
 )
 
+// bucketBatches is every registry metric's batches over the buckets accs (batchDists).
+func bucketBatches(accs []*windowAcc) [][]*Dist {
+	b := make([][]*Dist, len(Registry))
+	for i := range b {
+		b[i] = batchDists(accs, i)
+	}
+	return b
+}
+
 // batchDists merges the buckets' distributions of metric i into about BatchCount batches
 // of equal sample counts, in order.
 func batchDists(accs []*windowAcc, i int) []*Dist {

@@ -170,17 +170,6 @@ func (w *windows) coarsen() {
 	}
 }
 
-// bucketDists is metric i's distribution in each of the buckets accs (nil where none).
-func bucketDists(accs []*windowAcc, i int) []*Dist {
-	ds := make([]*Dist, 0, len(accs))
-	for _, acc := range accs {
-		if acc != nil {
-			ds = append(ds, acc.dists[i])
-		}
-	}
-	return ds
-}
-
 // outcome counts a measured failed or canceled request in its bucket.
 func (w *windows) outcome(r *record.Record) {
 	acc := w.bucket(r.Done)
@@ -243,9 +232,12 @@ func (a *Aggregator) Window(from, to time.Duration) Level {
 		lv.TotalOutputTokens += acc.output
 		busy += acc.busy
 	}
+	// The window's distributions are its batches merged: the same samples, fewer runs to
+	// merge than its buckets.
+	batches := bucketBatches(accs)
 	dists := make([]*Dist, len(Registry))
 	for i := range dists {
-		dists[i] = mergeAll(bucketDists(accs, i))
+		dists[i] = mergeAll(batches[i])
 	}
 	for i, m := range Registry {
 		lv.Dists[m.Key] = dists[i]
@@ -269,7 +261,7 @@ func (a *Aggregator) Window(from, to time.Duration) Level {
 	lv.OutputThroughput = float64(lv.TotalOutputTokens) / dur
 	lv.TotalTokenThroughput = float64(lv.TotalInputTokens+lv.TotalOutputTokens) / dur
 	lv.MeanConcurrency = float64(busy) / 1e6 / dur
-	setStats(&lv, dists, a.present, a.skip, a.cfg.percentiles(), accs)
+	setStats(&lv, dists, a.present, a.skip, a.cfg.percentiles(), batches)
 	return lv
 }
 
