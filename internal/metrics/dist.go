@@ -132,25 +132,17 @@ func (d *Dist) compact() {
 	}
 	head, tail := d.pending[:d.merged], d.pending[d.merged:]
 	slices.SortFunc(tail, func(a, b distinct) int { return cmpRatio(a.v, b.v) })
-	out := make([]distinct, 0, len(d.pending))
-	i := 0
+	k := 0 // tail[:k]: its distinct values, their counts added
 	for _, e := range tail {
-		for i < len(head) && less(head[i].v, e.v) {
-			out = append(out, head[i])
-			i++
-		}
-		if i < len(head) && head[i].v == e.v {
-			e.c += head[i].c
-			i++
-		}
-		if k := len(out) - 1; k >= 0 && out[k].v == e.v {
-			out[k].c += e.c
+		if k > 0 && tail[k-1].v == e.v {
+			tail[k-1].c += e.c
 			continue
 		}
-		out = append(out, e)
+		tail[k] = e
+		k++
 	}
-	out = append(out, head[i:]...)
-	d.pending, d.merged = out, len(out)
+	d.pending = mergeRuns(head, tail[:k])
+	d.merged = len(d.pending)
 }
 
 // thaw turns the frozen sorted form back into pending counts.
