@@ -15,7 +15,8 @@ import (
 type seqState uint8
 
 const (
-	stWaiting    seqState = iota // queued for admission (colocated) or decode (disaggregated)
+	stInbox      seqState = iota // arrived, not yet taken in by the scheduler (engine.recv_interval)
+	stWaiting                    // queued for admission (colocated) or decode (disaggregated)
 	stPrefillQ                   // disaggregated: queued for a prefill worker
 	stPrefilling                 // disaggregated: in the prefill pool
 	stRunning                    // in the decode batch (colocated: possibly mid-prefill)
@@ -81,6 +82,7 @@ type core struct {
 	lruHead, lruTail *cacheEntry
 	lruLen           int
 
+	inbox    deque // arrived, not yet taken in (engine.recv_interval)
 	waiting  deque // colocated: admission queue; disaggregated: decode admission queue
 	prefillQ deque // disaggregated: waiting for a prefill worker
 	pool     prefillHeap
@@ -88,8 +90,12 @@ type core struct {
 
 	busy    bool
 	stepEnd time.Duration
-	nsub    uint64
-	nLive   int // sequences submitted and not yet finished or aborted
+	// sinceRecv counts the decode-only steps since the scheduler last took in arrivals; a
+	// step with prefill work sets it to the interval (SGLang weighs such a step past it).
+	sinceRecv   int
+	stepPrefill bool // the step in flight has prefill work
+	nsub        uint64
+	nLive       int // sequences submitted and not yet finished or aborted
 
 	stats EngineStats
 	// seqsNeeded is the smallest max_num_seqs that admits whatever this engine would admit
@@ -205,6 +211,16 @@ func (c *core) blocksFor(tokens int) int { return (tokens + c.bs - 1) / c.bs }
 func (c *core) submit(s *seq, t time.Duration) {
 	c.nLive++
 	s.prefillLeft = s.prompt
+	if c.cfg.RecvInterval > 1 {
+		s.state = stInbox
+		c.inbox.pushBack(s)
+		return
+	}
+	c.admit(s, t)
+}
+
+// admit queues s, taken in by the scheduler at t, for prefill.
+func (c *core) admit(s *seq, t time.Duration) {
 	if c.disagg {
 		s.state = stPrefillQ
 		c.prefillQ.pushBack(s)
@@ -289,16 +305,38 @@ func (c *core) emitTo(s *seq, t time.Duration, n int, done bool) {
 	}
 }
 
+// receive takes in the arrivals at t when the scheduler would: its counter runs with the
+// steps whether or not anything arrived, so it takes them in every recv_interval
+// decode-only steps, after a step with prefill work, and at once on an idle engine (whose
+// loop spins through its interval in no time).
+func (c *core) receive(t time.Duration) {
+	if c.cfg.RecvInterval <= 1 {
+		return // submit admitted every arrival
+	}
+	idle := len(c.running) == 0 && c.waiting.len() == 0 && c.prefillQ.len() == 0 && len(c.pool) == 0
+	if !idle && c.sinceRecv < c.cfg.RecvInterval {
+		return
+	}
+	c.sinceRecv = 0
+	for c.inbox.len() > 0 {
+		if s := c.inbox.popFront(); s.state != stAborted {
+			c.admit(s, t)
+		}
+	}
+}
+
 // kick starts a step at t if the engine is free and has work.
 func (c *core) kick(t time.Duration) {
 	if c.busy {
 		return
 	}
+	c.receive(t)
 	w := c.schedule()
 	if w.DecodeSeqs == 0 && w.PrefillTokens == 0 {
 		return
 	}
 	c.busy = true
+	c.stepPrefill = w.PrefillTokens > 0
 	var draft time.Duration
 	if c.spec != nil {
 		// The verify's positions are computed as prefill tokens are, in the same pass.
@@ -436,6 +474,11 @@ func (c *core) decodeTokens(s *seq, budget int) int {
 // finishStep emits the step's tokens at t and retires finished sequences.
 func (c *core) finishStep(t time.Duration) {
 	c.busy = false
+	if c.stepPrefill {
+		c.sinceRecv = c.cfg.RecvInterval
+	} else {
+		c.sinceRecv++
+	}
 	run := c.running
 	k := 0 // running sequences kept, compacted in place (written only when they move)
 	for i, s := range run {

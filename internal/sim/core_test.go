@@ -368,3 +368,46 @@ func TestBatchBeyondTheTokenBudget(t *testing.T) {
 		t.Errorf("%d of %d blocks free at the end", c.freeBlocks, c.totalBlocks)
 	}
 }
+
+// TestRecvInterval: with engine.recv_interval 10, a request arriving while another decodes
+// waits for the scheduler's next intake, 10 decode-only steps after the last; one arriving
+// during a step with prefill work is taken in at the next step; an idle engine takes a
+// request in at once.
+func TestRecvInterval(t *testing.T) {
+	run := func(interval int) []*tokenLog {
+		p := smallProfile(t, PrefillColocated, 100000)
+		p.Engine.RecvInterval = interval
+		// A decodes alone; B arrives during A's 4th step; C during the step that prefills B.
+		a := SeqRequest{PromptTokens: 100, MaxTokens: 40, IgnoreEOS: true}
+		probe, _ := drive(t, p, []arrival{{req: a}})
+		at := func(step int) time.Duration { return probe[0].times[step-2] + time.Microsecond }
+		arr := []arrival{{req: a}, {at: at(4), req: SeqRequest{PromptTokens: 50, MaxTokens: 5, IgnoreEOS: true}}}
+		logs, _ := drive(t, p, arr)
+		// C arrives during the step that prefills B (B's first token ends it).
+		bFirst := logs[1].times[0]
+		arr = append(arr, arrival{at: bFirst - time.Microsecond, req: SeqRequest{PromptTokens: 50, MaxTokens: 5, IgnoreEOS: true}})
+		logs, _ = drive(t, p, arr)
+		return logs
+	}
+	step := func(logs []*tokenLog, i int) int { // the step of A's whose end brought request i's first token
+		for k, at := range logs[0].times {
+			if at == logs[i].times[0] {
+				return k + 1
+			}
+		}
+		t.Fatalf("request %d's first token (%v) is at none of A's steps", i, logs[i].times[0])
+		return 0
+	}
+	every := run(0)
+	if b, c := step(every, 1), step(every, 2); b != 5 || c != 6 {
+		t.Errorf("every step: B's first token at step %d, C's at %d; want 5 and 6 (each the step after its arrival)", b, c)
+	}
+	ten := run(10)
+	// Step 1 prefills A, so the intake before step 2 resets the count; steps 2–11 decode.
+	if b, c := step(ten, 1), step(ten, 2); b != 12 || c != 13 {
+		t.Errorf("recv_interval 10: B's first token at step %d, C's at %d; want 12 (10 decode-only steps after the intake before step 2) and 13 (the step after B's prefill)", b, c)
+	}
+	if every[0].times[0] != ten[0].times[0] {
+		t.Errorf("an idle engine's request: first token at %v with recv_interval 10, %v without; want the same", ten[0].times[0], every[0].times[0])
+	}
+}

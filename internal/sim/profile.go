@@ -158,6 +158,10 @@ type EngineConfig struct {
 	// PrefillWorkers is the size of the disaggregated prefill pool, each prefilling one
 	// sequence at a time; 0 is as many as needed (prefill never queues).
 	PrefillWorkers int
+	// RecvInterval is how many decode-only steps the scheduler runs between taking in the
+	// requests that arrived, as SGLang's --scheduler-recv-interval: a step with prefill
+	// work, or an idle engine, takes them in at once. 0 or 1: every step.
+	RecvInterval int
 }
 
 // Engines a profile may name (engine.kind).
@@ -625,6 +629,7 @@ const (
 	maxNumSeqs         = 1_000_000 // max_num_seqs, prefill_workers
 	maxBatchedTokens   = 100_000_000
 	maxBlockSize       = 1_000_000
+	maxRecvInterval    = 10_000                              // recv_interval: SGLang's scripts use up to 30
 	maxKVCacheTokens   = min(1_000_000_000_000, math.MaxInt) // an int on 32-bit systems too
 	maxStepTime        = time.Hour                           // a full step, or a lone prefill of the whole KV cache
 	maxStepTimeInWords = "1h"
@@ -689,7 +694,7 @@ func (p Profile) validate() []error {
 	default:
 		add("engine.kind", "%q is not one of %s, %s, %s", e.Kind, EngineVLLM, EngineSGLang, EngineTensorRTLLM)
 	}
-	p.checkKeys(&errs, "engine.block_size", KeyEngineKVCacheTokens, "engine.gpu_memory_utilization")
+	p.checkKeys(&errs, "engine.block_size", KeyEngineKVCacheTokens, "engine.gpu_memory_utilization", "engine.recv_interval")
 	if p.checkKeys(&errs, "engine.prefill_workers") && e.PrefillWorkers > 0 && e.Prefill != PrefillDisaggregated {
 		add("engine.prefill_workers", "applies to prefill: disaggregated only")
 	}

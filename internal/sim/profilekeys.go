@@ -150,6 +150,7 @@ var engineKeys = []profileKey{
 	{Path: "engine.prefix_caching", ptr: func(p *Profile) any { return &p.Engine.PrefixCaching }, write: writeAlways},
 	{Path: "engine.prefill_workers", ptr: func(p *Profile) any { return &p.Engine.PrefillWorkers }, Must: fmt.Sprintf("must be in 0..%d (0 = as many as needed)", maxNumSeqs), Max: maxNumSeqs,
 		write: writeWhen, when: func(p *Profile) bool { return p.Engine.Prefill == PrefillDisaggregated }},
+	{Path: "engine.recv_interval", ptr: func(p *Profile) any { return &p.Engine.RecvInterval }, Must: fmt.Sprintf("must be in 0..%d (steps between taking in new requests; 0 or 1: every step)", maxRecvInterval), Max: maxRecvInterval, write: writePositive},
 }
 
 // deploymentKeys: tp (a power of two) and dp are checked by hand, with the model and GPU.
