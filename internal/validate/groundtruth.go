@@ -133,9 +133,12 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	dep["kv_dtype"] = "fp8"
 	limit := e.Workload.ISL + e.Workload.OSL
 	budget, budgetWhy := inferencexStepBudget(e, tp)
-	r.Profile = map[string]any{"model": family, "gpu": gpu,
-		"engine":     engineKeys(engine, map[string]any{"max_num_seqs": e.Workload.Concurrency, "max_batched_tokens": budget}),
-		"deployment": dep}
+	eng := map[string]any{"max_num_seqs": e.Workload.Concurrency, "max_batched_tokens": budget}
+	if n, why := inferencexRecvInterval(e, tp); n > 1 {
+		eng["recv_interval"] = n
+		r.Assumptions = append(r.Assumptions, why)
+	}
+	r.Profile = map[string]any{"model": family, "gpu": gpu, "engine": engineKeys(engine, eng), "deployment": dep}
 	r.Assumptions = append(r.Assumptions,
 		"engine.max_num_seqs ASSUMED the concurrency: a closed loop never has more in flight, so a larger limit serves it alike",
 		budgetWhy,
@@ -171,6 +174,25 @@ func inferencexStepBudget(e inferencexExperiment, tp int) (int, string) {
 		return n, fmt.Sprintf("engine.max_batched_tokens %d: TensorRT-LLM's --max_num_tokens, %s%s", n, how, src)
 	}
 	return max(8192, e.Workload.ISL), "engine.max_batched_tokens ASSUMED 8192 (SGLang's and TensorRT-LLM's usual chunk budget; no script read for this row), at least one prompt"
+}
+
+// inferencexRecvInterval is how many decode steps a row's SGLang scheduler ran between
+// taking in new requests (--scheduler-recv-interval), and where it comes from: the B200
+// scripts set it since 2025-09-23, unchanged through the rows' span (10, or 30 from
+// concurrency 16, and 10 at TP 4 on fp8; 1 with DP attention, which SGLang's receive skipper
+// does not support); the H200 script and TensorRT-LLM's never do.
+func inferencexRecvInterval(e inferencexExperiment, tp int) (int, string) {
+	if e.Framework != "sglang" || e.GPU != "b200" || e.DPAttention["decode"] {
+		return 1, ""
+	}
+	const src = " in SemiAnalysisAI/InferenceX's dsr1 script on the row's date"
+	switch {
+	case e.Dtype == "fp8" && tp == 4:
+		return 10, "engine.recv_interval 10: SGLang's --scheduler-recv-interval at TP 4" + src
+	case e.Workload.Concurrency >= 16:
+		return 30, "engine.recv_interval 30: SGLang's --scheduler-recv-interval from concurrency 16" + src
+	}
+	return 10, "engine.recv_interval 10: SGLang's --scheduler-recv-interval below concurrency 16" + src
 }
 
 // inferencePerfExperiment is what inferencePerfRows reads of a kubernetes-sigs/inference-perf
