@@ -262,19 +262,21 @@ func TestPlanNoneMeetsIsExit3(t *testing.T) {
 }
 
 // Every flag plan takes is decided: it shapes the traffic (and goes to the check command),
-// it is plan's own, or plan refuses it, saying why. A flag added to run and simulate fails
-// here until it is one of them, so plan never takes one silently and drops it.
+// it is plan's own, or plan refuses it, saying why. A flag added to run and simulate that
+// sets the Spec's fields is the traffic's unless refused (planTraffic); one that sets none,
+// or the outputs', fails here until it is one of them, so plan never takes one silently and
+// drops it.
 func TestPlanDecidesEveryFlag(t *testing.T) {
 	var undecided []string
 	newPlanCmd(Stdio{}).Flags().VisitAll(func(f *pflag.Flag) {
 		_, refused := planRefused[f.Name]
-		n := btoi(refused) + btoi(slices.Contains(planTrafficFlags, f.Name)) + btoi(slices.Contains(planOwnFlags, f.Name))
+		n := btoi(refused) + btoi(planTraffic(f)) + btoi(slices.Contains(planOwnFlags, f.Name))
 		if n != 1 {
 			undecided = append(undecided, fmt.Sprintf("--%s (%d lists)", f.Name, n))
 		}
 	})
 	if len(undecided) > 0 {
-		t.Errorf("flags in no list, or in several: %v (planTrafficFlags, planOwnFlags or planRefused)", undecided)
+		t.Errorf("flags in no list, or in several: %v (planTraffic, planOwnFlags or planRefused)", undecided)
 	}
 	code, _, stderr := runCLI(t, context.Background(), "plan", "--output-dir", t.TempDir(), "--rate", "2", "--slo", "tpot:p99<=30ms",
 		"--stages", "60s:2,60s:4")

@@ -60,36 +60,50 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	} {
 		fs.Lookup(name).Usage = usage
 	}
-	fs.StringVar(&f.model.Shape, "model-shape", "", "the model, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"), priced by the roofline on each --gpu (instead of --sim)")
-	fs.StringVar(&f.model.Config, "model-config", "", "the model as a Hugging Face config.json (`PATH`: dense, GQA, sliding windows, mixtures of experts, MLA), on --sim's roofline profile or the default one")
-	fs.StringVar(&f.lists.DPs, "dp", "", "data-parallel attention groups per replica to try, `N,N,...` (a mixture of experts'; default: the profile's)")
-	fs.StringVar(&f.lists.ExpertParallel, "expert-parallel", "", "expert parallelism to try: false, true or false,true (a mixture of experts'; default: the profile's)")
-	fs.StringVar(&f.lists.GPUs, "gpu", "", "GPU presets to try, `a,b,...` ("+strings.Join(sim.GPUPresets(), ", ")+"; default: the profile's GPU)")
-	fs.StringVar(&f.lists.TPs, "tp", "", "tensor-parallel GPUs per replica to try, `N,N,...` (powers of two; default: the profile's)")
-	fs.StringVar(&f.lists.Dtypes, "dtype", "", "weight precisions to try: "+strings.Join(sim.WeightDtypes(), ",")+" (the KV cache takes bf16's or fp8's; default: the profile's)")
-	fs.StringVar(&f.lists.MaxNumSeqs, "max-num-seqs", "", "engine batch limits to try, `N,N,...` (default: the profile's)")
-	fs.StringVar(&f.lists.MaxBatchedTokens, "max-batched-tokens", "", "per-step token budgets to try, `N,N,...` (default: the profile's)")
-	fs.StringVar(&f.lists.Prefill, "prefill", "", "prefill placements to try: colocated,disaggregated (default: the profile's)")
-	fs.StringVar(&f.lists.Routers, "router", "", "routers to try in front of the replicas: round-robin,least-outstanding,prefix-affinity (default: the profile's)")
+	// simulate's flags behind plan's fields: the model's profile, the SLOs judged, the folder.
+	for name, field := range map[string]string{"sim": "Model.Profile", "slo": "Metrics.SLOs", "output-dir": "Output.Dir"} {
+		_ = fs.SetAnnotation(name, planFields, []string{field})
+	}
+	planVar(fs, fs.StringVar, &f.model.Shape, "model-shape", "", "the model, a preset ("+strings.Join(sim.ModelPresets(), ", ")+"), priced by the roofline on each --gpu (instead of --sim)", "Model.Shape")
+	planVar(fs, fs.StringVar, &f.model.Config, "model-config", "", "the model as a Hugging Face config.json (`PATH`: dense, GQA, sliding windows, mixtures of experts, MLA), on --sim's roofline profile or the default one", "Model.Config")
+	planVar(fs, fs.StringVar, &f.lists.DPs, "dp", "", "data-parallel attention groups per replica to try, `N,N,...` (a mixture of experts'; default: the profile's)", "Space.DPs")
+	planVar(fs, fs.StringVar, &f.lists.ExpertParallel, "expert-parallel", "", "expert parallelism to try: false, true or false,true (a mixture of experts'; default: the profile's)", "Space.ExpertParallel")
+	planVar(fs, fs.StringVar, &f.lists.GPUs, "gpu", "", "GPU presets to try, `a,b,...` ("+strings.Join(sim.GPUPresets(), ", ")+"; default: the profile's GPU)", "Space.GPUs")
+	planVar(fs, fs.StringVar, &f.lists.TPs, "tp", "", "tensor-parallel GPUs per replica to try, `N,N,...` (powers of two; default: the profile's)", "Space.TPs")
+	planVar(fs, fs.StringVar, &f.lists.Dtypes, "dtype", "", "weight precisions to try: "+strings.Join(sim.WeightDtypes(), ",")+" (the KV cache takes bf16's or fp8's; default: the profile's)", "Space.Dtypes")
+	planVar(fs, fs.StringVar, &f.lists.MaxNumSeqs, "max-num-seqs", "", "engine batch limits to try, `N,N,...` (default: the profile's)", "Space.MaxNumSeqs")
+	planVar(fs, fs.StringVar, &f.lists.MaxBatchedTokens, "max-batched-tokens", "", "per-step token budgets to try, `N,N,...` (default: the profile's)", "Space.MaxBatchedTokens")
+	planVar(fs, fs.StringVar, &f.lists.Prefill, "prefill", "", "prefill placements to try: colocated,disaggregated (default: the profile's)", "Space.Prefill")
+	planVar(fs, fs.StringVar, &f.lists.Routers, "router", "", "routers to try in front of the replicas: round-robin,least-outstanding,prefix-affinity (default: the profile's)", "Space.Routers")
 	fs.Lookup("wide").Usage = "print every column of the table (GPUs, horizon, engine settings; by default it fits 100 columns)"
-	fs.StringVar(&f.lists.Speculative, "speculative", "", "speculative decoding to try, `off,K:A,...` (K draft tokens, acceptance A; drafting as the --sim profile's speculative: states)")
-	fs.IntVar(&f.cfg.MaxReplicas, "max-replicas", 64, "the largest fleet to try; a configuration that needs more misses the SLOs")
-	fs.Float64Var(&f.cfg.Electricity, "electricity", 0, "electricity's price, `USD` per kWh: each fleet's estimated power (docs/simulator.md#energy) priced beside its GPU-hours, in $/hour and $/M out (default: energy not priced)")
-	fs.Float64Var(&f.cfg.PUE, "pue", 1, "power usage effectiveness: the facility's power over the GPUs' (cooling, power delivery), in [1, 5]; the power priced and the tokens/s per kW are the GPUs' times it")
-	fs.StringVar(&f.cfg.Confidence, "confidence", plan.ConfidenceAuto, "what a fleet must meet the SLOs at: interval (each term's figure at the unfavourable edge of its 90% prediction interval, how far the simulator was measured from real servers, and at the point), point (the simulated figures alone) or auto (interval where every term's interval is within ×2 of its figure, else point)")
-	fs.StringVar(&f.cfg.Objective, "objective", plan.ObjectiveCost, "what ranks the fleets meeting the SLOs: cost (the lowest price an hour) or energy (the least estimated power)")
+	planVar(fs, fs.StringVar, &f.lists.Speculative, "speculative", "", "speculative decoding to try, `off,K:A,...` (K draft tokens, acceptance A; drafting as the --sim profile's speculative: states)", "Space.Speculative")
+	planVar(fs, fs.IntVar, &f.cfg.MaxReplicas, "max-replicas", 64, "the largest fleet to try; a configuration that needs more misses the SLOs", "MaxReplicas")
+	planVar(fs, fs.Float64Var, &f.cfg.Electricity, "electricity", 0, "electricity's price, `USD` per kWh: each fleet's estimated power (docs/simulator.md#energy) priced beside its GPU-hours, in $/hour and $/M out (default: energy not priced)", "Electricity")
+	planVar(fs, fs.Float64Var, &f.cfg.PUE, "pue", 1, "power usage effectiveness: the facility's power over the GPUs' (cooling, power delivery), in [1, 5]; the power priced and the tokens/s per kW are the GPUs' times it", "PUE")
+	planVar(fs, fs.StringVar, &f.cfg.Confidence, "confidence", plan.ConfidenceAuto, "what a fleet must meet the SLOs at: interval (each term's figure at the unfavourable edge of its 90% prediction interval, how far the simulator was measured from real servers, and at the point), point (the simulated figures alone) or auto (interval where every term's interval is within ×2 of its figure, else point)", "Confidence")
+	planVar(fs, fs.StringVar, &f.cfg.Objective, "objective", plan.ObjectiveCost, "what ranks the fleets meeting the SLOs: cost (the lowest price an hour) or energy (the least estimated power)", "Objective")
 }
 
-// planFlagNames are the flags that set plan.Config's and plan.Model's fields, and the Spec's
-// folder, for plan's errors.
-var planFlagNames = map[string]string{
-	"Electricity": "electricity", "PUE": "pue", "Objective": "objective", "Confidence": "confidence",
-	"Metrics.SLOs": "slo", "MaxReplicas": "max-replicas", "Space.GPUs": "gpu", "Space.TPs": "tp",
-	"Space.Dtypes": "dtype", "Space.DPs": "dp", "Space.ExpertParallel": "expert-parallel",
-	"Space.MaxNumSeqs": "max-num-seqs", "Space.MaxBatchedTokens": "max-batched-tokens",
-	"Space.Prefill": "prefill", "Space.Routers": "router", "Space.Speculative": "speculative",
-	"Model.Shape": "model-shape", "Model.Profile": "sim", "Model.Config": "model-config", "Output.Dir": "output-dir",
+// planFields annotates a flag of plan's with the plan's fields it sets, as plan's errors key
+// them (plan.Config's, Model.* and Space.*), whose problems are said as the flag's
+// (planFlagNames).
+const planFields = "plan-fields"
+
+// planVar binds plan's own flag name to p by bind (fs's Var of p's type), with the plan's
+// field it sets.
+func planVar[T any](fs *pflag.FlagSet, bind func(*T, string, T, string), p *T, name string, def T, usage, field string) {
+	bind(p, name, def, usage)
+	_ = fs.SetAnnotation(name, planFields, []string{field})
 }
+
+// planFlagNames are the flags that set plan's fields (their planFields), by field, for
+// plan's errors.
+var planFlagNames = func() map[string]string {
+	var f planFlags
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+	f.bind(fs)
+	return fieldFlags(fs, planFields)
+}()
 
 // planTrafficErrors say plan's refusals of the traffic as the flags behind them.
 var planTrafficErrors = map[error]string{
@@ -112,13 +126,17 @@ var planNames = plan.Names{Wide: "--wide", Confidence: "--confidence", Length: "
 // planError names the flags behind plan.Config's and plan.Model's problems.
 func planError(err error) error { return namedFlags(err, planFlagNames) }
 
-// planTrafficFlags are the flags that shape the traffic and its verdict: given to plan,
-// they are given to the simulate that checks best.yaml.
-var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warmup", "cooldown", "max-error-rate",
-	"input-tokens", "output-tokens", "tokenizer", "dataset", "prefix-tokens", "prefix-groups", "trace-speed",
-	"trace-offset", "turns", "think-time", "seed", "percentiles", "slo", "gpu-price",
-	"workload", "calls-per-task", "tool-latency", "tool-result-tokens", "fan-out", "compact-at", "compact-to",
-	"tools", "tools-file", "tool-choice"}
+// planTraffic says whether plan's flag fl shapes the traffic and its verdict: one plan takes
+// that sets the Spec's fields, but the model's (the check simulates best.yaml) and the
+// outputs' (the check writes its own). Given to plan, it is given to the simulate that
+// checks best.yaml.
+func planTraffic(fl *pflag.Flag) bool {
+	_, refused := planRefused[fl.Name]
+	fields := fl.Annotations[specFields]
+	return !refused && len(fields) > 0 && !slices.ContainsFunc(fields, func(field string) bool {
+		return field == "" || field == "SimProfile" || strings.HasPrefix(field, "Output.")
+	})
+}
 
 // checkCommand is the simulate command that re-simulates best.yaml at the traffic, over the
 // horizon the plan judged it over (unless the traffic's length was fixed): the run's own
@@ -126,7 +144,8 @@ var planTrafficFlags = []string{"rate", "arrival", "requests", "duration", "warm
 func (f *planFlags) checkCommand(cfg *bench.Spec, best *plan.Candidate, fixed bool) string {
 	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(cfg.Output.Dir, "best.yaml"))}
 	for _, a := range specArgs(cfg, consoleOpts{}, false, func(name string) bool {
-		return slices.Contains(planTrafficFlags, name) && f.bench.fs.Changed(name)
+		fl := f.bench.fs.Lookup(name) // simulate's flags are plan's
+		return fl.Changed && planTraffic(fl)
 	}) {
 		args = append(args, shellQuote(a))
 	}

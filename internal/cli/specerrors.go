@@ -128,16 +128,22 @@ var specFlagNames = func() map[string]string {
 	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
 	f.bind(fs, true)
 	f.bindModelConfig(specFlagSet{fs, f.writers})
+	return fieldFlags(fs, specFields)
+}()
+
+// fieldFlags are fs's flags by each field their annotation key names, the first bound's
+// where two set a field.
+func fieldFlags(fs *pflag.FlagSet, key string) map[string]string {
 	names := map[string]string{}
 	inBindOrder(fs, func(fl *pflag.Flag) {
-		for _, field := range fl.Annotations[specFields] {
+		for _, field := range fl.Annotations[key] {
 			if _, ok := names[field]; !ok && field != "" {
 				names[field] = fl.Name
 			}
 		}
 	})
 	return names
-}()
+}
 
 // levelFlagNames are the flags that set load.Level's fields, for its errors: the Spec's
 // Base's and Levels' fields, and its Requests, each level's count.
