@@ -140,7 +140,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	watch.Follow(&pc)
 	start := time.Now()
 	bar := progress.NewLine(stdio.Err, con.noProgress, func() string {
-		return planProgressLine(watch.Now(), len(pc.Space.Routers), time.Since(start))
+		return watch.Now().Line(len(pc.Space.Routers), time.Since(start))
 	})
 	pl, runErr := plan.Run(ctx, pc)
 	bar.Finish()

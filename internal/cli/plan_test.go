@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -232,15 +231,6 @@ func TestPlanInterruptedKeepsWhatItFound(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "plan.html")); err != nil {
 		t.Error(err)
-	}
-}
-
-func TestPlanProgressLine(t *testing.T) {
-	usd := 11.16
-	got := planProgressLine(plan.Progress{Done: 25, Total: 100, Meeting: 7, Cheapest: &plan.Candidate{Replicas: 2, GPU: "h200", TP: 1, USDPerHour: &usd}},
-		2, 5*time.Second)
-	if want := "plan: 25/100 engine configurations × 2 routers, 7 meet the SLOs, cheapest 2 × h200 tp 1 at 11.16 USD/h, 5s, ~15s left"; got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
 

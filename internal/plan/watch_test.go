@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -23,5 +24,13 @@ func TestWatch(t *testing.T) {
 	}
 	if p := w.Now(); p.Done != 2 || p.Total != 2 || p.Meeting != pl.meeting() {
 		t.Errorf("after the plan: %+v, want 2 of 2 done", p)
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	usd := 11.16
+	got := Progress{Done: 25, Total: 100, Meeting: 7, Cheapest: &Candidate{Replicas: 2, GPU: "h200", TP: 1, USDPerHour: &usd}}.Line(2, 5*time.Second)
+	if want := "plan: 25/100 engine configurations × 2 routers, 7 meet the SLOs, cheapest 2 × h200 tp 1 at 11.16 USD/h, 5s, ~15s left"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
