@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmbench/llmbench/internal/console"
 )
 
 // signalEcho is how long after the first interrupt a further one is taken as the same
@@ -46,7 +48,7 @@ func Interrupts(sigs <-chan os.Signal, cancel context.CancelFunc, stderr io.Writ
 }
 
 // reportCommand is the command that writes a run's summary and reports from its records.
-func reportCommand(dir string) string { return "llmbench report " + shellQuote(dir) }
+func reportCommand(dir string) string { return "llmbench report " + console.ShellQuote(dir) }
 
 func exists(path string) bool {
 	_, err := os.Stat(path)

@@ -321,7 +321,7 @@ func TestPlanCheckCommandReproduces(t *testing.T) {
 	}
 }
 
-// shellWords splits a command line as a POSIX shell does shellQuote's quoting.
+// shellWords splits a command line as a POSIX shell does console.ShellQuote's quoting.
 func shellWords(s string) []string {
 	var words []string
 	var w strings.Builder

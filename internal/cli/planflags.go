@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/plan"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -142,12 +143,12 @@ func planTraffic(fl *pflag.Flag) bool {
 // horizon the plan judged it over (unless the traffic's length was fixed): the run's own
 // arguments (specArgs), restricted to the traffic flags given.
 func (f *planFlags) checkCommand(cfg *bench.Spec, best *plan.Candidate, fixed bool) string {
-	args := []string{"llmbench", "simulate", "--sim", shellQuote(filepath.Join(cfg.Output.Dir, "best.yaml"))}
+	args := []string{"llmbench", "simulate", "--sim", console.ShellQuote(filepath.Join(cfg.Output.Dir, "best.yaml"))}
 	for _, a := range specArgs(cfg, consoleOpts{}, false, func(name string) bool {
 		fl := f.bench.fs.Lookup(name) // simulate's flags are plan's
 		return fl.Changed && planTraffic(fl)
 	}) {
-		args = append(args, shellQuote(a))
+		args = append(args, console.ShellQuote(a))
 	}
 	if best != nil && !fixed {
 		args = append(args, "--duration", fmtDuration(time.Duration(best.HorizonS*float64(time.Second))))
@@ -176,12 +177,4 @@ func (f *planFlags) outputDir(cfg *bench.Spec, now time.Time) error {
 		return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", held.Dir, held.File)
 	}
 	return nil
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but plain characters.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./,:=+") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

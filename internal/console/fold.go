@@ -50,6 +50,14 @@ func foldNote(line string) string {
 	return line
 }
 
+// ShellQuote quotes s for a POSIX shell when it holds anything but plain characters.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./,:=+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // ShellFold breaks a shell command (starting at column first) before its flags into lines
 // within Width, each but the last ending in " \", the others indented by two more: a
 // command to copy that fits a terminal.

@@ -32,3 +32,14 @@ func TestFoldNotes(t *testing.T) {
 		t.Errorf("other lines changed:\n%s", b.String())
 	}
 }
+
+// Plain words stay bare; anything a shell would read otherwise, the empty word and a quote
+// itself included, is single-quoted.
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{"--rate": "--rate", "a/b.yaml": "a/b.yaml", "": "''",
+		"ttft:p99<=2s": "'ttft:p99<=2s'", "a b": "'a b'", "it's": `'it'\''s'`} {
+		if got := ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
