@@ -39,7 +39,7 @@ func newSpecFlagSet(fs *pflag.FlagSet) specFlagSet {
 }
 
 // specFields annotates a flag that describes the run with the Spec's fields it sets,
-// as fielderr keys them (fieldKey), whose problems are said as the flag's (specFlagNames);
+// as fielderr keys them (Error.Key), whose problems are said as the flag's (specFlagNames);
 // "" for the console's.
 const specFields = "spec-fields"
 

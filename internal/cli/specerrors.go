@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -13,8 +12,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// specSlot marks where the Spec's problems with its fields (keys: fieldKey) are said among
-// the flags' own: where those flags are read, so that the problems keep the flags' order.
+// specSlot marks where the Spec's problems with its fields (keys: fielderr.Error.Key) are
+// said among the flags' own: where those flags are read, so that the problems keep the
+// flags' order.
 type specSlot []string
 
 func (specSlot) Error() string { return "" }
@@ -33,7 +33,7 @@ func (r *resolver) said(spec []error) []error {
 		}
 		spec = slices.DeleteFunc(spec, func(e error) bool {
 			var field *fielderr.Error
-			if errors.As(e, &field) && slices.Contains(slot, fieldKey(field.Field)) {
+			if errors.As(e, &field) && slices.Contains(slot, field.Key()) {
 				out = append(out, r.specError(field))
 				return true
 			}
@@ -64,8 +64,8 @@ var specMessages = map[string]string{
 	"ToolChoice,Tools": "--tool-choice: %v (give --tools N or --tools-file)",
 }
 
-// invalidMessages say bench's *InvalidError problems with its fields (keys: fieldKey) as the
-// flags that set those fields do (%v: bench's words).
+// invalidMessages say bench's *InvalidError problems with its fields (keys:
+// fielderr.Error.Key) as the flags that set those fields do (%v: bench's words).
 var invalidMessages = map[string]string{
 	"SimProfile": "--sim: %v", "ModelConfig": "--model-config: %v", "Balance": "--balance %v",
 	"Tokenizer": "--tokenizer: %v", "Tokenizer,URL": "--tokenizer server needs --url (%v)", "URL": "--url: %v",
@@ -81,7 +81,7 @@ func invalidUsage(err error) error {
 	}
 	var field *fielderr.Error
 	if errors.As(invalid.Err, &field) {
-		if format, ok := invalidMessages[fieldKey(field.Field)]; ok {
+		if format, ok := invalidMessages[field.Key()]; ok {
 			return usageError(fmt.Errorf(format, field.Err))
 		}
 	}
@@ -91,7 +91,7 @@ func invalidUsage(err error) error {
 // specError says a problem of the Spec's as the flags that set its fields do.
 func (r *resolver) specError(e *fielderr.Error) error {
 	const whole = "--slo %v, and %s: drop the term (e2el, the whole response's latency, is measured), or stream the responses"
-	switch fieldKey(e.Field) {
+	switch e.Key() {
 	case "Judge.Metrics.SLOs[],API":
 		return fmt.Errorf(whole, e.Err, "--api "+r.c.API+" answers in one document, with no tokens streamed")
 	case "Judge.Metrics.SLOs[],NoStream":
@@ -108,17 +108,12 @@ func (r *resolver) specError(e *fielderr.Error) error {
 func fieldError(err error) error {
 	var field *fielderr.Error
 	if errors.As(err, &field) {
-		if format, ok := specMessages[fieldKey(field.Field)]; ok {
+		if format, ok := specMessages[field.Key()]; ok {
 			return fmt.Errorf(format, field.Err)
 		}
 	}
 	return err
 }
-
-// fieldKey is a field's path without its indices: Levels[2].Rate is Levels[].Rate.
-func fieldKey(path string) string { return fieldIndex.ReplaceAllString(path, "[]") }
-
-var fieldIndex = regexp.MustCompile(`\[[0-9]+\]`)
 
 // specFlagNames are the flags that set the Spec's fields (their specFields), by field, for
 // bench's errors: run's, then simulate's own; a field two flags set (the API key, the tools)

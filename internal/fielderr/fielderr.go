@@ -3,7 +3,10 @@
 // what its users know (a flag), so that packages below the command name no flags.
 package fielderr
 
-import "fmt"
+import (
+	"fmt"
+	"regexp"
+)
 
 // Error is a problem with Field, or with several fields together (their names joined by
 // commas).
@@ -14,6 +17,12 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Field + ": " + e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
+
+// Key is the Error's Field without its indices (Levels[2].Rate is Levels[].Rate): one key
+// for the same field of every element, which a command words its problems by.
+func (e *Error) Key() string { return index.ReplaceAllString(e.Field, "[]") }
+
+var index = regexp.MustCompile(`\[[0-9]+\]`)
 
 // New is the Error about field whose problem format and a describe.
 func New(field, format string, a ...any) *Error {
