@@ -5,23 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/client"
-	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/sim/server"
-	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
-// serveFlags are serve's flags as typed.
+// serveFlags are serve's flags as typed: the server's, bound straight into its Config, and
+// what becomes its key, chat template and connection closing.
 type serveFlags struct {
-	listen, profile, truth, faults, apiKey, apiKeyFile, modelName, tok, chatTemplate string
-	seed                                                                             int64
-	closeAfter, imageEncode                                                          time.Duration
-	imagePatch, imageMerge                                                           int
+	cfg                      server.Config
+	apiKeyFile, chatTemplate string
+	closeAfter               time.Duration
 }
 
 func newServeCmd(stdio Stdio) *cobra.Command {
@@ -45,90 +43,67 @@ the instant of every token event it sent, the ground truth for 'llmbench fidelit
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.listen, "listen", "127.0.0.1:8000", "address to listen on (port 0 picks a free one)")
-	fl.StringVar(&f.profile, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file")
-	fl.StringVar(&f.truth, "truth", "", "write one JSON line per finished request with the instant of each token event sent")
-	fl.StringVar(&f.faults, "faults", "", "inject faults: http500=P,http429=P,disconnect=P,stall=P:D,malformed=P,error_event=P")
-	fl.StringVar(&f.apiKey, "api-key", "", "require Authorization: Bearer KEY")
+	fl.StringVar(&f.cfg.Listen, "listen", "127.0.0.1:8000", "address to listen on (port 0 picks a free one)")
+	fl.StringVar(&f.cfg.Profile, "sim", "h200-llama-3.1-8b", "simulator profile: textbook, h200-llama-3.1-8b, or a YAML file")
+	fl.StringVar(&f.cfg.Truth, "truth", "", "write one JSON line per finished request with the instant of each token event sent")
+	fl.StringVar(&f.cfg.Faults, "faults", "", "inject faults: http500=P,http429=P,disconnect=P,stall=P:D,malformed=P,error_event=P")
+	fl.StringVar(&f.cfg.APIKey, "api-key", "", "require Authorization: Bearer KEY")
 	fl.StringVar(&f.apiKeyFile, "api-key-file", "", "read the required API key from this file")
-	fl.StringVar(&f.modelName, "model-name", "", "model id to serve (default: the profile's model)")
-	fl.StringVar(&f.tok, "tokenizer", "o200k_base", "tokenizer for /tokenize, /detokenize and prompt_tokens: o200k_base, cl100k_base, a tokenizer.json path, or a HuggingFace model id in the local cache")
+	fl.StringVar(&f.cfg.ModelName, "model-name", "", "model id to serve (default: the profile's model)")
+	fl.StringVar(&f.cfg.Tokenizer, "tokenizer", "o200k_base", "tokenizer for /tokenize, /detokenize and prompt_tokens: o200k_base, cl100k_base, a tokenizer.json path, or a HuggingFace model id in the local cache")
 	fl.StringVar(&f.chatTemplate, "chat-template", "", "chat template that formats chat and Responses conversations before they are counted, as vLLM applies the model's: a .jinja file, a tokenizer_config.json or a model folder (default: the one beside --tokenizer's tokenizer.json, if any); none: count message text alone")
-	fl.Int64Var(&f.seed, "seed", 1, "seed for the engine and fault injection")
-	fl.IntVar(&f.imagePatch, "image-patch", 14, "images: the vision encoder's patch side in pixels (an image costs ceil(W/P)·ceil(H/P)/M² prompt tokens)")
-	fl.IntVar(&f.imageMerge, "image-merge", 2, "images: patches merged M × M into one token")
-	fl.DurationVar(&f.imageEncode, "image-encode", 0, "images: the vision encoder's time per image, before the prompt's prefill is queued")
+	fl.Int64Var(&f.cfg.Seed, "seed", 1, "seed for the engine and fault injection")
+	fl.IntVar(&f.cfg.ImagePatch, "image-patch", 14, "images: the vision encoder's patch side in pixels (an image costs ceil(W/P)·ceil(H/P)/M² prompt tokens)")
+	fl.IntVar(&f.cfg.ImageMerge, "image-merge", 2, "images: patches merged M × M into one token")
+	fl.DurationVar(&f.cfg.ImageEncode, "image-encode", 0, "images: the vision encoder's time per image, before the prompt's prefill is queued")
 	fl.DurationVar(&f.closeAfter, "close-after", 0, "close each connection this long after every response, while offering keep-alive, as llama.cpp's server does (0s: at once); for testing clients")
 	return cmd
 }
 
 // run checks the flags and serves until ctx ends; closeAfterSet says --close-after was given.
 func (f *serveFlags) run(ctx context.Context, stdio Stdio, closeAfterSet bool) error {
+	c := f.cfg
 	var errs []error
-	p, err := sim.LoadProfile(f.profile)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--sim: %w", err))
-	}
-	fs, err := server.ParseFaults(f.faults)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--faults: %w", err))
-	}
-	key := f.apiKey
 	if f.apiKeyFile != "" { // run's rule for the file; neither flag is no key (not $OPENAI_API_KEY's)
-		if key, err = resolveAPIKey(f.apiKey, f.apiKeyFile); err != nil {
+		var err error
+		if c.APIKey, err = resolveAPIKey(c.APIKey, f.apiKeyFile); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	var t tokenizer.Tokenizer
-	if f.tok == "server" {
-		errs = append(errs, errors.New("--tokenizer server: serve is the server; give the tokenizer it should use (an encoding, a tokenizer.json, or a HuggingFace model id)"))
-	} else if t, err = tokenizer.Load(f.tok); err != nil {
-		errs = append(errs, fmt.Errorf("--tokenizer: %w", err))
-	}
-	tmpl, err := resolveChatTemplate(f.chatTemplate, f.tok, client.APIOpenAIChat)
+	tmpl, err := resolveChatTemplate(f.chatTemplate, c.Tokenizer, client.APIOpenAIChat)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if len(errs) > 0 {
+	c.ChatTemplate = tmpl
+	if closeAfterSet {
+		c.CloseAfter = &f.closeAfter
+	}
+	p, opts, err := c.Load()
+	if errs = append(serveErrors(err), errs...); len(errs) > 0 {
 		return usageError(errors.Join(errs...))
 	}
-	p.Seed = f.seed
-	opts := server.ProfileOptions(p, f.seed)
-	opts.Faults, opts.APIKey, opts.Tokenizer, opts.ChatTemplate = fs, key, t, tmpl
-	if f.modelName != "" {
-		opts.ModelName = f.modelName
-	}
-	if f.imagePatch < 1 || f.imageMerge < 1 || f.imageEncode < 0 {
-		return usageError(errors.New("--image-patch and --image-merge must be at least 1, --image-encode not negative"))
-	}
-	opts.ImagePatch, opts.ImageMerge, opts.ImageEncode = f.imagePatch, f.imageMerge, f.imageEncode
-	var closing *time.Duration
-	if closeAfterSet {
-		if f.closeAfter < 0 {
-			return usageError(errors.New("--close-after must not be negative"))
-		}
-		closing = &f.closeAfter
-	}
-	return serve(ctx, stdio, f.listen, p, f.truth, opts, closing)
+	return namedFlags(c.Serve(ctx, p, opts, func(addr net.Addr) { fmt.Fprintf(stdio.Out, "listening on http://%s\n", addr) }), serveFlagNames)
 }
 
-func serve(ctx context.Context, stdio Stdio, listen string, p sim.Profile, truthPath string, opts server.Options, closeAfter *time.Duration) error {
-	if truthPath != "" {
-		f, err := os.Create(truthPath)
-		if err != nil {
-			return fmt.Errorf("--truth: %w", err)
+// serveFlagNames are the flags that set server.Config's fields, for its errors.
+var serveFlagNames = map[string]string{"Profile": "sim", "Faults": "faults", "Tokenizer": "tokenizer", "Truth": "truth", "Listen": "listen"}
+
+// serveErrors say server.Config.Load's problems as the flags behind them.
+func serveErrors(err error) []error {
+	var errs []error
+	for _, e := range fielderr.Split(err) {
+		var field *fielderr.Error
+		switch {
+		case errors.Is(e, server.ErrServerTokenizer):
+			e = errors.New("--tokenizer server: serve is the server; give the tokenizer it should use (an encoding, a tokenizer.json, or a HuggingFace model id)")
+		case errors.As(e, &field) && field.Field == "ImagePatch,ImageMerge,ImageEncode":
+			e = errors.New("--image-patch and --image-merge must be at least 1, --image-encode not negative")
+		case errors.As(e, &field) && field.Field == "CloseAfter":
+			e = fmt.Errorf("--close-after %w", field.Err)
+		default:
+			e = namedFlags(e, serveFlagNames)
 		}
-		defer f.Close()
-		opts.Truth = f
+		errs = append(errs, e)
 	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
-	s, err := server.Start(ctx, ln, p, opts, closeAfter)
-	if err != nil {
-		return usageError(err)
-	}
-	fmt.Fprintf(stdio.Out, "listening on http://%s\n", ln.Addr())
-	return s.Serve(ctx, 5*time.Second)
+	return errs
 }
