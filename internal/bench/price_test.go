@@ -2,8 +2,10 @@ package bench
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/sim"
 )
@@ -41,5 +43,39 @@ func TestPriceProfile(t *testing.T) {
 	}
 	if (s.Judge.Price == nil) != (ProfilePrice(p) == nil) {
 		t.Errorf("price %+v, the profile's %+v", s.Judge.Price, ProfilePrice(p))
+	}
+}
+
+// TestPricesGiven: the prices given become a Pricing, or each of their problems on the
+// fields at fault: the two ways to price together, a price a price may not state, one
+// per-token price without the other, both free.
+func TestPricesGiven(t *testing.T) {
+	usd, zero, neg, gpus, none := 3.5, 0.0, -1.0, 8, 0
+	for _, c := range []struct {
+		given  PricesGiven
+		fields []string
+	}{
+		{PricesGiven{USDPerGPUHour: &usd, GPUs: &gpus}, nil},
+		{PricesGiven{USDPerMillionInput: &zero, USDPerMillionOutput: &usd}, nil},
+		{PricesGiven{USDPerGPUHour: &zero, GPUs: &none}, []string{"Pricing.USDPerGPUHour", "Pricing.GPUs"}},
+		{PricesGiven{GPUs: &gpus, USDPerMillionInput: &neg}, []string{"Pricing.Tokens,Pricing.USDPerGPUHour", "Pricing.Tokens", "Pricing.Tokens.USDPerMillionInput"}},
+		{PricesGiven{USDPerMillionInput: &zero, USDPerMillionOutput: &zero}, []string{"Pricing.Tokens.USDPerMillionInput,Pricing.Tokens.USDPerMillionOutput"}},
+	} {
+		p, err := c.given.Pricing()
+		var fields []string
+		for _, e := range fielderr.Split(err) {
+			var f *fielderr.Error
+			if !errors.As(e, &f) {
+				t.Fatalf("%+v: %v is no field's", c.given, e)
+			}
+			fields = append(fields, f.Field)
+		}
+		if !slices.Equal(fields, c.fields) {
+			t.Errorf("%+v: fields %v, want %v (%v)", c.given, fields, c.fields, err)
+		}
+		if err == nil && (p.USDPerGPUHour != c.given.USDPerGPUHour || (c.given.GPUs != nil && p.GPUs != *c.given.GPUs) ||
+			(c.given.USDPerMillionOutput != nil && (p.Tokens == nil || p.Tokens.USDPerMillionOutput != *c.given.USDPerMillionOutput))) {
+			t.Errorf("%+v: pricing %+v", c.given, p)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/metrics"
 )
 
@@ -44,50 +45,44 @@ func (f *priceFlags) bind(fs specFlagSet, all bool) {
 
 func (f *priceFlags) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }
 
-// parse checks the pricing flags, reporting every problem.
+// parse reads the pricing flags given (bench.PricesGiven), reporting every problem.
 func (f *priceFlags) parse() (bench.Pricing, error) {
-	var p bench.Pricing
+	p, err := bench.PricesGiven{USDPerGPUHour: given(f, "gpu-price", &f.gpuPrice), GPUs: given(f, "gpus", &f.gpus),
+		USDPerMillionInput: given(f, "price-in", &f.priceIn), USDPerMillionOutput: given(f, "price-out", &f.priceOut)}.Pricing()
+	var names []string // summary.json's price.source
+	for _, name := range []string{"gpu-price", "gpus", "price-in", "price-out"} {
+		if f.changed(name) {
+			names = append(names, "--"+name)
+		}
+	}
+	p.Source = strings.Join(names, ", ")
 	var errs []error
-	gpu, gpus := f.changed("gpu-price"), f.changed("gpus")
-	in, out := f.changed("price-in"), f.changed("price-out")
-	if (in || out) && (gpu || gpus) {
-		errs = append(errs, errors.New("--price-in/--price-out (a hosted API's per-token prices) and --gpu-price/--gpus (GPUs rented by the hour) exclude each other: give one way to price the endpoint"))
+	for _, e := range fielderr.Split(err) {
+		var field *fielderr.Error
+		if errors.As(e, &field) && priceMessages[field.Field] != "" {
+			e = fmt.Errorf(priceMessages[field.Field], field.Err)
+		}
+		errs = append(errs, e)
 	}
-	var given []string // summary.json's price.source
-	if gpu {
-		given = append(given, "--gpu-price")
-		if !metrics.ValidUSD(f.gpuPrice) || f.gpuPrice == 0 {
-			errs = append(errs, fmt.Errorf("--gpu-price %v: must be a positive number of USD per GPU-hour, such as 3.5", f.gpuPrice))
-		}
-		p.USDPerGPUHour = &f.gpuPrice
-	}
-	if gpus {
-		given = append(given, "--gpus")
-		if f.gpus < 1 || f.gpus > metrics.MaxGPUs {
-			errs = append(errs, fmt.Errorf("--gpus %d: must be in 1..%d", f.gpus, metrics.MaxGPUs))
-		}
-		p.GPUs = f.gpus
-	}
-	if in || out {
-		given = append(given, "--price-in", "--price-out")
-		if in != out {
-			errs = append(errs, errors.New("--price-in and --price-out: give both (USD per million input and output tokens; 0 for a side that is free)"))
-		}
-		for _, v := range []struct {
-			name string
-			v    float64
-		}{{"price-in", f.priceIn}, {"price-out", f.priceOut}} {
-			if !metrics.ValidUSD(v.v) {
-				errs = append(errs, fmt.Errorf("--%s %v: must be a number of USD per million tokens, 0 or more", v.name, v.v))
-			}
-		}
-		if in && out && f.priceIn == 0 && f.priceOut == 0 {
-			errs = append(errs, errors.New("--price-in 0 --price-out 0: everything would be free; leave both out for no cost figures"))
-		}
-		p.Tokens = &metrics.TokenPrice{USDPerMillionInput: f.priceIn, USDPerMillionOutput: f.priceOut}
-	}
-	p.Source = strings.Join(given, ", ")
 	return p, errors.Join(errs...)
+}
+
+// given is v when the flag name was given, else nil.
+func given[T any](f *priceFlags, name string, v *T) *T {
+	if f.changed(name) {
+		return v
+	}
+	return nil
+}
+
+// priceMessages say bench.PricesGiven's problems, by field, as the flags that set those
+// fields do (%v: bench's words).
+var priceMessages = map[string]string{
+	"Pricing.Tokens,Pricing.USDPerGPUHour": "--price-in/--price-out (a hosted API's per-token prices) and --gpu-price/--gpus (GPUs rented by the hour) %v",
+	"Pricing.USDPerGPUHour":                "--gpu-price %v", "Pricing.GPUs": "--gpus %v",
+	"Pricing.Tokens":                    "--price-in and --price-out: %v",
+	"Pricing.Tokens.USDPerMillionInput": "--price-in %v", "Pricing.Tokens.USDPerMillionOutput": "--price-out %v",
+	"Pricing.Tokens.USDPerMillionInput,Pricing.Tokens.USDPerMillionOutput": "--price-in 0 --price-out 0: %v",
 }
 
 // price is bench.Pricing.Price, its invalid pricing a usage error.
