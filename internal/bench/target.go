@@ -1,10 +1,14 @@
 package bench
 
 import (
+	"errors"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/route"
 )
 
@@ -47,6 +51,55 @@ func (s Spec) Client() client.Config {
 		CACert: t.CACert, Insecure: t.Insecure, HTTP2: t.HTTP2, ReadStamps: t.ReadStamps,
 		DisableKeepAlive: !t.KeepAlive, SaveText: t.SaveText, SessionHeader: t.SessionHeader,
 	}
+}
+
+// SetURLs sets the endpoints, first's URL and more's More, each without a trailing slash,
+// with each that is not an http:// or https:// base URL a *fielderr.Error on its field.
+func (s *Server) SetURLs(first string, more []string) error {
+	var errs []error
+	check := func(field, u string) string {
+		if !httpURL(u) {
+			errs = append(errs, fielderr.New(field, "%q must be an http:// or https:// base URL such as http://127.0.0.1:8000", u))
+		}
+		return strings.TrimRight(u, "/")
+	}
+	if first != "" {
+		s.URL = check("URL", first)
+	}
+	for _, u := range more {
+		s.More = append(s.More, check("More", u))
+	}
+	return errors.Join(errs...)
+}
+
+// httpURL says whether s is an http:// or https:// URL with a host.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// SetGPUs sets the GPU exporters a live run reads: gpus, their /metrics URLs, or "none"
+// alone, no GPU figures (not the local GPUs' either). Each problem with them or with
+// MetricsURL is a *fielderr.Error on its field; "none" given with URLs is NoGPU's.
+func (t *Telemetry) SetGPUs(gpus []string) error {
+	var errs []error
+	if m := t.MetricsURL; m != "" && m != "none" && !httpURL(m) {
+		errs = append(errs, fielderr.New("Telemetry.MetricsURL", "%q must be an http:// or https:// URL", m))
+	}
+	for _, u := range gpus {
+		if u == "none" {
+			if len(gpus) > 1 {
+				errs = append(errs, fielderr.New("Telemetry.NoGPU", "given with URLs; none reads no GPU metrics at all"))
+			}
+			t.GPUs, t.NoGPU = nil, true
+			break
+		}
+		if !httpURL(u) {
+			errs = append(errs, fielderr.New("Telemetry.GPUs", "%q must be an http:// or https:// URL of a dcgm-exporter's or AMD device-metrics-exporter's /metrics, or none", u))
+		}
+		t.GPUs = append(t.GPUs, u)
+	}
+	return errors.Join(errs...)
 }
 
 // SetBalance sets how requests are spread: by balance, else round-robin where there are

@@ -77,11 +77,8 @@ type resolver struct {
 	errs []error
 }
 
-func (r *resolver) add(err error) {
-	if err != nil {
-		r.errs = append(r.errs, err)
-	}
-}
+// add adds err, each of a join's errors on its own; nil adds none.
+func (r *resolver) add(err error) { r.errs = append(r.errs, fielderr.Split(err)...) }
 
 // judging reads the flags that judge and price the levels: percentiles, SLOs, prices.
 func (r *resolver) judging() {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -97,15 +96,6 @@ func (v *urlsValue) String() string {
 
 func (v *urlsValue) Type() string { return "url" }
 
-// parseTarget checks --url.
-func parseTarget(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--url: %q must be an http:// or https:// base URL such as http://127.0.0.1:8000", s)
-	}
-	return nil
-}
-
 // resolveAPIKey is client.APIKey's key, its errors said as the flags'.
 func resolveAPIKey(key, file string) (string, error) {
 	k, err := client.APIKey(key, file)
@@ -140,14 +130,7 @@ func (r *resolver) balancing() {
 // target reads run's target flags: the server, its API, credentials and transport.
 func (r *resolver) target() {
 	f, c := r.f, r.c
-	if f.url != "" {
-		r.add(parseTarget(f.url))
-		c.URL = strings.TrimRight(f.url, "/")
-	}
-	for _, u := range f.moreURLs {
-		r.add(parseTarget(u))
-		c.More = append(c.More, strings.TrimRight(u, "/"))
-	}
+	r.add(namedFlags(c.SetURLs(f.url, f.moreURLs), specFlagNames))
 	if api := c.API; !slices.Contains(client.APIs(), api) {
 		hint := didYouMean(api, client.APIs())
 		switch strings.ToLower(api) {
@@ -167,22 +150,10 @@ func (r *resolver) target() {
 		r.add(fmt.Errorf("--extra-body: %w", err))
 	}
 	r.spec("Timeout", "IdleTimeout", "Telemetry.Interval")
-	if m := c.Telemetry.MetricsURL; m != "" && m != "none" {
-		if err := parseTarget(m); err != nil {
-			r.add(fmt.Errorf("--metrics-url: %q must be an http:// or https:// URL", m))
+	for _, err := range fielderr.Split(c.Telemetry.SetGPUs(f.gpuMetrics)) {
+		if field := (*fielderr.Error)(nil); errors.As(err, &field) && field.Field == "Telemetry.NoGPU" {
+			err = fmt.Errorf("--gpu-metrics none: %w", field.Err)
 		}
-	}
-	for _, u := range f.gpuMetrics {
-		if u == "none" {
-			if len(f.gpuMetrics) > 1 {
-				r.add(errors.New("--gpu-metrics none: given with URLs; none reads no GPU metrics at all"))
-			}
-			c.Telemetry.GPUs, c.Telemetry.NoGPU = nil, true
-			break
-		}
-		if err := parseTarget(u); err != nil {
-			r.add(fmt.Errorf("--gpu-metrics: %q must be an http:// or https:// URL of a dcgm-exporter's or AMD device-metrics-exporter's /metrics, or none", u))
-		}
-		c.Telemetry.GPUs = append(c.Telemetry.GPUs, u)
+		r.add(namedFlags(err, specFlagNames))
 	}
 }
