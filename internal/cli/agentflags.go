@@ -1,12 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
@@ -35,7 +35,7 @@ func (f *agentFlags) bind(fs specFlagSet, a *workload.Agent) {
 
 // agent is the agentic workload the flags describe, a with its distributions; the zero
 // Agent for chat.
-func (f *agentFlags) agent(fs *pflag.FlagSet, a workload.Agent) (workload.Agent, []error) {
+func (f *agentFlags) agent(fs *pflag.FlagSet, a workload.Agent) (workload.Agent, error) {
 	var errs []error
 	switch f.workload {
 	case "chat", "":
@@ -44,11 +44,11 @@ func (f *agentFlags) agent(fs *pflag.FlagSet, a workload.Agent) (workload.Agent,
 				errs = append(errs, fmt.Errorf("--%s: shapes agentic tasks; add --workload agentic", flag.Name))
 			}
 		})
-		return workload.Agent{}, errs
+		return workload.Agent{}, errors.Join(errs...)
 	case "agentic":
 	default:
-		return workload.Agent{}, []error{fmt.Errorf("--workload %q: want chat or agentic", f.workload)}
+		return workload.Agent{}, fmt.Errorf("--workload %q: want chat or agentic", f.workload)
 	}
 	a, err := a.WithDists(f.calls, f.toolLatency, f.toolResult)
-	return a, fielderr.Split(namedFlags(err, agentFlagNames))
+	return a, namedFlags(err, agentFlagNames)
 }

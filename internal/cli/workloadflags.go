@@ -55,11 +55,9 @@ func (r *resolver) workload() {
 	w := &c.Workload
 	w.InputTokens, w.OutputTokens, w.Seed, w.LengthsOnly = in, out, c.Seed, !live
 	if f.fs != nil {
-		var errs []error
-		w.Agent, errs = f.agent.agent(f.fs, w.Agent)
-		for _, err := range errs {
-			r.add(err)
-		}
+		var err error
+		w.Agent, err = f.agent.agent(f.fs, w.Agent)
+		r.add(err)
 	}
 	if live && f.fs != nil { // sent only when given
 		if f.fs.Changed("temperature") {
