@@ -36,7 +36,7 @@ type Config struct {
 
 // ErrServerTokenizer is Load's error, on Tokenizer, for a Tokenizer of "server": the
 // server is this one.
-var ErrServerTokenizer = errors.New("the server's own tokenizer is the one to give")
+var ErrServerTokenizer = errors.New("server: the target's /tokenize, and this is the server; give the tokenizer it should use")
 
 // Load reads c: the profile to serve, seeded by c.Seed, and the server's options. Every
 // problem is reported at once, each a *fielderr.Error on c's fields but for Options' own
