@@ -221,5 +221,5 @@ var calibrateFlagNames = map[string]string{"MaxConcurrency": "max-concurrency", 
 
 // fitProgressLine is what the fit's progress line says: pure, for tests.
 func fitProgressLine(doing string, tried int, elapsed time.Duration) string {
-	return fmt.Sprintf("calibrate: %s, %d %s simulated, %s", doing, tried, plural(tried, "profile", "profiles"), elapsed.Round(time.Second))
+	return fmt.Sprintf("calibrate: %s, %d %s simulated, %s", doing, tried, console.Plural(tried, "profile", "profiles"), elapsed.Round(time.Second))
 }

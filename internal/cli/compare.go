@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/compare"
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/fielderr"
 )
 
@@ -56,7 +57,7 @@ a throughput fell by more than it.`,
 				return err
 			}
 			if len(cmp.Regressions) > 0 {
-				return withCode(ExitRegression, fmt.Errorf("%d %s beyond %s: %s", len(cmp.Regressions), plural(len(cmp.Regressions), "regression", "regressions"), failOn, strings.Join(cmp.Regressions, "; ")))
+				return withCode(ExitRegression, fmt.Errorf("%d %s beyond %s: %s", len(cmp.Regressions), console.Plural(len(cmp.Regressions), "regression", "regressions"), failOn, strings.Join(cmp.Regressions, "; ")))
 			}
 			return nil
 		},

@@ -173,10 +173,3 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	}
 	return nil
 }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}

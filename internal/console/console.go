@@ -43,3 +43,11 @@ func Widest(text string) int {
 	}
 	return n
 }
+
+// Plural is one when n is 1, else many: a count's word in console text.
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/suggest"
 )
 
@@ -347,7 +348,7 @@ func evaluate(slos []SLO, dists map[string]*Dist, goodFraction, errorRate *float
 				pass = x <= float64(s.Limit)/float64(time.Millisecond)
 				if n, need := d.Count(), MinSamples(s.P); n < uint64(need) {
 					pass, und = false, true
-					why = fmt.Sprintf("%s on %d %s; %s needs at least %d to bound its 95%% confidence interval", s.Metric, n, plural(int(n), "sample"), Key(s.P), need)
+					why = fmt.Sprintf("%s on %d %s; %s needs at least %d to bound its 95%% confidence interval", s.Metric, n, console.Plural(int(n), "sample", "samples"), Key(s.P), need)
 					undecided = append(undecided, why)
 				}
 			}
@@ -359,13 +360,6 @@ func evaluate(slos []SLO, dists map[string]*Dist, goodFraction, errorRate *float
 		v.Undecided, v.Reason = true, "undecided: "+strings.Join(undecided, "; ")
 	}
 	return v
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -156,7 +156,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 		}
 		s += fmt.Sprintf("; it meets the SLOs up to %s %s", fmtOpt(b.HeadroomRate, "%.3g"), pl.unit())
 		if n := b.Replicas - 1; n > 0 {
-			s += fmt.Sprintf(" (%d %s)", n, plural(n, "replica misses them", "replicas miss them"))
+			s += fmt.Sprintf(" (%d %s)", n, console.Plural(n, "replica misses them", "replicas miss them"))
 		}
 		if !b.GPUCalibrated {
 			s += "; " + b.GPU + ": not calibrated on this GPU"
@@ -189,7 +189,7 @@ func WriteTable(w io.Writer, pl *Plan, limit int, wide bool) {
 		what  string
 		cands []Candidate
 	}{{"cannot be deployed as configured (they do not fit the GPUs' memory, or the simulator refuses their settings)", noFit},
-		{plural(len(miss), "misses the SLOs", "miss the SLOs"), miss}} {
+		{console.Plural(len(miss), "misses the SLOs", "miss the SLOs"), miss}} {
 		if len(g.cands) == 0 {
 			continue
 		}
@@ -370,13 +370,6 @@ func fmtOpt(v *float64, format string) string {
 		return "-"
 	}
 	return fmt.Sprintf(format, *v)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // specCell is a candidate's speculative decoding in the table: "K4 A0.8", or "off".

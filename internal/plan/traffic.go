@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmbench/llmbench/internal/bench"
+	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/predict"
@@ -103,7 +104,7 @@ func (c Config) Headline(spec *bench.Spec) string {
 	n := c.Configurations()
 	return fmt.Sprintf("Planning %s for %s %s (%s) to meet %s: %d %s, fleets of up to %d replicas",
 		c.Base.ModelName(), strconv.FormatFloat(c.Traffic.Rate, 'g', 4, 64), c.Traffic.unit(), describeTraffic(spec), spec.Judge.SLO,
-		n, plural(n, "candidate", "candidates"), c.MaxReplicas)
+		n, console.Plural(n, "candidate", "candidates"), c.MaxReplicas)
 }
 
 // describeTraffic names the traffic: its arrivals and lengths, or its dataset.

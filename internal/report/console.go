@@ -290,7 +290,7 @@ func (b *consoleBlock) cost(s *Summary, l *Level) {
 	b.w.WriteString(consoleRule("Cost (USD)", '-') + "\n")
 	rate := ""
 	if p := s.Price; p != nil && p.GPU != nil {
-		rate = fmt.Sprintf("(%d GPU%s at %s per GPU-hour)", p.GPU.GPUs, plural(p.GPU.GPUs), fmtNum(p.GPU.USDPerGPUHour))
+		rate = fmt.Sprintf("(%d GPU%s at %s per GPU-hour)", p.GPU.GPUs, console.Plural(p.GPU.GPUs, "", "s"), fmtNum(p.GPU.USDPerGPUHour))
 	} else if p != nil && p.Tokens != nil {
 		rate = fmt.Sprintf("(tokens billed at %s / %s per 1M input / output)", fmtNum(p.Tokens.USDPerMillionInput), fmtNum(p.Tokens.USDPerMillionOutput))
 	}
@@ -312,13 +312,6 @@ func (b *consoleBlock) cost(s *Summary, l *Level) {
 		usd("Cost per 1M good output tokens:", c.PerMillionGoodOutputTokens,
 			"(only requests that met every per-request SLO)", "(no request met every per-request SLO)")
 	}
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // acrossRuns prints a repeated level's figures across its runs as mean ± the half-width
