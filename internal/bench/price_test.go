@@ -62,15 +62,7 @@ func TestPricesGiven(t *testing.T) {
 		{PricesGiven{USDPerMillionInput: &zero, USDPerMillionOutput: &zero}, []string{"Pricing.Tokens.USDPerMillionInput,Pricing.Tokens.USDPerMillionOutput"}},
 	} {
 		p, err := c.given.Pricing()
-		var fields []string
-		for _, e := range fielderr.Split(err) {
-			var f *fielderr.Error
-			if !errors.As(e, &f) {
-				t.Fatalf("%+v: %v is no field's", c.given, e)
-			}
-			fields = append(fields, f.Field)
-		}
-		if !slices.Equal(fields, c.fields) {
+		if fields := fielderr.Fields(err); !slices.Equal(fields, c.fields) {
 			t.Errorf("%+v: fields %v, want %v (%v)", c.given, fields, c.fields, err)
 		}
 		if err == nil && (p.USDPerGPUHour != c.given.USDPerGPUHour || (c.given.GPUs != nil && p.GPUs != *c.given.GPUs) ||

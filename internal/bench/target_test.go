@@ -1,26 +1,11 @@
 package bench
 
 import (
-	"errors"
 	"slices"
 	"testing"
 
 	"github.com/llmbench/llmbench/internal/fielderr"
 )
-
-// fields are the fields of err's problems, each a *fielderr.Error.
-func fields(t *testing.T, err error) []string {
-	t.Helper()
-	var out []string
-	for _, e := range fielderr.Split(err) {
-		var f *fielderr.Error
-		if !errors.As(e, &f) {
-			t.Fatalf("%v is no field's", e)
-		}
-		out = append(out, f.Field)
-	}
-	return out
-}
 
 // TestSetURLs: the endpoints lose their trailing slashes, and each that is not an http://
 // or https:// base URL is a problem of its field's.
@@ -30,10 +15,10 @@ func TestSetURLs(t *testing.T) {
 	if s.URL != "http://a:1" || !slices.Equal(s.More, []string{"https://b", "ftp://c", "d"}) {
 		t.Errorf("URL %q, More %q", s.URL, s.More)
 	}
-	if got := fields(t, err); !slices.Equal(got, []string{"More", "More"}) {
+	if got := fielderr.Fields(err); !slices.Equal(got, []string{"More", "More"}) {
 		t.Errorf("fields %v, want More twice", got)
 	}
-	if err := (&Server{}).SetURLs("localhost:8000", nil); !slices.Equal(fields(t, err), []string{"URL"}) {
+	if err := (&Server{}).SetURLs("localhost:8000", nil); !slices.Equal(fielderr.Fields(err), []string{"URL"}) {
 		t.Errorf("a URL with no scheme: %v", err)
 	}
 }
@@ -47,7 +32,7 @@ func TestSetGPUs(t *testing.T) {
 	}
 	tel = Telemetry{MetricsURL: "x"}
 	err := tel.SetGPUs([]string{"http://g:9400/metrics", "y", "none"})
-	if got := fields(t, err); !slices.Equal(got, []string{"Telemetry.MetricsURL", "Telemetry.GPUs", "Telemetry.NoGPU"}) {
+	if got := fielderr.Fields(err); !slices.Equal(got, []string{"Telemetry.MetricsURL", "Telemetry.GPUs", "Telemetry.NoGPU"}) {
 		t.Errorf("fields %v", got)
 	}
 	tel = Telemetry{}

@@ -25,14 +25,7 @@ func TestSpecValidate(t *testing.T) {
 		Base:   load.Level{Duration: time.Minute},
 		Server: Server{URL: "http://a", Balance: "session", Timeout: time.Minute, Temperature: &minus, TopP: &two},
 		Judge:  Judge{Metrics: metrics.Config{SLOs: slos}}}
-	var fields []string
-	for _, e := range fielderr.Split(s.Validate()) {
-		var fe *fielderr.Error
-		if !errors.As(e, &fe) {
-			t.Fatalf("%v is not a *fielderr.Error", e)
-		}
-		fields = append(fields, fe.Field)
-	}
+	fields := fielderr.Fields(s.Validate())
 	want := []string{"IdleTimeout", "Telemetry.Interval", "Balance,More", "Requests,Base.Duration",
 		"Judge.Metrics.SLOs[1],API", "Temperature", "TopP"}
 	if !slices.Equal(fields, want) {

@@ -10,19 +10,6 @@ import (
 	"github.com/llmbench/llmbench/internal/fielderr"
 )
 
-// fields are the fields of err's problems, in order.
-func fields(err error) []string {
-	var out []string
-	for _, e := range fielderr.Split(err) {
-		var field *fielderr.Error
-		if !errors.As(e, &field) {
-			return append(out, "not a field's: "+e.Error())
-		}
-		out = append(out, field.Field)
-	}
-	return out
-}
-
 // A calibration states every problem at once, each of its fields: what it fits and where
 // its profile goes (Files), then the fit's model and the probe's bounds (Options).
 func TestCalibrationProblems(t *testing.T) {
@@ -44,7 +31,7 @@ func TestCalibrationProblems(t *testing.T) {
 	} {
 		files, err := tc.c.Files()
 		_, optsErr := tc.c.Options()
-		if got := append(fields(err), fields(optsErr)...); !slices.Equal(got, tc.want) {
+		if got := append(fielderr.Fields(err), fielderr.Fields(optsErr)...); !slices.Equal(got, tc.want) {
 			t.Errorf("%+v: problems of %q, want %q (%v, %v)", tc.c, got, tc.want, err, optsErr)
 		}
 		if files != FilesFor(tc.c.Profile) {

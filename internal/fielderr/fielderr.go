@@ -4,6 +4,7 @@
 package fielderr
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 )
@@ -39,4 +40,19 @@ func Split(err error) []error {
 		return nil
 	}
 	return []error{err}
+}
+
+// Fields are the fields of err's problems (Split), in order; a problem about no field is
+// named by its message, so that a list of the fields expected never matches it.
+func Fields(err error) []string {
+	var out []string
+	for _, e := range Split(err) {
+		var f *Error
+		if !errors.As(e, &f) {
+			out = append(out, "not a field's: "+e.Error())
+			continue
+		}
+		out = append(out, f.Field)
+	}
+	return out
 }

@@ -95,14 +95,7 @@ func TestSpaceTextParse(t *testing.T) {
 		t.Fatalf("%+v, %v", s, err)
 	}
 	_, err = SpaceText{GPUs: ",", TPs: "1.5", DPs: "x", ExpertParallel: "maybe", Speculative: "4:x"}.Parse()
-	var fields []string
-	for _, e := range fielderr.Split(err) {
-		var f *fielderr.Error
-		if errors.As(e, &f) {
-			fields = append(fields, f.Field)
-		}
-	}
-	if got, want := strings.Join(fields, " "), "Space.Speculative Space.GPUs Space.TPs Space.DPs Space.ExpertParallel"; got != want {
+	if got, want := strings.Join(fielderr.Fields(err), " "), "Space.Speculative Space.GPUs Space.TPs Space.DPs Space.ExpertParallel"; got != want {
 		t.Errorf("fields %q, want %q (%v)", got, want, err)
 	}
 }

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -180,13 +179,7 @@ func TestAgentWithDists(t *testing.T) {
 		t.Errorf("WithDists = %+v, %v", a, err)
 	}
 	a, err = Agent{}.WithDists("x", "500", "y")
-	var fields []string
-	for _, e := range fielderr.Split(err) {
-		var f *fielderr.Error
-		if errors.As(e, &f) {
-			fields = append(fields, f.Field)
-		}
-	}
+	fields := fielderr.Fields(err)
 	if !slices.Equal(fields, []string{"Calls", "ToolResultTokens"}) || a.ToolLatency.String() != "500" {
 		t.Errorf("bad calls and results: problems on %v, %+v", fields, a)
 	}

@@ -14,14 +14,7 @@ import (
 func TestConfigLoad(t *testing.T) {
 	neg := -time.Second
 	_, _, err := Config{Profile: "no-such-profile", Faults: "http500=2", Tokenizer: "server", ImagePatch: 0, ImageMerge: 2, CloseAfter: &neg}.Load()
-	var fields []string
-	for _, e := range fielderr.Split(err) {
-		var f *fielderr.Error
-		if !errors.As(e, &f) {
-			t.Fatalf("%v: not a field's error", e)
-		}
-		fields = append(fields, f.Field)
-	}
+	fields := fielderr.Fields(err)
 	want := []string{"Profile", "Faults", "Tokenizer", "ImagePatch,ImageMerge,ImageEncode", "CloseAfter"}
 	if !slices.Equal(fields, want) || !errors.Is(err, ErrServerTokenizer) {
 		t.Fatalf("fields %v, want %v (err %v)", fields, want, err)
