@@ -57,12 +57,17 @@ func LoadKind(closed bool, a schedule.Arrival) string {
 	return cmp.Or(a.Kind, Poisson)
 }
 
-// Group is what the validation rows are grouped by; Load is one of Loads.
+// Group is what the validation rows' errors are summarised and their bands read by: model
+// family × GPU generation × engine × load kind.
 type Group struct {
-	Family, GPU, Engine, Load string
+	Family string `json:"family"`
+	GPU    string `json:"gpu"`
+	Engine string `json:"engine"`
+	Load   string `json:"load"` // one of Loads: closed, or the open loop's arrivals
 }
 
-func (g Group) key() string { return g.Family + " " + g.GPU + " " + g.Engine + " " + g.Load }
+// String is the group's key in spreads.json and its name in validate's tables.
+func (g Group) String() string { return g.Family + " " + g.GPU + " " + g.Engine + " " + g.Load }
 
 // Table is the spreads of every group with enough rows, each figure's over all rows
 // (Pooled), and how it was made.
@@ -107,7 +112,7 @@ func NewTable(rs []Residual, made string) Table {
 			continue
 		}
 		x := math.Log(r.Actual / r.Predicted)
-		k := r.Group.key()
+		k := r.Group.String()
 		if byGroup[k] == nil {
 			byGroup[k] = map[string][]float64{}
 		}
@@ -218,7 +223,7 @@ func (t Table) For(family, gpu, engine string) Spread {
 		rows := 0
 		var pooled []string // figures the group has no band of
 		for _, f := range Figures {
-			if b, ok := t.Groups[g.key()][f]; ok {
+			if b, ok := t.Groups[g.String()][f]; ok {
 				bands[f], rows = b, max(rows, b.Rows)
 				continue
 			}
@@ -233,14 +238,14 @@ func (t Table) For(family, gpu, engine string) Spread {
 		s.ByLoad[load] = bands
 		switch {
 		case rows > 0:
-			s.Basis[load] = fmt.Sprintf("the residuals of the %d validation rows of %s", rows, g.key())
+			s.Basis[load] = fmt.Sprintf("the residuals of the %d validation rows of %s", rows, g.String())
 			if len(pooled) > 0 {
 				s.Basis[load] += fmt.Sprintf(" (%s, which they do not measure: the spread of the validation groups' errors)", strings.Join(pooled, ", "))
 			}
 		case unseen:
 			s.Basis[load] = fmt.Sprintf("the spread of the validation groups' errors, widened %g× (no row measured %s or %s)", unseenWidening, family, gpu)
 		default:
-			s.Basis[load] = fmt.Sprintf("the spread of the validation groups' errors (no %d rows of %s)", MinRows, g.key())
+			s.Basis[load] = fmt.Sprintf("the spread of the validation groups' errors (no %d rows of %s)", MinRows, g.String())
 		}
 	}
 	return s

@@ -61,7 +61,7 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	family := inferencexModels[name]
 	engine := engineName(strings.TrimPrefix(e.Framework, "dynamo-"))
 	r := Row{ID: e.ID, Source: Source{Name: "inferencex", Repo: e.Repo, Path: e.Path, Commit: e.Commit, Licence: e.Licence},
-		Group: Group{Family: family, GPU: gpu, Engine: engine, Load: predict.Closed},
+		Group: predict.Group{Family: family, GPU: gpu, Engine: engine, Load: predict.Closed},
 		Workload: Workload{Concurrency: e.Workload.Concurrency, Requests: 10 * e.Workload.Concurrency,
 			InputTokens:  fmt.Sprintf("uniform:%d:%d", e.Workload.ISL*8/10, e.Workload.ISL),
 			OutputTokens: fmt.Sprintf("uniform:%d:%d", e.Workload.OSL*8/10, e.Workload.OSL)},
@@ -292,7 +292,7 @@ func inferencePerfRows(raw json.RawMessage) ([]Row, error) {
 	for i, st := range e.Measured.Stages {
 		r := Row{ID: fmt.Sprintf("%s/stage_%d", e.ID, i),
 			Source:   Source{Name: "inference-perf", Repo: e.Repo, Path: path.Join(e.Path, "results", path.Base(st.File)), Commit: e.Commit, Licence: e.Licence},
-			Group:    Group{Family: cmp.Or(family, e.Model), GPU: gpu, Engine: engineName(e.Framework), Load: cfg.Load.Type},
+			Group:    predict.Group{Family: cmp.Or(family, e.Model), GPU: gpu, Engine: engineName(e.Framework), Load: cfg.Load.Type},
 			Measured: map[string]float64{}}
 		for from, to := range map[string]string{"ttft": "ttft_ms", "e2e_latency": "e2el_ms"} {
 			for stat, key := range map[string]string{"mean": "mean", "median": "p50", "p90": "p90", "p99": "p99"} {

@@ -104,7 +104,7 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 		}
 	}
 	gpu, gpuNote := gpuPreset(e.GPU)
-	r.Group = Group{Family: model, GPU: gpu, Engine: engineName(e.Framework), Load: predict.Poisson}
+	r.Group = predict.Group{Family: model, GPU: gpu, Engine: engineName(e.Framework), Load: predict.Poisson}
 	if r.Group.Family == "" {
 		r.Group.Family = e.Model
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/predict"
 )
 
 // Headline are the figures the console shows per row and per group; validation.json has
@@ -26,7 +27,7 @@ type Report struct {
 
 // GroupResult is a group's error per figure over its simulated rows.
 type GroupResult struct {
-	Group
+	predict.Group
 	Rows    int                    `json:"rows"`    // simulated
 	Skipped int                    `json:"skipped"` // skipped, with reasons in rows[]
 	Figures map[string]FigureError `json:"figures"`
@@ -83,9 +84,9 @@ func Run(ctx context.Context, rows []Row, seed int64, workers int, capacity bool
 
 // Groups summarises results by group, in the order groups first appear.
 func Groups(results []Result) []GroupResult {
-	var order []Group
-	by := map[Group]*GroupResult{}
-	errs := map[Group]map[string][]float64{}
+	var order []predict.Group
+	by := map[predict.Group]*GroupResult{}
+	errs := map[predict.Group]map[string][]float64{}
 	for _, r := range results {
 		g, ok := by[r.Group]
 		if !ok {

@@ -16,6 +16,7 @@ import (
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
+	"github.com/llmbench/llmbench/internal/predict"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/schedule"
@@ -29,7 +30,7 @@ var Percentiles = []float64{50, 90, 95, 99}
 // Result is one row held against its simulation.
 type Result struct {
 	ID        string             `json:"id"`
-	Group     Group              `json:"group"`
+	Group     predict.Group      `json:"group"`
 	Source    Source             `json:"source"`
 	Predicted map[string]float64 `json:"predicted"`
 	Measured  map[string]float64 `json:"measured"`

@@ -52,7 +52,7 @@ func FromRun(dir, profile string) ([]Row, error) {
 		}
 		r := Row{ID: filepath.Base(filepath.Clean(dir)) + " " + l.Name,
 			Source:      Source{Name: "run", Path: dir},
-			Group:       Group{Family: p.ModelName(), GPU: p.GPU.Name, Engine: "measured run", Load: predict.Closed},
+			Group:       predict.Group{Family: p.ModelName(), GPU: p.GPU.Name, Engine: "measured run", Load: predict.Closed},
 			ProfileFile: profile, Measured: measured, Skip: skip,
 			Workload: Workload{Concurrency: l.Concurrency, Rate: l.Rate, InputTokens: sum.Workload.InputTokens,
 				OutputTokens: sum.Workload.OutputTokens, Requests: l.Completed, Warmup: sum.Load.Warmup,

@@ -23,7 +23,7 @@ func Residuals(results []Result) []predict.Residual {
 			p, okP := r.Predicted[f]
 			m, okM := r.Measured[f]
 			if okP && okM {
-				out = append(out, predict.Residual{Group: predict.Group(r.Group), Source: r.Source.Name, Figure: f, Predicted: p, Actual: m})
+				out = append(out, predict.Residual{Group: r.Group, Source: r.Source.Name, Figure: f, Predicted: p, Actual: m})
 			}
 		}
 	}

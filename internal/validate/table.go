@@ -12,14 +12,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/llmbench/llmbench/internal/predict"
 )
 
 // Row is one measured run: the deployment, the load, what was measured and where it came
 // from. A row the simulator cannot express yet carries Skip, the reason.
 type Row struct {
-	ID     string `json:"id"`
-	Source Source `json:"source"`
-	Group  Group  `json:"group"`
+	ID     string        `json:"id"`
+	Source Source        `json:"source"`
+	Group  predict.Group `json:"group"`
 	// Profile is the deployment as a --sim profile's keys (docs/simulator.md): model, gpu,
 	// engine, deployment, speculative.
 	Profile map[string]any `json:"profile,omitempty"`
@@ -58,17 +60,6 @@ type Source struct {
 	Commit  string `json:"commit,omitempty"`
 	Licence string `json:"licence,omitempty"`
 }
-
-// Group is what a row's errors are summarised by: model family × GPU generation × engine ×
-// load kind.
-type Group struct {
-	Family string `json:"family"`
-	GPU    string `json:"gpu"`
-	Engine string `json:"engine"`
-	Load   string `json:"load"` // predict.Loads: closed, or the open loop's arrivals
-}
-
-func (g Group) String() string { return g.Family + " " + g.GPU + " " + g.Engine + " " + g.Load }
 
 // Workload is the load of a row, as simulate's flags say it.
 type Workload struct {

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmbench/llmbench/internal/predict"
 )
 
 func TestLoadRefusesBadTables(t *testing.T) {
@@ -91,7 +93,7 @@ func TestRefusedAndSkippedRowsSayWhy(t *testing.T) {
 }
 
 func TestGroupsMedianAndWorst(t *testing.T) {
-	g := Group{Family: "m", GPU: "g", Engine: "e", Load: "closed"}
+	g := predict.Group{Family: "m", GPU: "g", Engine: "e", Load: "closed"}
 	var results []Result
 	for _, e := range []float64{10, -40, 20, 5} {
 		results = append(results, Result{Group: g, ErrorPct: map[string]float64{"ttft_ms.p50": e}})
@@ -130,7 +132,7 @@ func TestMLPerfConversion(t *testing.T) {
 	if r.Measured["ttft_ms.p50"] != 250 || r.Measured["tpot_ms.p99"] != 40 || r.Measured["output_throughput"] != 28000 {
 		t.Errorf("measured %+v", r.Measured)
 	}
-	if r.Group != (Group{Family: "llama-2-70b", GPU: "b200", Engine: "tensorrt-llm", Load: "poisson"}) {
+	if r.Group != (predict.Group{Family: "llama-2-70b", GPU: "b200", Engine: "tensorrt-llm", Load: "poisson"}) {
 		t.Errorf("group %+v", r.Group)
 	}
 	for change, want := range map[string]string{
@@ -200,7 +202,7 @@ func TestMLPerfConfigsFillTheGaps(t *testing.T) {
 		eng["gpu_memory_utilization"] != 0.95 {
 		t.Errorf("profile %+v", r.Profile)
 	}
-	if r.Group != (Group{Family: "llama-3.1-70b", GPU: "h200", Engine: "vllm", Load: "poisson"}) {
+	if r.Group != (predict.Group{Family: "llama-3.1-70b", GPU: "h200", Engine: "vllm", Load: "poisson"}) {
 		t.Errorf("group %+v", r.Group)
 	}
 	if r.Workload.InputTokens != mlperfInputs["llama-2-70b"].dist {
@@ -310,7 +312,7 @@ func TestInferencexRows(t *testing.T) {
 // SetIntervals gives each row the interval of the other sources' residuals: a row of a
 // source whose bias the others do not share is not covered by its own.
 func TestSetIntervalsLeavesTheSourceOut(t *testing.T) {
-	g := Group{Family: "m", GPU: "h100", Engine: "vllm", Load: "closed"}
+	g := predict.Group{Family: "m", GPU: "h100", Engine: "vllm", Load: "closed"}
 	var results []Result
 	for i := range 6 {
 		results = append(results, Result{ID: fmt.Sprint("a", i), Group: g, Source: Source{Name: "a"},
