@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -43,6 +44,8 @@ type seq struct {
 	draft       int  // tokens drafted for it in the step in flight (speculative decoding)
 	state       seqState
 	prefillEnd  time.Duration // disaggregated: when its prefill finishes
+	arrived     uint64        // the engine's steps finished when it was submitted
+	group       int           // its DP attention group (engine.dp_balance_wait)
 
 	// Driver data.
 	ch      chan Step
@@ -93,9 +96,13 @@ type core struct {
 	// sinceRecv counts the decode-only steps since the scheduler last took in arrivals; a
 	// step with prefill work sets it to the interval (SGLang weighs such a step past it).
 	sinceRecv   int
-	stepPrefill bool // the step in flight has prefill work
-	nsub        uint64
-	nLive       int // sequences submitted and not yet finished or aborted
+	stepPrefill bool   // the step in flight has prefill work
+	steps       uint64 // steps finished
+	// With engine.dp_balance_wait: each DP attention group's sequences submitted and not
+	// finished, and those of each in the inbox.
+	groupLoad, groupInbox []int
+	nsub                  uint64
+	nLive                 int // sequences submitted and not yet finished or aborted
 
 	stats EngineStats
 	// seqsNeeded is the smallest max_num_seqs that admits whatever this engine would admit
@@ -138,6 +145,9 @@ func newCore(p Profile, emit func(*seq, time.Duration, int, bool)) (*core, error
 	c.freeBlocks = c.totalBlocks
 	if p.Engine.PrefixCaching {
 		c.cache = map[uint64]*cacheEntry{}
+	}
+	if p.Engine.DPBalanceWait > 0 {
+		c.groupLoad, c.groupInbox = make([]int, p.Deployment.dp()), make([]int, p.Deployment.dp())
 	}
 	return c, nil
 }
@@ -211,8 +221,21 @@ func (c *core) blocksFor(tokens int) int { return (tokens + c.bs - 1) / c.bs }
 func (c *core) submit(s *seq, t time.Duration) {
 	c.nLive++
 	s.prefillLeft = s.prompt
-	if c.cfg.RecvInterval > 1 {
+	if c.gated() {
 		s.state = stInbox
+		s.arrived = c.steps
+		if c.groupLoad != nil {
+			// A new request goes to the DP group with the fewest sequences: on a closed loop,
+			// the group where one just finished.
+			s.group = 0
+			for g, n := range c.groupLoad {
+				if n < c.groupLoad[s.group] {
+					s.group = g
+				}
+			}
+			c.groupLoad[s.group]++
+			c.groupInbox[s.group]++
+		}
 		c.inbox.pushBack(s)
 		return
 	}
@@ -305,19 +328,36 @@ func (c *core) emitTo(s *seq, t time.Duration, n int, done bool) {
 	}
 }
 
-// receive takes in the arrivals at t when the scheduler would: its counter runs with the
-// steps whether or not anything arrived, so it takes them in every recv_interval
-// decode-only steps, after a step with prefill work, and at once on an idle engine (whose
-// loop spins through its interval in no time).
+// gated says arrivals wait in the inbox for the scheduler to take them in.
+func (c *core) gated() bool { return c.cfg.RecvInterval > 1 || c.cfg.DPBalanceWait > 0 }
+
+// receive takes in the arrivals at t when the scheduler would, every gate set being open;
+// an idle engine takes them in at once.
+//   - recv_interval (SGLang): its counter runs with the steps whether or not anything
+//     arrived, so it opens every recv_interval decode-only steps, and after a step with
+//     prefill work (an idle engine's loop spins through its interval in no time).
+//   - dp_balance_wait (TensorRT-LLM's attention-DP balance): it opens when the inbox holds
+//     a request for every DP group, or when the oldest has waited that many steps; then
+//     every group prefills in the same step.
 func (c *core) receive(t time.Duration) {
-	if c.cfg.RecvInterval <= 1 {
+	if !c.gated() {
 		return // submit admitted every arrival
 	}
 	idle := len(c.running) == 0 && c.waiting.len() == 0 && c.prefillQ.len() == 0 && len(c.pool) == 0
-	if !idle && c.sinceRecv < c.cfg.RecvInterval {
+	recv := idle || c.cfg.RecvInterval <= 1 || c.sinceRecv >= c.cfg.RecvInterval
+	if recv && c.cfg.RecvInterval > 1 {
+		c.sinceRecv = 0
+	}
+	for c.inbox.len() > 0 && c.inbox.front().state == stAborted {
+		c.inbox.popFront()
+	}
+	if !recv || c.inbox.len() == 0 {
 		return
 	}
-	c.sinceRecv = 0
+	if w := c.cfg.DPBalanceWait; w > 0 && !idle && slices.Contains(c.groupInbox, 0) && c.steps-c.inbox.front().arrived < uint64(w) {
+		return
+	}
+	clear(c.groupInbox)
 	for c.inbox.len() > 0 {
 		if s := c.inbox.popFront(); s.state != stAborted {
 			c.admit(s, t)
@@ -474,6 +514,7 @@ func (c *core) decodeTokens(s *seq, budget int) int {
 // finishStep emits the step's tokens at t and retires finished sequences.
 func (c *core) finishStep(t time.Duration) {
 	c.busy = false
+	c.steps++
 	if c.stepPrefill {
 		c.sinceRecv = c.cfg.RecvInterval
 	} else {
@@ -539,6 +580,9 @@ func (c *core) finish(s *seq) {
 	c.release(s)
 	s.state = stFinished
 	c.nLive--
+	if c.groupLoad != nil {
+		c.groupLoad[s.group]--
+	}
 }
 
 // preempt evicts the newest running sequence s (recompute): its KV is freed and it
@@ -578,6 +622,12 @@ func (c *core) abort(s *seq) {
 		c.release(s)
 	}
 	// Queued or prefilling sequences hold no decode KV; the queues skip aborted entries.
+	if c.groupLoad != nil {
+		c.groupLoad[s.group]--
+		if s.state == stInbox {
+			c.groupInbox[s.group]--
+		}
+	}
 	s.state = stAborted
 	c.nLive--
 }

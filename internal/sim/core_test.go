@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -409,5 +410,60 @@ func TestRecvInterval(t *testing.T) {
 	}
 	if every[0].times[0] != ten[0].times[0] {
 		t.Errorf("an idle engine's request: first token at %v with recv_interval 10, %v without; want the same", ten[0].times[0], every[0].times[0])
+	}
+}
+
+// TestDPBalanceWait: with DP attention over 4 groups and engine.dp_balance_wait 10, a new
+// request is held until there is one for every group, all four then prefilling in the
+// same step, or until it has waited 10 steps.
+func TestDPBalanceWait(t *testing.T) {
+	m, _ := ModelPreset("gpt-oss-120b")
+	g, _ := GPUPreset("h100")
+	p := Profile{Name: "t", Model: m, GPU: g, Seed: 1, Engine: defaultEngine(), Deployment: defaultDeployment(), Cost: CostConfig{Kind: CostRoofline, Roofline: DefaultRooflineParams()}}
+	p.Engine.DPBalanceWait = 10
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "engine.dp_balance_wait: balances new requests over DP attention groups") {
+		t.Errorf("dp_balance_wait without dp: %v", err)
+	}
+	p.Deployment.DP = 4
+	short := SeqRequest{PromptTokens: 64, MaxTokens: 4, IgnoreEOS: true}
+	a := SeqRequest{PromptTokens: 64, MaxTokens: 40, IgnoreEOS: true}
+	probe, _ := drive(t, p, []arrival{{req: a}})
+	during := func(step int) time.Duration { return probe[0].times[step-2] + time.Microsecond }
+	firstStep := func(logs []*tokenLog, i int) int { // the step of A's whose end brought request i's first token
+		for k, at := range logs[0].times {
+			if at == logs[i].times[0] {
+				return k + 1
+			}
+		}
+		t.Fatalf("request %d's first token (%v) is at none of A's steps", i, logs[i].times[0])
+		return 0
+	}
+	four := []arrival{{req: a}, {at: during(3), req: short}, {at: during(4), req: short}, {at: during(5), req: short}, {at: during(6), req: short}}
+	lone := []arrival{{req: a}, {at: during(3), req: short}}
+	// While the arrivals are held A runs alone, so its steps are the probe's until they are
+	// taken in. Without the wait each starts at the step after its arrival: B at 4, the
+	// others after it (B's prefill stretches step 4 over their arrivals).
+	p.Engine.DPBalanceWait = 0
+	logs, _ := drive(t, p, four)
+	if b, e := firstStep(logs, 1), firstStep(logs, 4); b != 4 || e <= b {
+		t.Errorf("no wait: B's first token at A's step %d (want 4), E's at %d (want later)", b, e)
+	}
+	for _, c := range []struct {
+		wait     int
+		arrivals []arrival
+		want     []int // each later request's first token, by A's step
+	}{
+		{10, four, []int{7, 7, 7, 7}}, // held until the fourth, then all in one step
+		{10, lone, []int{13}},         // arrived with 2 steps done: taken in after 12
+	} {
+		p.Engine.DPBalanceWait = c.wait
+		logs, _ := drive(t, p, c.arrivals)
+		var got []int
+		for i := 1; i < len(logs); i++ {
+			got = append(got, firstStep(logs, i))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("dp_balance_wait %d, %d arrivals: first tokens at A's steps %v, want %v", c.wait, len(c.arrivals)-1, got, c.want)
+		}
 	}
 }

@@ -162,6 +162,10 @@ type EngineConfig struct {
 	// requests that arrived, as SGLang's --scheduler-recv-interval: a step with prefill
 	// work, or an idle engine, takes them in at once. 0 or 1: every step.
 	RecvInterval int
+	// DPBalanceWait is how many steps, with DP attention (deployment.dp above 1), a new
+	// request may be held until every DP group has one to start, so that all prefill in the
+	// same step: TensorRT-LLM's attention_dp_config (enable_balance, timeout_iters). 0: none.
+	DPBalanceWait int
 }
 
 // Engines a profile may name (engine.kind).
@@ -629,7 +633,7 @@ const (
 	maxNumSeqs         = 1_000_000 // max_num_seqs, prefill_workers
 	maxBatchedTokens   = 100_000_000
 	maxBlockSize       = 1_000_000
-	maxRecvInterval    = 10_000                              // recv_interval: SGLang's scripts use up to 30
+	maxRecvInterval    = 10_000                              // recv_interval, dp_balance_wait: published scripts use up to 60
 	maxKVCacheTokens   = min(1_000_000_000_000, math.MaxInt) // an int on 32-bit systems too
 	maxStepTime        = time.Hour                           // a full step, or a lone prefill of the whole KV cache
 	maxStepTimeInWords = "1h"
@@ -695,6 +699,9 @@ func (p Profile) validate() []error {
 		add("engine.kind", "%q is not one of %s, %s, %s", e.Kind, EngineVLLM, EngineSGLang, EngineTensorRTLLM)
 	}
 	p.checkKeys(&errs, "engine.block_size", KeyEngineKVCacheTokens, "engine.gpu_memory_utilization", "engine.recv_interval")
+	if p.checkKeys(&errs, "engine.dp_balance_wait") && e.DPBalanceWait > 0 && p.Deployment.dp() < 2 {
+		add("engine.dp_balance_wait", "balances new requests over DP attention groups: give deployment.dp above 1, or leave it out")
+	}
 	if p.checkKeys(&errs, "engine.prefill_workers") && e.PrefillWorkers > 0 && e.Prefill != PrefillDisaggregated {
 		add("engine.prefill_workers", "applies to prefill: disaggregated only")
 	}

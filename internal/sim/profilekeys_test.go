@@ -83,6 +83,7 @@ var keySamples = map[string]keySample{
 	"engine.max_batched_tokens": {4096, nil}, "engine.block_size": {32, nil}, "engine.kv_cache_tokens": {100000, nil},
 	"engine.gpu_memory_utilization": {0.8, nil}, "engine.prefix_caching": {true, nil},
 	"engine.prefill_workers": {4, func(p *Profile) { p.Engine.Prefill = PrefillDisaggregated }}, "engine.recv_interval": {30, nil},
+	"engine.dp_balance_wait": {60, func(p *Profile) { moeModel(p); p.Deployment.DP = 2 }},
 
 	"deployment.replicas": {2, nil}, "deployment.tp": {2, nil}, "deployment.router": {RouterRoundRobin, nil},
 	"deployment.dp": {2, moeModel}, "deployment.expert_parallel": {true, func(p *Profile) { moeModel(p); p.Deployment.TP = 2 }},
