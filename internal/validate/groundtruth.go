@@ -138,6 +138,12 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 		eng["recv_interval"] = n
 		r.Assumptions = append(r.Assumptions, why)
 	}
+	if e.Framework == "trt" && e.DPAttention["decode"] && e.Date >= "2025-09-18" {
+		// attention_dp_config in every script since 2025-09-18: enable_balance, timeout_iters 60,
+		// batching_wait_iters 0.
+		eng["dp_balance_wait"] = 60
+		r.Assumptions = append(r.Assumptions, "engine.dp_balance_wait 60: TensorRT-LLM's attention_dp_config (enable_balance, timeout_iters 60) with DP attention in SemiAnalysisAI/InferenceX's dsr1 script on the row's date")
+	}
 	r.Profile = map[string]any{"model": family, "gpu": gpu, "engine": engineKeys(engine, eng), "deployment": dep}
 	r.Assumptions = append(r.Assumptions,
 		"engine.max_num_seqs ASSUMED the concurrency: a closed loop never has more in flight, so a larger limit serves it alike",
