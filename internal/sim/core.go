@@ -16,13 +16,13 @@ import (
 type seqState uint8
 
 const (
-	stInbox      seqState = iota // arrived, not yet taken in by the scheduler (engine.recv_interval)
-	stWaiting                    // queued for admission (colocated) or decode (disaggregated)
+	stWaiting    seqState = iota // queued for admission (colocated) or decode (disaggregated)
 	stPrefillQ                   // disaggregated: queued for a prefill worker
 	stPrefilling                 // disaggregated: in the prefill pool
 	stRunning                    // in the decode batch (colocated: possibly mid-prefill)
 	stFinished
 	stAborted
+	stInbox // arrived, not yet taken in by the scheduler (engine.recv_interval, dp_balance_wait)
 )
 
 // seq is one sequence's state in the engine.
@@ -85,7 +85,7 @@ type core struct {
 	lruHead, lruTail *cacheEntry
 	lruLen           int
 
-	inbox    deque // arrived, not yet taken in (engine.recv_interval)
+	inbox    deque // arrived, not yet taken in (engine.recv_interval, dp_balance_wait)
 	waiting  deque // colocated: admission queue; disaggregated: decode admission queue
 	prefillQ deque // disaggregated: waiting for a prefill worker
 	pool     prefillHeap

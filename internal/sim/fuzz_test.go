@@ -23,6 +23,8 @@ func FuzzParseProfile(f *testing.F) {
 		"model: [1, 2]\ngpu: {tflops: .nan}\nunknown: 1\n",
 		"model: llama-3.1-70b\ngpu: h100\nengine: {prefix_caching: true}\ndeployment: {replicas: 2, tp: 4, router: prefix-affinity, weight_dtype: fp8, kv_dtype: fp8, max_model_len: 8192}\n",
 		"deployment: {tp: 2, tp: 4}\n",
+		"engine: {kind: sglang, recv_interval: 30}\n",
+		"model: deepseek-r1\ngpu: b200\nengine: {kind: tensorrt-llm, dp_balance_wait: 60}\ndeployment: {tp: 1, dp: 8, expert_parallel: true, weight_dtype: fp8}\n",
 		"a: &a [*a, *a]\n", "", "---\n", "- 1\n",
 	} {
 		f.Add([]byte(s))
