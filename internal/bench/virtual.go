@@ -89,8 +89,9 @@ var SimAPIs = []string{client.APIOpenAIChat, client.APIOpenAICompletions, client
 // Virtual runs each level against profile p's deployment (Deploy) on a virtual clock, the
 // levels one after another on one timeline; run r of level i seeds the simulator's noise
 // with RunSeed(seed, r) + i·levelSeedStep. shape, when set, makes each record what a live
-// run of the API would have recorded of the answer to its request.
-func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*workload.Request, *record.Record), est *Estimates) LevelRunner {
+// run of the API would have recorded of the answer to its request. opts go to each level's
+// load.RunVirtual (load.FirstAndLastTokens for a caller whose figures need no token's time).
+func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*workload.Request, *record.Record), est *Estimates, opts ...load.VirtualOption) LevelRunner {
 	var clock time.Duration // the run's virtual timeline: levels follow one another
 	return func(ctx context.Context, lvl load.Level, sink func(*record.Record)) (load.EndReason, error) {
 		src, err := sources.Get(lvl)
@@ -105,12 +106,12 @@ func Virtual(p sim.Profile, seed int64, sources *Sources, shape func(*workload.R
 		if err != nil {
 			return "", &DeployError{err}
 		}
-		var opts []load.VirtualOption
+		lopts := opts[:len(opts):len(opts)] // appending copies: opts stay the caller's
 		if shape != nil {
-			opts = append(opts, load.Answered(shape))
+			lopts = append(lopts, load.Answered(shape))
 		}
 		start := clock
-		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, sink, opts...)
+		end, reason, err := load.RunVirtual(ctx, lvl, clock, src, srv, sink, lopts...)
 		clock = end
 		if en, ok := EnergyOf(pr, srv, end-start); ok {
 			est.add(lvl.Index, en)

@@ -57,12 +57,17 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// NeedsTokenEvents says whether judging the SLOs needs every token's time: a term or bound
-// on a per-token metric (ITL, chunk gap). Without one, a level's TTFT, TPOT, E2EL, goodput
-// and throughputs come out the same from each request's first token and its end.
+// NeedsTokenEvents says whether the figures derived need every token's time: a per-token
+// metric (ITL, chunk gap) among them, as every metric is without Only (and any an SLO
+// bounds is among Only's, Validate). Without one, a level's TTFT, TPOT, E2EL, goodput and
+// throughputs come out the same from each request's first token and its end; its peak
+// output throughput (tokens per 1 s bucket) does not.
 func (c Config) NeedsTokenEvents() bool {
-	for _, s := range c.SLOs {
-		if m, ok := Lookup(s.Metric); ok && m.PerToken {
+	if len(c.Only) == 0 {
+		return true
+	}
+	for _, k := range c.Only {
+		if m, ok := Lookup(k); ok && m.PerToken {
 			return true
 		}
 	}

@@ -301,6 +301,23 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// Token events are needed by a per-token metric derived: every metric is without Only.
+func TestNeedsTokenEvents(t *testing.T) {
+	for _, c := range []struct {
+		only []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{KeyTTFT, KeyTPOT, KeyE2EL}, false},
+		{[]string{KeyTTFT, KeyITL}, true},
+		{[]string{KeyChunkGap}, true},
+	} {
+		if got := (Config{Only: c.only}).NeedsTokenEvents(); got != c.want {
+			t.Errorf("Only %v: NeedsTokenEvents %v, want %v", c.only, got, c.want)
+		}
+	}
+}
+
 // Failures are broken down by kind and status, most common first, each with the message of
 // the first sent, the longest Retry-After and a hint, whatever order the records come in.
 func TestErrorDetails(t *testing.T) {

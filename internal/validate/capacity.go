@@ -37,6 +37,9 @@ type CapacityProbe struct {
 // capacityReach bounds the search at this many times the submitted rate.
 const capacityReach = 4
 
+// probeFigures are the figures a capacity probe reports (CapacityProbe's TTFT and TPOT).
+var probeFigures = []string{"ttft_ms.p99", "tpot_ms.p99"}
+
 // FindCapacity answers row r's capacity question (r.Limits): it grows the Poisson rate
 // from the submitted one by half again until the limits are missed, or halves it from there
 // down, then bisects to within 5 %, each probe the row's workload at that rate as long as
@@ -54,17 +57,17 @@ func FindCapacity(ctx context.Context, r Row, seed int64, tmp string) (*Capacity
 		w := r.Workload
 		w.Rate = rate
 		w.Requests, w.Warmup = openLoopRequests(rate)
-		lv, skip, err := simulateLevel(ctx, r, w, lim.slo(), seed, tmp)
+		lv, skip, err := simulateLevel(ctx, r, w, lim.slo(), probeFigures, seed, tmp)
 		if err != nil || skip != "" {
 			refused = skip != ""
 			return false, err
 		}
 		p := CapacityProbe{Rate: rate, Oversaturated: lv.EndReason == string(load.EndOversaturated)}
-		figs, err := Figures(lv, map[string]float64{"ttft_ms.p99": 0, "tpot_ms.p99": 0})
+		figs, err := Figures(lv, map[string]float64{probeFigures[0]: 0, probeFigures[1]: 0})
 		if err != nil {
 			return false, err
 		}
-		p.TTFTP99Ms, p.TPOTP99Ms = figs["ttft_ms.p99"], figs["tpot_ms.p99"]
+		p.TTFTP99Ms, p.TPOTP99Ms = figs[probeFigures[0]], figs[probeFigures[1]]
 		if v := lv.SLO; v == nil {
 			return false, fmt.Errorf("row %s: the probe at %g req/s has no verdict", r.ID, rate)
 		} else if p.Met = v.Pass; !p.Met {

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -55,7 +58,7 @@ func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error
 		res.Skipped = r.Skip
 		return res, nil
 	}
-	lv, skip, err := simulateLevel(ctx, r, r.Workload, "", seed, tmp)
+	lv, skip, err := simulateLevel(ctx, r, r.Workload, "", slices.Collect(maps.Keys(r.Measured)), seed, tmp)
 	if err != nil || skip != "" {
 		res.Skipped = skip
 		return res, err
@@ -68,12 +71,15 @@ func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error
 }
 
 // simulateLevel runs workload w on row r's deployment and returns its one level, or why
-// the simulator refuses the row (skip). With SLO terms (slo, as --slo takes them) the level
+// the simulator refuses the row (skip). The level derives only the latency metrics that
+// figures (Figures' names) and the SLO terms read, and, when none of them is per-token,
+// the simulation records each request's first token and its end rather than every token:
+// those figures come out the same, several times faster (metrics.Config.NeedsTokenEvents). With SLO terms (slo, as --slo takes them) the level
 // is judged as a run's are: the over-saturation rule on, which ends a level the deployment
 // cannot keep up with, and its verdict (report.Level.SLO) failing a level that fell
 // behind. A row compared with its measurement runs unjudged (a level ended early describes
 // a shorter run than the one measured).
-func simulateLevel(ctx context.Context, r Row, w Workload, slo string, seed int64, tmp string) (lv *report.Level, skip string, err error) {
+func simulateLevel(ctx context.Context, r Row, w Workload, slo string, figures []string, seed int64, tmp string) (lv *report.Level, skip string, err error) {
 	p, err := rowProfile(r)
 	if err != nil {
 		return nil, "the simulator refuses the profile: " + err.Error(), nil
@@ -96,11 +102,16 @@ func simulateLevel(ctx context.Context, r Row, w Workload, slo string, seed int6
 		return nil, "", err
 	}
 	defer os.RemoveAll(dir)
+	judge := metrics.Config{Percentiles: Percentiles, SLOs: slos, Only: latencyMetrics(figures, slos)}
+	var opts []load.VirtualOption
+	if !judge.NeedsTokenEvents() {
+		opts = append(opts, load.FirstAndLastTokens())
+	}
 	cfg := bench.Config{Spec: bench.Spec{Levels: []load.Level{lvl}, Repeat: 1, Seed: seed,
-		Judge:  bench.Judge{Metrics: metrics.Config{Percentiles: Percentiles, SLOs: slos}, SLO: slo},
+		Judge:  bench.Judge{Metrics: judge, SLO: slo},
 		Output: bench.Output{Dir: filepath.Join(dir, "run"), Records: record.FormatCompact}},
 		Console: bench.Console{Out: io.Discard, Quiet: true}}
-	out, err := bench.Run(ctx, cfg, time.Unix(0, 0), bench.Virtual(p, seed, &bench.Sources{Workload: wc, First: src}, nil, nil))
+	out, err := bench.Run(ctx, cfg, time.Unix(0, 0), bench.Virtual(p, seed, &bench.Sources{Workload: wc, First: src}, nil, nil, opts...))
 	if err != nil {
 		return nil, "", fmt.Errorf("row %s: %w", r.ID, err)
 	}
@@ -114,6 +125,34 @@ func simulateLevel(ctx context.Context, r Row, w Workload, slo string, seed int6
 		return nil, "", fmt.Errorf("row %s: the simulation ended with no level", r.ID)
 	}
 	return &out.Summary.Levels[0], "", nil
+}
+
+// latencyMetrics are the registry metrics that figures ("ttft_ms.p99") and the SLO terms
+// name, for metrics.Config.Only; none (every metric) when figures name none, as a row
+// measuring only throughputs does.
+func latencyMetrics(figures []string, slos []metrics.SLO) []string {
+	var keys []string
+	add := func(k string) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, f := range figures {
+		if i := strings.LastIndexByte(f, '.'); i > 0 {
+			if m, ok := metrics.Lookup(f[:i]); ok {
+				add(m.Key)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	for _, s := range slos {
+		if s.Metric != "" {
+			add(s.Metric)
+		}
+	}
+	return keys
 }
 
 // rowProfile is the row's deployment as simulate would load it from a --sim file.

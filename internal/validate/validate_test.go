@@ -67,6 +67,47 @@ func TestSimulateComparesWithSummaryFigures(t *testing.T) {
 	}
 }
 
+// TestFirstAndLastTokensFigures: a row whose figures are all per-request or level-wide is
+// simulated recording each request's first token and end only, and predicts exactly what
+// the same row simulated token by token (a per-token figure asked for) does.
+func TestFirstAndLastTokensFigures(t *testing.T) {
+	rows, err := Load("testdata/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := rows[0]
+	open := closed
+	open.Workload.Concurrency, open.Workload.Rate, open.Workload.Requests = 0, 40, 200 // queues now and then
+	for name, r := range map[string]Row{"closed": closed, "open": open} {
+		r.Measured = map[string]float64{"output_throughput": 1, "request_throughput": 1}
+		for _, m := range []string{"ttft_ms", "tpot_ms", "e2el_ms"} {
+			for _, s := range []string{"mean", "p50", "p90", "p99"} {
+				r.Measured[m+"."+s] = 1
+			}
+		}
+		coarse, err := Simulate(context.Background(), r, 1, t.TempDir())
+		if err != nil || coarse.Skipped != "" {
+			t.Fatalf("%s: %v %s", name, err, coarse.Skipped)
+		}
+		r.Measured["itl_ms.p50"] = 1
+		every, err := Simulate(context.Background(), r, 1, t.TempDir())
+		if err != nil || every.Skipped != "" {
+			t.Fatalf("%s: %v %s", name, err, every.Skipped)
+		}
+		if !(every.Predicted["itl_ms.p50"] > 0) {
+			t.Errorf("%s: itl_ms.p50 predicted %v, want a figure", name, every.Predicted["itl_ms.p50"])
+		}
+		for k, v := range coarse.Predicted {
+			if every.Predicted[k] != v {
+				t.Errorf("%s: %s %v from first and last tokens, %v from every token", name, k, v, every.Predicted[k])
+			}
+		}
+		if len(coarse.Predicted) != len(r.Measured)-1 {
+			t.Errorf("%s: %d figures predicted, want %d", name, len(coarse.Predicted), len(r.Measured)-1)
+		}
+	}
+}
+
 func TestRefusedAndSkippedRowsSayWhy(t *testing.T) {
 	rows, err := Load("testdata/small.json")
 	if err != nil {
