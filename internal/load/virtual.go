@@ -100,6 +100,7 @@ type vrun struct {
 	shape  func(*workload.Request, *record.Record) // Answered
 
 	live    []vreq   // in flight, by id
+	tok     []vtok   // their token state, by id
 	free    []uint64 // ids to reuse
 	pending []Send   // to submit at the current time (a worklist, not recursion)
 	now     time.Duration
@@ -111,6 +112,13 @@ type vrun struct {
 type vreq struct {
 	send Send
 	rec  *record.Record
+}
+
+// vtok is a request's token state, apart from its vreq: emit runs for every token of every
+// request in a step, and with FirstAndLastTokens touches only this small, dense state, not
+// the large vreq and record, whose cache misses dominated the loop.
+type vtok struct {
+	started bool // its first token is recorded
 	// held are tokens not yet recorded (FirstAndLastTokens), the latest emitted at heldAt.
 	held   int
 	heldAt time.Duration
@@ -187,7 +195,7 @@ func (v *vrun) id() uint64 {
 		v.free = v.free[:n-1]
 		return id
 	}
-	v.live = append(v.live, vreq{})
+	v.live, v.tok = append(v.live, vreq{}), append(v.tok, vtok{})
 	return uint64(len(v.live) - 1)
 }
 
@@ -210,14 +218,14 @@ func (v *vrun) hashes(req *workload.Request) []uint64 {
 
 // emit records tokens; on the last one the request is done and its slot frees at t.
 func (v *vrun) emit(id uint64, t time.Duration, n int, done bool) {
-	r := &v.live[id]
-	rec := r.rec
-	if v.coarse && !done && rec.Events.Len() > 0 {
-		r.held, r.heldAt = r.held+n, t
+	tk := &v.tok[id]
+	if v.coarse && !done && tk.started {
+		tk.held, tk.heldAt = tk.held+n, t
 		return
 	}
-	rec.Events.Append(t, r.held+n)
-	r.held = 0
+	rec := v.live[id].rec
+	rec.Events.Append(t, tk.held+n)
+	tk.started, tk.held = true, 0
 	if !done {
 		return
 	}
@@ -244,7 +252,7 @@ type cacheReporter interface {
 // end sends at t.
 func (v *vrun) finish(id uint64, t time.Duration) {
 	r := v.live[id]
-	v.live[id] = vreq{}
+	v.live[id], v.tok[id] = vreq{}, vtok{}
 	v.free = append(v.free, id)
 	if r.rec.Done > v.end {
 		v.end = r.rec.Done
@@ -270,14 +278,14 @@ func (v *vrun) interrupt(t time.Duration) {
 		if rec == nil {
 			continue
 		}
-		if h := v.live[id].held; h > 0 {
-			rec.Events.Append(v.live[id].heldAt, h)
+		if tk := v.tok[id]; tk.held > 0 {
+			rec.Events.Append(tk.heldAt, tk.held)
 		}
 		rec.Done = t.Truncate(time.Microsecond)
 		rec.OutputTokens = rec.Events.Tokens()
 		rec.Error = &record.Error{Kind: record.KindCanceled, Message: "interrupted"}
 		v.report(&v.live[id].send, rec)
-		v.live[id] = vreq{}
+		v.live[id], v.tok[id] = vreq{}, vtok{}
 	}
 }
 
