@@ -27,25 +27,28 @@ const (
 
 // seq is one sequence's state in the engine.
 type seq struct {
-	no          uint64 // submission number: tie-breaker and RNG stream
-	prompt      int
-	hashes      []uint64
+	// First and together, the fields the step's loops (schedule, account, finishStep) read
+	// of every running sequence at every step: a cache line or two, not four.
+	state       seqState
 	target      int // tokens it will generate
-	reason      string
 	generated   int
 	kvTokens    int // tokens whose KV is cached
-	cached      int // prompt tokens its (latest) admission found in the prefix cache
 	prefillLeft int // tokens to compute before its next token; 0 while decoding
 	private     int // KV blocks it holds alone
 	nref        int // leading prefix blocks it holds as shared cache entries
-	noReg       bool
-	resumed     bool // preempted at least once: goes to the front of the decode queue
-	stepTokens  int  // tokens scheduled for it in the step in flight
-	draft       int  // tokens drafted for it in the step in flight (speculative decoding)
-	state       seqState
-	prefillEnd  time.Duration // disaggregated: when its prefill finishes
-	arrived     uint64        // the engine's steps finished when it was submitted
-	group       int           // its DP attention group (engine.dp_balance_wait)
+	stepTokens  int // tokens scheduled for it in the step in flight
+	draft       int // tokens drafted for it in the step in flight (speculative decoding)
+
+	no         uint64 // submission number: tie-breaker and RNG stream
+	prompt     int
+	hashes     []uint64
+	reason     string
+	cached     int // prompt tokens its (latest) admission found in the prefix cache
+	noReg      bool
+	resumed    bool          // preempted at least once: goes to the front of the decode queue
+	prefillEnd time.Duration // disaggregated: when its prefill finishes
+	arrived    uint64        // the engine's steps finished when it was submitted
+	group      int           // its DP attention group (engine.dp_balance_wait)
 
 	// Driver data.
 	ch      chan Step

@@ -230,12 +230,17 @@ type Roofline struct {
 	expertFlops         float64
 	window, slidingFrac float64 // sliding-window layers' window and share of the layers
 
-	// linearMemo holds the dense matmuls' time by the step's token count (see linear).
-	linearMemo map[int64]linearTime
+	// linearMemo holds the dense matmuls' time by the step's token count (see linear),
+	// indexed by the count: a map's lookup was itself a visible part of the loop.
+	linearMemo []linearTime
 }
 
-// linearTime is the dense matmuls' time of a step, s, and its compute-bound part.
-type linearTime struct{ t, comp float64 }
+// linearTime is the dense matmuls' time of a step, s, and its compute-bound part; ok says
+// it is memoized.
+type linearTime struct {
+	t, comp float64
+	ok      bool
+}
 
 // linearMemoMax bounds the token counts memoized: steps repeat few of them (a decode step's
 // count is its batch's size; a chunked prefill's, the budget), and a cap keeps the memo small
@@ -246,18 +251,20 @@ const linearMemoMax = 4096
 // part is added to *comp. It depends on the token count alone and its k-norm's powers are
 // much of a simulation's cost, so it is memoized: the same figure, computed once.
 func (r *Roofline) linear(tokens float64, comp *float64) float64 {
-	key := int64(tokens)
-	if e, ok := r.linearMemo[key]; ok && float64(key) == tokens {
+	key := int(tokens)
+	memo := float64(key) == tokens && key >= 0 && key < linearMemoMax
+	if memo && key < len(r.linearMemo) && r.linearMemo[key].ok {
+		e := r.linearMemo[key]
 		*comp += e.comp
 		return e.t
 	}
 	var c float64
 	t := r.bound(2*r.mm*tokens/r.flops, r.weightRead/r.bw, &c)
-	if float64(key) == tokens && len(r.linearMemo) < linearMemoMax {
-		if r.linearMemo == nil {
-			r.linearMemo = make(map[int64]linearTime)
+	if memo {
+		if key >= len(r.linearMemo) {
+			r.linearMemo = append(r.linearMemo, make([]linearTime, key+1-len(r.linearMemo))...)
 		}
-		r.linearMemo[key] = linearTime{t, c}
+		r.linearMemo[key] = linearTime{t, c, true}
 	}
 	*comp += c
 	return t
