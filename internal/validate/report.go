@@ -1,14 +1,17 @@
 package validate
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/predict"
+	"github.com/llmbench/llmbench/internal/workload"
 )
 
 // Headline are the figures the console shows per row and per group; validation.json has
@@ -41,8 +44,10 @@ type FigureError struct {
 	WorstPct  float64 `json:"worst_pct"`
 }
 
-// Run simulates every row, workers rows at a time (0: one per CPU), in the rows' order,
-// and with capacity answers the capacity question of each row that states its limits.
+// Run simulates every row, workers rows at a time (0: one per CPU), and with capacity
+// answers the capacity question of each row that states its limits. Rows are handed out
+// largest first (Workload.work), so that no worker is left with a large row when the
+// others are done; the results are in the rows' order.
 func Run(ctx context.Context, rows []Row, seed int64, workers int, capacity bool) ([]Result, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -66,7 +71,16 @@ func Run(ctx context.Context, rows []Row, seed int64, workers int, capacity bool
 			}
 		})
 	}
-	for i := range rows {
+	order := make([]int, len(rows))
+	work := make([]float64, len(rows))
+	for i, r := range rows {
+		order[i] = i
+		if r.Skip == "" {
+			work[i] = r.Workload.work()
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(work[b], work[a]) })
+	for _, i := range order {
 		if ctx.Err() != nil {
 			break
 		}
@@ -80,6 +94,18 @@ func Run(ctx context.Context, rows []Row, seed int64, workers int, capacity bool
 		}
 	}
 	return results, ctx.Err()
+}
+
+// work estimates a row's simulation work, for ordering rows only: the tokens its requests
+// generate (the simulator's inner loop runs a sequence a token) and a unit a request for its
+// own handling, warm-up ones included. A workload that does not parse counts none
+// (Simulate says what is wrong).
+func (w Workload) work() float64 {
+	out, err := workload.ParseDist(w.OutputTokens)
+	if err != nil {
+		return 0
+	}
+	return float64(w.Requests+w.Warmup) * (1 + out.Mean())
 }
 
 // Groups summarises results by group, in the order groups first appear.

@@ -108,6 +108,35 @@ func TestFirstAndLastTokensFigures(t *testing.T) {
 	}
 }
 
+// Run hands the largest rows out first and gives the results in the rows' order, each the
+// row's own simulation.
+func TestRunLargestFirstResultsInOrder(t *testing.T) {
+	rows, err := Load("testdata/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, big := rows[0], rows[0]
+	small.ID, big.ID = "small", "big"
+	small.Workload.Requests, big.Workload.Requests = 16, 256
+	if !(big.Workload.work() > small.Workload.work()) {
+		t.Fatalf("work: big %v, small %v", big.Workload.work(), small.Workload.work())
+	}
+	rows = append([]Row{small}, append(rows, big)...)
+	got, err := Run(context.Background(), rows, 1, 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		want, err := Simulate(context.Background(), r, 1, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i].ID != r.ID || fmt.Sprint(got[i]) != fmt.Sprint(want) {
+			t.Errorf("result %d: %+v, want %+v", i, got[i], want)
+		}
+	}
+}
+
 func TestRefusedAndSkippedRowsSayWhy(t *testing.T) {
 	rows, err := Load("testdata/small.json")
 	if err != nil {
