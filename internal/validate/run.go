@@ -74,11 +74,12 @@ func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error
 // the simulator refuses the row (skip). The level derives only the latency metrics that
 // figures (Figures' names) and the SLO terms read, and, when none of them is per-token,
 // the simulation records each request's first token and its end rather than every token:
-// those figures come out the same, several times faster (metrics.Config.NeedsTokenEvents). With SLO terms (slo, as --slo takes them) the level
-// is judged as a run's are: the over-saturation rule on, which ends a level the deployment
-// cannot keep up with, and its verdict (report.Level.SLO) failing a level that fell
-// behind. A row compared with its measurement runs unjudged (a level ended early describes
-// a shorter run than the one measured).
+// those figures come out the same, several times faster (metrics.Config.NeedsTokenEvents).
+// With SLO terms (slo, as --slo takes them) the level is judged as a run's are: the
+// over-saturation rule on, which ends a level the deployment cannot keep up with, and its
+// verdict (report.Level.SLO) failing a level that fell behind. A row compared with its
+// measurement runs unjudged (a level ended early describes a shorter run than the one
+// measured).
 func simulateLevel(ctx context.Context, r Row, w Workload, slo string, figures []string, seed int64, tmp string) (lv *report.Level, skip string, err error) {
 	p, err := rowProfile(r)
 	if err != nil {
