@@ -45,7 +45,7 @@ type groupBound struct {
 // group simulates fewer rows than it did: a change tuned on one model family or engine
 // cannot move another unseen.
 func TestValidationGuard(t *testing.T) {
-	testtier.Accuracy(t, "validate over ../shared/groundtruth against validation/bounds.json (about 4.5 minutes on two cores)")
+	testtier.Accuracy(t, "validate over ../shared/groundtruth against validation/bounds.json (about 1.5 minutes on two cores)")
 	dir := groundtruth(t)
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(paths) == 0 {
