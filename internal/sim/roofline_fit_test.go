@@ -518,7 +518,7 @@ const looBound = 0.50
 // docs/simulator.md). It fails if the new form's worst held-out error in a group passes
 // looBound, or its mean held-out error over the groups passes 20 %.
 func TestRooflineLeaveOneOut(t *testing.T) {
-	testtier.Long(t, "refits the roofline 50 times (seconds)")
+	testtier.Accuracy(t, "the roofline refitted 50 times, each held-out group's error within its bound (about a minute)")
 	pts := loadStepPoints(t)
 	rows := leaveOneOut(pts)
 	var b strings.Builder
