@@ -370,6 +370,19 @@ func TestBatchBeyondTheTokenBudget(t *testing.T) {
 	}
 }
 
+// firstTokenStep is the step of request 0's (A's) whose end brought request i's first
+// token, counting from 1.
+func firstTokenStep(t *testing.T, logs []*tokenLog, i int) int {
+	t.Helper()
+	for k, at := range logs[0].times {
+		if at == logs[i].times[0] {
+			return k + 1
+		}
+	}
+	t.Fatalf("request %d's first token (%v) is at none of A's steps", i, logs[i].times[0])
+	return 0
+}
+
 // TestRecvInterval: with engine.recv_interval 10, a request arriving while another decodes
 // waits for the scheduler's next intake, 10 decode-only steps after the last; one arriving
 // during a step with prefill work is taken in at the next step; an idle engine takes a
@@ -390,15 +403,7 @@ func TestRecvInterval(t *testing.T) {
 		logs, _ = drive(t, p, arr)
 		return logs
 	}
-	step := func(logs []*tokenLog, i int) int { // the step of A's whose end brought request i's first token
-		for k, at := range logs[0].times {
-			if at == logs[i].times[0] {
-				return k + 1
-			}
-		}
-		t.Fatalf("request %d's first token (%v) is at none of A's steps", i, logs[i].times[0])
-		return 0
-	}
+	step := func(logs []*tokenLog, i int) int { return firstTokenStep(t, logs, i) }
 	every := run(0)
 	if b, c := step(every, 1), step(every, 2); b != 5 || c != 6 {
 		t.Errorf("every step: B's first token at step %d, C's at %d; want 5 and 6 (each the step after its arrival)", b, c)
@@ -429,15 +434,7 @@ func TestDPBalanceWait(t *testing.T) {
 	a := SeqRequest{PromptTokens: 64, MaxTokens: 40, IgnoreEOS: true}
 	probe, _ := drive(t, p, []arrival{{req: a}})
 	during := func(step int) time.Duration { return probe[0].times[step-2] + time.Microsecond }
-	firstStep := func(logs []*tokenLog, i int) int { // the step of A's whose end brought request i's first token
-		for k, at := range logs[0].times {
-			if at == logs[i].times[0] {
-				return k + 1
-			}
-		}
-		t.Fatalf("request %d's first token (%v) is at none of A's steps", i, logs[i].times[0])
-		return 0
-	}
+	firstStep := func(logs []*tokenLog, i int) int { return firstTokenStep(t, logs, i) }
 	four := []arrival{{req: a}, {at: during(3), req: short}, {at: during(4), req: short}, {at: during(5), req: short}, {at: during(6), req: short}}
 	lone := []arrival{{req: a}, {at: during(3), req: short}}
 	// While the arrivals are held A runs alone, so its steps are the probe's until they are
