@@ -37,8 +37,10 @@ type CapacityProbe struct {
 // capacityReach bounds the search at this many times the submitted rate.
 const capacityReach = 4
 
-// probeFigures are the figures a capacity probe reports (CapacityProbe's TTFT and TPOT).
-var probeFigures = []string{"ttft_ms.p99", "tpot_ms.p99"}
+// The figures a capacity probe reports (CapacityProbe's TTFT and TPOT), and derives alone.
+const probeTTFT, probeTPOT = "ttft_ms.p99", "tpot_ms.p99"
+
+var probeFigures = []string{probeTTFT, probeTPOT}
 
 // FindCapacity answers row r's capacity question (r.Limits): it grows the Poisson rate
 // from the submitted one by half again until the limits are missed, or halves it from there
@@ -63,11 +65,11 @@ func FindCapacity(ctx context.Context, r Row, seed int64, tmp string) (*Capacity
 			return false, err
 		}
 		p := CapacityProbe{Rate: rate, Oversaturated: lv.EndReason == string(load.EndOversaturated)}
-		figs, err := Figures(lv, map[string]float64{probeFigures[0]: 0, probeFigures[1]: 0})
+		figs, err := Figures(lv, map[string]float64{probeTTFT: 0, probeTPOT: 0})
 		if err != nil {
 			return false, err
 		}
-		p.TTFTP99Ms, p.TPOTP99Ms = figs[probeFigures[0]], figs[probeFigures[1]]
+		p.TTFTP99Ms, p.TPOTP99Ms = figs[probeTTFT], figs[probeTPOT]
 		if v := lv.SLO; v == nil {
 			return false, fmt.Errorf("row %s: the probe at %g req/s has no verdict", r.ID, rate)
 		} else if p.Met = v.Pass; !p.Met {

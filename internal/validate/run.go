@@ -105,7 +105,7 @@ func simulateLevel(ctx context.Context, r Row, w Workload, slo string, figures [
 	defer os.RemoveAll(dir)
 	judge := metrics.Config{Percentiles: Percentiles, SLOs: slos, Only: latencyMetrics(figures, slos)}
 	var opts []load.VirtualOption
-	if !judge.NeedsTokenEvents() {
+	if !judge.NeedsTokenEvents() && !slices.ContainsFunc(figures, tokenTimed) {
 		opts = append(opts, load.FirstAndLastTokens())
 	}
 	cfg := bench.Config{Spec: bench.Spec{Levels: []load.Level{lvl}, Repeat: 1, Seed: seed,
@@ -127,6 +127,10 @@ func simulateLevel(ctx context.Context, r Row, w Workload, slo string, figures [
 	}
 	return &out.Summary.Levels[0], "", nil
 }
+
+// tokenTimed says a level's figure outside the latency metrics needs every token's time:
+// the peak output throughput, tokens in the busiest 1 s (metrics.Config.NeedsTokenEvents).
+func tokenTimed(figure string) bool { return figure == "peak_output_throughput" }
 
 // latencyMetrics are the registry metrics that figures ("ttft_ms.p99") and the SLO terms
 // name, for metrics.Config.Only; none (every metric) when figures name none, as a row

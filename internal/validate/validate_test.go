@@ -105,6 +105,19 @@ func TestFirstAndLastTokensFigures(t *testing.T) {
 		if len(coarse.Predicted) != len(r.Measured)-1 {
 			t.Errorf("%s: %d figures predicted, want %d", name, len(coarse.Predicted), len(r.Measured)-1)
 		}
+		// The peak output throughput needs every token's time: a row measuring it is
+		// simulated token by token, whatever else it measures.
+		peak := r
+		peak.Measured = map[string]float64{"ttft_ms.p50": 1, "peak_output_throughput": 1}
+		got, err := Simulate(context.Background(), peak, 1, t.TempDir())
+		peak.Measured["itl_ms.p50"] = 1 // token by token for certain
+		want, err2 := Simulate(context.Background(), peak, 1, t.TempDir())
+		if err != nil || err2 != nil {
+			t.Fatalf("%s: %v, %v", name, err, err2)
+		}
+		if g, w := got.Predicted["peak_output_throughput"], want.Predicted["peak_output_throughput"]; g != w || g == 0 {
+			t.Errorf("%s: peak_output_throughput %v beside TTFT alone, %v token by token", name, g, w)
+		}
 	}
 }
 
