@@ -345,8 +345,8 @@ func (f *fitter) start(pts []Point) sim.Profile {
 			if fl.Key == sim.CostKeyStepOverheadUs && math.IsNaN(f.overhead) {
 				continue // told apart from the network only by the server's own timings
 			}
-			if fl.Key == sim.CostKeyMoELayerOverheadUs && !base.Model.MoE() {
-				continue // a dense model has no MoE layer for it to cost
+			if (fl.Key == sim.CostKeyMoELayerOverheadUs || fl.Key == sim.CostKeyPrefillMoELayerUs) && !base.Model.MoE() {
+				continue // a dense model has no MoE layer for them to cost
 			}
 			lo := fl.Min
 			if fl.Key == sim.CostKeyOverlap {

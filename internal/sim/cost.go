@@ -134,6 +134,13 @@ type RooflineParams struct {
 	// FLOPs and bytes: routing, top-k, the tokens' permutation to their experts and back, the
 	// grouped GEMM's launches. It shows at small batches, where a step reads few experts.
 	MoELayerOverheadUs float64
+	// PrefillMoELayerOverheadUs is each mixture-of-experts layer's cost in µs in a step with
+	// prefill work, beyond its FLOPs and bytes and the overheads above: the first token of
+	// every request the step prefills waits for it, and so does every sequence it decodes.
+	// An engine's constant (where cost: leaves it out, the engine.kind's:
+	// enginePrefillMoELayerUs), measured on DeepSeek-R1; what it is made of is not
+	// established (docs/simulator.md, "Engines as facts").
+	PrefillMoELayerOverheadUs float64
 	// Overlap is how fully a kernel's compute hides its memory reads: its time is the
 	// k-norm (c^k + m^k)^(1/k) of its compute time c and memory time m, k = Overlap, so a
 	// step bound by both takes longer than either (the weights' reads of a 70B at 150 tokens
@@ -222,6 +229,7 @@ type Roofline struct {
 	units      float64 // (sequence, KV head) pairs that saturate bandwidth; 0 = no limit
 	fixedNs    float64 // overhead of every step: its layers' and the step's own
 	seqNs      float64 // overhead per sequence in the step
+	prefillNs  float64 // overhead of a step with prefill work (its MoE layers')
 
 	// Routed experts: their count E and share k/E chosen per token, the FLOPs per token
 	// and the bytes of one expert across the MoE layers, and their FLOP rate.
@@ -283,6 +291,7 @@ func NewRoofline(m ModelShape, g GPU, p RooflineParams) *Roofline {
 	r.units = float64(g.SMs) * p.AttnUnitsPerSM
 	r.fixedNs = (float64(m.Layers)*p.LayerOverheadUs + float64(m.moeLayers())*p.MoELayerOverheadUs + p.StepOverheadUs) * 1e3
 	r.seqNs = p.SeqOverheadUs * 1e3
+	r.prefillNs = float64(m.moeLayers()) * p.PrefillMoELayerOverheadUs * 1e3
 	if m.MoE() {
 		r.experts, r.pick = float64(m.Experts), float64(m.ExpertsPerToken)/float64(m.Experts)
 		r.expertMM = float64(m.routedParams(m.ExpertsPerToken))
@@ -324,7 +333,17 @@ func (r *Roofline) parts(w StepWork) (over, work, comp float64) {
 	}
 	seqs := float64(w.DecodeSeqs + w.PrefillSeqs)
 	linear := r.linear(tokens, &comp) + r.expertTime(tokens, &comp)
-	return r.fixedNs + r.seqNs*seqs, (linear + r.attention(w, seqs, &comp)) * 1e9, comp * 1e9
+	return r.overhead(w, seqs), (linear + r.attention(w, seqs, &comp)) * 1e9, comp * 1e9
+}
+
+// overhead is a step's cost beyond its FLOPs and bytes, ns: fixed, per sequence (seqs of
+// them), and per MoE layer in a step with prefill work.
+func (r *Roofline) overhead(w StepWork, seqs float64) float64 {
+	over := r.fixedNs + r.seqNs*seqs
+	if w.PrefillTokens > 0 {
+		over += r.prefillNs
+	}
+	return over
 }
 
 // bound is the time of a kernel whose compute takes c and whose memory reads take m: the
@@ -387,7 +406,7 @@ func (r *Roofline) dataParallelParts(w StepWork, tokens float64) (over, work, co
 	gt := float64(share.DecodeSeqs + share.PrefillTokens)
 	seqs := float64(share.DecodeSeqs + share.PrefillSeqs)
 	linear := r.linear(gt, &comp) + r.expertTime(tokens, &comp)
-	return r.fixedNs + r.seqNs*seqs, (linear + r.attention(share, seqs, &comp)) * 1e9, comp * 1e9
+	return r.overhead(w, seqs), (linear + r.attention(share, seqs, &comp)) * 1e9, comp * 1e9
 }
 
 // Prefill implements CostModel.

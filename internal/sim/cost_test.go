@@ -416,3 +416,59 @@ func TestPaceScalesEveryStep(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefillMoELayerOverhead: a step with prefill work costs each MoE layer
+// prefill_moe_layer_overhead_us more, a decode-only step nothing; where cost: leaves the key
+// out the engine's constant applies (vLLM's 0), and a profile's own value wins.
+func TestPrefillMoELayerOverhead(t *testing.T) {
+	step := func(yaml string, w StepWork) time.Duration {
+		t.Helper()
+		p, err := ParseProfile([]byte(yaml), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := p.costModel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Step(w)
+	}
+	const ds = "model: deepseek-r1\ngpu: h200\ndeployment: {tp: 8, weight_dtype: fp8}\n"
+	decode := StepWork{DecodeSeqs: 8, DecodeContext: 8 * 1000}
+	mixed := StepWork{DecodeSeqs: 8, DecodeContext: 8 * 1000, PrefillSeqs: 1, PrefillTokens: 1000, PrefillAttn: 1000 * 1000 / 2}
+	m, _ := ModelPreset("deepseek-r1")
+	moe := time.Duration(m.MoELayers) * time.Microsecond
+	for _, tc := range []struct {
+		name, yaml string
+		perLayerUs float64
+	}{
+		{"vllm", ds, 0},
+		{"sglang", ds + "engine: {kind: sglang}\n", enginePrefillMoELayerUs[EngineSGLang]},
+		{"tensorrt-llm", ds + "engine: {kind: tensorrt-llm}\n", enginePrefillMoELayerUs[EngineTensorRTLLM]},
+		{"sglang, own value", ds + "engine: {kind: sglang}\ncost: {prefill_moe_layer_overhead_us: 500}\n", 500},
+		{"sglang, none", ds + "engine: {kind: sglang}\ncost: {prefill_moe_layer_overhead_us: 0}\n", 0},
+	} {
+		base := step(ds+"cost: {prefill_moe_layer_overhead_us: 0}\n", mixed)
+		if got, want := step(tc.yaml, mixed)-base, time.Duration(tc.perLayerUs)*moe; absDur(got-want) > time.Microsecond {
+			t.Errorf("%s: a step that prefills costs %v more, want %v (%d MoE layers × %g µs)", tc.name, got, want, m.MoELayers, tc.perLayerUs)
+		}
+		if got, want := step(tc.yaml, decode), step(ds, decode); got != want {
+			t.Errorf("%s: a decode-only step takes %v, want %v (no prefill, no overhead)", tc.name, got, want)
+		}
+	}
+	if enginePrefillMoELayerUs[EngineSGLang] == 0 || enginePrefillMoELayerUs[EngineTensorRTLLM] == 0 {
+		t.Error("SGLang's and TensorRT-LLM's constants are 0: the test above checks nothing for them")
+	}
+	// A dense model has no MoE layer to pay it.
+	llama := "model: llama-3.1-70b\ngpu: h200\ndeployment: {tp: 4}\n"
+	if got, want := step(llama+"engine: {kind: sglang}\n", mixed), step(llama, mixed); got != want {
+		t.Errorf("dense model on SGLang: a step that prefills takes %v, vLLM's %v", got, want)
+	}
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}

@@ -16,6 +16,7 @@ const (
 	CostKeyStepNoise          = "step_noise"
 	CostKeyStepOverheadUs     = "step_overhead_us"
 	CostKeyMoELayerOverheadUs = "moe_layer_overhead_us"
+	CostKeyPrefillMoELayerUs  = "prefill_moe_layer_overhead_us"
 	CostKeyOverlap            = "overlap"
 )
 
@@ -60,6 +61,7 @@ var costKeys = []CostKey{
 	{Key: "seq_overhead_us", Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.SeqOverheadUs }, Max: 1000},
 	{Key: CostKeyStepOverheadUs, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.StepOverheadUs }, Max: 100_000},
 	{Key: CostKeyMoELayerOverheadUs, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.MoELayerOverheadUs }, Max: 1000},
+	{Key: CostKeyPrefillMoELayerUs, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.PrefillMoELayerOverheadUs }, Max: 10_000},
 	{Key: CostKeyOverlap, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.Overlap }, Max: 16, Note: " (0: full overlap; else at least 1)", FitMin: 1, FitMax: 16},
 	{Key: CostKeyStepNoise, cost: func(c *CostConfig) *float64 { return &c.StepNoise }, Max: maxStepNoise, Note: " (a coefficient of variation; 0 = none)", OmitZero: true},
 }

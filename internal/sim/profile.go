@@ -175,6 +175,12 @@ const (
 	EngineTensorRTLLM = "tensorrt-llm"
 )
 
+// enginePrefillMoELayerUs are the engines' roofline cost prefill_moe_layer_overhead_us where a
+// profile's cost: leaves it out (RooflineParams.PrefillMoELayerOverheadUs): vLLM's rows show
+// none; SGLang's and TensorRT-LLM's (its PyTorch backend, trtllm-serve's) were fitted on
+// InferenceX's DeepSeek-R1 rows (docs/measurements.md, "A step that prefills").
+var enginePrefillMoELayerUs = map[string]float64{EngineVLLM: 0, EngineSGLang: 2100, EngineTensorRTLLM: 2100}
+
 // kind is the engine, "" read as vLLM.
 func (e EngineConfig) kind() string {
 	if e.Kind == "" {
@@ -259,6 +265,9 @@ func ParseProfile(b []byte, dir string) (Profile, error) {
 		d.profile(doc.Content[0], &p)
 	}
 	d.loadModelConfig(&p, dir)
+	if len(doc.Content) == 0 || !hasKey(doc.Content[0], "cost", CostKeyPrefillMoELayerUs) {
+		p.Cost.Roofline.PrefillMoELayerOverheadUs = enginePrefillMoELayerUs[p.Engine.kind()]
+	}
 	errs := d.errs
 	if p.Cost.Kind == CostRoofline && p.Cost.Roofline == (RooflineParams{}) {
 		// Every constant set to 0: report them rather than fall back to the defaults.
@@ -315,6 +324,26 @@ func (d *yamlDecoder) loadModelConfig(p *Profile, dir string) {
 		path = abs
 	}
 	p.Model, p.ModelConfig = m, path
+}
+
+// hasKey says whether the mapping n holds the key path (its keys, outermost first).
+func hasKey(n *yaml.Node, path ...string) bool {
+	for _, key := range path {
+		if n.Kind != yaml.MappingNode {
+			return false
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return false
+		}
+		n = next
+	}
+	return true
 }
 
 // keyError is a problem with one key of a profile ("engine.max_num_seqs", or a mapping's:
