@@ -83,15 +83,16 @@ type GPU struct {
 
 // Model presets: the published Hugging Face config.json shapes.
 var modelPresets = map[string]ModelShape{
-	"llama-3.1-8b":  {Name: "llama-3.1-8b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256, MaxContext: 131072},
-	"llama-3.1-70b": {Name: "llama-3.1-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxContext: 131072},
-	"llama-3.2-1b":  {Name: "llama-3.2-1b", Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, HeadDim: 64, Intermediate: 8192, Vocab: 128256, TiedEmbeddings: true, MaxContext: 131072},
-	"llama-3.2-3b":  {Name: "llama-3.2-3b", Layers: 28, Hidden: 3072, Heads: 24, KVHeads: 8, HeadDim: 128, Intermediate: 8192, Vocab: 128256, TiedEmbeddings: true, MaxContext: 131072},
-	"llama-2-70b":   {Name: "llama-2-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 32000, MaxContext: 4096},
-	"llama-2-7b":    {Name: "llama-2-7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 32, HeadDim: 128, Intermediate: 11008, Vocab: 32000, MaxContext: 4096},
-	"codellama-34b": {Name: "codellama-34b", Layers: 48, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 22016, Vocab: 32000, MaxContext: 16384},
-	"qwen2.5-7b":    {Name: "qwen2.5-7b", Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128, Intermediate: 18944, Vocab: 152064, MaxContext: 32768},
-	"mistral-7b":    {Name: "mistral-7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32768, MaxContext: 32768},
+	"llama-3.1-8b":   {Name: "llama-3.1-8b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256, MaxContext: 131072},
+	"llama-3.1-70b":  {Name: "llama-3.1-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxContext: 131072},
+	"llama-3.1-405b": {Name: "llama-3.1-405b", Layers: 126, Hidden: 16384, Heads: 128, KVHeads: 8, HeadDim: 128, Intermediate: 53248, Vocab: 128256, MaxContext: 131072},
+	"llama-3.2-1b":   {Name: "llama-3.2-1b", Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, HeadDim: 64, Intermediate: 8192, Vocab: 128256, TiedEmbeddings: true, MaxContext: 131072},
+	"llama-3.2-3b":   {Name: "llama-3.2-3b", Layers: 28, Hidden: 3072, Heads: 24, KVHeads: 8, HeadDim: 128, Intermediate: 8192, Vocab: 128256, TiedEmbeddings: true, MaxContext: 131072},
+	"llama-2-70b":    {Name: "llama-2-70b", Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 32000, MaxContext: 4096},
+	"llama-2-7b":     {Name: "llama-2-7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 32, HeadDim: 128, Intermediate: 11008, Vocab: 32000, MaxContext: 4096},
+	"codellama-34b":  {Name: "codellama-34b", Layers: 48, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 22016, Vocab: 32000, MaxContext: 16384},
+	"qwen2.5-7b":     {Name: "qwen2.5-7b", Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128, Intermediate: 18944, Vocab: 152064, MaxContext: 32768},
+	"mistral-7b":     {Name: "mistral-7b", Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32768, MaxContext: 32768},
 
 	// Mixtures of experts, each from its config.json on Hugging Face (read 2026-12-02;
 	// internal/sim/testdata/hf-configs holds them, with the URLs and licences): what
