@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,8 +45,43 @@ type inferencexExperiment struct {
 	Measured map[string]float64 `json:"measured"`
 }
 
-// inferencexModels are InferenceX's models as presets.
-var inferencexModels = map[string]string{"DeepSeek-R1-0528": "deepseek-r1"}
+// inferencexModels are InferenceX's models as presets, by the prefix of the model field's
+// first word (its Hugging Face name, any organisation left off), case aside; the first that
+// matches. A preset of "" is a model whose name matches a preset's but whose architecture is
+// not that preset's, with why.
+var inferencexModels = []struct{ prefix, preset, why string }{
+	// DeepSeek-V3.2 adds a sparse attention (DSA, its lightning indexer) that V3 has not.
+	{"deepseek-v3.2", "", "DeepSeek-V3.2's sparse attention (DSA) is not DeepSeek-V3's, which the deepseek-v3 preset is"},
+	// R1 and its -0528 are DeepSeek-V3's architecture (their config.json is V3's), as is V3.1.
+	{"deepseek-r1", "deepseek-r1", ""}, {"deepseek-v3", "deepseek-v3", ""},
+	{"gpt-oss-120b", "gpt-oss-120b", ""}, {"gpt-oss-20b", "gpt-oss-20b", ""},
+	// Llama 3.3 70B is Llama 3.1 70B's architecture (its config.json has the same shapes,
+	// vocabulary and context), further trained.
+	{"llama-3.3-70b", "llama-3.1-70b", ""}, {"llama-3.1-70b", "llama-3.1-70b", ""},
+	{"llama-3.1-405b", "llama-3.1-405b", ""}, {"llama-3.1-8b", "llama-3.1-8b", ""},
+	{"qwen3-235b-a22b", "qwen3-235b-a22b", ""},
+}
+
+// inferencexModel is an InferenceX model field's first word (organisation left off) and its
+// preset; "" with why not, or "" alone for a model no preset is named like.
+func inferencexModel(model string) (name, preset, why string) {
+	if f := strings.Fields(model); len(f) > 0 {
+		name = path.Base(f[0])
+	}
+	for _, m := range inferencexModels {
+		if strings.HasPrefix(strings.ToLower(name), m.prefix) {
+			return name, m.preset, m.why
+		}
+	}
+	return name, "", ""
+}
+
+// inferencexScriptModel is the model whose InferenceX scripts (dsr1_*.sh) were read for the
+// engine flags the rows lack, and inferencexScriptGPUs the GPUs whose scripts were read: those
+// rows alone take the flags (inferencexStepBudget, inferencexRecvInterval, dp_balance_wait).
+const inferencexScriptModel = "deepseek-r1"
+
+var inferencexScriptGPUs = []string{"b200", "h200"}
 
 // inferencexRow converts an InferenceX row: a closed loop of 10 × concurrency requests,
 // lengths uniform in [0.8 L, L] (the groundtruth README, from InferenceX's client flags),
@@ -56,9 +92,10 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return Row{}, err
 	}
-	gpu, _ := gpuPreset(e.GPU)
-	name := strings.Fields(e.Model)[0]
-	family := inferencexModels[name]
+	gpu, gpuNote := gpuPreset(e.GPU)
+	name, family, modelWhy := inferencexModel(e.Model)
+	scripted := family == inferencexScriptModel
+	flagsRead := scripted && slices.Contains(inferencexScriptGPUs, gpu)
 	engine := engineName(strings.TrimPrefix(e.Framework, "dynamo-"))
 	r := Row{ID: e.ID, Source: Source{Name: "inferencex", Repo: e.Repo, Path: e.Path, Commit: e.Commit, Licence: e.Licence},
 		Group: predict.Group{Family: family, GPU: gpu, Engine: engine, Load: predict.Closed},
@@ -69,13 +106,18 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	if family == "" {
 		r.Group.Family = name
 	}
+	if gpuNote != "" {
+		r.Assumptions = append(r.Assumptions, gpuNote)
+	}
 	m := e.Measured
 	// InferenceX's ITL is not llmbench's: its client (vLLM's benchmark_serving) times the gap
 	// between stream events, which llmbench calls the chunk gap, and its servers send an event
 	// every several tokens (their stream interval: 10 or 30 in InferenceX's single-node
 	// DeepSeek-R1 scripts), which the simulator, streaming every token, does not model. TPOT is the per-token figure both compute alike.
-	if _, ok := m["median_itl"]; ok {
+	if _, ok := m["median_itl"]; ok && scripted {
 		r.Assumptions = append(r.Assumptions, "ITL not compared: the source's is the gap between stream events (llmbench's chunk gap), and InferenceX's servers send one every several tokens (stream_interval / --stream-interval 10 or 30 in SemiAnalysisAI/InferenceX benchmarks/single_node/fixed_seq_len/dsr1_*.sh at 843c6254), the simulator one a token; TPOT is compared")
+	} else if ok {
+		r.Assumptions = append(r.Assumptions, "ITL not compared: the source's is the gap between stream events (llmbench's chunk gap), and this row's server's stream interval is not in the source (InferenceX's DeepSeek-R1 servers send one every 10 or 30 tokens), the simulator one a token; TPOT is compared")
 	}
 	for _, metric := range []string{"ttft", "tpot", "e2el"} {
 		for stat, key := range map[string]string{"mean": "mean", "median": "p50", "p99": "p99"} {
@@ -92,13 +134,17 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 		r.Measured["output_throughput"] = v * float64(tp)
 	}
 	switch {
+	case modelWhy != "":
+		r.Skip = modelWhy
 	case family == "":
 		r.Skip = fmt.Sprintf("no model preset for %s (presets: %s); nor are its server flags in the source", e.Model, presets())
 	case gpu == "":
 		r.Skip = fmt.Sprintf("no GPU preset for %q", e.GPU)
+	case !simEngine(engine):
+		r.Skip = fmt.Sprintf("engine %q is not one the simulator models (%s, %s, %s)", e.Framework, sim.EngineVLLM, sim.EngineSGLang, sim.EngineTensorRTLLM)
 	case e.Serving.Disagg:
 		r.Skip = fmt.Sprintf("disaggregated prefill and decode pools (%d and %d GPUs): a row is one aggregated server yet", e.NumGPUs["prefill"], e.NumGPUs["decode"])
-	case e.Serving.Spec == "mtp":
+	case e.Serving.Spec == "mtp" && scripted:
 		// The draft lengths are in InferenceX's scripts; the acceptance is nowhere, and the
 		// figures hang on it (docs/measurements.md: with DeepSeek-V3's reported 85 % these
 		// rows' TPOT P50 came out 35 % low in median).
@@ -120,25 +166,40 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	if e.EP["decode"] > 1 {
 		dep["expert_parallel"] = true
 	}
-	switch e.Dtype {
-	case "fp8":
-		dep["weight_dtype"] = "fp8"
-	case "fp4":
-		dep["weight_dtype"] = "nvfp4"
-		r.Assumptions = append(r.Assumptions, "fp4 ASSUMED NVFP4 for every weight (NVIDIA's DeepSeek-R1-0528-FP4 quantises the transformer blocks' linear layers)")
+	shape, _ := sim.ModelPreset(family)
+	switch d := strings.ToLower(e.Dtype); {
+	case (d == "fp4" || d == sim.DtypeMXFP4) && shape.ExpertBytesPerParam > 0 && shape.ExpertBytesPerParam < 1:
+		// gpt-oss is published with its routed experts in MXFP4 and the rest in bf16
+		// (quantization_config): its fp4 is the checkpoint as shipped, on any GPU.
+		dep["expert_dtype"] = sim.DtypeMXFP4
+		r.Assumptions = append(r.Assumptions, fmt.Sprintf("fp4 ASSUMED %s's published checkpoint as shipped: its routed experts MXFP4, the rest bf16 (its config.json's quantization_config)", family))
+	case d == "fp4" && !amd(gpu):
+		dep["weight_dtype"] = sim.DtypeNVFP4
+		if scripted {
+			r.Assumptions = append(r.Assumptions, "fp4 ASSUMED NVFP4 for every weight (NVIDIA's DeepSeek-R1-0528-FP4 quantises the transformer blocks' linear layers)")
+		} else {
+			r.Assumptions = append(r.Assumptions, "fp4 on NVIDIA ASSUMED NVFP4 for every weight (NVIDIA's fp4 checkpoints, nvidia/*-FP4, are NVFP4; the row names no checkpoint)")
+		}
 	default:
-		r.Skip = fmt.Sprintf("dtype %q is not one the simulator names", e.Dtype)
-		return r, nil
+		wd, why := weightDtype(d, gpu)
+		if wd == "" {
+			r.Skip = fmt.Sprintf("dtype %q is not one the simulator names", e.Dtype)
+			return r, nil
+		}
+		dep["weight_dtype"] = wd
+		if why != "" {
+			r.Assumptions = append(r.Assumptions, why)
+		}
 	}
 	dep["kv_dtype"] = "fp8"
 	limit := e.Workload.ISL + e.Workload.OSL
-	budget, budgetWhy := inferencexStepBudget(e, tp)
+	budget, budgetWhy := inferencexStepBudget(e, tp, flagsRead)
 	eng := map[string]any{"max_num_seqs": e.Workload.Concurrency, "max_batched_tokens": budget}
-	if n, why := inferencexRecvInterval(e, tp); n > 1 {
+	if n, why := inferencexRecvInterval(e, tp, flagsRead); n > 1 {
 		eng["recv_interval"] = n
 		r.Assumptions = append(r.Assumptions, why)
 	}
-	if e.Framework == "trt" && e.DPAttention["decode"] && e.Date >= "2025-09-18" {
+	if flagsRead && e.Framework == "trt" && e.DPAttention["decode"] && e.Date >= "2025-09-18" {
 		// attention_dp_config in every script since 2025-09-18: enable_balance, timeout_iters 60,
 		// batching_wait_iters 0.
 		eng["dp_balance_wait"] = 60
@@ -157,10 +218,12 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 // flags of InferenceX's single-node DeepSeek-R1 scripts on the row's date
 // (SemiAnalysisAI/InferenceX benchmarks/dsr1_*.sh, later benchmarks/single_node/fixed_seq_len/),
 // read from that repository's history, as the fixture carries no flags. The dates below are
-// where a script changed within the rows' span (2025-11 to 2026-07).
-func inferencexStepBudget(e inferencexExperiment, tp int) (int, string) {
+// where a script changed within the rows' span (2025-11 to 2026-07). Another model's or
+// GPU's rows (read false) take the stated default.
+func inferencexStepBudget(e inferencexExperiment, tp int, read bool) (int, string) {
 	const src = " in SemiAnalysisAI/InferenceX's dsr1 script on the row's date"
 	switch {
+	case !read:
 	case e.Framework == "sglang" && e.GPU == "b200" && e.Dtype == "fp4":
 		if e.DPAttention["decode"] && e.Date >= "2026-06-15" {
 			return 32768, "engine.max_batched_tokens 32768: SGLang's --chunked-prefill-size with DP attention" + src
@@ -186,9 +249,10 @@ func inferencexStepBudget(e inferencexExperiment, tp int) (int, string) {
 // taking in new requests (--scheduler-recv-interval), and where it comes from: the B200
 // scripts set it since 2025-09-23, unchanged through the rows' span (10, or 30 from
 // concurrency 16, and 10 at TP 4 on fp8; 1 with DP attention, which SGLang's receive skipper
-// does not support); the H200 script and TensorRT-LLM's never do.
-func inferencexRecvInterval(e inferencexExperiment, tp int) (int, string) {
-	if e.Framework != "sglang" || e.GPU != "b200" || e.DPAttention["decode"] {
+// does not support); the H200 script and TensorRT-LLM's never do. Another model's or GPU's
+// rows (read false) take SGLang's default, 1.
+func inferencexRecvInterval(e inferencexExperiment, tp int, read bool) (int, string) {
+	if !read || e.Framework != "sglang" || e.GPU != "b200" || e.DPAttention["decode"] {
 		return 1, ""
 	}
 	const src = " in SemiAnalysisAI/InferenceX's dsr1 script on the row's date"

@@ -48,6 +48,7 @@ const mlperfLicence = "Apache-2.0 (mlcommons/inference_results_v5.1); MLPerf res
 var mlperfModels = map[string]string{
 	"llama2-70b-99": "llama-2-70b", "llama2-70b-99.9": "llama-2-70b",
 	"llama3.1-8b": "llama-3.1-8b", "mixtral-8x7b": "mixtral-8x7b",
+	"llama3.1-405b": "llama-3.1-405b", "deepseek-r1": "deepseek-r1",
 }
 
 // mlperfInputs are the input lengths of the MLPerf datasets whose length distribution is
@@ -131,6 +132,13 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 	}
 	if kv == "" {
 		kv = "fp8" // NVIDIA's harness configs state kv_cache_dtype fp8
+		if amd(gpu) {
+			r.Assumptions = append(r.Assumptions, "kv_dtype ASSUMED fp8, as NVIDIA's harness configs state it (the AMD submitter's are not read)")
+		}
+	}
+	wd, wdWhy := weightDtype(e.DtypeWeights, gpu)
+	if wdWhy != "" {
+		r.Assumptions = append(r.Assumptions, wdWhy)
 	}
 	out, outWhy := meanOutput(&e)
 	in := mlperfInputs[dataset]
@@ -151,7 +159,7 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 		"model": model, "gpu": gpu,
 		"engine": engineKeys(r.Group.Engine, engine),
 		"deployment": map[string]any{"tp": tp, "replicas": e.NumGPUs / tp,
-			"weight_dtype": weightDtype(e.DtypeWeights), "kv_dtype": kv},
+			"weight_dtype": wd, "kv_dtype": kv},
 	}
 	if shape, _ := sim.ModelPreset(model); r.Group.Engine == sim.EngineTensorRTLLM && shape.MoE() {
 		// TensorRT-LLM's prefill constant is its PyTorch backend's (trtllm-serve's), fitted on
@@ -166,6 +174,7 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 
 // mlperfSkip is why an MLPerf row cannot be simulated; "" when it can.
 func mlperfSkip(e *mlperfExperiment, model, dataset, gpu string) string {
+	weights, _ := weightDtype(e.DtypeWeights, gpu)
 	switch {
 	case e.DuplicateOf != "":
 		return "the same run as " + e.DuplicateOf + " submitted under another accuracy target"
@@ -177,7 +186,9 @@ func mlperfSkip(e *mlperfExperiment, model, dataset, gpu string) string {
 		return "tensor parallelism not stated (not extracted from the submitter's code)"
 	case e.NumGPUs%*e.TP != 0:
 		return fmt.Sprintf("%d GPUs is not a whole number of tp-%d replicas", e.NumGPUs, *e.TP)
-	case weightDtype(e.DtypeWeights) == "":
+	case !simEngine(engineName(e.Framework)):
+		return fmt.Sprintf("engine %q is not one the simulator models (%s, %s, %s)", e.Framework, sim.EngineVLLM, sim.EngineSGLang, sim.EngineTensorRTLLM)
+	case weights == "":
 		return fmt.Sprintf("weight dtype %q not stated", e.DtypeWeights)
 	case mlperfInputs[dataset].dist == "":
 		return "the dataset's input-length distribution is not in the source (" + e.Workload.Dataset + ")"
@@ -241,14 +252,23 @@ func mlperfMeasured(m map[string]any) map[string]float64 {
 	return out
 }
 
-// gpuPreset maps a source's GPU name to the simulator's preset, with a note when the preset
-// is a near relative; "" when none.
+// gpuPreset maps a source's GPU name (MLPerf's "NVIDIA B200-SXM-180GB", "AMD Instinct
+// MI300X", "MI325X_x8"; InferenceX's "b200", "mi355x") to the simulator's preset, with a note
+// when the preset is a near relative; "" when none. The order matters where one name holds
+// another: GB300 holds B300, GB200 B200, GH200 H200, H200 H20, L40S and L40 L4, A100 A10.
 func gpuPreset(name string) (preset, note string) {
 	n := strings.ToUpper(name)
+	alnum := strings.Map(func(r rune) rune {
+		if ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return -1
+	}, n)
 	switch {
-	// Before "B200": a GB200's name holds it. GB300 (Blackwell Ultra: other rates and
-	// memory) has no preset, and is not a GB200 or a B300 (whose name it holds too).
-	case strings.Contains(n, "GB300"):
+	// A GB300 (Blackwell Ultra: other rates and memory) has no preset, and is not a GB200
+	// or a B300; a GH200 (Grace Hopper: 96 GB HBM3 or 144 GB HBM3e) is neither the h100 nor
+	// the h200 preset; an MI350X is the MI355X's chip at lower clocks and power.
+	case strings.Contains(n, "GB300"), strings.Contains(n, "GH200"), strings.Contains(n, "MI350X"):
 		return "", ""
 	case strings.Contains(n, "GB200"):
 		return "gb200", ""
@@ -258,10 +278,38 @@ func gpuPreset(name string) (preset, note string) {
 		return "h200", ""
 	case strings.Contains(n, "H100"):
 		return "h100", ""
+	case h20Word.MatchString(n):
+		return "h20", ""
+	case strings.Contains(n, "B300"):
+		return "b300", ""
 	case strings.Contains(n, "B200"):
 		return "b200", ""
+	case strings.Contains(n, "L40S"):
+		return "l40s", ""
+	case l4Word.MatchString(n):
+		return "l4", ""
+	case strings.Contains(n, "A100"):
+		return "a100", ""
+	case strings.Contains(n, "A10G"):
+		return "a10g", ""
+	case strings.Contains(alnum, "RTXPRO6000"):
+		return "rtx-pro-6000", ""
+	case strings.Contains(n, "MI300X"):
+		return "mi300x", ""
+	case strings.Contains(n, "MI325X"):
+		return "mi325x", ""
+	case strings.Contains(n, "MI355X"):
+		return "mi355x", ""
 	}
 	return "", ""
+}
+
+// h20Word and l4Word match GPU names that are prefixes of others (H20 of H200, L4 of L40S)
+// only as words of their own: "NVIDIA L4", "L4_x8", "h20-96gb".
+var h20Word, l4Word = gpuWord("H20"), gpuWord("L4")
+
+func gpuWord(name string) *regexp.Regexp {
+	return regexp.MustCompile(`(^|[^A-Z0-9])` + name + `($|[^A-Z0-9])`)
 }
 
 // engineName is a framework string's engine.
@@ -278,27 +326,43 @@ func engineName(fw string) string {
 	return f
 }
 
-// engineKeys are a row's engine keys with its engine's kind, where the simulator names it.
-func engineKeys(engine string, keys map[string]any) map[string]any {
+// simEngine says whether the simulator names an engine (engineName's).
+func simEngine(engine string) bool {
 	switch engine {
 	case sim.EngineVLLM, sim.EngineSGLang, sim.EngineTensorRTLLM:
+		return true
+	}
+	return false
+}
+
+// engineKeys are a row's engine keys with its engine's kind, where the simulator names it.
+func engineKeys(engine string, keys map[string]any) map[string]any {
+	if simEngine(engine) {
 		keys["kind"] = engine
 	}
 	return keys
 }
 
-// weightDtype is a source's weight dtype as the simulator names it; "" when unstated.
-func weightDtype(d string) string {
-	switch strings.ToLower(d) {
-	case "fp8":
-		return "fp8"
-	case "fp4", "nvfp4": // NVIDIA's MLPerf fp4 submissions are NVFP4
-		return "nvfp4"
-	case "bf16", "fp16":
-		return "bf16"
+// weightDtype is a source's weight dtype on a GPU preset as the simulator names it, with
+// the assumption it rests on where the name is not the simulator's own; "" when unstated.
+func weightDtype(d, gpu string) (dtype, why string) {
+	switch d := strings.ToLower(d); d {
+	case sim.DtypeFP8, sim.DtypeMXFP4, sim.DtypeNVFP4, sim.DtypeBF16:
+		return d, ""
+	case "fp16":
+		return sim.DtypeBF16, "fp16 weights simulated as bf16: the same 2 bytes an element and the same tensor rate"
+	case "fp4":
+		if amd(gpu) {
+			return sim.DtypeMXFP4, amdFP4
+		}
+		return sim.DtypeNVFP4, "" // NVIDIA's MLPerf fp4 submissions are NVFP4
 	}
-	return ""
+	return "", ""
 }
+
+// amdFP4 is why fp4 on an AMD GPU is simulated as MXFP4.
+const amdFP4 = "fp4 on AMD ASSUMED MXFP4 for every weight: AMD's fp4 is OCP's microscaling format (CDNA 4's " +
+	"matrix cores compute MXFP4 and have no NVFP4; AMD's fp4 checkpoints, amd/*-MXFP4, are quantised with Quark to it)"
 
 // openLoopRequests is how many requests a Poisson row at rate simulates, and how many
 // before them it leaves out while the deployment fills: MLPerf's Server scenario runs at

@@ -30,14 +30,18 @@ func Residuals(results []Result) []predict.Residual {
 	return out
 }
 
-// Generation is a GPU's generation, for leaving one out: hopper, blackwell, ampere, ada;
-// the name itself for one not listed.
+// Generation is a GPU's generation, for leaving one out: hopper, blackwell, ampere, ada,
+// and AMD's cdna3 and cdna4; the name itself for one not listed.
 func Generation(gpu string) string {
 	switch gpu {
 	case "h100", "h200", "h20", "gh200":
 		return "hopper"
-	case "b200", "b300", "gb200", "gb300":
+	case "b200", "b300", "gb200", "gb300", "rtx-pro-6000":
 		return "blackwell"
+	case "mi300x", "mi325x":
+		return "cdna3"
+	case "mi350x", "mi355x":
+		return "cdna4"
 	case "a100", "a10", "a10g":
 		return "ampere"
 	case "l40s", "l4", "rtx4090":
@@ -45,6 +49,9 @@ func Generation(gpu string) string {
 	}
 	return gpu
 }
+
+// amd says whether a GPU preset is AMD's (an Instinct of a CDNA generation).
+func amd(gpu string) bool { return strings.HasPrefix(Generation(gpu), "cdna") }
 
 // SetIntervals gives each simulated row the interval of its prediction from the rows of
 // the other sources (so a row's interval never rests on itself or its own source's bias).

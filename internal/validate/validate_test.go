@@ -222,13 +222,16 @@ func TestMLPerfConversion(t *testing.T) {
 		`"tp": 2`:                  "tensor parallelism not stated",
 		`"NVIDIA B200-SXM-180GB"`:  "no GPU preset",
 		`"llama2-70b-99"`:          "no model preset",
+		`"model": "llama2-70b-99"`: "the dataset's input-length distribution is not in the source",
+		`"TensorRT 10.11"`:         "is not one the simulator models",
 		`"gpu_batch_size": [2048]`: "several engine limits",
 		`"num_gpus": 8`:            "not a whole number",
 		`"target_qps": 100`:        "the same run as",
 	} {
 		to := map[string]string{`"tp": 2`: `"tp": null`, `"NVIDIA B200-SXM-180GB"`: `"NVIDIA GB300"`,
-			`"llama2-70b-99"`: `"llama3.1-405b"`, `"gpu_batch_size": [2048]`: `"gpu_batch_size": [2048, 512]`,
-			`"num_gpus": 8`: `"num_gpus": 7`, `"target_qps": 100`: `"target_qps": 100}, "duplicate_of": "y", "x": {"a": 1`}[change]
+			`"llama2-70b-99"`: `"rgat"`, `"model": "llama2-70b-99"`: `"model": "llama3.1-405b"`, `"TensorRT 10.11"`: `"MegaServe 1.0"`,
+			`"gpu_batch_size": [2048]`: `"gpu_batch_size": [2048, 512]`,
+			`"num_gpus": 8`:            `"num_gpus": 7`, `"target_qps": 100`: `"target_qps": 100}, "duplicate_of": "y", "x": {"a": 1`}[change]
 		r, err := mlperfRow(json.RawMessage(strings.Replace(exp, change, to, 1)))
 		if err != nil || !strings.Contains(r.Skip, want) {
 			t.Errorf("%s → %s: skip %q (%v), want %q", change, to, r.Skip, err, want)
@@ -236,15 +239,90 @@ func TestMLPerfConversion(t *testing.T) {
 	}
 }
 
+// TestMLPerfHeldOutShapes: an AMD row's name is its preset and its fp4 MXFP4, said so, as is
+// its KV cache's fp8; MLPerf's llama3.1-405b and deepseek-r1 are presets whose datasets'
+// input lengths are not known, so they are skipped for that, not for the model.
+func TestMLPerfHeldOutShapes(t *testing.T) {
+	exp := `{"id": "x|Server", "source_repo": "mlcommons/inference_results_v5.1", "path": "p", "commit": "c",
+	 "model": "llama2-70b-99", "gpu": "AMD Instinct MI355X", "num_gpus": 8, "tp": 1,
+	 "framework_and_version": "vLLM 0.10.1, ROCm 7.0", "dtype_weights": "fp4",
+	 "serving_settings": {"gpu_batch_size": [2048], "max_num_tokens": [8192]},
+	 "workload": {"scenario": "Server", "target_qps": 100, "dataset": "OpenOrca",
+	  "mean_output_tokens_accuracy_run": "TOKENS_PER_SAMPLE: 280.0"},
+	 "measured": {"ttft_p50_ns": 250000000},
+	 "constraints": {"ttft_p99_limit_ns": 2000000000, "tpot_p99_limit_ns": 200000000}}`
+	r, err := mlperfRow(json.RawMessage(exp))
+	if err != nil || r.Skip != "" {
+		t.Fatalf("%v %s", err, r.Skip)
+	}
+	dep := r.Profile["deployment"].(map[string]any)
+	if r.Profile["gpu"] != "mi355x" || dep["weight_dtype"] != "mxfp4" || dep["replicas"] != 8 || r.Group.Engine != "vllm" {
+		t.Errorf("profile %+v group %+v: want 8 × mi355x, mxfp4, vLLM", r.Profile, r.Group)
+	}
+	said := strings.Join(r.Assumptions, "\n")
+	if !strings.Contains(said, "fp4 on AMD ASSUMED MXFP4") || !strings.Contains(said, "kv_dtype ASSUMED fp8") {
+		t.Errorf("assumptions %q: want MXFP4 and the KV cache's fp8 stated", r.Assumptions)
+	}
+	if _, err := rowProfile(r); err != nil {
+		t.Errorf("the simulator refuses the row's profile: %v", err)
+	}
+	mi300x := strings.Replace(exp, "AMD Instinct MI355X", "AMD Instinct MI300X", 1)
+	if r, _ := mlperfRow(json.RawMessage(mi300x)); r.Group.GPU != "mi300x" || r.Profile["gpu"] != "mi300x" {
+		t.Errorf("an MI300X row: group %+v, profile %+v", r.Group, r.Profile)
+	}
+	for model, preset := range map[string]string{"llama3.1-405b": "llama-3.1-405b", "deepseek-r1": "deepseek-r1"} {
+		r, _ := mlperfRow(json.RawMessage(strings.Replace(exp, `"llama2-70b-99"`, `"`+model+`"`, 1)))
+		if r.Group.Family != preset || !strings.Contains(r.Skip, "input-length distribution is not in the source") {
+			t.Errorf("%s: family %q, skip %q: want %s, skipped for its dataset's input lengths", model, r.Group.Family, r.Skip, preset)
+		}
+	}
+}
+
 // TestGPUPreset: a GB200 is the gb200 preset, not the B200 its name holds; a GB300 has none
-// (it is neither a GB200 nor a B300).
+// (it is neither a GB200 nor a B300), nor a GH200 or an L40; a name holding a shorter one
+// (H200 H20, L40S L4, A100 A10) is its own; AMD's and InferenceX's names map alike.
 func TestGPUPreset(t *testing.T) {
 	for name, want := range map[string]string{
 		"NVIDIA GB200": "gb200", "NVIDIA GB300": "", "NVIDIA B200-SXM-180GB": "b200",
 		"NVIDIA H200-SXM-141GB": "h200", "NVIDIA H200 NVL": "h200", "NVIDIA H100-SXM-80GB": "h100",
+		"NVIDIA B300-SXM-288GB": "b300", "b300": "b300", "gb300": "", "NVIDIA GH200-144GB": "",
+		"NVIDIA H20": "h20", "h20-96gb": "h20", "h200": "h200",
+		"NVIDIA L40S": "l40s", "NVIDIA L4": "l4", "L4_x8": "l4", "NVIDIA L40": "",
+		"NVIDIA A100-SXM4-80GB": "a100", "NVIDIA A10G": "a10g", "NVIDIA A10": "",
+		"NVIDIA RTX PRO 6000 Blackwell Server Edition": "rtx-pro-6000", "NVIDIA RTX 6000 Ada": "",
+		"AMD Instinct MI300X": "mi300x", "MI325X_x8": "mi325x", "AMD Instinct MI355X": "mi355x",
+		"mi300x": "mi300x", "mi355x": "mi355x", "AMD Instinct MI350X": "", "AMD Instinct MI300A": "",
 	} {
 		if got, _ := gpuPreset(name); got != want {
 			t.Errorf("gpuPreset(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestGeneration: AMD's presets are CDNA generations of their own (not a name each), and
+// Blackwell's B300 and RTX PRO 6000 are Blackwell.
+func TestGeneration(t *testing.T) {
+	for gpu, want := range map[string]string{"mi300x": "cdna3", "mi325x": "cdna3", "mi355x": "cdna4",
+		"b300": "blackwell", "rtx-pro-6000": "blackwell", "h20": "hopper", "l4": "ada"} {
+		if got := Generation(gpu); got != want {
+			t.Errorf("Generation(%q) = %q, want %q", gpu, got, want)
+		}
+	}
+}
+
+// TestWeightDtype: fp4 is NVFP4 on NVIDIA's GPUs and MXFP4 on AMD's, each saying so where
+// assumed; fp16 is bf16's size, said so.
+func TestWeightDtype(t *testing.T) {
+	for _, c := range []struct{ d, gpu, want string }{
+		{"fp4", "b200", "nvfp4"}, {"fp4", "mi355x", "mxfp4"}, {"FP4", "mi300x", "mxfp4"}, {"mxfp4", "b200", "mxfp4"},
+		{"fp8", "mi355x", "fp8"}, {"bf16", "mi300x", "bf16"}, {"fp16", "h100", "bf16"}, {"UNSET", "h200", ""},
+	} {
+		got, why := weightDtype(c.d, c.gpu)
+		if got != c.want {
+			t.Errorf("weightDtype(%q, %q) = %q, want %q", c.d, c.gpu, got, c.want)
+		}
+		if assumed := c.d == "fp16" || (strings.EqualFold(c.d, "fp4") && amd(c.gpu)); assumed != (why != "") {
+			t.Errorf("weightDtype(%q, %q): assumption %q", c.d, c.gpu, why)
 		}
 	}
 }
@@ -388,6 +466,69 @@ func TestInferencexRows(t *testing.T) {
 		r, _ := inferencexRow(row(false, 1, "fp8", spec, spec == ""))
 		if !strings.HasPrefix(r.Skip, want) {
 			t.Errorf("skip %q, want %q", r.Skip, want)
+		}
+	}
+}
+
+// TestInferencexHeldOutShapes: rows of other models, GPUs and engines convert as far as the
+// source states them. gpt-oss-120b's fp4 is its checkpoint as shipped (MXFP4 experts), on
+// AMD as on NVIDIA; another model's fp4 is MXFP4 on AMD; bf16 rows convert; only DeepSeek-R1's
+// rows take the engine flags read from its scripts; names match case aside, by prefix; a
+// model or engine the simulator lacks is skipped, saying so.
+func TestInferencexHeldOutShapes(t *testing.T) {
+	row := func(model, gpu, framework, dtype string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"id": "x", "model": %q, "gpu": %q,
+			"num_gpus": {"prefill": 8, "decode": 8}, "tp": {"prefill": 8, "decode": 8}, "ep": {"prefill": 1, "decode": 1},
+			"dp_attention": {"prefill": false, "decode": false}, "framework": %q, "dtype": %q, "date": "2026-03-01",
+			"serving_settings": {"disagg": false, "spec_method": "none"},
+			"workload": {"isl": 1024, "osl": 1024, "concurrency": 64},
+			"measured": {"median_tpot": 0.02, "median_ttft": 0.15, "median_itl": 0.6, "output_tput_per_gpu": 250}}`,
+			model, gpu, framework, dtype))
+	}
+	r, err := inferencexRow(row("gpt-oss-120b", "mi355x", "sglang", "fp4"))
+	if err != nil || r.Skip != "" {
+		t.Fatalf("%v %s", err, r.Skip)
+	}
+	dep, eng := r.Profile["deployment"].(map[string]any), r.Profile["engine"].(map[string]any)
+	said := strings.Join(r.Assumptions, "\n")
+	if r.Profile["model"] != "gpt-oss-120b" || r.Profile["gpu"] != "mi355x" || dep["expert_dtype"] != "mxfp4" || dep["weight_dtype"] != nil {
+		t.Errorf("profile %+v: want gpt-oss-120b on mi355x, its MXFP4 experts as shipped", r.Profile)
+	}
+	if _, ok := eng["recv_interval"]; ok || eng["max_batched_tokens"] != 8192 || !strings.Contains(said, "max_batched_tokens ASSUMED 8192") ||
+		strings.Contains(said, "dsr1") || !strings.Contains(said, "checkpoint as shipped") {
+		t.Errorf("engine %+v, assumptions %q: want the default budget, said so, and no flag of DeepSeek-R1's scripts", eng, r.Assumptions)
+	}
+	if _, err := rowProfile(r); err != nil {
+		t.Errorf("the simulator refuses the row's profile: %v", err)
+	}
+	// The same row's model on a B200 with SGLang, whose DeepSeek-R1 rows take recv_interval 30.
+	r, _ = inferencexRow(row("openai/GPT-OSS-120B", "b200", "sglang", "fp4"))
+	if eng, _ := r.Profile["engine"].(map[string]any); r.Skip != "" || r.Profile["model"] != "gpt-oss-120b" || eng["recv_interval"] != nil {
+		t.Errorf("skip %q, profile %+v: want gpt-oss-120b on b200 without DeepSeek-R1's recv_interval", r.Skip, r.Profile)
+	}
+	r, _ = inferencexRow(row("DeepSeek-R1-0528 ('dsr1')", "mi355x", "sglang", "fp4"))
+	if dep, _ := r.Profile["deployment"].(map[string]any); r.Skip != "" || dep["weight_dtype"] != "mxfp4" || !strings.Contains(strings.Join(r.Assumptions, " "), "fp4 on AMD ASSUMED MXFP4") {
+		t.Errorf("skip %q, profile %+v, assumptions %q: want DeepSeek-R1 on mi355x in MXFP4, said so", r.Skip, r.Profile, r.Assumptions)
+	}
+	// DeepSeek-R1 on a GPU whose scripts were not read takes the default budget too.
+	r, _ = inferencexRow(row("DeepSeek-R1-0528 ('dsr1')", "b300", "trt", "fp4"))
+	if said := strings.Join(r.Assumptions, " "); r.Skip != "" || r.Profile["gpu"] != "b300" || !strings.Contains(said, "max_batched_tokens ASSUMED 8192") || strings.Contains(said, "--max_num_tokens") {
+		t.Errorf("skip %q, profile %+v, assumptions %q: want DeepSeek-R1 on b300 with the default budget", r.Skip, r.Profile, r.Assumptions)
+	}
+	for model, want := range map[string]string{"Llama-3.3-70B-Instruct-FP8": "llama-3.1-70b", "llama-3.1-8b-instruct": "llama-3.1-8b",
+		"Qwen3-235B-A22B-FP8": "qwen3-235b-a22b", "DeepSeek-V3-0324": "deepseek-v3", "gpt-oss-20b": "gpt-oss-20b"} {
+		r, _ := inferencexRow(row(model, "h200", "vllm", "bf16"))
+		if dep, _ := r.Profile["deployment"].(map[string]any); r.Profile["model"] != want || dep["weight_dtype"] != "bf16" || r.Profile["engine"].(map[string]any)["kind"] != "vllm" {
+			t.Errorf("%s: skip %q, profile %+v: want %s in bf16 on vLLM", model, r.Skip, r.Profile, want)
+		}
+	}
+	for _, c := range []struct{ model, framework, want string }{
+		{"Mistral-Large-2411", "vllm", "no model preset for Mistral-Large-2411"},
+		{"DeepSeek-V3.2-Exp", "sglang", "sparse attention"},
+		{"gpt-oss-120b", "atom", `engine "atom" is not one the simulator models`},
+	} {
+		if r, _ := inferencexRow(row(c.model, "mi355x", c.framework, "fp8")); !strings.Contains(r.Skip, c.want) {
+			t.Errorf("%s on %s: skip %q, want %q", c.model, c.framework, r.Skip, c.want)
 		}
 	}
 }
