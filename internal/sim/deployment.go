@@ -244,7 +244,7 @@ func (p Profile) fit() (free float64, err error) {
 	if p.Model.MoE() {
 		what += fmt.Sprintf(" (%.1f GB in all)", p.PrecisionModel().WeightBytes()/1e9)
 	}
-	msg := fmt.Sprintf("%s's %s at %s (%.1f GB per GPU) leave no room for a KV cache in %.0f%% of %s's %.0f GB",
+	msg := fmt.Sprintf("%s's %s at %s (%.1f GB per GPU) leave no room for a KV cache in %.0f%% of %s's %.1f GB",
 		p.Model.Name, what, split, w/1e9, p.Engine.GPUMemoryUtilization*100, p.GPU.Name, p.GPU.MemoryGB)
 	gpus := func(n int) string {
 		if dp == 1 && !p.Model.MoE() {

@@ -28,14 +28,14 @@ func TestDeploymentFit(t *testing.T) {
 		d          Deployment
 		want       []string // the error's parts; none = fits
 	}{
-		{"llama-3.1-70b", "h100", Deployment{TP: 1}, []string{"deployment.tp: llama-3.1-70b's bf16 weights at tp 1 (141.1 GB per GPU)", "90% of h100's 80 GB", "use tp 2, or weight_dtype fp8"}},
+		{"llama-3.1-70b", "h100", Deployment{TP: 1}, []string{"deployment.tp: llama-3.1-70b's bf16 weights at tp 1 (141.1 GB per GPU)", "90% of h100's 85.5 GB", "use tp 2, or weight_dtype fp8"}},
 		{"llama-3.1-70b", "h100", Deployment{}, []string{"at tp 1"}}, // the zero value is tp 1
 		{"llama-3.1-70b", "h100", Deployment{TP: 2}, nil},
 		{"llama-3.1-70b", "h100", Deployment{TP: 4, Replicas: 3}, nil},
 		{"llama-3.1-70b", "h200", Deployment{WeightDtype: DtypeFP8}, nil},
 		{"llama-3.1-70b", "h100", Deployment{WeightDtype: DtypeInt4}, nil},
-		{"llama-3.1-70b", "a100", Deployment{TP: 1, WeightDtype: DtypeBF16}, []string{"bf16 weights at tp 1", "a100's 80 GB"}},
-		{"llama-3.1-70b", "l40s", Deployment{TP: 2}, []string{"at tp 2 (70.6 GB per GPU)", "l40s's 48 GB", "use tp 4, or weight_dtype fp8"}},
+		{"llama-3.1-70b", "a100", Deployment{TP: 1, WeightDtype: DtypeBF16}, []string{"bf16 weights at tp 1", "a100's 85.9 GB"}},
+		{"llama-3.1-70b", "l40s", Deployment{TP: 2}, []string{"at tp 2 (70.6 GB per GPU)", "l40s's 48.3 GB", "use tp 4, or weight_dtype fp8"}},
 		{"llama-3.1-70b", "b200", Deployment{}, nil},
 	} {
 		t.Run(fmt.Sprintf("%s-%s-%+v", tc.model, tc.gpu, tc.d), func(t *testing.T) {
@@ -74,7 +74,8 @@ func TestKVCapacityPerGPU(t *testing.T) {
 	params := layers*layer + 2*32064*h + h
 	weights := float64(params) * 2
 	kvPerToken := 2.0 * layers * 2 * hd * 2 // K and V, 80 layers, 2 KV heads, bf16
-	want := int((80e9*0.9 - weights) / kvPerToken)
+	// An H100's memory: nvidia-smi's 81,559 MiB.
+	want := int((mib(81559)*1e9*0.9 - weights) / kvPerToken)
 	want -= want % 16
 	p := presetProfile(t, "llama-3.1-70b", "h100", Deployment{TP: 4})
 	if s := p.ShardModel(); s.Params() != params || s.KVBytesPerToken() != kvPerToken {

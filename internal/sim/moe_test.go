@@ -69,7 +69,7 @@ func TestDeepSeekV3Fp8OnEightGPUs(t *testing.T) {
 			continue
 		}
 		if !c.fits {
-			for _, want := range []string{"deepseek-v3's fp8 weights (671.0 GB in all) at tp 8 (", "GB per GPU) leave no room for a KV cache in 90% of h100's 80 GB"} {
+			for _, want := range []string{"deepseek-v3's fp8 weights (671.0 GB in all) at tp 8 (", "GB per GPU) leave no room for a KV cache in 90% of h100's 85.5 GB"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("%s: error does not say %q:\n%v", c.gpu, want, err)
 				}

@@ -45,8 +45,8 @@ func TestProfileGPUPrice(t *testing.T) {
 		{"gpu:\n  tflops: 500\n  bandwidth_gbps: 2000\n  memory_gb: 80\n  usd_per_hour: 1.25\n", 1.25},
 		{"gpu:\n  tflops: 500\n  bandwidth_gbps: 2000\n  memory_gb: 80\n", 0},
 		{"gpu:\n  name: h100\n  tflops: 500\n  bandwidth_gbps: 2000\n  memory_gb: 80\n", 0},
-		{"gpu:\n  name: h100\n  tflops: 989\n  bandwidth_gbps: 3350\n  memory_gb: 80\n  sms: 132\n", gpuListPrices["h100"].USDPerHour},
-		{"gpu:\n  name: h100\n  tflops: 989\n  bandwidth_gbps: 3350\n  memory_gb: 80\n  sms: 132\n  usd_per_hour: 2\n", 2},
+		{"gpu:\n  name: h100\n  tflops: 989\n  bandwidth_gbps: 3350\n  memory_gb: 85.520809984\n  sms: 132\n", gpuListPrices["h100"].USDPerHour},
+		{"gpu:\n  name: h100\n  tflops: 989\n  bandwidth_gbps: 3350\n  memory_gb: 85.520809984\n  sms: 132\n  usd_per_hour: 2\n", 2},
 	} {
 		p, err := ParseProfile([]byte(tc.yaml), "")
 		if err != nil {

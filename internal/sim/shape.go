@@ -62,7 +62,9 @@ type GPU struct {
 	// and weights of that precision compute at the rate they dequantize to (computeTFLOPS).
 	FP8TFLOPS, FP4TFLOPS float64
 	BandwidthGBps        float64 // HBM bandwidth, GB/s
-	MemoryGB             float64 // memory, GB (10^9 bytes)
+	// MemoryGB is the memory the device reports (nvidia-smi's and rocm-smi's total), GB (10^9
+	// bytes): the datasheets' "80 GB", "141 GB" and "192 GB" are about that many GiB.
+	MemoryGB float64
 	// SMs is the number of streaming multiprocessors: attention of few sequences cannot
 	// spread its KV reads over all of them. 0 disables that limit.
 	SMs int
@@ -172,22 +174,30 @@ func deepseekV3(name string) ModelShape {
 // Blackwell Server Edition 600 W; AMD MI300X 750 W, MI325X 1,000 W, MI355X 1,400 W. A10G's is
 // not published (none). IdlePowerW is an assumption, about a tenth of it (an idle HGX H100
 // reads 60-90 W a GPU in nvidia-smi).
+// Memory (MemoryGB) is the total the device reports, which engines size their KV cache from
+// (vLLM's gpu_memory_utilization and SGLang's mem_fraction_static are fractions of it):
+// nvidia-smi's memory.total, driver 580.95.05, A100-SXM4-80GB 81,920 MiB, H100 80GB HBM3
+// 81,559, H200 143,771, B200 183,359, B300 SXM6 275,040, L40S 46,068, L4 23,034, A10 (A10G)
+// 23,028, RTX PRO 6000 Blackwell Server Edition 97,887 MiB (one probe of each on a cloud
+// service, 2026); rocm-smi's VRAM total of an MI300X, 206,158,430,208 bytes (192 GiB). The
+// datasheets' round figures are GiB, so the GB200's 186, the MI325X's 256, the MI355X's 288
+// and the H20's 96 are taken as GiB, ASSUMED (no device report read).
 var gpuPresets = map[string]GPU{
-	"a100": {Name: "a100", TFLOPS: 312, BandwidthGBps: 2039, MemoryGB: 80, SMs: 108, InterconnectGBps: 300, InterconnectLatency: nvlinkLatency, PowerW: 400, IdlePowerW: 50},
-	"h100": {Name: "h100", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 3350, MemoryGB: 80, SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 700, IdlePowerW: 75},
-	"h200": {Name: "h200", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 4800, MemoryGB: 141, SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 700, IdlePowerW: 75},
-	"b200": {Name: "b200", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, BandwidthGBps: 7700, MemoryGB: 180, SMs: 148, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1000, IdlePowerW: 120},
-	"l40s": {Name: "l40s", TFLOPS: 362, FP8TFLOPS: 733, BandwidthGBps: 864, MemoryGB: 48, SMs: 142, InterconnectGBps: 32, InterconnectLatency: pcieLatency, PowerW: 350, IdlePowerW: 35},
+	"a100": {Name: "a100", TFLOPS: 312, BandwidthGBps: 2039, MemoryGB: mib(81920), SMs: 108, InterconnectGBps: 300, InterconnectLatency: nvlinkLatency, PowerW: 400, IdlePowerW: 50},
+	"h100": {Name: "h100", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 3350, MemoryGB: mib(81559), SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 700, IdlePowerW: 75},
+	"h200": {Name: "h200", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 4800, MemoryGB: mib(143771), SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 700, IdlePowerW: 75},
+	"b200": {Name: "b200", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, BandwidthGBps: 7700, MemoryGB: mib(183359), SMs: 148, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1000, IdlePowerW: 120},
+	"l40s": {Name: "l40s", TFLOPS: 362, FP8TFLOPS: 733, BandwidthGBps: 864, MemoryGB: mib(46068), SMs: 142, InterconnectGBps: 32, InterconnectLatency: pcieLatency, PowerW: 350, IdlePowerW: 35},
 
-	"mi300x":       {Name: "mi300x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 5300, MemoryGB: 192, SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency, PowerW: 750, IdlePowerW: 90},
-	"mi325x":       {Name: "mi325x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 6000, MemoryGB: 256, SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency, PowerW: 1000, IdlePowerW: 120},
-	"mi355x":       {Name: "mi355x", TFLOPS: 2516.6, FP8TFLOPS: 5033.2, FP4TFLOPS: 10066.3, BandwidthGBps: 8000, MemoryGB: 288, SMs: 256, InterconnectGBps: 537.6, InterconnectLatency: nvlinkLatency, PowerW: 1400, IdlePowerW: 150},
-	"gb200":        {Name: "gb200", TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 10000, BandwidthGBps: 8000, MemoryGB: 186, SMs: 148, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1200, IdlePowerW: 140},
-	"b300":         {Name: "b300", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 13500, BandwidthGBps: 8000, MemoryGB: 288, SMs: 160, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1100, IdlePowerW: 130},
-	"h20":          {Name: "h20", TFLOPS: 148, FP8TFLOPS: 296, BandwidthGBps: 4000, MemoryGB: 96, SMs: 78, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 400, IdlePowerW: 50},
-	"l4":           {Name: "l4", TFLOPS: 121, FP8TFLOPS: 242.5, BandwidthGBps: 300, MemoryGB: 24, SMs: 58, InterconnectGBps: 32, InterconnectLatency: pcieLatency, PowerW: 72, IdlePowerW: 16},
-	"a10g":         {Name: "a10g", TFLOPS: 125, BandwidthGBps: 600, MemoryGB: 24, SMs: 72, InterconnectGBps: 32, InterconnectLatency: pcieLatency},
-	"rtx-pro-6000": {Name: "rtx-pro-6000", TFLOPS: 503.8, FP8TFLOPS: 1007.6, FP4TFLOPS: 2015, BandwidthGBps: 1597, MemoryGB: 96, SMs: 188, InterconnectGBps: 64, InterconnectLatency: pcieLatency, PowerW: 600, IdlePowerW: 60},
+	"mi300x":       {Name: "mi300x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 5300, MemoryGB: 206.158430208, SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency, PowerW: 750, IdlePowerW: 90},
+	"mi325x":       {Name: "mi325x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 6000, MemoryGB: gib(256), SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency, PowerW: 1000, IdlePowerW: 120},
+	"mi355x":       {Name: "mi355x", TFLOPS: 2516.6, FP8TFLOPS: 5033.2, FP4TFLOPS: 10066.3, BandwidthGBps: 8000, MemoryGB: gib(288), SMs: 256, InterconnectGBps: 537.6, InterconnectLatency: nvlinkLatency, PowerW: 1400, IdlePowerW: 150},
+	"gb200":        {Name: "gb200", TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 10000, BandwidthGBps: 8000, MemoryGB: gib(186), SMs: 148, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1200, IdlePowerW: 140},
+	"b300":         {Name: "b300", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 13500, BandwidthGBps: 8000, MemoryGB: mib(275040), SMs: 160, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1100, IdlePowerW: 130},
+	"h20":          {Name: "h20", TFLOPS: 148, FP8TFLOPS: 296, BandwidthGBps: 4000, MemoryGB: gib(96), SMs: 78, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 400, IdlePowerW: 50},
+	"l4":           {Name: "l4", TFLOPS: 121, FP8TFLOPS: 242.5, BandwidthGBps: 300, MemoryGB: mib(23034), SMs: 58, InterconnectGBps: 32, InterconnectLatency: pcieLatency, PowerW: 72, IdlePowerW: 16},
+	"a10g":         {Name: "a10g", TFLOPS: 125, BandwidthGBps: 600, MemoryGB: mib(23028), SMs: 72, InterconnectGBps: 32, InterconnectLatency: pcieLatency},
+	"rtx-pro-6000": {Name: "rtx-pro-6000", TFLOPS: 503.8, FP8TFLOPS: 1007.6, FP4TFLOPS: 2015, BandwidthGBps: 1597, MemoryGB: mib(97887), SMs: 188, InterconnectGBps: 64, InterconnectLatency: pcieLatency, PowerW: 600, IdlePowerW: 60},
 }
 
 // checkedGPUs are the GPU presets some measurement has checked the roofline on: H200 (the
@@ -411,6 +421,10 @@ func (m ModelShape) ShardExperts(n int) ModelShape {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// mib and gib are n MiB and n GiB in GB (10^9 bytes).
+func mib(n float64) float64 { return n * (1 << 20) / 1e9 }
+func gib(n float64) float64 { return n * (1 << 30) / 1e9 }
 
 // Shape and GPU limits: far beyond any real model or accelerator, and small enough that
 // parameter counts stay within int64 (at most about 4.3e17) and step times stay finite.

@@ -195,6 +195,12 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	limit := e.Workload.ISL + e.Workload.OSL
 	budget, budgetWhy := inferencexStepBudget(e, tp, flagsRead)
 	eng := map[string]any{"max_num_seqs": e.Workload.Concurrency, "max_batched_tokens": budget}
+	if flagsRead && e.Framework == "sglang" && e.GPU == "b200" && e.Dtype == "fp8" && tp == 4 && e.Date >= "2026-01-13" {
+		// What lets 671 GB of fp8 weights serve from four GPUs: the script's larger static
+		// fraction (0.82 at TP 8, where the simulator's 0.9 leaves the KV cache as ample).
+		eng["gpu_memory_utilization"] = 0.95
+		r.Assumptions = append(r.Assumptions, "engine.gpu_memory_utilization 0.95: SGLang's --mem-fraction-static at TP 4 in SemiAnalysisAI/InferenceX's dsr1 script on the row's date")
+	}
 	if n, why := inferencexRecvInterval(e, tp, flagsRead); n > 1 {
 		eng["recv_interval"] = n
 		r.Assumptions = append(r.Assumptions, why)

@@ -669,3 +669,30 @@ func TestInferencePerfRows(t *testing.T) {
 		t.Errorf("skip %q: want the multi-turn run named", rows[0].Skip)
 	}
 }
+
+// TestInferencexMemFraction: SGLang's DeepSeek-R1 fp8 rows on four B200s take the script's
+// static memory fraction (without it the weights leave no KV cache); at TP 8 the default.
+func TestInferencexMemFraction(t *testing.T) {
+	row := func(tp int, date string) Row {
+		t.Helper()
+		r, err := inferencexRow(json.RawMessage(fmt.Sprintf(`{"id": "x", "model": "DeepSeek-R1-0528 ('dsr1')", "gpu": "b200",
+			"num_gpus": {"prefill": %d, "decode": %d}, "tp": {"prefill": %d, "decode": %d}, "ep": {"prefill": 1, "decode": 1},
+			"dp_attention": {"prefill": false, "decode": false}, "framework": "sglang", "dtype": "fp8", "date": %q,
+			"serving_settings": {"disagg": false, "spec_method": "none"},
+			"workload": {"isl": 8192, "osl": 1024, "concurrency": 32},
+			"measured": {"median_tpot": 0.03, "median_ttft": 0.8}}`, tp, tp, tp, tp, date)))
+		if err != nil || r.Skip != "" {
+			t.Fatalf("tp %d: %v, skipped %q", tp, err, r.Skip)
+		}
+		return r
+	}
+	eng := func(r Row) map[string]any { e, _ := r.Profile["engine"].(map[string]any); return e }
+	if r := row(4, "2026-05-22"); eng(r)["gpu_memory_utilization"] != 0.95 || !strings.Contains(strings.Join(r.Assumptions, " "), "--mem-fraction-static") {
+		t.Errorf("tp 4: engine %v, assumptions %q: want the script's 0.95, said", eng(r), r.Assumptions)
+	}
+	for _, r := range []Row{row(8, "2026-05-22"), row(4, "2025-12-01")} {
+		if _, ok := eng(r)["gpu_memory_utilization"]; ok {
+			t.Errorf("engine %v: want the default fraction at TP 8 or before the script set it", eng(r))
+		}
+	}
+}
