@@ -254,60 +254,47 @@ func mlperfMeasured(m map[string]any) map[string]float64 {
 
 // gpuPreset maps a source's GPU name (MLPerf's "NVIDIA B200-SXM-180GB", "AMD Instinct
 // MI300X", "MI325X_x8"; InferenceX's "b200", "mi355x") to the simulator's preset, with a note
-// when the preset is a near relative; "" when none. The order matters where one name holds
-// another: GB300 holds B300, GB200 B200, GH200 H200, H200 H20, L40S and L40 L4, A100 A10.
+// when the preset is a near relative; "" when none: the first of gpuNames its name matches.
 func gpuPreset(name string) (preset, note string) {
 	n := strings.ToUpper(name)
-	alnum := strings.Map(func(r rune) rune {
-		if ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
-			return r
+	for _, g := range gpuNames {
+		if g.name.MatchString(n) {
+			return g.preset, g.note
 		}
-		return -1
-	}, n)
-	switch {
-	// A GB300 (Blackwell Ultra: other rates and memory) has no preset, and is not a GB200
-	// or a B300; a GH200 (Grace Hopper: 96 GB HBM3 or 144 GB HBM3e) is neither the h100 nor
-	// the h200 preset; an MI350X is the MI355X's chip at lower clocks and power.
-	case strings.Contains(n, "GB300"), strings.Contains(n, "GH200"), strings.Contains(n, "MI350X"):
-		return "", ""
-	case strings.Contains(n, "GB200"):
-		return "gb200", ""
-	case strings.Contains(n, "H200") && strings.Contains(n, "NVL"):
-		return "h200", "H200 NVL simulated as the h200 (SXM) preset: the same memory and bandwidth at a lower power limit"
-	case strings.Contains(n, "H200"):
-		return "h200", ""
-	case strings.Contains(n, "H100"):
-		return "h100", ""
-	case h20Word.MatchString(n):
-		return "h20", ""
-	case strings.Contains(n, "B300"):
-		return "b300", ""
-	case strings.Contains(n, "B200"):
-		return "b200", ""
-	case strings.Contains(n, "L40S"):
-		return "l40s", ""
-	case l4Word.MatchString(n):
-		return "l4", ""
-	case strings.Contains(n, "A100"):
-		return "a100", ""
-	case strings.Contains(n, "A10G"):
-		return "a10g", ""
-	case strings.Contains(alnum, "RTXPRO6000"):
-		return "rtx-pro-6000", ""
-	case strings.Contains(n, "MI300X"):
-		return "mi300x", ""
-	case strings.Contains(n, "MI325X"):
-		return "mi325x", ""
-	case strings.Contains(n, "MI355X"):
-		return "mi355x", ""
 	}
 	return "", ""
 }
 
-// h20Word and l4Word match GPU names that are prefixes of others (H20 of H200, L4 of L40S)
-// only as words of their own: "NVIDIA L4", "L4_x8", "h20-96gb".
-var h20Word, l4Word = gpuWord("H20"), gpuWord("L4")
+// gpuNames are the GPU names the presets stand for, in the order they are tried where one
+// name holds another (GB300 holds B300, GB200 B200, GH200 H200, H200 H20, L40S and L40 L4,
+// A100 A10); a name that must stand alone (H20, L4) is matched as a word of its own ("NVIDIA
+// L4", "L4_x8", "h20-96gb"). A preset of "" is a GPU whose name holds a preset's but which is
+// not that preset: a GB300 (Blackwell Ultra: other rates and memory) is not a GB200 or a
+// B300, a GH200 (96 GB HBM3 or 144 GB HBM3e) neither the h100 nor the h200, an MI350X the
+// MI355X's chip at lower clocks and power.
+var gpuNames = []struct {
+	name         *regexp.Regexp
+	preset, note string
+}{
+	{name: regexp.MustCompile(`GB300|GH200|MI350X`)},
+	{regexp.MustCompile(`GB200`), "gb200", ""},
+	{regexp.MustCompile(`H200.*NVL|NVL.*H200`), "h200", "H200 NVL simulated as the h200 (SXM) preset: the same memory and bandwidth at a lower power limit"},
+	{regexp.MustCompile(`H200`), "h200", ""},
+	{regexp.MustCompile(`H100`), "h100", ""},
+	{gpuWord("H20"), "h20", ""},
+	{regexp.MustCompile(`B300`), "b300", ""},
+	{regexp.MustCompile(`B200`), "b200", ""},
+	{regexp.MustCompile(`L40S`), "l40s", ""},
+	{gpuWord("L4"), "l4", ""},
+	{regexp.MustCompile(`A100`), "a100", ""},
+	{regexp.MustCompile(`A10G`), "a10g", ""},
+	{regexp.MustCompile(`RTX[^A-Z0-9]*PRO[^A-Z0-9]*6000`), "rtx-pro-6000", ""},
+	{regexp.MustCompile(`MI300X`), "mi300x", ""},
+	{regexp.MustCompile(`MI325X`), "mi325x", ""},
+	{regexp.MustCompile(`MI355X`), "mi355x", ""},
+}
 
+// gpuWord matches name as a word of its own in an upper-case GPU name.
 func gpuWord(name string) *regexp.Regexp {
 	return regexp.MustCompile(`(^|[^A-Z0-9])` + name + `($|[^A-Z0-9])`)
 }
