@@ -174,6 +174,7 @@ func deepseekV3(name string) ModelShape {
 // Blackwell Server Edition 600 W; AMD MI300X 750 W, MI325X 1,000 W, MI355X 1,400 W. A10G's is
 // not published (none). IdlePowerW is an assumption, about a tenth of it (an idle HGX H100
 // reads 60-90 W a GPU in nvidia-smi).
+//
 // Memory (MemoryGB) is the total the device reports, which engines size their KV cache from
 // (vLLM's gpu_memory_utilization and SGLang's mem_fraction_static are fractions of it):
 // nvidia-smi's memory.total, driver 580.95.05, A100-SXM4-80GB 81,920 MiB, H100 80GB HBM3
