@@ -79,6 +79,21 @@ var mlperfInputs = map[string]struct{ dist, why string }{
 		"standard deviation 328.6 tokens (the 15,000 prompts' tok_input_len in 09292024_mixtral_15k_mintoken2_v1.pkl, " +
 		"summarised in openshift-psap/performance-dashboard mlperf-data/summaries/mixtral-8x7b.csv at 67033bae; " +
 		"median 283, P99 1,561): the lognormal shape is ASSUMED"},
+	// The same repository's summaries of the two larger benchmarks' datasets (tok_input_len):
+	// llama3-1-405b.csv at 67033bae, the 8,313 prompts of
+	// mlperf_llama3.1_405b_dataset_8313_processed_fp16_eval.pkl: mean 9,428.6, standard
+	// deviation 4,067.2, median 10,112, P99 18,958, 476-19,988; deepseek-r1.csv at 7cd1065d, the
+	// 4,388 of mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl: mean 803.8, standard deviation
+	// 405.7, median 901, P99 1,432, 52-3,140. Both medians lie above their means (the lengths
+	// lean left), so a normal of those moments, not a lognormal, is the assumed shape.
+	"llama-3.1-405b": {"normal:9428.6:4067.2", "input lengths normal of the MLPerf Llama-3.1-405B set's mean 9,428.6 and " +
+		"standard deviation 4,067.2 tokens (the 8,313 prompts' tok_input_len in mlperf_llama3.1_405b_dataset_8313_processed_fp16_eval.pkl, " +
+		"summarised in openshift-psap/performance-dashboard mlperf-data/summaries/llama3-1-405b.csv at 67033bae; " +
+		"median 10,112, P99 18,958): the normal shape is ASSUMED"},
+	"deepseek-r1": {"normal:803.8:405.7", "input lengths normal of the MLPerf DeepSeek-R1 set's mean 803.8 and " +
+		"standard deviation 405.7 tokens (the 4,388 prompts' tok_input_len in mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl, " +
+		"summarised in openshift-psap/performance-dashboard mlperf-data/summaries/deepseek-r1.csv at 7cd1065d; " +
+		"median 901, P99 1,432): the normal shape is ASSUMED"},
 }
 
 var tokensPerSample = regexp.MustCompile(`TOKENS_PER_SAMPLE:\s*([0-9.]+)`)
@@ -161,9 +176,10 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 		"deployment": map[string]any{"tp": tp, "replicas": e.NumGPUs / tp,
 			"weight_dtype": wd, "kv_dtype": kv},
 	}
-	if shape, _ := sim.ModelPreset(model); r.Group.Engine == sim.EngineTensorRTLLM && shape.MoE() {
+	if shape, _ := sim.ModelPreset(model); r.Group.Engine == sim.EngineTensorRTLLM && shape.MoE() && shape.KVLoraRank == 0 {
 		// TensorRT-LLM's prefill constant is its PyTorch backend's (trtllm-serve's), fitted on
-		// InferenceX's rows; MLPerf's harness runs engines it builds.
+		// InferenceX's rows; MLPerf's harness runs engines it builds, but for DeepSeek's
+		// (multi-head latent attention), which TensorRT-LLM runs in its PyTorch backend alone.
 		r.Profile["cost"] = map[string]any{sim.CostKeyPrefillMoELayerUs: 0}
 		r.Assumptions = append(r.Assumptions, "cost.prefill_moe_layer_overhead_us 0: the submitters' TensorRT-LLM runs TensorRT engines "+
 			"their harness builds (trtllm_build_flags; NVIDIA's code/llmlib/cores/trtllm_executor_core.py), not the PyTorch backend "+

@@ -222,14 +222,13 @@ func TestMLPerfConversion(t *testing.T) {
 		`"tp": 2`:                  "tensor parallelism not stated",
 		`"NVIDIA B200-SXM-180GB"`:  "no GPU preset",
 		`"llama2-70b-99"`:          "no model preset",
-		`"model": "llama2-70b-99"`: "the dataset's input-length distribution is not in the source",
 		`"TensorRT 10.11"`:         "is not one the simulator models",
 		`"gpu_batch_size": [2048]`: "several engine limits",
 		`"num_gpus": 8`:            "not a whole number",
 		`"target_qps": 100`:        "the same run as",
 	} {
 		to := map[string]string{`"tp": 2`: `"tp": null`, `"NVIDIA B200-SXM-180GB"`: `"NVIDIA GB300"`,
-			`"llama2-70b-99"`: `"rgat"`, `"model": "llama2-70b-99"`: `"model": "llama3.1-405b"`, `"TensorRT 10.11"`: `"MegaServe 1.0"`,
+			`"llama2-70b-99"`: `"rgat"`, `"TensorRT 10.11"`: `"MegaServe 1.0"`,
 			`"gpu_batch_size": [2048]`: `"gpu_batch_size": [2048, 512]`,
 			`"num_gpus": 8`:            `"num_gpus": 7`, `"target_qps": 100`: `"target_qps": 100}, "duplicate_of": "y", "x": {"a": 1`}[change]
 		r, err := mlperfRow(json.RawMessage(strings.Replace(exp, change, to, 1)))
@@ -240,8 +239,9 @@ func TestMLPerfConversion(t *testing.T) {
 }
 
 // TestMLPerfHeldOutShapes: an AMD row's name is its preset and its fp4 MXFP4, said so, as is
-// its KV cache's fp8; MLPerf's llama3.1-405b and deepseek-r1 are presets whose datasets'
-// input lengths are not known, so they are skipped for that, not for the model.
+// its KV cache's fp8; MLPerf's llama3.1-405b and deepseek-r1 rows convert on their presets
+// and their datasets' summarised prompt lengths, DeepSeek-R1 on TensorRT-LLM keeping that
+// engine's prefill cost (its PyTorch backend runs it).
 func TestMLPerfHeldOutShapes(t *testing.T) {
 	exp := `{"id": "x|Server", "source_repo": "mlcommons/inference_results_v5.1", "path": "p", "commit": "c",
 	 "model": "llama2-70b-99", "gpu": "AMD Instinct MI355X", "num_gpus": 8, "tp": 1,
@@ -270,11 +270,18 @@ func TestMLPerfHeldOutShapes(t *testing.T) {
 	if r, _ := mlperfRow(json.RawMessage(mi300x)); r.Group.GPU != "mi300x" || r.Profile["gpu"] != "mi300x" {
 		t.Errorf("an MI300X row: group %+v, profile %+v", r.Group, r.Profile)
 	}
-	for model, preset := range map[string]string{"llama3.1-405b": "llama-3.1-405b", "deepseek-r1": "deepseek-r1"} {
+	for model, want := range map[string]struct{ preset, inputs string }{
+		"llama3.1-405b": {"llama-3.1-405b", "normal:9428.6:4067.2"}, "deepseek-r1": {"deepseek-r1", "normal:803.8:405.7"}} {
 		r, _ := mlperfRow(json.RawMessage(strings.Replace(exp, `"llama2-70b-99"`, `"`+model+`"`, 1)))
-		if r.Group.Family != preset || !strings.Contains(r.Skip, "input-length distribution is not in the source") {
-			t.Errorf("%s: family %q, skip %q: want %s, skipped for its dataset's input lengths", model, r.Group.Family, r.Skip, preset)
+		if r.Group.Family != want.preset || r.Skip != "" || r.Workload.InputTokens != want.inputs ||
+			!strings.Contains(strings.Join(r.Assumptions, " "), "the normal shape is ASSUMED") {
+			t.Errorf("%s: family %q, skip %q, inputs %q: want %s on its dataset's summarised lengths, their shape said", model, r.Group.Family, r.Skip, r.Workload.InputTokens, want.preset)
 		}
+	}
+	// DeepSeek-R1 on TensorRT-LLM is its PyTorch backend's, and keeps that engine's prefill cost.
+	trt := strings.NewReplacer(`"llama2-70b-99"`, `"deepseek-r1"`, `"vLLM 0.10.1, ROCm 7.0"`, `"TensorRT-LLM 1.0"`, "AMD Instinct MI355X", "NVIDIA B200-SXM-180GB").Replace(exp)
+	if r, _ := mlperfRow(json.RawMessage(trt)); r.Skip != "" || r.Profile["cost"] != nil {
+		t.Errorf("DeepSeek-R1 on TensorRT-LLM: skip %q, cost %v: want the engine's own prefill cost", r.Skip, r.Profile["cost"])
 	}
 }
 
