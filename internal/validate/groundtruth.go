@@ -195,11 +195,9 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	limit := e.Workload.ISL + e.Workload.OSL
 	budget, budgetWhy := inferencexStepBudget(e, tp, flagsRead)
 	eng := map[string]any{"max_num_seqs": e.Workload.Concurrency, "max_batched_tokens": budget}
-	if flagsRead && e.Framework == "sglang" && e.GPU == "b200" && e.Dtype == "fp8" && tp == 4 && e.Date >= "2026-01-13" {
-		// What lets 671 GB of fp8 weights serve from four GPUs: the script's larger static
-		// fraction (0.82 at TP 8, where the simulator's 0.9 leaves the KV cache as ample).
-		eng["gpu_memory_utilization"] = 0.95
-		r.Assumptions = append(r.Assumptions, "engine.gpu_memory_utilization 0.95: SGLang's --mem-fraction-static at TP 4 in SemiAnalysisAI/InferenceX's dsr1 script on the row's date")
+	if f, why := inferencexMemFraction(e, tp, flagsRead); f > 0 {
+		eng["gpu_memory_utilization"] = f
+		r.Assumptions = append(r.Assumptions, why)
 	}
 	if n, why := inferencexRecvInterval(e, tp, flagsRead); n > 1 {
 		eng["recv_interval"] = n
@@ -249,6 +247,17 @@ func inferencexStepBudget(e inferencexExperiment, tp int, read bool) (int, strin
 		return n, fmt.Sprintf("engine.max_batched_tokens %d: TensorRT-LLM's --max_num_tokens, %s%s", n, how, src)
 	}
 	return max(8192, e.Workload.ISL), "engine.max_batched_tokens ASSUMED 8192 (SGLang's and TensorRT-LLM's usual chunk budget; no script read for this row), at least one prompt"
+}
+
+// inferencexMemFraction is a row's static memory fraction where its script sets one the
+// simulator's default (0.9) would misstate, and where it comes from; 0 for the default. SGLang
+// at TP 4 on B200 at fp8 runs 0.95 (since 2026-01-13): what lets 671 GB of fp8 weights serve
+// from four GPUs. Its 0.82 at TP 8 leaves the KV cache as ample as 0.9 does.
+func inferencexMemFraction(e inferencexExperiment, tp int, read bool) (float64, string) {
+	if !read || e.Framework != "sglang" || e.GPU != "b200" || e.Dtype != "fp8" || tp != 4 || e.Date < "2026-01-13" {
+		return 0, ""
+	}
+	return 0.95, "engine.gpu_memory_utilization 0.95: SGLang's --mem-fraction-static at TP 4 in SemiAnalysisAI/InferenceX's dsr1 script on the row's date"
 }
 
 // inferencexRecvInterval is how many decode steps a row's SGLang scheduler ran between

@@ -189,8 +189,9 @@ func TestGroupsMedianAndWorst(t *testing.T) {
 	}
 }
 
-func TestMLPerfConversion(t *testing.T) {
-	exp := `{"id": "x|Server", "source_repo": "mlcommons/inference_results_v5.1", "path": "p", "commit": "c",
+// mlperfFixture is an MLPerf Server row as the groundtruth file holds one: B200, tp 2,
+// TensorRT-LLM at NVFP4, OpenOrca at 100 req/s.
+const mlperfFixture = `{"id": "x|Server", "source_repo": "mlcommons/inference_results_v5.1", "path": "p", "commit": "c",
 	 "model": "llama2-70b-99", "gpu": "NVIDIA B200-SXM-180GB", "num_gpus": 8, "tp": 2,
 	 "framework_and_version": "TensorRT 10.11", "dtype_weights": "fp4",
 	 "serving_settings": {"gpu_batch_size": [2048], "max_num_tokens": [3584]},
@@ -198,6 +199,9 @@ func TestMLPerfConversion(t *testing.T) {
 	  "mean_output_tokens_accuracy_run": "ROUGE1: 44  TOKENS_PER_SAMPLE: 280.0"},
 	 "measured": {"ttft_p50_ns": 250000000, "tpot_p99_ns": 40000000, "completed_tokens_per_s": 28000},
 	 "constraints": {"ttft_p99_limit_ns": 2000000000, "tpot_p99_limit_ns": 200000000}}`
+
+func TestMLPerfConversion(t *testing.T) {
+	exp := mlperfFixture
 	r, err := mlperfRow(json.RawMessage(exp))
 	if err != nil || r.Skip != "" {
 		t.Fatalf("%v %s", err, r.Skip)
@@ -243,14 +247,8 @@ func TestMLPerfConversion(t *testing.T) {
 // and their datasets' summarised prompt lengths, DeepSeek-R1 on TensorRT-LLM keeping that
 // engine's prefill cost (its PyTorch backend runs it).
 func TestMLPerfHeldOutShapes(t *testing.T) {
-	exp := `{"id": "x|Server", "source_repo": "mlcommons/inference_results_v5.1", "path": "p", "commit": "c",
-	 "model": "llama2-70b-99", "gpu": "AMD Instinct MI355X", "num_gpus": 8, "tp": 1,
-	 "framework_and_version": "vLLM 0.10.1, ROCm 7.0", "dtype_weights": "fp4",
-	 "serving_settings": {"gpu_batch_size": [2048], "max_num_tokens": [8192]},
-	 "workload": {"scenario": "Server", "target_qps": 100, "dataset": "OpenOrca",
-	  "mean_output_tokens_accuracy_run": "TOKENS_PER_SAMPLE: 280.0"},
-	 "measured": {"ttft_p50_ns": 250000000},
-	 "constraints": {"ttft_p99_limit_ns": 2000000000, "tpot_p99_limit_ns": 200000000}}`
+	exp := strings.NewReplacer(`"NVIDIA B200-SXM-180GB"`, `"AMD Instinct MI355X"`, `"tp": 2`, `"tp": 1`,
+		`"TensorRT 10.11"`, `"vLLM 0.10.1, ROCm 7.0"`, `[3584]`, `[8192]`).Replace(mlperfFixture)
 	r, err := mlperfRow(json.RawMessage(exp))
 	if err != nil || r.Skip != "" {
 		t.Fatalf("%v %s", err, r.Skip)
