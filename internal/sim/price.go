@@ -26,7 +26,7 @@ var gpuListPrices = map[string]ListPrice{
 
 // unpricedGPUs are the GPU presets the list prices' provider does not offer (on
 // 2026-12-01): a plan prices them by --gpu-price or gpu.usd_per_hour, or ranks them by GPUs.
-var unpricedGPUs = map[string]bool{"mi300x": true, "mi325x": true, "mi355x": true, "b300": true, "gb200": true, "h20": true, "a10g": true, "rtx-pro-6000": true}
+var unpricedGPUs = map[string]bool{"h200-nvl": true, "mi300x": true, "mi325x": true, "mi355x": true, "b300": true, "gb200": true, "h20": true, "a10g": true, "rtx-pro-6000": true}
 
 // GPUListPrice returns a GPU preset's list price by name.
 func GPUListPrice(name string) (ListPrice, bool) { lp, ok := gpuListPrices[name]; return lp, ok }

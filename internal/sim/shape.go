@@ -143,6 +143,13 @@ func deepseekV3(name string) ModelShape {
 // B200 4,500 fp8 and 9,000 fp4 (HGX B200 datasheet, 72 and 144 PFLOPS for 8 GPUs dense); L40S
 // 733 fp8 (datasheet 1,466 with sparsity); the A100 has neither.
 //
+// H200 NVL, the PCIe card (nvidia.com/en-us/data-center/h200, its NVL column): the SXM part's
+// memory and bandwidth, its tensor rates 1,671 bf16 and 3,341 fp8 "with sparsity" (835.5 and
+// 1,670.5 dense, 0.844 of the SXM's) at up to 600 W (max_power_limit 600 for H200_NVL in MLPerf
+// v5.1's known_hardware.py); NVLink bridges of 2 or 4 cards at 900 GB/s (450 each way), so a
+// tp beyond 4 crosses PCIe, which the preset does not model. Its memory total is the SXM's
+// nvidia-smi report, ASSUMED (the same 141 GB of HBM3e; no NVL report read).
+//
 // The presets added for issue 27 (datasheets read 2026-12-02; docs/simulator.md lists the
 // URLs): AMD Instinct MI300X, MI325X (amd.com product pages and the CDNA 3 white paper:
 // 1,307.4 bf16 and 2,614.9 fp8 dense TFLOP/s, 304 CUs, 5.3 and 6.0 TB/s, 192 and 256 GB,
@@ -184,11 +191,12 @@ func deepseekV3(name string) ModelShape {
 // datasheets' round figures are GiB, so the GB200's 186, the MI325X's 256, the MI355X's 288
 // and the H20's 96 are taken as GiB, ASSUMED (no device report read).
 var gpuPresets = map[string]GPU{
-	"a100": {Name: "a100", TFLOPS: 312, BandwidthGBps: 2039, MemoryGB: mib(81920), SMs: 108, InterconnectGBps: 300, InterconnectLatency: nvlinkLatency, PowerW: 400, IdlePowerW: 50},
-	"h100": {Name: "h100", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 3350, MemoryGB: mib(81559), SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 700, IdlePowerW: 75},
-	"h200": {Name: "h200", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 4800, MemoryGB: mib(143771), SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 700, IdlePowerW: 75},
-	"b200": {Name: "b200", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, BandwidthGBps: 7700, MemoryGB: mib(183359), SMs: 148, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1000, IdlePowerW: 120},
-	"l40s": {Name: "l40s", TFLOPS: 362, FP8TFLOPS: 733, BandwidthGBps: 864, MemoryGB: mib(46068), SMs: 142, InterconnectGBps: 32, InterconnectLatency: pcieLatency, PowerW: 350, IdlePowerW: 35},
+	"a100":     {Name: "a100", TFLOPS: 312, BandwidthGBps: 2039, MemoryGB: mib(81920), SMs: 108, InterconnectGBps: 300, InterconnectLatency: nvlinkLatency, PowerW: 400, IdlePowerW: 50},
+	"h100":     {Name: "h100", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 3350, MemoryGB: mib(81559), SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 700, IdlePowerW: 75},
+	"h200":     {Name: "h200", TFLOPS: 989, FP8TFLOPS: 1979, BandwidthGBps: 4800, MemoryGB: mib(143771), SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 700, IdlePowerW: 75},
+	"h200-nvl": {Name: "h200-nvl", TFLOPS: 835.5, FP8TFLOPS: 1670.5, BandwidthGBps: 4800, MemoryGB: mib(143771), SMs: 132, InterconnectGBps: 450, InterconnectLatency: nvlinkLatency, PowerW: 600, IdlePowerW: 60},
+	"b200":     {Name: "b200", TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, BandwidthGBps: 7700, MemoryGB: mib(183359), SMs: 148, InterconnectGBps: 900, InterconnectLatency: nvlinkLatency, PowerW: 1000, IdlePowerW: 120},
+	"l40s":     {Name: "l40s", TFLOPS: 362, FP8TFLOPS: 733, BandwidthGBps: 864, MemoryGB: mib(46068), SMs: 142, InterconnectGBps: 32, InterconnectLatency: pcieLatency, PowerW: 350, IdlePowerW: 35},
 
 	"mi300x":       {Name: "mi300x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 5300, MemoryGB: 206.158430208, SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency, PowerW: 750, IdlePowerW: 90},
 	"mi325x":       {Name: "mi325x", TFLOPS: 1307.4, FP8TFLOPS: 2614.9, BandwidthGBps: 6000, MemoryGB: gib(256), SMs: 304, InterconnectGBps: 448, InterconnectLatency: nvlinkLatency, PowerW: 1000, IdlePowerW: 120},

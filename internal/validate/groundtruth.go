@@ -92,7 +92,7 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return Row{}, err
 	}
-	gpu, gpuNote := gpuPreset(e.GPU)
+	gpu := gpuPreset(e.GPU)
 	name, family, modelWhy := inferencexModel(e.Model)
 	scripted := family == inferencexScriptModel
 	flagsRead := scripted && slices.Contains(inferencexScriptGPUs, gpu)
@@ -105,9 +105,6 @@ func inferencexRow(raw json.RawMessage) (Row, error) {
 		Measured: map[string]float64{}}
 	if family == "" {
 		r.Group.Family = name
-	}
-	if gpuNote != "" {
-		r.Assumptions = append(r.Assumptions, gpuNote)
 	}
 	m := e.Measured
 	// InferenceX's ITL is not llmbench's: its client (vLLM's benchmark_serving) times the gap
@@ -371,7 +368,7 @@ func inferencePerfRows(raw json.RawMessage) ([]Row, error) {
 		return nil, fmt.Errorf("%s: inference-perf's config: %w", e.ID, err)
 	}
 	family := inferencePerfModels[e.Model]
-	gpu, _ := gpuPreset(e.GPU)
+	gpu := gpuPreset(e.GPU)
 	sp := cfg.Data.SharedPrefix
 	var rows []Row
 	for i, st := range e.Measured.Stages {

@@ -119,16 +119,13 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 			e.TP, e.NumGPUs, e.DtypeWeights = &tp, gpus, cfg.WeightDtype
 		}
 	}
-	gpu, gpuNote := gpuPreset(e.GPU)
+	gpu := gpuPreset(e.GPU)
 	r.Group = predict.Group{Family: model, GPU: gpu, Engine: engineName(e.Framework), Load: predict.Poisson}
 	if r.Group.Family == "" {
 		r.Group.Family = e.Model
 	}
 	if r.Group.GPU == "" {
 		r.Group.GPU = strings.TrimPrefix(e.GPU, "NVIDIA ")
-	}
-	if gpuNote != "" {
-		r.Assumptions = append(r.Assumptions, gpuNote)
 	}
 	if r.Skip = cfg.Skip; r.Skip == "" {
 		r.Skip = mlperfSkip(&e, model, dataset, gpu)
@@ -269,45 +266,45 @@ func mlperfMeasured(m map[string]any) map[string]float64 {
 }
 
 // gpuPreset maps a source's GPU name (MLPerf's "NVIDIA B200-SXM-180GB", "AMD Instinct
-// MI300X", "MI325X_x8"; InferenceX's "b200", "mi355x") to the simulator's preset, with a note
-// when the preset is a near relative; "" when none: the first of gpuNames its name matches.
-func gpuPreset(name string) (preset, note string) {
+// MI300X", "MI325X_x8"; InferenceX's "b200", "mi355x") to the simulator's preset; "" when
+// none: the first of gpuNames its name matches.
+func gpuPreset(name string) string {
 	n := strings.ToUpper(name)
 	for _, g := range gpuNames {
 		if g.name.MatchString(n) {
-			return g.preset, g.note
+			return g.preset
 		}
 	}
-	return "", ""
+	return ""
 }
 
 // gpuNames are the GPU names the presets stand for, in the order they are tried where one
-// name holds another (GB300 holds B300, GB200 B200, GH200 H200, H200 H20, L40S and L40 L4,
-// A100 A10); a name that must stand alone (H20, L4) is matched as a word of its own ("NVIDIA
+// name holds another (GB300 holds B300, GB200 B200, GH200 and H200 NVL H200, H200 H20, L40S
+// and L40 L4, A100 A10); a name that must stand alone (H20, L4) is matched as a word of its own ("NVIDIA
 // L4", "L4_x8", "h20-96gb"). A preset of "" is a GPU whose name holds a preset's but which is
 // not that preset: a GB300 (Blackwell Ultra: other rates and memory) is not a GB200 or a
 // B300, a GH200 (96 GB HBM3 or 144 GB HBM3e) neither the h100 nor the h200, an MI350X the
 // MI355X's chip at lower clocks and power.
 var gpuNames = []struct {
-	name         *regexp.Regexp
-	preset, note string
+	name   *regexp.Regexp
+	preset string
 }{
 	{name: regexp.MustCompile(`GB300|GH200|MI350X`)},
-	{regexp.MustCompile(`GB200`), "gb200", ""},
-	{regexp.MustCompile(`H200.*NVL|NVL.*H200`), "h200", "H200 NVL simulated as the h200 (SXM) preset: the same memory and bandwidth at a lower power limit"},
-	{regexp.MustCompile(`H200`), "h200", ""},
-	{regexp.MustCompile(`H100`), "h100", ""},
-	{gpuWord("H20"), "h20", ""},
-	{regexp.MustCompile(`B300`), "b300", ""},
-	{regexp.MustCompile(`B200`), "b200", ""},
-	{regexp.MustCompile(`L40S`), "l40s", ""},
-	{gpuWord("L4"), "l4", ""},
-	{regexp.MustCompile(`A100`), "a100", ""},
-	{regexp.MustCompile(`A10G`), "a10g", ""},
-	{regexp.MustCompile(`RTX[^A-Z0-9]*PRO[^A-Z0-9]*6000`), "rtx-pro-6000", ""},
-	{regexp.MustCompile(`MI300X`), "mi300x", ""},
-	{regexp.MustCompile(`MI325X`), "mi325x", ""},
-	{regexp.MustCompile(`MI355X`), "mi355x", ""},
+	{regexp.MustCompile(`GB200`), "gb200"},
+	{regexp.MustCompile(`H200.*NVL|NVL.*H200`), "h200-nvl"},
+	{regexp.MustCompile(`H200`), "h200"},
+	{regexp.MustCompile(`H100`), "h100"},
+	{gpuWord("H20"), "h20"},
+	{regexp.MustCompile(`B300`), "b300"},
+	{regexp.MustCompile(`B200`), "b200"},
+	{regexp.MustCompile(`L40S`), "l40s"},
+	{gpuWord("L4"), "l4"},
+	{regexp.MustCompile(`A100`), "a100"},
+	{regexp.MustCompile(`A10G`), "a10g"},
+	{regexp.MustCompile(`RTX[^A-Z0-9]*PRO[^A-Z0-9]*6000`), "rtx-pro-6000"},
+	{regexp.MustCompile(`MI300X`), "mi300x"},
+	{regexp.MustCompile(`MI325X`), "mi325x"},
+	{regexp.MustCompile(`MI355X`), "mi355x"},
 }
 
 // gpuWord matches name as a word of its own in an upper-case GPU name.

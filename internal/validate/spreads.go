@@ -34,7 +34,7 @@ func Residuals(results []Result) []predict.Residual {
 // and AMD's cdna3 and cdna4; the name itself for one not listed.
 func Generation(gpu string) string {
 	switch gpu {
-	case "h100", "h200", "h20", "gh200":
+	case "h100", "h200", "h200-nvl", "h20", "gh200":
 		return "hopper"
 	case "b200", "b300", "gb200", "gb300", "rtx-pro-6000":
 		return "blackwell"

@@ -285,11 +285,11 @@ func TestMLPerfHeldOutShapes(t *testing.T) {
 
 // TestGPUPreset: a GB200 is the gb200 preset, not the B200 its name holds; a GB300 has none
 // (it is neither a GB200 nor a B300), nor a GH200 or an L40; a name holding a shorter one
-// (H200 H20, L40S L4, A100 A10) is its own; AMD's and InferenceX's names map alike.
+// (H200 H20, L40S L4, A100 A10) is its own, and an H200 NVL the h200-nvl; AMD's and InferenceX's names map alike.
 func TestGPUPreset(t *testing.T) {
 	for name, want := range map[string]string{
 		"NVIDIA GB200": "gb200", "NVIDIA GB300": "", "NVIDIA B200-SXM-180GB": "b200",
-		"NVIDIA H200-SXM-141GB": "h200", "NVIDIA H200 NVL": "h200", "NVIDIA H100-SXM-80GB": "h100",
+		"NVIDIA H200-SXM-141GB": "h200", "NVIDIA H200 NVL": "h200-nvl", "NVIDIA H200-NVL-141GB": "h200-nvl", "NVIDIA H100-SXM-80GB": "h100",
 		"NVIDIA B300-SXM-288GB": "b300", "b300": "b300", "gb300": "", "NVIDIA GH200-144GB": "",
 		"NVIDIA H20": "h20", "h20-96gb": "h20", "h200": "h200",
 		"NVIDIA L40S": "l40s", "NVIDIA L4": "l4", "L4_x8": "l4", "NVIDIA L40": "",
@@ -298,7 +298,7 @@ func TestGPUPreset(t *testing.T) {
 		"AMD Instinct MI300X": "mi300x", "MI325X_x8": "mi325x", "AMD Instinct MI355X": "mi355x",
 		"mi300x": "mi300x", "mi355x": "mi355x", "AMD Instinct MI350X": "", "AMD Instinct MI300A": "",
 	} {
-		if got, _ := gpuPreset(name); got != want {
+		if got := gpuPreset(name); got != want {
 			t.Errorf("gpuPreset(%q) = %q, want %q", name, got, want)
 		}
 	}
