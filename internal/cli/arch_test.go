@@ -74,14 +74,15 @@ func TestCLIIsWiring(t *testing.T) {
 }
 
 // TestLibraryImports: the benchmark library and the packages on it know nothing of the
-// command line, and plan sizes deployments without calibrate.
+// command line (cli's, or the Spec's flags in specflags), and plan sizes deployments
+// without calibrate.
 func TestLibraryImports(t *testing.T) {
 	const mod = "github.com/llmbench/llmbench/internal/"
 	for dir, refused := range map[string][]string{
-		"../bench":     {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli", mod + "calibrate", mod + "plan"},
-		"../calibrate": {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli"},
-		"../compare":   {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli"},
-		"../plan":      {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli", mod + "calibrate"},
+		"../bench":     {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli", mod + "specflags", mod + "calibrate", mod + "plan"},
+		"../calibrate": {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli", mod + "specflags"},
+		"../compare":   {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli", mod + "specflags"},
+		"../plan":      {"github.com/spf13/cobra", "github.com/spf13/pflag", mod + "cli", mod + "specflags", mod + "calibrate"},
 	} {
 		fset, files := parseDir(t, dir)
 		for _, f := range files {

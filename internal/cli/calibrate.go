@@ -18,6 +18,7 @@ import (
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/progress"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/specflags"
 )
 
 // calibrateFlags are calibrate's flags as typed: the request, bound straight into it, and
@@ -125,7 +126,7 @@ func (f *calibrateFlags) requestErrors(err error) []error {
 		case errors.As(e, &field) && calibrateMessages[field.Field] != "":
 			e = fmt.Errorf(calibrateMessages[field.Field], field.Err)
 		default:
-			e = namedFlags(e, calibrateFlagNames)
+			e = specflags.NamedFlags(e, calibrateFlagNames)
 		}
 		errs = append(errs, e)
 	}
@@ -211,7 +212,7 @@ func fit(ctx context.Context, stdio Stdio, quiet bool, pts []calibrate.Point, sr
 		watch.Follow(&opts, func(s string) { bar.Say(stdio.Out, "  "+s) })
 	}
 	res, err := calibrate.Fit(ctx, pts, src, opts)
-	return res, namedFlags(err, calibrateFlagNames)
+	return res, specflags.NamedFlags(err, calibrateFlagNames)
 }
 
 // calibrateFlagNames are the flags that set calibrate's ProbeConfig, ProbeRun, Request and Options fields,

@@ -15,6 +15,7 @@ import (
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/specflags"
 	"github.com/llmbench/llmbench/internal/testtier"
 )
 
@@ -128,7 +129,7 @@ func TestProbeStepConfig(t *testing.T) {
 		{probeFlags{url: "http://127.0.0.1:8080", api: "openai-chat", tokenizer: "server", quiet: true},
 			calibrate.Step{Name: "decode-c2", Concurrency: 2, Requests: 32, InputTokens: 32, OutputTokens: 64}, 3, true, ""},
 	} {
-		hdr, err := parseHeaders(tc.f.headers)
+		hdr, err := specflags.Headers(tc.f.headers)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,18 +162,18 @@ func TestProbeStepConfig(t *testing.T) {
 			args = append(args, "--concurrency", fmt.Sprint(tc.step.Concurrency), "--requests", fmt.Sprint(tc.step.Requests),
 				"--input-tokens", fmt.Sprint(tc.step.InputTokens), "--output-tokens", fmt.Sprint(tc.step.OutputTokens))
 		}
-		var bf benchFlags
+		var bf specflags.Flags
 		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-		bf.bind(fs, true)
+		bf.Bind(fs, true)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
-		want, wantCon, err := bf.resolve(true, time.Now())
+		want, wantCon, err := bf.Resolve(true, time.Now())
 		if err != nil {
 			t.Fatalf("%s: run's flags: %v", tc.step.Name, err)
 		}
 		want.ModelChecked = tc.n > 1 // the first step checked --model; run has no later steps
-		if !reflect.DeepEqual(got, want) || wantCon != (consoleOpts{quiet: true, noProgress: tc.f.quiet}) {
+		if !reflect.DeepEqual(got, want) || wantCon != (specflags.Console{Quiet: true, NoProgress: tc.f.quiet}) {
 			t.Errorf("%s: the step's configuration\n%+v\nis not run's\n%+v", tc.step.Name, *got, *want)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/llmbench/llmbench/internal/calibrate"
 	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/figure"
+	"github.com/llmbench/llmbench/internal/specflags"
 )
 
 // probe runs the designed probe of f's request, each step a run folder under dir run as run
@@ -18,15 +19,15 @@ func probe(ctx context.Context, stdio Stdio, f *calibrateFlags, dir string) (*ca
 	r := f.req.ProbeRun
 	var err error
 	// The same key rules as run's (a file, the flag, or $OPENAI_API_KEY).
-	if r.APIKey, err = resolveAPIKey(r.APIKey, f.apiKeyFile); err != nil {
+	if r.APIKey, err = specflags.APIKey(r.APIKey, f.apiKeyFile); err != nil {
 		return nil, calibrate.Published{}, usageError(err)
 	}
-	if r.Headers, err = parseHeaders(f.headers); err != nil {
+	if r.Headers, err = specflags.Headers(f.headers); err != nil {
 		return nil, calibrate.Published{}, usageError(err)
 	}
 	r.Dir = dir
 	r.Run = func(ctx context.Context, spec *bench.Spec) error {
-		return runLive(ctx, Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err}, spec, consoleOpts{quiet: true, noProgress: f.quiet})
+		return runLive(ctx, Stdio{In: stdio.In, Out: io.Discard, Err: stdio.Err}, spec, specflags.Console{Quiet: true, NoProgress: f.quiet})
 	}
 	if !f.quiet {
 		r.Notes = probeNotes(stdio.Out, r.URL)
@@ -77,7 +78,7 @@ func probeError(err error) error {
 	}
 	switch pe.Cause {
 	case calibrate.ProbeSettings:
-		return usageError(namedFlags(pe.Err, calibrateFlagNames))
+		return usageError(specflags.NamedFlags(pe.Err, calibrateFlagNames))
 	case calibrate.ProbeInterrupted:
 		return withCode(ExitInterrupted, pe.Err)
 	case calibrate.ProbeUnmeasured:

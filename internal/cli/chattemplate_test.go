@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/sim"
 	"github.com/llmbench/llmbench/internal/sim/server"
+	"github.com/llmbench/llmbench/internal/specflags"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
@@ -81,7 +82,7 @@ func TestChatTemplateFromHFCache(t *testing.T) {
 	if opts.Tokenizer, err = tokenizer.Load(id); err != nil {
 		t.Fatal(err)
 	}
-	if opts.ChatTemplate, err = resolveChatTemplate("", id, "openai-chat"); err != nil || opts.ChatTemplate == nil {
+	if opts.ChatTemplate, err = specflags.ChatTemplate("", id, "openai-chat"); err != nil || opts.ChatTemplate == nil {
 		t.Fatalf("serve's template: %v, %v", opts.ChatTemplate, err)
 	}
 	h, err := server.New(startEngine(t, p), opts)

@@ -13,21 +13,22 @@ import (
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/progress"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/specflags"
 )
 
 // conclude says what the console says after a run, and maps its outcome, or the error
 // that kept it from running, to an exit code.
-func conclude(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts, out bench.Outcome, err error) error {
+func conclude(ctx context.Context, stdio Stdio, c *bench.Spec, con specflags.Console, out bench.Outcome, err error) error {
 	if err != nil {
 		return benchError(err)
 	}
 	sum := out.Summary
 	say(stdio.Err, c.StampNote(sum))
-	if len(sum.Levels) > 1 || (con.quiet && len(sum.Levels) > 0) {
-		if !con.quiet {
+	if len(sum.Levels) > 1 || (con.Quiet && len(sum.Levels) > 0) {
+		if !con.Quiet {
 			fmt.Fprintln(stdio.Out)
 		}
-		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: con.wide})
+		report.ConsoleLadder(stdio.Out, sum, report.ConsoleOptions{Wide: con.Wide})
 	}
 	say(stdio.Err, concludingNotes(c, out.Uncounted)...)
 	fmt.Fprintf(stdio.Out, "\nResults: %s\n", c.Output.Dir)
@@ -36,16 +37,16 @@ func conclude(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts, 
 
 // benchOf is the benchmark of c, said on stdio as con says (a live run's target, scrape
 // and connection counts are bench.RunLive's to find).
-func benchOf(stdio Stdio, c *bench.Spec, con consoleOpts) bench.Config {
+func benchOf(stdio Stdio, c *bench.Spec, con specflags.Console) bench.Config {
 	return bench.Config{Spec: *c,
 		Describe: bench.Describe{Version: Version, Target: report.NewTarget(c.URL, c.API, c.Model)},
-		Console: bench.Console{Out: stdio.Out, Quiet: con.quiet,
+		Console: bench.Console{Out: stdio.Out, Quiet: con.Quiet,
 			Warn: func(err error) { fmt.Fprintln(stdio.Err, warningLine(err)) },
 			Stopped: func(level string) {
 				fmt.Fprintf(stdio.Out, "\nThe ladder ends here (--stop-on-saturation): the server could not keep up with %s.\n", level)
 			},
 			Progress: func(name string, total int, d time.Duration) bench.Progress {
-				return progress.NewLevel(stdio.Err, name, total, d, !c.Live, con.noProgress)
+				return progress.NewLevel(stdio.Err, name, total, d, !c.Live, con.NoProgress)
 			}},
 	}
 }
@@ -53,14 +54,12 @@ func benchOf(stdio Stdio, c *bench.Spec, con consoleOpts) bench.Config {
 // benchError maps an error of bench's, which kept a run from starting or from writing
 // its results, to the flags and exit code the user knows.
 func benchError(err error) error {
-	// Only a join of bench's own (Config.Validate's): an error it passes on may hold one.
-	if _, joined := err.(interface{ Unwrap() []error }); joined {
-		var errs []error
-		for _, e := range fielderr.Split(err) {
-			errs = append(errs, benchError(e))
-		}
-		return errors.Join(errs...)
-	}
+	// Only a join of bench's own (Config.Validate's) is split: an error it passes on may hold one.
+	return fielderr.Map(err, benchProblem)
+}
+
+// benchProblem is benchError of one problem.
+func benchProblem(err error) error {
 	var (
 		field   *fielderr.Error
 		invalid *bench.InvalidError
@@ -71,10 +70,7 @@ func benchError(err error) error {
 	)
 	switch {
 	case errors.As(err, &field):
-		if _, ok := specFlagNames[field.Field]; ok {
-			return namedFlags(err, specFlagNames)
-		}
-		return levelError(err) // a level's, which load refused
+		return specflags.Named(err)
 	case errors.As(err, &invalid):
 		return invalidUsage(err)
 	case errors.As(err, &model) && model.TimedOut():
@@ -95,6 +91,15 @@ func benchError(err error) error {
 	case errors.As(err, &results):
 		return withCode(ExitFailure, fmt.Errorf("%w; the requests measured are kept in %s: once that is fixed, this writes the summary and reports from them (or add --output-dir elsewhere):\n%s",
 			err, results.Dir, reportCommand(results.Dir)))
+	}
+	return err
+}
+
+// invalidUsage is err, a *bench.InvalidError's, made a usage error (exit 2) in the words of
+// the flags behind it (specflags.Invalid); any other err as it is.
+func invalidUsage(err error) error {
+	if invalid := specflags.Invalid(err); invalid != nil {
+		return usageError(invalid)
 	}
 	return err
 }

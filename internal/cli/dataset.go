@@ -8,14 +8,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmbench/llmbench/internal/atomicfile"
+	"github.com/llmbench/llmbench/internal/fielderr"
+	"github.com/llmbench/llmbench/internal/specflags"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
 func newDatasetCmd(stdio Stdio) *cobra.Command {
 	var (
-		f        benchFlags
-		output   string
-		requests int
+		f           specflags.Flags
+		output, url string
+		requests    int
 	)
 	cmd := &cobra.Command{
 		Use:   "dataset",
@@ -29,11 +31,15 @@ shared, and fed back with --dataset jsonl:FILE.`,
     --output sharegpt.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			wc, err := f.datasetWorkload(output)
-			if err != nil {
-				return err
+			var errs []error
+			if output == "" {
+				errs = append(errs, errors.New("--output FILE.jsonl is required"))
 			}
-			tok, err := loadURLTokenizer(cmd.Context(), f.spec.Tokenizer, f.url)
+			wc, tokSpec, err := f.Workload()
+			if errs = append(errs, fielderr.Split(err)...); len(errs) > 0 {
+				return usageError(errors.Join(errs...))
+			}
+			tok, err := loadURLTokenizer(cmd.Context(), tokSpec, url)
 			if err != nil {
 				return err
 			}
@@ -54,34 +60,9 @@ shared, and fed back with --dataset jsonl:FILE.`,
 		},
 	}
 	fl := cmd.Flags()
-	f.bindWorkload(newSpecFlagSet(fl))
-	fl.StringVar(&f.url, "url", "", "server for --tokenizer server")
+	f.BindWorkload(fl)
+	fl.StringVar(&url, "url", "", "server for --tokenizer server")
 	fl.IntVar(&requests, "requests", 0, "requests to write (default: every row of a dataset, or 100)")
 	fl.StringVar(&output, "output", "", "output JSONL file (- for standard output)")
 	return cmd
-}
-
-// datasetWorkload is the workload dataset's flags describe, checked: every problem at once.
-func (f *benchFlags) datasetWorkload(output string) (workload.Config, error) {
-	var errs []error
-	if output == "" {
-		errs = append(errs, errors.New("--output FILE.jsonl is required"))
-	}
-	in, out, errIn, errOut := f.lengths()
-	for _, err := range []error{errIn, errOut} {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	wc := f.spec.Workload // the workload flags bound to it
-	wc.InputTokens, wc.OutputTokens, wc.Seed = in, out, f.spec.Seed
-	if len(errs) == 0 {
-		if err := workloadError(wc, wc.Validate()); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return wc, usageError(errors.Join(errs...))
-	}
-	return wc, nil
 }

@@ -14,10 +14,12 @@ import (
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/console"
+	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/plan"
 	"github.com/llmbench/llmbench/internal/progress"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/specflags"
 )
 
 func newPlanCmd(stdio Stdio) *cobra.Command {
@@ -58,13 +60,10 @@ profile that simulate --sim and serve --sim accept.`,
 
 // resolve checks every flag, reporting all problems at once, and builds the plan's
 // configuration; stdio hears the notes on what the plan will and will not do.
-func (f *planFlags) resolve(stdio Stdio, now time.Time) (*bench.Spec, consoleOpts, plan.Config, error) {
-	fs := f.bench.fs
-	cfg, con, err := f.bench.resolve(false, now) // applies --config first, so Changed sees its flags
-	var errs []error
-	if err != nil {
-		errs = append(errs, err)
-	}
+func (f *planFlags) resolve(stdio Stdio, now time.Time) (*bench.Spec, specflags.Console, plan.Config, error) {
+	fs := f.fs
+	cfg, con, err := f.bench.Resolve(false, now) // applies --config first, so Changed sees its flags
+	errs := fielderr.Split(err)
 	for _, name := range slices.Sorted(maps.Keys(planRefused)) {
 		if fs.Changed(name) {
 			errs = append(errs, fmt.Errorf("--%s: %s", name, planRefused[name]))
@@ -139,7 +138,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 	var watch plan.Watch
 	watch.Follow(&pc)
 	start := time.Now()
-	bar := progress.NewLine(stdio.Err, con.noProgress, func() string {
+	bar := progress.NewLine(stdio.Err, con.NoProgress, func() string {
 		return watch.Now().Line(len(pc.Space.Routers), time.Since(start))
 	})
 	pl, runErr := plan.Run(ctx, pc)
@@ -153,7 +152,7 @@ func runPlan(ctx context.Context, stdio Stdio, f *planFlags, now time.Time) erro
 		return withCode(ExitFailure, planError(err))
 	}
 	fmt.Fprintln(stdio.Out)
-	plan.WriteTable(stdio.Out, pl, 20, con.wide)
+	plan.WriteTable(stdio.Out, pl, 20, con.Wide)
 	for _, w := range pl.Warnings {
 		fmt.Fprintf(stdio.Err, "warning: %s\n", w)
 	}

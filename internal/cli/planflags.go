@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,13 +15,16 @@ import (
 	"github.com/llmbench/llmbench/internal/console"
 	"github.com/llmbench/llmbench/internal/plan"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/specflags"
+	"github.com/llmbench/llmbench/internal/suggest"
 )
 
 // planFlags are plan's flags as typed: simulate's traffic, workload, SLO and pricing flags
-// (benchFlags), the model, the search space, and the plan's bounds and ranking, bound
+// (specflags.Flags), the model, the search space, and the plan's bounds and ranking, bound
 // straight into the plan's Config.
 type planFlags struct {
-	bench benchFlags
+	bench specflags.Flags
+	fs    *pflag.FlagSet // simulate's flags and plan's own
 	model plan.Model
 	lists plan.SpaceText // the search space
 	cfg   plan.Config
@@ -48,7 +52,8 @@ var planRefused = map[string]string{
 
 // bind binds plan's flags: simulate's, some refused (hidden), and the search space.
 func (f *planFlags) bind(fs *pflag.FlagSet) {
-	f.bench.bind(fs, false)
+	f.fs = fs
+	f.bench.Bind(fs, false)
 	for name := range planRefused {
 		_ = fs.MarkHidden(name)
 	}
@@ -103,7 +108,7 @@ var planFlagNames = func() map[string]string {
 	var f planFlags
 	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
 	f.bind(fs)
-	return fieldFlags(fs, planFields)
+	return specflags.FieldFlags(fs, planFields)
 }()
 
 // planTrafficErrors say plan's refusals of the traffic as the flags behind them.
@@ -125,7 +130,7 @@ var planNames = plan.Names{Wide: "--wide", Confidence: "--confidence", Length: "
 	DropLength: "drop --duration and --requests"}
 
 // planError names the flags behind plan.Config's and plan.Model's problems.
-func planError(err error) error { return namedFlags(err, planFlagNames) }
+func planError(err error) error { return specflags.NamedFlags(err, planFlagNames) }
 
 // planTraffic says whether plan's flag fl shapes the traffic and its verdict: one plan takes
 // that sets the Spec's fields, but the model's (the check simulates best.yaml) and the
@@ -133,7 +138,7 @@ func planError(err error) error { return namedFlags(err, planFlagNames) }
 // checks best.yaml.
 func planTraffic(fl *pflag.Flag) bool {
 	_, refused := planRefused[fl.Name]
-	fields := fl.Annotations[specFields]
+	fields := specflags.Fields(fl)
 	return !refused && len(fields) > 0 && !slices.ContainsFunc(fields, func(field string) bool {
 		return field == "" || field == "SimProfile" || strings.HasPrefix(field, "Output.")
 	})
@@ -141,11 +146,11 @@ func planTraffic(fl *pflag.Flag) bool {
 
 // checkCommand is the simulate command that re-simulates best.yaml at the traffic, over the
 // horizon the plan judged it over (unless the traffic's length was fixed): the run's own
-// arguments (specArgs), restricted to the traffic flags given.
+// arguments (specflags.Args), restricted to the traffic flags given.
 func (f *planFlags) checkCommand(cfg *bench.Spec, best *plan.Candidate, fixed bool) string {
 	args := []string{"llmbench", "simulate", "--sim", console.ShellQuote(filepath.Join(cfg.Output.Dir, "best.yaml"))}
-	for _, a := range specArgs(cfg, consoleOpts{}, false, func(name string) bool {
-		fl := f.bench.fs.Lookup(name) // simulate's flags are plan's
+	for _, a := range specflags.Args(cfg, specflags.Console{}, false, func(name string) bool {
+		fl := f.fs.Lookup(name) // simulate's flags are plan's
 		return fl.Changed && planTraffic(fl)
 	}) {
 		args = append(args, console.ShellQuote(a))
@@ -158,10 +163,10 @@ func (f *planFlags) checkCommand(cfg *bench.Spec, best *plan.Candidate, fixed bo
 
 // base is the profile the space is built on (plan.Model.Base).
 func (f *planFlags) base() (sim.Profile, error) {
-	f.model.Profile, f.model.ProfileGiven = f.bench.spec.SimProfile, f.bench.fs.Changed("sim")
+	f.model.Profile, f.model.ProfileGiven = f.fs.Lookup("sim").Value.String(), f.fs.Changed("sim")
 	base, err := f.model.Base()
 	if err != nil && f.model.Shape != "" {
-		return base, fmt.Errorf("%w%s", planError(err), didYouMean(f.model.Shape, sim.ModelPresets()))
+		return base, fmt.Errorf("%w%s", planError(err), suggest.DidYouMean(f.model.Shape, sim.ModelPresets()))
 	}
 	return base, planError(err)
 }
@@ -169,7 +174,7 @@ func (f *planFlags) base() (sim.Profile, error) {
 // outputDir sets the plan's folder (a timestamped one by default) and refuses one that
 // already holds a plan, unless --overwrite.
 func (f *planFlags) outputDir(cfg *bench.Spec, now time.Time) error {
-	if !f.bench.fs.Changed("output-dir") {
+	if !f.fs.Changed("output-dir") {
 		cfg.Output.Dir = plan.DefaultDir(now)
 	}
 	var held *plan.HeldError
@@ -177,4 +182,9 @@ func (f *planFlags) outputDir(cfg *bench.Spec, now time.Time) error {
 		return fmt.Errorf("--output-dir %s already holds a plan (%s): give another folder, or --overwrite to replace it", held.Dir, held.File)
 	}
 	return nil
+}
+
+// fmtDuration writes a whole number of seconds as a flag value: "300s".
+func fmtDuration(d time.Duration) string {
+	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + "s"
 }

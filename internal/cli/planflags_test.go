@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/llmbench/llmbench/internal/plan"
+	"github.com/llmbench/llmbench/internal/specflags"
 )
 
 // planSpaceFlags write plan's own flags back, as specArgs writes the run's
@@ -14,25 +15,29 @@ var planSpaceFlags = []struct {
 	name string
 	vals func(f *planFlags, pc plan.Config) []string
 }{
-	{"model-shape", func(f *planFlags, _ plan.Config) []string { return str(f.model.Shape) }},
-	{"model-config", func(f *planFlags, _ plan.Config) []string { return str(f.model.Config) }},
-	{"gpu", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.GPUs, strings.Clone) }},
-	{"tp", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.TPs, strconv.Itoa) }},
-	{"dtype", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.Dtypes, strings.Clone) }},
-	{"dp", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.DPs, strconv.Itoa) }},
-	{"expert-parallel", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.ExpertParallel, strconv.FormatBool) }},
-	{"max-num-seqs", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.MaxNumSeqs, strconv.Itoa) }},
-	{"max-batched-tokens", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.MaxBatchedTokens, strconv.Itoa) }},
-	{"prefill", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.Prefill, strings.Clone) }},
-	{"router", func(f *planFlags, pc plan.Config) []string { return list(pc.Space.Routers, strings.Clone) }},
-	{"speculative", func(f *planFlags, pc plan.Config) []string {
-		return list(pc.Space.Speculative, plan.SpecSetting.String)
+	{"model-shape", func(f *planFlags, _ plan.Config) []string { return specflags.Str(f.model.Shape) }},
+	{"model-config", func(f *planFlags, _ plan.Config) []string { return specflags.Str(f.model.Config) }},
+	{"gpu", func(f *planFlags, pc plan.Config) []string { return specflags.List(pc.Space.GPUs, strings.Clone) }},
+	{"tp", func(f *planFlags, pc plan.Config) []string { return specflags.List(pc.Space.TPs, strconv.Itoa) }},
+	{"dtype", func(f *planFlags, pc plan.Config) []string { return specflags.List(pc.Space.Dtypes, strings.Clone) }},
+	{"dp", func(f *planFlags, pc plan.Config) []string { return specflags.List(pc.Space.DPs, strconv.Itoa) }},
+	{"expert-parallel", func(f *planFlags, pc plan.Config) []string {
+		return specflags.List(pc.Space.ExpertParallel, strconv.FormatBool)
 	}},
-	{"max-replicas", func(f *planFlags, pc plan.Config) []string { return num(pc.MaxReplicas) }},
-	{"confidence", func(f *planFlags, pc plan.Config) []string { return str(pc.Confidence) }},
-	{"objective", func(f *planFlags, pc plan.Config) []string { return str(pc.Objective) }},
-	{"electricity", func(f *planFlags, pc plan.Config) []string { return num(pc.Electricity) }},
-	{"pue", func(f *planFlags, pc plan.Config) []string { return num(pc.PUE) }},
+	{"max-num-seqs", func(f *planFlags, pc plan.Config) []string { return specflags.List(pc.Space.MaxNumSeqs, strconv.Itoa) }},
+	{"max-batched-tokens", func(f *planFlags, pc plan.Config) []string {
+		return specflags.List(pc.Space.MaxBatchedTokens, strconv.Itoa)
+	}},
+	{"prefill", func(f *planFlags, pc plan.Config) []string { return specflags.List(pc.Space.Prefill, strings.Clone) }},
+	{"router", func(f *planFlags, pc plan.Config) []string { return specflags.List(pc.Space.Routers, strings.Clone) }},
+	{"speculative", func(f *planFlags, pc plan.Config) []string {
+		return specflags.List(pc.Space.Speculative, plan.SpecSetting.String)
+	}},
+	{"max-replicas", func(f *planFlags, pc plan.Config) []string { return specflags.Num(pc.MaxReplicas) }},
+	{"confidence", func(f *planFlags, pc plan.Config) []string { return specflags.Str(pc.Confidence) }},
+	{"objective", func(f *planFlags, pc plan.Config) []string { return specflags.Str(pc.Objective) }},
+	{"electricity", func(f *planFlags, pc plan.Config) []string { return specflags.Num(pc.Electricity) }},
+	{"pue", func(f *planFlags, pc plan.Config) []string { return specflags.Num(pc.PUE) }},
 }
 
 // planOwnFlags are plan's flags that neither shape the traffic nor are refused: the space

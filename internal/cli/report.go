@@ -12,13 +12,14 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
+	"github.com/llmbench/llmbench/internal/specflags"
 )
 
 func newReportCmd(stdio Stdio) *cobra.Command {
 	var outDir, resultFormat string
 	var quiet, wide bool
 	var percentiles, slo string
-	var pf priceFlags
+	var pf specflags.Prices
 	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Recompute summary.json, summary.csv and report.html from a run's records",
@@ -75,13 +76,13 @@ re-price it.`,
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "print only the ladder table and the results folder (no per-level blocks), as run --quiet")
 	cmd.Flags().BoolVar(&wide, "wide", false, "print every column of the ladder table (by default it fits 100 columns), as run --wide")
 	cmd.Flags().StringVar(&resultFormat, "result-format", "", "also write vLLM's result files (vllm.json, or vllm-<level>.json for a ladder): vllm")
-	pf.bind(newSpecFlagSet(cmd.Flags()), true) // default: the run's own price
+	pf.Bind(cmd.Flags()) // default: the run's own price
 	return cmd
 }
 
 // rejudge applies report's flags to the run's summary: other percentiles, SLOs or price,
 // each checked; it returns the SLOs to judge by.
-func rejudge(sum *report.Summary, dir string, changed func(string) bool, percentiles, slo, resultFormat string, pf *priceFlags) ([]metrics.SLO, error) {
+func rejudge(sum *report.Summary, dir string, changed func(string) bool, percentiles, slo, resultFormat string, pf *specflags.Prices) ([]metrics.SLO, error) {
 	var givenPercentiles, givenSLO *string // nil: the run's own
 	if changed("percentiles") {
 		givenPercentiles = &percentiles
@@ -90,10 +91,10 @@ func rejudge(sum *report.Summary, dir string, changed func(string) bool, percent
 		givenSLO = &slo
 	}
 	slos, err := sum.Rejudge(givenPercentiles, givenSLO)
-	errs := fielderr.Split(namedFlags(err, map[string]string{"Percentiles": "percentiles", "SLO": "slo"}))
-	if p, err := pf.parse(); err != nil {
+	errs := fielderr.Split(specflags.NamedFlags(err, map[string]string{"Percentiles": "percentiles", "SLO": "slo"}))
+	if p, err := pf.Parse(); err != nil {
 		errs = append(errs, err)
-	} else if sum.Price, err = price(p, sum.Price, 1); err != nil {
+	} else if sum.Price, err = specflags.Price(p, sum.Price, 1); err != nil {
 		errs = append(errs, err)
 	} else if err := checkedPrice(sum.Price, filepath.Join(dir, "summary.json")); err != nil {
 		errs = append(errs, err)
@@ -105,4 +106,16 @@ func rejudge(sum *report.Summary, dir string, changed func(string) bool, percent
 		return nil, usageError(errors.Join(errs...))
 	}
 	return slos, nil
+}
+
+// checkedPrice is pr as a summary.json may hold it, refused (naming the file) when it is
+// not one llmbench writes.
+func checkedPrice(pr *metrics.Price, file string) error {
+	if pr == nil {
+		return nil
+	}
+	if err := pr.Validate(); err != nil {
+		return fmt.Errorf("%s: %w (give --gpu-price or --price-in and --price-out to re-price the run)", file, err)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/specflags"
 	"github.com/llmbench/llmbench/internal/tokenizer"
 )
 
@@ -20,7 +21,7 @@ import (
 var dialTarget func(ctx context.Context, network, addr string) (net.Conn, error)
 
 func newRunCmd(stdio Stdio) *cobra.Command {
-	var f benchFlags
+	var f specflags.Flags
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Benchmark a server (or, with no --url, the built-in simulator)",
@@ -34,20 +35,20 @@ summary.json, summary.csv and report.html.`,
     --slo 'ttft:p99<=1s'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec, con, err := f.resolve(true, time.Now())
+			spec, con, err := f.Resolve(true, time.Now())
 			if err != nil {
-				return err
+				return usageError(err)
 			}
 			return runLive(cmd.Context(), stdio, spec, con)
 		},
 	}
-	f.bind(cmd.Flags(), true)
+	f.Bind(cmd.Flags(), true)
 	cmd.Annotations = map[string]string{resolvesFlagErrors: "resolve"}
 	return cmd
 }
 
 // runLive benchmarks cfg.URL, or an in-process simulator when there is none.
-func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {
+func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con specflags.Console) error {
 	say(stdio.Err, undecidedNote(cfg))
 	var tok tokenizer.Tokenizer
 	if cfg.URL == "" {
@@ -58,7 +59,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 		}
 		defer stop()
 	}
-	if cfg.SeedDrawn && !con.quiet {
+	if cfg.SeedDrawn && !con.Quiet {
 		fmt.Fprintf(stdio.Out, "Seed %d, drawn for this run (--seed %d repeats it)\n", cfg.Seed, cfg.Seed)
 	}
 	if cfg.Insecure {
@@ -66,7 +67,7 @@ func runLive(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts)
 	}
 	cc := clientConfig(stdio, cfg)
 	gpu := cfg.LocalGPU(lookPath)
-	if !con.quiet {
+	if !con.Quiet {
 		say(stdio.Out, localGPUNote(gpu))
 	}
 	live := bench.Live{Client: cc, GPULocal: gpu, Tokenizer: tok,
@@ -86,7 +87,7 @@ var lookPath = exec.LookPath
 
 // startSim serves the simulator of --sim in-process for a run without --url
 // (bench.Spec.StartSimulator), and returns the run's tokenizer, which it counts prompts with.
-func startSim(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts) (tokenizer.Tokenizer, func(), error) {
+func startSim(ctx context.Context, stdio Stdio, c *bench.Spec, con specflags.Console) (tokenizer.Tokenizer, func(), error) {
 	tok, p, stop, err := c.StartSimulator(ctx)
 	if err != nil {
 		return nil, nil, invalidUsage(err)
@@ -96,7 +97,7 @@ func startSim(ctx context.Context, stdio Stdio, c *bench.Spec, con consoleOpts) 
 		stop()
 		return nil, nil, err
 	}
-	if !con.quiet {
+	if !con.Quiet {
 		fmt.Fprintf(stdio.Out, "No --url given: benchmarking the built-in simulator (%s) at %s\n", c.SimProfile, c.URL)
 	}
 	return tok, stop, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/sim/server"
+	"github.com/llmbench/llmbench/internal/specflags"
 )
 
 // serveFlags are serve's flags as typed: the server's, bound straight into its Config, and
@@ -66,11 +67,11 @@ func (f *serveFlags) run(ctx context.Context, stdio Stdio, closeAfterSet bool) e
 	var errs []error
 	if f.apiKeyFile != "" { // run's rule for the file; neither flag is no key (not $OPENAI_API_KEY's)
 		var err error
-		if c.APIKey, err = resolveAPIKey(c.APIKey, f.apiKeyFile); err != nil {
+		if c.APIKey, err = specflags.APIKey(c.APIKey, f.apiKeyFile); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	tmpl, err := resolveChatTemplate(f.chatTemplate, c.Tokenizer, client.APIOpenAIChat)
+	tmpl, err := specflags.ChatTemplate(f.chatTemplate, c.Tokenizer, client.APIOpenAIChat)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -82,7 +83,7 @@ func (f *serveFlags) run(ctx context.Context, stdio Stdio, closeAfterSet bool) e
 	if errs = append(serveErrors(err), errs...); len(errs) > 0 {
 		return usageError(errors.Join(errs...))
 	}
-	return namedFlags(c.Serve(ctx, p, opts, func(addr net.Addr) { fmt.Fprintf(stdio.Out, "listening on http://%s\n", addr) }), serveFlagNames)
+	return specflags.NamedFlags(c.Serve(ctx, p, opts, func(addr net.Addr) { fmt.Fprintf(stdio.Out, "listening on http://%s\n", addr) }), serveFlagNames)
 }
 
 // serveFlagNames are the flags that set server.Config's fields, for its errors.
@@ -101,7 +102,7 @@ func serveErrors(err error) []error {
 		case errors.As(e, &field) && field.Field == "CloseAfter":
 			e = fmt.Errorf("--close-after %w", field.Err)
 		default:
-			e = namedFlags(e, serveFlagNames)
+			e = specflags.NamedFlags(e, serveFlagNames)
 		}
 		errs = append(errs, e)
 	}

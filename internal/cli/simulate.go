@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/calibrate"
@@ -17,11 +16,12 @@ import (
 	"github.com/llmbench/llmbench/internal/record"
 	"github.com/llmbench/llmbench/internal/report"
 	"github.com/llmbench/llmbench/internal/sim"
+	"github.com/llmbench/llmbench/internal/specflags"
 	"github.com/llmbench/llmbench/internal/workload"
 )
 
 func newSimulateCmd(stdio Stdio) *cobra.Command {
-	var f benchFlags
+	var f specflags.Flags
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Predict a deployment offline: the simulator and the load on a virtual clock",
@@ -33,30 +33,19 @@ thousands of requests in seconds. It writes the same records, summary and report
   llmbench simulate --model-config gpt-oss-120b/config.json --concurrency 1,64`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec, con, err := f.resolve(false, time.Now())
+			spec, con, err := f.Resolve(false, time.Now())
 			if err != nil {
-				return err
+				return usageError(err)
 			}
 			return runSimulate(cmd.Context(), stdio, spec, con)
 		},
 	}
-	f.bindSimulate(cmd.Flags())
+	f.BindSimulate(cmd.Flags())
 	cmd.Annotations = map[string]string{resolvesFlagErrors: "resolve"}
 	return cmd
 }
 
-// bindSimulate binds simulate's flags: run's that a simulation takes, and the model to serve.
-func (f *benchFlags) bindSimulate(fs *pflag.FlagSet) {
-	f.bind(fs, false)
-	f.bindModelConfig(specFlagSet{fs, f.writers})
-}
-
-// bindModelConfig binds simulate's model to serve.
-func (f *benchFlags) bindModelConfig(fs specFlagSet) {
-	specVar(fs, fs.StringVar, &f.spec.ModelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model", "ModelConfig")
-}
-
-func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleOpts) error {
+func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con specflags.Console) error {
 	say(stdio.Err, undecidedNote(cfg))
 	p, err := cfg.SimulatedProfile()
 	if err != nil {
@@ -77,7 +66,7 @@ func runSimulate(ctx context.Context, stdio Stdio, cfg *bench.Spec, con consoleO
 		// keeps the peak low for little CPU (docs/performance.md).
 		defer debug.SetGCPercent(debug.SetGCPercent(25))
 	}
-	if !con.quiet {
+	if !con.Quiet {
 		fmt.Fprintln(stdio.Out, simulatingLine(cfg.SimProfile, cfg.ModelConfig, p))
 	}
 	if c := p.Calibration; c != nil {

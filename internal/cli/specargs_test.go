@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/bench"
 	"github.com/llmbench/llmbench/internal/plan"
+	"github.com/llmbench/llmbench/internal/specflags"
 )
 
 // roundTripValues give every flag of run, simulate and plan a value other than its
@@ -131,7 +132,7 @@ var roundTripValues = map[string][]string{
 // resolved is a command's run as its flags resolve: the Spec and the console's options.
 type resolved struct {
 	spec *bench.Spec
-	con  consoleOpts
+	con  specflags.Console
 }
 
 var roundTripCommands = []struct {
@@ -141,18 +142,18 @@ var roundTripCommands = []struct {
 	full map[string][]string // a flag's arguments in full, without base, where its value above does not do
 }{
 	{"run", func(fs *pflag.FlagSet) func(time.Time) (resolved, plan.Config, []string, error) {
-		var f benchFlags
-		f.bind(fs, true)
+		var f specflags.Flags
+		f.Bind(fs, true)
 		return func(now time.Time) (resolved, plan.Config, []string, error) {
-			c, con, err := f.resolve(true, now)
+			c, con, err := f.Resolve(true, now)
 			return resolved{c, con}, plan.Config{}, nil, err
 		}
 	}, nil, nil},
 	{"simulate", func(fs *pflag.FlagSet) func(time.Time) (resolved, plan.Config, []string, error) {
-		var f benchFlags
-		f.bindSimulate(fs)
+		var f specflags.Flags
+		f.BindSimulate(fs)
 		return func(now time.Time) (resolved, plan.Config, []string, error) {
-			c, con, err := f.resolve(false, now)
+			c, con, err := f.Resolve(false, now)
 			return resolved{c, con}, plan.Config{}, nil, err
 		}
 	}, nil, map[string][]string{"records": {"--records", "jsonl"}}},
@@ -163,7 +164,7 @@ var roundTripCommands = []struct {
 			c, con, pc, err := f.resolve(Stdio{Out: io.Discard, Err: io.Discard}, now)
 			var own []string
 			for _, fl := range planSpaceFlags {
-				own = flagArgs(own, fl.name, fl.vals(&f, pc))
+				own = specflags.FlagArgs(own, fl.name, fl.vals(&f, pc))
 			}
 			pc.Price, pc.Traffic.At = nil, nil // functions of the rest
 			return resolved{c, con}, pc, own, err
@@ -173,7 +174,7 @@ var roundTripCommands = []struct {
 }
 
 // TestSpecArgsRoundTrip: for every flag of run, simulate and plan (but those plan refuses),
-// its value parsed and resolved, written back by specArgs (and plan's own by
+// its value parsed and resolved, written back by specflags.Args (and plan's own by
 // planSpaceFlags) and parsed again resolves to the same run and plan, which are not the
 // default ones. A flag bound without specVar or an entry in planSpaceFlags, or without a
 // value here, fails.
@@ -221,7 +222,7 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 				return
 			}
 			vals, ok := roundTripValues[fl.Name]
-			_, spec := fl.Annotations[specFields]
+			spec := specflags.Fields(fl) != nil
 			if !ok || !(spec || written[fl.Name]) {
 				t.Errorf("--%s: no value in roundTripValues (%v), or bound without specVar and no entry in planSpaceFlags (%v)", fl.Name, ok, written[fl.Name])
 				return
@@ -235,7 +236,7 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 				t.Errorf("%s %s: %v", cmd.name, strings.Join(args, " "), err)
 				return
 			}
-			again := specArgs(c1.spec, c1.con, cmd.name == "run", func(name string) bool {
+			again := specflags.Args(c1.spec, c1.con, cmd.name == "run", func(name string) bool {
 				_, refused := planRefused[name]
 				return fs.Lookup(name) != nil && !(cmd.name == "plan" && refused)
 			})
@@ -283,23 +284,12 @@ func onlyFlagsOf(fs *pflag.FlagSet, args []string, dir string) []string {
 	return out
 }
 
-// TestSpecArgsWritesLargeIntegers: an int flag of a million is written as digits, which the
-// flag parses (strconv's shortest float form, 1e+06, it does not).
-func TestSpecArgsWritesLargeIntegers(t *testing.T) {
-	if got := num(1_000_000); !slices.Equal(got, []string{"1000000"}) {
-		t.Errorf("num(1000000) = %q, want [1000000]", got)
-	}
-	if got := num(2.5e6); !slices.Equal(got, []string{"2.5e+06"}) {
-		t.Errorf("num(2.5e6) = %q, want [2.5e+06] (a float flag parses it)", got)
-	}
-}
-
 // TestSpecFlagFields: each field a flag of run or simulate names (its errors' key) is
 // bench.Spec's.
 func TestSpecFlagFields(t *testing.T) {
 	for _, fs := range []*pflag.FlagSet{newRunCmd(Stdio{}).Flags(), newSimulateCmd(Stdio{}).Flags()} {
 		fs.VisitAll(func(fl *pflag.Flag) {
-			for _, path := range fl.Annotations[specFields] {
+			for _, path := range specflags.Fields(fl) {
 				if path == "" {
 					continue
 				}

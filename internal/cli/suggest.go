@@ -10,16 +10,6 @@ import (
 	"github.com/llmbench/llmbench/internal/suggest"
 )
 
-// didYouMean is ": did you mean X?" for the candidate nearest to word (by edit distance,
-// at most a third of its length), or "".
-func didYouMean(word string, candidates []string) string {
-	best := suggest.Nearest(word, candidates)
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %s?)", best)
-}
-
 // flagError is a usage error for a flag cobra refused, with the nearest flag of cmd
 // suggested for an unknown one.
 func flagError(cmd *cobra.Command, err error) error {
@@ -27,7 +17,7 @@ func flagError(cmd *cobra.Command, err error) error {
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
 		var names []string
 		cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-		if s := didYouMean(name, names); s != "" {
+		if s := suggest.DidYouMean(name, names); s != "" {
 			return usageError(fmt.Errorf("%s%s", msg, strings.Replace(s, "did you mean ", "did you mean --", 1)))
 		}
 	}

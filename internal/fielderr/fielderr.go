@@ -42,6 +42,19 @@ func Split(err error) []error {
 	return []error{err}
 }
 
+// Map is err with f applied to each of its problems, a join's through nested joins, joined
+// again; f(err) where err is no join (nil included).
+func Map(err error, f func(error) error) error {
+	if _, joined := err.(interface{ Unwrap() []error }); !joined {
+		return f(err)
+	}
+	var out []error
+	for _, e := range Split(err) {
+		out = append(out, Map(e, f))
+	}
+	return errors.Join(out...)
+}
+
 // Fields are the fields of err's problems (Split), in order; a problem about no field is
 // named by its message, so that a list of the fields expected never matches it.
 func Fields(err error) []string {

@@ -28,3 +28,24 @@ func TestFields(t *testing.T) {
 		t.Errorf("Fields(nil) = %q, want none", got)
 	}
 }
+
+// TestMap: f reaches each problem of nested joins, the joins kept as one list; an error that
+// is no join, and nil, reach f as they are.
+func TestMap(t *testing.T) {
+	mark := func(err error) error {
+		if err == nil {
+			return errors.New("nil")
+		}
+		return errors.New("<" + err.Error() + ">")
+	}
+	err := errors.Join(errors.New("a"), errors.Join(errors.New("b"), errors.New("c")))
+	if got := Map(err, mark).Error(); got != "<a>\n<b>\n<c>" {
+		t.Errorf("Map of a nested join = %q", got)
+	}
+	if got := Map(New("F", "d"), mark).Error(); got != "<F: d>" {
+		t.Errorf("Map of one problem = %q", got)
+	}
+	if got := Map(nil, mark).Error(); got != "nil" {
+		t.Errorf("Map(nil) = %q, want f(nil)", got)
+	}
+}

@@ -1,7 +1,10 @@
 // Package suggest finds the name a user probably meant, for "did you mean" hints.
 package suggest
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Nearest returns the candidate nearest to word by edit distance (case-insensitive), at
 // most a third of word's length away, or "" when none is that close.
@@ -13,6 +16,15 @@ func Nearest(word string, candidates []string) string {
 		}
 	}
 	return best
+}
+
+// DidYouMean is " (did you mean X?)" for the candidate nearest to word (Nearest), or "".
+func DidYouMean(word string, candidates []string) string {
+	best := Nearest(word, candidates)
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
 }
 
 // Distance is the Levenshtein distance between a and b (in bytes).

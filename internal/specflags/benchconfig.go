@@ -1,4 +1,4 @@
-package cli
+package specflags
 
 import (
 	"errors"
@@ -13,25 +13,26 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 )
 
-// consoleOpts are how the console shows a run, beside its bench.Spec: they change no file.
-type consoleOpts struct {
-	quiet      bool // the ladder and the results folder only
-	wide       bool // the whole ladder table
-	noProgress bool
+// Console are how the console shows a run, beside its bench.Spec: they change no file.
+type Console struct {
+	Quiet      bool // the ladder and the results folder only
+	Wide       bool // the whole ladder table
+	NoProgress bool
 }
 
-// resolve validates every flag and reports all problems at once.
-func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts, error) {
+// Resolve validates every flag and reports all problems at once, each in the words of
+// its flag (all are the user's to fix: a usage error).
+func (f *Flags) Resolve(live bool, now time.Time) (*bench.Spec, Console, error) {
 	if f.config != "" && f.fs != nil {
 		if err := applyConfig(f.fs, f.config); err != nil {
-			return nil, consoleOpts{}, usageError(err)
+			return nil, Console{}, err
 		}
 	}
 	c := f.spec // the flags set since bind, --config's included
 	r := &resolver{f: f, live: live, c: &c}
 	c.SeedDrawn = live && f.drawSeed(&c)
 	if f.fs != nil {
-		r.errs = append(r.errs, flagErrors(f.fs)...) // values that did not parse, the rest checked beside them
+		r.errs = append(r.errs, ParseErrors(f.fs)...) // values that did not parse, the rest checked beside them
 	}
 	if live {
 		r.target()
@@ -50,9 +51,9 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 	r.levels(ladder)
 	// bench owns the rules of its Spec and Config, said here among the flags' own (said); its
 	// console is the caller's, so a stand-in writer passes.
-	bc := benchOf(Stdio{Out: io.Discard}, r.c, f.con)
+	bc := bench.Config{Spec: *r.c, Console: bench.Console{Out: io.Discard}}
 	if errs := r.said(fielderr.Split(bc.Validate())); len(errs) > 0 {
-		return nil, f.con, usageError(errors.Join(errs...))
+		return nil, f.con, errors.Join(errs...)
 	}
 	return r.c, f.con, nil
 }
@@ -61,7 +62,7 @@ func (f *benchFlags) resolve(live bool, now time.Time) (*bench.Spec, consoleOpts
 // that a second run does not send the first's prompts, which a server's prompt cache would
 // answer; it reports whether it drew one. A run of shards keeps --seed's default: the shards,
 // on machines of their own, slice one plan.
-func (f *benchFlags) drawSeed(c *bench.Spec) bool {
+func (f *Flags) drawSeed(c *bench.Spec) bool {
 	if f.url == "" || f.shard != "" || f.fs == nil || f.fs.Changed("seed") {
 		return false
 	}
@@ -71,7 +72,7 @@ func (f *benchFlags) drawSeed(c *bench.Spec) bool {
 
 // resolver gathers a bench.Spec from the flags, and every problem with them.
 type resolver struct {
-	f    *benchFlags
+	f    *Flags
 	c    *bench.Spec
 	live bool
 	errs []error
@@ -93,10 +94,10 @@ func (r *resolver) judging() {
 	}
 	c.Judge.Metrics = metrics.Config{Percentiles: pcts, SLOs: slos}
 	r.spec("Judge.Metrics.SLOs[],API", "Judge.Metrics.SLOs[],NoStream")
-	if c.Judge.Pricing, err = f.price.parse(); err != nil {
+	if c.Judge.Pricing, err = f.price.Parse(); err != nil {
 		r.add(err)
 	} else if r.live && f.url != "" {
-		c.Judge.Price, err = price(c.Judge.Pricing, nil, 1) // a server of its own: only the flags price it
+		c.Judge.Price, err = Price(c.Judge.Pricing, nil, 1) // a server of its own: only the flags price it
 		r.add(err)
 	}
 	r.spec("Search,Judge.Metrics.SLOs")

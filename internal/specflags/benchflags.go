@@ -1,4 +1,10 @@
-package cli
+// Package specflags is the command line of a bench.Spec, the run that run, simulate and plan
+// describe: its flags bound (each with the Spec's fields it sets), read and checked into a
+// Spec with every problem said at once (Flags.Resolve, --config's file included), a Spec
+// written back as the flags that resolve to it again (Args), and bench's problems with the
+// Spec said by the flags behind them (Named, Invalid). It names flags so that bench need not;
+// cli holds the commands, their exit codes and what they print.
+package specflags
 
 import (
 	"strings"
@@ -11,14 +17,14 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// benchFlags are the flags shared by run and simulate. A flag whose value is a field of
+// Flags are the flags shared by run and simulate. A flag whose value is a field of
 // bench.Spec as it is binds to spec, which starts as bench.DefaultSpec (the defaults the flags
 // show); the rest are kept here as typed, for the resolver to parse and check.
-type benchFlags struct {
+type Flags struct {
 	spec    bench.Spec
-	con     consoleOpts
+	con     Console
 	fs      *pflag.FlagSet
-	writers map[string]flagWriter // how the flags are written back (specArgs)
+	writers map[string]flagWriter // how the flags are written back (Args)
 
 	// Target (run only).
 	url, apiKeyFile        string
@@ -48,12 +54,12 @@ type benchFlags struct {
 	agent                     agentFlags
 	percentiles               string
 	config                    string // --config: flags from a YAML file
-	price                     priceFlags
+	price                     Prices
 }
 
-// bind binds run's flags (simulate's, live false), their defaults bench's (DefaultSpec), in
-// the order specArgs writes them back (plan's check command keeps it).
-func (f *benchFlags) bind(pfs *pflag.FlagSet, live bool) {
+// Bind binds run's flags (simulate's, live false), their defaults bench's (DefaultSpec), in
+// the order Args writes them back (plan's check command keeps it).
+func (f *Flags) Bind(pfs *pflag.FlagSet, live bool) {
 	d := bench.DefaultSpec()
 	fs := newSpecFlagSet(pfs)
 	f.spec, f.fs, f.writers = d, pfs, fs.writers
@@ -85,9 +91,9 @@ func (f *benchFlags) bind(pfs *pflag.FlagSet, live bool) {
 	o := &f.spec.Output
 	specVar(fs, fs.StringVar, &o.Dir, "output-dir", "", "results folder (default llmbench-results/<UTC timestamp>)", "Output.Dir")
 	specVar(fs, fs.BoolVar, &o.Overwrite, "overwrite", false, "replace the run already in --output-dir (without it, a folder that holds a run is refused)", "Output.Overwrite")
-	specVar(fs, fs.BoolVar, &f.con.noProgress, "no-progress", false, "no progress bar on stderr", "") // the console's: no part of the Spec
-	specVar(fs, fs.BoolVar, &f.con.quiet, "quiet", false, "print only the ladder table and the results folder (no per-level blocks)", "")
-	specVar(fs, fs.BoolVar, &f.con.wide, "wide", false, "print every column of the ladder table (by default it fits 100 columns)", "")
+	specVar(fs, fs.BoolVar, &f.con.NoProgress, "no-progress", false, "no progress bar on stderr", "") // the console's: no part of the Spec
+	specVar(fs, fs.BoolVar, &f.con.Quiet, "quiet", false, "print only the ladder table and the results folder (no per-level blocks)", "")
+	specVar(fs, fs.BoolVar, &f.con.Wide, "wide", false, "print every column of the ladder table (by default it fits 100 columns)", "")
 	specVar(fs, fs.StringVar, &o.ResultFormat, "result-format", "", "also write vLLM's result files, per-request arrays included (vllm.json, or vllm-<level>.json for each level of a ladder): vllm", "Output.ResultFormat")
 	defRecords := d.Output.Records
 	if !live {
@@ -95,4 +101,15 @@ func (f *benchFlags) bind(pfs *pflag.FlagSet, live bool) {
 	}
 	specVar(fs, fs.StringVar, (*string)(&o.Records), "records", string(defRecords), "format of the raw records: jsonl (records.jsonl, one JSON object per line) or compact (records.bin, docs/metrics.md)", "Output.Records")
 	specVar(fs, fs.StringVar, &f.config, "config", "", "read flags from a YAML run configuration (`concurrency: [1, 4, 16]`, ...); flags given on the command line win; no secrets in it", "", none)
+}
+
+// BindSimulate binds simulate's flags: run's that a simulation takes, and the model to serve.
+func (f *Flags) BindSimulate(fs *pflag.FlagSet) {
+	f.Bind(fs, false)
+	f.bindModelConfig(specFlagSet{fs, f.writers})
+}
+
+// bindModelConfig binds simulate's model to serve.
+func (f *Flags) bindModelConfig(fs specFlagSet) {
+	specVar(fs, fs.StringVar, &f.spec.ModelConfig, "model-config", "", "serve the model of this Hugging Face config.json (`PATH`) on --sim's roofline profile instead of its own model", "ModelConfig")
 }

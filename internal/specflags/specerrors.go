@@ -1,4 +1,4 @@
-package cli
+package specflags
 
 import (
 	"errors"
@@ -41,14 +41,38 @@ func (r *resolver) said(spec []error) []error {
 		})
 	}
 	for _, e := range spec {
-		out = append(out, benchError(e))
+		out = append(out, said(e))
 	}
 	return out
 }
 
+// said is a problem of bench's with the Spec in the words of the flags behind it: a field's
+// (Named) or an *InvalidError's (Invalid); any other as it is.
+func said(err error) error {
+	return fielderr.Map(err, func(e error) error {
+		if invalid := Invalid(e); invalid != nil {
+			return invalid
+		}
+		return Named(e)
+	})
+}
+
+// Named is err, a problem of bench's or load's with a field of the Spec or of a level
+// (a *fielderr.Error), said as "--flag: problem" by the flags that set that field; err as
+// it is where it is no field's that a flag sets.
+func Named(err error) error {
+	var field *fielderr.Error
+	if errors.As(err, &field) {
+		if _, ok := specFlagNames[field.Field]; ok {
+			return NamedFlags(err, specFlagNames)
+		}
+	}
+	return levelError(err) // a level's, which load refused
+}
+
 // specMessages say the Spec's problems (its Validate's and its setters'), by field key, as
 // the flags that set those fields do (%v: bench's words); a field not here is said as
-// "--flag: problem" (benchError).
+// "--flag: problem" (Named).
 var specMessages = map[string]string{
 	"Timeout": "--timeout %v", "IdleTimeout": "--idle-timeout %v", "Telemetry.Interval": "--metrics-interval %v",
 	"Balance,More": "--balance %v; give --url once for each", "Requests,Base.Duration": "--requests and --duration: %v",
@@ -72,20 +96,20 @@ var invalidMessages = map[string]string{
 	"Pricing.GPUs,Pricing.USDPerGPUHour": "--gpus needs --gpu-price, %v",
 }
 
-// invalidUsage is err, a *bench.InvalidError's made a usage error (exit 2), in the words of
-// the flags behind its field where it names one.
-func invalidUsage(err error) error {
+// Invalid is the problem of err, a *bench.InvalidError (a usage error: the flags' to fix),
+// in the words of the flags behind its field where it names one; nil where err is none.
+func Invalid(err error) error {
 	var invalid *bench.InvalidError
 	if !errors.As(err, &invalid) {
-		return err
+		return nil
 	}
 	var field *fielderr.Error
 	if errors.As(invalid.Err, &field) {
 		if format, ok := invalidMessages[field.Key()]; ok {
-			return usageError(fmt.Errorf(format, field.Err))
+			return fmt.Errorf(format, field.Err)
 		}
 	}
-	return usageError(invalid.Err)
+	return invalid.Err
 }
 
 // specError says a problem of the Spec's as the flags that set its fields do.
@@ -100,7 +124,7 @@ func (r *resolver) specError(e *fielderr.Error) error {
 	if err := fieldError(e); err != error(e) {
 		return err
 	}
-	return benchError(e)
+	return Named(e)
 }
 
 // fieldError is err said as the flags behind its field do where specMessages words it, else
@@ -119,16 +143,16 @@ func fieldError(err error) error {
 // bench's errors: run's, then simulate's own; a field two flags set (the API key, the tools)
 // is said as the first bound's.
 var specFlagNames = func() map[string]string {
-	var f benchFlags
+	var f Flags
 	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
-	f.bind(fs, true)
+	f.Bind(fs, true)
 	f.bindModelConfig(specFlagSet{fs, f.writers})
-	return fieldFlags(fs, specFields)
+	return FieldFlags(fs, specFields)
 }()
 
-// fieldFlags are fs's flags by each field their annotation key names, the first bound's
+// FieldFlags are fs's flags by each field their annotation key names, the first bound's
 // where two set a field.
-func fieldFlags(fs *pflag.FlagSet, key string) map[string]string {
+func FieldFlags(fs *pflag.FlagSet, key string) map[string]string {
 	names := map[string]string{}
 	inBindOrder(fs, func(fl *pflag.Flag) {
 		for _, field := range fl.Annotations[key] {
@@ -165,19 +189,17 @@ func flagNamesUnder(prefixes ...string) map[string]string {
 }
 
 // levelError names the flag behind a load.Level problem.
-func levelError(err error) error { return namedFlags(err, levelFlagNames) }
+func levelError(err error) error { return NamedFlags(err, levelFlagNames) }
 
-// namedFlags names the flags (names: a field's flag, without its dashes) behind each
-// fielderr.Error in err, one of several joined by commas each, through nested joins; an
-// error of no field named there is kept as it is.
+// NamedFlags names the flags (names: a field's flag, without its dashes) behind each
+// fielderr.Error in err (the Spec's, or any typed configuration's), one of several joined by
+// commas each, through nested joins; an error of no field named there is kept as it is.
+func NamedFlags(err error, names map[string]string) error {
+	return fielderr.Map(err, func(err error) error { return namedFlags(err, names) })
+}
+
+// namedFlags names the flags behind err, one problem (NamedFlags).
 func namedFlags(err error, names map[string]string) error {
-	if _, joined := err.(interface{ Unwrap() []error }); joined {
-		var out []error
-		for _, e := range fielderr.Split(err) {
-			out = append(out, namedFlags(e, names))
-		}
-		return errors.Join(out...)
-	}
 	var field *fielderr.Error
 	if !errors.As(err, &field) {
 		return err

@@ -1,4 +1,4 @@
-package cli
+package specflags
 
 import (
 	"encoding/json"
@@ -21,10 +21,10 @@ import (
 // to the same run; none where the flag is at its default or another flag carries it.
 type flagWriter func(c specRun) []string
 
-// specRun is what specArgs writes: the run, and how the console shows it.
+// specRun is what Args writes: the run, and how the console shows it.
 type specRun struct {
 	*bench.Spec
-	consoleOpts
+	Console
 }
 
 // specFlagSet binds the flags of run, simulate and plan that describe the run (plan's own:
@@ -69,10 +69,14 @@ func setValue(fl *pflag.Flag) []string {
 	if fl.Value.Type() == "bool" {
 		return when(v != fl.DefValue, v)
 	}
-	return when(v != "0" && v != "0s", str(v)...)
+	return when(v != "0" && v != "0s", Str(v)...)
 }
 
-// inBindOrder visits fs's flags in the order they were bound: the order specArgs writes them
+// Fields are the Spec's fields flag fl sets, as fielderr keys them ("" for the console's);
+// none for a flag that does not describe the run.
+func Fields(fl *pflag.Flag) []string { return fl.Annotations[specFields] }
+
+// inBindOrder visits fs's flags in the order they were bound: the order Args writes them
 // in, which plan's check command keeps.
 func inBindOrder(fs *pflag.FlagSet, visit func(*pflag.Flag)) {
 	sorted := fs.SortFlags
@@ -81,31 +85,31 @@ func inBindOrder(fs *pflag.FlagSet, visit func(*pflag.Flag)) {
 	fs.SortFlags = sorted
 }
 
-// specArgs is the command line that resolves to c and o again: each flag of run's (live)
+// Args is the command line that resolves to c and o again: each flag of run's (live)
 // or simulate's that describes the run and that keep accepts (one the command binds, say),
 // in the order bound. true and false are joined to their flag with "=", which a bool flag
 // needs and every flag takes. The key and headers are written as they are: what prints a
 // command line (the check command) keeps to the traffic.
-func specArgs(c *bench.Spec, o consoleOpts, live bool, keep func(name string) bool) []string {
-	var f benchFlags
+func Args(c *bench.Spec, o Console, live bool, keep func(name string) bool) []string {
+	var f Flags
 	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
 	if live {
-		f.bind(fs, true)
+		f.Bind(fs, true)
 	} else {
-		f.bindSimulate(fs)
+		f.BindSimulate(fs)
 	}
 	f.spec, f.con = *c, o // what the flags bound straight to their fields read
 	var args []string
 	inBindOrder(fs, func(fl *pflag.Flag) {
 		if write, ok := f.writers[fl.Name]; ok && keep(fl.Name) {
-			args = flagArgs(args, fl.Name, write(specRun{c, o}))
+			args = FlagArgs(args, fl.Name, write(specRun{c, o}))
 		}
 	})
 	return args
 }
 
-// flagArgs appends a flag given each of vals.
-func flagArgs(args []string, name string, vals []string) []string {
+// FlagArgs appends a flag given each of vals.
+func FlagArgs(args []string, name string, vals []string) []string {
 	for _, v := range vals {
 		if v == "true" || v == "false" {
 			args = append(args, "--"+name+"="+v)
@@ -116,13 +120,13 @@ func flagArgs(args []string, name string, vals []string) []string {
 	return args
 }
 
-// list writes a list flag's values, comma-separated.
-func list[T any](vs []T, format func(T) string) []string {
+// List writes a list flag's values, comma-separated.
+func List[T any](vs []T, format func(T) string) []string {
 	var out []string
 	for _, v := range vs {
 		out = append(out, format(v))
 	}
-	return str(strings.Join(out, ","))
+	return Str(strings.Join(out, ","))
 }
 
 // when is v if ok, else nothing: a flag at its default, or unset.
@@ -133,11 +137,12 @@ func when(ok bool, v ...string) []string {
 	return v
 }
 
-func str(s string) []string { return when(s != "", s) }
+// Str writes a string flag's value; "" is unset.
+func Str(s string) []string { return when(s != "", s) }
 
-// num writes a number; 0 is every numeric flag's default or unset. An integer is written
+// Num writes a number; 0 is every numeric flag's default or unset. An integer is written
 // in full: an int flag does not parse 1e+06.
-func num[T int | float64](v T) []string {
+func Num[T int | float64](v T) []string {
 	if i, ok := any(v).(int); ok {
 		return when(i != 0, strconv.Itoa(i))
 	}
@@ -145,7 +150,7 @@ func num[T int | float64](v T) []string {
 }
 
 func numList(vs []float64) []string {
-	return list(vs, func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) })
+	return List(vs, func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) })
 }
 
 // ptrArg writes a value given, 0 included.
@@ -157,11 +162,6 @@ func ptrArg(v *float64) []string {
 }
 
 func dur(d time.Duration) []string { return when(d != 0, d.String()) }
-
-// fmtDuration writes a whole number of seconds as a flag value: "300s".
-func fmtDuration(d time.Duration) string {
-	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + "s"
-}
 
 func headerArgs(c specRun) []string {
 	var out []string
@@ -203,7 +203,7 @@ func stagesArg(c specRun) []string {
 	if len(c.Levels) == 0 {
 		return nil
 	}
-	return str(c.Levels[0].Stages.String())
+	return Str(c.Levels[0].Stages.String())
 }
 
 // chatTemplateArg writes the template chat prompts are sized with, or none where they are

@@ -1,4 +1,4 @@
-package cli
+package specflags
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 	"github.com/llmbench/llmbench/internal/metrics"
 )
 
-// priceFlags price a run (summary.json "price", each level's cost): --gpu-price and --gpus
-// for GPUs rented by the hour, --price-in and --price-out for a hosted API's per-token
-// prices.
-type priceFlags struct {
+// Prices are the flags that price a run (summary.json "price", each level's cost):
+// --gpu-price and --gpus for GPUs rented by the hour, --price-in and --price-out for a
+// hosted API's per-token prices.
+type Prices struct {
 	fs                *pflag.FlagSet
 	gpuPrice          float64
 	gpus              int
@@ -24,7 +24,7 @@ type priceFlags struct {
 
 // bind adds the pricing flags: all four where the endpoint's price is the user's to say
 // (run, report), --gpu-price alone where a simulated deployment says how many GPUs it has.
-func (f *priceFlags) bind(fs specFlagSet, all bool) {
+func (f *Prices) bind(fs specFlagSet, all bool) {
 	f.fs = fs.FlagSet
 	specVar(fs, fs.Float64Var, &f.gpuPrice, "gpu-price", 0, "USD per GPU-hour of the GPUs behind the endpoint: each level's cost per million output tokens, per 1,000 requests, ... (docs/metrics.md)", "Judge.Pricing.USDPerGPUHour",
 		func(c specRun) []string { return ptrArg(c.Judge.Pricing.USDPerGPUHour) })
@@ -32,7 +32,7 @@ func (f *priceFlags) bind(fs specFlagSet, all bool) {
 		return
 	}
 	specVar(fs, fs.IntVar, &f.gpus, "gpus", 1, "with --gpu-price: the GPUs behind the endpoint", "Judge.Pricing.GPUs",
-		func(c specRun) []string { return num(c.Judge.Pricing.GPUs) })
+		func(c specRun) []string { return Num(c.Judge.Pricing.GPUs) })
 	specVar(fs, fs.Float64Var, &f.priceIn, "price-in", 0, "a hosted API's price, USD per million input tokens (with --price-out; instead of --gpu-price)", "Judge.Pricing.Tokens",
 		func(c specRun) []string {
 			return tokenPrice(c, func(p metrics.TokenPrice) float64 { return p.USDPerMillionInput })
@@ -43,10 +43,13 @@ func (f *priceFlags) bind(fs specFlagSet, all bool) {
 		})
 }
 
-func (f *priceFlags) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+// Bind binds all four pricing flags, for a command that prices a run already made (report).
+func (f *Prices) Bind(fs *pflag.FlagSet) { f.bind(newSpecFlagSet(fs), true) }
 
-// parse reads the pricing flags given (bench.PricesGiven), reporting every problem.
-func (f *priceFlags) parse() (bench.Pricing, error) {
+func (f *Prices) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+
+// Parse reads the pricing flags given (bench.PricesGiven), reporting every problem.
+func (f *Prices) Parse() (bench.Pricing, error) {
 	p, err := bench.PricesGiven{USDPerGPUHour: given(f, "gpu-price", &f.gpuPrice), GPUs: given(f, "gpus", &f.gpus),
 		USDPerMillionInput: given(f, "price-in", &f.priceIn), USDPerMillionOutput: given(f, "price-out", &f.priceOut)}.Pricing()
 	var names []string // summary.json's price.source
@@ -68,7 +71,7 @@ func (f *priceFlags) parse() (bench.Pricing, error) {
 }
 
 // given is v when the flag name was given, else nil.
-func given[T any](f *priceFlags, name string, v *T) *T {
+func given[T any](f *Prices, name string, v *T) *T {
 	if f.changed(name) {
 		return v
 	}
@@ -85,20 +88,11 @@ var priceMessages = map[string]string{
 	"Pricing.Tokens.USDPerMillionInput,Pricing.Tokens.USDPerMillionOutput": "--price-in 0 --price-out 0: %v",
 }
 
-// price is bench.Pricing.Price, its invalid pricing a usage error.
-func price(p bench.Pricing, def *metrics.Price, gpus int) (*metrics.Price, error) {
+// Price is bench.Pricing.Price, its invalid pricing said by the flags (Invalid).
+func Price(p bench.Pricing, def *metrics.Price, gpus int) (*metrics.Price, error) {
 	pr, err := p.Price(def, gpus)
-	return pr, invalidUsage(err)
-}
-
-// checkedPrice is pr as a summary.json may hold it, refused (naming the file) when it is
-// not one llmbench writes.
-func checkedPrice(pr *metrics.Price, file string) error {
-	if pr == nil {
-		return nil
+	if invalid := Invalid(err); invalid != nil {
+		return pr, invalid
 	}
-	if err := pr.Validate(); err != nil {
-		return fmt.Errorf("%s: %w (give --gpu-price or --price-in and --price-out to re-price the run)", file, err)
-	}
-	return nil
+	return pr, err
 }

@@ -1,4 +1,4 @@
-package cli
+package specflags
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/llmbench/llmbench/internal/client"
+	"github.com/llmbench/llmbench/internal/suggest"
 )
 
 // applyConfig sets the flags of fs from a run configuration file (--config): a YAML
@@ -51,7 +52,7 @@ func applyConfig(fs *pflag.FlagSet, path string) error {
 			bad(k, "api-key: no secrets in a config file; use api-key-file or $OPENAI_API_KEY")
 			continue
 		case f == nil:
-			bad(k, "%q is not a flag of this command%s", name, didYouMean(name, names))
+			bad(k, "%q is not a flag of this command%s", name, suggest.DidYouMean(name, names))
 			continue
 		case f.Changed:
 			continue // the command line wins

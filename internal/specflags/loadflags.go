@@ -1,4 +1,4 @@
-package cli
+package specflags
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 
 // bindLoad binds the load flags: the ladder, its levels' lengths, what runs beside it (the
 // search, repeats, stopping) and run's sharding.
-func (f *benchFlags) bindLoad(fs specFlagSet, live bool, d bench.Spec) {
+func (f *Flags) bindLoad(fs specFlagSet, live bool, d bench.Spec) {
 	specVar(fs, fs.StringVar, &f.concurrency, "concurrency", "", "closed loop: concurrent requests, or a ladder `N,N,...` (default 1,4,16,64,256 when neither this nor --rate is given)", "Levels[].Concurrency", func(c specRun) []string {
 		return ladderArg(c, func(l load.Level) float64 { return float64(l.Concurrency) })
 	})
@@ -22,18 +22,18 @@ func (f *benchFlags) bindLoad(fs specFlagSet, live bool, d bench.Spec) {
 		func(c specRun) []string { return ladderArg(c, func(l load.Level) float64 { return l.Rate }) })
 	specVar(fs, fs.StringVar, &f.stages, "stages", "", "one level whose load changes over time, `STAGES` D:V (held) and D:V->V2 (ramped linearly), e.g. 60s:2,120s:2->20,60s:20; rates in requests/s, or concurrencies with a concurrency: prefix; figures per stage (docs/metrics.md)", "Levels[].Stages", stagesArg)
 	specVar(fs, fs.StringVar, &f.arrival, "arrival", d.Base.Arrival.String(), "open-loop arrivals: poisson, gamma:B (burstiness B; < 1 is burstier), constant", "Base.Arrival",
-		func(c specRun) []string { return str(c.Base.Arrival.String()) })
+		func(c specRun) []string { return Str(c.Base.Arrival.String()) })
 	specVar(fs, fs.IntVar, &f.spec.Base.MaxConcurrency, "max-concurrency", 0, "open loop: cap on in-flight requests (waiting for a slot counts as schedule lag)", "Base.MaxConcurrency")
 	specVar(fs, fs.IntVar, &f.spec.Requests, "requests", 0, "measured requests per level (default: whole rounds of the concurrency, at least 2 and 10 requests; open loop: 10 s of arrivals)", "Requests")
 	specVar(fs, fs.DurationVar, &f.spec.Base.Duration, "duration", 0, "measured time per level (instead of --requests)", "Base.Duration")
 	specVar(fs, fs.StringVar, &f.warmup, "warmup", "0", "per level: N requests, or a duration like 10s, sent before measuring and excluded", "Base.Warmup,Base.WarmupTime",
-		func(c specRun) []string { return append(num(c.Base.Warmup), dur(c.Base.WarmupTime)...) })
+		func(c specRun) []string { return append(Num(c.Base.Warmup), dur(c.Base.WarmupTime)...) })
 	specVar(fs, fs.DurationVar, &f.spec.Base.Cooldown, "cooldown", 0, "with --duration: requests sent in the last D of a level are excluded", "Base.Cooldown")
 	specVar(fs, fs.StringVar, (*string)(&f.spec.Search), "search", "", "find the largest load meeting the percentile SLOs: concurrency or rate", "Search")
 	specVar(fs, fs.Float64Var, &f.spec.SearchMax, "search-max", 0, "upper bound for --search (default 1024 concurrency or 1000 req/s)", "SearchMax")
 	specVar(fs, fs.IntVar, &f.spec.Repeat, "repeat", d.Repeat, "run each level N times, each run with seeds of its own (arrivals, prompts, the simulator): figures across runs with t-distribution 95% intervals", "Repeat")
 	specVar(fs, fs.StringVar, &f.maxErrorRate, "max-error-rate", "", "stop a level when more than this fraction (0.3) or percentage (30%) of its last 50 finished requests failed, once 20 have; exit code 4 (default: off)", "Base.MaxErrorRate",
-		func(c specRun) []string { return num(c.Base.MaxErrorRate) })
+		func(c specRun) []string { return Num(c.Base.MaxErrorRate) })
 	specVar(fs, fs.BoolVar, &f.spec.StopOnSaturation, "stop-on-saturation", false, "open loop: end the ladder at the first level stopped as oversaturated (the server cannot keep up: docs/metrics.md)", "StopOnSaturation")
 	if live { // a simulation has no machines to share the load among
 		specVar(fs, fs.StringVar, &f.shard, "shard", "", "run the I-th of N disjoint slices of the plan: `I/N` (0-based)", "Base.Shard,Base.Shards", func(c specRun) []string {

@@ -1,4 +1,4 @@
-package cli
+package specflags
 
 import (
 	"errors"
@@ -11,13 +11,14 @@ import (
 	"github.com/llmbench/llmbench/internal/client"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/route"
+	"github.com/llmbench/llmbench/internal/suggest"
 )
 
 // bindTarget binds run's target flags: the server, its API's path and request options,
 // credentials and transport (simulate has none).
-func (f *benchFlags) bindTarget(fs specFlagSet, d bench.Spec) {
+func (f *Flags) bindTarget(fs specFlagSet, d bench.Spec) {
 	fs.Var(&urlsValue{first: &f.url, more: &f.moreURLs}, "url", "base URL of the server, e.g. http://127.0.0.1:8000 (default: the built-in simulator, in-process); repeatable: the run balances over the endpoints by --balance")
-	fs.spec("url", "URL,More", func(c specRun) []string { return append(str(c.URL), c.More...) })
+	fs.spec("url", "URL,More", func(c specRun) []string { return append(Str(c.URL), c.More...) })
 	t := &f.spec.Server
 	specVar(fs, fs.StringVar, &t.Model, "model", "", "model name (default: the first id from /v1/models)", "Model")
 	specVar(fs, fs.StringVar, &t.APIKey, "api-key", "", "API key sent as a bearer token (default: $OPENAI_API_KEY)", "APIKey")
@@ -51,7 +52,7 @@ func (f *benchFlags) bindTarget(fs specFlagSet, d bench.Spec) {
 
 // bindScrapes binds the flags of what a live run scrapes beside the benchmark: the
 // server's /metrics and the GPU exporters'.
-func (f *benchFlags) bindScrapes(fs specFlagSet) {
+func (f *Flags) bindScrapes(fs specFlagSet) {
 	specVar(fs, fs.StringVar, &f.spec.Telemetry.MetricsURL, "metrics-url", "", `Prometheus endpoint to scrape during each level (default: the target's /metrics when it answers; "none" disables)`, "Telemetry.MetricsURL")
 	specVar(fs, fs.DurationVar, &f.spec.Telemetry.Interval, "metrics-interval", bench.DefaultInterval, "how often to scrape --metrics-url and --gpu-metrics", "Telemetry.Interval")
 	specVar(fs, fs.StringArrayVar, &f.gpuMetrics, "gpu-metrics", nil, "`URL` of a GPU exporter's /metrics (NVIDIA dcgm-exporter, AMD device-metrics-exporter) to scrape during each level: power, energy, J per output token, utilisation (repeatable: one per node)", "Telemetry.GPUs,Telemetry.NoGPU",
@@ -60,14 +61,14 @@ func (f *benchFlags) bindScrapes(fs specFlagSet) {
 
 // bindBalance binds --balance (run: over several --url; simulate: the profile's replicas)
 // and run's --session-header.
-func (f *benchFlags) bindBalance(fs specFlagSet, live bool) {
+func (f *Flags) bindBalance(fs specFlagSet, live bool) {
 	how := "the simulated deployment's router over its replicas (deployment.router), as run --balance spreads requests over several --url"
 	if live {
 		how = "with several --url: how requests are spread over them"
 		specVar(fs, fs.StringVar, &f.sessionHeader, "session-header", route.SessionHeader, "the header each request of a conversation or agentic task carries its session key in, with --balance session (or given, for a router in front of one --url); \"\" sends none", "SessionHeader", sessionHeaderArgs)
 	}
 	specVar(fs, fs.StringVar, &f.balance, "balance", "", how+": round-robin, least-outstanding, or session (a conversation's or agentic task's requests to one, by a hash of its key) (default round-robin; simulate: the profile's)", "Balance",
-		func(c specRun) []string { return str(c.Balance) })
+		func(c specRun) []string { return Str(c.Balance) })
 }
 
 // urlsValue is --url, repeatable: the first URL, and any given after it.
@@ -96,8 +97,8 @@ func (v *urlsValue) String() string {
 
 func (v *urlsValue) Type() string { return "url" }
 
-// resolveAPIKey is client.APIKey's key, its errors said as the flags'.
-func resolveAPIKey(key, file string) (string, error) {
+// APIKey is client.APIKey's key, its errors said as the flags'.
+func APIKey(key, file string) (string, error) {
 	k, err := client.APIKey(key, file)
 	switch {
 	case errors.Is(err, client.ErrKeyAndFile):
@@ -108,8 +109,8 @@ func resolveAPIKey(key, file string) (string, error) {
 	return k, nil
 }
 
-// parseHeaders reads --header, each malformed one said under the flag.
-func parseHeaders(hs []string) (http.Header, error) {
+// Headers reads --header, each malformed one said under the flag.
+func Headers(hs []string) (http.Header, error) {
 	h, err := client.ParseHeaders(hs)
 	var errs []error
 	for _, e := range fielderr.Split(err) {
@@ -130,9 +131,9 @@ func (r *resolver) balancing() {
 // target reads run's target flags: the server, its API, credentials and transport.
 func (r *resolver) target() {
 	f, c := r.f, r.c
-	r.add(namedFlags(c.SetURLs(f.url, f.moreURLs), specFlagNames))
+	r.add(NamedFlags(c.SetURLs(f.url, f.moreURLs), specFlagNames))
 	if api := c.API; !slices.Contains(client.APIs(), api) {
-		hint := didYouMean(api, client.APIs())
+		hint := suggest.DidYouMean(api, client.APIs())
 		switch strings.ToLower(api) {
 		case "vllm", "sglang", "openai", "lmdeploy", "trt-llm", "tensorrt-llm", "llama.cpp", "llama-server":
 			hint = " (--api names the API, not the server: " + api + " serves openai-chat and openai-completions)"
@@ -142,9 +143,9 @@ func (r *resolver) target() {
 		r.add(fmt.Errorf("--api %s needs --url: the built-in simulator speaks %s", api, strings.Join(bench.SimAPIs, ", ")))
 	}
 	var err error
-	c.APIKey, err = resolveAPIKey(c.APIKey, f.apiKeyFile)
+	c.APIKey, err = APIKey(c.APIKey, f.apiKeyFile)
 	r.add(err)
-	c.Headers, err = parseHeaders(f.headers)
+	c.Headers, err = Headers(f.headers)
 	r.add(err)
 	if c.ExtraBody, err = client.ParseExtraBody(f.extraBody); err != nil {
 		r.add(fmt.Errorf("--extra-body: %w", err))
@@ -154,6 +155,6 @@ func (r *resolver) target() {
 		if field := (*fielderr.Error)(nil); errors.As(err, &field) && field.Field == "Telemetry.NoGPU" {
 			err = fmt.Errorf("--gpu-metrics none: %w", field.Err)
 		}
-		r.add(namedFlags(err, specFlagNames))
+		r.add(NamedFlags(err, specFlagNames))
 	}
 }

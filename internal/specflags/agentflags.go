@@ -1,4 +1,4 @@
-package cli
+package specflags
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ type agentFlags struct {
 func (f *agentFlags) bind(fs specFlagSet, a *workload.Agent) {
 	specVar(fs, fs.StringVar, &f.workload, "workload", "chat", "chat (requests, or conversations with --turns) or agentic (tasks: loops of tool calls, docs/metrics.md#agents)", "Workload.Agent",
 		func(c specRun) []string {
-			return str(map[bool]string{false: "chat", true: "agentic"}[c.Workload.Agent.On()])
+			return Str(map[bool]string{false: "chat", true: "agentic"}[c.Workload.Agent.On()])
 		})
 	specVar(fs, fs.StringVar, &f.calls, "calls-per-task", "4", "agentic: the task's model calls: N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD", "Workload.Agent.Calls",
 		func(c specRun) []string { return agentDist(c, c.Workload.Agent.Calls) })
@@ -50,5 +50,5 @@ func (f *agentFlags) agent(fs *pflag.FlagSet, a workload.Agent) (workload.Agent,
 		return workload.Agent{}, fmt.Errorf("--workload %q: want chat or agentic", f.workload)
 	}
 	a, err := a.WithDists(f.calls, f.toolLatency, f.toolResult)
-	return a, namedFlags(err, agentFlagNames)
+	return a, NamedFlags(err, agentFlagNames)
 }

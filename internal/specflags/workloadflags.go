@@ -1,4 +1,4 @@
-package cli
+package specflags
 
 import (
 	"errors"
@@ -9,16 +9,17 @@ import (
 	"github.com/llmbench/llmbench/internal/chattemplate"
 	"github.com/llmbench/llmbench/internal/fielderr"
 	"github.com/llmbench/llmbench/internal/workload"
+	"github.com/spf13/pflag"
 )
 
 // bindInputs binds the flags of what a request carries beside its prompt: the stream,
 // tools, embeddings' batches and rerank's documents.
-func (f *benchFlags) bindInputs(fs specFlagSet, d bench.Spec) {
+func (f *Flags) bindInputs(fs specFlagSet, d bench.Spec) {
 	specVar(fs, fs.BoolVar, &f.stream, "stream", !d.NoStream, "stream the response (generation APIs); false asks for one JSON document: E2EL and throughput only, no TTFT, TPOT or ITL", "NoStream",
 		func(c specRun) []string { return when(c.NoStream, "false") })
 	// Generated definitions are written back as their count: the seed makes them again.
 	specVar(fs, fs.IntVar, &f.tools, "tools", 0, "chat, Responses and Ollama's chat: offer N generated function definitions in every request (plausible names and typed parameters, by --seed)", "Tools",
-		func(c specRun) []string { return when(c.ToolsFile == "", num(len(c.Tools))...) })
+		func(c specRun) []string { return when(c.ToolsFile == "", Num(len(c.Tools))...) })
 	specVar(fs, fs.StringVar, &f.spec.ToolsFile, "tools-file", "", "offer the function definitions of this JSON file in every request: an array of OpenAI tools, each {\"type\":\"function\",\"function\":{...}}", "Tools,ToolsFile")
 	specVar(fs, fs.StringVar, (*string)(&f.spec.ToolChoice), "tool-choice", "", "with --tools or --tools-file: auto, required, none, or a function's name to call (default: none sent, the server's auto)", "ToolChoice")
 	specVar(fs, fs.IntVar, &f.spec.BatchSize, "batch-size", 1, "embeddings: inputs per request, each of --input-tokens tokens", "BatchSize")
@@ -27,12 +28,12 @@ func (f *benchFlags) bindInputs(fs specFlagSet, d bench.Spec) {
 }
 
 // bindWorkload binds the flags that shape the requests (shared with dataset).
-func (f *benchFlags) bindWorkload(fs specFlagSet) {
+func (f *Flags) bindWorkload(fs specFlagSet) {
 	d, w := bench.DefaultSpec(), &f.spec.Workload
 	specVar(fs, fs.StringVar, &f.inputTokens, "input-tokens", d.Workload.InputTokens.String(), "prompt length in tokens: N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD", "Workload.InputTokens",
-		func(c specRun) []string { return str(c.Workload.InputTokens.String()) })
+		func(c specRun) []string { return Str(c.Workload.InputTokens.String()) })
 	specVar(fs, fs.StringVar, &f.outputTokens, "output-tokens", d.Workload.OutputTokens.String(), "output length in tokens (max_tokens): N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD", "Workload.OutputTokens",
-		func(c specRun) []string { return str(c.Workload.OutputTokens.String()) })
+		func(c specRun) []string { return Str(c.Workload.OutputTokens.String()) })
 	specVar(fs, fs.StringVar, &f.spec.Tokenizer, "tokenizer", d.Tokenizer, "tokenizer for exact prompt lengths: o200k_base, cl100k_base, a tokenizer.json path, a HuggingFace model id in the local cache, or server (the target's /tokenize)", "Tokenizer")
 	specVar(fs, fs.StringVar, &w.Dataset, "dataset", d.Workload.Dataset, "workload: random, jsonl:PATH, sharegpt:PATH, mooncake:PATH, azure:PATH, agent:PATH (recorded agent sessions)", "Workload.Dataset")
 	specVar(fs, fs.IntVar, &w.PrefixTokens, "prefix-tokens", 0, "every prompt starts with one of --prefix-groups shared prefixes of exactly this many tokens", "Workload.PrefixTokens")
@@ -44,6 +45,22 @@ func (f *benchFlags) bindWorkload(fs specFlagSet) {
 	// Written back even as 0, which is a seed too (not given, run draws one).
 	specVar(fs, fs.Int64Var, &f.spec.Seed, "seed", d.Seed, "seed for prompts, lengths, arrivals and the simulator (run --url without --seed, unsharded: a new seed each run, printed and kept in summary.json)", "Seed",
 		func(c specRun) []string { return []string{strconv.FormatInt(c.Seed, 10)} })
+}
+
+// BindWorkload binds the flags that shape the requests alone (dataset's).
+func (f *Flags) BindWorkload(fs *pflag.FlagSet) { f.bindWorkload(newSpecFlagSet(fs)) }
+
+// Workload is the workload the flags bound by BindWorkload describe, checked (every problem
+// at once), and the tokenizer its prompts are counted with.
+func (f *Flags) Workload() (workload.Config, string, error) {
+	in, out, errIn, errOut := f.lengths()
+	errs := []error{errIn, errOut}
+	wc := f.spec.Workload // the workload flags bound to it
+	wc.InputTokens, wc.OutputTokens, wc.Seed = in, out, f.spec.Seed
+	if errIn == nil && errOut == nil {
+		errs = append(errs, workloadError(wc, wc.Validate()))
+	}
+	return wc, f.spec.Tokenizer, errors.Join(errs...)
 }
 
 // workload reads the flags that shape the requests: lengths, dataset, sampling, chat.
@@ -80,7 +97,7 @@ func (r *resolver) workload() {
 }
 
 // lengths reads --input-tokens and --output-tokens (run, simulate, plan and dataset).
-func (f *benchFlags) lengths() (in, out workload.Dist, errIn, errOut error) {
+func (f *Flags) lengths() (in, out workload.Dist, errIn, errOut error) {
 	in, err := workload.ParseDist(f.inputTokens)
 	if err != nil {
 		errIn = fmt.Errorf("--input-tokens: %w", err)
@@ -92,9 +109,9 @@ func (f *benchFlags) lengths() (in, out workload.Dist, errIn, errOut error) {
 	return in, out, errIn, errOut
 }
 
-// resolveChatTemplate is bench.ChatTemplate's template, its problems said as the flags
+// ChatTemplate is bench.ChatTemplate's template, its problems said as the flags
 // behind them do (specMessages).
-func resolveChatTemplate(given, tok, api string) (*chattemplate.Template, error) {
+func ChatTemplate(given, tok, api string) (*chattemplate.Template, error) {
 	tm, err := bench.ChatTemplate(given, tok, api)
 	return tm, fieldError(err)
 }
