@@ -1,9 +1,10 @@
 // Package specflags is the command line of a bench.Spec, the run that run, simulate and plan
 // describe: its flags bound (each with the Spec's fields it sets), read and checked into a
-// Spec with every problem said at once (Flags.Resolve, --config's file included), a Spec
-// written back as the flags that resolve to it again (Args), and bench's problems with the
-// Spec said by the flags behind them (Named, Invalid). It names flags so that bench need not;
-// cli holds the commands, their exit codes and what they print.
+// Spec with every problem said at once (Flags.Resolve, --config's file included, and the
+// values that did not parse, which Lenient keeps for every command), a Spec written back as
+// the flags that resolve to it again (Args), and bench's problems with the Spec said by the
+// flags behind them (Named, Invalid). It names flags so that bench need not; cli holds the
+// commands, their exit codes and what they print.
 package specflags
 
 import (

@@ -108,7 +108,8 @@ func Args(c *bench.Spec, o Console, live bool, keep func(name string) bool) []st
 	return args
 }
 
-// FlagArgs appends a flag given each of vals.
+// FlagArgs appends a flag given each of vals. It and the writers below (List, Str, Num) write
+// a command's own flags back too (plan's, in its round-trip test).
 func FlagArgs(args []string, name string, vals []string) []string {
 	for _, v := range vals {
 		if v == "true" || v == "false" {
