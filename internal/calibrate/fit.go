@@ -348,6 +348,9 @@ func (f *fitter) start(pts []Point) sim.Profile {
 			if (fl.Key == sim.CostKeyMoELayerOverheadUs || fl.Key == sim.CostKeyPrefillMoELayerUs) && !base.Model.MoE() {
 				continue // a dense model has no MoE layer for them to cost
 			}
+			if fl.Key == sim.CostKeyFP4Efficiency {
+				continue // on one server compute_efficiency scales the same matmuls
+			}
 			lo := fl.Min
 			if fl.Key == sim.CostKeyOverlap {
 				lo = 1 // 0 is the other form (full overlap), not a value near 1

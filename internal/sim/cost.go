@@ -147,6 +147,13 @@ type RooflineParams struct {
 	// a step on an H200 and their FLOPs are 23.5 and 19.5 ms; the step takes 35). 0 is full
 	// overlap, the larger of the two; otherwise at least 1 (1 is none, their sum).
 	Overlap float64
+	// FP4Efficiency is the fraction of ComputeEfficiency that fp4 matmuls (mxfp4, nvfp4 on a
+	// GPU with fp4 tensor cores) reach of the datasheet's fp4 rate: NVIDIA's MLPerf Offline
+	// runs of Llama-2-70B in NVFP4 on B200 (seven submitters, 2025) served what the roofline
+	// gives at 0.76 of the rate the fp8 and bf16 fits reach, where the H200's fp8 runs need no
+	// such factor (docs/measurements.md, "FP4's attained rate"). 0 is none of its own: fp4 at
+	// ComputeEfficiency like every precision.
+	FP4Efficiency float64
 }
 
 // DefaultRooflineParams are the constants fitted over the measured H200 / Llama-3.1-8B file
@@ -168,6 +175,9 @@ func DefaultRooflineParams() RooflineParams {
 		// checked on DeepSeek-R1 on 8 × H200 (SGLang), which it was not fitted to
 		// (docs/measurements.md, "Mixtures of experts against published measurements").
 		MoELayerOverheadUs: 60,
+		// Fitted to the median B200 Offline capacity of MLPerf v5.1's Llama-2-70B NVFP4
+		// submissions, checked on GB200's (docs/measurements.md, "FP4's attained rate").
+		FP4Efficiency: 0.76,
 	}
 }
 
@@ -282,7 +292,7 @@ func (r *Roofline) linear(tokens float64, comp *float64) float64 {
 func NewRoofline(m ModelShape, g GPU, p RooflineParams) *Roofline {
 	r := &Roofline{Model: m, GPU: g, Params: p}
 	r.attnRate = g.TFLOPS * 1e12 * p.ComputeEfficiency
-	r.flops = g.computeTFLOPS(m.bytesPerParam()) * 1e12 * p.ComputeEfficiency
+	r.flops = p.matmulRate(g, m.bytesPerParam())
 	r.bw = g.BandwidthGBps * 1e9 * p.BandwidthEfficiency
 	r.mm = float64(m.MatmulParams() - m.routedParams(m.ExpertsPerToken))
 	r.weightRead = r.mm * m.bytesPerParam()
@@ -296,12 +306,22 @@ func NewRoofline(m ModelShape, g GPU, p RooflineParams) *Roofline {
 		r.experts, r.pick = float64(m.Experts), float64(m.ExpertsPerToken)/float64(m.Experts)
 		r.expertMM = float64(m.routedParams(m.ExpertsPerToken))
 		r.expertRd = float64(m.routedParams(1)) * m.expertBytesPerParam()
-		r.expertFlops = g.computeTFLOPS(m.expertBytesPerParam()) * 1e12 * p.ComputeEfficiency
+		r.expertFlops = p.matmulRate(g, m.expertBytesPerParam())
 	}
 	if m.SlidingLayers > 0 {
 		r.window, r.slidingFrac = float64(m.SlidingWindow), float64(m.SlidingLayers)/float64(m.Layers)
 	}
 	return r
+}
+
+// matmulRate is the FLOP/s matmuls of elem-byte weights reach on g: its rate for that
+// precision times ComputeEfficiency, and FP4Efficiency where that rate is fp4's.
+func (p RooflineParams) matmulRate(g GPU, elem float64) float64 {
+	rate := g.computeTFLOPS(elem) * 1e12 * p.ComputeEfficiency
+	if g.fp4(elem) && p.FP4Efficiency > 0 {
+		rate *= p.FP4Efficiency
+	}
+	return rate
 }
 
 // ExpertsTouched is the experts a step of tokens tokens is expected to read per MoE layer:

@@ -472,3 +472,49 @@ func absDur(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// TestFP4Efficiency: fp4 matmuls on a GPU with fp4 tensor cores reach fp4_efficiency of
+// compute_efficiency (a compute-bound step takes 1/fp4_efficiency as long); fp8 matmuls,
+// and fp4 on a GPU that dequantizes it, are untouched; 0 is none of its own.
+func TestFP4Efficiency(t *testing.T) {
+	linear := func(yaml string) float64 {
+		t.Helper()
+		p, err := ParseProfile([]byte(yaml), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := p.costModel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := cm.(*Roofline)
+		if !ok {
+			t.Fatalf("cost model %T, want *Roofline", cm)
+		}
+		var c float64
+		return r.linear(8192, &c) // 8,192 tokens: compute-bound on every GPU here
+	}
+	const b200 = "model: llama-3.1-70b\ngpu: b200\n"
+	nv := b200 + "deployment: {weight_dtype: nvfp4}\n"
+	if d := DefaultRooflineParams().FP4Efficiency; d <= 0 || d >= 1 {
+		t.Fatalf("the default fp4_efficiency %g derates nothing: the checks below check nothing", d)
+	}
+	for _, tc := range []struct {
+		name, yaml string
+		slower     float64 // the compute-bound step's time over fp4_efficiency 1's
+	}{
+		{"nvfp4 on b200, the default", nv, 1 / DefaultRooflineParams().FP4Efficiency},
+		{"nvfp4 on b200, 0.5", nv + "cost: {fp4_efficiency: 0.5}\n", 2},
+		{"nvfp4 on b200, 0 (none of its own)", nv + "cost: {fp4_efficiency: 0}\n", 1},
+		{"fp8 on b200", b200 + "deployment: {weight_dtype: fp8}\ncost: {fp4_efficiency: 0.5}\n", 1},
+		{"mxfp4 on h200 (no fp4 tensor cores)", "model: llama-3.1-70b\ngpu: h200\ndeployment: {weight_dtype: mxfp4}\ncost: {fp4_efficiency: 0.5}\n", 1},
+	} {
+		base := strings.Replace(tc.yaml, "fp4_efficiency: 0.5", "fp4_efficiency: 1", 1)
+		if !strings.Contains(base, "fp4_efficiency") {
+			base += "cost: {fp4_efficiency: 1}\n"
+		}
+		if got := linear(tc.yaml) / linear(base); math.Abs(got-tc.slower) > 0.02*tc.slower {
+			t.Errorf("%s: %.3f× the time at fp4_efficiency 1, want %.3f×", tc.name, got, tc.slower)
+		}
+	}
+}

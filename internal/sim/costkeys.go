@@ -18,6 +18,7 @@ const (
 	CostKeyMoELayerOverheadUs = "moe_layer_overhead_us"
 	CostKeyPrefillMoELayerUs  = "prefill_moe_layer_overhead_us"
 	CostKeyOverlap            = "overlap"
+	CostKeyFP4Efficiency      = "fp4_efficiency"
 )
 
 // CostKey is one number under a profile's cost: with the cost kind that owns it, where it
@@ -63,6 +64,7 @@ var costKeys = []CostKey{
 	{Key: CostKeyMoELayerOverheadUs, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.MoELayerOverheadUs }, Max: 1000},
 	{Key: CostKeyPrefillMoELayerUs, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.PrefillMoELayerOverheadUs }, Max: 10_000},
 	{Key: CostKeyOverlap, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.Overlap }, Max: 16, Note: " (0: full overlap; else at least 1)", FitMin: 1, FitMax: 16},
+	{Key: CostKeyFP4Efficiency, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.FP4Efficiency }, Max: 1, Note: " (0: fp4 at compute_efficiency, as every precision)"},
 	{Key: CostKeyStepNoise, cost: func(c *CostConfig) *float64 { return &c.StepNoise }, Max: maxStepNoise, Note: " (a coefficient of variation; 0 = none)", OmitZero: true},
 }
 

@@ -240,10 +240,15 @@ func (g GPU) computeTFLOPS(elem float64) float64 {
 	switch {
 	case elem == dtypeBytes[DtypeFP8] && g.FP8TFLOPS > 0:
 		return g.FP8TFLOPS
-	case (elem == mxfp4Bytes || elem == nvfp4Bytes) && g.FP4TFLOPS > 0:
+	case g.fp4(elem):
 		return g.FP4TFLOPS
 	}
 	return g.TFLOPS
+}
+
+// fp4 says whether matmuls of elem-byte weights run on g's fp4 tensor cores.
+func (g GPU) fp4(elem float64) bool {
+	return (elem == mxfp4Bytes || elem == nvfp4Bytes) && g.FP4TFLOPS > 0
 }
 
 // ModelPreset returns a built-in model shape by name.
