@@ -290,7 +290,7 @@ func (d *Dispatch) Finished(s *Send, o Outcome, service, done, now time.Duration
 		return
 	}
 	failed := o != Succeeded
-	if r := d.rules.finished(o, service, int(s.arrival)); r != "" {
+	if r := d.rules.finished(o, service, done-s.Scheduled-service, int(s.arrival)); r != "" {
 		d.halt(r)
 		return
 	}

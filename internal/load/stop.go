@@ -49,7 +49,14 @@ import (
 //  3. the backlog now holds at least 10% of every request that arrived in the level (a
 //     wandering backlog is bounded; a growing one is not);
 //  4. the level's first request finished before the half began (the ramp from an empty
-//     server has begun to end).
+//     server has begun to end);
+//  5. where the pace is steady (below), the requests' waits grow too: those that finished
+//     in the last quarter of the level so far spent longer in the system beyond their
+//     service (ServiceOf) than those of the quarter before, by more than 10 % of that wait
+//     and of their service. A backlog that grows at a steady pace is a queue, before the
+//     first token or between tokens, and every request waits longer in it; a batching
+//     server near its capacity admits each request at once, and while it fills its waits
+//     stay flat and its pace slows by less than 10 % a quarter as its backlog climbs.
 //
 // Past capacity the first quarter's requests finish late by the queue that built
 // meanwhile, or, where the batch has no slot cap, by every request's slowing as it grows,
@@ -83,7 +90,8 @@ import (
 // 10.23 req/s for 512/100-token requests) a Poisson ladder of 300 s levels in steps of 10%
 // of capacity stops at 1.0, 1.1 or 1.2 × capacity (60 seeds: 9, 39, 12; never at 0.9);
 // on a fleet of eight Llama-2-70B replicas (66 req/s for requests of up to 1,024 and 585
-// tokens) 20 seeds each: 0.66, 0.9 and 0.95 × capacity never, 1.3 × always, after 58-197 s;
+// tokens) 20 seeds each (100·k + 3): 0.66, 0.9 and 0.95 × capacity never (2, 1 and 2 of 20
+// before condition 5), 1.3 × always, after 218-228 s (212-228 before);
 // one of its replicas at 5 × its capacity after 220-243 s; on a 16-slot linear profile of 7.1 req/s
 // (bench/linear16.yaml), 60 s levels at 10 and 14 req/s are stopped in all of 60 seeds, after
 // 31 and 22 s on average, and 0.9 × capacity in none of 60; on its disaggregated twin, whose
@@ -132,6 +140,7 @@ type stopRules struct {
 	risingSince int
 	backlog     series
 	served      time.Duration // service times of the succeeded requests, summed
+	waited      time.Duration // their times in the system beyond their service, summed
 	nServed     int
 }
 
@@ -140,10 +149,11 @@ func newStopRules(l Level) stopRules {
 		floor: int(math.Ceil(l.Rate * SaturationLongTime.Seconds()))}
 }
 
-// finished counts a finished request, served for service (ServiceOf), the arrival-th
+// finished counts a finished request, served for service (ServiceOf) of the wait in the
+// system beyond it (its time from due to done, less service), the arrival-th
 // the over-saturation rule counted (0: none); it returns the end reason when a rule now
 // stops the level.
-func (s *stopRules) finished(o Outcome, service time.Duration, arrival int) EndReason {
+func (s *stopRules) finished(o Outcome, service, wait time.Duration, arrival int) EndReason {
 	failed := o != Succeeded
 	if s.sat && s.firstDone < 0 {
 		s.firstDone = s.arrivals
@@ -153,6 +163,7 @@ func (s *stopRules) finished(o Outcome, service time.Duration, arrival int) EndR
 	}
 	if s.sat && !failed {
 		s.served += service
+		s.waited += max(wait, 0)
 		s.nServed++
 	}
 	if s.reach >= 0 {
@@ -196,7 +207,7 @@ func (s *stopRules) arrived(backlog int) EndReason {
 		return ""
 	}
 	s.arrivals++
-	if s.backlog.add(mark{backlog: float64(backlog), served: s.served.Seconds(), nServed: s.nServed}) && s.rising(backlog) {
+	if s.backlog.add(mark{backlog: float64(backlog), served: s.served.Seconds(), waited: s.waited.Seconds(), nServed: s.nServed}) && s.rising(backlog) {
 		return EndOversaturated
 	}
 	return ""
@@ -215,6 +226,14 @@ func (s *stopRules) rising(backlog int) bool {
 		return false
 	}
 	if settled {
+		// A steady pace with a growing backlog is a queue — before the first token, or
+		// between tokens past it — and each request waits longer in it; a batching server
+		// near capacity, still filling, admits every request at once and its waits stay
+		// flat while its backlog climbs.
+		if !s.backlog.waitsGrow() {
+			s.risingSince = 0
+			return false
+		}
 		return true
 	}
 	// A batch still growing wanders widely and slowly: the test must hold through a quarter
@@ -246,6 +265,7 @@ type series struct {
 type mark struct {
 	backlog float64
 	served  float64
+	waited  float64
 	nServed int
 	done    int
 }
@@ -343,6 +363,18 @@ func (s *series) trend() (trendResult, bool) {
 // each request more slowly as its batch grows, and its backlog grows meanwhile without it
 // falling behind; past its capacity, its batch is full and its pace steady.
 func (s *series) settled() bool {
+	a, b, c, ok := s.quarters()
+	if !ok {
+		return false
+	}
+	before := (b.served - a.served) / float64(b.nServed-a.nServed)
+	last := (c.served - b.served) / float64(c.nServed-b.nServed)
+	return last <= (1+paceSlack)*before
+}
+
+// quarters are the marks at the level's half, three quarters and last arrival so far; ok
+// when requests finished in both quarters between them.
+func (s *series) quarters() (a, b, c mark, ok bool) {
 	at := func(p int) mark {
 		j := 0
 		for j < len(s.pos)-1 && s.pos[j] < p {
@@ -351,15 +383,25 @@ func (s *series) settled() bool {
 		return s.marks[j]
 	}
 	if len(s.marks) == 0 {
+		return mark{}, mark{}, mark{}, false
+	}
+	a, b, c = at(s.n/2), at(3*s.n/4), s.marks[len(s.marks)-1]
+	return a, b, c, b.nServed > a.nServed && c.nServed > b.nServed
+}
+
+// waitsGrow says whether the requests that finished in the last quarter of the level so far
+// waited in the system beyond their service longer than those of the quarter before, by
+// more than paceSlack of that wait and of their service: a queue that grows lengthens each
+// wait by the arrivals ahead of it.
+func (s *series) waitsGrow() bool {
+	a, b, c, ok := s.quarters()
+	if !ok {
 		return false
 	}
-	a, b, c := at(s.n/2), at(3*s.n/4), s.marks[len(s.marks)-1]
-	if b.nServed <= a.nServed || c.nServed <= b.nServed {
-		return false
-	}
-	before := (b.served - a.served) / float64(b.nServed-a.nServed)
-	last := (c.served - b.served) / float64(c.nServed-b.nServed)
-	return last <= (1+paceSlack)*before
+	n1, n2 := float64(b.nServed-a.nServed), float64(c.nServed-b.nServed)
+	before, last := (b.waited-a.waited)/n1, (c.waited-b.waited)/n2
+	pace := (b.served - a.served) / n1
+	return last > (1+paceSlack)*before+paceSlack*pace
 }
 
 // paceSlack is how much slower the last quarter's requests may be served than the quarter

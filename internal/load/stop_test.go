@@ -223,6 +223,19 @@ engine: {kind: tensorrt-llm, max_batched_tokens: 1536, max_num_seqs: 2048}
 // requests, measured in a closed loop of 2,400 (40,000 requests, seed 1): 66-68 req/s.
 const fleetLongCapacity = 66
 
+// b200NVFP4 is one replica of MLPerf's B200 Llama-2-70B deployment (NVFP4 weights, fp8 KV
+// cache, TensorRT-LLM's batch of 2,048 and 3,584 tokens a step); b200NVFP4Capacity its
+// capacity for fleetLongSource's requests, measured in a closed loop of 2,048 (40,000
+// requests after 8,000, seed 1): 27.1 req/s.
+const (
+	b200NVFP4 = `model: llama-2-70b
+gpu: b200
+deployment: {tp: 1, weight_dtype: nvfp4, kv_dtype: fp8}
+engine: {kind: tensorrt-llm, max_batched_tokens: 3584, max_num_seqs: 2048}
+`
+	b200NVFP4Capacity = 27.1
+)
+
 // fleetLongSource draws inputs uniform in 1..1024 and outputs uniform in 1..585 tokens
 // (mean 293, MLPerf's Llama-2-70B Server runs' TOKENS_PER_SAMPLE), the same for every seed.
 func fleetLongSource(i int) workload.Request {
@@ -233,7 +246,7 @@ func fleetLongSource(i int) workload.Request {
 // TestOversaturationNotWhileFilling: a fleet that keeps up is not stopped while it fills,
 // however many arrivals that takes (before the rule weighed the fill, a fleet at 0.9 × its
 // capacity was stopped within 5-17 s), and one past its capacity still is. 20 seeds each
-// were measured (stop.go); two run here.
+// were measured (stop.go); a few run here.
 func TestOversaturationNotWhileFilling(t *testing.T) {
 	p, err := sim.ParseProfile([]byte(fleetLongOutputs), ".")
 	if err != nil {
@@ -241,23 +254,35 @@ func TestOversaturationNotWhileFilling(t *testing.T) {
 	}
 	one := p
 	one.Deployment.Replicas = 1
+	b200, err := sim.ParseProfile([]byte(b200NVFP4), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Seeds 603, 303 and 803 are levels the rule stopped at 0.66, 0.9 and 0.95 × capacity
+	// while its pace counted as steady, before it asked for waits that grow as well.
 	for _, tc := range []struct {
 		what    string
 		p       sim.Profile
 		rate    float64
 		dur     time.Duration
 		stopped bool
+		seeds   []int64
 	}{
-		{"0.95 × the fleet's capacity", p, 0.95 * fleetLongCapacity, 5 * time.Minute, false},
-		{"0.9 × the fleet's capacity", p, 0.9 * fleetLongCapacity, 2 * time.Minute, false},
-		{"1.3 × the fleet's capacity", p, 1.3 * fleetLongCapacity, 5 * time.Minute, true},
+		{"0.66 × the fleet's capacity", p, 0.66 * fleetLongCapacity, 2 * time.Minute, false, []int64{603}},
+		{"0.95 × the fleet's capacity", p, 0.95 * fleetLongCapacity, 5 * time.Minute, false, []int64{3, 803}},
+		{"0.9 × the fleet's capacity", p, 0.9 * fleetLongCapacity, 2 * time.Minute, false, []int64{303}},
+		{"1.3 × the fleet's capacity", p, 1.3 * fleetLongCapacity, 5 * time.Minute, true, []int64{3, 103}},
 		// One replica at the fleet's rate, 5 × its capacity: its batch grows without a slot
 		// cap, every request slowing, and its first requests take minutes to finish.
-		{"one replica at 0.66 × the fleet's capacity", one, 0.66 * fleetLongCapacity, 5 * time.Minute, true},
+		{"one replica at 0.66 × the fleet's capacity", one, 0.66 * fleetLongCapacity, 5 * time.Minute, true, []int64{3, 103}},
+		// A B200 at 88 % of its capacity fills for longer than a minute, its backlog climbing
+		// faster at the end while its pace already counts as steady: stopped after 26 s
+		// before, where it keeps up for 600 s (docs/metrics.md).
+		{"one B200 at 0.88 × its capacity", b200, 0.88 * b200NVFP4Capacity, 2 * time.Minute, false, []int64{1}},
 	} {
-		for seed := range 2 {
+		for _, seed := range tc.seeds {
 			lvl := Level{Rate: tc.rate, Arrival: schedule.Arrival{Kind: "poisson"}, Duration: tc.dur,
-				Seed: int64(100*seed + 3), DetectSaturation: true}
+				Seed: seed, DetectSaturation: true}
 			srv, err := sim.NewFleet(tc.p)
 			if err != nil {
 				t.Fatal(err)
@@ -304,7 +329,9 @@ func TestOversaturationWaitsTenSeconds(t *testing.T) {
 			}
 			if i%2 == 0 { // half of what arrives is served, a second each, in arrival order
 				done++
-				s.finished(Succeeded, time.Second, int(n)/2)
+				// It arrived at arrival i/2 and finishes at arrival i: a queue that grows.
+				inSystem := time.Duration(float64(i) / 2 / rate * float64(time.Second))
+				s.finished(Succeeded, time.Second, inSystem-time.Second, int(n)/2)
 			}
 		}
 		return 0
