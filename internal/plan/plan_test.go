@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -335,9 +336,23 @@ func TestPlanJSONNames(t *testing.T) {
 	}
 }
 
+// chosen holds chosenPlanPage's plan and page once computed: two tests read them, and
+// planning the six configurations is seconds of CPU that the same inputs always repeat.
+var chosen struct {
+	sync.Mutex
+	pl   *Plan
+	page []byte
+}
+
 // chosenPlanPage is the plan.html of six configurations at 30 req/s, one of them chosen.
+// Callers share one plan and page (computed by the first): they must not change them.
 func chosenPlanPage(t *testing.T) (*Plan, []byte) {
 	t.Helper()
+	chosen.Lock()
+	defer chosen.Unlock()
+	if chosen.pl != nil {
+		return chosen.pl, chosen.page
+	}
 	base, _ := sim.LoadProfile("")
 	cfg := Config{Base: base, Traffic: traffic(t, 30, "poisson", 512, 128), Metrics: slos(t, "ttft:p99<=400ms,tpot:p99<=40ms"), Confidence: ConfidencePoint,
 		MaxReplicas: 16, Workers: 2, Price: listPrice, Space: Space{GPUs: []string{"h100", "h200", "l40s"}, TPs: []int{1, 2}}}
@@ -349,6 +364,7 @@ func chosenPlanPage(t *testing.T) (*Plan, []byte) {
 	if err := WriteHTML(&b, pl); err != nil {
 		t.Fatal(err)
 	}
+	chosen.pl, chosen.page = pl, b.Bytes()
 	return pl, b.Bytes()
 }
 
