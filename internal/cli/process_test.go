@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -26,12 +27,38 @@ import (
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	testtier.Long(t, "builds the binary")
-	bin := filepath.Join(t.TempDir(), "llmbench")
+	built.Lock()
+	defer built.Unlock()
+	if built.bin != "" {
+		return built.bin
+	}
+	dir, err := os.MkdirTemp("", "llmbench-cli-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	built.dir = dir // TestMain removes it
+	bin := filepath.Join(dir, "llmbench")
 	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/llmbench")
 	if out, err := testproc.CombinedOutput(t, cmd); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	built.bin = bin
 	return bin
+}
+
+// built is the binary buildBinary built, kept for the test binary's other tests: each go
+// build re-links it, about 2.5 s of CPU that the same source always repeats.
+var built struct {
+	sync.Mutex
+	bin, dir string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // The first SIGINT stops the run, keeps every finished request and writes a summary that
