@@ -53,8 +53,10 @@ var built struct {
 	bin, dir string
 }
 
+// The tests run at testtier.GCPercent (many in-process simulations on a small heap), and
+// remove the binary buildBinary built.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testtier.Main(m)
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
