@@ -26,6 +26,11 @@ import (
 )
 
 // runCLI runs llmbench with args and returns its exit code and output.
+//
+// Main takes its streams per call, so commands run concurrently in one test binary: the
+// tests that spend seconds waiting on the real clock (live runs, a server, shards waiting
+// for their start time) call t.Parallel, so that their waits overlap instead of adding up.
+// Such a test sets no environment (t.Setenv refuses in one) and holds no wall-clock bound.
 func runCLI(t testing.TB, ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer

@@ -55,6 +55,7 @@ func closedLoop48(t *testing.T, url string, extra ...string) (*metricsRun, strin
 // does), a closed loop of 4 × 12 requests completes 48 of 48, with keep-alive (re-sends
 // counted, the habit noticed once) and without.
 func TestServerThatClosesEveryConnection(t *testing.T) {
+	t.Parallel() // live closed loops, waiting on the real clock
 	if _, err := tokenizer.Load("o200k_base"); err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,8 @@ func startServe(t *testing.T, args ...string) (url string, stop func()) {
 // records still join to the server's ground truth with non-negative event-time errors.
 func TestShardsAgainstServe(t *testing.T) {
 	testtier.Long(t, "runs a server and three shards for about two seconds")
+	// The shards wait 3 s for their start time.
+	t.Parallel()
 	if _, err := tokenizer.Load("o200k_base"); err != nil { // cached: the shards start at once
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ func onTerminal(t *testing.T, args ...string) (code int, screen, stdout string) 
 // TestProgressOnATerminal runs each command that runs for long under a pseudo-terminal:
 // each must draw its progress line there (a redrawn line: \r, clear, text).
 func TestProgressOnATerminal(t *testing.T) {
+	t.Parallel() // a live ladder waiting on the real clock, then three commands
 	dir := t.TempDir()
 	ladder := filepath.Join(dir, "ladder")
 	cases := []struct {

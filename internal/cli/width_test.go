@@ -19,6 +19,7 @@ import (
 // 100 columns, counted in runes, on stdout or stderr. Requests are fewer than the README's
 // where only the run's length would change.
 func TestREADMEExamplesFit(t *testing.T) {
+	t.Parallel() // live runs waiting on the real clock beside plan's CPU (runCLI says who runs in parallel)
 	dir := t.TempDir()
 	out := func(name string) string { return filepath.Join(dir, name) }
 	examples := [][]string{
