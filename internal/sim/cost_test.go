@@ -423,15 +423,7 @@ func TestPaceScalesEveryStep(t *testing.T) {
 func TestPrefillMoELayerOverhead(t *testing.T) {
 	step := func(yaml string, w StepWork) time.Duration {
 		t.Helper()
-		p, err := ParseProfile([]byte(yaml), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := p.costModel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.Step(w)
+		return yamlCostModel(t, yaml).Step(w)
 	}
 	const ds = "model: deepseek-r1\ngpu: h200\ndeployment: {tp: 8, weight_dtype: fp8}\n"
 	decode := StepWork{DecodeSeqs: 8, DecodeContext: 8 * 1000}
@@ -479,14 +471,7 @@ func absDur(d time.Duration) time.Duration {
 func TestFP4Efficiency(t *testing.T) {
 	linear := func(yaml string) float64 {
 		t.Helper()
-		p, err := ParseProfile([]byte(yaml), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm, err := p.costModel()
-		if err != nil {
-			t.Fatal(err)
-		}
+		cm := yamlCostModel(t, yaml)
 		r, ok := cm.(*Roofline)
 		if !ok {
 			t.Fatalf("cost model %T, want *Roofline", cm)
@@ -517,4 +502,18 @@ func TestFP4Efficiency(t *testing.T) {
 			t.Errorf("%s: %.3f× the time at fp4_efficiency 1, want %.3f×", tc.name, got, tc.slower)
 		}
 	}
+}
+
+// yamlCostModel is the cost model of the profile yaml.
+func yamlCostModel(t *testing.T, yaml string) CostModel {
+	t.Helper()
+	p, err := ParseProfile([]byte(yaml), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.costModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
