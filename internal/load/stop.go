@@ -149,8 +149,8 @@ func newStopRules(l Level) stopRules {
 		floor: int(math.Ceil(l.Rate * SaturationLongTime.Seconds()))}
 }
 
-// finished counts a finished request, served for service (ServiceOf) of the wait in the
-// system beyond it (its time from due to done, less service), the arrival-th
+// finished counts a finished request, served for service (ServiceOf) after waiting wait
+// (its time from due to done, less service), the arrival-th
 // the over-saturation rule counted (0: none); it returns the end reason when a rule now
 // stops the level.
 func (s *stopRules) finished(o Outcome, service, wait time.Duration, arrival int) EndReason {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 
-	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/search"
 )
@@ -28,7 +28,7 @@ type CapacityProbe struct {
 	Met       bool    `json:"met"`
 	TTFTP99Ms float64 `json:"ttft_p99_ms"`
 	TPOTP99Ms float64 `json:"tpot_p99_ms"`
-	// Oversaturated: the over-saturation rule stopped the level (the backlog kept growing).
+	// Oversaturated: the level fell behind (its backlog kept growing), as its verdict says.
 	Oversaturated bool `json:"oversaturated,omitempty"`
 	// Reason is why the level's verdict did not pass, as summary.json's slo.reason says it.
 	Reason string `json:"reason,omitempty"`
@@ -64,7 +64,7 @@ func FindCapacity(ctx context.Context, r Row, seed int64, tmp string) (*Capacity
 			refused = skip != ""
 			return false, err
 		}
-		p := CapacityProbe{Rate: rate, Oversaturated: lv.EndReason == string(load.EndOversaturated)}
+		p := CapacityProbe{Rate: rate, Oversaturated: lv.SLO != nil && strings.HasPrefix(lv.SLO.Reason, metrics.OversaturatedPrefix)}
 		figs, err := Figures(lv, map[string]float64{probeTTFT: 0, probeTPOT: 0})
 		if err != nil {
 			return false, err

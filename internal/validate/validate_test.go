@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/predict"
 )
 
@@ -589,6 +590,25 @@ func TestFindCapacity(t *testing.T) {
 	s := SummariseCapacity([]Result{{Capacity: &Capacity{ErrorPct: -10}}, {Capacity: &Capacity{ErrorPct: 40}}, {Capacity: &Capacity{ErrorPct: -30}}, {}})
 	if s == nil || s.Rows != 3 || s.OverPredicted25 != 1 || s.MedianPct != -10 || s.MedianAbsPct != 30 {
 		t.Errorf("summary %+v: want 3 rows, median -10%%, median |error| 30%%, one over-predicted", s)
+	}
+}
+
+// A capacity probe is judged over its whole level: a batching server near its capacity
+// fills for minutes, and the over-saturation rule, which ends a run's level early, stopped
+// this one (MLPerf's B200 Llama-2-70B deployment, one replica at 88 % of its capacity) after
+// 32 s of a level it keeps up with.
+func TestCapacityProbeNotStoppedWhileFilling(t *testing.T) {
+	r := Row{ID: "filling", Profile: map[string]any{"model": "llama-2-70b", "gpu": "b200",
+		"deployment": map[string]any{"weight_dtype": "nvfp4", "kv_dtype": "fp8"},
+		"engine":     map[string]any{"kind": "tensorrt-llm", "max_num_seqs": 2048, "max_batched_tokens": 3584}}}
+	w := Workload{Rate: 40, InputTokens: "lognormal:222.3:171.5", OutputTokens: "normal:274.4:137.2"}
+	w.Requests, w.Warmup = 6000, 1000
+	lv, skip, err := simulateLevel(context.Background(), r, w, "ttft:p99<=2s,tpot:p99<=200ms", probeFigures, 1, t.TempDir())
+	if err != nil || skip != "" {
+		t.Fatalf("%q, %v", skip, err)
+	}
+	if lv.EndReason == string(load.EndOversaturated) || lv.SLO == nil || !lv.SLO.Pass {
+		t.Fatalf("end %q, verdict %+v: want the level run whole and its limits met", lv.EndReason, lv.SLO)
 	}
 }
 
