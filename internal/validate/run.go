@@ -77,9 +77,10 @@ func Simulate(ctx context.Context, r Row, seed int64, tmp string) (Result, error
 // those figures come out the same, several times faster (metrics.Config.NeedsTokenEvents).
 // With SLO terms (slo, as --slo takes them) the level is judged as a run's are, its verdict
 // (report.Level.SLO) failing a level that fell behind, but over the whole level: the
-// over-saturation rule, which ends a level early, stays off, since it stops a batching
-// server still filling near its capacity (8 × B200's Llama-2-70B at 88 % of it, after 32 s
-// of a level it keeps up with for 600), and a capacity probe there is the question asked.
+// over-saturation rule, which ends a level early, stays off, since it can stop a batching
+// server still filling near its capacity (one B200 replica of MLPerf's Llama-2-70B at 95 % of
+// it, after 39 s of a level it keeps up with for 600), and a capacity probe there is the
+// question asked.
 // A row compared with its measurement runs unjudged.
 func simulateLevel(ctx context.Context, r Row, w Workload, slo string, figures []string, seed int64, tmp string) (lv *report.Level, skip string, err error) {
 	p, err := rowProfile(r)
