@@ -77,18 +77,20 @@ type Table struct {
 	// Pooled is a group's band that has no rows of its own, by figure: newGroupBand of
 	// every group's residuals.
 	Pooled map[string]Band `json:"pooled"`
-	// Families and GPUs are those with any row: a profile of neither gets the widest band.
+	// Families and GPUs are those with any row; a profile of a family or GPU none measured
+	// takes the pooled band widened by FamilyWidening or GPUWidening (both, for both).
 	Families []string `json:"families"`
 	GPUs     []string `json:"gpus"`
+	// FamilyWidening and GPUWidening multiply the pooled band's log-width for a family or
+	// GPU no row measured: what the rows needed when each family (GPU) was left out in turn
+	// (leaveOutWidening), at least 1.
+	FamilyWidening float64 `json:"family_widening"`
+	GPUWidening    float64 `json:"gpu_widening"`
 }
 
 // MinRows is the fewest rows a group's band is read from; a group with fewer takes the
 // pooled band.
 const MinRows = 5
-
-// unseenWidening widens the pooled band's log-width for a profile whose model family and
-// GPU no row measured: nothing says its error is like any measured one.
-const unseenWidening = 1.5
 
 // Residual is one row's figure, predicted and measured, with the row's group and source.
 type Residual struct {
@@ -101,9 +103,19 @@ type Residual struct {
 // NewTable builds the spreads from the rows' residuals: per group and figure with at least
 // MinRows rows, and pooled for the groups without. A group's band is the normal prediction
 // interval of the log ratio ln(measured/predicted): mean ± t(0.95, n−1)·sd·√(1 + 1/n), so
-// its bias moves the band and few rows widen it; the pooled band is newGroupBand's.
+// its bias moves the band and few rows widen it; the pooled band is newGroupBand's; the
+// widenings for a family or GPU none measured are leaveOutWidening's.
 func NewTable(rs []Residual, made string) Table {
-	t := Table{Made: made, Groups: map[string]map[string]Band{}, Pooled: map[string]Band{}}
+	t := bands(rs)
+	t.Made = made
+	t.FamilyWidening = leaveOutWidening(rs, func(r Residual) string { return r.Group.Family })
+	t.GPUWidening = leaveOutWidening(rs, func(r Residual) string { return r.Group.GPU })
+	return t
+}
+
+// bands is NewTable without its widenings (1).
+func bands(rs []Residual) Table {
+	t := Table{Groups: map[string]map[string]Band{}, Pooled: map[string]Band{}, FamilyWidening: 1, GPUWidening: 1}
 	byGroup := map[string]map[string][]float64{}
 	pooled := map[string][]float64{}
 	fam, gpus := map[string]bool{}, map[string]bool{}
@@ -146,6 +158,48 @@ func NewTable(rs []Residual, made string) Table {
 	}
 	t.Families, t.GPUs = slices.Sorted(maps.Keys(fam)), slices.Sorted(maps.Keys(gpus))
 	return t
+}
+
+// leaveOutWidening is how much wider than the pooled band a row of a family (or GPU: key)
+// no row measured needs its band: each key's rows are left out in turn and measured against
+// the pooled band of the others, and the widening is the 90th percentile (nearest rank) of
+// their distances from its centre in half-widths, pooled over the keys' figures — so that
+// the widened band would have held 90 % of them. At least 1 (the pooled band is already the
+// band of a group none measured), and 1 with fewer than two keys (nothing to leave out).
+func leaveOutWidening(rs []Residual, key func(Residual) string) float64 {
+	byKey := map[string][]Residual{}
+	for _, r := range rs {
+		byKey[key(r)] = append(byKey[key(r)], r)
+	}
+	if len(byKey) < 2 {
+		return 1
+	}
+	var zs []float64
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		var rest []Residual
+		for _, r := range rs {
+			if key(r) != k {
+				rest = append(rest, r)
+			}
+		}
+		pooled := bands(rest).Pooled
+		for _, r := range byKey[k] {
+			b, ok := pooled[r.Figure]
+			if !ok || !(r.Predicted > 0) || !(r.Actual > 0) || math.IsInf(r.Predicted, 0) || math.IsInf(r.Actual, 0) {
+				continue
+			}
+			lo, hi := math.Log(b.Lo), math.Log(b.Hi)
+			if !(hi > lo) {
+				continue
+			}
+			zs = append(zs, math.Abs(math.Log(r.Actual/r.Predicted)-(lo+hi)/2)/((hi-lo)/2))
+		}
+	}
+	if len(zs) == 0 {
+		return 1
+	}
+	slices.Sort(zs)
+	return max(1, zs[int(math.Ceil(0.9*float64(len(zs))))-1])
 }
 
 // band is the prediction interval of log ratios xs, its log-width about their mean
@@ -212,11 +266,20 @@ type Spread struct {
 }
 
 // For is the spread of a profile of model family, GPU and engine: each load kind's group
-// bands where the group has its rows, else the pooled bands (widened for a family and GPU
+// bands where the group has its rows, else the pooled bands (widened for a family or GPU
 // no row measured).
 func (t Table) For(family, gpu, engine string) Spread {
 	s := Spread{Basis: map[string]string{}, ByLoad: map[string]map[string]Band{}}
-	unseen := !slices.Contains(t.Families, family) && !slices.Contains(t.GPUs, gpu)
+	wf, unmeasured := 1.0, []string(nil)
+	if !slices.Contains(t.Families, family) {
+		wf *= max(1, t.FamilyWidening)
+		unmeasured = append(unmeasured, "the model family "+family)
+	}
+	if !slices.Contains(t.GPUs, gpu) {
+		wf *= max(1, t.GPUWidening)
+		unmeasured = append(unmeasured, "the GPU "+gpu)
+	}
+	unseen := len(unmeasured) > 0
 	for _, load := range Loads {
 		g := Group{Family: family, GPU: gpu, Engine: engine, Load: load}
 		bands := map[string]Band{}
@@ -229,7 +292,7 @@ func (t Table) For(family, gpu, engine string) Spread {
 			}
 			if b, ok := t.Pooled[f]; ok {
 				if unseen {
-					b = widen(b, unseenWidening)
+					b = widen(b, wf)
 				}
 				bands[f] = b
 				pooled = append(pooled, f)
@@ -243,7 +306,7 @@ func (t Table) For(family, gpu, engine string) Spread {
 				s.Basis[load] += fmt.Sprintf(" (%s, which they do not measure: the spread of the validation groups' errors)", strings.Join(pooled, ", "))
 			}
 		case unseen:
-			s.Basis[load] = fmt.Sprintf("the spread of the validation groups' errors, widened %g× (no row measured %s or %s)", unseenWidening, family, gpu)
+			s.Basis[load] = fmt.Sprintf("the spread of the validation groups' errors, widened %.2f× (no row measured %s)", wf, strings.Join(unmeasured, " or "))
 		default:
 			s.Basis[load] = fmt.Sprintf("the spread of the validation groups' errors (no %d rows of %s)", MinRows, g.String())
 		}

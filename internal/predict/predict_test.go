@@ -3,6 +3,7 @@ package predict
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,8 +56,64 @@ func TestNewTableBands(t *testing.T) {
 	un := tab.For("other", "mi300x", "vllm")
 	w := un.ByLoad[Closed]["tpot_ms.p50"]
 	pw, uw := math.Log(tab.Pooled["tpot_ms.p50"].Hi/tab.Pooled["tpot_ms.p50"].Lo), math.Log(w.Hi/w.Lo)
-	if !near(uw, unseenWidening*pw) || !strings.Contains(un.Basis[Closed], "no row measured other or mi300x") {
-		t.Errorf("an unseen family and GPU: log-width %g, want %g × %g; basis %q", uw, unseenWidening, pw, un.Basis[Closed])
+	if f := tab.FamilyWidening * tab.GPUWidening; !near(uw, f*pw) || !strings.Contains(un.Basis[Closed], "no row measured the model family other or the GPU mi300x") {
+		t.Errorf("an unseen family and GPU: log-width %g, want %g × %g; basis %q", uw, f, pw, un.Basis[Closed])
+	}
+}
+
+// A family (or GPU) no row measured takes the pooled band widened by what leaving each
+// measured family (GPU) out in turn needed: the 90th percentile of the left-out rows'
+// distances from the others' pooled band's centre, in half-widths. Either alone widens.
+func TestLeaveOutWidening(t *testing.T) {
+	var rs []Residual
+	add := func(fam, gpu string, xs ...float64) {
+		for _, x := range xs {
+			rs = append(rs, Residual{Group: Group{Family: fam, GPU: gpu, Engine: "vllm", Load: Closed}, Figure: "tpot_ms.p50", Predicted: 10, Actual: 10 * math.Exp(x)})
+		}
+	}
+	add("a", "h100", 0.0, 0.1, -0.1, 0.05)
+	add("b", "h100", 0.1, 0.2, 0.15, 0.05)
+	add("c", "h200", -0.1, 0.0, -0.15, -0.05)
+	add("d", "h200", 0.05, 0.1, 0.0, -0.05)
+	add("e", "h200", 0.0, -0.1, 0.1, 0.05)
+	add("f", "h200", 1.5, 1.4, 1.6, 1.3) // a family unlike the others
+	// By hand: each family's rows against the pooled band of the other five.
+	var zs []float64
+	for _, out := range []string{"a", "b", "c", "d", "e", "f"} {
+		var rest, held []Residual
+		for _, r := range rs {
+			if r.Group.Family == out {
+				held = append(held, r)
+			} else {
+				rest = append(rest, r)
+			}
+		}
+		p := NewTable(rest, "").Pooled["tpot_ms.p50"]
+		c, h := (math.Log(p.Lo)+math.Log(p.Hi))/2, (math.Log(p.Hi)-math.Log(p.Lo))/2
+		for _, r := range held {
+			zs = append(zs, math.Abs(math.Log(r.Actual/r.Predicted)-c)/h)
+		}
+	}
+	slices.Sort(zs)
+	want := max(1, zs[int(math.Ceil(0.9*float64(len(zs))))-1]) // 22nd of 24: one of f's
+	tab := NewTable(rs, "")
+	if !near(tab.FamilyWidening, want) || !(tab.FamilyWidening > 1) {
+		t.Fatalf("family widening %g, want %g (> 1: these families' biases differ)", tab.FamilyWidening, want)
+	}
+	pooled := tab.Pooled["tpot_ms.p50"]
+	pw := math.Log(pooled.Hi / pooled.Lo)
+	width := func(s Spread) float64 { b := s.ByLoad[Closed]["tpot_ms.p50"]; return math.Log(b.Hi / b.Lo) }
+	if got := width(tab.For("new", "h100", "vllm")); !near(got, tab.FamilyWidening*pw) {
+		t.Errorf("an unmeasured family on a measured GPU: log-width %g, want %g × %g", got, tab.FamilyWidening, pw)
+	}
+	if got := width(tab.For("a", "b200", "vllm")); !near(got, tab.GPUWidening*pw) {
+		t.Errorf("a measured family on an unmeasured GPU: log-width %g, want %g × %g", got, tab.GPUWidening, pw)
+	}
+	if got := width(tab.For("new", "b200", "vllm")); !near(got, tab.FamilyWidening*tab.GPUWidening*pw) {
+		t.Errorf("neither measured: log-width %g, want both widenings", got)
+	}
+	if one := NewTable(rs[:4], ""); one.FamilyWidening != 1 || one.GPUWidening != 1 {
+		t.Errorf("one family and GPU: nothing to leave out, widenings %g and %g, want 1", one.FamilyWidening, one.GPUWidening)
 	}
 }
 
