@@ -351,6 +351,9 @@ func (f *fitter) start(pts []Point) sim.Profile {
 			if fl.Key == sim.CostKeyFP4Efficiency {
 				continue // on one server compute_efficiency scales the same matmuls
 			}
+			if fl.Key == sim.CostKeyKVReadBits {
+				continue // the engine's way of reading its cache, not a rate to fit
+			}
 			lo := fl.Min
 			if fl.Key == sim.CostKeyOverlap {
 				lo = 1 // 0 is the other form (full overlap), not a value near 1

@@ -154,6 +154,13 @@ type RooflineParams struct {
 	// such factor (docs/measurements.md, "FP4's attained rate"). 0 is none of its own: fp4 at
 	// ComputeEfficiency like every precision.
 	FP4Efficiency float64
+	// KVReadBits is the bits per element at which attention reads a KV cache stored at
+	// fewer: an engine whose attention dequantizes a quantized cache rather than reading it
+	// at its own size (vLLM's: "no latency improvements, as the implementation does not yet
+	// include fused dequantization and attention operations", its docs to v0.11) gains the
+	// cache's room, not its speed. 0 is the cache's own size. An engine's fact: where cost:
+	// leaves it out, the engine.kind's (engineKVReadBits).
+	KVReadBits float64
 }
 
 // DefaultRooflineParams are the constants fitted over the measured H200 / Llama-3.1-8B file
@@ -178,6 +185,8 @@ func DefaultRooflineParams() RooflineParams {
 		// Fitted to the median B200 Offline capacity of MLPerf v5.1's Llama-2-70B NVFP4
 		// submissions, checked on GB200's (docs/measurements.md, "FP4's attained rate").
 		FP4Efficiency: 0.76,
+		// vLLM's, the default engine's (engineKVReadBits).
+		KVReadBits: 16,
 	}
 }
 
@@ -298,6 +307,9 @@ func NewRoofline(m ModelShape, g GPU, p RooflineParams) *Roofline {
 	r.weightRead = r.mm * m.bytesPerParam()
 	r.attnFlops = 4 * float64(m.Layers*m.Heads*m.attnDim())
 	r.kvBytes = m.KVBytesPerToken()
+	if bits := 8 * m.kvBytesPerElem(); p.KVReadBits > bits {
+		r.kvBytes *= p.KVReadBits / bits
+	}
 	r.units = float64(g.SMs) * p.AttnUnitsPerSM
 	r.fixedNs = (float64(m.Layers)*p.LayerOverheadUs + float64(m.moeLayers())*p.MoELayerOverheadUs + p.StepOverheadUs) * 1e3
 	r.seqNs = p.SeqOverheadUs * 1e3

@@ -517,3 +517,45 @@ func yamlCostModel(t *testing.T, yaml string) CostModel {
 	}
 	return c
 }
+
+// TestKVReadBits: vLLM's attention reads an fp8 KV cache as a 16-bit one's while the cache
+// holds fp8's tokens; TensorRT-LLM's and SGLang's, and a profile that sets kv_read_bits 0,
+// read it at its own size; a 16-bit cache reads the same on every engine.
+func TestKVReadBits(t *testing.T) {
+	const h100 = "model: llama-3.1-70b\ngpu: h100\n"
+	profile := func(kv, rest string) string {
+		return h100 + "deployment: {tp: 2, weight_dtype: fp8, kv_dtype: " + kv + "}\n" + rest
+	}
+	// A decode step over long contexts: attention's reads are most of it.
+	w := StepWork{DecodeSeqs: 64, DecodeContext: 64 * 8000}
+	step := func(yaml string) time.Duration { t.Helper(); return yamlCostModel(t, yaml).Step(w) }
+	vllmFP8, vllmBF16 := step(profile("fp8", "")), step(profile("bf16", ""))
+	trtFP8, trtBF16 := step(profile("fp8", "engine: {kind: tensorrt-llm}\n")), step(profile("bf16", "engine: {kind: tensorrt-llm}\n"))
+	sglFP8 := step(profile("fp8", "engine: {kind: sglang}\n"))
+	ownFP8 := step(profile("fp8", "cost: {kv_read_bits: 0}\n"))
+	if vllmFP8 != vllmBF16 {
+		t.Errorf("vLLM: an fp8 cache's step %v, a bf16 cache's %v: want the same reads", vllmFP8, vllmBF16)
+	}
+	if !(trtFP8 < trtBF16) || trtBF16 != vllmBF16 {
+		t.Errorf("TensorRT-LLM: fp8 cache %v, bf16 %v (vLLM's bf16 %v): want fp8 faster, bf16 alike", trtFP8, trtBF16, vllmBF16)
+	}
+	if sglFP8 != trtFP8 || ownFP8 != trtFP8 {
+		t.Errorf("an fp8 cache read at its own size: SGLang %v, vLLM with kv_read_bits 0 %v, want TensorRT-LLM's %v", sglFP8, ownFP8, trtFP8)
+	}
+	// The room is the fp8 cache's: twice the tokens (to a block).
+	tokens := func(yaml string) int {
+		t.Helper()
+		p, err := ParseProfile([]byte(yaml), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := p.KVCacheTokens()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if f, b := tokens(profile("fp8", "")), tokens(profile("bf16", "")); math.Abs(float64(f)/float64(2*b)-1) > 0.001 {
+		t.Errorf("vLLM's fp8 cache holds %d tokens, its bf16 cache %d: want twice", f, b)
+	}
+}

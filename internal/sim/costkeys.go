@@ -19,6 +19,7 @@ const (
 	CostKeyPrefillMoELayerUs  = "prefill_moe_layer_overhead_us"
 	CostKeyOverlap            = "overlap"
 	CostKeyFP4Efficiency      = "fp4_efficiency"
+	CostKeyKVReadBits         = "kv_read_bits"
 )
 
 // CostKey is one number under a profile's cost: with the cost kind that owns it, where it
@@ -65,6 +66,7 @@ var costKeys = []CostKey{
 	{Key: CostKeyPrefillMoELayerUs, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.PrefillMoELayerOverheadUs }, Max: 10_000},
 	{Key: CostKeyOverlap, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.Overlap }, Max: 16, Note: " (0: full overlap; else at least 1)", FitMin: 1, FitMax: 16},
 	{Key: CostKeyFP4Efficiency, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.FP4Efficiency }, Max: 1, Note: " (0: fp4 at compute_efficiency, as every precision)"},
+	{Key: CostKeyKVReadBits, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.KVReadBits }, Max: 32, Note: " (0: the KV cache's own size)"},
 	{Key: CostKeyStepNoise, cost: func(c *CostConfig) *float64 { return &c.StepNoise }, Max: maxStepNoise, Note: " (a coefficient of variation; 0 = none)", OmitZero: true},
 }
 

@@ -181,6 +181,13 @@ const (
 // InferenceX's DeepSeek-R1 rows (docs/measurements.md, "A step that prefills").
 var enginePrefillMoELayerUs = map[string]float64{EngineVLLM: 0, EngineSGLang: 2100, EngineTensorRTLLM: 2100}
 
+// engineKVReadBits are the engines' roofline cost kv_read_bits where a profile's cost: leaves
+// it out (RooflineParams.KVReadBits): vLLM dequantizes an fp8 cache for attention (its docs
+// to v0.11; InferenceX's Llama-3.3-70B fp8 rows on H100 measure TPOT as a 16-bit cache's);
+// TensorRT-LLM's attention kernels read fp8 KV as stored, and SGLang's DeepSeek-R1 rows fit
+// the cache's own size (docs/measurements.md, "An fp8 KV cache on vLLM").
+var engineKVReadBits = map[string]float64{EngineVLLM: 16, EngineSGLang: 0, EngineTensorRTLLM: 0}
+
 // kind is the engine, "" read as vLLM.
 func (e EngineConfig) kind() string {
 	if e.Kind == "" {
@@ -267,6 +274,9 @@ func ParseProfile(b []byte, dir string) (Profile, error) {
 	d.loadModelConfig(&p, dir)
 	if len(doc.Content) == 0 || !hasKey(doc.Content[0], "cost", CostKeyPrefillMoELayerUs) {
 		p.Cost.Roofline.PrefillMoELayerOverheadUs = enginePrefillMoELayerUs[p.Engine.kind()]
+	}
+	if len(doc.Content) == 0 || !hasKey(doc.Content[0], "cost", CostKeyKVReadBits) {
+		p.Cost.Roofline.KVReadBits = engineKVReadBits[p.Engine.kind()]
 	}
 	errs := d.errs
 	if p.Cost.Kind == CostRoofline && p.Cost.Roofline == (RooflineParams{}) {

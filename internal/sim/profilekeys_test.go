@@ -78,7 +78,7 @@ var keySamples = map[string]keySample{
 	"cost.compute_efficiency": {0.5, nil}, "cost.bandwidth_efficiency": {0.7, nil}, "cost.attn_units_per_sm": {2.0, nil},
 	"cost.layer_overhead_us": {10.0, nil}, "cost.seq_overhead_us": {5.0, nil}, "cost.step_overhead_us": {100.0, nil},
 	"cost.moe_layer_overhead_us": {3.0, nil}, "cost.prefill_moe_layer_overhead_us": {250.0, nil}, "cost.step_noise": {0.1, nil}, "cost.overlap": {2.0, nil},
-	"cost.fp4_efficiency": {0.5, nil},
+	"cost.fp4_efficiency": {0.5, nil}, "cost.kv_read_bits": {8.0, nil},
 
 	"engine.kind": {EngineSGLang, nil}, "engine.prefill": {PrefillDisaggregated, nil}, "engine.max_num_seqs": {128, nil},
 	"engine.max_batched_tokens": {4096, nil}, "engine.block_size": {32, nil}, "engine.kv_cache_tokens": {100000, nil},

@@ -19,6 +19,7 @@ import (
 type stepPoint struct {
 	label    string // e.g. "decode 8x512"
 	source   string // calibration file or publication (public-steps.json's sources)
+	engine   string // the engine's kind, for its own constants (engineKVReadBits); "" is vLLM
 	model    ModelShape
 	gpu      GPU
 	batch    int // sequences in the step or run
@@ -53,8 +54,9 @@ type publicRun struct {
 
 type publicSteps struct {
 	Sources map[string]struct {
-		URL   string `json:"url"`
-		Level string `json:"level"`
+		URL        string `json:"url"`
+		Level      string `json:"level"`
+		EngineKind string `json:"engine_kind"`
 	} `json:"sources"`
 	Runs []publicRun `json:"runs"`
 }
@@ -158,7 +160,7 @@ func loadStepPoints(t testing.TB) []stepPoint {
 			g.TFLOPS = run.TFLOPS
 		}
 		m.BytesPerParam = run.BytesPerParam
-		p := stepPoint{source: run.Source, model: m, gpu: g, batch: run.Batch, context: run.Input + run.Output/2}
+		p := stepPoint{source: run.Source, engine: src.EngineKind, model: m, gpu: g, batch: run.Batch, context: run.Input + run.Output/2}
 		b, in, out, pre := run.Batch, run.Input, run.Output, run.Prefill
 		switch {
 		case run.StepMs > 0:
@@ -192,15 +194,17 @@ func rooflineErrs(pts []stepPoint, p RooflineParams) []float64 {
 	// Keyed by what tells the points' rooflines apart (a struct, not a formatted string: the
 	// fits evaluate this loss millions of times).
 	type key struct {
-		model, gpu    string
-		bytes, tflops float64
+		model, gpu, engine string
+		bytes, tflops      float64
 	}
 	cache := map[key]*Roofline{}
 	for i, pt := range pts {
-		key := key{pt.model.Name, pt.gpu.Name, pt.model.BytesPerParam, pt.gpu.TFLOPS}
+		key := key{pt.model.Name, pt.gpu.Name, pt.engine, pt.model.BytesPerParam, pt.gpu.TFLOPS}
 		r := cache[key]
 		if r == nil {
-			r = NewRoofline(pt.model, pt.gpu, p)
+			ep := p
+			ep.KVReadBits = engineKVReadBits[EngineConfig{Kind: pt.engine}.kind()]
+			r = NewRoofline(pt.model, pt.gpu, ep)
 			cache[key] = r
 		}
 		errs[i] = math.Log(pt.predict(r) / pt.measured)
