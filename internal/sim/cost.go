@@ -156,7 +156,7 @@ type RooflineParams struct {
 	FP4Efficiency float64
 	// KVReadBits is the bits per element at which attention reads a KV cache stored at
 	// fewer: an engine whose attention dequantizes a quantized cache rather than reading it
-	// at its own size (vLLM's: "no latency improvements, as the implementation does not yet
+	// at its own size (vLLM's: "no latency improvements as the implementation does not yet
 	// include fused dequantization and attention operations", its docs to v0.11) gains the
 	// cache's room, not its speed. 0 is the cache's own size. An engine's fact: where cost:
 	// leaves it out, the engine.kind's (engineKVReadBits).
