@@ -504,14 +504,20 @@ func TestFP4Efficiency(t *testing.T) {
 	}
 }
 
-// yamlCostModel is the cost model of the profile yaml.
-func yamlCostModel(t *testing.T, yaml string) CostModel {
+// yamlProfile is the profile yaml.
+func yamlProfile(t *testing.T, yaml string) Profile {
 	t.Helper()
 	p, err := ParseProfile([]byte(yaml), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := p.costModel()
+	return p
+}
+
+// yamlCostModel is the cost model of the profile yaml.
+func yamlCostModel(t *testing.T, yaml string) CostModel {
+	t.Helper()
+	c, err := yamlProfile(t, yaml).costModel()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,11 +551,7 @@ func TestKVReadBits(t *testing.T) {
 	// The room is the fp8 cache's: twice the tokens (to a block).
 	tokens := func(yaml string) int {
 		t.Helper()
-		p, err := ParseProfile([]byte(yaml), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := p.KVCacheTokens()
+		n, err := yamlProfile(t, yaml).KVCacheTokens()
 		if err != nil {
 			t.Fatal(err)
 		}
