@@ -109,6 +109,11 @@ func FailBehind(v *Verdict, why string) {
 	v.Pass, v.Undecided, v.Reason = false, false, OversaturatedPrefix+why
 }
 
+// Behind says whether FailBehind failed v: its level's server did not keep up.
+func Behind(v *Verdict) bool {
+	return v != nil && !v.Pass && strings.HasPrefix(v.Reason, OversaturatedPrefix)
+}
+
 // boundMetrics are the registry's metrics that may carry a per-request bound: a request
 // meets one when each of its samples of the metric is within it.
 var boundMetrics = func() []string {

@@ -72,7 +72,7 @@ func (c *Collector) Stages(i int, stages []Stage) []Stage {
 // its loads could not be kept up with.
 func failByStage(l *Level) {
 	for _, s := range l.Stages {
-		if s.From == s.To && s.SLO != nil && !s.SLO.Pass && strings.HasPrefix(s.SLO.Reason, metrics.OversaturatedPrefix) {
+		if s.From == s.To && metrics.Behind(s.SLO) {
 			metrics.FailBehind(l.SLO, fmt.Sprintf("stage %d (%s) could not keep up: %s", s.Stage, s.Load(), strings.TrimPrefix(s.SLO.Reason, metrics.OversaturatedPrefix)))
 			return
 		}

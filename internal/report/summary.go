@@ -317,7 +317,7 @@ func (s *Summary) limitEstimate(slos []metrics.SLO) *metrics.LimitEstimate {
 		lv, loads = append(lv, l.Level), append(loads, l.Load())
 		// Undecided counts as not met here too, as for the verdict: a level too short to judge
 		// is no evidence that the SLOs hold there.
-		behind = append(behind, l.EndReason == EndOversaturated || l.SLO != nil && (l.SLO.Undecided || strings.HasPrefix(l.SLO.Reason, "oversaturated")))
+		behind = append(behind, l.EndReason == EndOversaturated || l.SLO != nil && (l.SLO.Undecided || metrics.Behind(l.SLO)))
 		p := metrics.PlacedFixed
 		if byVerdict[i] {
 			p = metrics.PlacedByVerdict

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/llmbench/llmbench/internal/metrics"
 	"github.com/llmbench/llmbench/internal/search"
@@ -64,7 +63,7 @@ func FindCapacity(ctx context.Context, r Row, seed int64, tmp string) (*Capacity
 			refused = skip != ""
 			return false, err
 		}
-		p := CapacityProbe{Rate: rate, Oversaturated: lv.SLO != nil && strings.HasPrefix(lv.SLO.Reason, metrics.OversaturatedPrefix)}
+		p := CapacityProbe{Rate: rate, Oversaturated: metrics.Behind(lv.SLO)}
 		figs, err := Figures(lv, map[string]float64{probeTTFT: 0, probeTPOT: 0})
 		if err != nil {
 			return false, err
