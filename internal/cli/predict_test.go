@@ -17,7 +17,7 @@ func TestSimulatePredictionInterval(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	for _, want := range []string{"Prediction Interval (90%)", "(90% PI ", "validation groups' errors"} {
+	for _, want := range []string{"Prediction Interval (90%)", "(90% PI ", "the validation's closed-loop groups' errors"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("console lacks %q:\n%s", want, stdout)
 		}

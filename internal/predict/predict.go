@@ -77,6 +77,10 @@ type Table struct {
 	// Pooled is a group's band that has no rows of its own, by figure: newGroupBand of
 	// every group's residuals.
 	Pooled map[string]Band `json:"pooled"`
+	// PooledByLoop is Pooled over one kind of loop's groups only (loopOf: closed, open), by
+	// loop then figure, where at least two of its groups have rows: what a group without
+	// rows of its own takes first.
+	PooledByLoop map[string]map[string]Band `json:"pooled_by_loop,omitempty"`
 	// Families and GPUs are those with any row; a profile of a family or GPU none measured
 	// takes the pooled band widened by FamilyWidening or GPUWidening (both, for both).
 	Families []string `json:"families"`
@@ -117,7 +121,9 @@ func NewTable(rs []Residual, made string) Table {
 func bands(rs []Residual) Table {
 	t := Table{Groups: map[string]map[string]Band{}, Pooled: map[string]Band{}, FamilyWidening: 1, GPUWidening: 1}
 	byGroup := map[string]map[string][]float64{}
+	byGroupLoad := map[string]string{}
 	pooled := map[string][]float64{}
+	byLoop := map[string]map[string][][]float64{}
 	fam, gpus := map[string]bool{}, map[string]bool{}
 	for _, r := range rs {
 		if !(r.Predicted > 0) || !(r.Actual > 0) || math.IsInf(r.Predicted, 0) || math.IsInf(r.Actual, 0) {
@@ -125,6 +131,7 @@ func bands(rs []Residual) Table {
 		}
 		x := math.Log(r.Actual / r.Predicted)
 		k := r.Group.String()
+		byGroupLoad[k] = r.Group.Load
 		if byGroup[k] == nil {
 			byGroup[k] = map[string][]float64{}
 		}
@@ -156,8 +163,57 @@ func bands(rs []Residual) Table {
 			t.Pooled[f] = band(xs, 1)
 		}
 	}
+	for _, k := range slices.Sorted(maps.Keys(byGroup)) {
+		loop := loopOf(byGroupLoad[k])
+		if byLoop[loop] == nil {
+			byLoop[loop] = map[string][][]float64{}
+		}
+		for f, xs := range byGroup[k] {
+			byLoop[loop][f] = append(byLoop[loop][f], xs)
+		}
+	}
+	for loop, figs := range byLoop {
+		for f, groups := range figs {
+			if len(groups) < 2 {
+				continue
+			}
+			if t.PooledByLoop == nil {
+				t.PooledByLoop = map[string]map[string]Band{}
+			}
+			if t.PooledByLoop[loop] == nil {
+				t.PooledByLoop[loop] = map[string]Band{}
+			}
+			t.PooledByLoop[loop][f] = newGroupBand(groups)
+		}
+	}
 	t.Families, t.GPUs = slices.Sorted(maps.Keys(fam)), slices.Sorted(maps.Keys(gpus))
 	return t
+}
+
+// open is the kind of loop of every arrival process (loopOf).
+const open = "open"
+
+// loopOf is the kind of loop of load kind load: Closed, or open for every arrival process.
+// They are pooled apart because their errors differ in kind: a closed loop holds its
+// requests in flight, so a step-time error reads as itself, while an open loop near
+// capacity queues, and the same error reads many times over in its latencies (and not at
+// all in its throughput, which the arrivals set).
+func loopOf(load string) string {
+	if load == Closed {
+		return Closed
+	}
+	return open
+}
+
+// pooled is the band of figure f for a group of load kind load without rows of its own: the
+// pooled band of its kind of loop's groups, else every group's; loop says which ("" for
+// every group's).
+func (t Table) pooled(load, f string) (b Band, loop string, ok bool) {
+	if b, ok := t.PooledByLoop[loopOf(load)][f]; ok {
+		return b, loopOf(load), true
+	}
+	b, ok = t.Pooled[f]
+	return b, "", ok
 }
 
 // leaveOutWidening is how much wider than the pooled band a row of a family (or GPU: key)
@@ -182,9 +238,9 @@ func leaveOutWidening(rs []Residual, key func(Residual) string) float64 {
 				rest = append(rest, r)
 			}
 		}
-		pooled := bands(rest).Pooled
+		others := bands(rest)
 		for _, r := range byKey[k] {
-			b, ok := pooled[r.Figure]
+			b, _, ok := others.pooled(r.Group.Load, r.Figure)
 			if !ok || !(r.Predicted > 0) || !(r.Actual > 0) || math.IsInf(r.Predicted, 0) || math.IsInf(r.Actual, 0) {
 				continue
 			}
@@ -284,34 +340,50 @@ func (t Table) For(family, gpu, engine string) Spread {
 		g := Group{Family: family, GPU: gpu, Engine: engine, Load: load}
 		bands := map[string]Band{}
 		rows := 0
-		var pooled []string // figures the group has no band of
+		var pooled, fromAll []string // figures the group has no band of; of those, the ones its loop's groups do not give
 		for _, f := range Figures {
 			if b, ok := t.Groups[g.String()][f]; ok {
 				bands[f], rows = b, max(rows, b.Rows)
 				continue
 			}
-			if b, ok := t.Pooled[f]; ok {
+			if b, loop, ok := t.pooled(load, f); ok {
 				if unseen {
 					b = widen(b, wf)
 				}
 				bands[f] = b
 				pooled = append(pooled, f)
+				if loop == "" {
+					fromAll = append(fromAll, f)
+				}
 			}
 		}
 		s.ByLoad[load] = bands
+		spread := spreadOf(loopOf(load), pooled, fromAll)
 		switch {
 		case rows > 0:
 			s.Basis[load] = fmt.Sprintf("the residuals of the %d validation rows of %s", rows, g.String())
 			if len(pooled) > 0 {
-				s.Basis[load] += fmt.Sprintf(" (%s, which they do not measure: the spread of the validation groups' errors)", strings.Join(pooled, ", "))
+				s.Basis[load] += fmt.Sprintf(" (%s, which they do not measure: %s)", strings.Join(pooled, ", "), spread)
 			}
 		case unseen:
-			s.Basis[load] = fmt.Sprintf("the spread of the validation groups' errors, widened %.2f× (no row measured %s)", wf, strings.Join(unmeasured, " or "))
+			s.Basis[load] = fmt.Sprintf("%s, widened %.2f× (no row measured %s)", spread, wf, strings.Join(unmeasured, " or "))
 		default:
-			s.Basis[load] = fmt.Sprintf("the spread of the validation groups' errors (no %d rows of %s)", MinRows, g.String())
+			s.Basis[load] = fmt.Sprintf("%s (no %d rows of %s)", spread, MinRows, g.String())
 		}
 	}
 	return s
+}
+
+// spreadOf names where pooled bands came from: the validation's groups of loop (loopOf), but
+// for the figures fromAll, which every group's gave.
+func spreadOf(loop string, pooled, fromAll []string) string {
+	switch {
+	case len(fromAll) == len(pooled):
+		return "the spread of the validation groups' errors"
+	case len(fromAll) == 0:
+		return "the spread of the validation's " + loop + "-loop groups' errors"
+	}
+	return fmt.Sprintf("the spread of the validation's %s-loop groups' errors (every group's for %s)", loop, strings.Join(fromAll, ", "))
 }
 
 // widen multiplies b's log-width about its centre by f.

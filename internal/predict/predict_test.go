@@ -61,6 +61,51 @@ func TestNewTableBands(t *testing.T) {
 	}
 }
 
+// A group without rows takes the pooled band of its kind of loop's groups, where two or
+// more of them have rows: a new open loop's from the open loops' errors (queueing near
+// capacity multiplies them), a new closed loop's from the closed loops'; a figure its loop's
+// groups do not give, every group's, and its basis says which.
+func TestPooledByLoop(t *testing.T) {
+	var rs []Residual
+	add := func(fam, load, fig string, xs ...float64) {
+		for _, x := range xs {
+			rs = append(rs, Residual{Group: Group{Family: fam, GPU: "h100", Engine: "vllm", Load: load}, Figure: fig, Predicted: 10, Actual: 10 * math.Exp(x)})
+		}
+	}
+	add("a", Closed, "tpot_ms.p50", 0.0, 0.05, -0.05)
+	add("b", Closed, "tpot_ms.p50", 0.1, 0.05, 0.15)
+	add("c", Poisson, "tpot_ms.p50", 1.0, -0.5, 2.0)
+	add("d", Constant, "tpot_ms.p50", -1.0, 0.5, 1.5)
+	add("a", Closed, "ttft_ms.p50", 0.0, 0.1)
+	add("c", Poisson, "ttft_ms.p50", 0.5, 1.5)
+	add("b", Closed, "ttft_ms.p50", 0.2, 0.3)
+	tab := NewTable(rs, "")
+	closed, opened := tab.PooledByLoop[Closed]["tpot_ms.p50"], tab.PooledByLoop[open]["tpot_ms.p50"]
+	all := tab.Pooled["tpot_ms.p50"]
+	if closed.Groups != 2 || opened.Groups != 2 || all.Groups != 4 {
+		t.Fatalf("pooled over %d closed, %d open, %d groups; want 2, 2, 4", closed.Groups, opened.Groups, all.Groups)
+	}
+	if !(math.Log(closed.Hi/closed.Lo) < math.Log(all.Hi/all.Lo) && math.Log(all.Hi/all.Lo) < math.Log(opened.Hi/opened.Lo)) {
+		t.Errorf("closed %+v, all %+v, open %+v: want the closed loops' narrowest and the open loops' widest", closed, all, opened)
+	}
+	s := tab.For("a", "h100", "sglang") // no rows of its own at any load
+	if s.ByLoad[Closed]["tpot_ms.p50"] != closed || s.ByLoad[Gamma]["tpot_ms.p50"] != opened || s.ByLoad[Poisson]["tpot_ms.p50"] != opened {
+		t.Errorf("a new closed loop takes the closed loops' band and a new open loop the open loops': %+v", s.ByLoad)
+	}
+	if _, ok := tab.PooledByLoop[open]["ttft_ms.p50"]; ok {
+		t.Error("one open group's ttft_ms.p50 pooled by itself")
+	}
+	if s.ByLoad[Poisson]["ttft_ms.p50"] != tab.Pooled["ttft_ms.p50"] {
+		t.Errorf("a figure one open group gives takes every group's band: %+v", s.ByLoad[Poisson]["ttft_ms.p50"])
+	}
+	if b := s.Basis[Poisson]; !strings.Contains(b, "the validation's open-loop groups' errors (every group's for ttft_ms.p50)") {
+		t.Errorf("open-loop basis %q", b)
+	}
+	if b := s.Basis[Closed]; !strings.Contains(b, "the validation's closed-loop groups' errors (no 5 rows") {
+		t.Errorf("closed-loop basis %q", b)
+	}
+}
+
 // A family (or GPU) no row measured takes the pooled band widened by what leaving each
 // measured family (GPU) out in turn needed: the 90th percentile of the left-out rows'
 // distances from the others' pooled band's centre, in half-widths. Either alone widens.
