@@ -351,8 +351,8 @@ func (f *fitter) start(pts []Point) sim.Profile {
 			if fl.Key == sim.CostKeyFP4Efficiency {
 				continue // on one server compute_efficiency scales the same matmuls
 			}
-			if fl.Key == sim.CostKeyKVReadBits {
-				continue // the engine's way of reading its cache, not a rate to fit
+			if fl.Key == sim.CostKeyKVReadBits || fl.Key == sim.CostKeyLaunchUsPerLayer {
+				continue // the engine's way of reading its cache, or of launching outside graphs: not rates to fit
 			}
 			lo := fl.Min
 			if fl.Key == sim.CostKeyOverlap {

@@ -161,6 +161,15 @@ type RooflineParams struct {
 	// cache's room, not its speed. 0 is the cache's own size. An engine's fact: where cost:
 	// leaves it out, the engine.kind's (engineKVReadBits).
 	KVReadBits float64
+	// LaunchUsPerLayer is the host's time to launch one layer's kernels in a step run outside
+	// CUDA graphs (engine.cuda_graphs), µs. The GPU reads a layer's weights while the host
+	// launches what follows, so only a step whose weights take less than its layers'
+	// launches waits, the difference, before its batch's own work: MLPerf's TensorRT-LLM
+	// engines (no graphs) measure it on B200 and GB200, where an fp4 70B's weights read in 7
+	// ms against 15 of launches, and on an H200's fp8 8B, not on the H200's fp8 70B, whose
+	// weights take the 15 (docs/measurements.md, "Launches a step waits on"). An engine's
+	// fact: where cost: leaves it out, the engine.kind's (engineLaunchUsPerLayer).
+	LaunchUsPerLayer float64
 }
 
 // DefaultRooflineParams are the constants fitted over the measured H200 / Llama-3.1-8B file
@@ -237,6 +246,9 @@ type Roofline struct {
 	Params RooflineParams
 	// DP is the replica's dp groups (Deployment.DP); 0 is 1.
 	DP int
+	// Graphs is which steps run in CUDA graphs (engine.cuda_graphs: GraphsAll, GraphsDecode,
+	// GraphsNone; "" is GraphsAll): the others wait on their launches (LaunchUsPerLayer).
+	Graphs string
 
 	flops      float64 // effective FLOP/s of the dense matmuls (at their precision's rate)
 	attnRate   float64 // effective FLOP/s of attention (bf16's)
@@ -249,6 +261,7 @@ type Roofline struct {
 	fixedNs    float64 // overhead of every step: its layers' and the step's own
 	seqNs      float64 // overhead per sequence in the step
 	prefillNs  float64 // overhead of a step with prefill work (its MoE layers')
+	launchWait float64 // ns a step outside CUDA graphs waits on its launches: beyond its weights' read
 
 	// Routed experts: their count E and share k/E chosen per token, the FLOPs per token
 	// and the bytes of one expert across the MoE layers, and their FLOP rate.
@@ -323,6 +336,11 @@ func NewRoofline(m ModelShape, g GPU, p RooflineParams) *Roofline {
 	if m.SlidingLayers > 0 {
 		r.window, r.slidingFrac = float64(m.SlidingWindow), float64(m.SlidingLayers)/float64(m.Layers)
 	}
+	if p.LaunchUsPerLayer > 0 {
+		var c float64
+		weights := (r.linear(1, &c) + r.expertTime(1, &c)) * 1e9 // a one-token step: its weights' read
+		r.launchWait = max(0, float64(m.Layers)*p.LaunchUsPerLayer*1e3-weights)
+	}
 	return r
 }
 
@@ -369,11 +387,15 @@ func (r *Roofline) parts(w StepWork) (over, work, comp float64) {
 }
 
 // overhead is a step's cost beyond its FLOPs and bytes, ns: fixed, per sequence (seqs of
-// them), and per MoE layer in a step with prefill work.
+// them), per MoE layer in a step with prefill work, and the wait on its launches outside
+// CUDA graphs.
 func (r *Roofline) overhead(w StepWork, seqs float64) float64 {
 	over := r.fixedNs + r.seqNs*seqs
 	if w.PrefillTokens > 0 {
 		over += r.prefillNs
+	}
+	if r.Graphs == GraphsNone || r.Graphs == GraphsDecode && w.PrefillTokens > 0 {
+		over += r.launchWait
 	}
 	return over
 }

@@ -561,3 +561,46 @@ func TestKVReadBits(t *testing.T) {
 		t.Errorf("vLLM's fp8 cache holds %d tokens, its bf16 cache %d: want twice", f, b)
 	}
 }
+
+// A step outside CUDA graphs waits on its layers' launches where its weights read in less:
+// TensorRT-LLM's fp4 70B on a B200 (7 ms of weights against 80 × 190 µs) waits the
+// difference, in every step with graphs off and in the steps that prefill with decode-only
+// graphs; its fp8 70B on an H200, whose weights take longer than the launches, does not;
+// nor does any step in graphs (vLLM's, or TensorRT-LLM's by default).
+func TestLaunchWait(t *testing.T) {
+	decode := StepWork{DecodeSeqs: 64, DecodeContext: 64 * 500}
+	mixed := StepWork{DecodeSeqs: 64, DecodeContext: 64 * 500, PrefillSeqs: 1, PrefillTokens: 300, PrefillAttn: 300 * 150}
+	step := func(yaml string, w StepWork) time.Duration { t.Helper(); return yamlCostModel(t, yaml).Step(w) }
+	b200 := "model: llama-2-70b\ngpu: b200\ndeployment: {weight_dtype: nvfp4, kv_dtype: fp8}\n"
+	trt := func(graphs string) string {
+		return b200 + "engine: {kind: tensorrt-llm, cuda_graphs: " + graphs + "}\n"
+	}
+	none, all := step(trt("none"), decode), step(trt("all"), decode)
+	p := yamlProfile(t, trt("none"))
+	var c float64
+	roof := NewRoofline(p.ShardModel(), p.GPU, p.Cost.Roofline)
+	weights := (roof.linear(1, &c) + roof.expertTime(1, &c)) * 1e9
+	want := time.Duration(80*190e3 - weights)
+	if !(weights > 0 && weights < 80*190e3) || none-all != want {
+		t.Errorf("graphs off: a decode step %v, in graphs %v: want %v more (80 × 190 µs less %v of weights)", none, all, want, time.Duration(weights))
+	}
+	if d := step(trt("decode"), decode); d != all {
+		t.Errorf("decode-only graphs: a decode step %v, want the graphs' %v", d, all)
+	}
+	if d, n := step(trt("decode"), mixed), step(trt("none"), mixed); d != n || n-step(trt("all"), mixed) != want {
+		t.Errorf("a step that prefills: decode-only graphs %v, none %v: want the same wait, %v", d, n, want)
+	}
+	if d := step(b200+"engine: {kind: tensorrt-llm}\n", mixed); d != step(trt("all"), mixed) {
+		t.Errorf("TensorRT-LLM's default runs every step in graphs: %v", d)
+	}
+	if d := step(b200+"engine: {cuda_graphs: none}\n", decode); d != step(b200, decode) {
+		t.Errorf("vLLM's launches are unmeasured (0): graphs off %v, on %v", d, step(b200, decode))
+	}
+	h200 := "model: llama-2-70b\ngpu: h200\ndeployment: {weight_dtype: fp8, kv_dtype: fp8}\nengine: {kind: tensorrt-llm, cuda_graphs: "
+	if off, on := step(h200+"none}\n", decode), step(h200+"all}\n", decode); off != on {
+		t.Errorf("an fp8 70B on an H200, whose weights take longer than the launches: graphs off %v, on %v", off, on)
+	}
+	if d := step(trt("none")+"cost: {launch_us_per_layer: 0}\n", decode); d != all {
+		t.Errorf("launch_us_per_layer 0: %v, want %v", d, all)
+	}
+}

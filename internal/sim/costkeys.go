@@ -20,6 +20,7 @@ const (
 	CostKeyOverlap            = "overlap"
 	CostKeyFP4Efficiency      = "fp4_efficiency"
 	CostKeyKVReadBits         = "kv_read_bits"
+	CostKeyLaunchUsPerLayer   = "launch_us_per_layer"
 )
 
 // CostKey is one number under a profile's cost: with the cost kind that owns it, where it
@@ -67,6 +68,7 @@ var costKeys = []CostKey{
 	{Key: CostKeyOverlap, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.Overlap }, Max: 16, Note: " (0: full overlap; else at least 1)", FitMin: 1, FitMax: 16},
 	{Key: CostKeyFP4Efficiency, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.FP4Efficiency }, Max: 1, Note: " (0: fp4 at compute_efficiency, as every precision)"},
 	{Key: CostKeyKVReadBits, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.KVReadBits }, Max: 32, Note: " (0: the KV cache's own size)"},
+	{Key: CostKeyLaunchUsPerLayer, Kind: CostRoofline, roof: func(r *RooflineParams) *float64 { return &r.LaunchUsPerLayer }, Max: 1000, Note: " (a step outside CUDA graphs; 0: none)"},
 	{Key: CostKeyStepNoise, cost: func(c *CostConfig) *float64 { return &c.StepNoise }, Max: maxStepNoise, Note: " (a coefficient of variation; 0 = none)", OmitZero: true},
 }
 

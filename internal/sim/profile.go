@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -166,7 +167,19 @@ type EngineConfig struct {
 	// request may be held until every DP group has one to start, so that all prefill in the
 	// same step: TensorRT-LLM's attention_dp_config (enable_balance, timeout_iters). 0: none.
 	DPBalanceWait int
+	// CUDAGraphs is which steps run as CUDA graphs, their kernels launched as one: GraphsAll
+	// (vLLM's piecewise graphs), GraphsDecode (decode-only steps, SGLang's), GraphsNone; ""
+	// is the engine.kind's (engineCUDAGraphs). The others wait on their launches (cost:
+	// launch_us_per_layer).
+	CUDAGraphs string
 }
+
+// CUDA graph coverages (engine.cuda_graphs).
+const (
+	GraphsAll    = "all"
+	GraphsDecode = "decode"
+	GraphsNone   = "none"
+)
 
 // Engines a profile may name (engine.kind).
 const (
@@ -187,6 +200,22 @@ var enginePrefillMoELayerUs = map[string]float64{EngineVLLM: 0, EngineSGLang: 21
 // TensorRT-LLM's attention kernels read fp8 KV as stored, and SGLang's DeepSeek-R1 rows fit
 // the cache's own size (docs/measurements.md, "An fp8 KV cache on vLLM").
 var engineKVReadBits = map[string]float64{EngineVLLM: 16, EngineSGLang: 0, EngineTensorRTLLM: 0}
+
+// engineLaunchUsPerLayer are the engines' roofline cost launch_us_per_layer where a profile's
+// cost: leaves it out (RooflineParams.LaunchUsPerLayer): TensorRT-LLM's was fitted on MLPerf's
+// B200 Llama-2-70B rows (TensorRT engines, CUDA graphs off: docs/measurements.md, "Launches a
+// step waits on"); vLLM runs every step in graphs, and SGLang's eager steps are unmeasured.
+var engineLaunchUsPerLayer = map[string]float64{EngineVLLM: 0, EngineSGLang: 0, EngineTensorRTLLM: 190}
+
+// engineCUDAGraphs are the engines' engine.cuda_graphs where a profile leaves it out: vLLM's
+// V1 captures piecewise graphs of mixed batches too; SGLang captures decode batches only;
+// TensorRT-LLM as trtllm-serve runs it in InferenceX's scripts (its PyTorch backend,
+// enable_piecewise_cuda_graph since 2026-03-27), every step — its TensorRT engines, as
+// MLPerf's harness runs them, state theirs (use_graphs).
+var engineCUDAGraphs = map[string]string{EngineVLLM: GraphsAll, EngineSGLang: GraphsDecode, EngineTensorRTLLM: GraphsAll}
+
+// cudaGraphs is which steps run as CUDA graphs: CUDAGraphs, else the engine's.
+func (e EngineConfig) cudaGraphs() string { return cmp.Or(e.CUDAGraphs, engineCUDAGraphs[e.kind()]) }
 
 // kind is the engine, "" read as vLLM.
 func (e EngineConfig) kind() string {
@@ -277,6 +306,9 @@ func ParseProfile(b []byte, dir string) (Profile, error) {
 	}
 	if len(doc.Content) == 0 || !hasKey(doc.Content[0], "cost", CostKeyKVReadBits) {
 		p.Cost.Roofline.KVReadBits = engineKVReadBits[p.Engine.kind()]
+	}
+	if len(doc.Content) == 0 || !hasKey(doc.Content[0], "cost", CostKeyLaunchUsPerLayer) {
+		p.Cost.Roofline.LaunchUsPerLayer = engineLaunchUsPerLayer[p.Engine.kind()]
 	}
 	errs := d.errs
 	if p.Cost.Kind == CostRoofline && p.Cost.Roofline == (RooflineParams{}) {
@@ -737,6 +769,11 @@ func (p Profile) validate() []error {
 	default:
 		add("engine.kind", "%q is not one of %s, %s, %s", e.Kind, EngineVLLM, EngineSGLang, EngineTensorRTLLM)
 	}
+	switch e.CUDAGraphs {
+	case "", GraphsAll, GraphsDecode, GraphsNone:
+	default:
+		add("engine.cuda_graphs", "%q is not one of %s (every step in CUDA graphs), %s (decode-only steps), %s", e.CUDAGraphs, GraphsAll, GraphsDecode, GraphsNone)
+	}
 	p.checkKeys(&errs, "engine.block_size", KeyEngineKVCacheTokens, "engine.gpu_memory_utilization", "engine.recv_interval")
 	if p.checkKeys(&errs, "engine.dp_balance_wait") && e.DPBalanceWait > 0 && p.Deployment.dp() < 2 {
 		add("engine.dp_balance_wait", "balances new requests over DP attention groups: give deployment.dp above 1, or leave it out")
@@ -872,7 +909,7 @@ func (p Profile) costModel() (CostModel, error) {
 			StepMs: c.StepMs, ContextMsPer1k: c.ContextMsPer1k, PrefillAttnMsPer1M: c.PrefillAttnMsPer1M, PrefillSeqMs: c.PrefillSeqMs}, nil
 	case CostRoofline:
 		r := NewRoofline(p.ShardModel(), p.GPU, p.Cost.rooflineParams())
-		r.DP = p.Deployment.dp()
+		r.DP, r.Graphs = p.Deployment.dp(), p.Engine.cudaGraphs()
 		return p.tensorParallel(r), nil
 	case CostTable:
 		if p.table == nil {

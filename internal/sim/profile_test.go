@@ -146,7 +146,7 @@ func TestRooflineKeys(t *testing.T) {
 		seen[f.Key] = true
 		*f.Value = float64(i + 1)
 	}
-	if rp != (RooflineParams{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) || len(fields) != 11 {
+	if rp != (RooflineParams{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}) || len(fields) != 12 {
 		t.Errorf("Fields do not write every parameter once: %+v", rp)
 	}
 }

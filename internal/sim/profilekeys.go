@@ -151,6 +151,7 @@ var engineKeys = []profileKey{
 	{Path: "engine.prefill_workers", ptr: func(p *Profile) any { return &p.Engine.PrefillWorkers }, Must: fmt.Sprintf("must be in 0..%d (0 = as many as needed)", maxNumSeqs), Max: maxNumSeqs,
 		write: writeWhen, when: func(p *Profile) bool { return p.Engine.Prefill == PrefillDisaggregated }},
 	{Path: "engine.recv_interval", ptr: func(p *Profile) any { return &p.Engine.RecvInterval }, Must: fmt.Sprintf("must be in 0..%d (steps between taking in new requests; 0 or 1: every step)", maxRecvInterval), Max: maxRecvInterval, write: writePositive},
+	{Path: "engine.cuda_graphs", ptr: func(p *Profile) any { return &p.Engine.CUDAGraphs }, write: writeSet},
 	{Path: "engine.dp_balance_wait", ptr: func(p *Profile) any { return &p.Engine.DPBalanceWait }, Must: fmt.Sprintf("must be in 0..%d (steps a new request may wait for every DP group to have one; 0: none)", maxRecvInterval), Max: maxRecvInterval, write: writePositive},
 }
 

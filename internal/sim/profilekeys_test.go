@@ -78,12 +78,13 @@ var keySamples = map[string]keySample{
 	"cost.compute_efficiency": {0.5, nil}, "cost.bandwidth_efficiency": {0.7, nil}, "cost.attn_units_per_sm": {2.0, nil},
 	"cost.layer_overhead_us": {10.0, nil}, "cost.seq_overhead_us": {5.0, nil}, "cost.step_overhead_us": {100.0, nil},
 	"cost.moe_layer_overhead_us": {3.0, nil}, "cost.prefill_moe_layer_overhead_us": {250.0, nil}, "cost.step_noise": {0.1, nil}, "cost.overlap": {2.0, nil},
-	"cost.fp4_efficiency": {0.5, nil}, "cost.kv_read_bits": {8.0, nil},
+	"cost.fp4_efficiency": {0.5, nil}, "cost.kv_read_bits": {8.0, nil}, "cost.launch_us_per_layer": {150.0, nil},
 
 	"engine.kind": {EngineSGLang, nil}, "engine.prefill": {PrefillDisaggregated, nil}, "engine.max_num_seqs": {128, nil},
 	"engine.max_batched_tokens": {4096, nil}, "engine.block_size": {32, nil}, "engine.kv_cache_tokens": {100000, nil},
 	"engine.gpu_memory_utilization": {0.8, nil}, "engine.prefix_caching": {true, nil},
 	"engine.prefill_workers": {4, func(p *Profile) { p.Engine.Prefill = PrefillDisaggregated }}, "engine.recv_interval": {30, nil},
+	"engine.cuda_graphs":     {GraphsNone, nil},
 	"engine.dp_balance_wait": {60, func(p *Profile) { moeModel(p); p.Deployment.DP = 2 }},
 
 	"deployment.replicas": {2, nil}, "deployment.tp": {2, nil}, "deployment.router": {RouterRoundRobin, nil},

@@ -167,6 +167,12 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 	if cfg.GPUMemoryUtilization > 0 {
 		engine["gpu_memory_utilization"] = cfg.GPUMemoryUtilization
 	}
+	if r.Group.Engine == sim.EngineTensorRTLLM {
+		if graphs, why := mlperfGraphs(e.ID, e.Model, gpu); graphs != "" {
+			engine["cuda_graphs"] = graphs
+			r.Assumptions = append(r.Assumptions, why)
+		}
+	}
 	r.Profile = map[string]any{
 		"model": model, "gpu": gpu,
 		"engine": engineKeys(r.Group.Engine, engine),
@@ -183,6 +189,29 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 			"whose cost a step that prefills InferenceX's rows measured")
 	}
 	return r, nil
+}
+
+// mlperfGraphsStated are the llama3_1-8b configs of NVIDIA's harness on H200 that state
+// use_graphs True (the others on H200 and H200 NVL state False; every B200 one, True).
+var mlperfGraphsStated = map[string]bool{"5.1-0049|HPE|HPE_Cray_XD670_H200_SXM_141GBx8_TRT|llama3.1-8b|Server": true}
+
+// mlperfGraphs is engine.cuda_graphs of an MLPerf row of NVIDIA's harness, which runs the
+// TensorRT engines it builds with CUDA graphs as its config's use_graphs says (v5.1's
+// closed/*/configs/*/{Server,Interactive}/*.py, read at 965182b0), with why; "" for a
+// benchmark not read. TensorRT-LLM's runtime replays graphs of generation-only steps.
+func mlperfGraphs(id, benchmark, gpu string) (graphs, why string) {
+	switch {
+	case strings.HasPrefix(benchmark, "llama2-70b"), benchmark == "mixtral-8x7b":
+		return sim.GraphsNone, "engine.cuda_graphs none: every Server and Interactive config of NVIDIA's harness for llama2-70b " +
+			"(65 files) and mixtral-8x7b (18) in v5.1 states use_graphs False"
+	case benchmark != "llama3.1-8b":
+		return "", ""
+	case gpu == "b200" || mlperfGraphsStated[id]:
+		return sim.GraphsDecode, "engine.cuda_graphs decode: the submitter's llama3_1-8b config states use_graphs True (every B200 " +
+			"one in v5.1 does), and TensorRT-LLM's runtime replays graphs of generation-only steps"
+	}
+	return sim.GraphsNone, "engine.cuda_graphs none: the submitter's llama3_1-8b config states use_graphs False, as every " +
+		"H200 and H200 NVL one in v5.1 does but HPE's Server config"
 }
 
 // mlperfSkip is why an MLPerf row cannot be simulated; "" when it can.
