@@ -163,8 +163,9 @@ type RooflineParams struct {
 	KVReadBits float64
 	// LaunchUsPerLayer is the host's time to launch one layer's kernels in a step run outside
 	// CUDA graphs (engine.cuda_graphs), µs. The GPU reads a layer's weights while the host
-	// launches what follows, so only a step whose weights take less than its layers'
-	// launches waits, the difference, before its batch's own work: MLPerf's TensorRT-LLM
+	// launches what follows, so only a step whose weights (the dense ones and the experts its
+	// tokens touch) take less than its layers' launches waits, the difference, before its
+	// batch's own work: MLPerf's TensorRT-LLM
 	// engines (no graphs) measure it on B200 and GB200, where an fp4 70B's weights read in 7
 	// ms against 15 of launches, and on an H200's fp8 8B, not on the H200's fp8 70B, whose
 	// weights take the 15 (docs/measurements.md, "Launches a step waits on"). An engine's
@@ -261,7 +262,8 @@ type Roofline struct {
 	fixedNs    float64 // overhead of every step: its layers' and the step's own
 	seqNs      float64 // overhead per sequence in the step
 	prefillNs  float64 // overhead of a step with prefill work (its MoE layers')
-	launchWait float64 // ns a step outside CUDA graphs waits on its launches: beyond its weights' read
+	launchNs   float64 // ns the host takes to launch the layers of a step outside CUDA graphs
+	denseRdNs  float64 // ns the dense weights' read takes (at one token: what it always reads)
 
 	// Routed experts: their count E and share k/E chosen per token, the FLOPs per token
 	// and the bytes of one expert across the MoE layers, and their FLOP rate.
@@ -338,10 +340,22 @@ func NewRoofline(m ModelShape, g GPU, p RooflineParams) *Roofline {
 	}
 	if p.LaunchUsPerLayer > 0 {
 		var c float64
-		weights := (r.linear(1, &c) + r.expertTime(1, &c)) * 1e9 // a one-token step: its weights' read
-		r.launchWait = max(0, float64(m.Layers)*p.LaunchUsPerLayer*1e3-weights)
+		r.launchNs, r.denseRdNs = float64(m.Layers)*p.LaunchUsPerLayer*1e3, r.linear(1, &c)*1e9
 	}
 	return r
+}
+
+// launchWait is how long step w, run outside CUDA graphs, waits on its launches, ns: their
+// time beyond what its weights' read (the dense ones, and the experts its tokens touch) covers.
+func (r *Roofline) launchWait(w StepWork) float64 {
+	if r.launchNs == 0 {
+		return 0
+	}
+	rd := r.denseRdNs
+	if r.experts > 0 {
+		rd += r.ExpertsTouched(float64(w.DecodeSeqs+w.PrefillTokens)) * r.expertRd / r.bw * 1e9
+	}
+	return max(0, r.launchNs-rd)
 }
 
 // matmulRate is the FLOP/s matmuls of elem-byte weights reach on g: its rate for that
@@ -395,7 +409,7 @@ func (r *Roofline) overhead(w StepWork, seqs float64) float64 {
 		over += r.prefillNs
 	}
 	if r.Graphs == GraphsNone || r.Graphs == GraphsDecode && w.PrefillTokens > 0 {
-		over += r.launchWait
+		over += r.launchWait(w)
 	}
 	return over
 }

@@ -579,7 +579,7 @@ func TestLaunchWait(t *testing.T) {
 	p := yamlProfile(t, trt("none"))
 	var c float64
 	roof := NewRoofline(p.ShardModel(), p.GPU, p.Cost.Roofline)
-	weights := (roof.linear(1, &c) + roof.expertTime(1, &c)) * 1e9
+	weights := roof.linear(1, &c) * 1e9
 	want := time.Duration(80*190e3 - weights)
 	if !(weights > 0 && weights < 80*190e3) || none-all != want {
 		t.Errorf("graphs off: a decode step %v, in graphs %v: want %v more (80 × 190 µs less %v of weights)", none, all, want, time.Duration(weights))
@@ -602,5 +602,15 @@ func TestLaunchWait(t *testing.T) {
 	}
 	if d := step(trt("none")+"cost: {launch_us_per_layer: 0}\n", decode); d != all {
 		t.Errorf("launch_us_per_layer 0: %v, want %v", d, all)
+	}
+	// A mixture of experts reads the experts its tokens touch: one token's two of Mixtral's
+	// eight leave the launches uncovered; a large batch's, every expert, covers them.
+	moe := "model: mixtral-8x7b\ngpu: h200\ndeployment: {weight_dtype: fp8, kv_dtype: fp8}\nengine: {kind: tensorrt-llm, cuda_graphs: "
+	one, big := StepWork{DecodeSeqs: 1, DecodeContext: 500}, StepWork{DecodeSeqs: 1024, DecodeContext: 1024 * 500}
+	if off, on := step(moe+"none}\n", one), step(moe+"all}\n", one); !(off > on) {
+		t.Errorf("Mixtral, one token: graphs off %v, on %v: want a wait", off, on)
+	}
+	if off, on := step(moe+"none}\n", big), step(moe+"all}\n", big); off != on {
+		t.Errorf("Mixtral, 1,024 tokens touching every expert: graphs off %v, on %v: want none", off, on)
 	}
 }
