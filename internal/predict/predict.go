@@ -119,75 +119,66 @@ func NewTable(rs []Residual, made string) Table {
 
 // bands is NewTable without its widenings (1).
 func bands(rs []Residual) Table {
-	t := Table{Groups: map[string]map[string]Band{}, Pooled: map[string]Band{}, FamilyWidening: 1, GPUWidening: 1}
-	byGroup := map[string]map[string][]float64{}
-	byGroupLoad := map[string]string{}
-	pooled := map[string][]float64{}
-	byLoop := map[string]map[string][][]float64{}
+	t := Table{Groups: map[string]map[string]Band{}, FamilyWidening: 1, GPUWidening: 1}
+	byGroup := map[Group]map[string][]float64{}
 	fam, gpus := map[string]bool{}, map[string]bool{}
 	for _, r := range rs {
 		if !(r.Predicted > 0) || !(r.Actual > 0) || math.IsInf(r.Predicted, 0) || math.IsInf(r.Actual, 0) {
 			continue
 		}
-		x := math.Log(r.Actual / r.Predicted)
-		k := r.Group.String()
-		byGroupLoad[k] = r.Group.Load
-		if byGroup[k] == nil {
-			byGroup[k] = map[string][]float64{}
+		if byGroup[r.Group] == nil {
+			byGroup[r.Group] = map[string][]float64{}
 		}
-		byGroup[k][r.Figure] = append(byGroup[k][r.Figure], x)
-		pooled[r.Figure] = append(pooled[r.Figure], x)
+		byGroup[r.Group][r.Figure] = append(byGroup[r.Group][r.Figure], math.Log(r.Actual/r.Predicted))
 		fam[r.Group.Family], gpus[r.Group.GPU] = true, true
 	}
-	for k, figs := range byGroup {
+	for g, figs := range byGroup {
 		for f, xs := range figs {
 			if len(xs) >= MinRows {
-				if t.Groups[k] == nil {
-					t.Groups[k] = map[string]Band{}
+				if t.Groups[g.String()] == nil {
+					t.Groups[g.String()] = map[string]Band{}
 				}
-				t.Groups[k][f] = band(xs, 1)
+				t.Groups[g.String()][f] = band(xs, 1)
 			}
 		}
 	}
-	for f, xs := range pooled {
-		var groups [][]float64
-		for _, k := range slices.Sorted(maps.Keys(byGroup)) { // in order: the same sums each time
-			if g := byGroup[k][f]; len(g) > 0 {
-				groups = append(groups, g)
-			}
-		}
-		switch {
-		case len(groups) >= 2:
-			t.Pooled[f] = newGroupBand(groups)
-		case len(xs) >= 2:
-			t.Pooled[f] = band(xs, 1)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(byGroup)) {
-		loop := loopOf(byGroupLoad[k])
-		if byLoop[loop] == nil {
-			byLoop[loop] = map[string][][]float64{}
-		}
-		for f, xs := range byGroup[k] {
-			byLoop[loop][f] = append(byLoop[loop][f], xs)
-		}
-	}
-	for loop, figs := range byLoop {
-		for f, groups := range figs {
-			if len(groups) < 2 {
-				continue
-			}
+	// In order: the same sums each time.
+	keys := slices.SortedFunc(maps.Keys(byGroup), func(a, b Group) int { return strings.Compare(a.String(), b.String()) })
+	t.Pooled = pool(byGroup, keys, func(Group) bool { return true }, true)
+	for _, loop := range []string{Closed, open} {
+		if b := pool(byGroup, keys, func(g Group) bool { return loopOf(g.Load) == loop }, false); len(b) > 0 {
 			if t.PooledByLoop == nil {
 				t.PooledByLoop = map[string]map[string]Band{}
 			}
-			if t.PooledByLoop[loop] == nil {
-				t.PooledByLoop[loop] = map[string]Band{}
-			}
-			t.PooledByLoop[loop][f] = newGroupBand(groups)
+			t.PooledByLoop[loop] = b
 		}
 	}
 	t.Families, t.GPUs = slices.Sorted(maps.Keys(fam)), slices.Sorted(maps.Keys(gpus))
 	return t
+}
+
+// pool is, for each figure, newGroupBand over the groups keep admits (keys, in order) that
+// measure it, where two or more do; where one alone does, its own band if alone (and it has
+// two rows), else none.
+func pool(byGroup map[Group]map[string][]float64, keys []Group, keep func(Group) bool, alone bool) map[string]Band {
+	groups := map[string][][]float64{}
+	for _, g := range keys {
+		if keep(g) {
+			for f, xs := range byGroup[g] {
+				groups[f] = append(groups[f], xs)
+			}
+		}
+	}
+	out := map[string]Band{}
+	for f, gs := range groups {
+		switch {
+		case len(gs) >= 2:
+			out[f] = newGroupBand(gs)
+		case alone && len(gs[0]) >= 2:
+			out[f] = band(gs[0], 1)
+		}
+	}
+	return out
 }
 
 // open is the kind of loop of every arrival process (loopOf).

@@ -165,11 +165,11 @@ type RooflineParams struct {
 	// CUDA graphs (engine.cuda_graphs), µs. The GPU reads a layer's weights while the host
 	// launches what follows, so only a step whose weights (the dense ones and the experts its
 	// tokens touch) take less than its layers' launches waits, the difference, before its
-	// batch's own work: MLPerf's TensorRT-LLM
-	// engines (no graphs) measure it on B200 and GB200, where an fp4 70B's weights read in 7
-	// ms against 15 of launches, and on an H200's fp8 8B, not on the H200's fp8 70B, whose
-	// weights take the 15 (docs/measurements.md, "Launches a step waits on"). An engine's
-	// fact: where cost: leaves it out, the engine.kind's (engineLaunchUsPerLayer).
+	// batch's own work: MLPerf's TensorRT-LLM engines (no graphs) measure it on B200 and
+	// GB200, where an fp4 70B's weights read in 7.7 ms against 15 of launches, and on an
+	// H200's fp8 8B, not on the H200's fp8 70B, whose weights take the 15 (docs/measurements.md,
+	// "Launches a step waits on"). An engine's fact: where cost: leaves it out, the
+	// engine.kind's (engineLaunchUsPerLayer).
 	LaunchUsPerLayer float64
 }
 
