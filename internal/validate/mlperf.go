@@ -173,11 +173,16 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 			r.Assumptions = append(r.Assumptions, why)
 		}
 	}
+	deployment := map[string]any{"tp": tp, "replicas": e.NumGPUs / tp, "weight_dtype": wd, "kv_dtype": kv}
+	if r.Group.Engine == sim.EngineTensorRTLLM && e.NumGPUs/tp > 1 {
+		router, why := mlperfRouter(e.Workload.Scenario)
+		deployment["router"] = router
+		r.Assumptions = append(r.Assumptions, why)
+	}
 	r.Profile = map[string]any{
 		"model": model, "gpu": gpu,
-		"engine": engineKeys(r.Group.Engine, engine),
-		"deployment": map[string]any{"tp": tp, "replicas": e.NumGPUs / tp,
-			"weight_dtype": wd, "kv_dtype": kv},
+		"engine":     engineKeys(r.Group.Engine, engine),
+		"deployment": deployment,
 	}
 	if shape, _ := sim.ModelPreset(model); r.Group.Engine == sim.EngineTensorRTLLM && shape.MoE() && shape.KVLoraRank == 0 {
 		// TensorRT-LLM's prefill constant is its PyTorch backend's (trtllm-serve's), fitted on
@@ -212,6 +217,21 @@ func mlperfGraphs(id, benchmark, gpu string) (graphs, why string) {
 	}
 	return sim.GraphsNone, "engine.cuda_graphs none: the submitter's llama3_1-8b config states use_graphs False, as every " +
 		"H200 and H200 NVL one in v5.1 does but HPE's Server config"
+}
+
+// mlperfRouter is deployment.router of an MLPerf row of NVIDIA's harness, with why. Its LLM
+// server hands each query to one GPU's engine by the scenario's traffic distribution policy
+// (code/llmlib/config.py and factory.py, the same in every submitter's copy in v5.1, and no
+// config sets another): to the engine with the fewest pending samples in the Server
+// scenario, round robin in the others. Round robin spreads a Poisson stream into each
+// engine's far smoother one (every replicas-th arrival).
+func mlperfRouter(scenario string) (router, why string) {
+	const src = "NVIDIA's harness (code/llmlib/config.py, every submitter's copy in v5.1) distributes queries over its engines "
+	if scenario == "Server" {
+		return sim.RouterLeastOutstanding, "deployment.router least-outstanding: " + src +
+			"to the engine with the fewest pending samples in the Server scenario (load_balancing)"
+	}
+	return sim.RouterRoundRobin, "deployment.router round-robin: " + src + "round robin in the " + scenario + " scenario"
 }
 
 // mlperfSkip is why an MLPerf row cannot be simulated; "" when it can.

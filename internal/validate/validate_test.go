@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmbench/llmbench/internal/load"
 	"github.com/llmbench/llmbench/internal/predict"
+	"github.com/llmbench/llmbench/internal/sim"
 )
 
 func TestLoadRefusesBadTables(t *testing.T) {
@@ -240,6 +241,38 @@ func TestMLPerfConversion(t *testing.T) {
 		if err != nil || !strings.Contains(r.Skip, want) {
 			t.Errorf("%s → %s: skip %q (%v), want %q", change, to, r.Skip, err, want)
 		}
+	}
+}
+
+// TestMLPerfRouter: a row of NVIDIA's harness spreads queries over its GPUs' engines as the
+// harness's LLM server does, by the fewest pending samples in the Server scenario and round
+// robin in Interactive; one engine, or another harness's engine, has no router set.
+func TestMLPerfRouter(t *testing.T) {
+	router := func(exp string) (any, []string) {
+		t.Helper()
+		r, err := mlperfRow(json.RawMessage(exp))
+		if err != nil || r.Skip != "" {
+			t.Fatalf("%v %s", err, r.Skip)
+		}
+		return r.Profile["deployment"].(map[string]any)["router"], r.Assumptions
+	}
+	interactive := strings.Replace(mlperfFixture, `"scenario": "Server"`, `"scenario": "Interactive"`, 1)
+	for _, c := range []struct {
+		exp, want, says string
+	}{
+		{mlperfFixture, sim.RouterLeastOutstanding, "fewest pending samples"},
+		{interactive, sim.RouterRoundRobin, "round robin in the Interactive scenario"},
+	} {
+		got, why := router(c.exp)
+		if got != c.want || !strings.Contains(strings.Join(why, " "), c.says) || !strings.Contains(strings.Join(why, " "), "code/llmlib/config.py") {
+			t.Errorf("router %v, assumptions %q: want %s, saying %q and where", got, why, c.want, c.says)
+		}
+	}
+	if got, _ := router(strings.Replace(mlperfFixture, `"num_gpus": 8`, `"num_gpus": 2`, 1)); got != nil {
+		t.Errorf("one engine: router %v, want none", got)
+	}
+	if got, _ := router(strings.Replace(mlperfFixture, `"TensorRT 10.11"`, `"vLLM v0.9.2"`, 1)); got != nil {
+		t.Errorf("vLLM's own harness: router %v, want none", got)
 	}
 }
 
