@@ -142,7 +142,12 @@ func mlperfRow(raw json.RawMessage) (Row, error) {
 		r.Skip = err
 		return r, nil
 	}
-	if kv == "" {
+	switch {
+	case kv != "":
+	case r.Group.Engine == sim.EngineTensorRTLLM && nvidiaKVUnstated(e.Model, gpu, e.Workload.Scenario):
+		kv = sim.DtypeBF16
+		r.Assumptions = append(r.Assumptions, nvidiaKVUnstatedWhy)
+	default:
 		kv = "fp8" // NVIDIA's harness configs state kv_cache_dtype fp8
 		if amd(gpu) {
 			r.Assumptions = append(r.Assumptions, "kv_dtype ASSUMED fp8, as NVIDIA's harness configs state it (the AMD submitter's are not read)")
@@ -218,6 +223,22 @@ func mlperfGraphs(id, benchmark, gpu string) (graphs, why string) {
 	return sim.GraphsNone, "engine.cuda_graphs none: the submitter's llama3_1-8b config states use_graphs False, as every " +
 		"H200 and H200 NVL one in v5.1 does but HPE's Server config"
 }
+
+// nvidiaKVUnstated says whether a benchmark's configs of NVIDIA's harness for a scenario on a
+// GPU state no kv_cache_dtype: none of the 14 Interactive llama2-70b.py on B200 in v5.1 does
+// (965182b0), where every Server one states fp8, as every config on H200 does.
+func nvidiaKVUnstated(benchmark, gpu, scenario string) bool {
+	return strings.HasPrefix(benchmark, "llama2-70b") && gpu == "b200" && scenario == "Interactive"
+}
+
+// nvidiaKVUnstatedWhy is the KV cache such a row takes, with why: the harness quantizes the
+// checkpoint with the config's checkpoint flags alone (code/llmlib/builder.py), and TensorRT-LLM's
+// examples/quantization/quantize.py leaves the cache unquantized without --kv_cache_dtype.
+const nvidiaKVUnstatedWhy = "kv_dtype bf16 (16-bit; the harness quantizes from fp16): the config's checkpoint flags state no " +
+	"kv_cache_dtype, as none of the 14 Interactive llama2-70b configs on B200 in v5.1 does (every Server one states fp8), and " +
+	"NVIDIA's harness passes only those flags (code/llmlib/builder.py) to TensorRT-LLM's quantize.py, whose kv_cache_dtype " +
+	"defaults to none, the cache unquantized. ASSUMED that the engine was built from that checkpoint: the harness keeps one " +
+	"checkpoint directory per precision, which a Server run's quantization (fp8 KV) could have filled first"
 
 // mlperfRouter is deployment.router of an MLPerf row of NVIDIA's harness, with why. Its LLM
 // server hands each query to one GPU's engine by the scenario's traffic distribution policy

@@ -21,12 +21,17 @@ type mlperfConfig struct {
 	Skip                         string
 }
 
-// nvidiaHarness is a config of NVIDIA's MLPerf harness (TensorRT-LLM): tp 1 on each GPU.
-func nvidiaHarness(from string, seqs, tokens int, qps string) mlperfConfig {
+// nvidiaHarness is a config of NVIDIA's MLPerf harness (TensorRT-LLM): tp 1 on each GPU. kv
+// is the kv_cache_dtype its checkpoint flags state, "" for none (mlperfRow: nvidiaKVUnstated).
+func nvidiaHarness(from string, seqs, tokens int, qps, kv string) mlperfConfig {
+	stated := "no kv_cache_dtype"
+	if kv != "" {
+		stated = "kv_cache_dtype " + kv
+	}
 	return mlperfConfig{From: from, TP: 1, Replicas: 8, MaxNumSeqs: seqs, MaxBatchedTokens: tokens,
-		WeightDtype: "nvfp4", KVDtype: "fp8",
+		WeightDtype: "nvfp4", KVDtype: kv,
 		What: fmt.Sprintf("the Custom harness's MaxP setting states tensor_parallelism 1, gpu_batch_size %d, max_num_tokens %d, "+
-			"precision fp4, kv_cache_dtype fp8 and server_target_qps %s (the row's QPS)", seqs, tokens, qps)}
+			"precision fp4, %s and server_target_qps %s (the row's QPS)", seqs, tokens, stated, qps)}
 }
 
 // nvidiaRuntimeBudget is a config of NVIDIA's harness (TensorRT-LLM, tp 1 on each of 8 GPUs)
@@ -34,21 +39,18 @@ func nvidiaHarness(from string, seqs, tokens int, qps string) mlperfConfig {
 // (trtllm_runtime_flags max_num_tokens): the harness's executor core hands TensorRT-LLM the
 // run-time figure (ExecutorConfig's max_num_tokens, code/llmlib/cores/trtllm_executor_core.py)
 // and asserts it within the built one (code/llmlib/config.py), so the run-time one is the
-// step's token budget. settings names the file's settings that state them; kvStated whether
-// they state kv_cache_dtype fp8 (else it is assumed).
-func nvidiaRuntimeBudget(from, settings string, seqs, built, runtime int, precision string, kvStated bool) mlperfConfig {
+// step's token budget. settings names the file's settings that state them; kv the
+// kv_cache_dtype their checkpoint flags state, "" for none (mlperfRow: nvidiaKVUnstated).
+func nvidiaRuntimeBudget(from, settings string, seqs, built, runtime int, precision, kv string) mlperfConfig {
 	c := mlperfConfig{From: from, TP: 1, Replicas: 8, MaxNumSeqs: seqs, MaxBatchedTokens: runtime,
-		WeightDtype: precision, KVDtype: "fp8"}
-	kv := "kv_cache_dtype fp8, "
-	if !kvStated {
-		kv = ""
-		c.Assumed = []string{"KV cache ASSUMED fp8, as the other rows of NVIDIA's harness simulate it: the file's checkpoint " +
-			"flags state no kv_cache_dtype (the harness's default is none), as no Interactive llama2-70b config on B200 does " +
-			"(NVIDIA's own included), while every Server one states fp8"}
+		WeightDtype: precision, KVDtype: kv}
+	stated := "no kv_cache_dtype, "
+	if kv != "" {
+		stated = "kv_cache_dtype " + kv + ", "
 	}
 	c.What = fmt.Sprintf("%s state tensor_parallelism 1, gpu_batch_size %d, precision %s, %sand max_num_tokens %d "+
 		"built and %d at run time: the submitter's harness runs TensorRT-LLM's executor with the run-time figure "+
-		"(code/llmlib/cores/trtllm_executor_core.py) and asserts it within the built one", settings, seqs, precision, kv, built, runtime)
+		"(code/llmlib/cores/trtllm_executor_core.py) and asserts it within the built one", settings, seqs, precision, stated, built, runtime)
 	return c
 }
 
@@ -77,25 +79,25 @@ func kraiOpenAI(from, engine string, tp, dp, seqs, tokens int, mem float64, weig
 // mlperfConfigs are the rows whose facts were read from the submitters' files.
 var mlperfConfigs = map[string]mlperfConfig{
 	"5.1-0060|Lambda|B200-SXM-180GBx8_TRT|llama2-70b-99|Server": nvidiaHarness(
-		"closed/Lambda/configs/B200-SXM-180GBx8_TRT/Server/llama2-70b.py", 2048, 3584, "364"),
+		"closed/Lambda/configs/B200-SXM-180GBx8_TRT/Server/llama2-70b.py", 2048, 3584, "364", "fp8"),
 	"5.1-0086|Supermicro|AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT|llama2-70b-99|Server": nvidiaHarness(
-		"closed/Supermicro/configs/AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT/Server/llama2-70b.py", 2048, 3584, "364"),
+		"closed/Supermicro/configs/AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT/Server/llama2-70b.py", 2048, 3584, "364", "fp8"),
 	"5.1-0086|Supermicro|AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT|llama2-70b-99.9|Server": nvidiaHarness(
-		"closed/Supermicro/configs/AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT/Server/llama2-70b.py", 2048, 3584, "364"),
+		"closed/Supermicro/configs/AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT/Server/llama2-70b.py", 2048, 3584, "364", "fp8"),
 	"5.1-0086|Supermicro|AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT|llama3.1-8b|Interactive": nvidiaHarness(
-		"closed/Supermicro/configs/AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT/Interactive/llama3_1-8b.py", 6000, 12000, "950"),
+		"closed/Supermicro/configs/AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT/Interactive/llama3_1-8b.py", 6000, 12000, "950", "fp8"),
 	"5.1-0086|Supermicro|AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT|llama3.1-8b|Server": nvidiaHarness(
-		"closed/Supermicro/configs/AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT/Server/llama3_1-8b.py", 6000, 12000, "1000"),
+		"closed/Supermicro/configs/AS-4126GS-NBR-LCC_B200-SXM-180GBx8_TRT/Server/llama3_1-8b.py", 6000, 12000, "1000", "fp8"),
 	"5.1-0088|Supermicro|SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT|llama2-70b-99|Interactive": nvidiaHarness(
-		"closed/Supermicro/configs/SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT/Interactive/llama2-70b.py", 768, 768, "220"),
+		"closed/Supermicro/configs/SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT/Interactive/llama2-70b.py", 768, 768, "220", ""),
 	"5.1-0088|Supermicro|SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT|llama2-70b-99|Server": nvidiaHarness(
-		"closed/Supermicro/configs/SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT/Server/llama2-70b.py", 2048, 3584, "364"),
+		"closed/Supermicro/configs/SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT/Server/llama2-70b.py", 2048, 3584, "364", "fp8"),
 	"5.1-0088|Supermicro|SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT|llama2-70b-99.9|Interactive": nvidiaHarness(
-		"closed/Supermicro/configs/SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT/Interactive/llama2-70b.py", 768, 768, "220"),
+		"closed/Supermicro/configs/SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT/Interactive/llama2-70b.py", 768, 768, "220", ""),
 	"5.1-0088|Supermicro|SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT|llama2-70b-99.9|Server": nvidiaHarness(
-		"closed/Supermicro/configs/SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT/Server/llama2-70b.py", 2048, 3584, "364"),
+		"closed/Supermicro/configs/SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT/Server/llama2-70b.py", 2048, 3584, "364", "fp8"),
 	"5.1-0088|Supermicro|SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT|llama3.1-8b|Server": nvidiaHarness(
-		"closed/Supermicro/configs/SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT/Server/llama3_1-8b.py", 6000, 12000, "950"),
+		"closed/Supermicro/configs/SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT/Server/llama3_1-8b.py", 6000, 12000, "950", "fp8"),
 
 	"5.1-0378|Krai|xd670_h200_x16_vllm_092|llama2-70b-99.9|Server": kraiOpenAI(
 		"open/Krai/measurements/xd670_h200_x16_vllm_092/llama3_1-70b-fp8_dyn/server/README.md", "vllm", 1, 16, 909, 25162, 0.95,
@@ -125,7 +127,7 @@ var mlperfConfigs = map[string]mlperfConfig{
 	// and power only.
 	"5.1-0007|ASUSTeK|ESC_N8_H200-SXM-141GBx8_TRT|mixtral-8x7b|Server": withAssumed(nvidiaRuntimeBudget(
 		"closed/ASUSTeK/configs/ESC_N8_H200-SXM-141GBx8/Server/mixtral-8x7b.py", "all three of its settings (Custom and Triton MaxP, Custom MaxQ)",
-		3072, 16384, 8192, "fp8", true),
+		3072, 16384, 8192, "fp8", "fp8"),
 		mixtralEffectiveBits,
 		"the limits are ASSUMED to be the run's: the run's QPS, 410 (mlperf_log_detail.txt), is neither the config's "+
 			"(413 Custom MaxP, 410.88 Triton, 311.6 MaxQ) nor the measurement's user.conf's (379.96), so the run was launched "+
@@ -133,12 +135,12 @@ var mlperfConfigs = map[string]mlperfConfig{
 	"5.1-0049|HPE|HPE_Cray_XD670_H200_SXM_141GBx8_TRT|mixtral-8x7b|Server": withAssumed(nvidiaRuntimeBudget(
 		"closed/HPE/configs/HPE_Cray_XD670_H200_SXM_141GBx8/Server/mixtral-8x7b.py", "the Custom harness's MaxP setting (server_target_qps 416, "+
 			"the row's QPS) and the file's two others",
-		3072, 16384, 8192, "fp8", true),
+		3072, 16384, 8192, "fp8", "fp8"),
 		mixtralEffectiveBits),
 	"5.1-0046|GigaComputing|G894-SD1_B200-SXM-180GBx8_TRT|llama2-70b-99|Interactive": nvidiaRuntimeBudget(
 		"closed/GigaComputing/configs/G894-SD1_B200-SXM-180GBx8/Interactive/llama2-70b.py", "the Custom harness's MaxP settings "+
 			"of both accuracy targets (server_target_qps 230, the row's QPS)",
-		768, 768, 512, "fp4", false),
+		768, 768, 512, "fp4", ""),
 
 	// Rows whose files state too little.
 	"5.1-0076|Oracle|B200-SXM-180GBx8_TRT|llama3.1-8b|Server": {

@@ -367,15 +367,43 @@ func TestWeightDtype(t *testing.T) {
 }
 
 // TestNVIDIARuntimeBudget: a config built for more tokens a step than it runs simulates the
-// run-time budget, and one that states no KV cache dtype says it assumes one.
+// run-time budget, and states the KV cache dtype its file states, or that it states none.
 func TestNVIDIARuntimeBudget(t *testing.T) {
-	stated := nvidiaRuntimeBudget("f", "s", 768, 768, 512, "fp4", true)
-	if stated.MaxBatchedTokens != 512 || stated.MaxNumSeqs != 768 || len(stated.Assumed) != 0 || !strings.Contains(stated.What, "kv_cache_dtype fp8") {
-		t.Errorf("%+v: want the run-time budget 512, batch 768, nothing assumed", stated)
+	stated := nvidiaRuntimeBudget("f", "s", 768, 768, 512, "fp4", "fp8")
+	if stated.MaxBatchedTokens != 512 || stated.MaxNumSeqs != 768 || stated.KVDtype != "fp8" || !strings.Contains(stated.What, "kv_cache_dtype fp8") {
+		t.Errorf("%+v: want the run-time budget 512, batch 768, the KV cache's fp8 stated", stated)
 	}
-	unstated := nvidiaRuntimeBudget("f", "s", 768, 768, 512, "fp4", false)
-	if unstated.KVDtype != "fp8" || len(unstated.Assumed) != 1 || !strings.Contains(unstated.Assumed[0], "ASSUMED") || strings.Contains(unstated.What, "kv_cache_dtype") {
-		t.Errorf("%+v: want the KV cache's fp8 assumed, not stated", unstated)
+	unstated := nvidiaRuntimeBudget("f", "s", 768, 768, 512, "fp4", "")
+	if unstated.KVDtype != "" || !strings.Contains(unstated.What, "no kv_cache_dtype") {
+		t.Errorf("%+v: want no KV cache dtype, said so", unstated)
+	}
+}
+
+// TestMLPerfUnstatedKV: a row of NVIDIA's harness whose configs state no kv_cache_dtype (the
+// B200's Llama-2-70B Interactive ones) keeps the cache unquantized, 16-bit, and says why and
+// what is assumed; the Server rows and another GPU's Interactive ones take the fp8 theirs state.
+func TestMLPerfUnstatedKV(t *testing.T) {
+	kv := func(exp string) (any, string) {
+		t.Helper()
+		r, err := mlperfRow(json.RawMessage(exp))
+		if err != nil || r.Skip != "" {
+			t.Fatalf("%v %s", err, r.Skip)
+		}
+		return r.Profile["deployment"].(map[string]any)["kv_dtype"], strings.Join(r.Assumptions, "\n")
+	}
+	interactive := strings.Replace(mlperfFixture, `"scenario": "Server"`, `"scenario": "Interactive"`, 1)
+	if got, why := kv(interactive); got != sim.DtypeBF16 || !strings.Contains(why, "quantize.py") || !strings.Contains(why, "ASSUMED") {
+		t.Errorf("B200 Llama-2-70B Interactive: kv_dtype %v (%s), want bf16, saying why and what is assumed", got, why)
+	}
+	if got, _ := kv(mlperfFixture); got != "fp8" {
+		t.Errorf("B200 Llama-2-70B Server: kv_dtype %v, want the fp8 its configs state", got)
+	}
+	if got, _ := kv(strings.Replace(interactive, `"NVIDIA B200-SXM-180GB"`, `"NVIDIA H200-SXM-141GB"`, 1)); got != "fp8" {
+		t.Errorf("H200 Llama-2-70B Interactive: kv_dtype %v, want the fp8 its configs state", got)
+	}
+	id := "5.1-0088|Supermicro|SYS-422GS-NBRT-LCC_B200-SXM-180GBx8_TRT|llama2-70b-99|Interactive"
+	if c := mlperfConfigs[id]; c.KVDtype != "" || !strings.Contains(c.What, "no kv_cache_dtype") {
+		t.Errorf("%s: %+v, want no KV cache dtype read from its file", id, c)
 	}
 }
 
