@@ -24,14 +24,19 @@ type mlperfConfig struct {
 // nvidiaHarness is a config of NVIDIA's MLPerf harness (TensorRT-LLM): tp 1 on each GPU. kv
 // is the kv_cache_dtype its checkpoint flags state, "" for none (mlperfRow: nvidiaKVUnstated).
 func nvidiaHarness(from string, seqs, tokens int, qps, kv string) mlperfConfig {
-	stated := "no kv_cache_dtype"
-	if kv != "" {
-		stated = "kv_cache_dtype " + kv
-	}
 	return mlperfConfig{From: from, TP: 1, Replicas: 8, MaxNumSeqs: seqs, MaxBatchedTokens: tokens,
 		WeightDtype: "nvfp4", KVDtype: kv,
 		What: fmt.Sprintf("the Custom harness's MaxP setting states tensor_parallelism 1, gpu_batch_size %d, max_num_tokens %d, "+
-			"precision fp4, %s and server_target_qps %s (the row's QPS)", seqs, tokens, stated, qps)}
+			"precision fp4, %s and server_target_qps %s (the row's QPS)", seqs, tokens, kvStated(kv), qps)}
+}
+
+// kvStated is what a config's checkpoint flags state of the KV cache: kv_cache_dtype kv, or
+// none where kv is "".
+func kvStated(kv string) string {
+	if kv == "" {
+		return "no kv_cache_dtype"
+	}
+	return "kv_cache_dtype " + kv
 }
 
 // nvidiaRuntimeBudget is a config of NVIDIA's harness (TensorRT-LLM, tp 1 on each of 8 GPUs)
@@ -44,13 +49,9 @@ func nvidiaHarness(from string, seqs, tokens int, qps, kv string) mlperfConfig {
 func nvidiaRuntimeBudget(from, settings string, seqs, built, runtime int, precision, kv string) mlperfConfig {
 	c := mlperfConfig{From: from, TP: 1, Replicas: 8, MaxNumSeqs: seqs, MaxBatchedTokens: runtime,
 		WeightDtype: precision, KVDtype: kv}
-	stated := "no kv_cache_dtype, "
-	if kv != "" {
-		stated = "kv_cache_dtype " + kv + ", "
-	}
-	c.What = fmt.Sprintf("%s state tensor_parallelism 1, gpu_batch_size %d, precision %s, %sand max_num_tokens %d "+
+	c.What = fmt.Sprintf("%s state tensor_parallelism 1, gpu_batch_size %d, precision %s, %s, and max_num_tokens %d "+
 		"built and %d at run time: the submitter's harness runs TensorRT-LLM's executor with the run-time figure "+
-		"(code/llmlib/cores/trtllm_executor_core.py) and asserts it within the built one", settings, seqs, precision, stated, built, runtime)
+		"(code/llmlib/cores/trtllm_executor_core.py) and asserts it within the built one", settings, seqs, precision, kvStated(kv), built, runtime)
 	return c
 }
 
